@@ -1,0 +1,81 @@
+"""The errors hiercvx raises.
+
+One base class, :class:`HierCVXError`.  Everything caused by the caller's input also
+subclasses :class:`ValueError`, so ``except ValueError`` keeps working for code that does
+not know about hiercvx.  :class:`SolverError` is raised when an optimization cannot be
+certified (bad status, gap over tolerance, non-finite values, licence limits).
+"""
+
+from __future__ import annotations
+
+
+class HierCVXError(Exception):
+    """Base class of every error raised by hiercvx."""
+
+
+class InputError(HierCVXError, ValueError):
+    """Invalid input: the message says what is wrong, where, and how to fix it."""
+
+
+class HierarchyError(InputError):
+    """An invalid hierarchy: cycle, self-loop, orphan, duplicate name, empty graph."""
+
+
+class LabelError(InputError):
+    """Labels that are unknown to the hierarchy, empty label sets, or unusable label sets."""
+
+
+class DataFormatError(InputError):
+    """A malformed data file; the message names the file and the line."""
+
+    def __init__(self, message: str, path=None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}"
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class ProblemTooLargeError(InputError):
+    """The exact reference would be too large to compile; raised before compiling."""
+
+
+class SolverError(HierCVXError):
+    """A solver failed, or its answer could not be certified.
+
+    Attributes: ``status`` (the solver's status string), ``solver`` (its name) and
+    ``gap`` (the relative gap when one was computed, else ``None``).
+    """
+
+    def __init__(self, message: str, status=None, solver=None, gap=None):
+        details = []
+        if status is not None:
+            details.append(f"status={status}")
+        if solver is not None:
+            details.append(f"solver={solver}")
+        if gap is not None:
+            details.append(f"gap={gap:.3g}")
+        super().__init__(message + (f" ({', '.join(details)})" if details else ""))
+        self.status = status
+        self.solver = solver
+        self.gap = gap
+
+
+class SolverUnavailableError(SolverError):
+    """The requested solver is not installed or not licensed for this problem."""
+
+
+__all__ = [
+    "HierCVXError",
+    "InputError",
+    "HierarchyError",
+    "LabelError",
+    "DataFormatError",
+    "ProblemTooLargeError",
+    "SolverError",
+    "SolverUnavailableError",
+]

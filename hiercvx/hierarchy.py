@@ -1,0 +1,681 @@
+"""Class hierarchies (trees and DAGs), label closure and class-attribute encodings.
+
+A :class:`Hierarchy` is an immutable rooted DAG over hashable node names.  At the public
+surface everything is a node name; arrays over nodes follow ``H.nodes`` (a topological
+order, parents before children, root first).  Inside, the index-based views
+(``parent_indices``, ``ancestor_matrix``, ``depths`` ...) are what solvers use.
+
+Notation of the papers: ``anc(y)`` is the set of ancestors of ``y`` *including* ``y``
+(Cai thesis, section 3.2); here that is ``H.ancestors(y, inclusive=True)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import HierarchyError, LabelError
+
+ARTIFICIAL_ROOT = "<root>"
+
+__all__ = [
+    "Hierarchy",
+    "PartialPaths",
+    "MinimalGraph",
+    "class_attributes",
+    "ARTIFICIAL_ROOT",
+]
+
+
+def _is_label_set(item, index: Mapping) -> bool:
+    """A sample's label is a set when it is a container that is not itself a node name."""
+    if isinstance(item, (str, bytes)):
+        return False
+    if isinstance(item, (set, frozenset, list, np.ndarray)):
+        return True
+    if isinstance(item, tuple):
+        try:
+            return item not in index
+        except TypeError:
+            return True
+    return False
+
+
+class Hierarchy:
+    """A rooted class hierarchy: a tree or a DAG with a single root.
+
+    Build one with :meth:`from_parents`, :meth:`from_edges`, :meth:`from_paths` or
+    :meth:`from_networkx`.  Several sources get one artificial root named
+    ``root`` (default ``"<root>"``).
+    """
+
+    # ------------------------------------------------------------------ construction
+    def __init__(self, edges: Iterable[tuple[Hashable, Hashable]], nodes: Iterable[Hashable] = (),
+                 root: Hashable | None = None):
+        """Low-level constructor from ``(parent, child)`` edges plus isolated ``nodes``.
+
+        Prefer the ``from_*`` class methods.  ``root`` names the artificial root used when
+        the graph has several sources (default ``"<root>"``).
+        """
+        order: dict = {}
+        for v in nodes:
+            order.setdefault(v, len(order))
+        edge_list = []
+        seen_edges = set()
+        for e in edges:
+            try:
+                p, c = e
+            except (TypeError, ValueError):
+                raise HierarchyError(f"an edge must be a (parent, child) pair, got {e!r}") from None
+            for v in (p, c):
+                if v is None:
+                    raise HierarchyError(f"edge {e!r} has None as a node name; None is reserved "
+                                         "for 'no parent' in from_parents")
+                try:
+                    hash(v)
+                except TypeError:
+                    raise HierarchyError(f"node names must be hashable, got {v!r}") from None
+            if p == c:
+                raise HierarchyError(f"self-loop on node {p!r}: a node cannot be its own parent")
+            order.setdefault(p, len(order))
+            order.setdefault(c, len(order))
+            if (p, c) not in seen_edges:  # repeated edges carry no information
+                seen_edges.add((p, c))
+                edge_list.append((p, c))
+        if not order:
+            raise HierarchyError("the hierarchy is empty: give at least one node or edge")
+
+        names = list(order)
+        n = len(names)
+        pos = {v: i for i, v in enumerate(names)}
+        parents = [[] for _ in range(n)]
+        for p, c in edge_list:
+            parents[pos[c]].append(pos[p])
+        sources = [i for i in range(n) if not parents[i]]
+        if not sources:
+            raise HierarchyError("the hierarchy has no source node: every node has a parent, "
+                                 "so the graph contains a cycle")
+        if len(sources) > 1:
+            rname = ARTIFICIAL_ROOT if root is None else root
+            if rname in pos:
+                raise HierarchyError(
+                    f"the graph has {len(sources)} source nodes and needs an artificial root, but "
+                    f"the name {rname!r} is already a node; pass root=<unused name>")
+            names.append(rname)
+            pos[rname] = n
+            parents.append([])
+            for s in sources:
+                parents[s].append(n)
+            edge_list = [(rname, names[s]) for s in sources] + edge_list
+            n += 1
+            root_pos = n - 1
+        else:
+            root_pos = sources[0]
+
+        topo = self._topological_order(names, parents, root_pos)
+        # re-index into topological order
+        new_of_old = np.empty(n, dtype=np.int64)
+        new_of_old[np.asarray(topo)] = np.arange(n)
+        new_parents = [None] * n
+        for old in range(n):
+            new_parents[new_of_old[old]] = sorted(int(new_of_old[p]) for p in parents[old])
+        self._build(tuple(names[i] for i in topo), new_parents)
+
+    @staticmethod
+    def _topological_order(names, parents, root_pos):
+        """Kahn's algorithm, ties broken by first appearance in the input (stable)."""
+        import heapq
+
+        n = len(names)
+        children = [[] for _ in range(n)]
+        indeg = np.zeros(n, dtype=np.int64)
+        for c in range(n):
+            for p in parents[c]:
+                children[p].append(c)
+                indeg[c] += 1
+        heap = [root_pos]
+        topo = []
+        while heap:
+            v = heapq.heappop(heap)
+            topo.append(v)
+            for c in children[v]:
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    heapq.heappush(heap, c)
+        if len(topo) != n:
+            stuck = [names[i] for i in range(n) if indeg[i] > 0][:5]
+            raise HierarchyError(f"the hierarchy contains a cycle through nodes such as {stuck!r}; "
+                                 "a class hierarchy must be acyclic")
+        return topo
+
+    def _build(self, names, parents):
+        n = len(names)
+        self._nodes = tuple(names)
+        self._index = {v: i for i, v in enumerate(names)}
+        self._parents = tuple(np.asarray(p, dtype=np.int64) for p in parents)
+        children = [[] for _ in range(n)]
+        for c in range(n):
+            for p in self._parents[c]:
+                children[p].append(c)
+        self._children = tuple(np.asarray(c, dtype=np.int64) for c in children)
+        # the edge list, as index pairs, parents first in node order
+        self._edge_index = np.array([(p, c) for c in range(n) for p in self._parents[c]],
+                                    dtype=np.int64).reshape(-1, 2)
+        # longest-path depth; ancestor sets by one pass in topological order
+        depths = np.zeros(n, dtype=np.int64)
+        anc_rows = [None] * n
+        for v in range(n):
+            ps = self._parents[v]
+            if len(ps):
+                depths[v] = depths[ps].max() + 1
+                if len(ps) == 1:
+                    anc_rows[v] = anc_rows[ps[0]] | {v}
+                else:
+                    acc = {v}
+                    for p in ps:
+                        acc |= anc_rows[p]
+                    anc_rows[v] = acc
+            else:
+                anc_rows[v] = frozenset({v})
+            anc_rows[v] = frozenset(anc_rows[v])
+        self._depths = depths
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum([len(a) for a in anc_rows])
+        indices = np.fromiter((u for a in anc_rows for u in sorted(a)), dtype=np.int64,
+                              count=int(indptr[-1]))
+        self._anc = sp.csr_matrix((np.ones(len(indices), dtype=bool), indices, indptr), shape=(n, n))
+        self._anc.sort_indices()
+        self._desc = self._anc.T.tocsr()
+        self._desc.sort_indices()
+        self._is_leaf = np.array([len(c) == 0 for c in self._children], dtype=bool)
+        self._is_tree = all(len(p) <= 1 for p in self._parents)
+        self._root = self._nodes[0]
+
+    @classmethod
+    def from_parents(cls, parents, root: Hashable | None = None) -> "Hierarchy":
+        """From a mapping ``child -> parent`` (``None`` for a top node).
+
+        A parent may also be a list/tuple/set of parents (a DAG).  ``parents`` may be a
+        mapping or an iterable of ``(child, parent)`` pairs; in the latter form a child
+        listed twice is an error (use a list of parents instead).  Every parent must itself
+        be declared as a child key (an undeclared parent is an orphan reference).
+        """
+        if isinstance(parents, Mapping):
+            items = list(parents.items())
+        else:
+            items = []
+            for k, item in enumerate(parents):
+                try:
+                    child, par = item
+                except (TypeError, ValueError):
+                    raise HierarchyError(f"from_parents item {k} is {item!r}; expected a "
+                                         "(child, parent) pair") from None
+                items.append((child, par))
+        if not items:
+            raise HierarchyError("the hierarchy is empty: from_parents got no nodes")
+        declared: dict = {}
+        for child, _ in items:
+            if child is None:
+                raise HierarchyError("None cannot be a node name")
+            if child in declared:
+                raise HierarchyError(f"duplicate node name {child!r} in from_parents input; give a "
+                                     "list of parents for a node with several parents")
+            declared[child] = True
+        edges = []
+        for child, par in items:
+            if par is None:
+                continue
+            plist = list(par) if isinstance(par, (list, tuple, set, frozenset)) and not (
+                isinstance(par, tuple) and par in declared) else [par]
+            for p in plist:
+                if p not in declared:
+                    raise HierarchyError(
+                        f"node {child!r} has parent {p!r}, which is not declared; add {p!r}: None "
+                        "(or its own parent) to the mapping")
+                edges.append((p, child))
+        return cls(edges, nodes=declared.keys(), root=root)
+
+    @classmethod
+    def from_edges(cls, edges, nodes: Iterable[Hashable] = (), root: Hashable | None = None) -> "Hierarchy":
+        """From ``(parent, child)`` pairs; a node with several parents makes a DAG."""
+        edges = list(edges)
+        nodes = list(nodes)
+        if not edges and not nodes:
+            raise HierarchyError("the hierarchy is empty: from_edges got no edges")
+        return cls(edges, nodes=nodes, root=root)
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str], sep: str = "/", root: Hashable | None = None) -> "Hierarchy":
+        """From path strings such as ``"A/A1/A1b"``: every prefix is a node, named by the prefix.
+
+        The top-level names hang under an artificial root unless there is exactly one.
+        """
+        nodes, edges = [], []
+        seen = set()
+        for k, path in enumerate(paths):
+            if not isinstance(path, str):
+                raise HierarchyError(f"path {k} is {path!r}; from_paths takes strings like 'A/A1'")
+            parts = path.split(sep)
+            if any(p == "" for p in parts):
+                raise HierarchyError(f"path {path!r} has an empty component (leading, trailing or "
+                                     f"doubled {sep!r})")
+            prev = None
+            for j in range(1, len(parts) + 1):
+                name = sep.join(parts[:j])
+                if name not in seen:
+                    seen.add(name)
+                    nodes.append(name)
+                    if prev is not None:
+                        edges.append((prev, name))
+                prev = name
+        if not nodes:
+            raise HierarchyError("the hierarchy is empty: from_paths got no paths")
+        return cls(edges, nodes=nodes, root=root)
+
+    @classmethod
+    def from_networkx(cls, graph, root: Hashable | None = None) -> "Hierarchy":
+        """From a ``networkx.DiGraph`` whose edges point from parent to child."""
+        import networkx as nx
+
+        if not isinstance(graph, nx.DiGraph):
+            raise HierarchyError(f"from_networkx needs a networkx.DiGraph (edges parent -> child), "
+                                 f"got {type(graph).__name__}")
+        return cls(list(graph.edges()), nodes=list(graph.nodes()), root=root)
+
+    def to_networkx(self):
+        """A ``networkx.DiGraph`` with edges parent -> child, nodes in ``H.nodes`` order."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(self._nodes)
+        g.add_edges_from(self.edges)
+        return g
+
+    def to_dict(self) -> dict:
+        """``child -> parent`` for trees, ``child -> tuple of parents`` for DAGs (root -> None)."""
+        out = {}
+        for i, v in enumerate(self._nodes):
+            ps = [self._nodes[p] for p in self._parents[i]]
+            if not ps:
+                out[v] = None
+            elif self._is_tree:
+                out[v] = ps[0]
+            else:
+                out[v] = tuple(ps)
+        return out
+
+    # ------------------------------------------------------------------ navigation
+    @property
+    def nodes(self) -> tuple:
+        """Node names in topological order, root first."""
+        return self._nodes
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, v) -> bool:
+        try:
+            return v in self._index
+        except TypeError:
+            return False
+
+    def __iter__(self):
+        return iter(self._nodes)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Hierarchy) and self._nodes == other._nodes
+                and np.array_equal(self._edge_index, other._edge_index))
+
+    def __hash__(self):
+        return hash((self._nodes, self._edge_index.tobytes()))
+
+    def __repr__(self) -> str:
+        kind = "tree" if self._is_tree else "DAG"
+        return (f"Hierarchy({kind}, {len(self._nodes)} nodes, {int(self._is_leaf.sum())} leaves, "
+                f"depth {int(self._depths.max())}, root={self._root!r})")
+
+    @property
+    def root(self):
+        return self._root
+
+    def index(self, v) -> int:
+        """Position of node ``v`` in ``H.nodes``."""
+        try:
+            return self._index[v]
+        except (KeyError, TypeError):
+            raise LabelError(f"{v!r} is not a node of this hierarchy ({self!r})") from None
+
+    def indices(self, names) -> np.ndarray:
+        """Positions of several nodes (vectorized :meth:`index`)."""
+        return np.fromiter((self.index(v) for v in names), dtype=np.int64)
+
+    def _names(self, idx) -> tuple:
+        return tuple(self._nodes[i] for i in idx)
+
+    def parents(self, v) -> tuple:
+        return self._names(self._parents[self.index(v)])
+
+    def children(self, v) -> tuple:
+        return self._names(self._children[self.index(v)])
+
+    def siblings(self, v) -> tuple:
+        """Other children of ``v``'s parents (all parents, for a DAG), in node order."""
+        i = self.index(v)
+        sib = set()
+        for p in self._parents[i]:
+            sib.update(int(c) for c in self._children[p])
+        sib.discard(i)
+        return self._names(sorted(sib))
+
+    def ancestors(self, v, inclusive: bool = False) -> tuple:
+        """Ancestors of ``v`` in node order (root first); ``inclusive`` adds ``v`` (anc(y))."""
+        i = self.index(v)
+        row = self._anc.indices[self._anc.indptr[i]:self._anc.indptr[i + 1]]
+        return self._names(r for r in row if inclusive or r != i)
+
+    def descendants(self, v, inclusive: bool = False) -> tuple:
+        i = self.index(v)
+        row = self._desc.indices[self._desc.indptr[i]:self._desc.indptr[i + 1]]
+        return self._names(r for r in row if inclusive or r != i)
+
+    @property
+    def leaves(self) -> tuple:
+        return self._names(np.flatnonzero(self._is_leaf))
+
+    def is_leaf(self, v) -> bool:
+        return bool(self._is_leaf[self.index(v)])
+
+    def depth(self, v) -> int:
+        """Length of the longest path from the root to ``v`` (the root has depth 0)."""
+        return int(self._depths[self.index(v)])
+
+    @property
+    def is_tree(self) -> bool:
+        return self._is_tree
+
+    @property
+    def edges(self) -> tuple:
+        """``(parent, child)`` name pairs."""
+        return tuple((self._nodes[p], self._nodes[c]) for p, c in self._edge_index)
+
+    # ------------------------------------------------------------------ index views
+    @property
+    def edge_index(self) -> np.ndarray:
+        """``(n_edges, 2)`` int array of ``(parent, child)`` node indices."""
+        return self._edge_index
+
+    @property
+    def parent_indices(self) -> tuple:
+        """For each node, an int array of its parents' indices."""
+        return self._parents
+
+    @property
+    def children_indices(self) -> tuple:
+        return self._children
+
+    @property
+    def parent_index(self) -> np.ndarray:
+        """Trees only: each node's parent index, ``-1`` for the root."""
+        if not self._is_tree:
+            raise HierarchyError("parent_index is defined for trees only; this hierarchy is a DAG "
+                                 "(use parent_indices)")
+        out = np.full(len(self._nodes), -1, dtype=np.int64)
+        for v, ps in enumerate(self._parents):
+            if len(ps):
+                out[v] = ps[0]
+        return out
+
+    @property
+    def depths(self) -> np.ndarray:
+        return self._depths
+
+    @property
+    def leaf_mask(self) -> np.ndarray:
+        return self._is_leaf
+
+    @property
+    def leaf_indices(self) -> np.ndarray:
+        return np.flatnonzero(self._is_leaf)
+
+    @property
+    def ancestor_matrix(self) -> sp.csr_matrix:
+        """Bool CSR ``A`` with ``A[v, u]`` true when ``u`` is an ancestor of ``v`` or ``u == v``."""
+        return self._anc
+
+    @property
+    def descendant_matrix(self) -> sp.csr_matrix:
+        """Transpose of :attr:`ancestor_matrix`."""
+        return self._desc
+
+    def sibling_groups(self) -> list[np.ndarray]:
+        """Children of each internal node, one int array per parent (in node order)."""
+        return [c for c in self._children if len(c)]
+
+    # ------------------------------------------------------------------ labels
+    def label_indicator(self, labels, n_samples: int | None = None) -> sp.csr_matrix:
+        """Sparse bool ``(n_samples, n_nodes)`` of the given labels, *not* closed.
+
+        ``labels``: a 1-D sequence of node names (one label per sample), a list of
+        iterables of node names (multi-label), or an indicator matrix over ``H.nodes``.
+        """
+        n = len(self._nodes)
+        if sp.issparse(labels) or (isinstance(labels, np.ndarray) and labels.ndim == 2):
+            m = sp.csr_matrix(labels)
+            if m.shape[1] != n:
+                raise LabelError(f"a label indicator matrix needs one column per node ({n}), "
+                                 f"got shape {m.shape}")
+            return (m != 0).tocsr()
+        if isinstance(labels, (str, bytes)):
+            raise LabelError("labels must be a sequence with one entry per sample, got a single "
+                             "string; wrap it in a list")
+        labels = list(labels)
+        index = self._index
+        rows, cols = [], []
+        unknown = []
+        for s, item in enumerate(labels):
+            members = item if _is_label_set(item, index) else (item,)
+            for v in members:
+                try:
+                    j = index[v]
+                except (KeyError, TypeError):
+                    unknown.append((s, v))
+                    continue
+                rows.append(s)
+                cols.append(j)
+        if unknown:
+            shown = ", ".join(f"{v!r} (sample {s})" for s, v in unknown[:5])
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            raise LabelError(f"{len(unknown)} label(s) are not nodes of the hierarchy: {shown}{more}. "
+                             "Check the spelling or build the hierarchy from all labels")
+        m = len(labels) if n_samples is None else n_samples
+        data = np.ones(len(rows), dtype=bool)
+        out = sp.csr_matrix((data, (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
+                            shape=(m, n))
+        out.sum_duplicates()
+        return out
+
+    def closure(self, labels, sparse: bool = False):
+        """Each sample's label set closed upward: ``(n_samples, n_nodes)`` bool.
+
+        ``labels`` as in :meth:`label_indicator`.  An empty label set gives an empty row
+        (the caller decides whether that is allowed).  ``sparse=True`` returns CSR, which
+        is what 10^5 samples on 10^4 nodes need.
+        """
+        ind = self.label_indicator(labels).astype(np.int32)
+        closed = (ind @ self._anc.astype(np.int32)).tocsr()
+        closed.data = closed.data > 0
+        closed = closed.astype(bool)
+        closed.eliminate_zeros()
+        return closed if sparse else closed.toarray()
+
+    def label_sets(self, indicator) -> list[frozenset]:
+        """Inverse of :meth:`label_indicator`: the node names set in each row."""
+        m = sp.csr_matrix(indicator)
+        m.eliminate_zeros()
+        return [frozenset(self._nodes[j] for j in m.indices[m.indptr[i]:m.indptr[i + 1]])
+                for i in range(m.shape[0])]
+
+    def is_closed(self, indicator) -> np.ndarray:
+        """Per row: is the set ancestor-closed?"""
+        m = sp.csr_matrix(indicator).astype(bool)
+        return np.asarray((self.closure(m, sparse=True) != m).sum(axis=1)).ravel() == 0
+
+    # ------------------------------------------------------------------ transforms
+    def with_self_leaves(self, nodes=None, suffix: str = "/<self>") -> "PartialPaths":
+        """Give every internal node in ``nodes`` a leaf child standing for "the node itself".
+
+        Used for labels that stop at an internal node (partial paths; Cai thesis section 3.2
+        and Wang et al. section 3).  ``nodes=None`` means every internal node.  Returns a
+        :class:`PartialPaths` with the new hierarchy and the maps in both directions.
+        """
+        if nodes is None:
+            internal = [v for v in self._nodes if not self.is_leaf(v)]
+        else:
+            internal = []
+            for v in dict.fromkeys(nodes):
+                if not self.is_leaf(v):  # index() inside raises for unknown names
+                    internal.append(v)
+        self_leaf = {}
+        for v in internal:
+            name = f"{v}{suffix}" if isinstance(v, str) else (v, suffix)
+            if name in self._index:
+                raise HierarchyError(f"the self-leaf name {name!r} for {v!r} is already a node; "
+                                     "pass another suffix")
+            self_leaf[v] = name
+        edges = list(self.edges) + [(v, leaf) for v, leaf in self_leaf.items()]
+        new = Hierarchy(edges, nodes=self._nodes)
+        return PartialPaths(hierarchy=new, original=self, self_leaf=self_leaf,
+                            owner={leaf: v for v, leaf in self_leaf.items()})
+
+    def minimal_graph(self, labels) -> "MinimalGraph":
+        """NHSVM section 5.2: merge nodes that co-occur in every training label set.
+
+        Two nodes are duplicated when each sample's closed label set contains both or
+        neither.  Each duplicated set becomes one node, named by its top-most member.
+        Nodes no sample uses are kept as they are (the paper assumes there are none).
+        """
+        z = self.closure(labels, sparse=True).tocsc().astype(np.int8)
+        n = len(self._nodes)
+        keys = {}
+        rep = np.arange(n)
+        for j in range(n):
+            col = z.indices[z.indptr[j]:z.indptr[j + 1]]
+            if len(col) == 0:
+                continue
+            key = col.tobytes()
+            if key in keys:
+                rep[j] = keys[key]
+            else:
+                keys[key] = j
+        groups: dict = {}
+        for j in range(n):
+            groups.setdefault(self._nodes[rep[j]], []).append(self._nodes[j])
+        edges = {(self._nodes[rep[p]], self._nodes[rep[c]]) for p, c in self._edge_index if rep[p] != rep[c]}
+        reps = [self._nodes[j] for j in range(n) if rep[j] == j]
+        edges = sorted(edges, key=lambda e: (self._index[e[0]], self._index[e[1]]))
+        new = Hierarchy(edges, nodes=reps)
+        return MinimalGraph(hierarchy=new, groups={k: tuple(v) for k, v in groups.items()},
+                            representative={self._nodes[j]: self._nodes[rep[j]] for j in range(n)})
+
+
+@dataclass(frozen=True)
+class PartialPaths:
+    """The partial-path transform of :meth:`Hierarchy.with_self_leaves` and its inverse."""
+
+    hierarchy: Hierarchy
+    original: Hierarchy
+    self_leaf: dict  # internal node -> its self leaf
+    owner: dict      # self leaf -> internal node
+
+    def transform(self, labels):
+        """Map labels on internal nodes to their self leaves (single or multi-label)."""
+        def one(v):
+            return self.self_leaf.get(v, v)
+        return [frozenset(one(v) for v in item) if _is_label_set(item, self.original._index)
+                else one(item) for item in labels]
+
+    def inverse_transform(self, labels):
+        def one(v):
+            return self.owner.get(v, v)
+        return [frozenset(one(v) for v in item) if _is_label_set(item, self.hierarchy._index)
+                else one(item) for item in labels]
+
+
+@dataclass(frozen=True)
+class MinimalGraph:
+    """The minimal graph M(G) of NHSVM section 5.2 and the map from nodes to their group."""
+
+    hierarchy: Hierarchy
+    groups: dict          # representative -> tuple of merged original nodes
+    representative: dict  # original node -> representative
+
+    def transform(self, labels):
+        return [frozenset(self.representative[v] for v in item) if not isinstance(item, str)
+                and isinstance(item, (set, frozenset, list, tuple)) else self.representative[item]
+                for item in labels]
+
+
+# ---------------------------------------------------------------------- class attributes
+_SCHEMES = ("indicator", "tree_depth", "class_depth", "normalized")
+
+
+def class_attributes(H: Hierarchy, classes=None, scheme: str | Callable = "indicator", *,
+                     alpha=None, include_root: bool = True) -> np.ndarray:
+    """Class-attribute matrix Lambda, ``(n_classes, n_nodes)``: row y holds t_v(y) for v in anc(y).
+
+    Schemes (Cai thesis eq. (3.7): ``Lambda_v(y) = t_v(y)`` if ``v in anc(y)`` else 0):
+
+    - ``"indicator"``: ``t_v(y) = 1`` (thesis (3.7) with t = 1).
+    - ``"tree_depth"``: ``t = 1/sqrt(D)`` with D the depth of the hierarchy (thesis 7.2);
+      the root gets 0.  Rows have unit norm when every class sits at depth D.
+    - ``"class_depth"``: ``t = 1/sqrt(depth(y))`` (thesis 7.2, OHSUMED); root 0; every
+      row has unit norm (for trees; for a DAG the number of ancestors is used).
+    - ``"normalized"``: ``t_v = sqrt(alpha_v)`` (NHSVM eq. (5)); ``alpha`` over ``H.nodes``
+      is required (see ``hiercvx.formulations.nhsvm.path_weights``).
+    - a callable ``t(H, v, y) -> float``.
+
+    ``classes`` defaults to ``H.leaves``.  ``include_root=False`` zeroes the root column
+    (it is dropped by no scheme: columns always follow ``H.nodes``).
+    """
+    classes = H.leaves if classes is None else tuple(classes)
+    if len(classes) == 0:
+        raise LabelError("class_attributes needs at least one class")
+    cls_idx = H.indices(classes)
+    anc = H.ancestor_matrix[cls_idx].tocoo()
+    rows, cols = anc.row, anc.col
+    n_anc = np.asarray(H.ancestor_matrix[cls_idx].sum(axis=1)).ravel()  # |anc(y)| inclusive
+    if callable(scheme):
+        vals = np.array([float(scheme(H, H.nodes[c], classes[r])) for r, c in zip(rows, cols)])
+    elif scheme == "indicator":
+        vals = np.ones(len(rows))
+    elif scheme == "tree_depth":
+        depth = int(n_anc.max()) - 1
+        vals = np.full(len(rows), 1.0 / np.sqrt(max(depth, 1)))
+    elif scheme == "class_depth":
+        d = np.maximum(n_anc - 1, 1)
+        vals = 1.0 / np.sqrt(d[rows])
+    elif scheme == "normalized":
+        if alpha is None:
+            raise LabelError("scheme='normalized' needs alpha (one weight per node of H.nodes); "
+                             "compute it with hiercvx.formulations.nhsvm.path_weights(H)")
+        alpha = np.asarray(alpha, dtype=float)
+        if alpha.shape != (len(H),) or not np.all(np.isfinite(alpha)) or np.any(alpha < 0):
+            raise LabelError(f"alpha must be a finite non-negative array of length {len(H)} "
+                             f"(one per node), got shape {alpha.shape}")
+        vals = np.sqrt(alpha[cols])
+    else:
+        raise LabelError(f"unknown class-attribute scheme {scheme!r}; choose one of {_SCHEMES} "
+                         "or pass a callable t(H, node, cls)")
+    lam = np.zeros((len(classes), len(H)))
+    lam[rows, cols] = vals
+    if scheme in ("tree_depth", "class_depth") or not include_root:
+        lam[:, 0] = 0.0  # the depth schemes give the root t = 0 (thesis 7.2)
+    return lam
