@@ -1,0 +1,134 @@
+"""Kernels on inputs: linear, Gaussian (with the median heuristic) and precomputed.
+
+``kernel`` arguments across hiercvx take ``"linear"``, ``"rbf"`` (alias ``"gaussian"``),
+``"precomputed"`` or a callable ``k(A, B) -> (len(A), len(B))`` array.  A :class:`Kernel`
+resolves the choice once (fixing the bandwidth on the training data) so that training and
+prediction use the same function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import InputError
+
+__all__ = ["Kernel", "make_kernel", "gram", "median_heuristic", "check_psd", "KERNELS"]
+
+KERNELS = ("linear", "rbf", "gaussian", "precomputed")
+
+
+def _sq_dists(A, B) -> np.ndarray:
+    a2 = np.asarray(A.multiply(A).sum(axis=1)).ravel() if sp.issparse(A) else np.einsum("ij,ij->i", A, A)
+    b2 = np.asarray(B.multiply(B).sum(axis=1)).ravel() if sp.issparse(B) else np.einsum("ij,ij->i", B, B)
+    cross = A @ B.T
+    cross = cross.toarray() if sp.issparse(cross) else np.asarray(cross)
+    return np.maximum(a2[:, None] + b2[None, :] - 2.0 * cross, 0.0)
+
+
+def median_heuristic(X, y=None, max_points: int = 2000, random_state=0) -> float:
+    """Bandwidth sigma for ``exp(-||a-b||^2 / (2 sigma^2))``.
+
+    Without ``y``: the median pairwise distance.  With single labels ``y``: the median of
+    the distances between points of *different* classes (Wang, Shen, Pan, section 4.1:
+    sigma is the median distance between classes).  At most ``max_points`` points are
+    used (a seeded subsample) so that the cost stays bounded.
+    """
+    rng = np.random.default_rng(random_state)
+    n = X.shape[0]
+    idx = np.arange(n) if n <= max_points else np.sort(rng.choice(n, max_points, replace=False))
+    Xs = X[idx]
+    d2 = _sq_dists(Xs, Xs)
+    iu = np.triu_indices(len(idx), k=1)
+    mask = np.ones(len(iu[0]), dtype=bool)
+    if y is not None:
+        ys = np.asarray(y, dtype=object)[idx]
+        mask = ys[iu[0]] != ys[iu[1]]
+        if not mask.any():
+            raise InputError("the between-class median needs at least two classes in y")
+    d = np.sqrt(d2[iu][mask])
+    d = d[d > 0]
+    if d.size == 0:
+        raise InputError("all points coincide: the median distance is 0, so no Gaussian bandwidth "
+                         "can be set; give sigma explicitly")
+    return float(np.median(d))
+
+
+def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix") -> None:
+    """Refuse a non-symmetric or non-PSD Gram matrix, quoting its smallest eigenvalue."""
+    K = np.asarray(K, dtype=float)
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise InputError(f"the {what} must be square, got shape {K.shape}")
+    if not np.all(np.isfinite(K)):
+        raise InputError(f"the {what} has non-finite entries")
+    scale = max(1.0, float(np.abs(K).max()))
+    if not np.allclose(K, K.T, atol=1e-10 * scale):
+        raise InputError(f"the {what} is not symmetric (max asymmetry "
+                         f"{np.abs(K - K.T).max():.3g}); symmetrize it")
+    lmin = float(np.linalg.eigvalsh((K + K.T) / 2).min())
+    if lmin < -tol * scale:
+        raise InputError(f"the {what} is not positive semidefinite: its smallest eigenvalue is "
+                         f"{lmin:.3g}; a valid kernel gives a PSD Gram matrix")
+
+
+@dataclass
+class Kernel:
+    """A resolved kernel: ``kernel(A, B)`` returns the Gram block between rows of A and B."""
+
+    name: str
+    sigma: float | None = None
+    function: Callable | None = None
+
+    def __call__(self, A, B=None):
+        B = A if B is None else B
+        if self.name == "linear":
+            K = A @ B.T
+            return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=float)
+        if self.name == "rbf":
+            return np.exp(-_sq_dists(A, B) / (2.0 * self.sigma ** 2))
+        if self.name == "callable":
+            K = np.asarray(self.function(A, B), dtype=float)
+            if K.shape != (A.shape[0], B.shape[0]):
+                raise InputError(f"the kernel callable returned shape {K.shape}, expected "
+                                 f"{(A.shape[0], B.shape[0])}")
+            return K
+        if self.name == "precomputed":
+            # A is already the Gram block; B is ignored (the caller passes kernel rows)
+            return np.asarray(A, dtype=float)
+        raise InputError(f"unknown kernel {self.name!r}")
+
+    @property
+    def is_linear(self) -> bool:
+        return self.name == "linear"
+
+
+def make_kernel(kernel="linear", X=None, y=None, sigma: float | None = None) -> Kernel:
+    """Resolve a kernel argument.  For ``"rbf"`` without ``sigma`` the median heuristic on
+    ``X`` (between classes when ``y`` is given) fixes the bandwidth."""
+    if callable(kernel) and not isinstance(kernel, str):
+        return Kernel("callable", function=kernel)
+    if kernel == "linear":
+        return Kernel("linear")
+    if kernel in ("rbf", "gaussian"):
+        if sigma is None:
+            if X is None:
+                raise InputError("the Gaussian kernel needs sigma or training data for the median heuristic")
+            sigma = median_heuristic(X, y)
+        if not (np.isfinite(sigma) and sigma > 0):
+            raise InputError(f"sigma must be positive and finite, got {sigma}")
+        return Kernel("rbf", sigma=float(sigma))
+    if kernel == "precomputed":
+        return Kernel("precomputed")
+    raise InputError(f"unknown kernel {kernel!r}; choose one of {KERNELS} or pass a callable k(A, B)")
+
+
+def gram(X, Z=None, kernel="linear", sigma: float | None = None, check: bool = False) -> np.ndarray:
+    """The Gram matrix ``k(X, Z)`` (``Z = X`` when omitted); ``check`` verifies PSD."""
+    k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel, X=X, sigma=sigma)
+    K = k(X, Z)
+    if check and Z is None:
+        check_psd(K)
+    return K

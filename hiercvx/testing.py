@@ -1,0 +1,109 @@
+"""Checks for test suites (ours and our users'): references against independent routes,
+fast solvers against references.  Plain functions raising ``AssertionError``.
+
+Objects accepted as "a solution": a :class:`~hiercvx.ReferenceSolution`, a
+:class:`~hiercvx.solvers.SolverResult`, or a plain float objective.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "assert_certified",
+    "assert_same_optimum",
+    "assert_fast_matches_reference",
+    "assert_bounds_bracket",
+    "solve_with_each",
+    "check_gradient",
+]
+
+
+def _objective(sol) -> float:
+    return float(getattr(sol, "objective", sol))
+
+
+def _scale(*values) -> float:
+    return max(1.0, *(abs(v) for v in values))
+
+
+def assert_certified(sol, gap_tol: float = 1e-6) -> None:
+    """Finite objective and bound, bound below objective (up to rounding), gap within tol."""
+    obj, lb = float(sol.objective), float(sol.lower_bound)
+    assert np.isfinite(obj) and np.isfinite(lb), f"non-finite certificate: objective {obj}, bound {lb}"
+    assert lb <= obj + 1e-9 * _scale(obj), f"lower bound {lb!r} exceeds objective {obj!r}"
+    gap = (obj - lb) / _scale(obj)
+    assert gap <= gap_tol, f"gap {gap:.3e} over {gap_tol:g}"
+
+
+def assert_same_optimum(a, b, rtol: float = 1e-6) -> None:
+    """Two routes (primal/dual, two solvers, two formulations) reach the same optimal value.
+
+    When both carry certificates, the tolerance also allows for their gaps.
+    """
+    fa, fb = _objective(a), _objective(b)
+    slack = rtol * _scale(fa, fb)
+    for s in (a, b):
+        if hasattr(s, "lower_bound"):
+            slack += abs(float(s.objective) - float(s.lower_bound))
+    assert abs(fa - fb) <= slack, (f"optima differ: {fa!r} vs {fb!r} (|diff| {abs(fa - fb):.3e} > "
+                                   f"{slack:.3e})")
+
+
+def assert_fast_matches_reference(fast, ref, rtol: float = 1e-6) -> None:
+    """A fast solver agrees with its certified reference.
+
+    * the fast solver says it converged and its own certificate holds;
+    * its objective is within ``rtol`` (relative) of the reference optimum;
+    * weak duality across the two: each lower bound is below the other's objective.
+    """
+    assert getattr(fast, "converged", True), f"fast solver did not converge: {fast}"
+    f_obj, r_obj = float(fast.objective), float(ref.objective)
+    scale = _scale(f_obj, r_obj)
+    tol = rtol * scale
+    assert abs(f_obj - r_obj) <= tol + abs(r_obj - float(ref.lower_bound)), (
+        f"fast objective {f_obj!r} vs reference {r_obj!r}: relative difference "
+        f"{abs(f_obj - r_obj) / scale:.3e} > {rtol:g}")
+    if hasattr(fast, "lower_bound"):
+        assert float(fast.lower_bound) <= r_obj + tol, (
+            f"fast lower bound {fast.lower_bound!r} exceeds the reference optimum {r_obj!r}")
+    assert float(ref.lower_bound) <= f_obj + tol, (
+        f"reference lower bound {ref.lower_bound!r} exceeds the fast objective {f_obj!r}")
+
+
+def assert_bounds_bracket(lower, upper, optimum, rtol: float = 1e-7) -> None:
+    """Iterates' bounds bracket the optimum: ``lower <= optimum <= upper`` (arrays allowed)."""
+    lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
+    tol = rtol * _scale(float(optimum))
+    bad_lo = np.flatnonzero(lower > optimum + tol)
+    bad_up = np.flatnonzero(upper < optimum - tol)
+    assert bad_lo.size == 0, f"lower bound above the optimum {optimum!r} at iterations {bad_lo[:5]}"
+    assert bad_up.size == 0, f"upper bound below the optimum {optimum!r} at iterations {bad_up[:5]}"
+
+
+def solve_with_each(build, solvers, **solve_kw):
+    """Build a fresh problem per solver (``build()`` -> ReferenceProblem) and solve it with
+    each installed solver of ``solvers``; returns ``{solver: ReferenceSolution}``."""
+    from .reference import installed_solvers
+
+    have = set(installed_solvers())
+    out = {}
+    for s in solvers:
+        if s.upper() in have:
+            out[s.upper()] = build().solve(solver=s, **solve_kw)
+    assert len(out) >= 2, f"need two installed solvers among {solvers}, have {sorted(have)}"
+    return out
+
+
+def check_gradient(f, grad, x, eps: float = 1e-6, rtol: float = 1e-4, random_state=0) -> None:
+    """Central finite differences of ``f`` along random directions against ``grad(x)``."""
+    rng = np.random.default_rng(random_state)
+    x = np.asarray(x, dtype=float)
+    g = np.asarray(grad(x), dtype=float)
+    for _ in range(5):
+        d = rng.standard_normal(x.shape)
+        d /= np.linalg.norm(d)
+        fd = (f(x + eps * d) - f(x - eps * d)) / (2 * eps)
+        an = float(np.sum(g * d))
+        assert abs(fd - an) <= rtol * max(1.0, abs(fd), abs(an)), (
+            f"directional derivative {an!r} vs finite difference {fd!r}")
