@@ -1,0 +1,1 @@
+"""scikit-learn classifiers, one per method; ``solver="fast" | "reference"``."""

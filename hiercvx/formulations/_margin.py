@@ -1,0 +1,199 @@
+"""The pairwise-ranking large-margin model shared by Crammer–Singer and Cai–Hofmann.
+
+One model, written once, used by the CVXPY references (``multiclass``, ``hsvm``), the fast
+working-set solver and the estimators.
+
+Notation (Cai thesis, chapter 4): q classes, M nodes, ``Lam`` the ``(q, M)`` class-attribute
+matrix, ``W`` the ``(M, d)`` node weights, class scores ``S = X W^T Lam^T`` (``(n, q)``,
+thesis (3.7)-(3.8)).  Example i has relevant classes ``Y_i`` and irrelevant ``Ybar_i``; the
+pairs ``p = (i, y, ybar)`` with ``y in Y_i, ybar in Ybar_i`` carry the loss ``Delta_p``.
+
+Primal, thesis (4.10) ("slack" rescaling) and its margin-rescaled variant::
+
+    min_W 1/2 ||W||_F^2 + sum_i C_i xi_i
+    slack:  xi_i = max(0, max_p Delta_p (1 - (S_iy - S_iybar)))
+    margin: xi_i = max(0, max_p (Delta_p - (S_iy - S_iybar)))
+
+Dual, thesis (4.15) (slack) / its margin analogue::
+
+    max_alpha  sum_p alpha_p * b_p - 1/2 ||W(alpha)||^2,   alpha >= 0,
+    slack:  b_p = 1,        sum_{p of i} alpha_p / Delta_p <= C_i
+    margin: b_p = Delta_p,  sum_{p of i} alpha_p           <= C_i
+    W(alpha) = sum_p alpha_p (Lam_y - Lam_ybar)^T x_i^T          thesis (4.12)
+
+Everything is expressed through the expansion coefficients ``G`` (``(n, q)``):
+``G[i, y] += alpha_p, G[i, ybar] -= alpha_p``, so ``W = Lam^T G^T X`` and, with an input
+kernel ``K`` and class kernel ``Q = Lam Lam^T`` (thesis (4.16)-(4.17)),
+``S = K G Q`` and ``||W||^2 = tr(G^T K G Q)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import InputError
+
+RESCALINGS = ("slack", "margin")
+
+
+@dataclass
+class MarginData:
+    """Everything the margin model needs besides the inputs' Gram matrix or features.
+
+    ``Y`` bool ``(n, q)`` relevant classes; ``Q`` ``(q, q)`` class Gram matrix; ``loss``
+    ``(q, q)``; ``Cw`` per-example weights of C (``C_i = C * Cw[i]``); pair arrays of
+    length P sorted by example, with ``pair_ptr`` the CSR-style offsets per example.
+    """
+
+    Y: np.ndarray
+    Q: np.ndarray
+    loss: np.ndarray
+    rescaling: str
+    Cw: np.ndarray
+    pair_i: np.ndarray
+    pair_y: np.ndarray
+    pair_ybar: np.ndarray
+    pair_loss: np.ndarray
+    pair_ptr: np.ndarray
+    Lam: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return self.Y.shape[0]
+
+    @property
+    def n_classes(self) -> int:
+        return self.Y.shape[1]
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_i)
+
+    @property
+    def pair_offset(self) -> np.ndarray:
+        """``b_p``: 1 (slack rescaling) or ``Delta_p`` (margin rescaling)."""
+        return np.ones(self.n_pairs) if self.rescaling == "slack" else self.pair_loss
+
+    @property
+    def pair_cost(self) -> np.ndarray:
+        """Weight of ``alpha_p`` in the per-example budget: ``1/Delta_p`` or 1."""
+        return 1.0 / self.pair_loss if self.rescaling == "slack" else np.ones(self.n_pairs)
+
+
+def margin_data(Y: np.ndarray, loss: np.ndarray, *, Lam: np.ndarray | None = None,
+                Q: np.ndarray | None = None, rescaling: str = "slack",
+                sample_weight: np.ndarray | None = None) -> MarginData:
+    """Pairs and per-example weights from a bool label matrix ``Y`` ``(n, q)``.
+
+    Give the class attributes ``Lam`` ``(q, M)`` or a class kernel ``Q`` ``(q, q)``.
+    Pairs whose loss is 0 would make the slack-rescaled constraint vacuous (thesis (4.10)
+    divides by Delta), so they are refused rather than silently dropped.
+    """
+    if rescaling not in RESCALINGS:
+        raise InputError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
+    Y = np.asarray(Y, dtype=bool)
+    n, q = Y.shape
+    loss = np.asarray(loss, dtype=float)
+    if loss.shape != (q, q):
+        raise InputError(f"the loss matrix must be ({q}, {q}), got {loss.shape}")
+    if Lam is not None:
+        Lam = np.asarray(Lam, dtype=float)
+        if Lam.shape[0] != q:
+            raise InputError(f"class attributes need one row per class ({q}), got {Lam.shape}")
+        Q = Lam @ Lam.T
+    elif Q is None:
+        raise InputError("give class attributes Lam or a class kernel Q")
+    Q = np.asarray(Q, dtype=float)
+    if Q.shape != (q, q):
+        raise InputError(f"the class kernel must be ({q}, {q}), got {Q.shape}")
+    Cw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    if Cw.shape != (n,) or not np.all(np.isfinite(Cw)) or np.any(Cw < 0):
+        raise InputError(f"sample weights must be {n} finite non-negative numbers")
+    # pairs (i, y, ybar), sorted by i then y then ybar
+    rel = Y[:, :, None] & ~Y[:, None, :]
+    pi, py, pyb = np.nonzero(rel)
+    pl = loss[py, pyb]
+    if np.any(pl <= 0):
+        k = int(np.flatnonzero(pl <= 0)[0])
+        raise InputError(f"the loss between relevant class {py[k]} and irrelevant class {pyb[k]} "
+                         f"(sample {pi[k]}) is {pl[k]:g}; the margin model needs a positive loss "
+                         "between every relevant/irrelevant pair")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pi, minlength=n), out=ptr[1:])
+    return MarginData(Y=Y, Q=Q, loss=loss, rescaling=rescaling, Cw=Cw, pair_i=pi, pair_y=py,
+                      pair_ybar=pyb, pair_loss=pl, pair_ptr=ptr, Lam=Lam)
+
+
+def slacks(S: np.ndarray, data: MarginData) -> np.ndarray:
+    """``xi_i`` at class scores ``S`` ``(n, q)`` (the smallest feasible slacks)."""
+    diff = S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar]
+    if data.rescaling == "slack":
+        viol = data.pair_loss * (1.0 - diff)
+    else:
+        viol = data.pair_loss - diff
+    xi = np.zeros(data.n_samples)
+    np.maximum.at(xi, data.pair_i, viol)  # max(0, max over the example's pairs)
+    return xi
+
+
+def class_scores(W: np.ndarray, X, Lam: np.ndarray) -> np.ndarray:
+    """``S = X W^T Lam^T`` for node weights ``W`` ``(M, d)``."""
+    XW = X @ W.T
+    XW = XW.toarray() if sp.issparse(XW) else np.asarray(XW)
+    return XW @ Lam.T
+
+
+def primal_objective(W: np.ndarray, X, data: MarginData, C: float) -> float:
+    """Thesis (4.10) at node weights ``W`` (linear kernel), slacks recomputed."""
+    xi = slacks(class_scores(W, X, data.Lam), data)
+    return 0.5 * float(np.sum(W * W)) + C * float(data.Cw @ xi)
+
+
+def coefficients(alpha: np.ndarray, data: MarginData) -> np.ndarray:
+    """Expansion coefficients ``G`` ``(n, q)`` of the dual point ``alpha`` (thesis (4.12))."""
+    G = np.zeros((data.n_samples, data.n_classes))
+    np.add.at(G, (data.pair_i, data.pair_y), alpha)
+    np.add.at(G, (data.pair_i, data.pair_ybar), -alpha)
+    return G
+
+
+def weights_from_coefficients(G: np.ndarray, X, Lam: np.ndarray) -> np.ndarray:
+    """Node weights ``W = Lam^T G^T X`` (``(M, d)``), thesis (4.12)."""
+    GX = (X.T @ G).T if sp.issparse(X) else G.T @ X
+    return Lam.T @ np.asarray(GX)
+
+
+def kernel_objective(G: np.ndarray, K: np.ndarray, data: MarginData, C: float) -> float:
+    """The primal objective for the representer-form weights ``G`` with Gram matrix ``K``."""
+    KG = K @ G
+    S = KG @ data.Q
+    norm2 = float(np.sum(G * (KG @ data.Q)))
+    return 0.5 * norm2 + C * float(data.Cw @ slacks(S, data))
+
+
+def project_dual(alpha: np.ndarray, data: MarginData, C: float) -> np.ndarray:
+    """The nearest-by-scaling dual feasible point: clip at 0, then shrink each example's
+    block until its budget ``sum_p cost_p alpha_p <= C_i`` holds."""
+    a = np.maximum(np.asarray(alpha, dtype=float), 0.0)
+    used = np.bincount(data.pair_i, weights=a * data.pair_cost, minlength=data.n_samples)
+    budget = C * data.Cw
+    scale = np.ones(data.n_samples)
+    over = used > budget
+    scale[over] = budget[over] / used[over]
+    return a * scale[data.pair_i]
+
+
+def dual_objective(alpha: np.ndarray, K: np.ndarray, data: MarginData) -> float:
+    """Thesis (4.14): ``sum_p b_p alpha_p - 1/2 tr(G^T K G Q)``; a lower bound on the
+    primal optimum whenever ``alpha`` is dual feasible (see :func:`project_dual`)."""
+    G = coefficients(alpha, data)
+    return float(data.pair_offset @ alpha) - 0.5 * float(np.sum(G * (K @ G @ data.Q)))
+
+
+def dual_objective_linear(alpha: np.ndarray, X, data: MarginData) -> float:
+    """:func:`dual_objective` for the linear kernel without forming ``K`` (large n)."""
+    W = weights_from_coefficients(coefficients(alpha, data), X, data.Lam)
+    return float(data.pair_offset @ alpha) - 0.5 * float(np.sum(W * W))
