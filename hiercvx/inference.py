@@ -1,0 +1,694 @@
+"""Argmax over label sets of a hierarchy: tree DP, DAG integer program (19), its LP relaxation,
+brute force.
+
+The multi-label space of the Normalized Hierarchical SVM paper (section 3) is
+``Y_m = {anc(L) : L a non-empty set of leaves}``: label sets that are
+
+* ancestor-closed (every parent of a chosen node is chosen, so the root is always in),
+* extendable downwards (every chosen internal node has at least one chosen child), and
+* non-empty (at least one leaf is chosen).
+
+Given node scores ``s`` (``s_n = sqrt(alpha_n) W_n . x`` for NHSVM, ``W_n . x`` for the plain
+hierarchical SVM), prediction and loss-augmented inference ask for
+``argmax_{y in Y_m} sum_{n in y} s_n``, the paper's eq. (18) once a decomposable loss has
+been folded into the scores.  With ``z`` the indicator of ``y`` this is the integer program
+(19) of the paper, written here as a maximization (the paper's ``argmin`` of ``z . r`` with
+``r = -s``)::
+
+    max  s . z   over z in {0, 1}^M
+    s.t. z_c <= z_p                    for every edge p -> c        (closure)
+         sum_{c in C(n)} z_c >= z_n    for every internal node n    (a chosen node has a chosen child)
+         sum_{l in leaves} z_l >= 1                                  (non-empty)
+         z_root = 1
+
+Methods (all share one entry point, :func:`best_label_set`, and one reusable object,
+:class:`LabelSetOracle`):
+
+``"dp"``         O(M) dynamic program on trees, vectorized over samples (refuses DAGs).
+``"ilp"``        the integer program (19) with HiGHS (``highspy``) or Gurobi; trees and DAGs.
+``"lp"``         its LP relaxation; samples whose LP optimum is fractional are re-solved with
+                 the integer program and reported (``InferenceInfo.fell_back``).
+``"enumerate"``  brute force over ``Y_m`` (one set per non-empty leaf subset), tiny graphs only.
+``"auto"``       ``"dp"`` on trees, ``"ilp"`` on DAGs.
+
+Ties are broken deterministically: the DP adds an optional child only when its subtree
+gains strictly (> 0) and, when it must add one, takes the first best child in ``H.nodes``
+order; enumeration returns the first best leaf subset in bit order; the solvers are
+deterministic for a given input.  Different methods may return different optimal sets on
+exact ties; their objective values agree.
+
+Also here: :func:`best_leaf` (the single-label rule, argmax over ``Y_s``),
+:class:`DecomposableLoss` and :func:`loss_augmented_scores` (a node-decomposable loss turned
+into added node scores), :func:`is_valid_label_set` and :func:`enumerate_label_sets`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import (
+    HierarchyError,
+    InputError,
+    LabelError,
+    ProblemTooLargeError,
+    SolverError,
+    SolverUnavailableError,
+)
+from .hierarchy import Hierarchy
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "METHODS",
+    "best_label_set",
+    "best_leaf",
+    "LabelSetOracle",
+    "InferenceInfo",
+    "DecomposableLoss",
+    "loss_augmented_scores",
+    "is_valid_label_set",
+    "enumerate_label_sets",
+    "label_set_scores",
+]
+
+METHODS = ("auto", "dp", "ilp", "lp", "enumerate")
+SOLVERS = ("highs", "gurobi")
+
+#: Largest hierarchy :func:`enumerate_label_sets` accepts by default (2^leaves sets).
+ENUMERATE_MAX_NODES = 20
+
+#: Distance from {0, 1} above which an LP coordinate counts as fractional.
+INTEGRALITY_TOL = 1e-6
+
+# Entries of one (samples x nodes) work array in the DP / enumeration (bounds memory).
+_CHUNK_ENTRIES = 1 << 22
+
+
+# ---------------------------------------------------------------------- input checks
+def _check_hierarchy(H) -> Hierarchy:
+    if not isinstance(H, Hierarchy):
+        raise InputError(f"H must be a hiercvx.Hierarchy, got {type(H).__name__}; build one with "
+                         "Hierarchy.from_parents / from_edges / from_paths")
+    return H
+
+
+def _check_scores(scores, H: Hierarchy, name: str = "scores") -> tuple[np.ndarray, bool]:
+    """Scores as a float ``(n_samples, n_nodes)`` array, and whether the input was 1-D."""
+    if sp.issparse(scores):
+        scores = scores.toarray()
+    try:
+        arr = np.asarray(scores, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a numeric array over H.nodes: {exc}") from None
+    M = len(H)
+    if arr.ndim == 1:
+        single = True
+        arr = arr[None, :]
+    elif arr.ndim == 2:
+        single = False
+    else:
+        raise InputError(f"{name} must have shape (n_nodes,) = ({M},) or (n_samples, n_nodes) = "
+                         f"(n, {M}), got shape {arr.shape}")
+    if arr.shape[1] != M:
+        raise InputError(f"{name} has {arr.shape[1]} columns but the hierarchy has {M} nodes; "
+                         f"give one score per node of H.nodes (root included), shape (n, {M})")
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        where = f"node {H.nodes[bad[1]]!r}" if single else f"sample {bad[0]}, node {H.nodes[bad[1]]!r}"
+        raise InputError(f"{name} has non-finite entries (NaN or inf), first at {where}; check the "
+                         "weights or features that produced them")
+    return arr, single
+
+
+def _check_indicator(indicator, H: Hierarchy, name: str) -> np.ndarray:
+    """A 0/1 (or bool) array over ``H.nodes`` as bool, 1-D or 2-D (not reshaped)."""
+    if sp.issparse(indicator):
+        indicator = indicator.toarray()
+    arr = np.asarray(indicator)
+    if arr.ndim not in (1, 2) or arr.shape[-1] != len(H):
+        raise LabelError(f"{name} must have shape ({len(H)},) or (n_samples, {len(H)}) (one column "
+                         f"per node of H.nodes), got shape {arr.shape}; build it with H.closure(labels)")
+    if arr.dtype != bool:
+        try:
+            num = arr.astype(float)
+        except (TypeError, ValueError):
+            raise LabelError(f"{name} must be a 0/1 or boolean array, got dtype {arr.dtype}") from None
+        if not np.all((num == 0) | (num == 1)):
+            raise LabelError(f"{name} must contain only 0/1 (or True/False) entries; "
+                             "build it with H.closure(labels)")
+        arr = num == 1
+    return arr
+
+
+# ---------------------------------------------------------------------- label-set helpers
+def label_set_scores(scores, indicator) -> np.ndarray:
+    """``sum_{n in y} s_n`` for each row: the potential gamma(x, y) of the paper's eq. (1)."""
+    scores = np.atleast_2d(np.asarray(scores, dtype=float))
+    indicator = np.atleast_2d(np.asarray(indicator, dtype=bool))
+    return np.where(indicator, scores, 0.0).sum(axis=1)
+
+
+def is_valid_label_set(indicator, H: Hierarchy) -> np.ndarray:
+    """Per row: is the set a member of the multi-label space ``Y_m`` (section 3 / (19))?
+
+    True when the root is chosen, every chosen node's parents are chosen, every chosen
+    internal node has a chosen child, and at least one leaf is chosen.  Returns a bool array
+    of shape ``(n_samples,)`` (length 1 for a 1-D input).
+    """
+    H = _check_hierarchy(H)
+    Z = np.atleast_2d(_check_indicator(indicator, H, "indicator"))
+    parent, child = H.edge_index[:, 0], H.edge_index[:, 1]
+    closed = ~np.any(Z[:, child] & ~Z[:, parent], axis=1)
+    internal = ~H.leaf_mask
+    # child_of[p, c] = 1 for each edge; chosen children per node = child_of @ z
+    child_of = sp.csr_matrix((np.ones(len(parent), dtype=np.int64), (parent, child)),
+                             shape=(len(H), len(H)))
+    n_chosen_children = np.asarray((child_of @ Z.T.astype(np.int64)).T)
+    extendable = ~np.any(Z[:, internal] & (n_chosen_children[:, internal] == 0), axis=1)
+    has_leaf = np.any(Z[:, H.leaf_mask], axis=1)
+    return Z[:, 0] & closed & extendable & has_leaf
+
+
+def enumerate_label_sets(H: Hierarchy, max_nodes: int = ENUMERATE_MAX_NODES) -> np.ndarray:
+    """Every member of ``Y_m = {anc(L) : L non-empty set of leaves}`` as a bool ``(n_sets, M)``.
+
+    Distinct leaf subsets give distinct sets (a leaf is nobody's ancestor), so there are
+    ``2^|leaves| - 1`` of them, listed in increasing bit order of ``L`` (bit k = k-th leaf of
+    ``H.leaf_indices``).  Refuses hierarchies with more than ``max_nodes`` nodes.
+    """
+    H = _check_hierarchy(H)
+    if len(H) > max_nodes:
+        raise ProblemTooLargeError(
+            f"enumeration lists 2^{len(H.leaf_indices)} - 1 label sets; the hierarchy has {len(H)} "
+            f"nodes, over the limit max_nodes={max_nodes}. Use method='dp' (trees) or 'ilp' (DAGs), "
+            "or raise max_nodes if you really want brute force")
+    leaves = H.leaf_indices
+    k = len(leaves)
+    masks = np.arange(1, 1 << k, dtype=np.int64)
+    chosen_leaves = ((masks[:, None] >> np.arange(k)) & 1).astype(np.int32)   # (n_sets, k)
+    anc_of_leaf = H.ancestor_matrix[leaves].astype(np.int32)                   # (k, M)
+    return np.asarray((anc_of_leaf.T @ chosen_leaves.T).T > 0)
+
+
+# ---------------------------------------------------------------------- decomposable losses
+@dataclass(frozen=True)
+class DecomposableLoss:
+    """A loss that decomposes over nodes (NHSVM section 7.1)::
+
+        Delta(y, t) = sum_n  fp_n * 1{n in y, n not in t}  +  fn_n * 1{n not in y, n in t}
+
+    for a predicted set ``y`` and a true set ``t``.  Because ``1{n not in y} = 1 - 1{n in y}``,
+
+        Delta(y, t) = sum_{n in y} a_n(t) + c(t),   a_n(t) = fp_n [n not in t] - fn_n [n in t],
+                                                     c(t)   = sum_{n in t} fn_n,
+
+    so loss-augmented inference ``argmax_y s(y) + Delta(y, t)`` is plain inference on the
+    scores ``s + a(t)`` (:meth:`node_terms`).  ``false_positive`` / ``false_negative`` are
+    finite non-negative arrays over ``H.nodes``.
+    """
+
+    false_positive: np.ndarray
+    false_negative: np.ndarray
+
+    def __post_init__(self):
+        for name in ("false_positive", "false_negative"):
+            w = np.asarray(getattr(self, name), dtype=float)
+            if w.ndim != 1 or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise InputError(f"{name} costs must be a finite non-negative 1-D array over the "
+                                 f"nodes, got {w!r}")
+            w = w.copy()
+            w.flags.writeable = False
+            object.__setattr__(self, name, w)
+        if self.false_positive.shape != self.false_negative.shape:
+            raise InputError(f"false_positive has {self.false_positive.shape[0]} entries but "
+                             f"false_negative has {self.false_negative.shape[0]}; give one per node")
+
+    @classmethod
+    def hamming(cls, H: Hierarchy, on: str = "nodes", weight=1.0) -> "DecomposableLoss":
+        """Symmetric-difference losses of the paper.
+
+        ``on="nodes"``: Delta^H(y, t) = |y xor t| over all nodes (the Hamming loss of eq. (2)).
+        ``on="leaves"``: Delta_L(y, t) = |(y xor t) cap leaves|, the decomposing surrogate of
+        section 7.1 (its per-node terms are the ``+-1`` leaf terms of ``r_n`` below (19)).
+        ``weight``: a scalar or one weight per node (multiplies both error kinds).
+        """
+        H = _check_hierarchy(H)
+        if on == "nodes":
+            mask = np.ones(len(H))
+        elif on == "leaves":
+            mask = H.leaf_mask.astype(float)
+        else:
+            raise InputError(f"on must be 'nodes' or 'leaves', got {on!r}")
+        w = np.broadcast_to(np.asarray(weight, dtype=float), (len(H),)) * mask
+        return cls(w, w)
+
+    def node_terms(self, true_indicator) -> tuple[np.ndarray, np.ndarray]:
+        """``(a, c)``: added node scores ``a`` (same shape as ``true_indicator``) and the
+        constant ``c`` (a float for a 1-D input, else ``(n_samples,)``), with
+        ``Delta(y, t) = sum_{n in y} a_n + c`` for every ``y``."""
+        t = np.asarray(true_indicator, dtype=bool)
+        added = np.where(t, -self.false_negative, self.false_positive)
+        constant = np.where(t, self.false_negative, 0.0).sum(axis=-1)
+        return added, constant
+
+    def __call__(self, predicted, true) -> np.ndarray:
+        """``Delta(y, t)`` per row, computed directly from the two indicators."""
+        y = np.asarray(predicted, dtype=bool)
+        t = np.asarray(true, dtype=bool)
+        return ((y & ~t) * self.false_positive + (~y & t) * self.false_negative).sum(axis=-1)
+
+
+def _as_loss(loss, H: Hierarchy) -> DecomposableLoss:
+    if isinstance(loss, DecomposableLoss):
+        out = loss
+    elif isinstance(loss, str):
+        if loss == "hamming":
+            out = DecomposableLoss.hamming(H, on="nodes")
+        elif loss == "leaf_hamming":
+            out = DecomposableLoss.hamming(H, on="leaves")
+        else:
+            raise InputError(f"unknown loss {loss!r}; use 'hamming', 'leaf_hamming', a "
+                             "DecomposableLoss, or an array of per-node costs")
+    else:
+        w = np.asarray(loss, dtype=float)
+        out = DecomposableLoss(w, w)
+    if out.false_positive.shape != (len(H),):
+        raise InputError(f"the loss has {out.false_positive.shape[0]} node costs but the hierarchy "
+                         f"has {len(H)} nodes; give one cost per node of H.nodes")
+    return out
+
+
+def loss_augmented_scores(scores, H: Hierarchy, true_indicator, loss="leaf_hamming"):
+    """Fold a node-decomposable loss into the node scores (NHSVM eq. (18) -> (19)).
+
+    Returns ``(augmented, constant)`` with ``augmented = scores + a(t)`` and
+    ``sum_{n in y} augmented_n + constant = sum_{n in y} scores_n + Delta(y, t)`` for every
+    label set ``y``; see :class:`DecomposableLoss`.  ``loss``: a :class:`DecomposableLoss`,
+    ``"hamming"`` (all nodes), ``"leaf_hamming"`` (leaves, the paper's Delta_L), or an array
+    of per-node costs (symmetric Hamming with those weights).  ``true_indicator``: bool over
+    ``H.nodes``, 1-D (shared by all samples) or ``(n_samples, n_nodes)``.
+    """
+    H = _check_hierarchy(H)
+    arr, single = _check_scores(scores, H)
+    t = _check_indicator(true_indicator, H, "true_indicator")
+    if t.ndim == 2 and (single or t.shape[0] != arr.shape[0]):
+        raise LabelError(f"true_indicator has {t.shape[0]} rows but scores has "
+                         f"{1 if single else arr.shape[0]} sample(s); give one true set per sample "
+                         "(or a single 1-D set shared by all samples)")
+    added, constant = _as_loss(loss, H).node_terms(t)
+    augmented = arr + added
+    constant = np.broadcast_to(constant, (arr.shape[0],)).astype(float)
+    if single:
+        return augmented[0], float(constant[0])
+    return augmented, constant
+
+
+# ---------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class InferenceInfo:
+    """What an inference call did.  Arrays run over samples (length 1 for a 1-D input).
+
+    ``objective``: value of each returned set, recomputed in numpy: ``sum_{n in y} s_n``,
+    plus ``Delta(y, t)`` when a loss was given.  ``relaxation_objective``: the LP optimum
+    (an upper bound on ``objective``; method ``"lp"`` only, else ``None``).  ``fractional``:
+    the LP optimum was not integral; ``fell_back``: the integer program was solved instead;
+    ``n_fractional``: how many samples fell back.
+    """
+
+    method: str
+    solver: str | None
+    objective: np.ndarray
+    relaxation_objective: np.ndarray | None
+    fractional: np.ndarray
+    fell_back: np.ndarray
+    n_fractional: int
+    solve_time: float
+
+
+# ---------------------------------------------------------------------- tree DP
+class _TreeDP:
+    """Per-depth index arrays of a tree, built once, for the vectorized DP."""
+
+    def __init__(self, H: Hierarchy):
+        parent = H.parent_index
+        depths = H.depths
+        self.n_nodes = len(H)
+        self.levels = []  # for depth d: (parents at d with children, children at d+1, group starts, counts)
+        for d in range(int(depths.max()) if len(H) > 1 else 0):
+            children = np.flatnonzero(depths == d + 1)
+            # group the children by parent (stable, so ties keep H.nodes order)
+            children = children[np.argsort(parent[children], kind="stable")]
+            par = parent[children]
+            starts = np.flatnonzero(np.r_[True, par[1:] != par[:-1]])
+            counts = np.diff(np.r_[starts, len(children)])
+            self.levels.append((par[starts], children, par, starts, counts))
+
+    def solve(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Best sets ``(n, M)`` bool and their values ``(n,)`` for the score rows of ``S``.
+
+        Bottom-up: ``f(n) = s_n + sum_c max(f(c), 0) + min(0, max_c f(c))`` for internal n
+        (take every child subtree that gains; if none does, the least-losing one), f = s at a
+        leaf.  Top-down: root in; a child of a chosen node is in iff ``f(c) > 0`` or it is its
+        parent's first best child.
+        """
+        # node-major layout: each node's values over the samples are one contiguous row
+        f = np.array(S.T, order="C")
+        n = S.shape[0]
+        forced = np.zeros((self.n_nodes, n), dtype=np.int64)  # first best child of each node
+        for parents, children, _, starts, counts in reversed(self.levels):
+            fc = f[children]
+            group_max = np.maximum.reduceat(fc, starts, axis=0)
+            gain = np.add.reduceat(np.maximum(fc, 0.0), starts, axis=0)
+            f[parents] += gain + np.minimum(group_max, 0.0)
+            is_best = fc == np.repeat(group_max, counts, axis=0)
+            position = np.where(is_best, np.arange(len(children))[:, None], len(children))
+            forced[parents] = children[np.minimum.reduceat(position, starts, axis=0)]
+        chosen = np.zeros((self.n_nodes, n), dtype=bool)
+        chosen[0] = True
+        for _, children, par, _, _ in self.levels:
+            chosen[children] = chosen[par] & ((f[children] > 0) | (forced[par] == children[:, None]))
+        return chosen.T, f[0]
+
+
+# ---------------------------------------------------------------------- program (19)
+def _constraint_matrix(H: Hierarchy):
+    """Rows of (19) as a CSC matrix with row bounds: edges, internal nodes, the leaf row."""
+    M = len(H)
+    parent, child = H.edge_index[:, 0], H.edge_index[:, 1]
+    n_edges = len(parent)
+    internal = np.flatnonzero(~H.leaf_mask)
+    row_of_internal = np.full(M, -1)
+    row_of_internal[internal] = n_edges + np.arange(len(internal))
+    leaf_row = n_edges + len(internal)
+    e = np.arange(n_edges)
+    rows = np.concatenate([e, e,                                  # z_c - z_p <= 0
+                           row_of_internal[parent], row_of_internal[internal],  # sum z_c - z_n >= 0
+                           np.full(len(H.leaf_indices), leaf_row)])             # sum z_l >= 1
+    cols = np.concatenate([child, parent, child, internal, H.leaf_indices])
+    vals = np.concatenate([np.ones(n_edges), -np.ones(n_edges), np.ones(n_edges),
+                           -np.ones(len(internal)), np.ones(len(H.leaf_indices))])
+    A = sp.csc_matrix((vals, (rows, cols)), shape=(leaf_row + 1, M))
+    A.sort_indices()
+    lower = np.concatenate([np.full(n_edges, -np.inf), np.zeros(len(internal)), [1.0]])
+    upper = np.concatenate([np.zeros(n_edges), np.full(len(internal), np.inf), [np.inf]])
+    col_lower = np.zeros(M)
+    col_lower[0] = 1.0  # the root is always in
+    return A, lower, upper, col_lower, np.ones(M)
+
+
+class _HighsModel:
+    """Program (19) (or its relaxation) loaded into one ``highspy.Highs``; only costs change."""
+
+    name = "highs"
+
+    def __init__(self, H: Hierarchy, integer: bool):
+        try:
+            import highspy
+        except ImportError:  # pragma: no cover - a hard dependency
+            raise SolverUnavailableError("highspy is not installed; pip install highspy",
+                                         solver="HIGHS") from None
+        self._highspy = highspy
+        A, lower, upper, col_lower, col_upper = _constraint_matrix(H)
+        M = A.shape[1]
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = M, A.shape[0]
+        lp.col_cost_ = np.zeros(M)
+        lp.col_lower_, lp.col_upper_ = col_lower, col_upper
+        lp.row_lower_, lp.row_upper_ = lower, upper
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = M, A.shape[0]
+        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = A.data.astype(float)
+        if integer:
+            lp.integrality_ = [highspy.HighsVarType.kInteger] * M
+        h = highspy.Highs()
+        h.silent()
+        if integer:  # exact optimum, not HiGHS's default 1e-4 relative MIP gap
+            h.setOptionValue("mip_rel_gap", 0.0)
+            h.setOptionValue("mip_abs_gap", 1e-9)
+        status = h.passModel(lp)
+        if status == highspy.HighsStatus.kError:  # pragma: no cover
+            raise SolverError("HiGHS refused the inference model", status=str(status), solver="HIGHS")
+        self._h = h
+        self._cols = np.arange(M, dtype=np.int32)
+        self._M = M
+
+    def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
+        """Minimize ``cost . z``; returns ``(z, cost . z)``."""
+        h = self._h
+        h.changeColsCost(self._M, self._cols, cost)
+        h.run()
+        status = h.getModelStatus()
+        if status != self._highspy.HighsModelStatus.kOptimal:
+            raise SolverError("HiGHS did not solve the inference program to optimality",
+                              status=h.modelStatusToString(status), solver="HIGHS")
+        z = np.asarray(h.getSolution().col_value, dtype=float)
+        return z, float(h.getInfo().objective_function_value)
+
+
+class _GurobiModel:  # pragma: no cover - needs gurobipy and a licence
+    """Program (19) in one ``gurobipy.Model``; only the objective changes between samples."""
+
+    name = "gurobi"
+
+    def __init__(self, H: Hierarchy, integer: bool):
+        try:
+            import gurobipy as gp
+        except ImportError:
+            raise SolverUnavailableError(
+                "gurobipy is not installed; use solver='highs' (the default, open source) or "
+                "pip install gurobipy", solver="GUROBI") from None
+        self._gp = gp
+        A, lower, upper, col_lower, col_upper = _constraint_matrix(H)
+        try:
+            env = gp.Env(params={"OutputFlag": 0})
+            m = gp.Model(env=env)
+            vtype = gp.GRB.BINARY if integer else gp.GRB.CONTINUOUS
+            z = m.addMVar(A.shape[1], lb=col_lower, ub=col_upper, vtype=vtype)
+            A = A.tocsr()
+            finite_up, finite_lo = np.isfinite(upper), np.isfinite(lower)
+            m.addMConstr(A[finite_up], z, "<", upper[finite_up])
+            m.addMConstr(A[finite_lo], z, ">", lower[finite_lo])
+            if integer:
+                m.Params.MIPGap = 0.0
+            m.Params.Threads = 1
+        except gp.GurobiError as exc:
+            raise SolverUnavailableError(f"Gurobi cannot build the inference model ({exc}); use "
+                                         "solver='highs' (the default, open source)",
+                                         solver="GUROBI") from None
+        self._m, self._z = m, z
+
+    def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
+        gp = self._gp
+        self._z.Obj = cost
+        try:
+            self._m.optimize()
+        except gp.GurobiError as exc:
+            raise SolverUnavailableError(f"Gurobi failed on the inference program ({exc}); a "
+                                         "size-limited licence is the usual cause; use "
+                                         "solver='highs'", solver="GUROBI") from None
+        if self._m.Status != gp.GRB.OPTIMAL:
+            raise SolverError("Gurobi did not solve the inference program to optimality",
+                              status=str(self._m.Status), solver="GUROBI")
+        return np.asarray(self._z.X, dtype=float), float(self._m.ObjVal)
+
+
+_BACKENDS = {"highs": _HighsModel, "gurobi": _GurobiModel}
+
+
+# ---------------------------------------------------------------------- the oracle
+class LabelSetOracle:
+    """Reusable argmax over ``Y_m`` for one hierarchy: build once, solve many score vectors.
+
+    ``method``: ``"auto"`` (DP on trees, ILP on DAGs), ``"dp"``, ``"ilp"``, ``"lp"`` or
+    ``"enumerate"``.  ``solver``: ``"highs"`` (default) or ``"gurobi"`` for ``"ilp"``/``"lp"``.
+    The tree levels, the enumerated sets and the solver models are built on first use and
+    kept; for the solvers only the objective changes from one sample to the next (the LP
+    re-solve warm-starts from the previous basis).
+    """
+
+    def __init__(self, H: Hierarchy, method: str = "auto", *, solver: str | None = None,
+                 max_nodes: int = ENUMERATE_MAX_NODES, integrality_tol: float = INTEGRALITY_TOL):
+        self.H = _check_hierarchy(H)
+        if method not in METHODS:
+            raise InputError(f"unknown inference method {method!r}; choose one of {METHODS}")
+        if method == "auto":
+            method = "dp" if H.is_tree else "ilp"
+        if method == "dp" and not H.is_tree:
+            some = next(v for v, ps in zip(H.nodes, H.parent_indices) if len(ps) > 1)
+            raise HierarchyError(
+                f"method='dp' needs a tree, but this hierarchy is a DAG (node {some!r} has "
+                f"{len(H.parents(some))} parents); use method='ilp' (exact) or 'lp' for DAGs")
+        if solver is not None:
+            if method not in ("ilp", "lp"):
+                raise InputError(f"solver={solver!r} applies to methods 'ilp' and 'lp' only; "
+                                 f"method {method!r} uses no solver, so drop the solver argument")
+            if str(solver).lower() not in SOLVERS:
+                raise InputError(f"unknown inference solver {solver!r}; choose one of {SOLVERS}")
+            solver = str(solver).lower()
+        elif method in ("ilp", "lp"):
+            solver = "highs"
+        if not (0 < integrality_tol < 0.5):
+            raise InputError(f"integrality_tol must be in (0, 0.5), got {integrality_tol!r}")
+        self.method = method
+        self.solver = solver
+        self.max_nodes = max_nodes
+        self.integrality_tol = integrality_tol
+        if method == "enumerate":  # refuse large graphs now, not at the first solve
+            self._sets = enumerate_label_sets(H, max_nodes=max_nodes)
+        if method == "ilp" and solver == "gurobi":
+            self._model(integer=True)  # reports a missing gurobipy / licence right away
+        if method == "lp" and solver == "gurobi":
+            self._model(integer=False)
+
+    # lazily built pieces; dropped when pickling (solver handles are not picklable)
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for key in ("_ilp", "_lp", "_dp"):
+            state.pop(key, None)
+        return state
+
+    def _model(self, integer: bool):
+        key = "_ilp" if integer else "_lp"
+        if key not in self.__dict__:
+            setattr(self, key, _BACKENDS[self.solver](self.H, integer=integer))
+        return self.__dict__[key]
+
+    def __repr__(self):
+        solver = f", solver={self.solver!r}" if self.solver else ""
+        return f"LabelSetOracle({self.H!r}, method={self.method!r}{solver})"
+
+    def solve(self, scores, *, loss=None, true_indicator=None, return_info: bool = False,
+              verbose: bool | None = None):
+        """Best label set(s) for ``scores`` (``(n_nodes,)`` or ``(n_samples, n_nodes)``).
+
+        Returns a bool indicator over ``H.nodes`` of the same shape; with ``return_info=True``
+        also an :class:`InferenceInfo`.  ``loss`` + ``true_indicator``: loss-augmented
+        inference ``argmax_y sum_{n in y} s_n + Delta(y, t)`` (see :func:`loss_augmented_scores`).
+        ``verbose``: a progress bar over samples for the solver methods (``None``: only for
+        2000 samples or more).
+        """
+        H = self.H
+        S, single = _check_scores(scores, H)
+        constant = np.zeros(S.shape[0])
+        if (loss is None) != (true_indicator is None):
+            raise InputError("loss-augmented inference needs both loss= and true_indicator= "
+                             "(the true label sets); give both, or neither for plain prediction")
+        if loss is not None:
+            S, constant = loss_augmented_scores(S, H, true_indicator, loss)
+        t0 = time.perf_counter()
+        n = S.shape[0]
+        relaxation = None
+        fractional = np.zeros(n, dtype=bool)
+        if self.method == "dp":
+            if "_dp" not in self.__dict__:
+                self._dp = _TreeDP(H)
+            Z = np.empty(S.shape, dtype=bool)
+            for lo in range(0, n, max(1, _CHUNK_ENTRIES // len(H))):
+                hi = min(n, lo + max(1, _CHUNK_ENTRIES // len(H)))
+                Z[lo:hi] = self._dp.solve(S[lo:hi])[0]
+        elif self.method == "enumerate":
+            Z = self._enumerate(S)
+        else:
+            Z, relaxation, fractional = self._solve_programs(S, verbose)
+        if self.method in ("ilp", "lp") and n:
+            valid = is_valid_label_set(Z, H)
+            if not np.all(valid):  # guards against solver tolerances, never expected
+                raise SolverError(f"the {self.method} solution of sample {int(np.argmin(valid))} is "
+                                  "not a valid label set after rounding", solver=self.solver)
+        objective = label_set_scores(S, Z) + constant if n else np.zeros(0)
+        if n and fractional.any():
+            logger.info("LP relaxation fractional for %d of %d samples; solved those with the ILP",
+                        int(fractional.sum()), n)
+        out = Z[0] if single else Z
+        if not return_info:
+            return out
+        info = InferenceInfo(
+            method=self.method, solver=self.solver, objective=objective,
+            relaxation_objective=None if relaxation is None else relaxation + constant,
+            fractional=fractional, fell_back=fractional.copy(),
+            n_fractional=int(fractional.sum()), solve_time=time.perf_counter() - t0)
+        return out, info
+
+    def _enumerate(self, S: np.ndarray) -> np.ndarray:
+        sets = self._sets
+        values_per_chunk = max(1, _CHUNK_ENTRIES // max(1, len(sets)))
+        Z = np.empty(S.shape, dtype=bool)
+        set_matrix = sets.astype(float).T
+        for lo in range(0, S.shape[0], values_per_chunk):
+            hi = min(S.shape[0], lo + values_per_chunk)
+            Z[lo:hi] = sets[np.argmax(S[lo:hi] @ set_matrix, axis=1)]
+        return Z
+
+    def _solve_programs(self, S: np.ndarray, verbose):
+        n, M = S.shape
+        integer = self.method == "ilp"
+        model = self._model(integer=integer)
+        Z = np.zeros((n, M), dtype=bool)
+        relaxation = None if integer else np.empty(n)
+        fractional = np.zeros(n, dtype=bool)
+        show = (n >= 2000) if verbose is None else bool(verbose)
+        rows = range(n)
+        if show:
+            from tqdm.auto import tqdm
+            rows = tqdm(rows, desc=f"inference ({self.method})", unit="sample")
+        for i in rows:
+            z, value = model.solve(-S[i])
+            rounded = z > 0.5
+            if not integer:
+                relaxation[i] = -value
+                if np.max(np.abs(z - rounded)) > self.integrality_tol:
+                    fractional[i] = True
+                    z, _ = self._model(integer=True).solve(-S[i])
+                    rounded = z > 0.5
+            Z[i] = rounded
+        return Z, relaxation, fractional
+
+
+def best_label_set(scores, H: Hierarchy, method: str = "auto", *, loss=None, true_indicator=None,
+                   solver: str | None = None, return_info: bool = False, **options):
+    """The label set of ``Y_m`` (NHSVM section 3) with the largest total node score.
+
+    Solves ``argmax_{y in Y_m} sum_{n in y} s_n`` -- eq. (18) with a decomposable loss, i.e.
+    the integer program (19) -- by the tree DP (``"dp"``), program (19) (``"ilp"``), its LP
+    relaxation with ILP fallback (``"lp"``) or brute force (``"enumerate"``); ``"auto"``
+    picks ``"dp"`` on trees and ``"ilp"`` on DAGs.
+
+    ``scores``: ``(n_nodes,)`` -> ``(n_nodes,)`` bool, or ``(n_samples, n_nodes)`` ->
+    ``(n_samples, n_nodes)`` bool, columns in ``H.nodes`` order.  ``loss`` and
+    ``true_indicator``: loss-augmented inference (see :func:`loss_augmented_scores`).
+    ``return_info=True`` also returns an :class:`InferenceInfo`.  Other keywords go to
+    :class:`LabelSetOracle` (``max_nodes``, ``integrality_tol``) or its ``solve`` (``verbose``).
+    For many calls on one hierarchy, build a :class:`LabelSetOracle` once and reuse it.
+    """
+    verbose = options.pop("verbose", None)
+    oracle = LabelSetOracle(H, method, solver=solver, **options)
+    return oracle.solve(scores, loss=loss, true_indicator=true_indicator, return_info=return_info,
+                        verbose=verbose)
+
+
+def best_leaf(scores, H: Hierarchy, return_indicator: bool = False):
+    """Single-label prediction: the leaf ``l`` maximizing ``sum_{n in anc(l)} s_n`` (argmax over
+    ``Y_s``, NHSVM section 3 and the prediction rule of section 4).
+
+    Path sums are ``scores @ A[leaves].T`` with ``A = H.ancestor_matrix``.  Returns the node
+    index (into ``H.nodes``) of the best leaf: an int for 1-D ``scores``, else an
+    ``(n_samples,)`` int array; ties go to the first leaf in ``H.nodes`` order.  With
+    ``return_indicator=True`` returns the bool indicator of ``anc(l)`` instead.
+    """
+    H = _check_hierarchy(H)
+    S, single = _check_scores(scores, H)
+    leaves = H.leaf_indices
+    anc_of_leaf = H.ancestor_matrix[leaves].astype(float)       # (n_leaves, M)
+    path_sums = np.asarray((anc_of_leaf @ S.T).T)                # (n, n_leaves)
+    best = leaves[np.argmax(path_sums, axis=1)]
+    if return_indicator:
+        Z = H.ancestor_matrix[best].toarray().astype(bool)
+        return Z[0] if single else Z
+    return int(best[0]) if single else best

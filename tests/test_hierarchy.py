@@ -1,0 +1,217 @@
+"""Hierarchy: construction, navigation, closure, transforms, class attributes, bad input."""
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hiercvx as hc
+from hiercvx.exceptions import HierarchyError, LabelError
+
+
+@pytest.fixture
+def tree():
+    return hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                      "B1": "B", "A1a": "A1"})
+
+
+@pytest.fixture
+def dag():
+    # C has two parents (A and B); D hangs under C
+    return hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "C"), ("B", "C"), ("C", "D"),
+                                    ("A", "E")])
+
+
+def brute_ancestors(edges, v):
+    g = nx.DiGraph(edges)
+    return set(nx.ancestors(g, v))
+
+
+@st.composite
+def random_dags(draw, max_nodes=14):
+    """Random DAG: node k picks 1..3 parents among 0..k-1 (some one-child chains)."""
+    n = draw(st.integers(2, max_nodes))
+    edges = []
+    for k in range(1, n):
+        n_par = draw(st.integers(1, min(3, k)))
+        pars = draw(st.lists(st.integers(0, k - 1), min_size=n_par, max_size=n_par, unique=True))
+        edges += [(f"n{p}", f"n{k}") for p in pars]
+    return edges
+
+
+def test_contract_examples():
+    H = hc.Hierarchy.from_parents({"root": None, "A": "root", "A1": "A"})
+    assert H.nodes == ("root", "A", "A1") and H.root == "root" and H.is_tree
+    D = hc.Hierarchy.from_edges([("root", "A"), ("A", "A1"), ("B", "A1")])
+    assert D.root == hc.hierarchy.ARTIFICIAL_ROOT and not D.is_tree
+    assert set(D.parents("A1")) == {"A", "B"}
+    P = hc.Hierarchy.from_paths(["A/A1", "B"])
+    assert set(P.nodes) == {P.root, "A", "A/A1", "B"} and P.parents("A/A1") == ("A",)
+
+
+def test_navigation(tree):
+    H = tree
+    assert H.nodes[0] == "root"
+    assert H.children("A") == ("A1", "A2")
+    assert H.siblings("A1") == ("A2",) and H.siblings("root") == ()
+    assert H.ancestors("A1a") == ("root", "A", "A1")
+    assert H.ancestors("A1a", inclusive=True)[-1] == "A1a"
+    assert set(H.descendants("A")) == {"A1", "A2", "A1a"}
+    assert set(H.leaves) == {"A1a", "A2", "B1"}
+    assert H.depth("A1a") == 3 and H.depth("root") == 0
+    assert H.index("B") == H.nodes.index("B")
+    # parents before children
+    for p, c in H.edges:
+        assert H.index(p) < H.index(c)
+    assert list(H.parent_index) == [-1] + [H.index(H.parents(v)[0]) for v in H.nodes[1:]]
+
+
+def test_dag_navigation(dag):
+    assert dag.depth("D") == 3  # longest path r-A-C-D
+    assert set(dag.siblings("C")) == {"E"}  # children of A and B other than C
+    assert set(dag.ancestors("D")) == {"r", "A", "B", "C"}
+    assert not dag.is_tree
+    with pytest.raises(HierarchyError, match="trees only"):
+        dag.parent_index
+
+
+def test_roundtrips(tree, dag):
+    for H in (tree, dag):
+        assert hc.Hierarchy.from_networkx(H.to_networkx()) == H
+        back = hc.Hierarchy.from_parents(H.to_dict())
+        assert back == H
+    assert tree.to_dict()["A1"] == "A"
+
+
+@given(random_dags())
+@settings(max_examples=60, deadline=None)
+def test_ancestors_match_networkx(edges):
+    H = hc.Hierarchy.from_edges(edges)
+    assert H.root == "n0"
+    for v in H.nodes:
+        assert set(H.ancestors(v)) == brute_ancestors(edges, v)  # n0 is the only source
+        # topological: every ancestor precedes v
+        assert all(H.index(a) < H.index(v) for a in H.ancestors(v))
+        assert set(H.descendants(v)) == {u for u in H.nodes if v in H.ancestors(u)}
+        longest = max((H.depth(p) for p in H.parents(v)), default=-1) + 1
+        assert H.depth(v) == longest
+
+
+@given(random_dags(), st.data())
+@settings(max_examples=40, deadline=None)
+def test_closure_matches_brute_force(edges, data):
+    H = hc.Hierarchy.from_edges(edges)
+    n_samples = data.draw(st.integers(1, 6))
+    sets = [data.draw(st.sets(st.sampled_from(H.nodes), max_size=3)) for _ in range(n_samples)]
+    Z = H.closure(sets)
+    for row, s in zip(Z, sets):
+        expect = set(s)
+        for v in s:
+            expect |= set(H.ancestors(v))
+        assert {H.nodes[j] for j in np.flatnonzero(row)} == expect
+    assert H.is_closed(Z).all()
+    Zs = H.closure(sets, sparse=True)
+    assert sp.issparse(Zs) and np.array_equal(Zs.toarray(), Z)
+    assert H.label_sets(Z) == [frozenset(H.nodes[j] for j in np.flatnonzero(r)) for r in Z]
+
+
+def test_closure_single_and_multi(tree):
+    Z = tree.closure(["A1a", "B"])
+    assert Z.dtype == bool and Z.shape == (2, len(tree))
+    assert {tree.nodes[j] for j in np.flatnonzero(Z[0])} == {"root", "A", "A1", "A1a"}
+    Zm = tree.closure([{"A2", "B1"}, ["A"]])
+    assert {tree.nodes[j] for j in np.flatnonzero(Zm[0])} == {"root", "A", "A2", "B", "B1"}
+    assert tree.closure([set()]).sum() == 0  # empty sets stay empty, the caller decides
+    # numpy array of names
+    assert np.array_equal(tree.closure(np.array(["A1a", "B"])), Z)
+
+
+def test_closure_large_is_fast_enough():
+    rng = np.random.default_rng(0)
+    n = 3000
+    parents = {0: None}
+    parents.update({k: int(rng.integers(0, k)) for k in range(1, n)})
+    H = hc.Hierarchy.from_parents(parents)
+    labels = rng.choice(np.array(H.leaves), size=20000)
+    Z = H.closure(labels, sparse=True)
+    assert Z.shape == (20000, n)
+    assert np.array_equal(np.asarray(Z.sum(axis=1)).ravel(),
+                          H.depths[H.indices(labels)] + 1)
+
+
+def test_bad_input():
+    with pytest.raises(HierarchyError, match="cycle"):
+        hc.Hierarchy.from_edges([("a", "b"), ("b", "c"), ("c", "a")])
+    with pytest.raises(HierarchyError, match="cycle"):
+        hc.Hierarchy.from_edges([("r", "a"), ("a", "b"), ("b", "a")])
+    with pytest.raises(HierarchyError, match="self-loop"):
+        hc.Hierarchy.from_edges([("a", "a")])
+    with pytest.raises(HierarchyError, match="not declared"):
+        hc.Hierarchy.from_parents({"a": None, "b": "ghost"})
+    with pytest.raises(HierarchyError, match="duplicate"):
+        hc.Hierarchy.from_parents([("a", None), ("b", "a"), ("b", None)])
+    with pytest.raises(HierarchyError, match="empty"):
+        hc.Hierarchy.from_parents({})
+    with pytest.raises(HierarchyError, match="empty"):
+        hc.Hierarchy.from_edges([])
+    with pytest.raises(HierarchyError, match="empty component"):
+        hc.Hierarchy.from_paths(["A//B"])
+    with pytest.raises(HierarchyError, match="already a node"):
+        hc.Hierarchy.from_edges([("a", "b"), ("<root>", "c")])
+    H = hc.Hierarchy.from_paths(["A/B", "C"])
+    with pytest.raises(LabelError, match="not nodes"):
+        H.closure(["A/B", "Z"])
+    with pytest.raises(LabelError):
+        H.index("Z")
+    with pytest.raises(ValueError):  # every input error is a ValueError
+        H.closure("A/B")
+
+
+def test_self_leaves(tree):
+    pp = tree.with_self_leaves(["A", "A2"])  # A2 is a leaf: nothing to add
+    H2 = pp.hierarchy
+    assert "A/<self>" in H2 and H2.parents("A/<self>") == ("A",) and H2.is_leaf("A/<self>")
+    assert len(H2) == len(tree) + 1
+    assert pp.transform(["A", "A1a"]) == ["A/<self>", "A1a"]
+    assert pp.inverse_transform(pp.transform(["A", "B1"])) == ["A", "B1"]
+    assert pp.transform([{"A", "B1"}]) == [frozenset({"A/<self>", "B1"})]
+    every = tree.with_self_leaves()
+    assert set(every.self_leaf) == {"root", "A", "A1", "B"}
+
+
+def test_minimal_graph(tree):
+    # A1 and A1a always co-occur (A1a is A1's only child); so do B and B1
+    labels = ["A1a", "A2", "B1", "A1a"]
+    mg = tree.minimal_graph(labels)
+    assert mg.groups["A1"] == ("A1", "A1a") and mg.groups["B"] == ("B", "B1")
+    assert set(mg.hierarchy.nodes) == {"root", "A", "A1", "A2", "B"}
+    assert mg.transform(["A1a", {"B1", "A2"}]) == ["A1", frozenset({"B", "A2"})]
+    # the merged graph's closure equals the original closure restricted to representatives
+    Z = tree.closure(labels)
+    Zm = mg.hierarchy.closure(mg.transform(labels))
+    for j, v in enumerate(mg.hierarchy.nodes):
+        assert np.array_equal(Zm[:, j], Z[:, tree.index(v)])
+
+
+def test_class_attributes(tree):
+    classes = tree.leaves
+    ind = hc.class_attributes(tree)
+    assert ind.shape == (3, len(tree))
+    assert np.array_equal(ind.astype(bool), tree.closure(classes))
+    td = hc.class_attributes(tree, scheme="tree_depth")
+    assert np.allclose(td[:, 0], 0) and np.isclose(td.max(), 1 / np.sqrt(3))
+    cd = hc.class_attributes(tree, scheme="class_depth")
+    assert np.allclose(np.linalg.norm(cd, axis=1), 1.0)  # unit norm for every class (thesis 7.2)
+    alpha = np.linspace(0.1, 0.7, len(tree))
+    nz = hc.class_attributes(tree, scheme="normalized", alpha=alpha)
+    assert np.allclose(nz ** 2, ind * alpha)
+    no_root = hc.class_attributes(tree, include_root=False)
+    assert np.all(no_root[:, 0] == 0)
+    custom = hc.class_attributes(tree, scheme=lambda H, v, y: H.depth(v) + 1.0)
+    assert custom[classes.index("A1a"), tree.index("A1")] == 3.0
+    with pytest.raises(LabelError, match="alpha"):
+        hc.class_attributes(tree, scheme="normalized")
+    with pytest.raises(LabelError, match="unknown"):
+        hc.class_attributes(tree, scheme="nope")
