@@ -1,0 +1,594 @@
+"""Losses between labels and label sets over a class hierarchy, and loss matrices.
+
+Every loss here is computed from *closed* indicator matrices: a sample's label (a node)
+or label set (several nodes) is replaced by ``anc(Y)``, the union of the ancestors of its
+members including the members themselves (Cai thesis, section 3.3, definition of
+``anc(Y)``).  ``H.closure(labels, sparse=True)`` builds these.  One core (:class:`_Pairs`)
+turns two closed matrices into the few quantities every loss needs:
+
+- weighted set sizes ``sum_{v in anc(Y)} w_v``,
+- weighted overlaps ``sum_{v in anc(Y) & anc(Y')} w_v``,
+- the cost of the *top-most* disagreements (nodes in ``anc(Y) xor anc(Y')`` whose
+  ancestors all agree), which the H-losses charge.
+
+The core runs either row by row (sample ``i`` of ``y_true`` against sample ``i`` of
+``y_pred``) or on all pairs of rows (a class-by-class loss matrix), so a loss between
+single labels, between label sets and the matrix over classes are the same code.
+
+Inputs: node names (one label per sample), label sets (lists / sets of node names, for
+multi-label), or indicator matrices over ``H.nodes`` (closed here if they are not).  A
+single node name or a single ``set`` / ``frozenset`` on both sides gives a float; a
+sequence of samples gives an array with one value per sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import HierarchyError, InputError, LabelError
+from .hierarchy import Hierarchy
+
+__all__ = [
+    "zero_one",
+    "symmetric_difference",
+    "normalized_hierarchical",
+    "sibling_costs",
+    "subtree_costs",
+    "h_loss",
+    "sibling_loss",
+    "subtree_loss",
+    "normalized_structural",
+    "leaf_count",
+    "loss_matrix",
+    "ranking_loss",
+    "pairwise_loss",
+    "LOSSES",
+]
+
+
+# ---------------------------------------------------------------------- input handling
+def _is_single(H: Hierarchy, y) -> bool:
+    """True when ``y`` is one label (a node name) or one label set, not a sequence of samples."""
+    if isinstance(y, (set, frozenset, str, bytes)):
+        return True
+    if sp.issparse(y):
+        return False
+    if isinstance(y, np.ndarray):
+        return y.ndim == 0
+    if isinstance(y, tuple) and y in H:
+        return True
+    if isinstance(y, Iterable):
+        return False
+    return True
+
+
+def _check_indicator_dtype(y, what: str) -> None:
+    if isinstance(y, np.ndarray) and y.ndim == 2 and not (
+            np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise LabelError(f"{what} is a 2-D array of {y.dtype}; a 2-D input must be a 0/1 indicator "
+                         "matrix with one column per node of H.nodes. For one label per sample "
+                         "pass a 1-D array (e.g. y.ravel())")
+
+
+def closed_labels(H: Hierarchy, y, what: str = "labels") -> sp.csr_matrix:
+    """``anc(Y)`` for each sample as a bool CSR ``(n_samples, n_nodes)`` matrix."""
+    _check_indicator_dtype(y, what)
+    try:
+        return H.closure(y, sparse=True).tocsr()
+    except LabelError as exc:
+        raise LabelError(f"{what}: {exc}") from None
+
+
+def _closed_pair(H: Hierarchy, y_true, y_pred):
+    """Both sides closed, with matching lengths; ``single`` says whether to return a float."""
+    if not isinstance(H, Hierarchy):
+        raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
+    single_t, single_p = _is_single(H, y_true), _is_single(H, y_pred)
+    if single_t != single_p:
+        raise LabelError("y_true and y_pred must both be single labels (a node name or one label "
+                         "set) or both be sequences with one entry per sample; got "
+                         f"{'a single label' if single_t else 'a sequence'} and "
+                         f"{'a single label' if single_p else 'a sequence'}")
+    if single_t:
+        y_true, y_pred = [y_true], [y_pred]
+    A = closed_labels(H, y_true, "y_true")
+    B = closed_labels(H, y_pred, "y_pred")
+    if A.shape[0] != B.shape[0]:
+        raise LabelError(f"y_true has {A.shape[0]} samples but y_pred has {B.shape[0]}; give one "
+                         "prediction per true label")
+    return A, B, single_t
+
+
+def _node_weights(H: Hierarchy, w, name: str) -> np.ndarray:
+    """A finite non-negative weight per node of ``H.nodes``."""
+    try:
+        w = np.asarray(w, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a numeric array with one entry per node of H.nodes "
+                         f"({len(H)} nodes)") from None
+    if w.shape != (len(H),):
+        raise InputError(f"{name} must have one entry per node of H.nodes, i.e. shape ({len(H)},), "
+                         f"got shape {w.shape}; order it like H.nodes")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        bad = int(np.flatnonzero(~np.isfinite(w) | (w < 0))[0])
+        raise InputError(f"{name} must be finite and non-negative; entry {bad} (node "
+                         f"{H.nodes[bad]!r}) is {w[bad]!r}")
+    return w
+
+
+# ---------------------------------------------------------------------- the core
+@lru_cache(maxsize=64)
+def _parent_csr(H: Hierarchy) -> sp.csr_matrix:
+    """``P[v, p] = 1`` when ``p`` is a parent of ``v`` (rows: children)."""
+    n = len(H)
+    e = H.edge_index
+    return sp.csr_matrix((np.ones(len(e), dtype=np.int32), (e[:, 1], e[:, 0])), shape=(n, n))
+
+
+def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + c)`` for each pair, without a Python loop."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return offsets + np.arange(total)
+
+
+class _Pairs:
+    """Two closed indicator matrices compared row by row (``outer=False``) or all pairs.
+
+    Row mode returns 1-D arrays over samples; outer mode returns ``(n_a, n_b)`` matrices.
+    Every loss in this module is a formula on :meth:`size_a`, :meth:`size_b`,
+    :meth:`overlap` and :meth:`top_mismatch_cost`.
+    """
+
+    def __init__(self, H: Hierarchy, A: sp.csr_matrix, B: sp.csr_matrix, outer: bool = False):
+        self.H, self.outer = H, outer
+        self.A = sp.csr_matrix(A, dtype=bool)
+        self.B = sp.csr_matrix(B, dtype=bool)
+        if not outer and self.A.shape != self.B.shape:
+            raise LabelError(f"cannot compare {self.A.shape[0]} samples with {self.B.shape[0]}")
+
+    def size_a(self, w) -> np.ndarray:
+        s = self.A @ w
+        return s[:, None] if self.outer else s
+
+    def size_b(self, w) -> np.ndarray:
+        s = self.B @ w
+        return s[None, :] if self.outer else s
+
+    def overlap(self, w) -> np.ndarray:
+        if self.outer:
+            return np.asarray((self.A.astype(float) @ sp.diags(w) @ self.B.T.astype(float)).todense())
+        return np.asarray(self.A.multiply(self.B).astype(float) @ w).ravel()
+
+    def top_mismatch_cost(self, c) -> np.ndarray:
+        """Sum of ``c_v`` over nodes ``v`` in ``anc(Y) xor anc(Y')`` whose ancestors all agree.
+
+        For closed sets, ``v`` in the symmetric difference has its ancestors in agreement iff
+        none of its *parents* is in the symmetric difference (a parent of ``v`` lies in the set
+        that holds ``v``; if it is not a disagreement it lies in both, and so do its own
+        ancestors).  This is the H-loss of Cesa-Bianchi et al. that Wang et al. use.
+        """
+        if self.outer:
+            F = self._frontier_product(self.A, self.B, c)
+            G = F if self.A is self.B else self._frontier_product(self.B, self.A, c)
+            return F + G.T
+        H = self.H
+        n_nodes = len(H)
+        D = self.A.astype(np.int8) - self.B.astype(np.int8)
+        D.eliminate_zeros()
+        D = D.tocsr()
+        D.sort_indices()
+        rows = np.repeat(np.arange(D.shape[0]), np.diff(D.indptr))
+        cols = D.indices.astype(np.int64)
+        keys = rows * n_nodes + cols  # sorted: CSR rows in order, indices sorted
+        P = _parent_csr(H)
+        n_par = np.diff(P.indptr)[cols]
+        pos = _expand_ranges(P.indptr[cols].astype(np.int64), n_par)
+        parent_keys = np.repeat(rows, n_par) * n_nodes + P.indices[pos]
+        hit = np.zeros(len(parent_keys), dtype=bool)
+        if len(keys):
+            at = np.minimum(np.searchsorted(keys, parent_keys), len(keys) - 1)
+            hit = keys[at] == parent_keys
+        parent_disagrees = np.bincount(np.repeat(np.arange(len(cols)), n_par), weights=hit,
+                                       minlength=len(cols)) > 0
+        top = ~parent_disagrees
+        return np.bincount(rows[top], weights=c[cols[top]], minlength=D.shape[0])
+
+    def _frontier_product(self, X, Y, c) -> np.ndarray:
+        """``F[i, j] = sum c_v`` over ``v`` in ``X_i`` minus ``Y_j`` with every parent of ``v`` in ``Y_j``."""
+        H = self.H
+        n_nodes = len(H)
+        P = _parent_csr(H)
+        indeg = np.diff(P.indptr)
+        Q = (Y.astype(np.int32) @ P.T.astype(np.int32)).tocsr()  # Q[j, v] = #parents of v in Y_j
+        Q.sort_indices()
+        full = Q.data == indeg[Q.indices]
+        rows = np.repeat(np.arange(Q.shape[0]), np.diff(Q.indptr))
+        f_rows, f_cols = rows[full], Q.indices[full]
+        # the root has no parents: it is on the frontier of an empty set only
+        empty = np.flatnonzero(np.diff(Y.indptr) == 0)
+        roots = np.flatnonzero(indeg == 0)
+        f_rows = np.concatenate([f_rows, np.repeat(empty, len(roots))])
+        f_cols = np.concatenate([f_cols, np.tile(roots, len(empty))])
+        frontier = sp.csr_matrix((np.ones(len(f_rows)), (f_rows, f_cols)), shape=(Y.shape[0], n_nodes))
+        frontier = frontier - frontier.multiply(Y.astype(float))  # drop nodes already in Y_j
+        return np.asarray((X.astype(float) @ sp.diags(c) @ frontier.T).todense())
+
+
+# ---------------------------------------------------------------------- formulas on the core
+def _ones(H):
+    return np.ones(len(H))
+
+
+def _f_zero_one(pairs: _Pairs, H, **_):
+    w = _ones(H)
+    inter = pairs.overlap(w)
+    return ((pairs.size_a(w) - inter) + (pairs.size_b(w) - inter) > 0).astype(float)
+
+
+def _f_symmetric(pairs: _Pairs, H, **_):
+    w = _ones(H)
+    inter = pairs.overlap(w)
+    return (pairs.size_a(w) - inter) + (pairs.size_b(w) - inter)
+
+
+def _f_half(pairs: _Pairs, H, **_):
+    return 0.5 * _f_symmetric(pairs, H)
+
+
+def _f_normalized(pairs: _Pairs, H, **_):
+    w = _ones(H)
+    inter = pairs.overlap(w)
+    sa, sb = pairs.size_a(w), pairs.size_b(w)
+    # |anc(y)| - 1 is the depth of y; a root-only (or empty) set has no edge to weigh,
+    # its denominator is taken as 1 so the term stays finite (its numerator is 0 unless the
+    # other side is empty).
+    da, db = np.maximum(sa - 1, 1), np.maximum(sb - 1, 1)
+    return 0.5 * ((sa - inter) / da + (sb - inter) / db)
+
+
+def _f_sibling(pairs: _Pairs, H, costs=None, multi_parent="error", **_):
+    c = sibling_costs(H, multi_parent=multi_parent) if costs is None else _node_weights(H, costs, "costs")
+    return pairs.top_mismatch_cost(c)
+
+
+def _f_subtree(pairs: _Pairs, H, costs=None, **_):
+    c = subtree_costs(H) if costs is None else _node_weights(H, costs, "costs")
+    return pairs.top_mismatch_cost(c)
+
+
+def _f_h_loss(pairs: _Pairs, H, costs=None, **_):
+    if costs is None:
+        raise InputError("h_loss needs costs (one per node of H.nodes); use sibling_loss or "
+                         "subtree_loss for the costs of Wang et al. (5) / (4)")
+    return pairs.top_mismatch_cost(_node_weights(H, costs, "costs"))
+
+
+def _f_structural(pairs: _Pairs, H, alpha=None, **_):
+    if alpha is None:
+        raise InputError("the normalized structural error (NHSVM (9)) needs alpha, one weight per "
+                         "node of H.nodes (e.g. hiercvx.formulations.nhsvm.path_weights(H))")
+    a = _node_weights(H, alpha, "alpha")
+    inter = pairs.overlap(a)
+    sq = (pairs.size_a(a) - inter) + (pairs.size_b(a) - inter)
+    return np.sqrt(np.maximum(sq, 0.0))  # clip rounding below 0
+
+
+def _f_leaf_count(pairs: _Pairs, H, **_):
+    w = H.leaf_mask.astype(float)
+    inter = pairs.overlap(w)
+    return (pairs.size_a(w) - inter) + (pairs.size_b(w) - inter)
+
+
+LOSSES = {
+    "zero_one": _f_zero_one,
+    "symmetric_difference": _f_symmetric,
+    "half_symmetric": _f_half,
+    "normalized": _f_normalized,
+    "sibling": _f_sibling,
+    "subtree": _f_subtree,
+    "h_loss": _f_h_loss,
+    "structural": _f_structural,
+    "leaf_count": _f_leaf_count,
+}
+"""Loss names accepted by :func:`loss_matrix`, :func:`pairwise_loss` and the metrics."""
+
+_ALIASES = {"0-1": "zero_one", "0/1": "zero_one", "delta": "symmetric_difference",
+            "delta_h": "half_symmetric", "half": "half_symmetric", "sib": "sibling",
+            "sub": "subtree", "normalized_hierarchical": "normalized",
+            "normalized_structural": "structural"}
+
+
+def _loss_function(loss: str):
+    name = _ALIASES.get(loss, loss) if isinstance(loss, str) else loss
+    if name not in LOSSES:
+        raise InputError(f"unknown loss {loss!r}; choose one of {sorted(LOSSES)}")
+    return LOSSES[name]
+
+
+def _finish(values: np.ndarray, single: bool):
+    values = np.asarray(values, dtype=float)
+    return float(values[0]) if single else values
+
+
+def pairwise_loss(H: Hierarchy, y_true, y_pred, loss: str = "half_symmetric", **kwargs):
+    """Loss ``loss`` (a key of :data:`LOSSES`) between each ``y_true[i]`` and ``y_pred[i]``.
+
+    Keyword arguments go to the loss (``alpha=`` for ``"structural"``, ``costs=`` /
+    ``multi_parent=`` for the H-losses).  Returns one value per sample, or a float when
+    both sides are single labels.
+    """
+    fn = _loss_function(loss)
+    A, B, single = _closed_pair(H, y_true, y_pred)
+    return _finish(fn(_Pairs(H, A, B), H, **kwargs), single)
+
+
+# ---------------------------------------------------------------------- public losses
+def zero_one(H: Hierarchy, y_true, y_pred):
+    """0/1 loss: 1 when ``anc(Y) != anc(Y')``, else 0.
+
+    Label sets are compared after closure, so ``{"A", "A1"}`` and ``"A1"`` are the same
+    prediction (the papers represent labels as closed node sets, NHSVM section 2).
+    """
+    return pairwise_loss(H, y_true, y_pred, "zero_one")
+
+
+def symmetric_difference(H: Hierarchy, y_true, y_pred, half: bool = False):
+    """``|anc(Y) (-) anc(Y')|`` (Cai thesis eq. (3.12); between single labels eq. (3.13)).
+
+    ``anc`` includes the labels themselves.  ``half=True`` gives the loss
+    ``Delta_h = |anc(y) (-) anc(y')| / 2`` of thesis section 7.2, which on a tree is half the
+    path length between the two classes.  This is also ``l_Delta`` of Wang et al. section 3.5.
+    """
+    return pairwise_loss(H, y_true, y_pred, "half_symmetric" if half else "symmetric_difference")
+
+
+def normalized_hierarchical(H: Hierarchy, y_true, y_pred):
+    """Normalized hierarchical loss of Cai thesis eq. (7.2):
+
+    ``1/2 (|anc(y) \\ anc(y')| / (|anc(y)| - 1) + |anc(y') \\ anc(y)| / (|anc(y')| - 1))``.
+
+    ``|anc(y)| - 1`` is the depth of ``y`` in a tree (the number of its proper ancestors in a
+    DAG).  For label sets the same formula is applied to ``anc(Y)``.  A label whose closed set
+    has one node (the root) gets denominator 1 instead of 0.
+    """
+    return pairwise_loss(H, y_true, y_pred, "normalized")
+
+
+@lru_cache(maxsize=64)
+def _sibling_costs_cached(H: Hierarchy, multi_parent: str) -> np.ndarray:
+    n = len(H)
+    nchild = np.array([len(c) for c in H.children_indices], dtype=float)
+    if H.is_tree:
+        # c_j = prod over proper ancestors a of 1 / |chi(a)|, computed in log space
+        log_share = -np.log(np.maximum(nchild, 1.0))
+        strict = H.ancestor_matrix.astype(float) - sp.identity(n, format="csr")
+        return np.exp(np.asarray(strict @ log_share).ravel())
+    reduce = {"mean": np.mean, "min": np.min, "max": np.max}[multi_parent]
+    c = np.zeros(n)
+    for v, ps in enumerate(H.parent_indices):  # topological order: parents are done
+        c[v] = 1.0 if len(ps) == 0 else reduce(c[ps] / nchild[ps])
+    return c
+
+
+def sibling_costs(H: Hierarchy, multi_parent: str = "error") -> np.ndarray:
+    """Sibling-based H-loss costs of Wang et al. eq. (5), one per node of ``H.nodes``:
+
+    ``c_root = 1``, ``c_j = c_par(j) / |sib(j) u {j}|`` (a parent's cost is split evenly
+    among its children).
+
+    The equation is for trees.  On a DAG a node has several parents and the paper gives no
+    rule: ``multi_parent="error"`` (default) refuses; ``"mean"``, ``"min"`` or ``"max"``
+    combine the shares ``c_p / |chi(p)|`` over the parents ``p``.
+    """
+    if not isinstance(H, Hierarchy):
+        raise InputError(f"sibling_costs needs a hiercvx.Hierarchy, got {type(H).__name__}")
+    if multi_parent not in ("error", "mean", "min", "max"):
+        raise InputError(f"multi_parent must be 'error', 'mean', 'min' or 'max', got {multi_parent!r}")
+    if not H.is_tree and multi_parent == "error":
+        raise HierarchyError("the sibling costs of Wang et al. (5) are defined on trees and this "
+                             "hierarchy is a DAG; pass multi_parent='mean' (or 'min'/'max') to "
+                             "combine the shares of several parents, or pass costs= explicitly")
+    return _sibling_costs_cached(H, multi_parent).copy()
+
+
+def subtree_costs(H: Hierarchy) -> np.ndarray:
+    """Subtree-based H-loss costs of Wang et al. eq. (4): ``c_j = |sub(j)| / K``.
+
+    ``sub(j)`` is the set of nodes of the sub-hierarchy rooted at ``j`` (``j`` included) and
+    ``K`` the number of non-root nodes (Wang et al. number the nodes ``1..K`` and the root
+    ``0``).  The root's cost only matters when one side is an empty label set.
+    """
+    if not isinstance(H, Hierarchy):
+        raise InputError(f"subtree_costs needs a hiercvx.Hierarchy, got {type(H).__name__}")
+    sizes = np.diff(H.descendant_matrix.indptr).astype(float)  # |sub(j)|, j included
+    return sizes / max(len(H) - 1, 1)
+
+
+def h_loss(H: Hierarchy, y_true, y_pred, costs):
+    """H-loss with node costs ``c`` (Wang et al. section 3.5, from Cesa-Bianchi et al.):
+
+    ``l_H(Y, Y') = sum_v c_v [v in anc(Y) xor anc(Y'), and anc(Y), anc(Y') agree on every
+    ancestor of v]``: each disagreement is charged at the highest node where it appears,
+    errors below it are ignored.  For two single labels in a tree that diverge below a common
+    ancestor this is ``c_t + c_t'`` with ``t``, ``t'`` the first nodes of the two paths after
+    the split (one term if one label is an ancestor of the other).
+    """
+    return pairwise_loss(H, y_true, y_pred, "h_loss", costs=costs)
+
+
+def sibling_loss(H: Hierarchy, y_true, y_pred, multi_parent: str = "error"):
+    """Sibling-based H-loss ``l_sib``: :func:`h_loss` with the costs of Wang et al. eq. (5).
+
+    See :func:`sibling_costs` for ``multi_parent`` (DAGs).
+    """
+    return pairwise_loss(H, y_true, y_pred, "sibling", multi_parent=multi_parent)
+
+
+def subtree_loss(H: Hierarchy, y_true, y_pred):
+    """Subtree-based H-loss ``l_sub``: :func:`h_loss` with the costs of Wang et al. eq. (4)."""
+    return pairwise_loss(H, y_true, y_pred, "subtree")
+
+
+def normalized_structural(H: Hierarchy, y_true, y_pred, alpha):
+    """NHSVM normalized structural error, eq. (9): ``sqrt(sum_{n in y (-) y'} alpha_n)``.
+
+    ``y`` and ``y'`` are the closed label sets and ``alpha`` has one non-negative weight per
+    node of ``H.nodes`` (NHSVM (6)-(8)).  It is the Euclidean distance between the normalized
+    class attributes ``sqrt(alpha) * 1[n in y]``, hence a metric.
+    """
+    return pairwise_loss(H, y_true, y_pred, "structural", alpha=alpha)
+
+
+def leaf_count(H: Hierarchy, y_true, y_pred):
+    """NHSVM section 7.1's decomposable stand-in for (9): ``|(y n L) (-) (y' n L)|``.
+
+    ``L`` is the set of leaves.  The paper writes ``|{y n L} - {y_i n L}|`` but expands it as
+    ``sum_l (1[l in y - y_i] - 1[l in y n y_i]) + |y_i n L|``, which is the size of the
+    *symmetric* difference of the leaf sets; that expansion is what is implemented.  Labels
+    on internal nodes contribute no leaves.
+    """
+    return pairwise_loss(H, y_true, y_pred, "leaf_count")
+
+
+def loss_matrix(H: Hierarchy, loss: str = "half_symmetric", classes=None, **kwargs) -> np.ndarray:
+    """``(n_classes, n_classes)`` matrix ``L[a, b] = loss(classes[a], classes[b])``.
+
+    ``classes`` defaults to ``H.leaves``; a class may be any node.  ``loss`` is a key of
+    :data:`LOSSES`; keyword arguments go to the loss as in :func:`pairwise_loss`.  Computed
+    on all pairs at once by the same core as the per-sample losses.
+    """
+    fn = _loss_function(loss)
+    if not isinstance(H, Hierarchy):
+        raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
+    classes = H.leaves if classes is None else _class_tuple(classes)
+    if len(classes) == 0:
+        raise LabelError("loss_matrix needs at least one class")
+    C = closed_labels(H, list(classes), "classes")
+    return np.asarray(fn(_Pairs(H, C, C, outer=True), H, **kwargs), dtype=float)
+
+
+def _class_tuple(classes) -> tuple:
+    classes = tuple(classes.tolist() if isinstance(classes, np.ndarray) else classes)
+    if len(set(classes)) != len(classes):
+        seen, dup = set(), []
+        for c in classes:
+            if c in seen:
+                dup.append(c)
+            seen.add(c)
+        raise LabelError(f"classes must be distinct; repeated: {dup[:5]!r}")
+    return classes
+
+
+# ---------------------------------------------------------------------- score-based inputs
+def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
+    """Bool ``(n_samples, n_classes)``: is ``classes[k]`` in the label set of sample ``i``.
+
+    ``y_true``: one label per sample, label sets, or a 0/1 ``(n_samples, n_classes)``
+    matrix.  A label that is not one of ``classes`` is refused.
+    """
+    classes = _class_tuple(classes)
+    k = len(classes)
+    if sp.issparse(y_true) or (isinstance(y_true, np.ndarray) and y_true.ndim == 2):
+        if not sp.issparse(y_true) and not (np.issubdtype(y_true.dtype, np.number) or y_true.dtype == bool):
+            raise LabelError(f"{what} is a 2-D array of {y_true.dtype}; a 2-D {what} must be a 0/1 "
+                             "matrix with one column per class")
+        R = np.asarray(y_true.todense() if sp.issparse(y_true) else y_true)
+        if R.shape[1] != k:
+            raise LabelError(f"{what} as an indicator matrix needs one column per class ({k}), "
+                             f"got shape {R.shape}")
+        return R != 0
+    if isinstance(y_true, (str, bytes)):
+        raise LabelError(f"{what} must have one entry per sample, got a single string; wrap it in a list")
+    pos = {c: j for j, c in enumerate(classes)}
+    items = list(y_true)
+    rows, cols, unknown = [], [], []
+    for i, item in enumerate(items):
+        members = item if _is_set_like(item, pos) else (item,)
+        for v in members:
+            try:
+                j = pos[v]
+            except (KeyError, TypeError):
+                unknown.append((i, v))
+                continue
+            rows.append(i)
+            cols.append(j)
+    if unknown:
+        shown = ", ".join(f"{v!r} (sample {i})" for i, v in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise LabelError(f"{what}: {len(unknown)} label(s) are not among the {k} classes: {shown}{more}. "
+                         "Every true label must be one of `classes` (the score columns)")
+    R = np.zeros((len(items), k), dtype=bool)
+    R[np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)] = True
+    return R
+
+
+def _is_set_like(item, index) -> bool:
+    if isinstance(item, (str, bytes)):
+        return False
+    if isinstance(item, (set, frozenset, list, np.ndarray)):
+        return True
+    if isinstance(item, tuple):
+        try:
+            return item not in index
+        except TypeError:
+            return True
+    return False
+
+
+def check_scores(scores, n_samples: int, n_classes: int) -> np.ndarray:
+    """A finite float ``(n_samples, n_classes)`` score matrix."""
+    try:
+        S = np.asarray(scores, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("scores must be a numeric (n_samples, n_classes) array") from None
+    if S.ndim != 2 or S.shape != (n_samples, n_classes):
+        raise InputError(f"scores must have shape (n_samples, n_classes) = ({n_samples}, {n_classes}), "
+                         f"got {S.shape}; columns follow `classes`")
+    if not np.all(np.isfinite(S)):
+        i, j = np.argwhere(~np.isfinite(S))[0]
+        raise InputError(f"scores has a non-finite entry at sample {i}, class {j}")
+    return S
+
+
+def _chunks(n: int, k: int, budget: int = 4_000_000):
+    step = max(1, budget // max(k * k, 1))
+    for start in range(0, n, step):
+        yield slice(start, min(n, start + step))
+
+
+def ranking_loss(H: Hierarchy, y_true, scores, classes=None, loss: str = "symmetric_difference",
+                 ties: str = "ignore", **kwargs) -> np.ndarray:
+    """Hierarchical ranking loss of Cai thesis eq. (3.15), one value per sample:
+
+    ``sum over y in Y, y' in classes - Y ranked above y (g(y') > g(y)) of loss(y, y')``
+
+    with ``loss = |anc(y) (-) anc(y')|`` by default (any key of :data:`LOSSES` works).
+    The thesis prints the condition as ``g(y) > g(y')``, which contradicts its own text
+    ("an incorrect category comes before a correct category"); the text is followed.
+    ``ties``: ``"ignore"`` (strict order, as printed), ``"count"`` (a tie counts as
+    misordered, as in the ranking loss (7.5)) or ``"half"`` (a tie counts 1/2).
+
+    ``scores`` is ``(n_samples, n_classes)`` with columns following ``classes``
+    (default ``H.leaves``); ``y_true`` holds label sets (or single labels) drawn from ``classes``.
+    """
+    if ties not in ("ignore", "count", "half"):
+        raise InputError(f"ties must be 'ignore', 'count' or 'half', got {ties!r}")
+    classes = H.leaves if classes is None else _class_tuple(classes)
+    R = relevance_matrix(y_true, classes)
+    S = check_scores(scores, R.shape[0], len(classes))
+    L = loss_matrix(H, loss, classes, **kwargs)
+    tie_w = {"ignore": 0.0, "count": 1.0, "half": 0.5}[ties]
+    out = np.zeros(R.shape[0])
+    for sl in _chunks(R.shape[0], len(classes)):
+        s, r = S[sl], R[sl]
+        above = (s[:, None, :] > s[:, :, None]) + tie_w * (s[:, None, :] == s[:, :, None])
+        pair = r[:, :, None] & ~r[:, None, :]  # [i, a, b]: a relevant, b not
+        out[sl] = np.einsum("iab,iab,ab->i", pair, above, L)
+    return out
