@@ -227,7 +227,7 @@ def _label_value(v: float):
 
 
 def _data_line_numbers(lines) -> np.ndarray:
-    """1-based line numbers of the sample lines of an SVMlight file (comments and blanks skipped)."""
+    """1-based line numbers of the sample lines of an SVMlight file (no comments, no blanks)."""
     return np.array([k for k, raw in enumerate(lines, start=1)
                      if raw.split("#", 1)[0].strip()], dtype=np.int64)
 
@@ -409,7 +409,7 @@ def _label_statistics(H: Hierarchy, label_sets: list) -> dict:
     Z = H.closure(label_sets, sparse=True).tocsr().astype(np.int32)
     not_root = np.ones(len(H), dtype=bool)
     not_root[0] = False
-    Z = (Z @ sp.diags(not_root.astype(np.int32))).tocsr()
+    Z = (Z @ sp.diags(not_root.astype(np.int32), dtype=np.int32)).tocsr()
     Z.eliminate_zeros()
     closed = np.diff(Z.indptr)
     # P[c, v] = 1 when v is a parent of c: (Z @ P)[i, v] counts v's children in sample i
@@ -420,7 +420,8 @@ def _label_statistics(H: Hierarchy, label_sets: list) -> dict:
     deepest = sp.csr_matrix(deepest)
     deepest.eliminate_zeros()
     internal = ~H.leaf_mask
-    partial = np.asarray((deepest @ sp.diags(internal.astype(np.int32))).sum(axis=1)).ravel() > 0
+    n_internal_deepest = deepest @ sp.diags(internal.astype(np.int32), dtype=np.int32)
+    partial = np.asarray(n_internal_deepest.sum(axis=1)).ravel() > 0
     depths = H.depths
     max_depth = int(depths.max())
     D = sp.csr_matrix((np.ones(len(H), dtype=np.int32), (np.arange(len(H)), depths)),

@@ -1,0 +1,45 @@
+"""Data for hierarchical classification: loaders of real formats and the papers' generators.
+
+Loaders (each returns a :class:`Dataset`; errors are
+:class:`~hiercvx.exceptions.DataFormatError` naming the file and the line):
+
+- :func:`load_arff`: Clus-HMC ARFF (FunCat-style path trees, GO-style DAGs, ``?`` missing
+  values, ``@``-separated multi-labels);
+- :func:`load_libsvm`: LIBSVM / SVMlight multi-label files, optionally tied to a hierarchy;
+- :func:`load_lshtc_hierarchy`: LSHTC ``parent child`` hierarchy files (-> Hierarchy);
+- :func:`labels_from_paths`: a column of path strings -> (Hierarchy, labels);
+- :func:`load`: any of the above by extension / content; :func:`describe`: a text summary.
+
+Generators (:mod:`hiercvx.datasets.synthetic`), each with ``random_state`` and, where the
+paper defines one, a Bayes rule: :func:`make_cai_synthetic` (Cai thesis 7.1.1),
+:func:`make_nhsvm_balanced` and :func:`make_nhsvm_unbalanced` (NHSVM 8.1),
+:func:`make_wang_example1`, :func:`make_wang_example2`, :func:`make_wang_example3`
+(Wang, Shen & Pan 4.1).
+"""
+
+from .arff import load_arff
+from .formats import Dataset, describe, labels_from_paths, load, load_libsvm, load_lshtc_hierarchy
+from .synthetic import (
+    make_cai_synthetic,
+    make_nhsvm_balanced,
+    make_nhsvm_unbalanced,
+    make_wang_example1,
+    make_wang_example2,
+    make_wang_example3,
+)
+
+__all__ = [
+    "Dataset",
+    "load",
+    "describe",
+    "load_arff",
+    "load_libsvm",
+    "load_lshtc_hierarchy",
+    "labels_from_paths",
+    "make_cai_synthetic",
+    "make_nhsvm_balanced",
+    "make_nhsvm_unbalanced",
+    "make_wang_example1",
+    "make_wang_example2",
+    "make_wang_example3",
+]

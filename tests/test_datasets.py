@@ -1,0 +1,519 @@
+"""Tests of hiercvx.datasets: loaders on fixtures written here, generators of the papers."""
+
+from __future__ import annotations
+
+import gzip
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hiercvx import DataFormatError, Hierarchy, InputError, LabelError
+from hiercvx.datasets import (
+    Dataset,
+    describe,
+    labels_from_paths,
+    load,
+    load_arff,
+    load_libsvm,
+    load_lshtc_hierarchy,
+    make_cai_synthetic,
+    make_nhsvm_balanced,
+    make_nhsvm_unbalanced,
+    make_wang_example1,
+    make_wang_example2,
+    make_wang_example3,
+)
+from hiercvx.datasets.formats import _label_statistics
+
+HMC = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+
+
+def write(tmp_path, name, text, newline="\n"):
+    p = tmp_path / name
+    with open(p, "w", newline=newline) as fh:
+        fh.write(text)
+    return p
+
+
+# ---------------------------------------------------------------------- ARFF fixtures
+FUNCAT = """\
+% a FunCat-style file
+@RELATION 'tiny funcat'
+
+@ATTRIBUTE 'gene expr 1' numeric
+@attribute "second one" REAL
+@Attribute third integer
+@ATTRIBUTE class hierarchical 01,01/01,01/01/03,01/02,02,02/05
+% the data
+@DATA
+0.5,?,3,01/01/03@02
+-1.25,2,?,01
+
+?,?,7,01/01/03@01/02@02/05
+% trailing comment
+"""
+
+GO = """\
+@relation go
+@attribute a numeric
+@attribute b numeric
+@attribute class hierarchical root/A,root/B,A/C,B/C,C/D,B/E
+@data
+1,2,C@E
+3,4,D
+5,6,A
+"""
+
+
+def test_arff_funcat_tree(tmp_path):
+    p = write(tmp_path, "tiny.arff", FUNCAT)
+    d = load_arff(p)
+    assert d.name == "tiny"
+    assert d.metadata["relation"] == "tiny funcat"
+    assert d.metadata["dialect"] == "paths"
+    assert d.feature_names == ["gene expr 1", "second one", "third"]
+    expected = np.array([[0.5, np.nan, 3], [-1.25, 2, np.nan], [np.nan, np.nan, 7]])
+    np.testing.assert_array_equal(d.X, expected)
+    assert d.X.dtype == float
+    assert d.y == [frozenset({"01/01/03", "02"}), frozenset({"01"}),
+                   frozenset({"01/01/03", "01/02", "02/05"})]
+    H = d.hierarchy
+    assert H.is_tree
+    # every prefix a node, named by the prefix; two top nodes under an artificial root
+    assert set(H.nodes) == {"<root>", "01", "01/01", "01/01/03", "01/02", "02", "02/05"}
+    assert H.parents("01/01/03") == ("01/01",)
+    assert H.parents("01") == ("<root>",)
+    assert H == Hierarchy.from_paths(["01", "01/01", "01/01/03", "01/02", "02", "02/05"])
+    # row 2 stops at internal node 01 (a partial path); row 1's deepest labels include the
+    # internal node 02; row 3 reaches leaves only
+    stats = _label_statistics(H, d.y)
+    np.testing.assert_array_equal(stats["given"], [2, 1, 3])
+    np.testing.assert_array_equal(stats["closed"], [4, 1, 6])  # {01,01/01,01/01/03,02}, {01}, all
+    np.testing.assert_array_equal(stats["partial"], [True, True, False])
+
+
+def test_arff_go_dag(tmp_path):
+    d = load_arff(write(tmp_path, "go.arff", GO))
+    H = d.hierarchy
+    assert d.metadata["dialect"] == "edges"
+    assert not H.is_tree
+    assert H.root == "root"
+    assert set(H.parents("C")) == {"A", "B"}
+    assert set(H.ancestors("D")) == {"root", "A", "B", "C"}
+    assert d.y == [frozenset({"C", "E"}), frozenset({"D"}), frozenset({"A"})]
+    np.testing.assert_array_equal(d.X, [[1, 2], [3, 4], [5, 6]])
+    stats = _label_statistics(H, d.y)
+    np.testing.assert_array_equal(stats["closed"], [4, 4, 1])  # {A,B,C,E}, {A,B,C,D}, {A}
+    np.testing.assert_array_equal(stats["partial"], [True, False, True])  # C and A are internal
+
+
+def test_arff_crlf_and_forced_dialect(tmp_path):
+    p = write(tmp_path, "crlf.arff", GO, newline="\r\n")
+    d = load_arff(p)
+    assert d.y[0] == frozenset({"C", "E"})  # no stray '\r' in the last field
+    with pytest.raises(DataFormatError) as e:
+        load_arff(p, dialect="paths")  # labels C, E are not path nodes (they'd be 'A/C')
+    assert e.value.line == 6
+    with pytest.raises(InputError):
+        load_arff(p, dialect="tree")
+
+
+@pytest.mark.parametrize("labels, dialect, node", [("A/x", "paths", "A/x"), ("x", "edges", "x")])
+def test_arff_ambiguous_pairs_decided_by_labels(tmp_path, labels, dialect, node):
+    text = ("@relation r\n@attribute a numeric\n@attribute c hierarchical A/x,A/y\n@data\n"
+            f"1,{labels}\n")
+    d = load_arff(write(tmp_path, "amb.arff", text))
+    assert d.metadata["dialect"] == dialect
+    assert node in d.hierarchy
+    assert d.y == [frozenset({node})]
+
+
+def test_arff_nominal_onehot_and_refusal(tmp_path):
+    text = ("@relation r\n@attribute a numeric\n@attribute colour {red, 'dark green'}\n"
+            "@attribute c hierarchical 1,1/2\n@data\n1.5,red,1\n2,'dark green',1/2\n?,?,1\n")
+    p = write(tmp_path, "nom.arff", text)
+    d = load_arff(p)
+    assert d.feature_names == ["a", "colour=red", "colour=dark green"]
+    np.testing.assert_array_equal(d.X, [[1.5, 1, 0], [2, 0, 1], [np.nan, np.nan, np.nan]])
+    assert d.metadata["nominal_attributes"] == ["colour"]
+    with pytest.raises(DataFormatError) as e:
+        load_arff(p, nominal="error")
+    assert e.value.line == 3
+
+
+def test_arff_hierarchical_not_last_and_empty_label(tmp_path):
+    text = ("@relation r\n@attribute c hierarchical 1,1/2\n@attribute a numeric\n@data\n"
+            "1/2,0.5\n?,1\n")
+    d = load_arff(write(tmp_path, "mid.arff", text))
+    np.testing.assert_array_equal(d.X, [[0.5], [1.0]])
+    assert d.y == [frozenset({"1/2"}), frozenset()]
+
+
+HEADER = ("@relation r\n@attribute a numeric\n@attribute b numeric\n"
+          "@attribute c hierarchical 1,1/1,2\n@data\n")
+BAD_ARFF = {
+    # name: (text, expected line)
+    "garbage in header": ("@relation r\nthis is not a directive\n@data\n", 2),
+    "attribute without type": ("@relation r\n@attribute lonely\n@data\n", 2),
+    "unknown type": ("@relation r\n@attribute a numbr\n@data\n", 2),
+    "string attribute": ("@relation r\n% c\n@attribute s string\n@data\n", 3),
+    "unknown directive": ("@relation r\n@atribute a numeric\n@data\n", 2),
+    "unclosed quote": ("@relation r\n@attribute 'a numeric\n@data\n", 2),
+    "empty class entry": ("@relation r\n@attribute c hierarchical 1,,2\n@data\n", 2),
+    "no hierarchical attribute": ("@relation r\n@attribute a numeric\n@data\n1\n", 3),
+    "no data section": ("@relation r\n@attribute a numeric\n", 2),
+    "too few fields": (HEADER + "1,2,1\n1,2\n", 7),
+    "too many fields": (HEADER + "\n% c\n1,2,3,1\n", 8),
+    "non-numeric value": (HEADER + "1,2,1\n1,2,2\n\n1,abc,1\n", 9),
+    "empty numeric value": (HEADER + "1,,1\n", 6),
+    "undeclared label": (HEADER + "1,2,1\n1,2,1/1@3\n", 7),
+    "undeclared deeper label": (HEADER + "1,2,1/1/1\n", 6),
+    "empty label": (HEADER + "1,2,1@@2\n", 6),
+    "sparse row": (HEADER + "{0 1, 2 1}\n", 6),
+    "cyclic GO": ("@relation r\n@attribute a numeric\n"
+                  "@attribute c hierarchical root/A,A/B,B/C,C/A\n@data\n1,A\n", 3),
+    "nominal value not declared": ("@relation r\n@attribute n {x,y}\n@attribute c hierarchical 1\n"
+                                   "@data\nx,1\nz,1\n", 6),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARFF))
+def test_arff_malformed_gives_line(tmp_path, case):
+    text, line = BAD_ARFF[case]
+    p = write(tmp_path, "bad.arff", text)
+    with pytest.raises(DataFormatError) as e:
+        load_arff(p)
+    assert e.value.line == line, str(e.value)
+    assert e.value.path == p
+    assert f"{p}:{line}" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+@st.composite
+def arff_cases(draw):
+    """A random path tree, random features with holes, random multi-labels."""
+    n_top = draw(st.integers(1, 3))
+    paths = []
+    frontier = [str(i + 1) for i in range(n_top)]
+    paths += frontier
+    for _ in range(draw(st.integers(0, 6))):
+        parent = draw(st.sampled_from(paths))
+        child = f"{parent}/{len(paths)}"
+        paths.append(child)
+    n, m = draw(st.integers(1, 6)), draw(st.integers(1, 4))
+    vals = draw(st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False)),
+                         min_size=n * m, max_size=n * m))
+    labels = [draw(st.sets(st.sampled_from(paths), min_size=1, max_size=3)) for _ in range(n)]
+    order = draw(st.permutations(paths))  # declaration order must not matter
+    return paths, order, np.array([np.nan if v is None else v for v in vals]).reshape(n, m), labels
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=arff_cases())
+def test_arff_round_trip(tmp_path, case):
+    paths, order, X, labels = case
+    lines = ["@RELATION rt"] + [f"@ATTRIBUTE f{j} numeric" for j in range(X.shape[1])]
+    lines += ["@ATTRIBUTE class hierarchical " + ",".join(order), "@DATA"]
+    for row, labs in zip(X, labels):
+        vals = ["?" if np.isnan(v) else repr(float(v)) for v in row]
+        lines.append(",".join(vals + ["@".join(sorted(labs))]))
+    d = load_arff(write(tmp_path, "rt.arff", "\n".join(lines) + "\n"))
+    np.testing.assert_array_equal(d.X, X)
+    assert d.y == [frozenset(s) for s in labels]
+    assert d.hierarchy == Hierarchy.from_paths(order)
+    # closure against brute force: a node is in the closed set iff it prefixes a label
+    Z = d.closure(sparse=False)
+    for i, labs in enumerate(labels):
+        brute = {v for v in d.hierarchy.nodes if v != d.hierarchy.root
+                 and any(lab == v or lab.startswith(v + "/") for lab in labs)}
+        got = {v for j, v in enumerate(d.hierarchy.nodes) if Z[i, j]} - {d.hierarchy.root}
+        assert got == brute
+
+
+# ---------------------------------------------------------------------- real data
+@pytest.mark.skipif(not HMC.is_dir(), reason=f"shared data directory {HMC} absent")
+def test_real_cellcycle_go_is_dag_and_fun_is_tree():
+    go = load_arff(HMC / "cellcycle_GO.train.arff")
+    fun = load_arff(HMC / "cellcycle_FUN.train.arff")
+    assert not go.hierarchy.is_tree and go.hierarchy.root == "root"
+    assert fun.hierarchy.is_tree
+    assert go.X.shape == (1625, 77) and fun.X.shape == (1628, 77)
+    assert np.isnan(go.X).any() and np.isnan(fun.X).any()
+    for d in (go, fun):
+        assert all(s and s <= set(d.hierarchy.nodes) for s in d.y)
+    text = describe(go)
+    assert "DAG" in text and "1625" in text
+
+
+# ---------------------------------------------------------------------- LSHTC hierarchy
+def test_lshtc_hierarchy_ints_strings_and_roots(tmp_path):
+    H = load_lshtc_hierarchy(write(tmp_path, "h.txt", "# comment\n1 2\n1 3\n\n3 4\n5 6\n"))
+    assert set(H.nodes) == {"<root>", 1, 2, 3, 4, 5, 6}
+    assert H.parents(4) == (3,)
+    assert set(H.children("<root>")) == {1, 5}
+    H2 = load_lshtc_hierarchy(write(tmp_path, "h2.txt", "top a\ntop 7\na b\n7 b\n"))
+    assert set(H2.nodes) == {"top", "a", "7", "b"}  # not all ints: all strings
+    assert not H2.is_tree and set(H2.parents("b")) == {"a", "7"}
+
+
+@pytest.mark.parametrize("text, line", [
+    ("1 2\n2 3 4\n", 2),
+    ("1 2\n\n# c\n3\n", 4),
+    ("1 2\n2 2\n", 2),
+    ("0 1\n1 2\n5 6\n2 3\n3 1\n", 2),  # the cycle 1 -> 2 -> 3 -> 1; first of its lines
+])
+def test_lshtc_hierarchy_errors(tmp_path, text, line):
+    with pytest.raises(DataFormatError) as e:
+        load_lshtc_hierarchy(write(tmp_path, "h.txt", text))
+    assert e.value.line == line, str(e.value)
+
+
+# ---------------------------------------------------------------------- LIBSVM
+LIBSVM = """\
+# a comment line
+1,2 1:0.5 3:1.5
+3 2:2.0
+
+2 1:-1 4:4
+"""
+
+
+def test_libsvm_flat_and_with_hierarchy(tmp_path):
+    p = write(tmp_path, "d.svm", LIBSVM)
+    d = load_libsvm(p)
+    assert sp.issparse(d.X)
+    np.testing.assert_array_equal(d.X.toarray(), [[0.5, 0, 1.5, 0], [0, 2, 0, 0], [-1, 0, 0, 4]])
+    assert d.y == [frozenset({1, 2}), frozenset({3}), frozenset({2})]
+    assert set(d.hierarchy.leaves) == {1, 2, 3} and d.hierarchy.root == "<root>"
+    hier = write(tmp_path, "h.txt", "0 10\n10 1\n10 2\n0 3\n")
+    d2 = load_libsvm(p, hierarchy=hier)
+    assert d2.hierarchy.parents(1) == (10,)
+    assert d2.y == d.y
+    # a hierarchy with string names: label 3 matches node "3"
+    H = Hierarchy.from_parents({"r": None, "1": "r", "2": "r", "3": "r"})
+    assert load_libsvm(p, hierarchy=H).y[1] == frozenset({"3"})
+    assert load_libsvm(p, n_features=6).X.shape == (3, 6)
+
+
+def test_libsvm_errors_have_lines(tmp_path):
+    p = write(tmp_path, "d.svm", LIBSVM)
+    H = Hierarchy.from_parents({0: None, 1: 0, 2: 0})
+    with pytest.raises(DataFormatError) as e:
+        load_libsvm(p, hierarchy=H)  # label 3 unknown, third line of the file
+    assert e.value.line == 3 and "3" in str(e.value)
+    bad = write(tmp_path, "bad.svm", "1 1:0.5\n2 1:x\n")
+    with pytest.raises(DataFormatError) as e:
+        load_libsvm(bad)
+    assert e.value.line == 2
+    with pytest.raises(LabelError):
+        load_libsvm(p, hierarchy=42)
+
+
+# ---------------------------------------------------------------------- path strings
+def test_labels_from_paths():
+    H, y = labels_from_paths(["a/b", "a", "c/d/e", "a/b"])
+    assert list(y) == ["a/b", "a", "c/d/e", "a/b"] and y.dtype == object
+    assert H == Hierarchy.from_paths(["a/b", "a", "c/d/e"])
+    assert H.depth("c/d/e") == 3  # under the artificial root
+    H2, y2 = labels_from_paths(["a.b; c", "c.d"], sep=".", multi_sep=";")
+    assert y2 == [frozenset({"a.b", "c"}), frozenset({"c.d"})]
+    assert H2.parents("c.d") == ("c",)
+    for bad in (["a", ""], ["a//b"], ["a;"], "a/b", [3]):
+        with pytest.raises(LabelError):
+            labels_from_paths(bad, multi_sep=";" if bad == ["a;"] else None)
+
+
+# ---------------------------------------------------------------------- dispatch + describe
+def test_load_dispatch_and_describe(tmp_path):
+    a = load(write(tmp_path, "x.arff", FUNCAT))
+    assert a.metadata["format"] == "arff"
+    s = load(write(tmp_path, "x.txt", LIBSVM))          # sniffed
+    assert s.metadata["format"] == "libsvm"
+    h = load(write(tmp_path, "x.hier", "1 2\n2 3\n"))
+    assert h.n_samples == 0 and h.hierarchy.depth(3) == 2
+    h2 = load(write(tmp_path, "y.txt", "1 2\n2 3\n"))  # sniffed
+    assert h2.metadata["format"] == "lshtc-hierarchy"
+    g = load(write(tmp_path, "g.dat", GO))            # sniffed from '@'
+    with gzip.open(tmp_path / "x.arff.gz", "wt") as fh:
+        fh.write(FUNCAT)
+    z = load(tmp_path / "x.arff.gz")
+    assert z.name == "x" and z.y == a.y and z.hierarchy == a.hierarchy
+    assert not g.hierarchy.is_tree
+    with pytest.raises(DataFormatError):
+        load(write(tmp_path, "z.dat", "just some words here\n"))
+    with pytest.raises(DataFormatError):
+        load(tmp_path / "missing.arff")
+
+    text = describe(a)
+    assert "tree" in text and "7 nodes" in text and "3 leaves" in text and "depth 3" in text
+    assert "samples: 3" in text
+    # 4 missing values among 9
+    assert f"{4 / 9:.2%}" in text
+    assert "mean 2.000 as given" in text and "3.667 closed" in text
+    assert f"{2 / 3:.2%} of samples" in text
+    assert "DAG" in describe(g) and "nodes with several parents" in describe(g)
+    assert "samples: none" in describe(h)
+    assert "sparse, density" in describe(s) and "samples: 3" in describe(s)
+
+
+def test_describe_per_depth_counts(tmp_path):
+    d = load_arff(write(tmp_path, "x.arff", FUNCAT))
+    stats = _label_statistics(d.hierarchy, d.y)
+    # depth 1 nodes {01, 02}; depth 2 {01/01, 01/02, 02/05}; depth 3 {01/01/03}
+    np.testing.assert_array_equal(stats["per_depth"][:, 1:], [[2, 1, 1], [1, 0, 0], [2, 3, 1]])
+
+
+# ---------------------------------------------------------------------- generators
+def _same(a: Dataset, b: Dataset):
+    np.testing.assert_array_equal(a.X, b.X)
+    if isinstance(a.y, np.ndarray):
+        np.testing.assert_array_equal(a.y, b.y)
+    else:
+        assert a.y == b.y
+
+
+GENERATORS = {
+    "cai": lambda rs: make_cai_synthetic(n_samples=60, random_state=rs),
+    "nhsvm_b": lambda rs: make_nhsvm_balanced(n_samples=80, n_features=30, random_state=rs),
+    "nhsvm_u": lambda rs: make_nhsvm_unbalanced(n_samples=80, n_features=30, random_state=rs),
+    "wang1": lambda rs: make_wang_example1(n_samples=80, random_state=rs),
+    "wang2": lambda rs: make_wang_example2(n_samples=80, random_state=rs),
+    "wang3": lambda rs: make_wang_example3(n_samples=80, random_state=rs),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_generators_deterministic(name):
+    gen = GENERATORS[name]
+    a, b, c = gen(3), gen(3), gen(4)
+    _same(a, b)
+    assert not np.array_equal(a.X, c.X)
+    _same(gen(np.random.default_rng(5)), gen(np.random.default_rng(5)))
+    labels = a.label_sets()
+    assert len(labels) == a.n_samples == a.X.shape[0]
+    assert all(s and s <= set(a.hierarchy.leaves) for s in labels)
+    assert a.bayes_rule is not None and a.bayes_error is not None
+    describe(a)
+
+
+@pytest.mark.parametrize("branching, depth, n_nodes", [(3, 3, 40), (6, 2, 43)])
+def test_cai_synthetic(branching, depth, n_nodes):
+    d = make_cai_synthetic(n_samples=150, n_features=20, branching=branching, depth=depth,
+                           random_state=0)
+    H = d.hierarchy
+    q = branching ** depth
+    assert len(H) == n_nodes and len(H.leaves) == q and d.X.shape == (150, 20)
+    assert all(1 <= len(s) < math.sqrt(q) for s in d.y)
+    W = d.metadata["node_weights"]
+    assert np.all(W[0] == 0)
+    # variances decrease with depth: empirical per-depth variance of node weights
+    var = [W[H.depths == k].var() for k in range(1, depth + 1)]
+    assert all(a > b for a, b in zip(var, var[1:]))
+    # independent route: walk each root path by name and sum node weights
+    for i in range(10):
+        x = d.X[i]
+        expect = set()
+        for leaf in H.leaves:
+            w = sum(W[H.index(v)] for v in H.ancestors(leaf, inclusive=True))
+            if w @ x > 0:
+                expect.add(leaf)
+        assert d.y[i] == frozenset(expect)
+    assert d.bayes_rule.predict(d.X) == d.y and d.bayes_error == 0.0
+
+
+def test_nhsvm_balanced_labels_by_brute_force():
+    d = make_nhsvm_balanced(n_samples=200, n_features=25, random_state=1)
+    H = d.hierarchy
+    assert len(H) == 15 and len(H.leaves) == 8 and max(H.depths) == 3 and H.is_tree
+    W = d.metadata["node_weights"]
+    for i in range(0, 200, 20):
+        pot = {leaf: sum(W[H.index(v)] @ d.X[i] for v in H.ancestors(leaf, inclusive=True))
+               for leaf in H.leaves}
+        assert d.y[i] == max(pot, key=pot.get)
+    np.testing.assert_array_equal(d.bayes_rule.predict(d.X), d.y)
+    assert len(np.unique(d.y)) > 4
+
+
+def test_nhsvm_unbalanced_cascade():
+    d = make_nhsvm_unbalanced(n_samples=400, n_features=40, random_state=2)
+    H = d.hierarchy
+    assert len(H) == 19 and len(H.leaves) == 10 and max(H.depths) == 9
+    assert all(len(H.children(v)) in (0, 2) for v in H.nodes)
+    np.testing.assert_allclose(np.linalg.norm(d.X, axis=1), 1.0)
+    A = d.metadata["normals"]
+    for i in range(0, 400, 37):  # walk down the tree by hand
+        node = H.root
+        k = 0
+        while not H.is_leaf(node):
+            left, right = H.children(node)
+            node = left if A[k] @ d.X[i] < 0 else right
+            k += 1
+        assert d.y[i] == node
+    # about half the mass leaves at the first cut
+    assert 0.35 < np.mean(d.y == H.children(H.root)[0]) < 0.65
+
+
+def test_wang_example1_bayes_error():
+    d = make_wang_example1(n_samples=20000, random_state=11)
+    H = d.hierarchy
+    assert set(H.children(0)) == {4, 5} and set(H.children(5)) == {1, 2, 3}
+    assert d.X.min() >= 0 and d.X.max() <= 1
+    np.testing.assert_allclose(np.bincount(d.y, minlength=5)[1:] / 20000, [.17, .17, .17, .49],
+                               atol=0.015)
+    err = np.mean(d.bayes_rule.predict(d.X) != d.y)
+    assert abs(err - 0.51) < 0.015 and d.bayes_error == 0.51
+
+
+def test_wang_example2_bayes_error():
+    p = 0.05
+    exact = 1 - (6 * ((1 - p) ** 2 + p ** 2) + (1 - p) + (1 - p + p * p)) / 8
+    d = make_wang_example2(n_samples=20000, random_state=12)
+    assert d.bayes_error == pytest.approx(exact) and abs(exact - 0.083) < 0.001
+    H = d.hierarchy
+    assert len(H) == 15 and H.parents(1) == (9,) and H.parents(8) == (12,)
+    assert H.parents(9) == (13,) and H.parents(12) == (14,) and H.parents(14) == (0,)
+    P = d.bayes_rule.predict_proba(d.X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    err = np.mean(d.bayes_rule.predict(d.X) != d.y)
+    assert abs(err - exact) < 0.01 and abs(err - 0.083) < 0.01
+    # the Bayes rule is the clean label, and every shift moves by one class at most
+    np.testing.assert_array_equal(d.bayes_rule.predict(d.X), d.metadata["clean_labels"])
+    assert np.abs(d.y - d.metadata["clean_labels"]).max() == 1
+
+
+def test_wang_example3_bayes_error():
+    d = make_wang_example3(n_samples=3000, random_state=13)
+    H = d.hierarchy
+    assert set(H.children(5)) == {1, 2} and set(H.children(6)) == {3, 4}
+    clean = d.metadata["clean_labels"]
+    np.testing.assert_array_equal(clean, 1 + 2 * (d.X[:, 0] >= 0) + (d.X[:, 1] >= 0))
+    flipped = d.y != clean
+    assert flipped.sum() == 600  # exactly 20 %
+    # flipped labels go to the other three classes uniformly
+    shift = (d.y[flipped] - clean[flipped]) % 4
+    assert set(np.unique(shift)) == {1, 2, 3}
+    assert np.all(np.abs(np.bincount(shift)[1:] / 600 - 1 / 3) < 0.08)
+    # Monte Carlo on fresh data drawn from the stated conditional law
+    rng = np.random.default_rng(0)
+    Xt = rng.uniform(-1, 1, size=(20000, 2))
+    P = d.bayes_rule.predict_proba(Xt)
+    yt = 1 + (rng.random(20000)[:, None] > np.cumsum(P, axis=1)).sum(axis=1)
+    err = np.mean(d.bayes_rule.predict(Xt) != yt)
+    assert abs(err - 0.2) < 0.015 and d.bayes_error == 0.2
+
+
+def test_generator_argument_errors():
+    with pytest.raises(InputError):
+        make_wang_example3(noise=0.9)
+    with pytest.raises(InputError):
+        make_cai_synthetic(n_samples=0)
+    with pytest.raises(InputError):
+        make_cai_synthetic(variances=[1.0, -1.0, 0.5])
+    with pytest.raises(InputError):
+        make_nhsvm_balanced(n_samples=10, n_features=5, random_state="seed")
