@@ -35,7 +35,8 @@ Ties are broken deterministically: the DP adds an optional child only when its s
 gains strictly (> 0) and, when it must add one, takes the first best child in ``H.nodes``
 order; enumeration returns the first best leaf subset in bit order; the solvers are
 deterministic for a given input.  Different methods may return different optimal sets on
-exact ties; their objective values agree.
+exact ties; their objective values agree.  HiGHS runs with its tightest reduced-cost and MIP
+tolerances (1e-10), so near-ties are resolved exactly down to about that level.
 
 Also here: :func:`best_leaf` (the single-label rule, argmax over ``Y_s``),
 :class:`DecomposableLoss` and :func:`loss_augmented_scores` (a node-decomposable loss turned
@@ -340,7 +341,9 @@ class _TreeDP:
         parent = H.parent_index
         depths = H.depths
         self.n_nodes = len(H)
-        self.levels = []  # for depth d: (parents at d with children, children at d+1, group starts, counts)
+        # per depth d: (parents at d that have children, children at d+1 grouped by parent,
+        #              parent of each child, start of each group, group sizes)
+        self.levels = []
         for d in range(int(depths.max()) if len(H) > 1 else 0):
             children = np.flatnonzero(depths == d + 1)
             # group the children by parent (stable, so ties keep H.nodes order)
@@ -431,9 +434,14 @@ class _HighsModel:
             lp.integrality_ = [highspy.HighsVarType.kInteger] * M
         h = highspy.Highs()
         h.silent()
-        if integer:  # exact optimum, not HiGHS's default 1e-4 relative MIP gap
+        # HiGHS's default reduced-cost tolerance (1e-7) accepts sets that lose up to ~1e-7 in
+        # score; 1e-10 (its smallest) keeps near-ties exact, as the brute-force tests demand
+        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        if integer:  # exact optimum, not HiGHS's default 1e-4 relative MIP gap; the MIP
+            # feasibility tolerance also serves as its epsilon when comparing objectives
             h.setOptionValue("mip_rel_gap", 0.0)
-            h.setOptionValue("mip_abs_gap", 1e-9)
+            h.setOptionValue("mip_abs_gap", 1e-10)
+            h.setOptionValue("mip_feasibility_tolerance", 1e-10)
         status = h.passModel(lp)
         if status == highspy.HighsStatus.kError:  # pragma: no cover
             raise SolverError("HiGHS refused the inference model", status=str(status), solver="HIGHS")
