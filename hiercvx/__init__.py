@@ -15,11 +15,17 @@ from .exceptions import (
     SolverUnavailableError,
 )
 from .hierarchy import Hierarchy, class_attributes
+from .reference import ReferenceProblem, ReferenceSolution
+from . import losses, metrics  # noqa: E402  (hc.losses.<loss>, hc.metrics.<metric>)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Hierarchy",
+    "ReferenceProblem",
+    "ReferenceSolution",
+    "losses",
+    "metrics",
     "class_attributes",
     "HierCVXError",
     "InputError",

@@ -7,7 +7,7 @@ members including the members themselves (Cai thesis, section 3.3, definition of
 turns two closed matrices into the few quantities every loss needs:
 
 - weighted set sizes ``sum_{v in anc(Y)} w_v``,
-- weighted overlaps ``sum_{v in anc(Y) & anc(Y')} w_v``,
+- weighted set differences ``sum_{v in anc(Y) - anc(Y')} w_v`` (both ways),
 - the cost of the *top-most* disagreements (nodes in ``anc(Y) xor anc(Y')`` whose
   ancestors all agree), which the H-losses charge.
 
@@ -23,7 +23,7 @@ sequence of samples gives an array with one value per sample.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -143,13 +143,13 @@ class _Pairs:
 
     Row mode returns 1-D arrays over samples; outer mode returns ``(n_a, n_b)`` matrices.
     Every loss in this module is a formula on :meth:`size_a`, :meth:`size_b`,
-    :meth:`overlap` and :meth:`top_mismatch_cost`.
+    :meth:`differences` and :meth:`top_mismatch_cost`.
     """
 
     def __init__(self, H: Hierarchy, A: sp.csr_matrix, B: sp.csr_matrix, outer: bool = False):
         self.H, self.outer = H, outer
         self.A = sp.csr_matrix(A, dtype=bool)
-        self.B = sp.csr_matrix(B, dtype=bool)
+        self.B = self.A if B is A else sp.csr_matrix(B, dtype=bool)
         if not outer and self.A.shape != self.B.shape:
             raise LabelError(f"cannot compare {self.A.shape[0]} samples with {self.B.shape[0]}")
 
@@ -161,10 +161,23 @@ class _Pairs:
         s = self.B @ w
         return s[None, :] if self.outer else s
 
-    def overlap(self, w) -> np.ndarray:
-        if self.outer:
-            return np.asarray((self.A.astype(float) @ sp.diags(w) @ self.B.T.astype(float)).todense())
-        return np.asarray(self.A.multiply(self.B).astype(float) @ w).ravel()
+    def differences(self, w):
+        """``(sum_{v in A - B} w_v, sum_{v in B - A} w_v)``, exactly 0 where the set difference is empty."""
+        if not self.outer:
+            inter = self.A.multiply(self.B).astype(float)
+            return (np.asarray((self.A.astype(float) - inter) @ w).ravel(),
+                    np.asarray((self.B.astype(float) - inter) @ w).ravel())
+        # all pairs: size minus overlap.  Integer counts tell an empty difference apart from
+        # rounding, since weighted float sums do not cancel exactly.
+        A, B = self.A.astype(float), self.B.astype(float)
+        ones = np.ones(A.shape[1])
+        inter_n = np.asarray((A @ B.T).todense())
+        inter_w = inter_n if np.all(w == 1) else np.asarray((A @ sp.diags(w) @ B.T).todense())
+        only_a = (A @ w)[:, None] - inter_w
+        only_b = (B @ w)[None, :] - inter_w
+        only_a = np.where((A @ ones)[:, None] - inter_n > 0, np.maximum(only_a, 0.0), 0.0)
+        only_b = np.where((B @ ones)[None, :] - inter_n > 0, np.maximum(only_b, 0.0), 0.0)
+        return only_a, only_b
 
     def top_mismatch_cost(self, c) -> np.ndarray:
         """Sum of ``c_v`` over nodes ``v`` in ``anc(Y) xor anc(Y')`` whose ancestors all agree.
@@ -227,15 +240,12 @@ def _ones(H):
 
 
 def _f_zero_one(pairs: _Pairs, H, **_):
-    w = _ones(H)
-    inter = pairs.overlap(w)
-    return ((pairs.size_a(w) - inter) + (pairs.size_b(w) - inter) > 0).astype(float)
+    return (_f_symmetric(pairs, H) > 0).astype(float)
 
 
 def _f_symmetric(pairs: _Pairs, H, **_):
-    w = _ones(H)
-    inter = pairs.overlap(w)
-    return (pairs.size_a(w) - inter) + (pairs.size_b(w) - inter)
+    only_a, only_b = pairs.differences(_ones(H))
+    return only_a + only_b
 
 
 def _f_half(pairs: _Pairs, H, **_):
@@ -244,13 +254,12 @@ def _f_half(pairs: _Pairs, H, **_):
 
 def _f_normalized(pairs: _Pairs, H, **_):
     w = _ones(H)
-    inter = pairs.overlap(w)
-    sa, sb = pairs.size_a(w), pairs.size_b(w)
     # |anc(y)| - 1 is the depth of y; a root-only (or empty) set has no edge to weigh,
     # its denominator is taken as 1 so the term stays finite (its numerator is 0 unless the
     # other side is empty).
-    da, db = np.maximum(sa - 1, 1), np.maximum(sb - 1, 1)
-    return 0.5 * ((sa - inter) / da + (sb - inter) / db)
+    da, db = np.maximum(pairs.size_a(w) - 1, 1), np.maximum(pairs.size_b(w) - 1, 1)
+    only_a, only_b = pairs.differences(w)
+    return 0.5 * (only_a / da + only_b / db)
 
 
 def _f_sibling(pairs: _Pairs, H, costs=None, multi_parent="error", **_):
@@ -274,16 +283,13 @@ def _f_structural(pairs: _Pairs, H, alpha=None, **_):
     if alpha is None:
         raise InputError("the normalized structural error (NHSVM (9)) needs alpha, one weight per "
                          "node of H.nodes (e.g. hiercvx.formulations.nhsvm.path_weights(H))")
-    a = _node_weights(H, alpha, "alpha")
-    inter = pairs.overlap(a)
-    sq = (pairs.size_a(a) - inter) + (pairs.size_b(a) - inter)
-    return np.sqrt(np.maximum(sq, 0.0))  # clip rounding below 0
+    only_a, only_b = pairs.differences(_node_weights(H, alpha, "alpha"))
+    return np.sqrt(only_a + only_b)
 
 
 def _f_leaf_count(pairs: _Pairs, H, **_):
-    w = H.leaf_mask.astype(float)
-    inter = pairs.overlap(w)
-    return (pairs.size_a(w) - inter) + (pairs.size_b(w) - inter)
+    only_a, only_b = pairs.differences(H.leaf_mask.astype(float))
+    return only_a + only_b
 
 
 LOSSES = {
@@ -366,10 +372,14 @@ def _sibling_costs_cached(H: Hierarchy, multi_parent: str) -> np.ndarray:
     n = len(H)
     nchild = np.array([len(c) for c in H.children_indices], dtype=float)
     if H.is_tree:
-        # c_j = prod over proper ancestors a of 1 / |chi(a)|, computed in log space
-        log_share = -np.log(np.maximum(nchild, 1.0))
-        strict = H.ancestor_matrix.astype(float) - sp.identity(n, format="csr")
-        return np.exp(np.asarray(strict @ log_share).ravel())
+        # level by level (depth order): every node's parent is one level up
+        parent = H.parent_index
+        c = np.ones(n)
+        depths = H.depths
+        for d in range(1, int(depths.max(initial=0)) + 1):
+            level = np.flatnonzero(depths == d)
+            c[level] = c[parent[level]] / nchild[parent[level]]
+        return c
     reduce = {"mean": np.mean, "min": np.min, "max": np.max}[multi_parent]
     c = np.zeros(n)
     for v, ps in enumerate(H.parent_indices):  # topological order: parents are done
@@ -578,6 +588,8 @@ def ranking_loss(H: Hierarchy, y_true, scores, classes=None, loss: str = "symmet
     ``scores`` is ``(n_samples, n_classes)`` with columns following ``classes``
     (default ``H.leaves``); ``y_true`` holds label sets (or single labels) drawn from ``classes``.
     """
+    if not isinstance(H, Hierarchy):
+        raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
     if ties not in ("ignore", "count", "half"):
         raise InputError(f"ties must be 'ignore', 'count' or 'half', got {ties!r}")
     classes = H.leaves if classes is None else _class_tuple(classes)

@@ -1,0 +1,506 @@
+"""Evaluation metrics for hierarchical classification, and scikit-learn scorers.
+
+Two kinds of metric:
+
+- **on predictions** ``(y_true, y_pred)``: hierarchical precision / recall / F1
+  (Kiritchenko et al.), micro-F1, the sample-weighted F1 of Wang et al. section 4.1, the
+  test errors ``TE_{0-1}, TE_Delta, TE_sib, TE_sub`` of Wang et al. eq. (6);
+- **on class scores** ``(y_true, scores)`` with ``scores`` of shape ``(n_samples,
+  n_classes)`` and columns following ``classes``: one-accuracy (Cai thesis (7.3)), average
+  precision (7.4), ranking loss (7.5), maximal loss (4.19), top loss (4.23), parent
+  one-accuracy (7.6).
+
+Labels are node names, label sets of node names, or indicator matrices over ``H.nodes``
+(as in :mod:`hiercvx.losses`).  Every metric takes ``hierarchy=H`` where it needs one.
+Metrics return the sample mean (optionally weighted by ``sample_weight``).
+
+:func:`get_scorer` / :func:`make_hierarchical_scorer` wrap them for
+``GridSearchCV(..., scoring=...)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.stats import rankdata
+
+from . import losses as _losses
+from .exceptions import InputError, LabelError
+from .hierarchy import Hierarchy
+
+__all__ = [
+    "hierarchical_precision",
+    "hierarchical_recall",
+    "hierarchical_f1",
+    "hierarchical_precision_recall_f1",
+    "micro_f1",
+    "weighted_f1",
+    "test_error",
+    "test_errors",
+    "bayes_regret_improvement",
+    "one_accuracy",
+    "average_precision",
+    "ranking_loss",
+    "maximal_loss",
+    "top_loss",
+    "parent_one_accuracy",
+    "SCORERS",
+    "get_scorer",
+    "make_hierarchical_scorer",
+]
+
+
+# ---------------------------------------------------------------------- helpers
+def _need_hierarchy(hierarchy, metric: str) -> Hierarchy:
+    if hierarchy is None:
+        raise InputError(f"{metric} needs the class hierarchy: call it with hierarchy=H")
+    if not isinstance(hierarchy, Hierarchy):
+        raise InputError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
+    return hierarchy
+
+
+def _sample_weight(sample_weight, n: int) -> np.ndarray | None:
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=float)
+    if w.shape != (n,):
+        raise InputError(f"sample_weight must have one entry per sample ({n}), got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise InputError("sample_weight must be finite and non-negative")
+    if w.sum() <= 0:
+        raise InputError("sample_weight sums to zero; give at least one sample a positive weight")
+    return w
+
+
+def _mean(values: np.ndarray, sample_weight) -> float:
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        raise LabelError("no samples: the metric needs at least one sample")
+    w = _sample_weight(sample_weight, len(values))
+    return float(np.average(values, weights=w))
+
+
+def _as_samples(H, y):
+    """A single label / label set becomes a one-sample list (metrics always average)."""
+    return [y] if H is not None and _losses._is_single(H, y) else y
+
+
+def _closed_pair(hierarchy, y_true, y_pred):
+    H = hierarchy
+    A = _losses.closed_labels(H, _as_samples(H, y_true), "y_true")
+    B = _losses.closed_labels(H, _as_samples(H, y_pred), "y_pred")
+    if A.shape[0] != B.shape[0]:
+        raise LabelError(f"y_true has {A.shape[0]} samples but y_pred has {B.shape[0]}; give one "
+                         "prediction per true label")
+    if A.shape[0] == 0:
+        raise LabelError("no samples: y_true and y_pred are empty")
+    return A, B
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num / den) if den > 0 else 0.0
+
+
+# ---------------------------------------------------------------------- hierarchical P / R / F1
+def hierarchical_precision_recall_f1(y_true, y_pred, hierarchy=None, sample_weight=None):
+    """Micro-averaged hierarchical precision, recall and F1 (Kiritchenko et al.).
+
+    With ``C_i = anc(Y_i)`` and ``C'_i = anc(Y'_i)`` (ancestors included, the root
+    excluded, counted as node identities so a node shared by two paths of a DAG counts once):
+
+    ``hP = sum_i |C_i n C'_i| / sum_i |C'_i|``, ``hR = sum_i |C_i n C'_i| / sum_i |C_i|``,
+    ``hF = 2 hP hR / (hP + hR)``.
+
+    A zero denominator gives 0, never NaN (also when every label is the root only).
+    Returns ``(hP, hR, hF)``.
+    """
+    H = _need_hierarchy(hierarchy, "hierarchical_precision_recall_f1")
+    A, B = _closed_pair(H, y_true, y_pred)
+    keep = np.ones(len(H))
+    keep[H.index(H.root)] = 0.0  # the root is in every closed set and carries no information
+    inter = np.asarray(A.multiply(B).astype(float) @ keep).ravel()
+    n_true = np.asarray(A.astype(float) @ keep).ravel()
+    n_pred = np.asarray(B.astype(float) @ keep).ravel()
+    w = _sample_weight(sample_weight, A.shape[0])
+    if w is not None:
+        inter, n_true, n_pred = inter * w, n_true * w, n_pred * w
+    p = _ratio(inter.sum(), n_pred.sum())
+    r = _ratio(inter.sum(), n_true.sum())
+    return p, r, _ratio(2 * p * r, p + r)
+
+
+def hierarchical_precision(y_true, y_pred, hierarchy=None, sample_weight=None) -> float:
+    """Micro hierarchical precision ``hP``; see :func:`hierarchical_precision_recall_f1`."""
+    return hierarchical_precision_recall_f1(y_true, y_pred, hierarchy, sample_weight)[0]
+
+
+def hierarchical_recall(y_true, y_pred, hierarchy=None, sample_weight=None) -> float:
+    """Micro hierarchical recall ``hR``; see :func:`hierarchical_precision_recall_f1`."""
+    return hierarchical_precision_recall_f1(y_true, y_pred, hierarchy, sample_weight)[1]
+
+
+def hierarchical_f1(y_true, y_pred, hierarchy=None, sample_weight=None) -> float:
+    """Micro hierarchical F1 ``hF = 2 hP hR / (hP + hR)`` (Kiritchenko et al.).
+
+    ``y_true`` / ``y_pred``: node names or label sets (or indicator matrices over
+    ``H.nodes``); ancestors are added, the root is left out.  0 when nothing overlaps.
+    """
+    return hierarchical_precision_recall_f1(y_true, y_pred, hierarchy, sample_weight)[2]
+
+
+# ---------------------------------------------------------------------- flat F1 scores
+def _flat_counts(y_true, y_pred, hierarchy):
+    """Unclosed indicators of both sides over one label universe (``H.nodes`` if given)."""
+    if hierarchy is not None:
+        H = _need_hierarchy(hierarchy, "F1")
+        for y, what in ((y_true, "y_true"), (y_pred, "y_pred")):
+            _losses._check_indicator_dtype(y, what)
+        try:
+            T = H.label_indicator(_as_samples(H, y_true))
+        except LabelError as exc:
+            raise LabelError(f"y_true: {exc}") from None
+        try:
+            P = H.label_indicator(_as_samples(H, y_pred))
+        except LabelError as exc:
+            raise LabelError(f"y_pred: {exc}") from None
+    else:
+        if isinstance(y_true, (str, bytes)) or isinstance(y_pred, (str, bytes)):
+            raise LabelError("y_true and y_pred must have one entry per sample; wrap a single "
+                             "label in a list")
+        if sp.issparse(y_true) or sp.issparse(y_pred) or any(
+                isinstance(y, np.ndarray) and y.ndim == 2 for y in (y_true, y_pred)):
+            raise LabelError("indicator matrices need hierarchy=H to name their columns; pass "
+                             "hierarchy=H or give labels as node names / label sets")
+        y_true, y_pred = list(y_true), list(y_pred)
+        index: dict = {}
+        rows_cols = []
+        for items in (y_true, y_pred):
+            rows, cols = [], []
+            for i, item in enumerate(items):
+                members = item if isinstance(item, (set, frozenset, list, tuple, np.ndarray)) else (item,)
+                for v in members:
+                    rows.append(i)
+                    cols.append(index.setdefault(v, len(index)))
+            rows_cols.append((rows, cols, len(items)))
+        mats = [sp.csr_matrix((np.ones(len(r), dtype=bool), (np.asarray(r, dtype=np.int64),
+                                                            np.asarray(c, dtype=np.int64))),
+                              shape=(n, max(len(index), 1))) for r, c, n in rows_cols]
+        T, P = mats
+    if T.shape[0] != P.shape[0]:
+        raise LabelError(f"y_true has {T.shape[0]} samples but y_pred has {P.shape[0]}")
+    if T.shape[0] == 0:
+        raise LabelError("no samples: y_true and y_pred are empty")
+    T = (T != 0).astype(float).tocsr()
+    P = (P != 0).astype(float).tocsr()
+    return T, P
+
+
+def micro_f1(y_true, y_pred, hierarchy=None, sample_weight=None) -> float:
+    """Micro-averaged F1 over the labels as given (not closed): ``2 TP / (2 TP + FP + FN)``.
+
+    For one label per sample on both sides this equals accuracy.  ``hierarchy`` is only
+    used to check the labels (and to read indicator matrices).  0 when there is nothing
+    to count.
+    """
+    T, P = _flat_counts(y_true, y_pred, hierarchy)
+    w = _sample_weight(sample_weight, T.shape[0])
+    W = sp.diags(np.ones(T.shape[0]) if w is None else w)
+    tp = (W @ T.multiply(P)).sum()
+    return _ratio(2 * tp, (W @ T).sum() + (W @ P).sum())
+
+
+def weighted_f1(y_true, y_pred, hierarchy=None, sample_weight=None) -> float:
+    """F1 of Wang et al. section 4.1: per-class F1 averaged with weights = class frequency.
+
+    Per class ``c``: precision ``rho_c = TP_c / #predicted c``, recall ``r_c = TP_c / #true c``,
+    ``F1_c = 2 rho_c r_c / (rho_c + r_c)`` (0 when ``TP_c = 0``); the score is
+    ``sum_c n_c F1_c / sum_c n_c`` with ``n_c`` the number of samples whose true label is
+    ``c`` (scikit-learn's ``average="weighted"``).  Labels are taken as given (not closed).
+    """
+    T, P = _flat_counts(y_true, y_pred, hierarchy)
+    w = _sample_weight(sample_weight, T.shape[0])
+    W = sp.diags(np.ones(T.shape[0]) if w is None else w)
+    tp = np.asarray((W @ T.multiply(P)).sum(axis=0)).ravel()
+    n_true = np.asarray((W @ T).sum(axis=0)).ravel()
+    n_pred = np.asarray((W @ P).sum(axis=0)).ravel()
+    den = n_true + n_pred
+    f1 = np.divide(2 * tp, den, out=np.zeros_like(tp), where=den > 0)  # = 2 rho r / (rho + r)
+    return _ratio((n_true * f1).sum(), n_true.sum())
+
+
+# ---------------------------------------------------------------------- test errors (Wang (6))
+_TE_LOSSES = {"TE_0-1": "zero_one", "TE_Delta": "symmetric_difference",
+              "TE_sib": "sibling", "TE_sub": "subtree"}
+
+
+def test_error(y_true, y_pred, hierarchy=None, loss: str = "zero_one", sample_weight=None,
+               **loss_kwargs) -> float:
+    """Test error of Wang et al. eq. (6): ``TE = mean_i l(Y_i, d(X_i))``.
+
+    ``loss``: ``"zero_one"`` (``TE_{0-1}``), ``"symmetric_difference"`` (``TE_Delta``),
+    ``"sibling"`` (``TE_sib``, costs (5)), ``"subtree"`` (``TE_sub``, costs (4)) or any other
+    key of :data:`hiercvx.losses.LOSSES`; ``loss_kwargs`` go to the loss.
+    """
+    H = _need_hierarchy(hierarchy, "test_error")
+    values = _losses.pairwise_loss(H, _as_samples(H, y_true), _as_samples(H, y_pred), loss,
+                                   **loss_kwargs)
+    return _mean(values, sample_weight)
+
+
+test_error.__test__ = False  # not a pytest test despite its name
+
+
+def test_errors(y_true, y_pred, hierarchy=None, sample_weight=None, multi_parent: str = "error") -> dict:
+    """The four test errors of Wang et al. section 3.5: ``{"TE_0-1", "TE_Delta", "TE_sib", "TE_sub"}``.
+
+    ``multi_parent`` is passed to the sibling costs (needed on a DAG, see
+    :func:`hiercvx.losses.sibling_costs`).
+    """
+    H = _need_hierarchy(hierarchy, "test_errors")
+    A, B = _closed_pair(H, y_true, y_pred)
+    pairs = _losses._Pairs(H, A, B)
+    out = {}
+    for name, loss in _TE_LOSSES.items():
+        kw = {"multi_parent": multi_parent} if loss == "sibling" else {}
+        out[name] = _mean(_losses.LOSSES[loss](pairs, H, **kw), sample_weight)
+    return out
+
+
+test_errors.__test__ = False
+
+
+def bayes_regret_improvement(te, te_baseline, bayes_error=None):
+    """Improvement of a method over a baseline in Bayes regret (Wang et al. section 4.1):
+
+    ``((TE(base) - Bayes) - (TE(.) - Bayes)) / (TE(base) - Bayes) = (TE(base) - TE(.)) / (TE(base) - Bayes)``.
+
+    Without a Bayes error (real data) the paper uses ``(TE(base) - TE(.)) / TE(base)``,
+    which may understate the improvement.  A fraction (multiply by 100 for the paper's
+    percentages); negative when the method is worse.  Works elementwise on arrays.
+    """
+    te = np.asarray(te, dtype=float)
+    base = np.asarray(te_baseline, dtype=float)
+    ref = 0.0 if bayes_error is None else np.asarray(bayes_error, dtype=float)
+    regret = base - ref
+    if np.any(~np.isfinite(regret)) or np.any(~np.isfinite(te)):
+        raise InputError("test errors and the Bayes error must be finite")
+    if np.any(regret <= 0):
+        what = "TE(baseline)" if bayes_error is None else "TE(baseline) - Bayes error"
+        raise InputError(f"{what} must be positive to measure an improvement relative to it; got "
+                         f"{regret!r}")
+    out = (base - te) / regret
+    return float(out) if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------- metrics on scores
+def _score_inputs(y_true, scores, classes, hierarchy, metric: str, need_hierarchy: bool = False):
+    if need_hierarchy:
+        _need_hierarchy(hierarchy, metric)
+    elif hierarchy is not None and not isinstance(hierarchy, Hierarchy):
+        raise InputError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
+    if classes is None:
+        if hierarchy is None:
+            raise InputError(f"{metric} needs classes= (the class of each score column), or "
+                             "hierarchy=H to use H.leaves")
+        classes = hierarchy.leaves
+    classes = _losses._class_tuple(classes)
+    if hierarchy is not None:
+        hierarchy.indices(classes)  # every class must be a node
+    R = _losses.relevance_matrix(y_true, classes)
+    if R.shape[0] == 0:
+        raise LabelError("no samples: y_true is empty")
+    empty = np.flatnonzero(~R.any(axis=1))
+    if len(empty):
+        raise LabelError(f"{metric}: {len(empty)} sample(s) have no true label among the classes "
+                         f"(first: {empty[:5].tolist()}); each sample needs at least one")
+    S = _losses.check_scores(scores, R.shape[0], len(classes))
+    return classes, R, S
+
+
+def _ranks(R, S):
+    """For each (i, k): #classes scored >= s_ik, and #true classes scored >= s_ik (if k true)."""
+    n_at_least = rankdata(-S, method="max", axis=1)
+    n_true_at_least = rankdata(np.where(R, -S, np.inf), method="max", axis=1)
+    return n_at_least, n_true_at_least
+
+
+def one_accuracy(y_true, scores, classes=None, hierarchy=None, sample_weight=None) -> float:
+    """One-accuracy, Cai thesis (7.3): the fraction of samples whose top-scored class is true.
+
+    Ties in the top score go to the first class in ``classes`` order.
+    """
+    classes, R, S = _score_inputs(y_true, scores, classes, hierarchy, "one_accuracy")
+    top = np.argmax(S, axis=1)
+    return _mean(R[np.arange(len(top)), top], sample_weight)
+
+
+def average_precision(y_true, scores, classes=None, hierarchy=None, sample_weight=None) -> float:
+    """Average precision, Cai thesis (7.4):
+
+    ``1/n sum_i 1/|Y_i| sum_{y in Y_i} |{r in Y_i: F(r) >= F(y)}| / |{r: F(r) >= F(y)}|``.
+    """
+    classes, R, S = _score_inputs(y_true, scores, classes, hierarchy, "average_precision")
+    n_all, n_true = _ranks(R, S)
+    ratio = np.where(R, n_true / n_all, 0.0)
+    return _mean(ratio.sum(axis=1) / R.sum(axis=1), sample_weight)
+
+
+def ranking_loss(y_true, scores, classes=None, hierarchy=None, sample_weight=None) -> float:
+    """Ranking loss, Cai thesis (7.5): the fraction of (true, false) class pairs misordered,
+
+    ``1/n sum_i |{(y, y') in Y_i x Ybar_i : F(y) <= F(y')}| / (|Y_i| |Ybar_i|)`` (ties count).
+    A sample whose label set is every class has no pair and contributes 0.  For the
+    hierarchy-weighted ranking loss (3.15) see :func:`hiercvx.losses.ranking_loss`.
+    """
+    classes, R, S = _score_inputs(y_true, scores, classes, hierarchy, "ranking_loss")
+    n_all, n_true = _ranks(R, S)
+    misordered = np.where(R, n_all - n_true, 0).sum(axis=1)
+    n_pairs = R.sum(axis=1) * (~R).sum(axis=1)
+    per = np.divide(misordered, n_pairs, out=np.zeros(len(n_pairs)), where=n_pairs > 0)
+    return _mean(per, sample_weight)
+
+
+def _class_loss(hierarchy, classes, loss, loss_kwargs) -> np.ndarray:
+    if isinstance(loss, str):
+        return _losses.loss_matrix(hierarchy, loss, classes, **loss_kwargs)
+    L = np.asarray(loss, dtype=float)
+    k = len(classes)
+    if L.shape != (k, k) or not np.all(np.isfinite(L)) or np.any(L < 0):
+        raise InputError(f"loss must be a loss name or a finite non-negative ({k}, {k}) matrix over "
+                         f"classes, got shape {L.shape}")
+    return L
+
+
+def maximal_loss(y_true, scores, classes=None, hierarchy=None, loss="half_symmetric",
+                 sample_weight=None, **loss_kwargs) -> float:
+    """Maximal loss, Cai thesis (4.18)-(4.19): the mean over samples of
+
+    ``max {loss(y, y') : y in Y_i, y' not in Y_i, F(y) <= F(y')}`` (0 when no pair is misordered).
+
+    (4.18) prints ``g(y) >= g(y')``; the surrounding text and the proof of Proposition 2 use
+    misordered pairs ``F(y) <= F(y')``, which is what is implemented.  ``loss`` defaults to
+    ``Delta_h`` (half symmetric difference, thesis 7.3); a name from
+    :data:`hiercvx.losses.LOSSES` or a ``(n_classes, n_classes)`` matrix.
+    """
+    H = hierarchy if not isinstance(loss, str) else _need_hierarchy(hierarchy, "maximal_loss")
+    classes, R, S = _score_inputs(y_true, scores, classes, H, "maximal_loss")
+    L = _class_loss(H, classes, loss, loss_kwargs)
+    out = np.zeros(R.shape[0])
+    for sl in _losses._chunks(R.shape[0], len(classes)):
+        s, r = S[sl], R[sl]
+        mis = r[:, :, None] & ~r[:, None, :] & (s[:, :, None] <= s[:, None, :])
+        out[sl] = np.where(mis, L[None], 0.0).max(axis=(1, 2))
+    return _mean(out, sample_weight)
+
+
+def top_loss(y_true, scores, classes=None, hierarchy=None, loss="half_symmetric",
+             sample_weight=None, **loss_kwargs) -> float:
+    """Top loss, Cai thesis (4.22)-(4.23): 0 when the top-scored class ``f`` is a true class,
+    else ``max_{y in Y_i} loss(y, f)``; averaged over samples.
+
+    With the 0/1 loss this is the one-error ``1 - one_accuracy``.  ``loss`` as in
+    :func:`maximal_loss`.
+    """
+    H = hierarchy if not isinstance(loss, str) else _need_hierarchy(hierarchy, "top_loss")
+    classes, R, S = _score_inputs(y_true, scores, classes, H, "top_loss")
+    L = _class_loss(H, classes, loss, loss_kwargs)
+    top = np.argmax(S, axis=1)
+    idx = np.arange(len(top))
+    per = np.where(R, L[:, top].T, 0.0).max(axis=1)
+    per[R[idx, top]] = 0.0
+    return _mean(per, sample_weight)
+
+
+def parent_one_accuracy(y_true, scores, classes=None, hierarchy=None, sample_weight=None) -> float:
+    """Parent one-accuracy, Cai thesis (7.6): the fraction of samples for which the
+    top-scored class ``f`` has the same parent as some true class, ``P(f) = P(y)``.
+
+    On a DAG "same parent" means sharing at least one parent.  A class always shares its
+    own parent(s), so this is at least :func:`one_accuracy`.
+    """
+    H = _need_hierarchy(hierarchy, "parent_one_accuracy")
+    classes, R, S = _score_inputs(y_true, scores, classes, H, "parent_one_accuracy", True)
+    Pc = _losses._parent_csr(H)[H.indices(classes)].astype(float)
+    same_parent = np.asarray((Pc @ Pc.T).todense()) > 0
+    np.fill_diagonal(same_parent, True)
+    top = np.argmax(S, axis=1)
+    hit = (R & same_parent[:, top].T).any(axis=1)
+    return _mean(hit, sample_weight)
+
+
+# ---------------------------------------------------------------------- scikit-learn scorers
+# name -> (metric, greater_is_better, what the metric reads from the estimator, fixed kwargs)
+SCORERS = {
+    "hierarchical_f1": (hierarchical_f1, True, "predict", {}),
+    "hierarchical_precision": (hierarchical_precision, True, "predict", {}),
+    "hierarchical_recall": (hierarchical_recall, True, "predict", {}),
+    "micro_f1": (micro_f1, True, "predict", {}),
+    "weighted_f1": (weighted_f1, True, "predict", {}),
+    "neg_te_zero_one": (test_error, False, "predict", {"loss": "zero_one"}),
+    "neg_te_symmetric_difference": (test_error, False, "predict", {"loss": "symmetric_difference"}),
+    "neg_te_sibling": (test_error, False, "predict", {"loss": "sibling"}),
+    "neg_te_subtree": (test_error, False, "predict", {"loss": "subtree"}),
+    "one_accuracy": (one_accuracy, True, "scores", {}),
+    "average_precision": (average_precision, True, "scores", {}),
+    "parent_one_accuracy": (parent_one_accuracy, True, "scores", {}),
+    "neg_ranking_loss": (ranking_loss, False, "scores", {}),
+    "neg_maximal_loss": (maximal_loss, False, "scores", {}),
+    "neg_top_loss": (top_loss, False, "scores", {}),
+}
+"""Scorer names for :func:`get_scorer`: ``name -> (metric, greater_is_better, input, kwargs)``.
+
+Losses are negated (``neg_`` prefix) so that greater is better, as scikit-learn expects.
+``input`` is ``"predict"`` (the metric reads ``estimator.predict``) or ``"scores"`` (it
+reads ``decision_function`` or ``predict_proba`` with columns ``estimator.classes_``).
+"""
+
+
+class _ScoreScorer:
+    """A scikit-learn scorer for metrics on class scores: ``scorer(estimator, X, y)``."""
+
+    def __init__(self, metric, sign: float, kwargs: dict, name: str):
+        self._metric, self._sign, self._kwargs, self._name = metric, sign, kwargs, name
+
+    def __call__(self, estimator, X, y_true, sample_weight=None):
+        if hasattr(estimator, "decision_function"):
+            scores = np.asarray(estimator.decision_function(X), dtype=float)
+        elif hasattr(estimator, "predict_proba"):
+            scores = np.asarray(estimator.predict_proba(X), dtype=float)
+        else:
+            raise InputError(f"scorer {self._name!r} needs class scores, but "
+                             f"{type(estimator).__name__} has neither decision_function nor "
+                             "predict_proba; use a prediction-based scorer such as 'hierarchical_f1'")
+        classes = list(getattr(estimator, "classes_"))
+        if scores.ndim == 1:  # binary decision_function: score of classes_[1]
+            scores = np.column_stack([-scores, scores])
+        return self._sign * self._metric(y_true, scores, classes=classes,
+                                         sample_weight=sample_weight, **self._kwargs)
+
+    def __repr__(self):
+        return f"hierarchical_scorer({self._name!r})"
+
+
+def make_hierarchical_scorer(name: str, hierarchy=None, **kwargs):
+    """A scikit-learn scorer for the metric ``name`` (a key of :data:`SCORERS`).
+
+    ``hierarchy=H`` and ``kwargs`` are passed to the metric.  Prediction-based scorers are
+    built with :func:`sklearn.metrics.make_scorer`, so any classifier whose ``predict``
+    returns node names or label sets works in ``GridSearchCV(..., scoring=...)``.
+    """
+    from sklearn.metrics import make_scorer
+
+    if name not in SCORERS:
+        raise InputError(f"unknown scorer {name!r}; choose one of {sorted(SCORERS)}")
+    metric, greater, kind, fixed = SCORERS[name]
+    kw = dict(fixed)
+    kw.update(kwargs)
+    if hierarchy is not None:
+        kw["hierarchy"] = _need_hierarchy(hierarchy, name)
+    if kind == "predict":
+        return make_scorer(metric, greater_is_better=greater, **kw)
+    return _ScoreScorer(metric, 1.0 if greater else -1.0, kw, name)
+
+
+def get_scorer(name: str, hierarchy=None, **kwargs):
+    """Alias of :func:`make_hierarchical_scorer`, named like :func:`sklearn.metrics.get_scorer`."""
+    return make_hierarchical_scorer(name, hierarchy=hierarchy, **kwargs)
