@@ -42,7 +42,16 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
     ``labels`` is what the formulations take: node names (single) or label sets.  Without a
     hierarchy the classes are the sorted unique labels under one artificial root.
     """
+    if y is None:
+        raise LabelError("this estimator requires y to be passed, but the target y is None")
+    if not isinstance(y, (list, tuple, np.ndarray)) and not sp.issparse(y):
+        y = np.asarray(y)
     multilabel = is_multilabel_target(y)
+    if not multilabel:
+        from sklearn.utils.multiclass import check_classification_targets
+
+        yy = np.asarray(y)
+        check_classification_targets(yy.ravel() if yy.ndim == 2 and yy.shape[1] == 1 else yy)
     if multilabel:
         if sp.issparse(y) or isinstance(y, np.ndarray):
             Yi = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y) != 0)
