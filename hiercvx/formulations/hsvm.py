@@ -1,0 +1,648 @@
+"""The Cai–Hofmann hierarchical multi-label SVM (Cai thesis, chapters 3, 4 and 7).
+
+Notation (thesis chapter 3 / 4): ``q`` classes (the leaves of the hierarchy), ``M`` nodes,
+class attributes ``Lam`` ``(q, M)`` with ``Lam[y, v] = t_v(y)`` for ``v in anc(y)``
+(thesis (3.7)), node weights ``W`` ``(M, d)`` (rows in ``H.nodes`` order), class weights
+``U = Lam W`` ``(q, d)`` (thesis (3.9)), class scores ``S = X W^T Lam^T`` (thesis (3.8),
+(3.10)).  A pair ``p = (i, y, ybar)`` joins a relevant class ``y in Y_i`` and an
+irrelevant class ``ybar``; its joint feature is ``dPhi_p = (Lam_y - Lam_ybar) (x) x_i``
+(thesis (4.10)) and its loss ``Delta_p = Delta(y, ybar)``.
+
+Three declarations of the same optimum, each a :class:`~hiercvx.ReferenceProblem`:
+
+* :func:`primal` -- thesis (4.10), variables ``W`` and one slack per example;
+* :func:`dual` -- thesis (4.15) with kernels on inputs and classes ((4.16)-(4.17)),
+  variables ``alpha`` (one per pair), recovery (4.12);
+* :func:`class_form` -- thesis (4.48), variables ``U`` with the taxonomy-derived
+  regularizer (4.40)-(4.46).
+
+The hinge, the dual objective and the certificates come from :mod:`._margin` (one model
+shared with Crammer–Singer and the fast solver).  :func:`prepare` is the single place
+where the inputs are validated; the fast solver calls it too.  See ``formulations/hsvm.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_features, check_label_sets, check_positive
+from ..exceptions import InputError, LabelError
+from ..hierarchy import Hierarchy, class_attributes
+from ..kernels import Kernel, check_psd, make_kernel
+from ..reference import ReferenceProblem, check_size
+from . import _margin
+from ._margin import MarginData
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "prepare",
+    "primal",
+    "dual",
+    "class_form",
+    "node_to_class_weights",
+    "class_to_node_weights",
+    "taxonomy_regularizer",
+    "class_regularizer",
+    "pair_features",
+    "dual_scores",
+    "DEFAULT_LOSS",
+    "DEFAULT_ATTRIBUTES",
+]
+
+#: Thesis 7.2: Delta_h(y, y') = 1/2 |anc(y) xor anc(y')|.
+DEFAULT_LOSS = "half_symmetric"
+#: Thesis 7.2 (OHSUMED): t_v(y) = 1/sqrt(depth(y)), root 0 -- unit-norm rows for every tree
+#: and DAG.  ("tree_depth", 1/sqrt(D), has unit rows only when every class sits at depth D.)
+DEFAULT_ATTRIBUTES = "class_depth"
+
+
+# ---------------------------------------------------------------------- validation
+class _Inputs:
+    """Validated inputs (everything but the pairs)."""
+
+    def __init__(self, X, classes, Lam, Y, loss, Cw, rescaling):
+        self.X, self.classes, self.Lam, self.Y = X, classes, Lam, Y
+        self.loss, self.Cw, self.rescaling = loss, Cw, rescaling
+
+
+def _resolve_classes(H: Hierarchy, classes) -> tuple:
+    if not isinstance(H, Hierarchy):
+        raise InputError(f"H must be a hiercvx.Hierarchy, got {type(H).__name__}")
+    if classes is None:
+        classes = H.leaves
+    else:
+        classes = tuple(classes.tolist() if isinstance(classes, np.ndarray) else classes)
+    if len(classes) < 2:
+        raise LabelError(f"the hierarchical SVM needs at least two classes, got {len(classes)}")
+    if len(set(classes)) != len(classes):
+        raise LabelError("classes must be distinct")
+    for c in classes:
+        if c not in H:
+            raise LabelError(f"class {c!r} is not a node of the hierarchy")
+    internal = [c for c in classes if not H.is_leaf(c)]
+    if internal:
+        raise LabelError(
+            f"classes must be leaves of the hierarchy (thesis section 3.1); {internal[:3]!r} "
+            f"{'is an internal node' if len(internal) == 1 else 'are internal nodes'}. For labels "
+            "that stop at an internal node use pp = H.with_self_leaves(...) and train on "
+            "pp.hierarchy with labels pp.transform(Y)")
+    return classes
+
+
+def _resolve_loss(H: Hierarchy, loss, classes: tuple) -> np.ndarray:
+    """A ``(q, q)`` loss matrix from a name, an array, or a callable ``loss(y, ybar)``."""
+    q = len(classes)
+    if isinstance(loss, str):
+        from ..losses import loss_matrix
+
+        L = loss_matrix(H, loss=loss, classes=classes)
+    elif callable(loss):
+        L = np.array([[float(loss(a, b)) for b in classes] for a in classes])
+    else:
+        try:
+            L = np.asarray(loss, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("loss must be a loss name (see hiercvx.losses.LOSSES), a (q, q) array "
+                             "or a callable loss(y, ybar)") from None
+    if L.shape != (q, q):
+        raise InputError(f"the loss matrix must be ({q}, {q}) over the classes (in the order of "
+                         f"`classes`, default H.leaves), got shape {L.shape}")
+    if not np.all(np.isfinite(L)) or np.any(L < 0):
+        raise InputError("the loss matrix must be finite and non-negative")
+    return L
+
+
+def _resolve_attributes(H: Hierarchy, attributes, classes: tuple) -> np.ndarray:
+    """Class attributes ``Lam`` ``(q, M)``: a scheme of :func:`hiercvx.class_attributes`, an
+    array, or a callable ``t(H, node, cls)``."""
+    q = len(classes)
+    if isinstance(attributes, str) or callable(attributes):
+        Lam = class_attributes(H, classes, scheme=attributes)
+    else:
+        try:
+            Lam = np.asarray(attributes, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("attributes must be a scheme name, a (q, M) array or a callable "
+                             "t(H, node, cls)") from None
+        if Lam.ndim != 2 or Lam.shape[0] != q:
+            raise InputError(f"the class-attribute array must have one row per class ({q}), got "
+                             f"shape {Lam.shape}")
+    if not np.all(np.isfinite(Lam)):
+        raise InputError("the class attributes have non-finite entries")
+    return Lam
+
+
+def _validate(X, Y, H, *, loss, attributes, classes, rescaling, sample_weight,
+              attributes_needed: bool = True, features: bool = True) -> _Inputs:
+    if rescaling not in _margin.RESCALINGS:
+        raise InputError(f"rescaling must be one of {_margin.RESCALINGS}, got {rescaling!r}")
+    X = check_features(X) if features else X
+    classes = _resolve_classes(H, classes)
+    Ybool = check_label_sets(Y, H, classes, X.shape[0])
+    L = _resolve_loss(H, loss, classes)
+    Lam = _resolve_attributes(H, attributes, classes) if attributes_needed else None
+    n = X.shape[0]
+    if sample_weight is None:
+        Cw = np.ones(n)
+    else:
+        Cw = np.asarray(sample_weight, dtype=float)
+        if Cw.shape != (n,) or not np.all(np.isfinite(Cw)) or np.any(Cw < 0):
+            raise InputError(f"sample_weight must hold {n} finite non-negative numbers (one per row "
+                             f"of X), got shape {Cw.shape}")
+    return _Inputs(X, classes, Lam, Ybool, L, Cw, rescaling)
+
+
+def _margin_data(inp: _Inputs, Q=None) -> MarginData:
+    if Q is None:
+        return _margin.margin_data(inp.Y, inp.loss, Lam=inp.Lam, rescaling=inp.rescaling,
+                                   sample_weight=inp.Cw)
+    return _margin.margin_data(inp.Y, inp.loss, Q=Q, rescaling=inp.rescaling, sample_weight=inp.Cw)
+
+
+def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
+            rescaling="slack", sample_weight=None):
+    """Validate the hierarchical-SVM inputs once; return ``(classes, Lam, MarginData)``.
+
+    ``classes`` default to ``H.leaves`` and must be leaves; every label of ``Y`` must be one
+    of them; every example needs a relevant and an irrelevant class; ``X`` must be finite.
+    ``loss``: a name of :data:`hiercvx.losses.LOSSES`, a ``(q, q)`` array or a callable
+    ``loss(y, ybar)``; ``attributes``: a scheme of :func:`hiercvx.class_attributes`, a
+    ``(q, M)`` array or a callable ``t(H, node, cls)``.
+    """
+    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes,
+                    rescaling=rescaling, sample_weight=sample_weight)
+    return inp.classes, inp.Lam, _margin_data(inp)
+
+
+# ---------------------------------------------------------------------- sparse building blocks
+def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + c)`` over the pairs, without a Python loop."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return offsets + np.arange(total)
+
+
+def _row_kron(A, B, b_rows: np.ndarray) -> sp.csr_matrix:
+    """Row-wise Kronecker product: row p is ``kron(A[p], B[b_rows[p]])`` (``(P, a*b)`` CSR).
+
+    Column ``k*b + j`` holds ``A[p, k] * B[b_rows[p], j]``, i.e. it matches
+    ``cvxpy.vec(V, order="C")`` of an ``(a, b)`` variable ``V``.
+    """
+    A = sp.csr_matrix(A)
+    B = sp.csr_matrix(B)
+    P, a = A.shape
+    b = B.shape[1]
+    A.sort_indices()
+    ra = np.repeat(np.arange(P), np.diff(A.indptr))
+    ca, va = A.indices, A.data
+    brow = np.asarray(b_rows)[ra]
+    counts = np.diff(B.indptr)[brow]
+    pos = _expand_ranges(B.indptr[brow], counts)
+    rows = np.repeat(ra, counts)
+    cols = np.repeat(ca.astype(np.int64), counts) * b + B.indices[pos]
+    vals = np.repeat(va, counts) * B.data[pos]
+    out = sp.csr_matrix((vals, (rows, cols)), shape=(P, a * b))
+    out.sum_duplicates()
+    return out
+
+
+def _class_differences(data: MarginData) -> sp.csr_matrix:
+    """``E`` ``(P, q)``: row p is ``e_y - e_ybar``."""
+    P = data.n_pairs
+    rows = np.concatenate([np.arange(P), np.arange(P)])
+    cols = np.concatenate([data.pair_y, data.pair_ybar])
+    vals = np.concatenate([np.ones(P), -np.ones(P)])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(P, data.n_classes))
+
+
+def pair_features(data: MarginData, X, Lam: np.ndarray) -> sp.csr_matrix:
+    """The joint features ``dPhi_p = (Lam_y - Lam_ybar) (x) x_i`` as rows of a sparse
+    ``(P, M*d)`` matrix (thesis (4.10)); ``dPhi @ vec(W, "C")`` is every pair's score margin
+    ``S_iy - S_iybar``, and ``dPhi^T alpha = vec(W(alpha))`` is thesis (4.12)."""
+    D = _class_differences(data) @ sp.csr_matrix(Lam)
+    D.eliminate_zeros()
+    return _row_kron(D, X, data.pair_i)
+
+
+def _slack_coupling(data: MarginData) -> sp.csr_matrix:
+    """``(P, n)``: the pair constraint's coefficient on ``xi_i`` (``1/Delta_p`` or 1)."""
+    return sp.csr_matrix((data.pair_cost, (np.arange(data.n_pairs), data.pair_i)),
+                         shape=(data.n_pairs, data.n_samples))
+
+
+def _budget_matrix(data: MarginData) -> sp.csr_matrix:
+    """``(n, P)``: ``(B alpha)_i = sum_{p of i} cost_p alpha_p`` (thesis (4.15))."""
+    return sp.csr_matrix((data.pair_cost, (data.pair_i, np.arange(data.n_pairs))),
+                         shape=(data.n_samples, data.n_pairs))
+
+
+def _psd_factor(K: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """``L`` with ``K = L L^T`` and as few columns as the numerical rank of the PSD ``K``."""
+    K = 0.5 * (K + K.T)
+    s, V = np.linalg.eigh(K)
+    keep = s > rtol * max(float(s.max()), 1e-300)
+    return V[:, keep] * np.sqrt(s[keep])
+
+
+# ---------------------------------------------------------------------- size estimates
+def _nnz(X) -> int:
+    return int(X.nnz) if sp.issparse(X) else int(X.size)
+
+
+def _n_pairs(Y: np.ndarray) -> int:
+    k = Y.sum(axis=1)
+    return int((k * (Y.shape[1] - k)).sum())
+
+
+def _pair_selection(data: MarginData) -> sp.csr_matrix:
+    """``(P, n*q)``: row p picks ``S[i, y] - S[i, ybar]`` from ``vec(S, order="C")``."""
+    P, q = data.n_pairs, data.n_classes
+    rows = np.concatenate([np.arange(P), np.arange(P)])
+    cols = np.concatenate([data.pair_i * q + data.pair_y, data.pair_i * q + data.pair_ybar])
+    vals = np.concatenate([np.ones(P), -np.ones(P)])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(P, data.n_samples * q))
+
+
+def _pair_violation(S: np.ndarray, xi: np.ndarray, data: MarginData) -> float:
+    """Largest violation of the pair constraints (and of ``xi >= 0``) at scores ``S``."""
+    diff = S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar]
+    viol = data.pair_offset - diff - data.pair_cost * xi[data.pair_i]
+    return max(0.0, float(viol.max()), float(-xi.min()))
+
+
+# ---------------------------------------------------------------------- primal (4.10)
+def primal(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
+           rescaling="slack", sample_weight=None, max_size=None) -> ReferenceProblem:
+    """Thesis (4.10), the hierarchical multi-label SVM in node weights::
+
+        min_{W, xi}  1/2 ||W||_F^2 + C sum_i Cw_i xi_i
+        s.t.  <W, dPhi_i(y, ybar)> >= 1 - xi_i / Delta(y, ybar)    (slack rescaling)
+              <W, dPhi_i(y, ybar)> >= Delta(y, ybar) - xi_i         (margin rescaling)
+              xi >= 0,     for all i, y in Y_i, ybar not in Y_i.
+
+    ``<W, dPhi_i(y, ybar)> = S_iy - S_iybar`` with the class scores ``S = X (Lam W)^T``.  The
+    declaration keeps the class weights ``U = Lam W`` and the scores ``S = X U^T`` as
+    auxiliary variables (linked by equalities), so the pair constraints are one sparse
+    selection ``Sel vec(S) + E_xi xi >= b`` with 3 nonzeros per pair instead of the
+    ``|supp(Lam_y - Lam_ybar)| * d`` of ``dPhi_p`` (:func:`pair_features`).
+
+    The pair constraints are written exactly as in (4.10), so their dual value *is* the
+    thesis' ``alpha`` (4.11): the Lagrangian gives ``W = sum_p alpha_p dPhi_p`` (4.12) and
+    ``sum_p alpha_p / Delta_p <= C_i`` (4.13).  (Written as ``Delta_p (1 - <W, dPhi_p>) <=
+    xi_i`` the dual would be ``alpha_p / Delta_p`` instead.)  Lower bound: the dual objective
+    (4.14) at the projected duals.  ``sol.weights`` is ``W`` ``(M, d)``, rows in ``H.nodes``
+    order when the attributes come from ``H``.
+    """
+    import cvxpy as cp
+
+    t0 = time.perf_counter()  # declaration time, without the (one-off) import of cvxpy
+    Cval = check_positive(C, "C")
+    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes, rescaling=rescaling,
+                    sample_weight=sample_weight)
+    X, Lam = inp.X, inp.Lam
+    n, d = X.shape
+    q, M = Lam.shape
+    P = _n_pairs(inp.Y)
+    Lam_sp = sp.csr_matrix(Lam)
+    check_size(M * d + q * d + n * q + n, P + n + q * d + n * q,
+               M * d + (Lam_sp.nnz + q) * d + (_nnz(X) + n) * q + 3 * P + n, max_size,
+               what="the hierarchical SVM primal (4.10)")
+    data = _margin_data(inp)
+    Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
+
+    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    W = cp.Variable((M, d), name="W")
+    xi = cp.Variable(n, name="xi")
+    U = cp.Variable((q, d), name="U")            # class weights, thesis (3.9)
+    S = cp.Variable((n, q), name="S")            # class scores, thesis (3.10)
+    pairs = Sel @ cp.vec(S, order="C") + Exi @ xi >= b
+    nonneg = xi >= 0
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(W) + Cp * (data.Cw @ xi)),
+                         [pairs, nonneg, U == Lam_sp @ W, S == X @ U.T])
+
+    def objective(v):
+        return _margin.primal_objective(v["W"], X, data, float(Cp.value))
+
+    def lower_bound(v, duals):
+        alpha = _margin.project_dual(duals["pairs"], data, float(Cp.value))
+        return _margin.dual_objective_linear(alpha, X, data)
+
+    def infeasibility(v):
+        return _pair_violation(_margin.class_scores(v["W"], X, Lam), v["xi"], data)
+
+    return ReferenceProblem(
+        problem, variables={"W": W, "xi": xi}, objective=objective, lower_bound=lower_bound,
+        weights=lambda v: v["W"], constraints={"pairs": pairs, "xi_nonneg": nonneg},
+        parameters={"C": Cp}, infeasibility=infeasibility,
+        name=f"hierarchical SVM primal (4.10), {rescaling} rescaling",
+        build_time=time.perf_counter() - t0,
+        data={"X": X, "H": H, "classes": inp.classes, "Lam": Lam, "margin_data": data})
+
+
+# ---------------------------------------------------------------------- dual (4.15)
+def _class_kernel(H, classes, class_kernel) -> np.ndarray:
+    q = len(classes)
+    Q = class_kernel(H, classes) if callable(class_kernel) else class_kernel
+    try:
+        Q = np.asarray(Q, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("class_kernel must be a (q, q) array or a callable (H, classes) -> array") from None
+    if Q.shape != (q, q):
+        raise InputError(f"the class kernel must be ({q}, {q}) over the classes, got shape {Q.shape}")
+    check_psd(Q, what="class kernel (replacing Lam Lam^T, thesis (4.17))")
+    return 0.5 * (Q + Q.T)
+
+
+def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
+         attributes=DEFAULT_ATTRIBUTES, classes=None, rescaling="slack", sample_weight=None,
+         sigma=None, max_size=None) -> ReferenceProblem:
+    """Thesis (4.15) with input and class kernels ((4.16)-(4.17))::
+
+        max_alpha  sum_p b_p alpha_p - 1/2 tr(G(alpha)^T K G(alpha) Q)
+        s.t.  alpha >= 0,   sum_{p of i} cost_p alpha_p <= C Cw_i
+
+    ``b_p = 1, cost_p = 1/Delta_p`` (slack rescaling, (4.15)) or ``b_p = Delta_p, cost_p =
+    1`` (margin rescaling); ``G(alpha)`` ``(n, q)`` collects ``+alpha_p`` at ``(i, y)`` and
+    ``-alpha_p`` at ``(i, ybar)``; ``K`` is the input kernel, ``Q = Lam Lam^T`` or
+    ``class_kernel``.  The quadratic is declared PSD-safely through factors ``K = L_K L_K^T``,
+    ``Q = L_Q L_Q^T`` (``L_K = X`` for the linear kernel when ``d <= n``) and two auxiliary
+    variables linked by equalities, ``G = G(alpha)`` and ``T = L_K^T G``:
+    ``tr(G^T K G Q) = ||T L_Q||_F^2``.  (Folding them into one ``(P, rank K * rank Q)`` matrix
+    would be dense and several times slower to solve.)  With a non-linear kernel the Hessian
+    ``Q (x) K`` is dense in the ``n q`` coefficients, so the solver factors a dense
+    ``(n q) x (n q)`` block: practical up to ``n q`` of a few thousand (about 30 s at
+    ``n q = 2300`` with Clarabel); the size estimate counts that block.
+
+    ``kernel``: ``"linear"``, ``"rbf"`` (median heuristic unless ``sigma``), a callable
+    ``k(A, B)``, ``"precomputed"`` (then ``X`` is the ``(n, n)`` Gram matrix), or a
+    :class:`~hiercvx.kernels.Kernel` already resolved by ``make_kernel``.
+    ``class_kernel``: a PSD ``(q, q)`` array or a callable ``(H, classes) -> array``.
+
+    Recovery: ``sol.weights`` is the node-weight matrix ``W = Lam^T G^T X`` (4.12) for the
+    linear kernel with attributes, otherwise the coefficient matrix ``G`` (scores of new
+    points: :func:`dual_scores`).  Certificate: objective = primal objective at the
+    recovered ``G``; lower bound = (4.14) at the projected ``alpha``.
+    """
+    import cvxpy as cp
+
+    t0 = time.perf_counter()  # declaration time, without the (one-off) import of cvxpy
+
+    Cval = check_positive(C, "C")
+    resolved = isinstance(kernel, Kernel)  # a Kernel from make_kernel (e.g. an estimator's)
+    kernel_name = kernel.name if resolved else (kernel if isinstance(kernel, str) else "callable")
+    precomputed = kernel_name == "precomputed"
+    if precomputed:
+        Kp = check_features(X, "X (the precomputed Gram matrix)", allow_sparse=False)
+        if Kp.shape[0] != Kp.shape[1]:
+            raise InputError(f"with kernel='precomputed' X must be the square (n, n) Gram matrix, "
+                             f"got shape {Kp.shape}")
+    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes, rescaling=rescaling,
+                    sample_weight=sample_weight, attributes_needed=class_kernel is None)
+    X = inp.X
+    n = X.shape[0]
+    q = len(inp.classes)
+    kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
+    linear = kern.is_linear
+    use_features = linear and X.shape[1] <= n
+    rK = X.shape[1] if use_features else n
+    P = _n_pairs(inp.Y)
+    nnz_LK = _nnz(X) if use_features else n * n
+    # a dense Gram factor couples every (example, class) coefficient: the solver factors a
+    # dense (n q) x (n q) block, which dominates time and memory -- count it
+    dense_fill = 0 if use_features else (n * q) ** 2 // 2
+    check_size(P + n * q + rK * q, n + n * q + rK * q,
+               3 * P + n * q + (nnz_LK + rK) * q + rK * q * q + dense_fill, max_size,
+               what="the hierarchical SVM dual (4.15)")
+    if precomputed:
+        check_psd(X, what="precomputed kernel matrix")
+    if class_kernel is not None:
+        Q = _class_kernel(H, inp.classes, class_kernel)
+        data = _margin_data(inp, Q=Q)
+    else:
+        data = _margin_data(inp)
+    node_weights = linear and data.Lam is not None
+    # the Gram matrix: needed for a factor (non-linear or d > n) or for the certificate
+    K = None
+    if precomputed:
+        K = 0.5 * (X + X.T)
+    elif not (use_features and node_weights):
+        K = kern(X)
+        if kern.name == "callable":
+            check_psd(K, what="kernel matrix of the callable kernel")
+    LK = X if use_features else _psd_factor(K)
+    LQ = _psd_factor(data.Q)
+    Bm = _budget_matrix(data)
+    b = data.pair_offset
+
+    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    alpha = cp.Variable(data.n_pairs, name="alpha")
+    G_var = cp.Variable((n, q), name="G")         # expansion coefficients G(alpha), (4.12)
+    T_var = cp.Variable((LK.shape[1], q), name="T")  # L_K^T G
+    nonneg = alpha >= 0
+    budget = Bm @ alpha <= Cp * data.Cw
+    problem = cp.Problem(cp.Maximize(b @ alpha - 0.5 * cp.sum_squares(T_var @ LQ)),
+                         [nonneg, budget, cp.vec(G_var, order="C") == _pair_selection(data).T @ alpha,
+                          T_var == LK.T @ G_var])
+
+    def objective(v):
+        G = _margin.coefficients(v["alpha"], data)
+        if node_weights:
+            return _margin.primal_objective(_margin.weights_from_coefficients(G, X, data.Lam), X, data,
+                                            float(Cp.value))
+        return _margin.kernel_objective(G, K, data, float(Cp.value))
+
+    def lower_bound(v, duals):
+        a = _margin.project_dual(v["alpha"], data, float(Cp.value))
+        if node_weights:
+            return _margin.dual_objective_linear(a, X, data)
+        return _margin.dual_objective(a, K, data)
+
+    def weights(v):
+        G = _margin.coefficients(v["alpha"], data)
+        return _margin.weights_from_coefficients(G, X, data.Lam) if node_weights else G
+
+    def infeasibility(v):
+        a = v["alpha"]
+        over = Bm @ a - float(Cp.value) * data.Cw
+        return max(0.0, float(-a.min()), float(over.max()))
+
+    return ReferenceProblem(
+        problem, variables={"alpha": alpha}, objective=objective, lower_bound=lower_bound,
+        weights=weights, constraints={"alpha_nonneg": nonneg, "budget": budget},
+        parameters={"C": Cp}, infeasibility=infeasibility,
+        name=f"hierarchical SVM dual (4.15), {kern.name} kernel, {rescaling} rescaling",
+        build_time=time.perf_counter() - t0,
+        data={"X": X, "H": H, "classes": inp.classes, "Lam": data.Lam, "Q": data.Q, "K": K,
+              "kernel": kern, "margin_data": data, "weights": "W" if node_weights else "G"})
+
+
+def dual_scores(problem: ReferenceProblem, solution, X_new) -> np.ndarray:
+    """Class scores ``(m, q)`` of new points for a solved :func:`dual`: ``k(X_new, X) G Q``.
+
+    With ``kernel="precomputed"`` pass the ``(m, n)`` kernel rows between the new and the
+    training points.
+    """
+    data = problem.data["margin_data"]
+    G = _margin.coefficients(solution.values["alpha"], data)
+    kern = problem.data["kernel"]
+    Knew = kern(X_new, problem.data["X"]) if kern.name != "precomputed" else np.asarray(X_new, float)
+    if Knew.shape[1] != data.n_samples:
+        raise InputError(f"the kernel rows must have one column per training point ({data.n_samples}), "
+                         f"got shape {Knew.shape}")
+    return Knew @ G @ data.Q
+
+
+# ---------------------------------------------------------------------- class form (4.48)
+def node_to_class_weights(W: np.ndarray, Lam: np.ndarray) -> np.ndarray:
+    """Class weights ``U = Lam W`` ``(q, d)``, thesis (3.9): ``U_y = sum_z lambda_z(y) w_z``."""
+    return np.asarray(Lam, dtype=float) @ np.asarray(W, dtype=float)
+
+
+def class_to_node_weights(U: np.ndarray, Lam: np.ndarray) -> np.ndarray:
+    """The minimum-norm node weights with ``Lam W = U``: ``W = Lam^+ U = Lam^T (Lam Lam^T)^+ U``.
+
+    Exact (``Lam W = U``) whenever the columns of ``U`` lie in the range of ``Lam`` -- always
+    when ``Lam`` has full row rank ``q`` (every tree/DAG scheme here: each leaf class has its
+    own node with ``lambda_y(y) > 0``).  Since the optimal node weights ``W* = Lam^T G^T X``
+    (4.12) lie in the row space of ``Lam``, ``class_to_node_weights(Lam @ W*, Lam) == W*``.
+    """
+    Lam = np.asarray(Lam, dtype=float)
+    return np.linalg.pinv(Lam) @ np.asarray(U, dtype=float)
+
+
+def taxonomy_regularizer(Lam: np.ndarray, class_columns, return_parts: bool = False):
+    """The class-weight regularizer of thesis (4.40)-(4.46): ``R`` ``(q, q)`` with
+    ``||W*||^2 = tr(U^T R U)`` for the best node weights of class weights ``U``.
+
+    ``class_columns[y]`` is the column of class y's own node.  With ``D = diag(lambda_y(y))``
+    and ``Lam_O`` the other (interior) columns, thesis (4.40) is ``A = I + Lam_O^T D^-2 Lam_O``,
+    (4.42) is ``u = B^T U`` with ``B = D^-2 Lam_O``, and (4.44)/(4.46a) is
+    ``G* = tr(U^T D^-2 U) - tr(u^T A^-1 u)``, i.e. ``R = D^-2 - B A^-1 B^T`` -- Woodbury's
+    formula for ``(Lam Lam^T)^-1``.  Needs ``lambda_y(y) > 0`` and ``lambda_{y'}(y) = 0`` for
+    classes ``y' != y`` (classes are leaves); otherwise use :func:`class_regularizer`.
+    ``return_parts`` also returns ``(A, B, D)``.
+    """
+    Lam = np.asarray(Lam, dtype=float)
+    q, M = Lam.shape
+    cols = np.asarray(class_columns, dtype=np.int64)
+    if cols.shape != (q,) or len(set(cols.tolist())) != q:
+        raise InputError(f"class_columns must give {q} distinct node columns")
+    dvals = Lam[np.arange(q), cols]
+    if np.any(dvals <= 0):
+        raise InputError("the taxonomy regularizer (4.46) needs lambda_y(y) > 0 for every class")
+    own = Lam[:, cols].copy()
+    np.fill_diagonal(own, 0.0)
+    if np.any(own != 0):
+        raise InputError("the taxonomy regularizer (4.46) needs lambda_{y'}(y) = 0 between classes "
+                         "(thesis 4.4: no class is represented by another class's node)")
+    other = np.setdiff1d(np.arange(M), cols)
+    LamO = Lam[:, other]
+    Dm2 = 1.0 / dvals ** 2
+    B = Dm2[:, None] * LamO                      # (4.42): u = B^T U
+    A = np.eye(len(other)) + LamO.T @ B          # (4.40)
+    R = np.diag(Dm2) - B @ np.linalg.solve(A, B.T)  # (4.44)
+    R = 0.5 * (R + R.T)
+    return (R, A, B, np.diag(dvals)) if return_parts else R
+
+
+def class_regularizer(Lam: np.ndarray) -> np.ndarray:
+    """``(Lam Lam^T)^+``: the regularizer for any attributes (equal to
+    :func:`taxonomy_regularizer` whenever that one applies); with a rank-deficient ``Lam``
+    the class weights must also stay in the range of ``Lam`` (see :func:`class_form`)."""
+    Lam = np.asarray(Lam, dtype=float)
+    return np.linalg.pinv(Lam @ Lam.T, hermitian=True)
+
+
+def _class_columns(H: Hierarchy, classes, Lam):
+    if Lam.shape[1] != len(H):
+        return None
+    return H.indices(classes)
+
+
+def class_form(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
+               rescaling="slack", sample_weight=None, max_size=None) -> ReferenceProblem:
+    """Thesis (4.48), the same SVM in class weights ``U = Lam W`` ``(q, d)``::
+
+        min_{U, xi}  1/2 tr(U^T R U) + C sum_i Cw_i xi_i
+        s.t.  <U_y - U_ybar, x_i> >= 1 - xi_i / Delta(y, ybar)   (or >= Delta - xi_i),  xi >= 0
+
+    with the taxonomy-derived regularizer ``R`` of (4.40)-(4.46)
+    (:func:`taxonomy_regularizer`; ``(Lam Lam^T)^+`` when its assumptions fail, plus
+    ``U`` restricted to the range of ``Lam`` when ``Lam`` is rank deficient).  Declared
+    PSD-safely as ``||R^{1/2} U||_F^2``.  Same optimum as :func:`primal`.
+
+    ``sol.weights`` are the node weights recovered by :func:`class_to_node_weights`;
+    ``sol.values["U"]`` the class weights.  The recomputed objective is the node-weight
+    objective (4.10) at the recovered weights, and the lower bound the dual (4.14) at the
+    projected pair duals -- neither uses ``R``, so a wrong regularizer cannot certify.
+    """
+    import cvxpy as cp
+
+    t0 = time.perf_counter()  # declaration time, without the (one-off) import of cvxpy
+
+    Cval = check_positive(C, "C")
+    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes, rescaling=rescaling,
+                    sample_weight=sample_weight)
+    X, Lam = inp.X, inp.Lam
+    n, d = X.shape
+    q = len(inp.classes)
+    P = _n_pairs(inp.Y)
+    check_size(q * d + n * q + n, P + n + n * q, q * q * d + (_nnz(X) + n) * q + 3 * P + n, max_size,
+               what="the hierarchical SVM class form (4.48)")
+    data = _margin_data(inp)
+
+    Q = Lam @ Lam.T
+    s, V = np.linalg.eigh(0.5 * (Q + Q.T))
+    tol = 1e-10 * max(float(s.max()), 1e-300)
+    null = V[:, s <= tol].T                      # left null space of Lam
+    cols = _class_columns(H, inp.classes, Lam)
+    how = "pseudo-inverse (Lam Lam^T)^+"
+    R = None
+    if cols is not None and null.shape[0] == 0:
+        try:
+            R = taxonomy_regularizer(Lam, cols)
+            how = "taxonomy regularizer (4.40)-(4.46)"
+        except InputError as exc:
+            logger.info("class_form: %s; using the pseudo-inverse of Lam Lam^T", exc)
+    if R is None:
+        R = class_regularizer(Lam)
+    logger.debug("class_form regularizer: %s (rank deficiency %d)", how, null.shape[0])
+    Rh = _psd_factor(R).T                        # R = Rh^T Rh
+    Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
+
+    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    U = cp.Variable((q, d), name="U")
+    xi = cp.Variable(n, name="xi")
+    S = cp.Variable((n, q), name="S")            # class scores X U^T, linked by an equality
+    pairs = Sel @ cp.vec(S, order="C") + Exi @ xi >= b
+    nonneg = xi >= 0
+    cons = [pairs, nonneg, S == X @ U.T]
+    if null.shape[0]:
+        cons.append(null @ U == 0)               # U = Lam W must be attainable
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(Rh @ U) + Cp * (data.Cw @ xi)), cons)
+
+    def objective(v):
+        return _margin.primal_objective(class_to_node_weights(v["U"], Lam), X, data, float(Cp.value))
+
+    def lower_bound(v, duals):
+        alpha = _margin.project_dual(duals["pairs"], data, float(Cp.value))
+        return _margin.dual_objective_linear(alpha, X, data)
+
+    def infeasibility(v):
+        return _pair_violation(np.asarray(X @ v["U"].T), v["xi"], data)
+
+    return ReferenceProblem(
+        problem, variables={"U": U, "xi": xi}, infeasibility=infeasibility, objective=objective, lower_bound=lower_bound,
+        weights=lambda v: class_to_node_weights(v["U"], Lam),
+        constraints={"pairs": pairs, "xi_nonneg": nonneg}, parameters={"C": Cp},
+        name=f"hierarchical SVM class form (4.48), {rescaling} rescaling",
+        build_time=time.perf_counter() - t0,
+        data={"X": X, "H": H, "classes": inp.classes, "Lam": Lam, "R": R, "regularizer": how,
+              "margin_data": data})
