@@ -71,9 +71,11 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
             else:
                 classes = np.array(hierarchy.leaves, dtype=object)
     else:
+        from sklearn.utils.validation import column_or_1d
+
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
+            y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn does
         if y.ndim != 1:
             raise LabelError(f"y must be 1-D (one label per sample) or a list of label sets, got shape {y.shape}")
         labels = list(y.tolist())
