@@ -16,7 +16,7 @@ from .exceptions import (
 )
 from .hierarchy import Hierarchy, class_attributes
 from .reference import ReferenceProblem, ReferenceSolution
-from . import losses, metrics  # noqa: E402  (hc.losses.<loss>, hc.metrics.<metric>)
+from . import losses, metrics, taxonomy  # noqa: E402  (hc.losses.<loss>, hc.metrics.<metric>)
 
 __version__ = "0.1.0"
 
@@ -26,6 +26,7 @@ __all__ = [
     "ReferenceSolution",
     "losses",
     "metrics",
+    "taxonomy",
     "class_attributes",
     "HierCVXError",
     "InputError",

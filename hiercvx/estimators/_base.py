@@ -58,7 +58,7 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
             if hierarchy is None:
                 classes = np.arange(Yi.shape[1])
             else:
-                classes = np.array(hierarchy.leaves, dtype=object)
+                classes = _class_array(hierarchy.leaves)
                 if Yi.shape[1] != len(classes):
                     raise LabelError(f"an indicator y needs one column per leaf of the hierarchy "
                                      f"({len(classes)}), got {Yi.shape[1]}")
@@ -67,9 +67,9 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
         else:
             labels = [frozenset(item) for item in y]
             if hierarchy is None:
-                classes = np.array(sorted({v for s in labels for v in s}, key=_sort_key))
+                classes = _class_array(sorted({v for s in labels for v in s}, key=_sort_key))
             else:
-                classes = np.array(hierarchy.leaves, dtype=object)
+                classes = _class_array(hierarchy.leaves)
     else:
         from sklearn.utils.validation import column_or_1d
 
@@ -82,7 +82,7 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
         if hierarchy is None:
             classes = np.unique(y)
         else:
-            classes = np.array(hierarchy.leaves, dtype=object)
+            classes = _class_array(hierarchy.leaves)
     if hierarchy is None:
         if len(classes) < 2:
             raise LabelError(f"need at least two classes, got {len(classes)} ({list(classes)!r})")
@@ -90,6 +90,18 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
     elif not isinstance(hierarchy, Hierarchy):
         raise LabelError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
     return hierarchy, classes, labels, multilabel
+
+
+def _class_array(values) -> np.ndarray:
+    """Class names as an array of their common type (int, str, ...); object dtype only when
+    the names mix types, so that nothing is silently converted to strings."""
+    values = list(values)
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.dtype.kind not in "iufbU" or any(
+            type(a) is not type(values[0]) for a in values):
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+    return arr
 
 
 def _sort_key(v: Hashable):

@@ -1,0 +1,116 @@
+"""scikit-learn classifier for the hierarchical perceptrons of Cai thesis chapter 5 and Hieron.
+
+A thin wrapper: the inputs are validated by ``hsvm.prepare`` (the perceptrons share the
+hierarchical SVM's margin model), training is :func:`hiercvx.solvers.perceptron.perceptron`,
+and scoring / prediction are the SVM estimators' (same class scores, same multi-label rule).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import validate_data
+
+from ..exceptions import InputError
+from ..formulations import hsvm
+from ..solvers.perceptron import UPDATES, VARIANTS, perceptron
+from ._base import fit_label_set_threshold, resolve_targets
+from .svm import _MarginSVC
+
+__all__ = ["HierarchicalPerceptron"]
+
+
+class HierarchicalPerceptron(_MarginSVC):
+    """Hierarchical multi-label perceptron (Cai thesis Algorithms 4-7) or Hieron (thesis 7.5.2).
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy or None.  ``None`` gives the flat multi-label perceptron
+        (Algorithm 3): one level under an artificial root; with the default attributes and
+        loss that is exactly ``w_y += x``, ``w_ybar -= x``.
+    variant : ``"online"`` (Alg. 4/5, the last weight vector), ``"averaged"`` (Alg. 6, the
+        average of all intermediate weight vectors, computed from the update log (5.15)) or
+        ``"minover"`` (Alg. 7, perceptron update only).
+    update : ``"perceptron"`` (step ``Delta(y, ybar) dPhi``) or ``"hieron"`` (the step (7.8)).
+    loss, attributes : as for :class:`~hiercvx.estimators.HierarchicalSVC` (default half the
+        symmetric difference of ancestor sets and ``t_v(y) = 1/sqrt(depth(y))``, thesis 7.2).
+    kernel : ``"linear"`` (primal form, Alg. 4), ``"rbf"`` (``sigma`` or the median heuristic),
+        ``"precomputed"`` or a callable (dual form, Alg. 5).
+    max_epochs : kappa (Minover: at most ``kappa n`` steps).  ``None`` trains until an epoch
+        without mistakes, refusing provably non-separable data and capping at
+        ``hiercvx.solvers.perceptron.MAX_EPOCHS_CAP`` epochs with a ``ConvergenceWarning``.
+    shuffle, random_state : a fresh seeded order of the examples in every epoch.
+
+    Attributes
+    ----------
+    coef_ : node weights ``(n_nodes, n_features)`` (linear kernel) or the expansion
+        coefficients ``(n_support, n_classes)`` (other kernels; all examples for precomputed)
+    n_updates_, n_iter_ (epochs), converged_, classes_, hierarchy_, threshold_, result_
+    """
+
+    def __init__(self, hierarchy=None, variant="online", update="perceptron", loss="half_symmetric",
+                 attributes="class_depth", kernel="linear", sigma=None, max_epochs=20, shuffle=True,
+                 random_state=0, verbose=False):
+        self.hierarchy = hierarchy
+        self.variant = variant
+        self.update = update
+        self.loss = loss
+        self.attributes = attributes
+        self.kernel = kernel
+        self.sigma = sigma
+        self.max_epochs = max_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self):
+        if self.variant not in VARIANTS:
+            raise InputError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        if self.update not in UPDATES:
+            raise InputError(f"update must be one of {UPDATES}, got {self.update!r}")
+
+    def fit(self, X, y):
+        """Fit on ``X`` and ``y`` (one label per sample, or label sets for multi-label)."""
+        self._check_params()
+        precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
+        X = validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
+                          ensure_min_samples=2)
+        if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                          "raveled (one label per sample)", DataConversionWarning, stacklevel=2)
+            y = y.ravel()
+        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
+        if len(labels) != X.shape[0]:
+            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        classes_t, Lam, data = hsvm.prepare(X, labels, H, loss=self.loss, attributes=self.attributes,
+                                            classes=tuple(classes.tolist()))
+        res = perceptron(X, data, variant=self.variant, update=self.update, kernel=self.kernel,
+                         sigma=self.sigma, max_epochs=self.max_epochs, shuffle=self.shuffle,
+                         random_state=self.random_state, verbose=self.verbose)
+        self.hierarchy_ = H
+        self.classes_ = classes
+        self.multilabel_ = multilabel
+        self.class_attributes_ = Lam
+        self.class_gram_ = data.Q
+        self.kernel_ = res.kernel
+        self._linear = res.kernel.is_linear
+        if self._linear:
+            self.coef_ = res.weights
+            self._X_train = None
+        elif precomputed:
+            self.coef_ = res.coefficients.toarray()
+            self._X_train = None
+        else:
+            sv = res.support
+            self.coef_ = res.coefficients[sv].toarray()
+            self._X_train = X[sv]
+        self.n_updates_ = res.n_updates
+        self.n_iter_ = res.n_epochs
+        self.converged_ = res.converged
+        self.result_ = res
+        self.threshold_ = 0.0
+        if multilabel:
+            self.threshold_ = fit_label_set_threshold(self._scores(X), data.Y)
+        return self

@@ -1,0 +1,418 @@
+"""Hierarchical perceptrons (Cai thesis ch. 5) and Hieron (7.5.2): exact identities and Prop. 5.
+
+Independent route: a plain-Python transcription of Algorithms 4 / 6 / 7 and of the Hieron step
+(7.8)-(7.9) that keeps the stacked node weights ``W`` and updates them by (5.3); it records
+``W`` after every visit, so the averaged output (5.15) is checked against the naive average of
+all intermediate weight vectors.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import check_estimator
+from strategies import dags, hierarchies, trees
+
+import hiercvx as hc
+from hiercvx.estimators.perceptron import HierarchicalPerceptron
+from hiercvx.formulations import _margin, hsvm
+from hiercvx.kernels import gram
+from hiercvx.solvers import perceptron as P
+
+SETTINGS = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+# ------------------------------------------------------------------------------ helpers
+def _labels(rng, classes, n, multilabel):
+    q = len(classes)
+    if not multilabel:
+        return list(np.array(classes, dtype=object)[rng.integers(0, q, n)])
+    out = []
+    for _ in range(n):
+        k = int(rng.integers(1, q))  # a non-empty proper subset
+        out.append(frozenset(np.array(classes, dtype=object)[rng.choice(q, k, replace=False)].tolist()))
+    return out
+
+
+def _problem(H, n, d, seed, multilabel, attributes="class_depth", loss="half_symmetric"):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    labels = _labels(rng, H.leaves, n, multilabel)
+    classes, Lam, data = hsvm.prepare(X, labels, H, loss=loss, attributes=attributes)
+    return X, data
+
+
+def _reference(X, data, update="perceptron", selection="mistake", max_epochs=5, seed=0,
+               shuffle=True):
+    """Algorithms 4/6 (and Hieron) with stacked node weights W, updated by (5.3)."""
+    Lam, loss, Y = data.Lam, data.loss, data.Y
+    n = X.shape[0]
+    W = np.zeros((Lam.shape[1], X.shape[1]))
+    W_sum = np.zeros_like(W)
+    rng = np.random.default_rng(seed)
+    log, snapshots, L = [], [], 0
+    for _ in range(max_epochs):
+        order = rng.permutation(n) if shuffle else np.arange(n)
+        violations = 0
+        for i in order:
+            L += 1
+            s = Lam @ (W @ X[i])
+            pairs = [(y, yb) for y in np.flatnonzero(Y[i]) for yb in np.flatnonzero(~Y[i])]
+            if selection == "mistake":
+                m = [s[y] - s[yb] for y, yb in pairs]
+                k = int(np.argmin(m))
+                violated = m[k] <= 0
+            else:
+                h = [np.sqrt(loss[y, yb]) - (s[y] - s[yb]) for y, yb in pairs]
+                k = int(np.argmax(h))
+                violated = h[k] > 1e-9 * np.sqrt(loss[pairs[k]])
+            if violated:
+                violations += 1
+                y, yb = pairs[k]
+                dlam = Lam[y] - Lam[yb]
+                if update == "perceptron":
+                    tau = loss[y, yb]
+                else:  # Hieron (7.8): (sqrt(Delta) - margin) / ||dPhi||^2
+                    tau = (np.sqrt(loss[y, yb]) - (s[y] - s[yb])) / (dlam @ dlam * (X[i] @ X[i]))
+                W = W + tau * np.outer(dlam, X[i])
+                log.append((L, i, y, yb, tau))
+            W_sum += W
+        snapshots.append(W.copy())
+        if violations == 0:
+            break
+    return W, W_sum / L, log, snapshots
+
+
+def _log_rows(log: P.UpdateLog):
+    return list(zip(log.step.tolist(), log.example.tolist(), log.y.tolist(), log.ybar.tolist()))
+
+
+def _hier_with_leaves(min_leaves=2):
+    return hierarchies(max_nodes=9).filter(lambda H: len(H.leaves) >= min_leaves)
+
+
+# ------------------------------------------------------------------------------ identities
+@SETTINGS
+@given(H=_hier_with_leaves(), n=st.integers(2, 18), d=st.integers(1, 4), seed=st.integers(0, 10 ** 6),
+       multilabel=st.booleans(), update=st.sampled_from(P.UPDATES),
+       selection=st.sampled_from(P.SELECTIONS),
+       attributes=st.sampled_from(["indicator", "class_depth", "tree_depth"]))
+def test_primal_dual_and_reference_agree_after_every_epoch(H, n, d, seed, multilabel, update, selection,
+                                                           attributes):
+    X, data = _problem(H, n, d, seed, multilabel, attributes=attributes)
+    epochs = 4
+    W_ref, W_avg_ref, log_ref, snaps = _reference(X, data, update, selection, epochs, seed=seed)
+    per_epoch = {}
+    results = {}
+    for form in ("primal", "dual"):
+        rec = []
+        results[form] = P.perceptron(X, data, update=update, selection=selection, form=form,
+                                     max_epochs=epochs, random_state=seed,
+                                     callback=lambda e, scores: rec.append(scores(X)))
+        per_epoch[form] = rec
+    # the same epochs, the same scores after every epoch, in both forms and in the reference
+    assert len(per_epoch["primal"]) == len(per_epoch["dual"]) == len(snaps)
+    for Sp, Sd, Wr in zip(per_epoch["primal"], per_epoch["dual"], snaps):
+        Sr = _margin.class_scores(Wr, X, data.Lam)
+        scale = max(1.0, np.abs(Sr).max())
+        assert np.allclose(Sp, Sd, rtol=1e-9, atol=1e-9 * scale)
+        assert np.allclose(Sp, Sr, rtol=1e-9, atol=1e-9 * scale)
+    for res in results.values():
+        assert _log_rows(res.log) == [r[:4] for r in log_ref]
+        assert np.allclose(res.log.tau, [r[4] for r in log_ref])
+        assert np.allclose(res.weights, W_ref, atol=1e-9 * max(1, np.abs(W_ref).max()))
+        assert res.n_updates == len(log_ref) and res.n_steps == len(snaps) * n
+    # the dual state is Algorithm 5's alpha: w(alpha) = sum_p alpha_p dPhi_p (5.6) via (4.12)
+    alpha = results["dual"].log.alpha(data)
+    W_alpha = _margin.weights_from_coefficients(_margin.coefficients(alpha, data), X, data.Lam)
+    assert np.allclose(W_alpha, W_ref, atol=1e-9 * max(1, np.abs(W_ref).max()))
+
+
+@SETTINGS
+@given(H=_hier_with_leaves(), n=st.integers(2, 15), d=st.integers(1, 3), seed=st.integers(0, 10 ** 6),
+       multilabel=st.booleans(), update=st.sampled_from(P.UPDATES), shuffle=st.booleans())
+def test_averaged_from_update_log_equals_naive_average(H, n, d, seed, multilabel, update, shuffle):
+    X, data = _problem(H, n, d, seed, multilabel)
+    _, W_avg_ref, log_ref, _ = _reference(X, data, update, "hinge" if update == "hieron" else "mistake",
+                                          3, seed=seed, shuffle=shuffle)
+    for form in ("primal", "dual"):
+        res = P.perceptron(X, data, variant="averaged", update=update, form=form, max_epochs=3,
+                           random_state=seed, shuffle=shuffle)
+        assert res.n_updates == len(log_ref) == len(res.log)  # memory: one log row per update
+        scale = max(1.0, np.abs(W_avg_ref).max())
+        if form == "primal":
+            assert np.allclose(res.weights, W_avg_ref, atol=1e-9 * scale)
+        S_ref = _margin.class_scores(W_avg_ref, X, data.Lam)
+        assert np.allclose(res.class_scores(X), S_ref, atol=1e-9 * max(1.0, np.abs(S_ref).max()))
+
+
+@SETTINGS
+@given(H=_hier_with_leaves(), n=st.integers(2, 15), d=st.integers(1, 3), seed=st.integers(0, 10 ** 6),
+       multilabel=st.booleans(), kernel=st.sampled_from(["linear", "rbf"]))
+def test_minover_incremental_margins_equal_recomputed(H, n, d, seed, multilabel, kernel):
+    X, data = _problem(H, n, d, seed, multilabel)
+    res = P.perceptron(X, data, variant="minover", kernel=kernel, sigma=1.0, max_epochs=3)
+    # (5.16): T_p = <w(alpha), dPhi_p>, recomputed from the final coefficients
+    S = res.class_scores(X)
+    T = S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar]
+    assert np.allclose(res.margins, T, atol=1e-9 * max(1.0, np.abs(T).max()))
+    # replay: every step picked the globally smallest margin (Alg. 7 step 3), and the run stops
+    # exactly when every margin is positive
+    K = gram(X, kernel=res.kernel)
+    G = np.zeros((n, data.n_classes))
+    for i, y, yb, tau in zip(res.log.example, res.log.y, res.log.ybar, res.log.tau):
+        Tp = (K @ G @ data.Q)[data.pair_i, data.pair_y] - (K @ G @ data.Q)[data.pair_i, data.pair_ybar]
+        p = int(np.argmin(Tp))
+        assert Tp[p] <= 1e-12 and (data.pair_i[p], data.pair_y[p], data.pair_ybar[p]) == (i, y, yb)
+        assert tau == data.pair_loss[p]
+        G[i, y] += tau
+        G[i, yb] -= tau
+    assert res.converged == bool(T.min() > 0)
+    assert res.converged or res.n_updates == 3 * n
+
+
+def test_minover_without_full_gram_matches(monkeypatch):
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b"})
+    X, data = _problem(H, 40, 3, 1, multilabel=True)
+    full = P.perceptron(X, data, variant="minover", max_epochs=2)
+    monkeypatch.setattr(P, "_FULL_GRAM_MAX_N", 10)
+    cols = P.perceptron(X, data, variant="minover", max_epochs=2)
+    assert _log_rows(full.log) == _log_rows(cols.log)
+    assert np.allclose(full.margins, cols.margins)
+
+
+def test_dual_blocks_are_exact(monkeypatch):
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
+    X, data = _problem(H, 60, 4, 5, multilabel=True)
+    one = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3)  # one Gram matrix
+    monkeypatch.setattr(P, "_FULL_GRAM_MAX_N", 10)  # kernel blocks computed per epoch
+    blocks = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3)
+    monkeypatch.setattr(P, "_BLOCK_ENTRIES", 7)  # blocks of a single example
+    many = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3)
+    assert _log_rows(one.log) == _log_rows(blocks.log) == _log_rows(many.log)
+    assert np.allclose(one.class_scores(X), many.class_scores(X))
+    K = one.kernel(X)
+    pre = P.perceptron(K, data, kernel="precomputed", max_epochs=3)
+    assert _log_rows(one.log) == _log_rows(pre.log)
+    assert np.allclose(pre.class_scores(K), one.class_scores(X))
+
+
+def test_sparse_and_dense_primal_agree():
+    H = hc.Hierarchy.from_paths(["a/a1", "a/a2", "b/b1", "b/b2", "c"])
+    rng = np.random.default_rng(0)
+    X = sp.random(80, 30, density=0.2, format="csr", random_state=1)
+    labels = _labels(rng, H.leaves, 80, multilabel=False)
+    _, _, data = hsvm.prepare(X, labels, H)
+    for update in P.UPDATES:
+        a = P.perceptron(X, data, update=update, max_epochs=4)
+        b = P.perceptron(X.toarray(), data, update=update, max_epochs=4)
+        assert _log_rows(a.log) == _log_rows(b.log)
+        assert np.allclose(a.weights, b.weights)
+
+
+def test_flat_perceptron_is_algorithm_3():
+    """Algorithm 3 by hand (w_y += x, w_ybar -= x), against flat_perceptron and the estimator
+    with hierarchy=None (one level; class_depth attributes and half-symmetric loss reduce to
+    indicator attributes and the 0/1 loss there)."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((50, 3))
+    y = rng.integers(0, 4, 50)
+    Y = np.eye(4, dtype=bool)[y]
+    Wc = np.zeros((4, 3))
+    for _ in range(3):
+        for i in range(50):
+            s = Wc @ X[i]
+            yb = int(np.argmax(np.where(Y[i], -np.inf, s)))
+            if s[y[i]] - s[yb] <= 0:
+                Wc[y[i]] += X[i]
+                Wc[yb] -= X[i]
+    res = P.flat_perceptron(X, Y, max_epochs=3, shuffle=False)
+    assert np.allclose(res.weights, Wc) and np.allclose(res.class_weights, Wc)
+    est = HierarchicalPerceptron(max_epochs=3, shuffle=False).fit(X, y)
+    assert np.allclose(est.decision_function(X), X @ Wc.T)
+    assert np.array_equal(est.predict(X), np.argmax(X @ Wc.T, axis=1))
+
+
+# ------------------------------------------------------------------------------ Proposition 5
+@st.composite
+def separable_problems(draw):
+    H = draw(st.one_of(trees(max_nodes=10), dags(max_nodes=9)).filter(lambda H: len(H.leaves) >= 2))
+    seed = draw(st.integers(0, 10 ** 6))
+    multilabel = draw(st.booleans())
+    attributes = draw(st.sampled_from(["indicator", "class_depth"]))
+    loss = draw(st.sampled_from(["half_symmetric", "zero_one", "symmetric_difference"]))
+    return H, seed, multilabel, attributes, loss
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(separable_problems())
+def test_online_perceptron_respects_proposition_5(problem):
+    H, seed, multilabel, attributes, loss = problem
+    rng = np.random.default_rng(seed)
+    classes = H.leaves
+    q, d = len(classes), 4
+    Lam = hc.class_attributes(H, classes, scheme=attributes)
+    W_star = rng.standard_normal((len(H), d))
+    W_star /= np.linalg.norm(W_star)  # ||w*|| = 1
+    X = rng.standard_normal((120, d))
+    S = _margin.class_scores(W_star, X, Lam)
+    order = np.argsort(-S, axis=1)
+    Ss = np.take_along_axis(S, order, axis=1)
+    k = rng.integers(1, q, len(X)) if multilabel else np.ones(len(X), dtype=int)
+    gap = Ss[np.arange(len(X)), k - 1] - Ss[np.arange(len(X)), k]
+    keep = gap > np.quantile(gap, 0.3)  # a margin bounded away from 0
+    X, order, k = X[keep], order[keep], k[keep]
+    labels = [frozenset(np.array(classes, dtype=object)[order[i, :k[i]]].tolist()) for i in range(len(X))]
+    _, _, data = hsvm.prepare(X, labels, H, loss=loss, attributes=Lam)
+    S = _margin.class_scores(W_star, X, Lam)
+    pair_margin = S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar]
+    gamma = pair_margin.min()
+    assert gamma > 0
+    res = P.perceptron(X, data, max_epochs=None, random_state=seed)
+    # stops with zero training errors: every pair margin of (4.10) is positive
+    S_hat = res.class_scores(X)
+    assert res.converged and np.min(S_hat[data.pair_i, data.pair_y] - S_hat[data.pair_i, data.pair_ybar]) > 0
+    off = ~np.eye(q, dtype=bool)
+    R = np.linalg.norm(X, axis=1).max()
+    Pn = np.linalg.norm(Lam, axis=1).max()
+    lmin, lmax = data.loss[off].min(), data.loss[off].max()
+    assert res.n_updates <= P.update_bound(R, Pn, lmin, lmax, gamma)
+    # the two inequalities of the proof, (5.9) and (5.10), after every update
+    W = np.zeros_like(W_star)
+    for t, (i, y, yb, tau) in enumerate(zip(res.log.example, res.log.y, res.log.ybar, res.log.tau), 1):
+        W += tau * np.outer(Lam[y] - Lam[yb], X[i])
+        assert np.sum(W * W_star) >= t * lmin * gamma - 1e-9
+        assert np.sum(W * W) <= 4 * t * lmax ** 2 * R ** 2 * Pn ** 2 + 1e-9
+
+
+# ------------------------------------------------------------------------------ estimator
+# Justified exceptions to scikit-learn's checks:
+# - Minover (Alg. 7) always corrects the globally worst pair; on overlapping classes (the blobs
+#   of check_classifiers_train are not separable) it keeps cycling over the overlap points and
+#   its last iterate scores about 0.7 < 0.83 (thesis 7.5.1, footnote: Minover "would cycle"
+#   on inconsistent data).  The online and averaged variants pass the check.
+MINOVER_FAILURES = {"check_classifiers_train": "Minover cycles on non-separable training data"}
+
+
+@pytest.mark.parametrize("params", [dict(variant="online"),
+                                    dict(variant="averaged", update="hieron"),
+                                    dict(variant="minover", kernel="rbf")],
+                         ids=["online", "averaged-hieron", "minover-rbf"])
+def test_check_estimator(params):
+    expected = MINOVER_FAILURES if params["variant"] == "minover" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        results = check_estimator(HierarchicalPerceptron(**params), on_fail=None,
+                                  expected_failed_checks=expected)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert not failed, failed
+
+
+def test_estimator_hierarchy_multilabel_dag():
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 5))
+    Y = _labels(rng, H.leaves, 60, multilabel=True)
+    for params in (dict(), dict(variant="averaged"), dict(variant="minover"), dict(update="hieron"),
+                   dict(kernel="rbf"), dict(variant="averaged", kernel="rbf", update="hieron")):
+        est = HierarchicalPerceptron(hierarchy=H, **params).fit(X, Y)
+        pred = est.predict(X)
+        assert est.multilabel_ and all(isinstance(p, frozenset) and p for p in pred)
+        assert est.decision_function(X).shape == (60, 3)
+        assert est.n_updates_ == est.result_.n_updates > 0
+        assert np.allclose(est.decision_function(X), est.result_.class_scores(X))
+    pre = HierarchicalPerceptron(hierarchy=H, kernel="precomputed").fit(X @ X.T, Y)
+    lin = HierarchicalPerceptron(hierarchy=H).fit(X, Y)
+    assert np.allclose(pre.decision_function(X @ X.T), lin.decision_function(X))
+
+
+def test_hierarchy_changes_the_model():
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b", "b2": "b"})
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 4))
+    y = np.array(H.leaves, dtype=object)[rng.integers(0, 4, 80)]
+    hier = HierarchicalPerceptron(hierarchy=H, shuffle=False, max_epochs=2).fit(X, y)
+    flat = HierarchicalPerceptron(shuffle=False, max_epochs=2).fit(X, y)
+    assert hier.coef_.shape == (len(H), 4)
+    assert not np.allclose(hier.decision_function(X), flat.decision_function(X))
+
+
+# ------------------------------------------------------------------------------ bad input
+def test_bad_input(monkeypatch):
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"})
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3))
+    y = np.array(["a", "b", "c"] * 10, dtype=object)
+    with pytest.raises(ValueError, match="variant"):
+        HierarchicalPerceptron(hierarchy=H, variant="fancy").fit(X, y)
+    with pytest.raises(ValueError, match="update"):
+        HierarchicalPerceptron(hierarchy=H, update="sgd").fit(X, y)
+    with pytest.raises(ValueError, match="Minover"):
+        HierarchicalPerceptron(hierarchy=H, variant="minover", update="hieron").fit(X, y)
+    with pytest.raises(ValueError, match="max_epochs"):
+        HierarchicalPerceptron(hierarchy=H, max_epochs=0).fit(X, y)
+    with pytest.raises(ValueError, match="semidefinite|eigenvalue"):
+        HierarchicalPerceptron(hierarchy=H, kernel="precomputed").fit(-np.eye(30), y)
+    with pytest.raises(ValueError, match="semidefinite|eigenvalue"):
+        HierarchicalPerceptron(hierarchy=H, kernel=lambda A, B: -(A @ B.T)).fit(X, y)
+    with pytest.raises(hc.LabelError):
+        HierarchicalPerceptron(hierarchy=H).fit(X, np.where(y == "a", "zz", y))
+    # provably non-separable data with max_epochs=None is refused, never looped on
+    Xd = X.copy()
+    Xd[1] = Xd[0]  # same input, labels "a" and "b"
+    with pytest.raises(ValueError, match="identical features"):
+        HierarchicalPerceptron(hierarchy=H, max_epochs=None).fit(Xd, y)
+    Xz = X.copy()
+    Xz[3] = 0
+    with pytest.raises(ValueError, match="zero feature vector"):
+        HierarchicalPerceptron(hierarchy=H, max_epochs=None).fit(Xz, y)
+    # non-separable data that no cheap test detects: capped, with a ConvergenceWarning
+    monkeypatch.setattr(P, "MAX_EPOCHS_CAP", 5)
+    Xx = np.array([[1, 1], [-1, -1], [1, -1], [-1, 1]] * 3, dtype=float)  # XOR: not linear
+    yx = np.array(["a", "a", "b", "b"] * 3, dtype=object)
+    H2 = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r"})
+    with pytest.warns(ConvergenceWarning, match="not be separable"):
+        est = HierarchicalPerceptron(hierarchy=H2, max_epochs=None).fit(Xx, yx)
+    assert not est.converged_ and est.n_iter_ == 5
+    with pytest.warns(ConvergenceWarning):
+        HierarchicalPerceptron(hierarchy=H2, variant="minover", max_epochs=None).fit(Xx, yx)
+    # ... while a fixed budget is a normal stop (the thesis' kappa), reported by converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert not HierarchicalPerceptron(hierarchy=H2, max_epochs=3).fit(Xx, yx).converged_
+
+
+def test_sparse_duplicates_are_found_without_densifying():
+    X = sp.csr_matrix(np.array([[0, 1.0, 0], [2.0, 0, 0], [0, 1.0, 0], [0, 0, 3.0]]))
+    for g in (P._row_groups(X), P._row_groups(X.toarray())):
+        assert np.array_equal(g[:, None] == g[None, :], np.array([0, 1, 0, 2])[:, None] == [0, 1, 0, 2])
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r"})
+    _, _, data = hsvm.prepare(X, ["a", "b", "b", "a"], H)
+    with pytest.raises(ValueError, match="identical features"):
+        P.perceptron(X, data, max_epochs=None)
+
+
+def test_batch_hieron_stops_on_the_margin_rescaled_constraints():
+    """Batch Hieron's hinge is the SVM's margin-rescaled slack for the loss sqrt(Delta): when it
+    stops, every slack of that model (computed by _margin.slacks) is 0."""
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
+    rng = np.random.default_rng(7)
+    Lam = hc.class_attributes(H, scheme="class_depth")
+    W_star = rng.standard_normal((len(H), 3))
+    X = rng.standard_normal((80, 3))
+    S = _margin.class_scores(W_star, X, Lam)
+    srt = np.sort(S, axis=1)
+    X = X[srt[:, -1] - srt[:, -2] > 0.3]
+    labels = list(np.array(H.leaves, dtype=object)[np.argmax(_margin.class_scores(W_star, X, Lam), 1)])
+    _, _, data = hsvm.prepare(X, labels, H)
+    res = P.perceptron(X, data, variant="averaged", update="hieron", max_epochs=None)
+    assert res.converged and res.selection == "hinge"
+    last = P.perceptron(X, data, variant="online", update="hieron", selection="hinge", max_epochs=None)
+    sqrt_model = _margin.margin_data(data.Y, np.sqrt(data.loss), Lam=data.Lam, rescaling="margin")
+    assert np.all(_margin.slacks(last.class_scores(X), sqrt_model) <= 1e-8)
+    assert _log_rows(last.log) == _log_rows(res.log)  # the same iterates; only the output differs

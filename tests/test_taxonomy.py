@@ -1,0 +1,219 @@
+"""Taxonomy learning (Cai thesis Algorithm 8) and random hierarchies (thesis 7.4.3).
+
+Independent routes: Algorithm 8's inconsistency coefficients and cut transcribed literally
+(lines 13-27) against the scipy-based implementation; centroid distances by explicit class
+means (and kernel means) against the Gram-matrix formula (6.1).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.cluster import hierarchy as sch
+
+import hiercvx as hc
+from hiercvx import taxonomy as T
+from hiercvx.kernels import make_kernel
+
+
+def _planted(seed, n=600, noise=0.2):
+    """Four groups of three classes: groups in two far-apart pairs, classes in tight triangles."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[200, 20], [200, -20], [-200, 20], [-200, -20]], float)
+    tri = np.array([[1, 0], [-0.5, 0.87], [-0.5, -0.87]])
+    cls_c = np.concatenate([c + tri + 0.1 * rng.standard_normal((3, 2)) for c in centres])
+    y = rng.integers(0, 12, n)
+    X = cls_c[y] + noise * rng.standard_normal((n, 2))
+    return X, y, np.repeat(np.arange(4), 3)
+
+
+def _same_partition(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :])
+
+
+def _algorithm8_coefficients(Z):
+    """Lines 13-24: S = the link's merge distance plus those of the non-leaf clusters it
+    merges; IC = (m - mean S) / std S (sample std), 0 when std is 0 / undefined."""
+    q = Z.shape[0] + 1
+    out = np.zeros(len(Z))
+    for t, (a, b, m, _) in enumerate(Z):
+        S = [m] + [Z[int(c) - q, 2] for c in (a, b) if c >= q]
+        sd = np.std(S, ddof=1) if len(S) > 1 else 0.0
+        out[t] = (m - np.mean(S)) / sd if sd > 0 else 0.0
+    return out
+
+
+def _algorithm8_cut(Z, coeff, threshold):
+    """Line 27 and the text: links above the threshold are cut, and every link built on a cut
+    link is cut too; classes joined by the remaining links form one cluster."""
+    q = Z.shape[0] + 1
+    kept = np.zeros(len(Z), dtype=bool)
+    for t, (a, b, _, _) in enumerate(Z):
+        kids_ok = all(kept[int(c) - q] for c in (a, b) if c >= q)
+        kept[t] = coeff[t] <= threshold and kids_ok
+    parent = list(range(2 * q - 1))
+
+    def find(u):
+        while parent[u] != u:
+            u = parent[u]
+        return u
+    for t, (a, b, _, _) in enumerate(Z):
+        if kept[t]:
+            parent[find(int(a))] = q + t
+            parent[find(int(b))] = q + t
+    return np.array([find(k) for k in range(q)])
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), q=st.integers(3, 25), d=st.integers(1, 5))
+def test_inconsistency_and_cut_follow_algorithm_8(seed, q, d):
+    rng = np.random.default_rng(seed)
+    # classes of random sizes around random centres (some clumped): generic dendrograms
+    centres = rng.standard_normal((q, d)) * rng.choice([0.3, 3.0], size=(q, 1))
+    y = np.concatenate([np.arange(q), rng.integers(0, q, 5 * q)])
+    X = centres[y] + 0.1 * rng.standard_normal((len(y), d))
+    res = T.learn_taxonomy(X, y)
+    Z = res.linkage
+    coeff = _algorithm8_coefficients(Z)
+    assert np.allclose(res.inconsistency[:, 3], coeff, atol=1e-10)
+    assert np.allclose(res.inconsistency[:, 3], sch.inconsistent(Z, 2)[:, 3])
+    nonzero = coeff[np.abs(coeff) > 1e-12]
+    assert res.threshold == pytest.approx(nonzero.mean() if len(nonzero) else 0.0, abs=1e-10)
+    # the cut, on the same coefficients (a coefficient equal to the threshold -- e.g. the only
+    # non-zero one -- is not "above" it, and rounding must not decide that)
+    assert _same_partition(res.clusters, _algorithm8_cut(Z, res.inconsistency[:, 3], res.threshold))
+    # a two-level tree: root -> clusters -> every class once
+    H = res.hierarchy
+    assert H.is_tree and set(H.leaves) == set(range(q)) and len(H.children(H.root)) == res.n_clusters
+    for k, c in enumerate(res.classes):
+        assert H.parents(c) == (res.cluster_names[res.clusters[k]],)
+    # average linkage over the centroid distances (6.2): each merge height is the mean distance
+    members = {k: [k] for k in range(q)}
+    for t, (a, b, m, _) in enumerate(Z):
+        A, B = members.pop(int(a)), members.pop(int(b))
+        assert m == pytest.approx(res.distances[np.ix_(A, B)].mean(), rel=1e-9, abs=1e-12)
+        members[q + t] = A + B
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_planted_cluster_structure_is_recovered(seed):
+    X, y, truth = _planted(seed)
+    res = T.learn_taxonomy(X, y)
+    assert _same_partition(res.clusters, truth)
+    H = T.learn_hierarchy(X, y)
+    assert H == res.hierarchy and len(H.children(H.root)) == 4
+    for g in range(4):
+        assert len({H.parents(c) for c in np.flatnonzero(truth == g)}) == 1
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10 ** 6))
+def test_noisier_planted_groups_are_refined_never_merged(seed):
+    """The thesis calls the learned hierarchy conservative: with noisier classes the groups may
+    split, but classes of far-apart groups never share a cluster."""
+    X, y, truth = _planted(seed, noise=3.0)
+    res = T.learn_taxonomy(X, y)
+    far = truth[:, None] // 2 != truth[None, :] // 2  # groups 200 units apart
+    assert not np.any((res.clusters[:, None] == res.clusters[None, :]) & far)
+
+
+def test_centroid_distances_multilabel_and_kernels():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 3))
+    Y = [frozenset(rng.choice(["a", "b", "c", "d"], rng.integers(1, 3), replace=False).tolist())
+         for _ in range(40)]
+    Y[:4] = [frozenset({c}) for c in "abcd"]
+    classes, D = T.centroid_distances(X, Y)
+    assert classes == ("a", "b", "c", "d")
+    member = np.array([[c in s for c in classes] for s in Y])
+    C = np.array([X[member[:, k]].mean(axis=0) for k in range(4)])  # an example counts for each class
+    assert np.allclose(D, np.linalg.norm(C[:, None] - C[None, :], axis=2))
+    # kernelized (6.1): distances between mean feature maps, by explicit kernel means
+    k = make_kernel("rbf", sigma=1.5)
+    _, Dk = T.centroid_distances(X, Y, kernel=k)
+    Kf = k(X)
+    ref = np.zeros((4, 4))
+    for a in range(4):
+        for b in range(4):
+            A, B = member[:, a], member[:, b]
+            ref[a, b] = np.sqrt(max(Kf[np.ix_(A, A)].mean() + Kf[np.ix_(B, B)].mean()
+                                    - 2 * Kf[np.ix_(A, B)].mean(), 0))
+    assert np.allclose(Dk, ref)
+    _, Dp = T.centroid_distances(Kf, Y, kernel="precomputed")
+    assert np.allclose(Dp, ref)
+    _, Dc = T.centroid_distances(X, Y, kernel=lambda A, B: k(A, B))
+    assert np.allclose(Dc, ref)
+    # a precomputed class distance gives the same hierarchy
+    assert T.hierarchy_from_distances(Dk, classes).hierarchy == T.learn_hierarchy(X, Y, kernel=k)
+
+
+def test_learned_hierarchy_trains_a_hierarchical_estimator():
+    from hiercvx.estimators.perceptron import HierarchicalPerceptron
+
+    X, y, _ = _planted(0, n=200)
+    H = T.learn_hierarchy(X, y)
+    # classes 1 apart, 200 away from the origin: a local (rbf) kernel, not a linear one
+    est = HierarchicalPerceptron(hierarchy=H, variant="averaged", kernel="rbf", sigma=1.0).fit(X, y)
+    assert set(est.classes_) == set(range(12)) and np.mean(est.predict(X) == y) > 0.9
+
+
+def test_taxonomy_bad_input():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 2))
+    with pytest.raises(ValueError, match="two classes"):
+        T.learn_hierarchy(X, np.zeros(10, dtype=int))
+    with pytest.raises(ValueError, match="semidefinite|eigenvalue"):
+        T.learn_hierarchy(-np.eye(10), np.arange(10) % 3, kernel="precomputed")
+    with pytest.raises(ValueError, match="semidefinite|eigenvalue"):
+        T.learn_hierarchy(X, np.arange(10) % 3, kernel=lambda A, B: -(A @ B.T) - 5.0)
+    with pytest.raises(ValueError, match="no examples"):
+        T.learn_hierarchy(X, np.eye(3, dtype=int)[np.arange(10) % 2])
+    with pytest.raises(ValueError, match="rows"):
+        T.learn_hierarchy(X, np.arange(9) % 3)
+    Xn = X.copy()
+    Xn[0, 0] = np.inf
+    with pytest.raises(ValueError, match="non-finite"):
+        T.learn_hierarchy(Xn, np.arange(10) % 3)
+    with pytest.raises(ValueError, match="symmetric"):
+        T.hierarchy_from_distances(np.array([[0, 1, 2], [1, 0, 1], [3, 1, 0]]), "abc")
+    with pytest.raises(ValueError, match="two classes"):
+        T.hierarchy_from_distances(np.zeros((1, 1)), "a")
+
+
+# ------------------------------------------------------------------------------ random hierarchies
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.integers(1, 6), min_size=1, max_size=4).map(lambda s: np.cumsum(s).tolist()),
+       seed=st.integers(0, 10 ** 6))
+def test_random_hierarchy_has_the_level_sizes(sizes, seed):
+    H = T.random_hierarchy(sizes, random_state=seed)
+    assert T.hierarchy_level_sizes(H) == tuple(sizes)
+    assert H.is_tree and np.all(H.depths[H.leaf_indices] == len(sizes))  # no childless interior node
+    assert H == T.random_hierarchy(sizes, random_state=seed)
+
+
+def test_random_hierarchy_like_a_true_one_is_uniform_and_keeps_classes():
+    true = hc.Hierarchy.from_paths([f"{a}/{a}{b}" for a in "xyz" for b in range(3)])
+    sizes = T.hierarchy_level_sizes(true)
+    assert sizes == (3, 9)
+    R = T.random_hierarchy(sizes, random_state=0, classes=true.leaves)
+    assert set(R.leaves) == set(true.leaves) and R != true
+    # uniform over maps of 3 children onto 2 parents with no childless parent (6 of them)
+    counts = {}
+    rng = np.random.default_rng(0)
+    for _ in range(1200):
+        H = T.random_hierarchy((2, 3), random_state=rng, classes=["a", "b", "c"])
+        key = tuple(H.parents(c)[0] for c in "abc")
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) == 6 and all(120 < v < 280 for v in counts.values())
+
+
+def test_random_hierarchy_bad_input():
+    with pytest.raises(ValueError, match="not decrease"):
+        T.random_hierarchy((3, 2))
+    with pytest.raises(ValueError, match="positive"):
+        T.random_hierarchy((0, 2))
+    with pytest.raises(ValueError, match="classes"):
+        T.random_hierarchy((2, 3), classes=["a", "b"])
+    with pytest.raises(hc.HierarchyError):
+        T.hierarchy_level_sizes(hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")]))
