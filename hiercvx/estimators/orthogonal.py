@@ -1,0 +1,211 @@
+"""scikit-learn classifier for orthogonal transfer (Zhou, Xiao, Wu 2011) and its baselines.
+
+One estimator, :class:`OrthogonalTransferSVC`, with a ``method`` switch over the five problems
+of the paper: ``"orthogonal"`` (4), ``"flatmult"`` (12) over the leaves, ``"hiermult"`` (12)
+at every internal node, ``"transfer"`` and ``"treeloss"`` (section 5).  Training is done by
+RDA with optimality bounds (:mod:`hiercvx.solvers.rda`, ``solver="fast"``) or by the certified
+CVXPY reference (:mod:`hiercvx.formulations.orthogonal`, ``solver="reference"``); either way the
+certificate is kept (``objective_``, ``gap_``).  Prediction follows the paper: the recursive
+classifier (1) for orthogonal / HIERMULT / TRANSFER, the flat classifier (2) for FLATMULT
+(over the leaves) and TREELOSS (over its classes, with ``w_y = sum_{A+(y)} u``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_positive
+from ..exceptions import InputError, LabelError
+from ..formulations import orthogonal as ot
+from ._base import SOLVERS, resolve_targets
+
+__all__ = ["OrthogonalTransferSVC"]
+
+_TOP_DOWN = ("orthogonal", "hiermult", "transfer")
+_BUILDERS = {"orthogonal": ot.primal, "flatmult": ot.flatmult, "hiermult": ot.hiermult,
+             "transfer": ot.transfer, "treeloss": ot.treeloss}
+
+
+class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
+    """Hierarchical SVM with orthogonal transfer (Zhou, Xiao, Wu), or one of its baselines.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy (a tree) or None (a flat hierarchy over the labels seen in ``fit``)
+    C : the C of (4) / (12); the hinge is scaled by C/N as in the paper
+    K : ``(m, m)`` matrix over ``hierarchy.nodes[1:]`` satisfying Theorem 1 (method
+        ``"orthogonal"`` only); default heuristic (6) with ``alpha`` (lowered, with a logged
+        warning, when its comparison matrix is not positive definite)
+    alpha : heuristic (6)'s off-diagonal value
+    method : ``"orthogonal"``, ``"flatmult"``, ``"hiermult"``, ``"transfer"`` or ``"treeloss"``
+    solver : ``"fast"`` (RDA, Algorithm 1, stops on a certified relative gap ``tol``) or
+        ``"reference"`` (the exact SDP / QP, certified; ``reference_solver`` picks the solver)
+    tol, max_iter : RDA's certified relative gap and iteration budget
+    treeloss_classes : TREELOSS's classes, ``"nodes"`` (the paper: every non-root node) or
+        ``"leaves"``
+    verbose : log the solver's progress
+
+    Labels are node names (leaves, or internal nodes for the methods that take partial paths:
+    all but FLATMULT); ``classes_`` are the leaves (the non-root nodes for TREELOSS over
+    ``"nodes"``).  ``score`` is 1 minus the paper's error rate (section 2: a prediction is
+    right iff the true label is one of its ancestors or itself), which is accuracy for leaf
+    labels.
+
+    Attributes
+    ----------
+    coef_ : ``(n_nodes, n_features)`` weights in ``hierarchy_.nodes`` order (TREELOSS: the
+        increments u); ``objective_``, ``lower_bound_``, ``gap_``: the certificate;
+    n_iter_ : RDA iterations (reference: the conic solver's iterations); ``result_`` : the
+        :class:`~hiercvx.solvers.SolverResult` or :class:`~hiercvx.ReferenceSolution`;
+    K_ : the K used (orthogonal); ``hierarchy_``, ``classes_``, ``n_features_in_``.
+    """
+
+    def __init__(self, hierarchy=None, C=1.0, K=None, alpha=1.0, method="orthogonal", solver="fast",
+                 tol=1e-4, max_iter=20000, treeloss_classes="nodes", reference_solver=None,
+                 verbose=False):
+        self.hierarchy = hierarchy
+        self.C = C
+        self.K = K
+        self.alpha = alpha
+        self.method = method
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.treeloss_classes = treeloss_classes
+        self.reference_solver = reference_solver
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def _check_params(self):
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        check_positive(self.alpha, "alpha")
+        if self.method not in ot.METHODS:
+            raise InputError(f"method must be one of {ot.METHODS}, got {self.method!r}")
+        if self.solver not in SOLVERS:
+            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.K is not None and self.method != "orthogonal":
+            raise InputError(f"K is the matrix of orthogonal transfer (4); method={self.method!r} "
+                             "does not use it: drop K or use method='orthogonal'")
+        if self.treeloss_classes not in ("nodes", "leaves"):
+            raise InputError(f"treeloss_classes must be 'nodes' or 'leaves', got {self.treeloss_classes!r}")
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
+                or self.max_iter < 1:
+            raise InputError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+
+    def fit(self, X, y):
+        """Fit on ``X`` ``(n_samples, n_features)`` (dense or CSR) and ``y`` (one node name per
+        sample)."""
+        self._check_params()
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
+        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
+        if multilabel:
+            raise LabelError("orthogonal transfer and its baselines are single-label: give one node "
+                             "name per sample (a tree's single deepest label), not label sets")
+        if len(labels) != X.shape[0]:
+            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        alpha = self.alpha if self.K is None else 1.0  # the builders take K or alpha, not both
+        method_kw = {"classes": self.treeloss_classes} if self.method == "treeloss" else {}
+        if self.method == "orthogonal":
+            method_kw.update(K=self.K, alpha=alpha)
+        if self.solver == "fast":
+            from ..solvers import rda
+
+            res = rda.solve(X, labels, H, self.method, C=float(self.C), tol=float(self.tol),
+                            max_iter=int(self.max_iter), verbose=self.verbose, **method_kw)
+            self.objective_, self.lower_bound_, self.gap_ = res.objective, res.lower_bound, res.gap
+            self.n_iter_ = res.n_iter
+            self.K_ = res.K
+            self.result_ = res
+        else:
+            prob = _BUILDERS[self.method](X, labels, H, C=float(self.C), **method_kw)
+            sol = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
+            self.objective_, self.lower_bound_, self.gap_ = sol.objective, sol.lower_bound, sol.gap
+            stats = prob.problem.solver_stats
+            self.n_iter_ = int(getattr(stats, "num_iters", None) or 1)
+            self.K_ = prob.data.get("K")
+            self.result_ = sol
+        self.coef_ = np.asarray(self.result_.weights, dtype=float)
+        self.hierarchy_ = H
+        if self.method == "treeloss" and self.treeloss_classes == "nodes" and self.hierarchy is not None:
+            classes = np.empty(len(H) - 1, dtype=object)
+            classes[:] = H.nodes[1:]  # TREELOSS's classes: every non-root node (internal ones too)
+        class_nodes = H.indices(classes.tolist())
+        self.classes_ = classes
+        self._class_nodes = class_nodes
+        position = np.full(len(H), -1)
+        position[class_nodes] = np.arange(len(class_nodes))
+        self._position = position
+        return self
+
+    # ------------------------------------------------------------------ predict
+    def _node_scores(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        S = X @ self.coef_.T
+        return np.asarray(S.toarray() if hasattr(S, "toarray") else S)
+
+    def _path_margins(self, S):
+        """Per leaf, the smallest margin ``<w_i, x> - max_{j in S(i)} <w_j, x>`` over
+        ``i in A+(leaf)``: positive exactly on the leaf the recursive classifier (1) reaches
+        (barring ties); the margins of (4)'s constraints."""
+        H = self.hierarchy_
+        margin = np.full_like(S, np.inf)
+        for group in H.sibling_groups():
+            if len(group) < 2:
+                continue
+            block = S[:, group]
+            order = np.argsort(-block, axis=1, kind="stable")
+            first = np.take_along_axis(block, order[:, :1], axis=1)
+            second = np.take_along_axis(block, order[:, 1:2], axis=1)
+            best_other = np.where(np.arange(len(group))[None, :] == order[:, :1], second, first)
+            margin[:, group] = block - best_other
+        path = np.full_like(S, np.inf)
+        parent = H.parent_index
+        for depth in range(1, int(H.depths.max()) + 1):  # root to leaves, one level at a time
+            level = np.flatnonzero(H.depths == depth)
+            path[:, level] = np.minimum(path[:, parent[level]], margin[:, level])
+        return path
+
+    def class_scores(self, X):
+        """Scores ``(n_samples, n_classes)`` in ``classes_`` order whose argmax is ``predict``:
+        path margins (top-down methods), ``<w_y, x>`` (FLATMULT), ``<sum_{A+(y)} u, x>``
+        (TREELOSS)."""
+        check_is_fitted(self)
+        S = self._node_scores(X)
+        if self.method in _TOP_DOWN:
+            S = self._path_margins(S)
+        elif self.method == "treeloss":
+            A = self.hierarchy_.ancestor_matrix.astype(float)
+            S = np.asarray(A @ S.T).T - S[:, [0]]  # sum over A+(y); the root's row is zero anyway
+        return S[:, self._class_nodes]
+
+    def decision_function(self, X):
+        """:meth:`class_scores`; with two classes, ``score(classes_[1]) - score(classes_[0])``."""
+        S = self.class_scores(X)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def predict(self, X):
+        """The paper's classifier: recursive (1) for orthogonal / HIERMULT / TRANSFER, flat (2)
+        for FLATMULT and TREELOSS."""
+        check_is_fitted(self)
+        if self.method in _TOP_DOWN:
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+            node = ot.predict_top_down(self.coef_, X, self.hierarchy_, return_index=True)
+        else:
+            node = self._class_nodes[np.argmax(self.class_scores(X), axis=1)]
+        return self.classes_[self._position[node]]
+
+    def score(self, X, y, sample_weight=None):
+        """1 - the paper's error rate (section 2): accuracy for leaf labels; an internal test
+        label counts as right when the prediction lies in its subtree."""
+        wrong = ot.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object), self.predict(X))
+        return float(np.average(~wrong, weights=sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+

@@ -1,0 +1,463 @@
+"""Regularized dual averaging with optimality bounds (Zhou, Xiao, Wu 2011, Algorithm 1).
+
+Solves orthogonal transfer (4) and the four baselines of section 5 (FLATMULT (12), HIERMULT,
+TRANSFER, TREELOSS) in their unconstrained form (7), ``J(W) = R(W) + H(W)``: ``R`` the
+regularizer, ``H`` the hinge with the slacks eliminated (the pairs of
+:func:`hiercvx.formulations.orthogonal.prepare`).  Every regularizer here is
+``R(W) = 1/2 tr(W^T S(W) W)``: for (4) ``S(W) = K o sign(W W^T)`` with ``K_ii`` on the
+diagonal (then ``R = Omega`` (5) and ``S(W) W`` is Theorem 4's subgradient); for the baselines
+``S`` is a fixed matrix (``I``, or ``I + E^T E`` for TRANSFER), so they are strongly convex too.
+
+Splitting (8) of section 4.3: ``J = phi + Psi`` with ``Psi(W) = 1/2 tr(W^T P W)`` and
+``phi = R - Psi + H``; step 2, (9), is then ``W(t+1) = -P^{-1} gbar(t)`` ((11) when
+``P = sigma I``).  ``phi`` is convex when every ``S(W) - P`` is PSD.  ``psi`` chooses P for (4):
+
+* ``"identity"`` (the paper): ``P = lambda_min(Kbar) I`` (Corollary 2);
+* ``"diagonal"``: ``P = mu diag(K)``, ``mu = lambda_min(D^{-1/2} Kbar D^{-1/2})``, ``D = diag(K)``
+  (``Kbar - P`` is PSD too; the larger ``K_ii`` of the upper nodes stay in Psi);
+* ``"averaged"`` (default): the next point minimizes the *averaged quadratic minorant*
+  ``1/2 tr(W^T Sbar W) - <Ubar, W> + sum abar`` of J (below), ``W(t+1) = Sbar^{-1} Ubar``: the
+  RDA step with ``Psi_t = 1/2 tr(W^T Sbar_t W)``, i.e. conditional gradient (Frank--Wolfe) with
+  step ``a_t / sum a`` on the dual.  The paper's splitting needs ``t >> lambda_max(K) / sigma``
+  iterations before its iterates settle (they first grow like ``(lambda_max/sigma)^t / t!``).
+
+The baselines always use ``P = S`` (the whole regularizer; ``phi = H``).
+
+Bounds, per iteration, with averaging weights ``a_t`` (``averaging="uniform"``: ``a_t = 1``, the
+paper; ``"linear"`` (default): ``a_t = t``, which removes the ``ln t`` of (10); every bound
+below holds for any positive weights):
+
+* upper: ``min_tau J(W(tau))`` (step 3);
+* lower, the paper's (step 4): ``delta(t) + min_W {gbar(t) . W + 1/2 tr(W^T P W)}``, with
+  ``delta(t)`` the average of ``phi(W(tau)) - g(tau) . W(tau)``, kept as a running maximum
+  (the paper's step 4 reads ``max{J_low(t), J(t+1)}``; it must be ``J_low(t+1)``).  It holds
+  whatever points are queried, since the minimum over W is taken exactly;
+* lower, from the averaged multipliers (``dual_bound=True``): each hinge subgradient is
+  ``-U(alpha(t))`` for a dual-feasible ``alpha(t)`` (``C Cw_s Delta_p`` on the most violated
+  pair of slack s, 0 elsewhere) and each ``S(W(t))`` lies in the box ``{S_ii = K_ii,
+  |S_ij| <= K_ij}``; the averages stay feasible, and ``Omega >= 1/2 tr(W^T Sbar W)``, so
+  ``sum abar - 1/2 tr(Ubar^T Sbar^{-1} Ubar)`` is a lower bound (the bound of
+  :func:`hiercvx.formulations.orthogonal.primal`'s certificate).  It is never below the paper's
+  (which linearizes the convex quadratic ``1/2 tr(W^T (S - P) W)`` that this one keeps); for
+  the baselines the two coincide.
+
+It stops when ``(upper - lower) / max(1, |upper|) <= tol`` (``SolverResult.gap``).  Cost per
+iteration: one product ``X W^T`` (``O(nnz(X) m)``), one scatter of the chosen rows of X
+(``O(nnz(X))``, numba) and ``O(m^2 d + m^3)`` for the regularizer and the bounds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from numba import njit
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
+
+from .._validation import check_positive
+from ..exceptions import InputError
+from ..formulations import orthogonal as _ot
+from ._result import SolverResult
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["solve", "solve_model", "Regularizer", "regularizer_for", "PSI_CHOICES", "AVERAGING"]
+
+PSI_CHOICES = ("identity", "diagonal", "averaged")
+AVERAGING = ("uniform", "linear")
+
+
+# =============================================================================== regularizers
+class Regularizer:
+    """``R(W) = 1/2 tr(W^T S(W) W)`` over the rows of the variable nodes, and the split
+    ``Psi(W) = 1/2 tr(W^T P W)`` of section 4.3.
+
+    ``kind="omega"``: ``matrix`` is K (Omega (5), sign pattern re-read at every W);
+    ``kind="quadratic"``: ``matrix`` is a fixed PD ``S``.  ``P`` is a 1-D diagonal or a full
+    PD matrix.  ``sigma`` is the strong-convexity constant of ``Psi`` (``lambda_min(P)``).
+    ``averaged``: step 2 minimizes the averaged quadratic minorant instead (module doc).
+    """
+
+    def __init__(self, kind: str, matrix: np.ndarray, P: np.ndarray, averaged: bool = False):
+        if kind not in ("omega", "quadratic"):
+            raise InputError(f"kind must be 'omega' or 'quadratic', got {kind!r}")
+        self.kind = kind
+        self.matrix = np.asarray(matrix, dtype=float)
+        P = np.asarray(P, dtype=float)
+        self.P = P
+        if P.ndim == 1:
+            if not np.all(P > 0):
+                raise InputError("Psi's diagonal must be positive (a strongly convex Psi)")
+            self.sigma = float(P.min())
+            self._chol = None
+        else:
+            self._chol = sla.cho_factor(P, lower=True)
+            self.sigma = float(np.linalg.eigvalsh(P)[0])
+        if kind == "quadratic":
+            self._S_chol = sla.cho_factor(self.matrix, lower=True)
+        self.averaged = bool(averaged)  # step 2 from the averaged quadratic minorant
+
+    @property
+    def size(self) -> int:
+        return self.matrix.shape[0]
+
+    def pattern(self, W: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(S(W), R(W))``: the matrix whose ``S W`` is the subgradient (Theorem 4 for Omega)."""
+        if self.kind == "quadratic":
+            return self.matrix, 0.5 * float(np.sum(W * (self.matrix @ W)))
+        gram = W @ W.T
+        S = self.matrix * np.sign(gram)
+        np.fill_diagonal(S, np.diag(self.matrix))
+        return S, 0.5 * float(np.sum(self.matrix * np.abs(gram)))
+
+    def psi_apply(self, W):
+        return self.P[:, None] * W if self.P.ndim == 1 else self.P @ W
+
+    def psi_solve(self, G):
+        return G / self.P[:, None] if self.P.ndim == 1 else sla.cho_solve(self._chol, G)
+
+    def minorant_solve(self, S: np.ndarray, U: np.ndarray):
+        """``(S^{-1} U, 1/2 tr(U^T S^{-1} U))``; ``(None, +inf)`` when S is not positive definite."""
+        if self.kind == "quadratic":
+            Z = sla.cho_solve(self._S_chol, U)
+        else:
+            try:
+                L = np.linalg.cholesky(S)
+            except np.linalg.LinAlgError:
+                return None, float("inf")
+            # m is small: LAPACK's general solves beat trsm's call overhead
+            Z = np.linalg.solve(L.T, np.linalg.solve(L, U))
+        return Z, 0.5 * float(np.sum(U * Z))
+
+
+def _omega_regularizer(K: np.ndarray, psi: str) -> Regularizer:
+    if psi not in PSI_CHOICES:
+        raise InputError(f"psi must be one of {PSI_CHOICES}, got {psi!r}")
+    sigma = _ot.strong_convexity(K)
+    if sigma <= 1e-12 * max(1.0, float(np.abs(np.diag(K)).max())):
+        raise InputError(
+            "the comparison matrix of K is singular (smallest eigenvalue "
+            f"{sigma:.3g}): Omega is convex but not strongly convex, and Algorithm 1 needs strong "
+            "convexity (Corollary 2). Lower alpha / the off-diagonal entries of K, or use the "
+            "exact reference orthogonal.primal")
+    if psi in ("identity", "averaged"):  # "averaged" keeps P = sigma I for the paper's bound
+        return Regularizer("omega", K, np.full(K.shape[0], sigma), averaged=psi == "averaged")
+    d = np.sqrt(np.diag(K))
+    Kbar = _ot.comparison_matrix(K)
+    mu = float(np.linalg.eigvalsh(Kbar / d[:, None] / d[None, :])[0])
+    return Regularizer("omega", K, mu * (1.0 - 1e-12) * np.diag(K))
+
+
+def regularizer_for(model: "_ot.PairModel", K=None, psi: str = "averaged") -> Regularizer:
+    """The regularizer of ``model.method`` over ``model.var_nodes``: Omega with ``K`` for
+    ``"orthogonal"``, ``I + E^T E`` for ``"transfer"``, ``I`` otherwise."""
+    if model.method == "orthogonal":
+        if K is None:
+            raise InputError("orthogonal transfer needs K (e.g. orthogonal.heuristic_K(H))")
+        return _omega_regularizer(np.asarray(K, dtype=float), psi)
+    S = _ot.transfer_matrix(model.H) if model.method == "transfer" else np.eye(len(model.var_nodes))
+    return Regularizer("quadratic", S, S)
+
+
+# =============================================================================== the hinge
+@njit(cache=True)
+def _scatter_dense(U, X, rows, pos, neg, alpha):  # U[pos] += a x_row, U[neg] -= a x_row
+    for k in range(rows.shape[0]):
+        x = X[rows[k]]
+        a = alpha[k]
+        up = U[pos[k]]
+        un = U[neg[k]]
+        for j in range(x.shape[0]):
+            up[j] += a * x[j]
+            un[j] -= a * x[j]
+
+
+@njit(cache=True)
+def _scatter_csr(U, indptr, indices, data, rows, pos, neg, alpha):  # the same for CSR rows
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        a = alpha[k]
+        for q in range(indptr[r], indptr[r + 1]):
+            U[pos[k], indices[q]] += a * data[q]
+            U[neg[k], indices[q]] -= a * data[q]
+
+
+class _Hinge:
+    """``H(W) = C sum_s Cw_s max(0, max_{p of s} Delta_p (1 - <w_pos - w_neg, x_s>))`` of a
+    :class:`PairModel` (class scores through ``Lam``), with its value, a subgradient (the most
+    violated pair of every slack, section 4.1) and the multipliers that subgradient is made of."""
+
+    def __init__(self, model, C: float):
+        d = model.data
+        if d.rescaling != "slack":
+            raise InputError("the RDA hinge is written for slack rescaling (the margin rows of "
+                             "orthogonal.prepare); got margin rescaling")
+        X = model.X_slacks
+        self._csr = sp.issparse(X)
+        if self._csr:
+            X = sp.csr_matrix(X)
+            X.sort_indices()
+        else:
+            X = np.ascontiguousarray(X, dtype=float)
+        self.X = X
+        self.n_slacks = d.n_samples
+        var = np.asarray(model.var_nodes)
+        n_vars = len(var)
+        Lam = d.Lam[:, var]  # (q, n_vars)
+        col = np.full(d.n_classes, -1)
+        selection = bool(np.all(np.isin(Lam, (0.0, 1.0))) and np.all(Lam.sum(axis=1) <= 1)
+                         and np.all(Lam.sum(axis=0) == 1))
+        if selection:  # classes are nodes: a class score is one column of X W^T
+            rows, cols = np.nonzero(Lam)
+            col[rows] = cols
+            pos, neg = col[d.pair_y], col[d.pair_ybar]
+            if np.any(pos < 0) or np.any(neg < 0):
+                raise InputError("a margin row involves a class without a weight vector")
+            self.B = None
+            width = n_vars
+        else:  # TREELOSS: class scores are sums of increments over A^+(y), (3)
+            pos, neg = d.pair_y, d.pair_ybar
+            self.B = sp.csr_matrix(Lam.T)  # (n_vars, q)
+            width = d.n_classes
+        self.width = width
+        self.n_vars = n_vars
+        self.pos, self.neg = pos, neg
+        self.flat_pos = d.pair_i * width + pos
+        self.flat_neg = d.pair_i * width + neg
+        self.delta = d.pair_loss.astype(float)
+        self.weight = float(C) * d.Cw  # C_s = C Cw_s
+        counts = np.diff(d.pair_ptr)
+        P = d.n_pairs
+        self.n_pairs = P
+        self.pad = np.full((self.n_slacks, max(int(counts.max(initial=0)), 1)), P, dtype=np.int64)
+        rows = np.repeat(np.arange(self.n_slacks), counts)
+        self.pad[rows, np.arange(P) - d.pair_ptr[rows]] = np.arange(P)
+        self._rows = np.arange(self.n_slacks)
+        self._viol = np.empty(P + 1)
+        self._viol[P] = -np.inf
+
+    def evaluate(self, W: np.ndarray):
+        """``(H(W), U, alpha_sum, chosen, alpha)``: the hinge value, ``U = sum_p alpha_p
+        (Lam_pos - Lam_neg)^T x_p`` over the variable rows (so ``-U`` is a subgradient of H),
+        ``sum_p alpha_p`` and the chosen pairs with their multipliers."""
+        Z = self.X @ W.T
+        Z = np.asarray(Z.toarray() if sp.issparse(Z) else Z)
+        if self.B is not None:
+            Z = np.asarray((self.B.T @ Z.T).T)  # class scores (n_slacks, q)
+        flat = Z.ravel()
+        viol = self._viol
+        viol[:-1] = self.delta * (1.0 - (flat[self.flat_pos] - flat[self.flat_neg]))
+        padded = viol[self.pad]
+        j = np.argmax(padded, axis=1)
+        top = padded[self._rows, j]
+        active = top > 0
+        value = float(self.weight[active] @ top[active])
+        s = self._rows[active]
+        chosen = self.pad[s, j[active]]
+        alpha = self.weight[s] * self.delta[chosen]
+        U = np.zeros((self.width, self.X.shape[1]))
+        if self._csr:
+            _scatter_csr(U, self.X.indptr, self.X.indices, self.X.data, s, self.pos[chosen],
+                         self.neg[chosen], alpha)
+        else:
+            _scatter_dense(U, self.X, s, self.pos[chosen], self.neg[chosen], alpha)
+        if self.B is not None:
+            U = np.asarray(self.B @ U)
+        return value, U, float(alpha.sum()), chosen, alpha
+
+
+# =============================================================================== Algorithm 1
+def solve_model(model, C: float = 1.0, regularizer: Regularizer | None = None, K=None, *,
+                psi: str = "averaged", tol: float = 1e-4, max_iter: int = 100_000,
+                averaging: str = "linear", dual_bound: bool = True, verbose: bool = False,
+                name: str | None = None, _stacklevel: int = 2) -> SolverResult:
+    """Algorithm 1 on a prepared :class:`~hiercvx.formulations.orthogonal.PairModel`.
+
+    Parameters
+    ----------
+    model : from ``orthogonal.prepare(X, y, H, method)``
+    C : the C of (4) / (12) (the paper's C/N scaling is in the model's weights)
+    regularizer : a :class:`Regularizer` (default :func:`regularizer_for` with ``K``, ``psi``)
+    K : (4)'s matrix over ``H.nodes[1:]`` (method ``"orthogonal"``), already validated
+    psi : the splitting for (4), one of :data:`PSI_CHOICES` (module doc); ``"identity"`` is the
+        paper's.  The baselines always put their whole quadratic regularizer in Psi
+    tol : stop when ``(upper - lower) / max(1, |upper|) <= tol``
+    max_iter : subgradient steps; a ``ConvergenceWarning`` is issued when they run out
+    averaging : ``"uniform"`` (Algorithm 1: ``gbar`` and ``delta`` are plain averages) or
+        ``"linear"`` (weights ``a_t = t``; the same bounds hold for any positive weights, and
+        late subgradients, taken nearer the optimum, count more)
+    dual_bound : also use the lower bound of the averaged multipliers (see the module doc);
+        ``False`` runs the paper's bound alone
+    verbose : log progress at INFO level (DEBUG otherwise)
+
+    Returns
+    -------
+    SolverResult: ``weights`` ``(n_nodes, n_features)`` (rows in ``H.nodes`` order, zero for
+    nodes without a weight vector), ``objective`` = J at the best iterate (the upper bound),
+    ``lower_bound``; ``history`` arrays per check (entry k: the upper bound over
+    ``W(1..k+1)`` and the lower bounds from the first k subgradients): ``upper``, ``lower``
+    (running max), ``lower_rda`` (the paper's step 4), ``lower_dual``, ``time``; ``dual`` the
+    averaged pair multipliers (in ``model.data``'s pair order) and ``dual_S`` the matrix of the
+    dual bound (averaged sign patterns of K, or the fixed S), so that
+    ``orthogonal._quadratic_lower_bound(model, res.dual, res.dual_S)`` recomputes it;
+    ``sigma`` Psi's strong-convexity constant.
+
+    The paper's Algorithm 1 as printed (typo fixed) is ``averaging="uniform", psi="identity",
+    dual_bound=False``.
+    """
+    t_start = time.perf_counter()
+    C = check_positive(C, "C")
+    tol = float(tol)
+    if not (np.isfinite(tol) and tol >= 0):
+        raise InputError(f"tol must be a non-negative number, got {tol!r}")
+    try:
+        max_iter = int(max_iter)
+    except (TypeError, ValueError):
+        raise InputError(f"max_iter must be a non-negative integer, got {max_iter!r}") from None
+    if max_iter < 0:
+        raise InputError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    if averaging not in AVERAGING:
+        raise InputError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
+    if psi not in PSI_CHOICES:
+        raise InputError(f"psi must be one of {PSI_CHOICES}, got {psi!r}")
+    reg = regularizer_for(model, K, psi) if regularizer is None else regularizer
+    hinge = _Hinge(model, C)
+    if reg.size != hinge.n_vars:
+        raise InputError(f"the regularizer is {reg.size}x{reg.size} but the model has {hinge.n_vars} "
+                         "weight vectors")
+    log = logger.info if verbose else logger.debug
+    # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
+    # machine), so the whole loop runs single-threaded
+    with threadpool_limits(limits=1, user_api="blas"):
+        upper, lower, best, t, converged, hist, abar, Sbar = _iterate(model, hinge, reg, tol, max_iter,
+                                                                     averaging, dual_bound, log, t_start)
+    d = model.X.shape[1]
+    W_full = np.zeros((len(model.H), d))
+    W_full[model.var_nodes] = best
+    history = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
+    res = SolverResult(weights=W_full, objective=float(upper), lower_bound=float(lower), n_iter=t,
+                       converged=converged, tol=tol, dual=abar if dual_bound else None, history=history,
+                       solve_time=time.perf_counter() - t_start,
+                       name=name or f"RDA (Alg. 1) for {model.method}")
+    res.sigma = reg.sigma
+    res.dual_S = Sbar if dual_bound else None  # the averaged S(W(t)) (box of K), or the fixed S
+    if not converged:
+        warnings.warn(f"RDA for {model.method} stopped after {t} iterations with a certified relative "
+                      f"gap of {res.gap:.3e} > tol={tol:g}; raise max_iter or tol",
+                      ConvergenceWarning, stacklevel=_stacklevel)
+    log("%s", res)
+    return res
+
+
+def _iterate(model, hinge: _Hinge, reg: Regularizer, tol, max_iter, averaging, dual_bound, log, t_start):
+    d = model.X.shape[1]
+    m = hinge.n_vars
+
+    W = np.zeros((m, d))  # w(1) = 0
+    gbar = np.zeros((m, d))
+    delta = 0.0
+    Ubar = np.zeros((m, d))  # averaged U(alpha): -gbar of the hinge part
+    Sbar = np.zeros((m, m))
+    abar_sum = 0.0
+    abar = np.zeros(hinge.n_pairs)
+    weight_sum = 0.0
+    upper, lower = np.inf, 0.0  # J >= 0: every term of (7) is non-negative
+    best = W
+    hist = {k: [] for k in ("upper", "lower", "lower_rda", "lower_dual", "time")}
+    lb_rda = lb_dual = np.nan
+    converged = False
+    t = 0
+    while True:
+        # evaluate J, and the pieces of a subgradient of phi, at w(t+1)
+        S, R = reg.pattern(W)
+        H_val, U, a_sum, chosen, alpha = hinge.evaluate(W)
+        J = R + H_val
+        if J < upper:  # step 3
+            upper, best = J, W
+        gap = (upper - lower) / max(1.0, abs(upper))
+        for key, val in (("upper", upper), ("lower", lower), ("lower_rda", lb_rda),
+                         ("lower_dual", lb_dual), ("time", time.perf_counter() - t_start)):
+            hist[key].append(val)
+        if t % 1000 == 0:
+            log("RDA %s: iteration %d, upper %.10g, lower %.10g, gap %.3e", model.method, t, upper,
+                lower, gap)
+        if gap <= tol:
+            converged = True
+            break
+        if t >= max_iter:
+            break
+        t += 1
+        # step 1: g = (S - P) W - U, a subgradient of phi = R - Psi + H (Theorem 4 for R = Omega)
+        SW = S @ W
+        curv = SW - reg.psi_apply(W)
+        g = curv - U
+        const = -0.5 * float(np.sum(W * curv)) + a_sum  # phi(W) - g . W
+        a_t = 1.0 if averaging == "uniform" else float(t)
+        weight_sum += a_t
+        beta = a_t / weight_sum
+        gbar += beta * (g - gbar)
+        delta += beta * (const - delta)
+        # step 2, (9) with Psi = 1/2 tr(W^T P W): W(t+1) = -P^{-1} gbar
+        W_rda = -reg.psi_solve(gbar)
+        # step 4: the paper's lower bound (typo fixed: the max is with the new bound); it holds
+        # whatever point is queried next, since min_W {gbar . W + Psi(W)} is taken exactly
+        lb_rda = delta + 0.5 * float(np.sum(gbar * W_rda))
+        lower = max(lower, lb_rda)
+        W = W_rda
+        if dual_bound or reg.averaged:
+            Ubar += beta * (U - Ubar)
+            abar_sum += beta * (a_sum - abar_sum)
+            abar *= 1.0 - beta
+            np.add.at(abar, chosen, beta * alpha)
+            if reg.kind == "omega":
+                Sbar += beta * (S - Sbar)
+            W_min, half = reg.minorant_solve(Sbar, Ubar)
+            lb_dual = abar_sum - half
+            if dual_bound:
+                lower = max(lower, lb_dual)
+            if reg.averaged and W_min is not None:
+                W = W_min
+
+    return upper, lower, best, t, converged, hist, abar, (Sbar if reg.kind == "omega" else reg.matrix)
+
+
+def solve(X, y, H, method: str = "orthogonal", C: float = 1.0, K=None, alpha: float = 1.0, *,
+          psi: str = "averaged", tol: float = 1e-4, max_iter: int = 100_000, averaging: str = "linear",
+          dual_bound: bool = True, classes: str = "nodes", verbose: bool = False) -> SolverResult:
+    """Orthogonal transfer (4) or a baseline of section 5 by Algorithm 1.
+
+    ``method``: one of :data:`hiercvx.formulations.orthogonal.METHODS`; ``y`` one node name per
+    sample.  For ``"orthogonal"``, ``K`` over ``H.nodes[1:]`` (validated as in
+    :func:`~hiercvx.formulations.orthogonal.primal`) or heuristic (6) with ``alpha``; the
+    comparison matrix must be positive definite (Corollary 2).  ``classes``: TREELOSS's
+    classes (``"nodes"`` as in the paper, or ``"leaves"``).  The result's ``weights`` follow
+    the reference's convention (``sol.weights`` of the matching builder), so
+    ``hiercvx.testing.assert_fast_matches_reference`` compares them directly; ``result.K`` is
+    the K used and ``result.alpha`` heuristic (6)'s alpha after any lowering (orthogonal);
+    ``result.model`` the :class:`PairModel`.  See :func:`solve_model` for the other options.
+    """
+    if method not in _ot.METHODS:
+        raise InputError(f"method must be one of {_ot.METHODS}, got {method!r}")
+    model = _ot.prepare(X, y, H, method, classes=classes)
+    Kv = None
+    if method == "orthogonal":
+        if K is None:
+            Kv, alpha = _ot.heuristic_K(H, alpha, return_alpha=True)
+        else:
+            if alpha != 1.0:
+                raise InputError("pass either K or alpha (alpha only parametrizes heuristic (6) when "
+                                 "K is None)")
+            Kv = _ot._validate_K(K, H)
+    elif K is not None:
+        raise InputError(f"K is the matrix of orthogonal transfer (4); method={method!r} does not take it")
+    res = solve_model(model, C, K=Kv, psi=psi, tol=tol, max_iter=max_iter, averaging=averaging,
+                      dual_bound=dual_bound, verbose=verbose, _stacklevel=3)
+    res.K = Kv
+    res.alpha = alpha if (method == "orthogonal" and K is None) else None
+    res.model = model
+    return res

@@ -1,0 +1,314 @@
+"""Fast solvers of issue 3 against their certified CVXPY references.
+
+* ``solvers.working_set.solve_hsvm`` (Cai thesis Algorithm 2) vs ``hsvm.primal`` / ``hsvm.dual``
+  on seeded and hypothesis-generated trees and DAGs, both rescalings, rbf kernel, sparse X;
+* ``solvers.crammer_singer.solve`` vs ``multiclass.primal`` (with intercept, sample and class
+  weights) and vs LIBLINEAR's objective through weak duality;
+* the reduced QP routine vs CVXPY; Proposition 3 (psi = 0 exactly at the optimum); the bound
+  ``gap <= sum_i C_i psi_i``; certificates valid at every reported pass; warm starts.
+"""
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+from strategies import hierarchies
+
+import hiercvx as hc
+from hiercvx import testing
+from hiercvx.exceptions import InputError, LabelError
+from hiercvx.formulations import _margin, hsvm, multiclass
+from hiercvx.kernels import make_kernel
+from hiercvx.solvers import crammer_singer
+from hiercvx.solvers.working_set import solve_hsvm, solve_subproblem, violation_scores
+
+
+# ----------------------------------------------------------------------------- problems
+def small_tree():
+    """Unbalanced tree with a one-child node: root -> a -> (a1, a2), b -> b1 -> (b11, b12), c."""
+    return hc.Hierarchy.from_parents({"r": None, "a": "r", "a1": "a", "a2": "a", "b": "r",
+                                      "b1": "b", "b11": "b1", "b12": "b1", "c": "r"})
+
+
+def labelled_data(H, n=36, d=5, seed=0, multi=0.25, scale=1.0):
+    """Gaussian classes around leaf means; about ``multi`` of the examples get a second leaf."""
+    rng = np.random.default_rng(seed)
+    leaves = list(H.leaves)
+    q = len(leaves)
+    means = rng.standard_normal((q, d)) * 1.5
+    first = rng.integers(q, size=n)
+    second = np.where(rng.random(n) < multi, rng.integers(q, size=n), first)
+    if q == 2:  # two labels would be every class: such an example constrains nothing
+        second = first
+    X = scale * (0.5 * (means[first] + means[second]) + rng.standard_normal((n, d)))
+    Y = [frozenset({leaves[a], leaves[b]}) for a, b in zip(first, second)]
+    return X, Y
+
+
+def prepared(X, Y, H, rescaling="slack", **kw):
+    _, _, data = hsvm.prepare(X, Y, H, rescaling=rescaling, **kw)
+    return data
+
+
+# ----------------------------------------------------------------------------- reduced QP
+@pytest.mark.parametrize("seed", range(4))
+def test_subproblem_matches_cvxpy(seed):
+    """The dedicated reduced-QP routine (Algorithm 2, step 8a) vs CVXPY, with a singular
+    Hessian (rank 2 < k) and a start that is not optimal."""
+    rng = np.random.default_rng(seed)
+    k = 7
+    B = rng.standard_normal((k, 2))
+    Hm = B @ B.T
+    lin = rng.standard_normal(k) * 3
+    cost = rng.random(k) + 0.3
+    budget = 1.7
+    a0 = np.zeros(k)
+    a0[rng.integers(k)] = 0.5 / cost.max()
+    grad0 = lin - Hm @ a0  # gradient of  lin.a - 1/2 a'Ha  at a0
+    a, grad = solve_subproblem(Hm, grad0, a0, cost, budget)
+    x = cp.Variable(k)
+    ref = cp.Problem(cp.Maximize(lin @ x - 0.5 * cp.quad_form(x, cp.psd_wrap(Hm))),
+                     [x >= 0, cost @ x <= budget])
+    ref.solve(solver="CLARABEL")
+
+    def f(z):
+        return lin @ z - 0.5 * z @ Hm @ z
+
+    assert np.all(a >= 0) and cost @ a <= budget * (1 + 1e-12)
+    assert f(a) >= ref.value - 1e-7 * max(1, abs(ref.value))
+    np.testing.assert_allclose(grad, lin - Hm @ a, atol=1e-10)
+
+
+# ----------------------------------------------------------------------------- hsvm vs reference
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+def test_hsvm_matches_primal_reference(rescaling):
+    H = small_tree()
+    X, Y = labelled_data(H, seed=1)
+    ref = hsvm.primal(X, Y, H, C=1.0, rescaling=rescaling).solve()
+    fast = solve_hsvm(X, prepared(X, Y, H, rescaling), C=1.0)
+    testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
+    assert fast.gap <= 1e-6 and fast.history["gap"][-1] <= 1e-6
+    # same weights, up to the accuracy a 1e-6 gap allows (the primal is strongly convex)
+    assert np.linalg.norm(fast.weights - ref.weights) <= 1e-2 * max(1.0, np.linalg.norm(ref.weights))
+
+
+def test_hsvm_other_attributes_and_sample_weights():
+    H = small_tree()
+    X, Y = labelled_data(H, seed=2)
+    w = np.random.default_rng(0).uniform(0.2, 2.0, len(Y))
+    kw = dict(attributes="indicator", loss="zero_one", sample_weight=w)
+    ref = hsvm.primal(X, Y, H, C=0.5, **kw).solve()
+    fast = solve_hsvm(X, prepared(X, Y, H, **kw), C=0.5)
+    testing.assert_fast_matches_reference(fast, ref)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(H=hierarchies(max_nodes=9), seed=st.integers(0, 2**16), rescaling=st.sampled_from(["slack", "margin"]))
+def test_hsvm_matches_reference_on_random_hierarchies(H, seed, rescaling):
+    """Trees (unbalanced, one-child nodes, forests under an artificial root) and DAGs."""
+    assume(len(H.leaves) >= 2)
+    X, Y = labelled_data(H, n=14, d=3, seed=seed, multi=0.3)
+    ref = hsvm.primal(X, Y, H, C=1.0, rescaling=rescaling).solve()
+    fast = solve_hsvm(X, prepared(X, Y, H, rescaling), C=1.0)
+    testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
+
+
+def test_rbf_kernel_matches_kernel_dual():
+    H = small_tree()
+    X, Y = labelled_data(H, n=30, d=3, seed=3)
+    sigma = 1.3
+    ref = hsvm.dual(X, Y, H, C=1.0, kernel="rbf", sigma=sigma).solve()
+    fast = solve_hsvm(X, prepared(X, Y, H), C=1.0, kernel=make_kernel("rbf", sigma=sigma))
+    testing.assert_fast_matches_reference(fast, ref)
+    assert fast.weights.shape == (len(Y), len(H.leaves))  # expansion coefficients G
+
+
+def test_precomputed_linear_gram_equals_linear_route():
+    """The Gram-matrix route (kernel mode) and the feature route (W kept, no Gram matrix)."""
+    H = small_tree()
+    X, Y = labelled_data(H, seed=4)
+    data = prepared(X, Y, H)
+    lin = solve_hsvm(X, data, tol=1e-9)
+    pre = solve_hsvm(X @ X.T, data, kernel="precomputed", tol=1e-9)
+    testing.assert_same_optimum(lin, pre, rtol=1e-8)
+    np.testing.assert_allclose(_margin.weights_from_coefficients(pre.weights, X, data.Lam),
+                               lin.weights, atol=1e-3)
+
+
+def test_sparse_equals_dense():
+    H = small_tree()
+    X, Y = labelled_data(H, seed=5)
+    X[np.abs(X) < 0.8] = 0.0  # a genuinely sparse matrix
+    data = prepared(X, Y, H)
+    dense = solve_hsvm(X, data, tol=1e-10)
+    sparse = solve_hsvm(sp.csr_matrix(X), data, tol=1e-10)
+    np.testing.assert_allclose(sparse.weights, dense.weights, atol=1e-4)
+    testing.assert_same_optimum(sparse, dense, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- psi, certificates
+def test_proposition_3_psi_vanishes_exactly_at_the_optimum():
+    H = small_tree()
+    X, Y = labelled_data(H, seed=6)
+    data = prepared(X, Y, H)
+    C = 1.0
+    sol = solve_hsvm(X, data, C=C, tol=1e-11)
+
+    def scores(alpha):
+        W = _margin.weights_from_coefficients(_margin.coefficients(alpha, data), X, data.Lam)
+        return _margin.class_scores(W, X, data.Lam)
+
+    psi_opt = violation_scores(sol.dual, scores(sol.dual), data, C)
+    assert psi_opt.max() <= 1e-4, psi_opt.max()
+    # away from the optimum psi is large: alpha = 0 gives psi_i = l_i = max(0, max_p H_p)
+    zero = np.zeros(data.n_pairs)
+    psi0 = violation_scores(zero, scores(zero), data, C)
+    expect = np.zeros(data.n_samples)
+    np.maximum.at(expect, data.pair_i, data.pair_offset / data.pair_cost)
+    np.testing.assert_allclose(psi0, expect)
+    half = 0.5 * sol.dual
+    assert violation_scores(half, scores(half), data, C).max() > 0.05
+    # gap <= sum_i C_i psi_i at any feasible alpha (both read off the same H)
+    rng = np.random.default_rng(0)
+    for alpha in (zero, half, _margin.project_dual(rng.random(data.n_pairs), data, C)):
+        W = _margin.weights_from_coefficients(_margin.coefficients(alpha, data), X, data.Lam)
+        gap = _margin.primal_objective(W, X, data, C) - _margin.dual_objective_linear(alpha, X, data)
+        psi = violation_scores(alpha, scores(alpha), data, C)
+        assert gap <= C * data.Cw @ psi + 1e-9
+
+
+def test_certificate_holds_at_every_reported_pass():
+    H = small_tree()
+    X, Y = labelled_data(H, seed=7)
+    ref = hsvm.primal(X, Y, H, C=2.0).solve()
+    fast = solve_hsvm(X, prepared(X, Y, H), C=2.0, check_every=1)
+    hist = fast.history
+    assert len(hist["gap"]) > 3
+    testing.assert_bounds_bracket(hist["lower_bound"], hist["objective"], ref.objective, rtol=1e-7)
+    # block coordinate ascent with exact blocks: the dual never decreases
+    assert np.all(np.diff(hist["lower_bound"]) >= -1e-9 * abs(ref.objective))
+    assert hist["gap"][-1] <= 1e-6 < hist["gap"][0]
+
+
+def test_warm_start_needs_fewer_passes():
+    H = small_tree()
+    X, Y = labelled_data(H, seed=8)
+    data = prepared(X, Y, H)
+    first = solve_hsvm(X, data, C=1.0)
+    cold = solve_hsvm(X, data, C=1.3)
+    warm = solve_hsvm(X, data, C=1.3, alpha0=first.dual)
+    assert warm.converged and warm.n_iter < cold.n_iter
+    testing.assert_same_optimum(warm, cold)
+    at_optimum = solve_hsvm(X, data, C=1.0, alpha0=first.dual)
+    assert at_optimum.n_iter == 0 and at_optimum.converged
+
+
+def test_convergence_warning_and_bad_input():
+    H = small_tree()
+    X, Y = labelled_data(H, seed=9)
+    data = prepared(X, Y, H)
+    with pytest.warns(ConvergenceWarning, match="relative duality gap"):
+        res = solve_hsvm(X, data, max_iter=1)
+    assert not res.converged and res.lower_bound <= res.objective
+    with pytest.raises(InputError, match="alpha0"):
+        solve_hsvm(X, data, alpha0=np.ones(3))
+    with pytest.raises(InputError, match="rows"):
+        solve_hsvm(X[:-1], data)
+    with pytest.raises(InputError, match="MarginData"):
+        solve_hsvm(X, data.Y)
+    with pytest.raises(InputError, match="C"):
+        solve_hsvm(X, data, C=0.0)
+    with pytest.raises(InputError, match="precomputed"):
+        solve_hsvm(X, data, kernel="precomputed")
+
+
+# ----------------------------------------------------------------------------- Crammer–Singer
+def flat_data(n=60, d=6, q=4, seed=0):
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((q, d))
+    y = rng.integers(q, size=n)
+    return means[y] + rng.standard_normal((n, d)), y
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"fit_intercept": True, "intercept_scaling": 2.0},
+    {"sample_weight": "random", "class_weight": {0: 2.0, 2: 0.5}},
+])
+def test_crammer_singer_matches_primal_reference(options):
+    X, y = flat_data(seed=1)
+    options = dict(options)
+    if options.get("sample_weight") == "random":
+        options["sample_weight"] = np.random.default_rng(0).uniform(0.1, 3.0, len(y))
+    ref = multiclass.primal(X, y, C=0.7, **options).solve()
+    fast = crammer_singer.solve(X, y, C=0.7, **options)
+    testing.assert_fast_matches_reference(fast, ref)
+    if options.get("fit_intercept"):
+        np.testing.assert_allclose(fast.intercept, ref.values["intercept"], atol=5e-3)
+
+
+def test_crammer_singer_against_liblinear_by_weak_duality():
+    """Our certified lower bound is below LIBLINEAR's objective, and our objective is at most
+    LIBLINEAR's plus the tolerance; predictions agree."""
+    from sklearn.svm import LinearSVC
+
+    X, y = flat_data(n=150, seed=2)
+    for fit_intercept in (False, True):
+        fast = crammer_singer.solve(X, y, C=1.0, fit_intercept=fit_intercept)
+        svc = LinearSVC(multi_class="crammer_singer", C=1.0, fit_intercept=fit_intercept, tol=1e-8,
+                        max_iter=100_000).fit(X, y)
+        data = crammer_singer.margin_data(y, 4)
+        Xa = np.hstack([X, np.ones((len(y), 1))]) if fit_intercept else X
+        Wa = np.hstack([svc.coef_, svc.intercept_[:, None]]) if fit_intercept else svc.coef_
+        liblinear = _margin.primal_objective(Wa, Xa, data, 1.0)
+        assert fast.lower_bound <= liblinear + 1e-9
+        assert fast.objective <= liblinear + 1e-6 * liblinear
+        ours = np.argmax(X @ fast.weights.T + fast.intercept, axis=1)
+        assert np.mean(ours == svc.predict(X)) >= 0.98
+
+
+def test_crammer_singer_equals_flat_working_set():
+    """The same flat problem through the hierarchical working-set solver (Lam = I, 0/1 loss)."""
+    X, y = flat_data(seed=3)
+    data = crammer_singer.margin_data(y, 4)
+    cs = crammer_singer.solve(X, y, C=1.0, tol=1e-9)
+    ws = solve_hsvm(X, data, C=1.0, tol=1e-9)
+    testing.assert_same_optimum(cs, ws, rtol=1e-8)
+    np.testing.assert_allclose(cs.weights, ws.weights, atol=1e-3)
+
+
+def test_crammer_singer_sparse_warm_start_and_bad_input():
+    X, y = flat_data(seed=4)
+    X[np.abs(X) < 0.7] = 0.0
+    dense = crammer_singer.solve(X, y, fit_intercept=True, tol=1e-10)
+    sparse = crammer_singer.solve(sp.csr_matrix(X), y, fit_intercept=True, tol=1e-10)
+    np.testing.assert_allclose(sparse.weights, dense.weights, atol=1e-8)
+    np.testing.assert_allclose(sparse.intercept, dense.intercept, atol=1e-8)
+    assert crammer_singer.solve(X, y, fit_intercept=True, alpha0=dense.dual).n_iter == 0
+    # from a rough solution (tol 1e-3): fewer passes than from zero, summed over three problems
+    # (coordinate ascent in random order does not promise it on every single problem)
+    cold = warm = 0
+    for seed in range(3):
+        Xs, ys = flat_data(n=200, seed=seed)
+        Xs *= 0.3
+        rough = crammer_singer.solve(Xs, ys, tol=1e-3)
+        cold += crammer_singer.solve(Xs, ys).n_iter
+        warm_start = crammer_singer.solve(Xs, ys, alpha0=rough.dual)
+        assert warm_start.converged
+        warm += warm_start.n_iter
+    assert warm < cold
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning):
+            crammer_singer.solve(X, y, max_iter=1)
+    with pytest.raises(LabelError, match="0..1"):
+        crammer_singer.solve(X, y, n_classes=2)
+    with pytest.raises(LabelError, match="integer"):
+        crammer_singer.solve(X, y.astype(float))
+    with pytest.raises(InputError, match="C"):
+        crammer_singer.solve(X, y, C=-1)
