@@ -1,7 +1,9 @@
 """scikit-learn classifiers, one per method; ``solver="fast" | "reference"``."""
 
 from .boosting import AdaBoostMH
+from .orthogonal import OrthogonalTransferSVC
 from .perceptron import HierarchicalPerceptron
 from .svm import HierarchicalSVC, MulticlassSVC
 
-__all__ = ["HierarchicalSVC", "MulticlassSVC", "HierarchicalPerceptron", "AdaBoostMH"]
+__all__ = ["HierarchicalSVC", "MulticlassSVC", "OrthogonalTransferSVC", "HierarchicalPerceptron",
+           "AdaBoostMH"]

@@ -154,7 +154,7 @@ class HierarchicalSVC(_MarginSVC):
 
     def __init__(self, hierarchy=None, C=1.0, loss="half_symmetric", attributes="class_depth",
                  rescaling="slack", kernel="linear", sigma=None, class_kernel=None, solver="fast",
-                 tol=1e-6, max_iter=1000, reference_solver=None, random_state=0, verbose=False):
+                 tol=1e-6, max_iter=10000, reference_solver=None, random_state=0, verbose=False):
         self.hierarchy = hierarchy
         self.C = C
         self.loss = loss
@@ -182,7 +182,7 @@ class MulticlassSVC(_MarginSVC):
     certifies it, ``solver="fast"`` uses the working-set solver with a certified gap.
     """
 
-    def __init__(self, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=1000,
+    def __init__(self, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
                  reference_solver=None, random_state=0, verbose=False):
         self.C = C
         self.kernel = kernel
