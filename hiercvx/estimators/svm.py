@@ -28,6 +28,10 @@ class _MarginSVC(ClassifierMixin, BaseEstimator):
     def _model_options(self):  # -> (hierarchy, loss, attributes, rescaling, class_kernel)
         raise NotImplementedError
 
+    def _flat_crammer_singer(self, multilabel: bool) -> bool:
+        """Whether the dedicated Crammer–Singer solver applies (MulticlassSVC, linear)."""
+        return False
+
     def _check_params(self):
         check_positive(self.C, "C")
         check_positive(self.tol, "tol")
@@ -58,7 +62,17 @@ class _MarginSVC(ClassifierMixin, BaseEstimator):
             data = dataclasses.replace(data, Q=hsvm._class_kernel(H, classes_t, class_kernel), Lam=None)
         kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
         linear = kernel.is_linear and data.Lam is not None
-        if self.solver == "fast":
+        if self.solver == "fast" and linear and self._flat_crammer_singer(multilabel):
+            from ..solvers.crammer_singer import solve as solve_cs
+
+            res = solve_cs(X, np.argmax(data.Y, axis=1), C=float(self.C), sample_weight=sample_weight,
+                           tol=float(self.tol), max_iter=self.max_iter, n_classes=len(classes_t),
+                           random_state=self.random_state, verbose=self.verbose)
+            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
+            # node weights of the flat hierarchy: root row 0 (shared by every class), then classes
+            coef = np.vstack([np.zeros((1, X.shape[1])), res.weights])
+            self.result_ = res
+        elif self.solver == "fast":
             from ..solvers.working_set import solve_hsvm
 
             res = solve_hsvm(X, data, C=float(self.C), kernel=kernel, tol=float(self.tol),
@@ -197,6 +211,9 @@ class MulticlassSVC(_MarginSVC):
     def _model_options(self):
         # flat hierarchy, indicator attributes on the classes, 0/1 loss, margin rescaling
         return None, "zero_one", "indicator", "margin", None
+
+    def _flat_crammer_singer(self, multilabel: bool) -> bool:
+        return not multilabel
 
     @property
     def coef_class_(self):
