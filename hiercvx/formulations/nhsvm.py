@@ -990,8 +990,16 @@ def shared_primal(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one",
     def objective(values):
         Uv = np.asarray(values["U"], dtype=float)
         a = _scaled_alpha(values["alpha"], A)
+        norms = np.einsum("ij,ij->i", Uv, Uv)
+        reg = _ratio_sum(norms, a)
+        if H.is_tree:
+            # the solver's alpha can be ~0 on a node whose row is tiny but not 0 (ratio inf);
+            # the alpha that is optimal for U is feasible too and gives a valid, finite value
+            from ..solvers.shared_norm import optimal_alpha
+
+            reg = min(reg, _ratio_sum(norms, _scaled_alpha(optimal_alpha(Uv, H), A)))
         hinge = _margin.slacks(_margin.class_scores(Uv, X, Lam), md).sum()
-        return lam_value() * _ratio_sum(np.einsum("ij,ij->i", Uv, Uv), a) + float(hinge)
+        return lam_value() * reg + float(hinge)
 
     def lower_bound(values, duals):
         lam_v = lam_value()

@@ -1,0 +1,267 @@
+"""scikit-learn classifiers for the Normalized Hierarchical SVM and the shared-norm SVM
+(NHSVM paper, seed ``001_387b6b34a68f4b02.txt``).
+
+Thin wrappers: the formulation validates the inputs (:func:`hiercvx.formulations.nhsvm.prepare`),
+training is done by the fast certified solvers (:mod:`hiercvx.solvers.nhsvm_fw`,
+:func:`hiercvx.solvers.shared_norm.solve_alternating`) or by the CVXPY references
+(:func:`~hiercvx.formulations.nhsvm.primal`, :func:`~hiercvx.formulations.nhsvm.shared_primal`),
+and the certificate (``objective_``, ``gap_``) is kept on the fitted estimator.  Prediction is
+the paper's: the best leaf (:func:`hiercvx.inference.best_leaf`) for single-label fits, the best
+label set of ``Y_m`` (:func:`hiercvx.inference.best_label_set`) for multi-label fits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_positive
+from ..exceptions import InputError, LabelError
+from ..formulations import nhsvm
+from ..inference import LabelSetOracle, best_leaf
+from ._base import SOLVERS, resolve_targets
+
+__all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
+
+
+class _NodeScoreClassifier(ClassifierMixin, BaseEstimator):
+    """Shared prediction: node scores -> best leaf (single-label) or best label set."""
+
+    def _check_common(self):
+        check_positive(self.lam, "lam")
+        check_positive(self.tol, "tol")
+        if self.solver not in SOLVERS:
+            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+
+    def _targets(self, X, y):
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
+        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
+        if len(labels) != X.shape[0]:
+            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        return X, H, classes, labels, multilabel
+
+    def _set_classes(self, H, classes, multilabel):
+        self.hierarchy_ = H
+        self.classes_ = classes
+        self.multilabel_ = multilabel
+        self._class_nodes = np.array([H.index(c) for c in classes.tolist()], dtype=np.int64)
+        position = np.full(len(H), -1, dtype=np.int64)
+        position[self._class_nodes] = np.arange(len(classes))
+        self._class_position = position
+
+    def node_scores(self, X):
+        """Node scores ``(n_samples, n_nodes)`` over ``hierarchy_.nodes``; a label set's score is
+        the sum over its nodes (eq. (10))."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return self._node_scores(X)
+
+    def class_scores(self, X):
+        """Leaf (class) scores ``(n_samples, n_classes)`` in ``classes_`` order: the sum of the node
+        scores on each class's ancestor set."""
+        S = self.node_scores(X)
+        paths = self.hierarchy_.ancestor_matrix[self._class_nodes].astype(float)
+        return np.asarray((paths @ S.T).T)
+
+    def decision_function(self, X):
+        """Class scores; with two classes (single-label), the scikit-learn convention: one
+        column, ``score(classes_[1]) - score(classes_[0])``."""
+        S = self.class_scores(X)
+        if S.shape[1] == 2 and not self.multilabel_:
+            return S[:, 1] - S[:, 0]
+        return S
+
+    def predict(self, X):
+        """Single-label: the leaf of largest path score (``best_leaf``).  Multi-label: the label
+        set of ``Y_m`` with the largest total node score (``best_label_set``), as a frozenset of
+        leaves."""
+        S = self.node_scores(X)
+        H = self.hierarchy_
+        if not self.multilabel_:
+            return self.classes_[self._class_position[best_leaf(S, H)]]
+        oracle = LabelSetOracle(H, getattr(self, "inference", "auto"))
+        Z = oracle.solve(S, verbose=False)[:, self._class_nodes]
+        return [frozenset(self.classes_[row].tolist()) for row in Z]
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (single-label) or mean example-based F1 of the predicted label sets."""
+        if not getattr(self, "multilabel_", False):
+            return super().score(X, y, sample_weight=sample_weight)
+        pred = self.predict(X)
+        f1 = [2 * len(p & set(t)) / (len(p) + len(set(t))) for p, t in zip(pred, y)]
+        return float(np.average(f1, weights=sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class NormalizedHierarchicalSVC(_NodeScoreClassifier):
+    """The Normalized Hierarchical SVM, NHSVM paper eq. (10) (or its variant (13)).
+
+    ``min_W lam sum_n ||W_n||^2 + sum_i max_y [s_i(y) - s_i(y_i) + Delta(y, y_i)]`` with node
+    scores ``s_n(x) = sqrt(alpha_n) W_n . x``.  Single-label (one leaf per sample; ``Delta`` the
+    normalized margin (9)) or multi-label (label sets of leaves; ``Delta`` a decomposable loss,
+    section 7.1), on trees and DAGs.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``)
+    lam : the regularization weight ``lam`` of (10)
+    alpha : node weights: ``"power"`` ((6), ``rho``), ``"maxmin"`` ((7)), ``"dag"`` ((6) under (8),
+        ``T`` default 1.5), an array over ``hierarchy.nodes``, or None (``"power"`` on trees,
+        ``"dag"`` on DAGs)
+    rho, T, directional : options of :func:`hiercvx.formulations.nhsvm.path_weights`
+    variant : ``"nhsvm"`` (eq. (10)) or ``"13"`` (eq. (13), single-label only)
+    loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
+    solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
+        ``"reference"`` (CVXPY; cutting planes for multi-label; ``reference_solver`` the QP solver)
+    method : the fast solver's method (``"pairwise"``, ``"bcfw"``, ``"sgd"``, ``"working_set"``)
+    inference : label-set inference for multi-label training and prediction (``"auto"``: tree
+        DP, DAG integer program (19); ``"lp"``: LP relaxation with ILP fallback)
+
+    Attributes
+    ----------
+    coef_ : node weights ``W`` ``(n_nodes, n_features)``; alpha_ : the node weights used;
+    objective_, gap_ : the certificate of the training problem; n_iter_; result_ : the solver's
+    result; hierarchy_, classes_ (the leaves), multilabel_
+    """
+
+    def __init__(self, hierarchy=None, lam=1.0, alpha=None, rho=2.0, T=None, directional=None,
+                 variant="nhsvm", loss=None, solver="fast", method="pairwise", tol=1e-5, max_iter=1000,
+                 inference="auto", reference_solver=None, random_state=0, verbose=False):
+        self.hierarchy = hierarchy
+        self.lam = lam
+        self.alpha = alpha
+        self.rho = rho
+        self.T = T
+        self.directional = directional
+        self.variant = variant
+        self.loss = loss
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.inference = inference
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _path_weights(self, H):
+        alpha, T = self.alpha, self.T
+        if alpha is None:
+            alpha = "power" if H.is_tree else "dag"
+        if isinstance(alpha, str):
+            if alpha == "dag" and T is None:
+                T = nhsvm.DAG_T
+            return nhsvm.path_weights(H, method=alpha, rho=self.rho, T=T, directional=self.directional), T
+        return nhsvm.check_path_weights(alpha, H, T=T), T
+
+    def fit(self, X, y):
+        """Fit on ``X`` and ``y`` (one leaf per sample, or sets of leaves for multi-label)."""
+        self._check_common()
+        X, H, classes, labels, multilabel = self._targets(X, y)
+        alpha, T = self._path_weights(H)
+        lam = float(self.lam)
+        if self.solver == "fast":
+            from ..solvers import nhsvm_fw
+
+            data = nhsvm.prepare(X, labels, H, alpha=alpha, variant=self.variant, multilabel=multilabel,
+                                 loss=self.loss, T=T)
+            res = nhsvm_fw.solve_data(data, lam, method=self.method, tol=float(self.tol),
+                                      max_iter=self.max_iter, inference=self.inference,
+                                      random_state=self.random_state, verbose=self.verbose)
+            res.state = None  # the dual caches are for warm starts only; keep the model light
+            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
+            self.coef_ = np.asarray(res.weights, dtype=float)
+            self.result_ = res
+        else:
+            prob = nhsvm.primal(X, labels, H, lam=lam, alpha=alpha, variant=self.variant,
+                                multilabel=multilabel, loss=self.loss, T=T, inference=self.inference)
+            if isinstance(prob, nhsvm.CuttingPlaneProblem):
+                sol = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
+                self.n_iter_ = sol.n_iter
+            else:
+                sol = prob.solve(solver=self.reference_solver)
+                self.n_iter_ = 1
+            self.objective_, self.gap_ = sol.objective, sol.gap
+            self.coef_ = np.asarray(sol.weights, dtype=float)
+            self.result_ = sol
+        self.alpha_ = np.asarray(alpha, dtype=float)
+        self._set_classes(H, classes, multilabel)
+        return self
+
+    def _node_scores(self, X):
+        return nhsvm.node_scores(self.coef_, X, self.alpha_)
+
+
+class SharedNormSVC(_NodeScoreClassifier):
+    """The shared-norm SVM, NHSVM paper eq. (14): node weights ``U`` and sharing weights ``alpha``
+    learned jointly (single-label: the paper's section 6 is multi-class).
+
+    ``min_{U, alpha} lam sum_n ||U_n||^2 / alpha_n + sum_i max_l [S_il - S_{i l_i} + Delta(l, l_i)]``
+    with ``S = X U^T A^T``, ``sum_{n in anc(l)} alpha_n <= 1``, ``alpha >= 0``.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy or None (None: flat)
+    lam : regularization weight of (14)
+    loss : ``Delta``: a loss name of :mod:`hiercvx.losses` (default ``"zero_one"``) or a
+        ``(q, q)`` array over ``hierarchy.leaves``
+    solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve_alternating`,
+        certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`)
+    tol, max_iter : the fast solver's relative gap and alternations; inner_max_iter: iterations
+        of each weight step (pairwise BCFW)
+
+    Attributes
+    ----------
+    coef_ : ``U`` ``(n_nodes, n_features)`` (node scores ``X U^T``); alpha_ : learned sharing
+    weights; objective_, gap_, n_iter_, result_, hierarchy_, classes_, multilabel_ (False)
+    """
+
+    def __init__(self, hierarchy=None, lam=1.0, loss="zero_one", solver="fast", tol=1e-4, max_iter=300,
+                 inner_max_iter=1000, reference_solver=None, random_state=0, verbose=False):
+        self.hierarchy = hierarchy
+        self.lam = lam
+        self.loss = loss
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.inner_max_iter = inner_max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Fit on ``X`` and ``y`` (one leaf per sample)."""
+        self._check_common()
+        X, H, classes, labels, multilabel = self._targets(X, y)
+        if multilabel:
+            raise LabelError("SharedNormSVC is single-label (the shared-norm SVM (14) is multi-class); "
+                             "give one leaf per sample, or use NormalizedHierarchicalSVC for label sets")
+        lam = float(self.lam)
+        if self.solver == "fast":
+            from ..solvers.shared_norm import solve_alternating
+
+            res = solve_alternating(X, labels, H, lam=lam, loss=self.loss, tol=float(self.tol),
+                                    max_iter=self.max_iter, inner_max_iter=self.inner_max_iter,
+                                    random_state=self.random_state,
+                                    verbose=self.verbose)
+            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
+            self.coef_, self.alpha_ = np.asarray(res.weights, dtype=float), res.alpha
+            self.result_ = res
+        else:
+            prob = nhsvm.shared_primal(X, labels, H, lam=lam, loss=self.loss)
+            sol = prob.solve(solver=self.reference_solver)
+            self.objective_, self.gap_, self.n_iter_ = sol.objective, sol.gap, 1
+            self.coef_ = np.asarray(sol.weights, dtype=float)
+            self.alpha_ = nhsvm._scaled_alpha(sol.values["alpha"], nhsvm._leaf_paths(H))
+            self.result_ = sol
+        self._set_classes(H, classes, multilabel)
+        return self
+
+    def _node_scores(self, X):
+        XU = X @ self.coef_.T
+        return XU.toarray() if hasattr(XU, "toarray") else np.asarray(XU)
