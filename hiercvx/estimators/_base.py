@@ -134,3 +134,16 @@ def predict_from_scores(scores: np.ndarray, classes: np.ndarray, multilabel: boo
     gaps = scores.max(axis=1, keepdims=True) - scores
     pred = gaps <= threshold
     return [frozenset(classes[row].tolist()) for row in pred]
+
+
+class LabelSetScoreMixin:
+    """``score``: accuracy for single-label fits, mean example-based F1 of the predicted
+    label sets for multi-label fits (put before ``ClassifierMixin`` in the bases)."""
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (single-label) or mean example-based F1 of the predicted label sets."""
+        if not getattr(self, "multilabel_", False):
+            return super().score(X, y, sample_weight=sample_weight)
+        pred = self.predict(X)
+        f1 = [2 * len(p & set(t)) / (len(p) + len(set(t))) for p, t in zip(pred, y)]
+        return float(np.average(f1, weights=sample_weight))

@@ -20,12 +20,12 @@ from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations import nhsvm
 from ..inference import LabelSetOracle, best_leaf
-from ._base import SOLVERS, resolve_targets
+from ._base import SOLVERS, LabelSetScoreMixin, resolve_targets
 
 __all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
 
 
-class _NodeScoreClassifier(ClassifierMixin, BaseEstimator):
+class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
     def _check_common(self):
@@ -83,14 +83,6 @@ class _NodeScoreClassifier(ClassifierMixin, BaseEstimator):
         oracle = LabelSetOracle(H, getattr(self, "inference", "auto"))
         Z = oracle.solve(S, verbose=False)[:, self._class_nodes]
         return [frozenset(self.classes_[row].tolist()) for row in Z]
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy (single-label) or mean example-based F1 of the predicted label sets."""
-        if not getattr(self, "multilabel_", False):
-            return super().score(X, y, sample_weight=sample_weight)
-        pred = self.predict(X)
-        f1 = [2 * len(p & set(t)) / (len(p) + len(set(t))) for p, t in zip(pred, y)]
-        return float(np.average(f1, weights=sample_weight))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -17,12 +17,13 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..formulations import _margin, hsvm
 from ..kernels import check_psd, make_kernel
-from ._base import SOLVERS, fit_label_set_threshold, predict_from_scores, resolve_targets
+from ._base import (SOLVERS, LabelSetScoreMixin, fit_label_set_threshold, predict_from_scores,
+                    resolve_targets)
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC"]
 
 
-class _MarginSVC(ClassifierMixin, BaseEstimator):
+class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the pairwise-ranking SVMs (subclasses fix the model options)."""
 
     def _model_options(self):  # -> (hierarchy, loss, attributes, rescaling, class_kernel)
@@ -133,14 +134,6 @@ class _MarginSVC(ClassifierMixin, BaseEstimator):
         within ``threshold_`` of the top score (``threshold_`` fitted on the training data)."""
         return predict_from_scores(self.class_scores(X), self.classes_, self.multilabel_,
                                    self.threshold_)
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy (single-label) or mean example-based F1 of the predicted label sets."""
-        if not getattr(self, "multilabel_", False):
-            return super().score(X, y, sample_weight=sample_weight)
-        pred = self.predict(X)
-        f1 = [2 * len(p & set(t)) / (len(p) + len(set(t))) for p, t in zip(pred, y)]
-        return float(np.average(f1, weights=sample_weight))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
