@@ -4,8 +4,13 @@ from .boosting import AdaBoostMH
 from .nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
 from .orthogonal import OrthogonalTransferSVC
 from .perceptron import HierarchicalPerceptron
+from .sibling import (HierarchicalPsiClassifier, SequentialHierarchicalSVC, SiblingMarginSVC,
+                      paper_sigma)
 from .svm import HierarchicalSVC, MulticlassSVC
+from .tuning import HoldoutTuning, tune_on_holdout, wang_C_grid
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC", "OrthogonalTransferSVC",
            "NormalizedHierarchicalSVC", "SharedNormSVC", "HierarchicalPerceptron",
+           "SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC", "paper_sigma",
+           "tune_on_holdout", "wang_C_grid", "HoldoutTuning",
            "AdaBoostMH"]

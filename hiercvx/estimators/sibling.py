@@ -1,0 +1,429 @@
+"""scikit-learn classifiers for the sibling-margin methods of Wang, Shen & Pan.
+
+* :class:`SiblingMarginSVC` -- HSVM, the cost (2) with the hinge loss of the generalized
+  margin ``u_min``; on a one-level hierarchy (``hierarchy=None``) it is the multi-class SVM
+  of Liu & Shen, the paper's "SVM";
+* :class:`HierarchicalPsiClassifier` -- HPSI, (2) with the psi-loss by the DC algorithm (3);
+  on a one-level hierarchy the paper's flat "psi-learning";
+* :class:`SequentialHierarchicalSVC` -- the paper's SHSVM baseline: one flat (Liu-Shen) SVM
+  per parent node, trained on the examples below that node, applied top-down.
+
+All three predict with the top-down rule ``d^H`` and return node names of the caller's
+hierarchy; a label on an internal node (partial path) is learnt through a "self" leaf under
+that node (section 2) and predicted back as the internal node.  ``solver="fast"`` uses the
+certified solver of :mod:`hiercvx.solvers.sibling_qp`, ``solver="reference"`` the CVXPY
+references of :mod:`hiercvx.formulations.hpsi`; both keep the certificate (``objective_``,
+``gap_``).
+
+Gaussian kernel: ``kernel="rbf"`` with ``sigma=None`` (or ``"median_between_classes"``)
+is section 4.1's choice, ``exp(-||x - z||^2 / m^2)`` with ``m`` the median distance between
+training points of different classes; hiercvx's Gaussian is ``exp(-||x - z||^2 / (2
+sigma^2))``, so ``sigma_ = m / sqrt(2)``.  A number for ``sigma`` is used as is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_positive
+from ..exceptions import InputError, LabelError
+from ..formulations import hpsi
+from ..hierarchy import Hierarchy
+from ..kernels import check_psd, make_kernel, median_heuristic
+from ._base import SOLVERS, resolve_targets
+
+__all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
+           "paper_sigma"]
+
+SIGMA_RULES = ("median_between_classes",)
+
+
+def paper_sigma(X, y) -> float:
+    """Section 4.1's Gaussian bandwidth in hiercvx's convention: ``m / sqrt(2)`` with ``m``
+    the median distance between points of different classes (the paper's kernel is
+    ``exp(-||x - z||^2 / m^2)``)."""
+    return median_heuristic(X, np.asarray(y, dtype=object)) / np.sqrt(2.0)
+
+
+def _resolve_sigma(kernel, sigma, X, labels):
+    if not (isinstance(kernel, str) and kernel in ("rbf", "gaussian")):
+        return None if isinstance(sigma, str) else sigma
+    if sigma is None or (isinstance(sigma, str) and sigma in SIGMA_RULES):
+        return paper_sigma(X, labels)
+    if isinstance(sigma, str):
+        raise InputError(f"sigma must be a positive number, None or one of {SIGMA_RULES}, "
+                         f"got {sigma!r}")
+    return check_positive(sigma, "sigma")
+
+
+def _set_leaf_classes(est, pairs: hpsi.SiblingPairs):
+    """``est.classes_`` (the working hierarchy's leaves as the caller's names, sorted when
+    comparable, with a plain dtype when possible) and the lookup leaf index -> class."""
+    Hw = pairs.hierarchy
+    leaf_idx = np.asarray(Hw.leaf_indices, dtype=np.int64)
+    names = list(pairs.to_original(leaf_idx))
+    try:
+        order = sorted(range(len(names)), key=lambda k: names[k])
+    except TypeError:
+        order = list(range(len(names)))
+    ordered = [names[k] for k in order]
+    plain = (all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in ordered)
+             or all(isinstance(v, str) for v in ordered))
+    if plain:
+        classes = np.asarray(ordered)
+    else:  # mixed or tuple names: keep the objects as they are
+        classes = np.empty(len(ordered), dtype=object)
+        for k, v in enumerate(ordered):
+            classes[k] = v
+    est.classes_ = classes
+    est._class_leaf = leaf_idx[order]
+    lookup = np.full(len(Hw), -1, dtype=np.int64)
+    lookup[est._class_leaf] = np.arange(len(order))
+    est._leaf_to_class = lookup
+
+
+class _SiblingBase(ClassifierMixin, BaseEstimator):
+    """Shared fit / predict plumbing (subclasses implement ``fit``)."""
+
+    def _check_params(self):
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        if self.solver not in SOLVERS:
+            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+
+    @property
+    def _precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    def _prepare(self, X, y):
+        self._check_params()
+        X = validate_data(self, X, accept_sparse=False if self._precomputed else "csr",
+                          dtype=np.float64, ensure_min_samples=2)
+        if self._precomputed:
+            check_psd(X, what="precomputed kernel matrix")
+        H, _, labels, multilabel = resolve_targets(y, self.hierarchy)
+        if multilabel:
+            raise LabelError("these classifiers take one label per sample (mutually exclusive "
+                             "classes); Wang et al. (section 4.2) turn a set of co-occurring "
+                             "categories into a new category of its own")
+        if len(labels) != X.shape[0]:
+            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        sigma = _resolve_sigma(self.kernel, self.sigma, X, labels)
+        return X, labels, H, sigma
+
+    def _set_classes(self, pairs: hpsi.SiblingPairs):
+        """``classes_``: the leaves of the working hierarchy as the caller's names (a self
+        leaf stands for its internal node), sorted when they are comparable."""
+        _set_leaf_classes(self, pairs)
+        Hw = pairs.hierarchy
+        ptr, pos, neg = hpsi._node_pair_table(Hw)
+        counts = ptr[self._class_leaf + 1] - ptr[self._class_leaf]
+        sel = hpsi._ranges(ptr[self._class_leaf], counts)
+        self._class_pairs = (pos[sel], neg[sel], np.r_[0, np.cumsum(counts)[:-1]], counts)
+
+    def _store_functions(self, X, coef, biases, linear):
+        """Keep what prediction needs: weights (linear) or the support points (kernel)."""
+        self.intercept_ = np.asarray(biases, dtype=float)
+        if linear or self._precomputed:
+            self.coef_ = np.asarray(coef, dtype=float)
+            self._support = None
+            self._X_support = None
+        else:
+            support = np.flatnonzero(np.any(coef != 0, axis=0))
+            self._support = support
+            self._X_support = X[support]
+            self.coef_ = np.asarray(coef[:, support], dtype=float)
+        self._linear = linear
+
+    def node_scores(self, X):
+        """``f_v(x)`` ``(n_samples, len(working_hierarchy_))`` in ``working_hierarchy_.nodes``
+        order (the root's column is 0)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=False if self._precomputed else "csr",
+                          dtype=np.float64, reset=False)
+        if self._linear:
+            out = X @ self.coef_.T
+            out = out.toarray() if sp.issparse(out) else np.asarray(out)
+        elif self._precomputed:
+            out = X @ self.coef_.T
+        elif self._X_support.shape[0]:
+            out = self.kernel_(X, self._X_support) @ self.coef_.T
+        else:
+            out = np.zeros((X.shape[0], len(self.intercept_)))
+        return out + self.intercept_[None, :]
+
+    def decision_function(self, X):
+        """The generalized margin ``u_min(f(x), c)`` of every class ``c`` in ``classes_``
+        (section 3.1): by Lemma 1 it is positive exactly for the class ``d^H`` picks (without
+        ties), so ``argmax`` is the prediction.  Two classes: ``u(classes_[1]) - u(classes_[0])``."""
+        S = self.node_scores(X)
+        pos, neg, start, counts = self._class_pairs
+        U = np.full((S.shape[0], len(self.classes_)), np.inf)
+        if len(pos):
+            m = S[:, pos] - S[:, neg]
+            has = counts > 0
+            U[:, has] = np.minimum.reduceat(m, start[has], axis=1)
+        if U.shape[1] == 2:
+            return U[:, 1] - U[:, 0]
+        return U
+
+    def predict(self, X):
+        """The top-down rule ``d^H`` (section 2), as node names of the caller's hierarchy."""
+        S = self.node_scores(X)
+        idx = hpsi.predict_top_down(S, self.working_hierarchy_, return_index=True)
+        return self.classes_[self._leaf_to_class[idx]]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = not self._precomputed
+        tags.input_tags.pairwise = self._precomputed
+        return tags
+
+
+class SiblingMarginSVC(_SiblingBase):
+    """HSVM of Wang, Shen & Pan: (2) with the hinge loss of the sibling margin ``u_min``.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy (a tree) or None -- None: one level over the labels seen in ``fit``,
+        which is the multi-class SVM of Liu & Shen (the paper's flat "SVM")
+    C : the tuning parameter of (2)
+    kernel : ``"linear"``, ``"rbf"``, ``"precomputed"`` or a callable ``k(A, B)``
+    sigma : Gaussian bandwidth; None or ``"median_between_classes"``: section 4.1's rule
+        (see the module docstring), a number: ``exp(-||x - z||^2 / (2 sigma^2))``
+    solver : ``"fast"`` (:mod:`hiercvx.solvers.sibling_qp`, certified) or ``"reference"``
+        (CVXPY, certified; ``reference_solver`` picks the QP solver)
+    method : the fast solver's method, ``"auto"`` | ``"ipm"`` | ``"alm"``
+    tol : certified relative duality gap
+
+    Attributes: ``classes_``, ``hierarchy_`` (the caller's tree), ``working_hierarchy_``
+    (with self leaves for internal labels), ``coef_``, ``intercept_``, ``sigma_``,
+    ``objective_`` (the HSVM cost (2)), ``gap_``, ``n_iter_``, ``result_``.
+    """
+
+    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
+                 method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
+        X, labels, H, sigma = self._prepare(X, y)
+        C = float(self.C)
+        if self.solver == "fast":
+            from ..solvers.sibling_qp import SiblingQPSolver
+
+            qp = SiblingQPSolver(X, labels, H, kernel=self.kernel, sigma=sigma, method=self.method,
+                                 random_state=self.random_state)
+            res = qp.solve(C, tol=float(self.tol), max_iter=self.max_iter, warm_start=False)
+            coef, b, model = res.weights, res.biases, qp.model
+            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
+        else:
+            prob = hpsi.primal(X, labels, H, C=C, kernel=self.kernel, sigma=sigma)
+            res = prob.solve(self.reference_solver, gap_tol=float(self.tol))
+            coef, b, model = res.weights, res.values["biases"], prob.data["model"]
+            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, 1
+        self.result_ = res
+        self.hierarchy_ = H
+        self.pairs_ = model.pairs
+        self.working_hierarchy_ = model.pairs.hierarchy
+        self.kernel_ = model.kernel
+        self.sigma_ = sigma
+        self._set_classes(model.pairs)
+        self._store_functions(X, coef, b, model.linear)
+        return self
+
+
+class HierarchicalPsiClassifier(_SiblingBase):
+    """HPSI of Wang, Shen & Pan: (2) with the psi-loss, minimized by the DC algorithm (3)
+    from the HSVM solution.  On a one-level hierarchy (``hierarchy=None``) it is the flat
+    psi-learning of Liu & Shen (the paper's "psi-learning").
+
+    Parameters as :class:`SiblingMarginSVC`, plus ``dc_tol`` (stop when the psi cost changes
+    by at most this much, absolute, as in the paper) and ``dc_max_iter``.  ``tol`` is the
+    certified gap of every convex step.
+
+    Attributes: as :class:`SiblingMarginSVC`, with ``objective_`` the psi cost (2) of the
+    best iterate, ``dc_objectives_`` the cost path (first entry: the HSVM start),
+    ``hsvm_objective_`` the HSVM cost at the start, ``gap_`` the largest certified gap over
+    the convex steps (``step_gaps_``: each of them), ``n_iter_`` the DC steps taken,
+    ``best_iteration_``, ``result_`` the HSVM start's solver result.
+    """
+
+    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
+                 method="auto", tol=1e-6, max_iter=None, dc_tol=1e-6, dc_max_iter=50,
+                 reference_solver=None, random_state=0):
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.dc_tol = dc_tol
+        self.dc_max_iter = dc_max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
+        X, labels, H, sigma = self._prepare(X, y)
+        C = float(self.C)
+        if not (np.isfinite(self.dc_tol) and self.dc_tol >= 0):
+            raise InputError(f"dc_tol must be a non-negative number, got {self.dc_tol!r}")
+        if self.solver == "fast":
+            from ..solvers.sibling_qp import SiblingQPSolver
+
+            qp = SiblingQPSolver(X, labels, H, kernel=self.kernel, sigma=sigma, method=self.method,
+                                 random_state=self.random_state)
+            res = qp.solve_dc(C, tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
+                              gap_tol=float(self.tol))
+            model = qp.model
+            self.hsvm_objective_ = res.hsvm.objective
+        else:
+            res = hpsi.dc(X, labels, H, C=C, kernel=self.kernel, sigma=sigma,
+                          tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
+                          solver=self.reference_solver, gap_tol=float(self.tol))
+            model = res.problem.data["model"]
+            self.hsvm_objective_ = res.hsvm.objective
+        self.result_ = res.hsvm  # the HSVM start's certificate; the DC result is not kept
+        self.step_gaps_ = np.asarray(res.step_gaps)
+        self.objective_ = res.objective
+        self.dc_objectives_ = np.asarray(res.dc_objectives)
+        self.gap_ = float(np.max(res.step_gaps))
+        self.n_iter_ = res.n_iter
+        self.best_iteration_ = res.best_iteration
+        self.hierarchy_ = H
+        self.pairs_ = model.pairs
+        self.working_hierarchy_ = model.pairs.hierarchy
+        self.kernel_ = model.kernel
+        self.sigma_ = sigma
+        self._set_classes(model.pairs)
+        self._store_functions(X, res.weights, res.biases, model.linear)
+        return self
+
+
+class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
+    """SHSVM, the sequential baseline of Wang, Shen & Pan (section 4.1, after Davies et al.):
+    one flat multi-class SVM (Liu & Shen; :class:`SiblingMarginSVC` on the node's children)
+    per parent node, trained on the examples whose label lies below that node (labelled by
+    the child they pass through), applied top-down.
+
+    Every node's SVM uses the same ``C``, kernel and ``sigma_`` (resolved once on the whole
+    training set).  A node whose training examples all go to one child predicts that child;
+    a node no training example reaches predicts its first child.  Labels on internal nodes
+    go to a self leaf, as in :class:`SiblingMarginSVC`.
+
+    Attributes: ``classes_``, ``hierarchy_``, ``working_hierarchy_``, ``node_models_``
+    (``{parent node index: fitted SiblingMarginSVC or the constant child index}``),
+    ``objective_`` (the sum of the node SVMs' costs), ``gap_`` (their largest gap),
+    ``n_iter_`` (their total solver iterations), ``sigma_``.
+    """
+
+    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
+                 method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fit one flat SVM per parent node of the hierarchy."""
+        if isinstance(self.kernel, str) and self.kernel == "precomputed":
+            raise InputError("SequentialHierarchicalSVC trains on subsets of the examples and "
+                             "does not take kernel='precomputed'; pass the features and a kernel")
+        base = SiblingMarginSVC(hierarchy=self.hierarchy, C=self.C, kernel=self.kernel,
+                                sigma=self.sigma, solver=self.solver,
+                                method=self.method, tol=self.tol, max_iter=self.max_iter,
+                                reference_solver=self.reference_solver,
+                                random_state=self.random_state)
+        X, labels, H, sigma = base._prepare(X, y)
+        self.n_features_in_ = X.shape[1]
+        pairs = hpsi.sibling_pairs(labels, H)  # validates; self leaves for internal labels
+        Hw = pairs.hierarchy
+        lab = pairs.labels
+        A = Hw.ancestor_matrix.tocsr()           # A[v, u] = 1 iff u is v or an ancestor of v
+        children = [np.asarray(c, dtype=np.int64) for c in Hw.children_indices]
+        models = {}
+        objective, gap, n_iter = 0.0, 0.0, 0
+        for s in range(len(Hw)):
+            kids = children[s]
+            if len(kids) < 2:
+                continue
+            # the child of s on each example's path (if its label lies below s)
+            on_path = A[lab][:, kids].toarray()              # (n, |kids|)
+            rows = np.flatnonzero(on_path.any(axis=1))
+            if rows.size == 0:
+                models[s] = int(kids[0])
+                continue
+            child = kids[np.argmax(on_path[rows], axis=1)]
+            present = np.unique(child)
+            if present.size == 1:
+                models[s] = int(present[0])
+                continue
+            flat = Hierarchy.from_parents({-1: None, **{int(c): -1 for c in kids}})
+            svm = SiblingMarginSVC(hierarchy=flat, C=self.C, kernel=self.kernel, sigma=sigma,
+                                   solver=self.solver, method=self.method, tol=self.tol,
+                                   max_iter=self.max_iter, reference_solver=self.reference_solver,
+                                   random_state=self.random_state)
+            svm.fit(X[rows], child)
+            models[s] = svm
+            objective += svm.objective_
+            gap = max(gap, svm.gap_)
+            n_iter += svm.n_iter_
+        self.node_models_ = models
+        self.objective_, self.gap_ = objective, gap
+        self.hierarchy_ = H
+        self.pairs_ = pairs
+        self.working_hierarchy_ = Hw
+        self.sigma_ = sigma
+        self.n_iter_ = n_iter
+        _set_leaf_classes(self, pairs)
+        return self
+
+    def predict(self, X):
+        """Top-down: at each parent node, the node's SVM picks the child."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        Hw = self.working_hierarchy_
+        current = np.zeros(X.shape[0], dtype=np.int64)
+        children = Hw.children_indices
+        for _ in range(int(Hw.depths.max())):
+            moved = False
+            for s in np.unique(current):
+                kids = children[s]
+                if len(kids) == 0:
+                    continue
+                rows = np.flatnonzero(current == s)
+                moved = True
+                if len(kids) == 1:
+                    current[rows] = kids[0]
+                    continue
+                model = self.node_models_[s]
+                current[rows] = model if isinstance(model, int) else model.predict(X[rows])
+            if not moved:
+                break
+        return self.classes_[self._leaf_to_class[current]]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

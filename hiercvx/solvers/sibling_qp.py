@@ -1,0 +1,1079 @@
+"""Fast certified solvers for the sibling-margin QP of Wang, Shen & Pan: HSVM (2) and every
+DC step (8) of HPSI.
+
+The QP (Appendix B, (8); :func:`hiercvx.formulations.hpsi.primal`)::
+
+    min_{w, b, xi}  1/2 sum_v ||w_v||^2 + C sum_i xi_i + sum_p lam_p m_p(f)
+    s.t.  xi_i >= 0,  m_p(f) + xi_i >= 1  (p = (i, j, t), (j, t) in Q(y_i)),  sum-to-zero
+
+with ``m_p(f) = f_j(x_i) - f_t(x_i)`` and ``lam`` the DC linearization (0 for HSVM), and its
+dual (9)-(11) after eliminating ``delta`` (see ``formulations/hpsi.md``)::
+
+    max_beta  D(beta) = sum_p beta_p - 1/2 ||W(gamma)||^2,   gamma = beta - lam
+    s.t.      beta >= 0,  sum_{p of i} beta_p <= C  (11),   r(beta) = E^T gamma = 0  (10)
+
+``W(gamma) = Gamma(gamma)^T X`` (linear) or the representer coefficients ``Gamma(gamma)``
+(kernel); ``Gamma`` is ``(n, M)`` with ``+gamma_p`` at ``(i, j_p)``, ``-gamma_p`` at
+``(i, t_p)``; one equality ``r_v = 0`` per node (the biases are their multipliers).
+
+Two methods, one certificate.
+
+``method="ipm"`` -- a primal-dual interior point method (Mehrotra predictor-corrector) on
+(8) in reduced coordinates: every sibling group ``g`` is written in an orthonormal basis
+of ``{sum = 0}`` (so the sum-to-zero constraints of Theorem 1 hold by construction and the
+penalty is unchanged), and the inputs enter through features ``phi`` of dimension ``q``:
+``x`` itself (linear) or a pivoted-Cholesky factor ``K ~ L L^T`` (kernel; the pivot columns
+are reproduced exactly, so the functions are exact kernel expansions on the pivot points).
+Eliminating the slacks ``xi`` leaves one dense ``(M'(q+1))``-square Newton system per
+step, whatever ``C``: the method of choice when ``q`` is small (the paper's examples, any
+Gaussian kernel of moderate rank), where dual coordinate methods crawl at large ``C``.
+
+``method="alm"`` -- block coordinate ascent on the dual with an augmented Lagrangian for
+``r = 0``, the biases as multipliers.  For fixed biases ``b`` the sub-problem
+``max_{beta in box} D_b(beta) - rho/2 ||r||^2`` (the proximal point method on ``b``) has
+gradient ``1 - m_p(f) - rho (r_j - r_t)`` in ``beta_p`` and Hessian
+``(k(x_i, x_i) + rho) E_i^T E_i`` on example ``i``'s block, a tiny QP over
+``{beta_i >= 0, sum beta_i <= C}`` solved exactly by pairwise (SMO) steps; then
+``b <- b + rho r``.  The group sums of ``r`` vanish (every pair joins two siblings), so ``b``
+stays centred.  It warm-starts: a DC step from the previous step's ``(beta, b)``, a C sweep
+with ``beta`` scaled by the ratio of the C values.  For high-dimensional or large data; on
+low-dimensional data at large ``C`` coordinate ascent crawls (the dual is ill-conditioned),
+which is why ``"auto"`` prefers the IPM there.  The IPM starts cold at every solve: started
+from the previous DC step's point (pushed back into the interior) it took more iterations.
+
+Certificate (both; celer-style stop): the primal (8) recomputed at the returned ``(w, b)`` by
+the reference's numpy model (:meth:`hpsi._Model.primal_value`) against the dual ``D`` at a
+*feasible* point -- the method's ``beta`` repaired so that ``r = 0`` holds to round-off (a
+least-norm move on the support, budget-neutral for examples at their budget; the
+reference's :meth:`hpsi._Model.dual_feasible` as a fallback).  Success means
+``(primal - dual) / max(1, |primal|) <= tol``.  For a kernel, the bound is the dual of the
+problem with the exact Gram matrix (``K - L L^T`` is PSD, so a low-rank factor can only
+widen the gap, never fake it).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from numba import njit
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
+
+from .._validation import check_features, check_positive
+from ..exceptions import InputError
+from ..formulations import hpsi
+from ..formulations.hpsi import _check_pair_weights, _Model
+from ..kernels import Kernel, check_psd, make_kernel
+from ._result import SolverResult
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SiblingQPSolver", "SiblingQPResult", "FastDCResult", "solve_qp", "solve_dc",
+           "pivoted_cholesky"]
+
+_MODE_DENSE, _MODE_SPARSE, _MODE_KERNEL = 0, 1, 2
+
+
+# --------------------------------------------------------------------------------------------
+# numba kernels
+# --------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _score(mode, F, v, i, X, indptr, indices, xvals):
+    """``f_v(x_i)`` without bias: ``w_v . x_i`` (dense / sparse) or ``S[v, i]`` (kernel)."""
+    if mode == 2:
+        return F[v, i]
+    acc = 0.0
+    if mode == 0:
+        for f in range(X.shape[1]):
+            acc += F[v, f] * X[i, f]
+    else:
+        for jj in range(indptr[i], indptr[i + 1]):
+            acc += F[v, indices[jj]] * xvals[jj]
+    return acc
+
+
+@njit(cache=True)
+def _move(mode, F, v, i, step, X, indptr, indices, xvals, K):
+    """``f_v += step * k(x_i, .)``: ``w_v += step x_i`` or ``S[v, :] += step K[i, :]``."""
+    if mode == 0:
+        for f in range(X.shape[1]):
+            F[v, f] += step * X[i, f]
+    elif mode == 1:
+        for jj in range(indptr[i], indptr[i + 1]):
+            F[v, indices[jj]] += step * xvals[jj]
+    else:
+        for u in range(K.shape[1]):
+            F[v, u] += step * K[i, u]
+
+
+@njit(cache=True)
+def _incidence(pos, neg, p, q):
+    """``(e_{j_p} - e_{t_p}) . (e_{j_q} - e_{t_q})``."""
+    return ((pos[p] == pos[q]) * 1.0 - (pos[p] == neg[q]) * 1.0
+            - (neg[p] == pos[q]) * 1.0 + (neg[p] == neg[q]) * 1.0)
+
+
+@njit(cache=True)
+def _block_violation(beta, p0, k, g, C):
+    """KKT violation of one example's block: ``max_p g_p - min_{p: beta_p > 0} g_p`` with the
+    budget slack as a variable of gradient 0 (it may grow always, shrink when positive)."""
+    used = 0.0
+    g_up = 0.0
+    g_down = np.inf
+    for r in range(k):
+        used += beta[p0 + r]
+        if g[r] > g_up:
+            g_up = g[r]
+        if beta[p0 + r] > 0.0 and g[r] < g_down:
+            g_down = g[r]
+    if used < C and g_down > 0.0:
+        g_down = 0.0
+    if g_down == np.inf:
+        return 0.0
+    return max(g_up - g_down, 0.0)
+
+
+@njit(cache=True)
+def _block_qp(beta, p0, k, pos, neg, g, curvature, C, eps, max_steps):
+    """Exact block solve: ``max g.d - 1/2 d^T Q d`` over ``beta_i + d >= 0``,
+    ``sum(beta_i + d) <= C`` with ``Q_pq = curvature * incidence(p, q)``.
+
+    Pairwise steps between the most and least attractive variable (the budget slack is a
+    variable of gradient 0), each an exact clipped line search, until the block violation
+    is <= eps.  ``beta`` and ``g`` are updated in place; returns the number of steps.
+    """
+    used = 0.0
+    for r in range(k):
+        used += beta[p0 + r]
+    slack = C - used
+    if slack < 0.0:
+        slack = 0.0
+    for step in range(max_steps):
+        up = -1
+        g_up = 0.0
+        for r in range(k):
+            if g[r] > g_up:
+                g_up = g[r]
+                up = r
+        down = -2
+        g_down = np.inf
+        if slack > 0.0:
+            down = -1
+            g_down = 0.0
+        for r in range(k):
+            if beta[p0 + r] > 0.0 and g[r] < g_down:
+                g_down = g[r]
+                down = r
+        if down == -2 or g_up - g_down <= eps:
+            return step
+        kappa = 0.0
+        if up >= 0:
+            kappa += curvature * _incidence(pos, neg, p0 + up, p0 + up)
+        if down >= 0:
+            kappa += curvature * _incidence(pos, neg, p0 + down, p0 + down)
+        if up >= 0 and down >= 0:
+            kappa -= 2.0 * curvature * _incidence(pos, neg, p0 + up, p0 + down)
+        t_max = slack if down == -1 else beta[p0 + down]
+        t = t_max
+        if kappa > 1e-300:
+            t = min(t_max, (g_up - g_down) / kappa)
+        if up >= 0:
+            beta[p0 + up] += t
+        else:
+            slack += t
+        if down >= 0:
+            beta[p0 + down] = 0.0 if t >= t_max else beta[p0 + down] - t
+        else:
+            slack = 0.0 if t >= t_max else slack - t
+        for r in range(k):
+            h = 0.0
+            if up >= 0:
+                h += _incidence(pos, neg, p0 + r, p0 + up)
+            if down >= 0:
+                h -= _incidence(pos, neg, p0 + r, p0 + down)
+            g[r] -= t * curvature * h
+    return max_steps
+
+
+@njit(cache=True)
+def _sweep(order, mode, F, X, indptr, indices, xvals, K, kdiag, b, resid, beta, pair_ptr, pos,
+           neg, rho, C, eps, max_steps, g, old):
+    """One pass of block coordinate ascent on the ALM sub-problem over ``order``.
+
+    Blocks whose violation is <= eps are skipped.  Returns (largest violation met, number of
+    blocks changed).
+    """
+    worst = 0.0
+    changed = 0
+    for i in order:
+        p0 = pair_ptr[i]
+        k = pair_ptr[i + 1] - p0
+        if k == 0:
+            continue
+        for r in range(k):
+            p = p0 + r
+            j = pos[p]
+            t = neg[p]
+            m = (_score(mode, F, j, i, X, indptr, indices, xvals) + b[j]
+                 - _score(mode, F, t, i, X, indptr, indices, xvals) - b[t])
+            g[r] = 1.0 - m - rho * (resid[j] - resid[t])
+            old[r] = beta[p]
+        viol = _block_violation(beta, p0, k, g, C)
+        if viol > worst:
+            worst = viol
+        if viol <= eps:
+            continue
+        _block_qp(beta, p0, k, pos, neg, g, kdiag[i] + rho, C, 0.1 * eps, max_steps)
+        changed += 1
+        for r in range(k):
+            p = p0 + r
+            d = beta[p] - old[r]
+            if d != 0.0:
+                _move(mode, F, pos[p], i, d, X, indptr, indices, xvals, K)
+                _move(mode, F, neg[p], i, -d, X, indptr, indices, xvals, K)
+                resid[pos[p]] += d
+                resid[neg[p]] -= d
+    return worst, changed
+
+
+# --------------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------------
+@dataclass
+class SiblingQPResult(SolverResult):
+    """:class:`SolverResult` of one QP (HSVM or a DC step); ``method``: ``"ipm"`` / ``"alm"``.
+
+    ``weights``: ``(M, d)`` node weights (linear) or ``(M, n)`` representer coefficients
+    (kernel), rows in the working hierarchy's order (``hierarchy``: ``H`` plus self leaves
+    for internal labels), root row zero; ``biases`` ``(M,)``; ``dual`` the pair multipliers
+    ``beta`` (as iterated; ``dual_feasible`` is the repaired point the bound is taken at);
+    ``pair_weights`` the DC term ``lam`` and ``C`` the budget it was solved with.
+    """
+
+    biases: np.ndarray | None = None
+    dual_feasible: np.ndarray | None = None
+    pair_weights: np.ndarray | None = None
+    C: float = 1.0
+    method: str = ""
+
+    @property
+    def coefficients(self):
+        return self.weights
+
+
+@dataclass
+class FastDCResult:
+    """Outcome of :func:`solve_dc` (mirrors :class:`hiercvx.formulations.hpsi.DCResult`).
+
+    ``weights`` / ``biases``: the best iterate (lowest psi cost); ``objective`` its cost (2);
+    ``dc_objectives``: the cost of every iterate, first entry the HSVM start; ``step_gaps``:
+    the certified relative gap of every convex step (first: HSVM); ``hsvm``: the HSVM
+    :class:`SiblingQPResult`; ``steps``: every step's result.
+    """
+
+    weights: np.ndarray
+    biases: np.ndarray
+    objective: float
+    dc_objectives: np.ndarray
+    best_iteration: int
+    n_iter: int
+    converged: bool
+    tol: float
+    hsvm: SiblingQPResult
+    solver: "SiblingQPSolver"
+    step_gaps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    steps: list = field(default_factory=list)
+    solve_time: float = 0.0
+
+    @property
+    def values(self) -> dict:
+        return {"weights": self.weights, "biases": self.biases}
+
+    def decision_function(self, X_new) -> np.ndarray:
+        return self.solver.decision_function(self.weights, self.biases, X_new)
+
+    def predict(self, X_new) -> np.ndarray:
+        return self.solver.predict(self.weights, self.biases, X_new)
+
+
+# --------------------------------------------------------------------------------------------
+# the model with a Gram matrix (no eigendecomposition)
+# --------------------------------------------------------------------------------------------
+@dataclass
+class _GramModel(_Model):
+    """:class:`hpsi._Model` for a kernel, evaluated with ``K`` directly (the reference
+    factorizes ``K = L L^T``, an ``O(n^3)`` step the fast solver does not need)."""
+
+    def penalty(self, coef: np.ndarray) -> float:
+        return 0.5 * float(np.sum(coef * (coef @ self.K)))
+
+    def quad(self, A: np.ndarray) -> float:
+        return float(np.sum(A * (self.K @ A)))
+
+
+def _build_model(X, y, H, kernel, sigma) -> _Model:
+    """The reference's numpy model (:func:`hpsi._model`), without factorizing a kernel."""
+    pairs = hpsi.sibling_pairs(y, H)
+    precomputed = isinstance(kernel, str) and kernel == "precomputed"
+    if isinstance(kernel, Kernel):
+        kern = kernel
+        precomputed = kern.name == "precomputed"
+    if precomputed:
+        X = check_features(X, "X (the precomputed Gram matrix)", allow_sparse=False)
+        if X.shape[0] != X.shape[1]:
+            raise InputError(f"with kernel='precomputed' X must be the square (n, n) Gram matrix, "
+                             f"got shape {X.shape}")
+        check_psd(X, what="precomputed kernel matrix")
+    else:
+        X = check_features(X)
+    if X.shape[0] != pairs.n_samples:
+        raise InputError(f"X has {X.shape[0]} rows but y has {pairs.n_samples} labels")
+    if not isinstance(kernel, Kernel):
+        kern = make_kernel(kernel, X=None if precomputed else X,
+                           y=None if precomputed else np.asarray(pairs.labels), sigma=sigma)
+    groups = pairs.groups
+    rows = np.concatenate([np.full(len(g), k) for k, g in enumerate(groups)])
+    cols = np.concatenate(groups)
+    Gm = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(groups), pairs.n_nodes))
+    gsize = np.array([len(g) for g in groups], dtype=float)
+    if kern.is_linear:
+        return _Model(pairs=pairs, X=X, kernel=kern, linear=True, K=None, L=None,
+                      group_matrix=Gm, group_size=gsize)
+    K = np.ascontiguousarray(kern(X), dtype=float)
+    if kern.name not in ("rbf", "precomputed"):
+        check_psd(K, what=f"{kern.name} kernel matrix")
+    K = 0.5 * (K + K.T)
+    return _GramModel(pairs=pairs, X=X, kernel=kern, linear=False, K=K, L=None,
+                      group_matrix=Gm, group_size=gsize)
+
+
+# --------------------------------------------------------------------------------------------
+# interior point method in reduced coordinates
+# --------------------------------------------------------------------------------------------
+def pivoted_cholesky(K, rtol: float = 1e-12, max_rank: int | None = None):
+    """Greedy pivoted Cholesky ``K ~ L L^T`` with ``L`` ``(n, r)`` and pivots ``S``.
+
+    Stops when the largest residual diagonal is ``<= rtol * max(diag K)`` or at ``max_rank``.
+    The pivot columns are reproduced exactly (``K[:, S] = L L[S]^T`` up to round-off) and
+    ``K - L L^T`` is PSD (a Nystrom approximation on ``S``).  Returns ``(L, S, complete)``
+    where ``complete`` says whether the tolerance was reached.
+    """
+    K = np.asarray(K, dtype=float)
+    n = K.shape[0]
+    d = np.diag(K).copy()
+    dmax = max(float(d.max()), 1e-300) if n else 1.0
+    cap = n if max_rank is None else max(1, min(n, int(max_rank)))
+    L = np.zeros((n, cap))
+    piv: list = []
+    complete = False
+    for k in range(cap):
+        j = int(np.argmax(d))
+        if d[j] <= rtol * dmax:
+            complete = True
+            break
+        piv.append(j)
+        col = K[:, j] - L[:, :k] @ L[j, :k]
+        L[:, k] = col / np.sqrt(d[j])
+        d -= L[:, k] ** 2
+        d[j] = 0.0
+    else:
+        complete = bool(d.max() <= rtol * dmax) if n else True
+    return L[:, :len(piv)], np.asarray(piv, dtype=np.int64), complete
+
+
+def _group_basis(pairs: hpsi.SiblingPairs) -> np.ndarray:
+    """``E'`` ``(M, M')``: each sibling group of size ``s >= 2`` gets ``s - 1`` orthonormal
+    columns spanning ``{sum over the group = 0}``; singleton groups (only children) and
+    the root get none (their functions are 0 by the sum-to-zero constraints)."""
+    M = pairs.n_nodes
+    blocks = [g for g in pairs.groups if len(g) >= 2]
+    E = np.zeros((M, sum(len(g) - 1 for g in blocks)))
+    col = 0
+    for g in blocks:
+        s = len(g)
+        basis, _ = np.linalg.qr(np.eye(s)[:, : s - 1] - 1.0 / s)
+        E[np.asarray(g), col:col + s - 1] = basis
+        col += s - 1
+    return E
+
+
+def _rowdot(A, B):
+    return np.einsum("ij,ij->i", A, B)
+
+
+@njit(cache=True)
+def _schur_blocks(Delta, w, w0, pair_ptr):
+    """``T_i = sum_p w_p d_p d_p^T - v_i v_i^T / D_i`` (``v_i = sum_p w_p d_p``,
+    ``D_i = sum_p w_p + w0_i``): the Newton matrix of example ``i`` after eliminating its
+    slack, in the cancellation-free form
+    ``(w0_i sum_p w_p d_p d_p^T + sum_{p < q} w_p w_q (d_p - d_q)(d_p - d_q)^T) / D_i``,
+    a sum of PSD terms (the naive difference loses definiteness when ``w`` spans many
+    orders of magnitude near the end of the interior point path)."""
+    n = pair_ptr.shape[0] - 1
+    Mr = Delta.shape[1]
+    T = np.zeros((n, Mr, Mr))
+    for i in range(n):
+        p0 = pair_ptr[i]
+        p1 = pair_ptr[i + 1]
+        D = w0[i]
+        for p in range(p0, p1):
+            D += w[p]
+        for p in range(p0, p1):
+            c = w0[i] * w[p]
+            for a in range(Mr):
+                da = Delta[p, a]
+                if da != 0.0:
+                    for b in range(Mr):
+                        T[i, a, b] += c * da * Delta[p, b]
+            for q in range(p + 1, p1):
+                c = w[p] * w[q]
+                for a in range(Mr):
+                    da = Delta[p, a] - Delta[q, a]
+                    if da != 0.0:
+                        for b in range(Mr):
+                            T[i, a, b] += c * da * (Delta[p, b] - Delta[q, b])
+        for a in range(Mr):
+            for b in range(Mr):
+                T[i, a, b] /= D
+    return T
+
+
+class _NormalBuilder:
+    """Builds ``sum_i T_i (x) phi_i phi_i^T + diag`` (the ``(a, f)`` row-major ordering) for
+    a fixed ``Phi1``.  With symmetric ``T_i`` and ``phi_i phi_i^T`` only the blocks ``a <= b``
+    and the entries ``f <= g`` are needed: one product of ``T``'s upper triangle
+    ``(n, Mr(Mr+1)/2)`` with the upper triangles of the ``phi_i phi_i^T`` (computed once and
+    kept when they fit in ``max_cache`` floats; else block by block)."""
+
+    def __init__(self, Phi1, Mr, max_cache=12_000_000):
+        self.Phi1 = Phi1
+        n, q1 = Phi1.shape
+        self.Mr, self.q1 = Mr, q1
+        self.ia, self.ib = np.triu_indices(Mr)
+        self.jf, self.jg = np.triu_indices(q1)
+        self.K2 = None
+        if n * len(self.jf) <= max_cache:
+            self.K2 = Phi1[:, self.jf] * Phi1[:, self.jg]          # (n, q1(q1+1)/2)
+
+    def __call__(self, T, diag):
+        Mr, q1, Phi1 = self.Mr, self.q1, self.Phi1
+        N = np.zeros((Mr, q1, Mr, q1))
+        if self.K2 is not None:
+            R = T[:, self.ia, self.ib].T @ self.K2                # (Mr(Mr+1)/2, q1(q1+1)/2)
+            for k, (a, b) in enumerate(zip(self.ia, self.ib)):
+                N[a, self.jf, b, self.jg] = R[k]
+                N[a, self.jg, b, self.jf] = R[k]
+                if a != b:
+                    N[b, self.jf, a, self.jg] = R[k]
+                    N[b, self.jg, a, self.jf] = R[k]
+        else:
+            for a, b in zip(self.ia, self.ib):
+                t = T[:, a, b]
+                if not t.any():
+                    continue
+                blk = (Phi1 * t[:, None]).T @ Phi1
+                N[a, :, b, :] = blk
+                if a != b:
+                    N[b, :, a, :] = blk.T
+        N = N.reshape(Mr * q1, Mr * q1)
+        N[np.diag_indices_from(N)] += diag
+        return N
+
+
+def _factor(N):
+    """Cholesky of the Newton matrix, with a growing diagonal shift if round-off has made
+    it indefinite (the interior point iteration corrects the perturbed step)."""
+    scale = max(1.0, float(np.abs(np.diag(N)).max()))
+    for shift in (0.0, 1e-14, 1e-12, 1e-10, 1e-8, 1e-6):
+        try:
+            if shift:
+                N = N.copy()
+                N[np.diag_indices_from(N)] += shift * scale
+            return sla.cho_factor(N, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError("the interior point Newton matrix is not positive definite")
+
+
+def _step_length(v, dv):
+    neg = dv < 0
+    if not neg.any():
+        return 1.0
+    return float(min(1.0, np.min(-v[neg] / dv[neg])))
+
+
+def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
+    """Mehrotra predictor-corrector on (8) in reduced coordinates.
+
+    Variables ``Z`` ``(M', q + 1)`` (last column: the biases) and ``xi`` ``(n)``;
+    constraints ``Delta_p . (Z phi~_i) + xi_i >= 1`` (slack ``s``, multiplier ``lm``) and
+    ``xi >= 0`` (``s0``, ``lm0``); objective ``1/2 ||Z[:, :q]||^2 + C sum xi +
+    sum_p lam_p Delta_p . (Z phi~_i)``.  ``accept(Z, lm)`` is called once the interior
+    point residuals and the complementarity gap are small (relative to ``tol``); it
+    returns True when the certificate holds.  ``pair_of``:
+    the sample of every pair; ``Bm`` ``(n, P)``: its 0/1 incidence (sums over a sample);
+    ``normal``: the :class:`_NormalBuilder` of ``Phi1``.
+    Returns ``(Z, lm, n_iter, accepted)``.
+    """
+    n, q1 = Phi1.shape
+    P, Mr = Delta.shape
+    qdiag = np.ones((Mr, q1))
+    qdiag[:, -1] = 0.0
+    lin = (Bm @ (lam[:, None] * Delta)).T @ Phi1
+    k_i = np.asarray(Bm.sum(axis=1)).ravel()
+    # a cold start: interior point warm starts from the previous DC step were tried and took
+    # more iterations than this (the neighbouring optimum sits on the boundary)
+    Z = np.zeros((Mr, q1))
+    xi = np.full(n, 2.0)
+    s = np.ones(P)
+    s0 = xi.copy()
+    lm = C / (k_i[pair_of] + 1.0)
+    lm0 = C / (k_i + 1.0)
+    m_total = P + n
+    scale_d = 1.0 + C
+    pair_ptr = np.r_[0, np.cumsum(k_i)].astype(np.int64)
+    # coordinates no pair touches (sibling groups below which no example lies) do not
+    # change the cost: their bias is pinned to 0 by a unit weight (their w part already has one)
+    idle = ~np.any(Delta != 0, axis=0)
+    qdiag[idle, -1] = 1.0
+    accepted = False
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        F = Phi1 @ Z.T
+        marg = _rowdot(Delta, F[pair_of])
+        rp = marg + xi[pair_of] - 1.0 - s
+        rp0 = xi - s0
+        rd_Z = qdiag * Z + lin - (Bm @ (lm[:, None] * Delta)).T @ Phi1
+        rd_x = C - Bm @ lm - lm0
+        mu = (s @ lm + s0 @ lm0) / m_total
+        res_p = max(float(np.abs(rp).max(initial=0.0)), float(np.abs(rp0).max()))
+        res_d = max(float(np.abs(rd_Z).max()), float(np.abs(rd_x).max())) / scale_d
+        value = 0.5 * float(np.sum(qdiag * Z * Z)) + C * float(xi.sum()) + float(np.sum(lin * Z))
+        # the certificate is worth computing once the complementarity gap is small
+        if res_p <= 1e-6 and res_d <= 1e-6 and mu * m_total <= 0.1 * tol * max(1.0, abs(value)):
+            if accept(Z, lm):
+                accepted = True
+                break
+        w = lm / s
+        w0 = lm0 / s0
+        Dx = Bm @ w + w0
+        V = Bm @ (w[:, None] * Delta)
+        T = _schur_blocks(Delta, w, w0, pair_ptr)
+        N = normal(T, qdiag.ravel())
+        cho = _factor(N)
+
+        def newton(rc, rc0):
+            t = rc / s - w * rp
+            t0 = rc0 / s0 - w0 * rp0
+            rZ = -rd_Z + (Bm @ (t[:, None] * Delta)).T @ Phi1
+            rx = -rd_x + Bm @ t + t0
+            rhs = rZ - ((rx / Dx)[:, None] * V).T @ Phi1
+            dZ = sla.cho_solve(cho, rhs.ravel(), check_finite=False).reshape(Mr, q1)
+            dF = Phi1 @ dZ.T
+            dxi = (rx - _rowdot(V, dF)) / Dx
+            ds = _rowdot(Delta, dF[pair_of]) + dxi[pair_of] + rp
+            ds0 = dxi + rp0
+            dl = (rc - lm * ds) / s
+            dl0 = (rc0 - lm0 * ds0) / s0
+            return dZ, dxi, ds, ds0, dl, dl0
+
+        def longest(step):
+            _, _, ds, ds0, dl, dl0 = step
+            return min(_step_length(s, ds), _step_length(s0, ds0), _step_length(lm, dl),
+                       _step_length(lm0, dl0))
+
+        aff = newton(-s * lm, -s0 * lm0)
+        a = longest(aff)
+        mu_aff = ((s + a * aff[2]) @ (lm + a * aff[4])
+                  + (s0 + a * aff[3]) @ (lm0 + a * aff[5])) / m_total
+        sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0   # Mehrotra's centring
+        step = newton(-s * lm + sigma * mu - aff[2] * aff[4],
+                      -s0 * lm0 + sigma * mu - aff[3] * aff[5])
+        a = min(1.0, 0.99 * longest(step))
+        dZ, dxi, ds, ds0, dl, dl0 = step
+        Z += a * dZ
+        xi += a * dxi
+        s += a * ds
+        s0 += a * ds0
+        lm += a * dl
+        lm0 += a * dl0
+        # keep strictly interior against round-off
+        s = np.maximum(s, 1e-300)
+        s0 = np.maximum(s0, 1e-300)
+        lm = np.maximum(lm, 1e-300)
+        lm0 = np.maximum(lm0, 1e-300)
+    return Z, lm, it, accepted
+
+
+# --------------------------------------------------------------------------------------------
+# the solver
+# --------------------------------------------------------------------------------------------
+METHODS = ("auto", "ipm", "alm")
+
+
+class SiblingQPSolver:
+    """Certified fast solver of the sibling-margin QP (8) on one training set.
+
+    ``SiblingQPSolver(X, y, H, kernel="linear", sigma=None, method="auto")`` validates the
+    data once (labels, tree, partial paths -> self leaves, exactly as :func:`hpsi.primal`),
+    prepares the method, and keeps the state of the last solve so that :meth:`solve`
+    warm-starts the next one (ALM).  :meth:`solve_dc` runs HPSI's DC algorithm (3).
+
+    ``method``: ``"ipm"`` (interior point in reduced coordinates), ``"alm"`` (dual block
+    coordinate ascent, warm-started) or ``"auto"``: IPM when its Newton system has at most
+    ``max_ipm_size`` rows -- ``M' (q + 1)`` with ``M'`` the number of free function
+    directions and ``q`` the input dimension (linear) or the numerical rank of ``K``
+    (kernel, pivoted Cholesky to ``rank_rtol``) -- else ALM.
+
+    Attributes: ``model`` (the reference's numpy model: costs, certificates, recoveries),
+    ``pairs`` (:class:`hpsi.SiblingPairs`), ``hierarchy`` (the working hierarchy ``H'``),
+    ``method`` (the resolved method), ``rank`` (``q``).
+    """
+
+    def __init__(self, X, y, H, kernel="linear", sigma=None, method="auto", rank_rtol=1e-10,
+                 max_ipm_size=2000, rho=None, random_state=0):
+        # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
+        # machine), so setup and solves run single-threaded
+        with threadpool_limits(limits=1, user_api="blas"):
+            self._setup(X, y, H, kernel, sigma, method, rank_rtol, max_ipm_size, rho, random_state)
+
+    def _setup(self, X, y, H, kernel, sigma, method, rank_rtol, max_ipm_size, rho, random_state):
+        if method not in METHODS:
+            raise InputError(f"method must be one of {METHODS}, got {method!r}")
+        self.model = _build_model(X, y, H, kernel, sigma)
+        m = self.model
+        pr = m.pairs
+        self.pairs = pr
+        self.hierarchy = pr.hierarchy
+        self.kernel = m.kernel
+        self.n, self.M, self.P = m.n, m.M, pr.n_pairs
+        self._basis = _group_basis(pr)
+        Mr = self._basis.shape[1]
+        self._Bm = sp.csr_matrix((np.ones(self.P), (pr.pair_i, np.arange(self.P))),
+                                 shape=(self.n, self.P))
+        self._pivots = None
+        self._factor_inv = None
+        self._normal = None
+        self.rank = None
+        if method in ("auto", "ipm"):
+            Phi = None
+            if m.linear:
+                d = m.X.shape[1]
+                if method == "ipm" or Mr * (d + 1) <= max_ipm_size:
+                    Phi = m.X.toarray() if sp.issparse(m.X) else np.asarray(m.X, dtype=float)
+            else:
+                cap = None if method == "ipm" else max(1, max_ipm_size // max(Mr, 1) - 1)
+                L, S, complete = pivoted_cholesky(m.K, rtol=rank_rtol, max_rank=cap)
+                if complete or method == "ipm":
+                    Phi = L
+                    self._pivots = S
+                    self._factor_inv = S.size and sla.solve_triangular(
+                        L[S], np.eye(S.size), lower=True, check_finite=False)
+            if Phi is not None:
+                self.rank = Phi.shape[1]
+                self._Phi1 = np.hstack([Phi, np.ones((self.n, 1))])
+                self._Delta = self._basis[pr.pair_pos] - self._basis[pr.pair_neg]
+                method = "ipm"
+            else:
+                method = "alm"
+        self.method = method
+        if method == "alm":
+            self._setup_alm(rho)
+        self.random_state = random_state
+        self._rng = np.random.default_rng(random_state)
+        self._beta: np.ndarray | None = None
+        self._b: np.ndarray | None = None
+        self._C: float | None = None
+
+    def _setup_alm(self, rho):
+        m = self.model
+        pr = self.pairs
+        self._pair_ptr = np.ascontiguousarray(pr.pair_ptr, dtype=np.int64)
+        self._pos = np.ascontiguousarray(pr.pair_pos, dtype=np.int64)
+        self._neg = np.ascontiguousarray(pr.pair_neg, dtype=np.int64)
+        empty_i = np.zeros(1, dtype=np.int64)
+        self._X = np.zeros((1, 1))
+        self._indptr, self._indices, self._xvals = empty_i, empty_i, np.zeros(1)
+        self._K = np.zeros((1, 1))
+        if m.linear and sp.issparse(m.X):
+            self._mode = _MODE_SPARSE
+            Xc = sp.csr_matrix(m.X)
+            Xc.sort_indices()
+            self._indptr = Xc.indptr.astype(np.int64)
+            self._indices = Xc.indices.astype(np.int64)
+            self._xvals = Xc.data.astype(float)
+            self._kdiag = np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()
+        elif m.linear:
+            self._mode = _MODE_DENSE
+            self._X = np.ascontiguousarray(m.X, dtype=float)
+            self._kdiag = np.einsum("ij,ij->i", self._X, self._X)
+        else:
+            self._mode = _MODE_KERNEL
+            self._K = m.K
+            self._kdiag = np.ascontiguousarray(np.diag(m.K), dtype=float)
+        self.rho = float(rho) if rho is not None else max(float(np.mean(self._kdiag)), 1e-12)
+
+    # -- functions of a solution
+    def decision_function(self, weights, biases, X_new) -> np.ndarray:
+        """``f_v(x)`` ``(m, M)`` at new points, columns in ``hierarchy.nodes`` order (for
+        ``kernel="precomputed"``: the ``(m, n)`` kernel rows against the training points)."""
+        m = self.model
+        if m.linear:
+            Xn = check_features(X_new, "X_new")
+            if Xn.shape[1] != m.X.shape[1]:
+                raise InputError(f"X_new has {Xn.shape[1]} features, the training data has "
+                                 f"{m.X.shape[1]}")
+            out = Xn @ weights.T
+            out = out.toarray() if sp.issparse(out) else np.asarray(out)
+            return out + biases[None, :]
+        if m.kernel.name == "precomputed":
+            Kn = check_features(X_new, "X_new (kernel rows)", allow_sparse=False)
+            if Kn.shape[1] != self.n:
+                raise InputError(f"kernel rows need one column per training point ({self.n}), "
+                                 f"got shape {Kn.shape}")
+        else:
+            Xn = check_features(X_new, "X_new")
+            if Xn.shape[1] != m.X.shape[1]:
+                raise InputError(f"X_new has {Xn.shape[1]} features, the training data has "
+                                 f"{m.X.shape[1]}")
+            support = np.flatnonzero(np.any(weights != 0, axis=0))
+            Kn = np.zeros((Xn.shape[0], self.n))
+            if support.size:
+                Kn[:, support] = m.kernel(Xn, m.X[support])
+        return Kn @ weights.T + biases[None, :]
+
+    def predict(self, weights, biases, X_new) -> np.ndarray:
+        """The top-down rule ``d^H`` at new points, as node names of the caller's hierarchy."""
+        S = self.decision_function(weights, biases, X_new)
+        idx = hpsi.predict_top_down(S, self.hierarchy, return_index=True)
+        return self.pairs.to_original(idx)
+
+    # -- certificate
+    def _functions(self, beta, lam):
+        """``W(gamma)`` (linear) or the coefficients ``Gamma(gamma)^T`` (kernel), root row 0."""
+        A = self.model.gmat(beta - lam)
+        if self.model.linear:
+            X = self.model.X
+            W = np.asarray((X.T @ A).T if sp.issparse(X) else A.T @ X)
+        else:
+            W = np.ascontiguousarray(A.T)
+        W[0] = 0.0
+        return W
+
+    def _into_box(self, beta, C):
+        """Clip at 0 and scale every example's pairs back within its budget C."""
+        beta = np.maximum(np.asarray(beta, dtype=float), 0.0)
+        used = self.model.budget(beta)
+        over = used > C
+        if over.any():
+            factor = np.ones(self.n)
+            factor[over] = C / used[over]
+            beta = beta * factor[self.pairs.pair_i]
+        return beta
+
+    def _repair(self, beta, lam, C):
+        """A dual feasible point near ``beta`` (``r = 0`` to ``1e-11 max(1, C)``, the box kept),
+        or ``None``.
+
+        Least-norm change on the support: examples inside their budget move their positive
+        pairs freely; examples at their budget move mass between their positive pairs
+        (columns ``E_p - E_ref``, budget-neutral).  ``M`` rows only, so this is cheap.
+        """
+        m = self.model
+        pr = self.pairs
+        beta = self._into_box(beta, C)
+        used = m.budget(beta)
+        tol = 1e-11 * max(1.0, C)
+        keep = m._independent_rows()
+        E = m.incidence()[keep]
+        for _ in range(3):
+            r = m.bias_residual(beta, lam)
+            big = float(np.abs(r).max())
+            if big <= tol:
+                return beta
+            thresh = max(1e-9 * C, 1e3 * big)
+            positive = beta > thresh
+            interior = used < C - thresh
+            free_cols = np.flatnonzero(positive & interior[pr.pair_i])
+            bound = np.flatnonzero(positive & ~interior[pr.pair_i])
+            ref = np.full(self.n, -1, dtype=np.int64)
+            if bound.size:  # reference pair of an example at its budget: its largest beta
+                order = np.lexsort((-beta[bound], pr.pair_i[bound]))
+                bound = bound[order]
+                first = np.r_[True, pr.pair_i[bound[1:]] != pr.pair_i[bound[:-1]]]
+                ref[pr.pair_i[bound[first]]] = bound[first]
+                bound = bound[~first]
+            cols = [E[:, free_cols]]
+            if bound.size:
+                cols.append(E[:, bound] - E[:, ref[pr.pair_i[bound]]])
+            A = sp.hstack(cols).toarray()
+            if A.shape[1] == 0:
+                return None
+            y_, *_ = np.linalg.lstsq(A @ A.T, -r[keep], rcond=None)
+            step = A.T @ y_
+            new = beta.copy()
+            new[free_cols] += step[:free_cols.size]
+            if bound.size:
+                sb = step[free_cols.size:]
+                new[bound] += sb
+                np.add.at(new, ref[pr.pair_i[bound]], -sb)
+            if new.min() < -1e-14 * max(C, 1.0):
+                return None
+            beta = np.maximum(new, 0.0)
+            used = m.budget(beta)
+            if used.max() > C * (1 + 1e-13):
+                return None
+        return beta if np.abs(m.bias_residual(beta, lam)).max() <= tol else None
+
+    def _repair_lp(self, beta, lam, C):
+        """The smallest L1 move restoring ``r = 0`` with one-sided moves allowed: a pair may
+        grow (within its example's budget) or shrink (down to 0).  Needed when the support
+        alone cannot absorb the residual, e.g. a DC step where every example at its budget
+        has one positive pair and the others have none.  An LP with ``M'`` equality rows,
+        scaled by the residual so that its numbers are of order one.  ``None`` on failure."""
+        from scipy.optimize import linprog
+
+        m = self.model
+        P = self.P
+        beta = self._into_box(beta, C)
+        r = m.bias_residual(beta, lam)
+        keep = m._independent_rows()
+        scale = max(float(np.abs(r).max()), 1e-300)
+        E = m.incidence()[keep]
+        slack = np.maximum(C - m.budget(beta), 0.0) / scale
+        res = linprog(np.ones(2 * P), A_ub=sp.hstack([self._Bm, -self._Bm]).tocsr(), b_ub=slack,
+                      A_eq=sp.hstack([E, -E]).tocsr(), b_eq=-r[keep] / scale,
+                      bounds=np.c_[np.zeros(2 * P), np.r_[np.full(P, np.inf), beta / scale]],
+                      method="highs")
+        if res.status != 0:
+            return None
+        new = self._into_box(beta + scale * (res.x[:P] - res.x[P:]), C)  # LP round-off
+        if np.abs(m.bias_residual(new, lam)).max() > 1e-11 * max(1.0, C):
+            return None
+        return new
+
+    def _lower_bound(self, beta, lam, C, final=True):
+        """``D`` at a feasible point near ``beta``: the least-norm repair on the support, else
+        (final iterates only) the one-sided LP repair, else the reference's
+        :meth:`_Model.dual_feasible`; intermediate iterates get ``-inf`` when the cheap
+        repair fails."""
+        feas = self._repair(beta, lam, C)
+        if feas is None:
+            if not final:
+                return -np.inf, None
+            snapped = self._snap(beta, lam, C)
+            for attempt in (lambda: self._repair(snapped, lam, C),
+                            lambda: self._repair_lp(beta, lam, C),
+                            lambda: self._repair_lp(snapped, lam, C),
+                            lambda: self.model.dual_feasible(beta, lam, C)):
+                feas = attempt()
+                if feas is not None:
+                    break
+        return self.model.dual_value(feas, lam), feas
+
+    def _snap(self, beta, lam, C, rtol=1e-7):
+        """Round ``beta`` onto the face it is near: entries below ``1e-12 C`` to 0, and every
+        DC example whose pairs are within ``rtol C`` of its DC term ``lam`` to ``lam`` exactly
+        (``gamma = 0`` there).  An interior point method stops just inside such faces (e.g.
+        an example given up by the DC step: ``beta = lam = C`` on one pair); their round-off
+        can leave a residual that no move inside the budgets absorbs."""
+        pr = self.pairs
+        out = np.where(beta < 1e-12 * C, 0.0, np.asarray(beta, dtype=float))
+        dev = np.zeros(self.n)
+        np.maximum.at(dev, pr.pair_i, np.abs(out - lam))
+        close = (self.model.budget(lam) > 0) & (dev <= rtol * C)
+        rows = close[pr.pair_i]
+        out[rows] = lam[rows]
+        return out
+
+    # -- solves
+    def solve(self, C=1.0, pair_weights=None, tol=1e-6, max_iter=None, warm_start=True,
+              max_passes=50) -> SiblingQPResult:
+        """Solve (8) for ``C`` and the DC term ``pair_weights`` (``None``: HSVM (2)).
+
+        Stops on a certified relative gap ``<= tol``; warns (``ConvergenceWarning``) when
+        ``max_iter`` (IPM iterations, default 100; ALM multiplier steps, default 500) runs
+        out first.  ``warm_start`` (ALM): start from this object's last solve (``beta``
+        scaled to the new ``C``, the biases kept); ``max_passes``: ALM sweeps per step.
+        """
+        t0 = time.perf_counter()
+        C = check_positive(C, "C")
+        tol = check_positive(tol, "tol")
+        lam = np.ascontiguousarray(_check_pair_weights(pair_weights, self.model), dtype=float)
+        with threadpool_limits(limits=1, user_api="blas"):
+            if self.method == "ipm":
+                out = self._solve_ipm(C, lam, tol, 100 if max_iter is None else max_iter)
+            else:
+                out = self._solve_alm(C, lam, tol, 500 if max_iter is None else max_iter,
+                                      warm_start, max_passes)
+        W, b, primal, lower, feas, n_iter, converged, history, beta = out
+        res = SiblingQPResult(weights=W, objective=float(primal), lower_bound=float(lower),
+                              n_iter=int(n_iter), converged=bool(converged), tol=tol, dual=beta,
+                              history=history, solve_time=time.perf_counter() - t0,
+                              name=f"sibling-margin QP ({self.method})", biases=b,
+                              dual_feasible=feas, pair_weights=lam, C=C, method=self.method)
+        if not converged:
+            warnings.warn(f"sibling-margin QP ({self.method}): certified gap {res.gap:.2e} above "
+                          f"tol={tol:g} after {n_iter} iterations; raise max_iter or loosen tol",
+                          ConvergenceWarning, stacklevel=2)
+        self._beta, self._b, self._C = np.asarray(beta, float).copy(), b.copy(), C
+        return res
+
+    def _to_functions(self, Z):
+        """Reduced coordinates ``Z`` ``(M', q + 1)`` -> (weights or coefficients, biases)."""
+        Wq = self._basis @ Z[:, :-1]            # (M, q)
+        b = self._basis @ Z[:, -1]
+        if self.model.linear:
+            return Wq, b
+        coef = np.zeros((self.M, self.n))
+        if self._pivots.size:
+            coef[:, self._pivots] = Wq @ self._factor_inv  # c_S = L_S^{-T} w
+        return coef, b
+
+    def _solve_ipm(self, C, lam, tol, max_iter):
+        state = {}
+
+        def accept(Z, lm):
+            W, b = self._to_functions(Z)
+            primal = self.model.primal_value(W, b, C, lam)
+            lower, feas = self._lower_bound(lm, lam, C)
+            gap = (primal - lower) / max(1.0, abs(primal))
+            state.update(W=W, b=b, primal=primal, lower=lower, feas=feas, beta=lm.copy(), gap=gap)
+            return gap <= tol
+
+        if self._normal is None:
+            self._normal = _NormalBuilder(self._Phi1, self._Delta.shape[1])
+        Z, lm, it, ok = _ipm(self._Phi1, self._Delta, self.pairs.pair_i, self._Bm, C, lam, tol,
+                             max_iter, accept, self._normal)
+        if not ok:
+            ok = accept(Z, lm)
+        history = {"gap": [state["gap"]]}
+        return (state["W"], state["b"], state["primal"], state["lower"], state["feas"], it, ok,
+                history, state["beta"])
+
+    def _solve_alm(self, C, lam, tol, max_iter, warm_start, max_passes):
+        P, M = self.P, self.M
+        if warm_start and self._beta is not None:
+            beta = self._beta * (C / self._C)
+            b = self._b.copy()
+        else:
+            beta = np.zeros(P)
+            b = np.zeros(M)
+        W = self._functions(beta, lam)
+        # dense / sparse: node weights (M, d); kernel: scores without bias, S^T (M, n)
+        F = np.ascontiguousarray(W @ self._K if self._mode == _MODE_KERNEL else W)
+        resid = np.ascontiguousarray(self.model.bias_residual(beta, lam), dtype=float)
+        kmax = int(np.max(np.diff(self._pair_ptr))) if P else 1
+        g = np.zeros(max(kmax, 1))
+        old = np.zeros(max(kmax, 1))
+        max_steps = 50 * max(kmax, 1) + 100
+        eps = 0.1
+        history = {"primal": [], "lower": [], "gap": [], "residual": [], "violation": []}
+        best = None
+        best_lower = (-np.inf, None)
+        n_passes = 0
+        converged = False
+        for _ in range(int(max_iter)):
+            worst = 0.0
+            for _ in range(int(max_passes)):
+                order = self._rng.permutation(self.n).astype(np.int64)
+                worst, _changed = _sweep(order, self._mode, F, self._X, self._indptr, self._indices,
+                                         self._xvals, self._K, self._kdiag, b, resid, beta,
+                                         self._pair_ptr, self._pos, self._neg, self.rho, C, eps,
+                                         max_steps, g, old)
+                n_passes += 1
+                if worst <= eps:
+                    break
+            b += self.rho * resid
+            Wc = self._functions(beta, lam)
+            bc = b.copy()
+            bc[0] = 0.0
+            primal = self.model.primal_value(Wc, bc, C, lam)
+            lower, feas = self._lower_bound(beta, lam, C, final=False)
+            if best is None or primal < best[0]:
+                best = (primal, Wc, bc)
+            if lower > best_lower[0]:
+                best_lower = (lower, feas)
+            gap = (best[0] - best_lower[0]) / max(1.0, abs(best[0]))
+            history["primal"].append(primal)
+            history["lower"].append(lower)
+            history["gap"].append(gap)
+            history["residual"].append(float(np.abs(resid).max()))
+            history["violation"].append(float(worst))
+            if gap <= tol:
+                converged = True
+                break
+            # tighten the sweeps as the gap closes (a violation eps costs about C eps per example)
+            eps = max(1e-3 * tol, min(0.5 * eps, gap * max(1.0, abs(best[0])) / (C * max(1, self.n))))
+        if best_lower[1] is None:
+            lower, feas = self._lower_bound(beta, lam, C)
+            best_lower = (lower, feas)
+        return (best[1], best[2], best[0], best_lower[0], best_lower[1], n_passes, converged,
+                history, beta.copy())
+
+    def solve_dc(self, C=1.0, tol=1e-6, max_iter=50, gap_tol=1e-6) -> "FastDCResult":
+        """HPSI: the DC algorithm (3) with every convex step solved by :meth:`solve`.
+
+        Same loop as :func:`hpsi.dc`: start from HSVM; step ``m`` solves (8) with
+        ``pair_weights`` = :func:`hpsi.linearization` at ``f^(m-1)`` (warm-started by the
+        previous step under ALM); stop when ``|s(f^(m)) - s(f^(m-1))| <= tol``; return the
+        best iterate.  Every step is certified to ``gap_tol``.
+        """
+        t0 = time.perf_counter()
+        C = check_positive(C, "C")
+        if not (np.isfinite(tol) and tol >= 0):
+            raise InputError(f"tol must be a non-negative number, got {tol!r}")
+        if int(max_iter) < 0:
+            raise InputError(f"max_iter must be >= 0, got {max_iter!r}")
+        model = self.model
+        start = self.solve(C, None, tol=gap_tol, warm_start=False)
+        coef, b = start.weights, start.biases
+        costs = [model.psi_value(coef, b, C)]
+        gaps = [start.gap]
+        steps = [start]
+        best = (costs[0], 0, coef, b)
+        converged = False
+        it = 0
+        for it in range(1, int(max_iter) + 1):
+            lam = hpsi.linearization(model, model.scores(coef, b), C)
+            res = self.solve(C, lam, tol=gap_tol, warm_start=True)
+            coef, b = res.weights, res.biases
+            costs.append(model.psi_value(coef, b, C))
+            gaps.append(res.gap)
+            steps.append(res)
+            logger.debug("sibling_qp.solve_dc step %d: cost %.10g (gap %.2e)", it, costs[-1], res.gap)
+            if costs[-1] < best[0]:
+                best = (costs[-1], it, coef, b)
+            if abs(costs[-1] - costs[-2]) <= tol:
+                converged = True
+                break
+        if not converged and max_iter > 0:
+            logger.warning("sibling_qp.solve_dc: no convergence within max_iter=%d (last change "
+                           "%.3g > tol=%g)", max_iter, abs(costs[-1] - costs[-2]), tol)
+        return FastDCResult(weights=best[2], biases=best[3], objective=float(best[0]),
+                            dc_objectives=np.asarray(costs), best_iteration=int(best[1]),
+                            n_iter=it, converged=converged or max_iter == 0, tol=float(tol),
+                            hsvm=start, solver=self, step_gaps=np.asarray(gaps), steps=steps,
+                            solve_time=time.perf_counter() - t0)
+
+
+def solve_qp(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, method="auto",
+             tol=1e-6, max_iter=None, **options) -> SiblingQPResult:
+    """One certified solve of (8): HSVM (2) when ``pair_weights`` is None, else a DC step.
+    ``options`` go to :class:`SiblingQPSolver` (``rank_rtol``, ``max_ipm_size``, ``rho``,
+    ``random_state``)."""
+    solver = SiblingQPSolver(X, y, H, kernel=kernel, sigma=sigma, method=method, **options)
+    return solver.solve(C, pair_weights, tol=tol, max_iter=max_iter, warm_start=False)
+
+
+def solve_dc(X, y, H, C=1.0, kernel="linear", sigma=None, method="auto", tol=1e-6, max_iter=50,
+             gap_tol=1e-6, **options) -> "FastDCResult":
+    """HPSI by the DC algorithm (3) with the fast solver (see :meth:`SiblingQPSolver.solve_dc`)."""
+    solver = SiblingQPSolver(X, y, H, kernel=kernel, sigma=sigma, method=method, **options)
+    return solver.solve_dc(C, tol=tol, max_iter=max_iter, gap_tol=gap_tol)
