@@ -7,10 +7,11 @@ from .perceptron import HierarchicalPerceptron
 from .sibling import (HierarchicalPsiClassifier, SequentialHierarchicalSVC, SiblingMarginSVC,
                       paper_sigma)
 from .svm import HierarchicalSVC, MulticlassSVC
+from .topdown import TopDownSVC
 from .tuning import HoldoutTuning, tune_on_holdout, wang_C_grid
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC", "OrthogonalTransferSVC",
            "NormalizedHierarchicalSVC", "SharedNormSVC", "HierarchicalPerceptron",
            "SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC", "paper_sigma",
            "tune_on_holdout", "wang_C_grid", "HoldoutTuning",
-           "AdaBoostMH"]
+           "TopDownSVC", "AdaBoostMH"]

@@ -1,0 +1,353 @@
+"""The divide-and-conquer SVM of Cai thesis section 7.4.2 (DNC-SVM): one flat SVM per node.
+
+Training (thesis 7.4.2, steps 1-3): every internal node ``v`` gets the training samples with
+at least one label below ``v``; a sample's targets at ``v`` are the children of ``v`` that
+have one of its labels below them (several children for multi-label data, or when a DAG
+leaf is reachable through several children); a flat Crammer-Singer SVM
+(:class:`~hiercvx.estimators.MulticlassSVC`) is trained on them, independently of every
+other node.  (A sample whose targets are all the children seen at ``v`` has no
+(relevant, irrelevant) pair there, so it constrains nothing and is left out of ``v``'s SVM.)
+
+Prediction starts at the root and lets each node's classifier route the sample to one of
+its children; the leaf reached is the predicted class.  For multi-label data each node
+routes to the set of children its classifier predicts (its own label-set rule), and the
+prediction is the set of leaves reached.
+
+Class scores (for the ranking metrics of thesis 7.3) are the *top-down ranking*: the
+classes in the order of a depth-first walk from the root that visits each node's children
+in decreasing local score (ties: the hierarchy's child order).  The greedy route comes
+first, then the classes that leave it at the deepest level, and so on.  A class's score is
+``q - 1 - position`` (``q`` classes); on a DAG a class takes its best position over its
+root-to-leaf paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from tqdm.auto import tqdm
+
+from .._validation import check_positive
+from ..exceptions import InputError, LabelError, ProblemTooLargeError
+from ..kernels import check_psd, median_heuristic
+from ._base import SOLVERS, LabelSetScoreMixin, resolve_targets
+from .svm import MulticlassSVC
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["TopDownSVC", "top_down_ranking"]
+
+MAX_PATHS = 200_000  # root-to-leaf paths enumerated for the ranking (DAGs can have many)
+
+
+def _lexicographic_positions(keys: np.ndarray) -> np.ndarray:
+    """Per row of ``keys`` ``(n, P, D)``: the position of each of the ``P`` key tuples in
+    lexicographic order (ties keep their index order).  Stable sorts from the last key to
+    the first (a radix sort), vectorized over rows."""
+    n, P, D = keys.shape
+    order = np.broadcast_to(np.arange(P), (n, P)).copy()
+    for level in range(D - 1, -1, -1):
+        k = np.take_along_axis(keys[:, :, level], order, axis=1)
+        order = np.take_along_axis(order, np.argsort(k, axis=1, kind="stable"), axis=1)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(P)[None, :], axis=1)
+    return position
+
+
+def root_to_leaf_paths(H, classes):
+    """Every root-to-leaf path as a row of edge ids (padded with ``n_edges``), the class
+    column of its leaf, and the ``(parent, child) -> edge id`` map."""
+    edge_of = {(int(p), int(c)): e for e, (p, c) in enumerate(H.edge_index)}
+    col = {H.index(c): j for j, c in enumerate(classes)}
+    paths, stack = [], [(H.index(H.root),)]
+    while stack:  # depth-first, children in hierarchy order
+        path = stack.pop()
+        ch = H.children_indices[path[-1]]
+        if len(ch) == 0:
+            paths.append(path)
+        else:
+            stack.extend(path + (int(c),) for c in ch[::-1])
+    depth = max(1, max(len(p) for p in paths) - 1)
+    path_edges = np.full((len(paths), depth), len(edge_of), dtype=np.int64)
+    for p, path in enumerate(paths):
+        path_edges[p, :len(path) - 1] = [edge_of[e] for e in zip(path[:-1], path[1:])]
+    return path_edges, np.array([col[p[-1]] for p in paths], dtype=np.int64), edge_of
+
+
+def top_down_ranking(H, local: dict, classes, paths=None) -> np.ndarray:
+    """Class scores of the top-down ranking, ``(n_samples, n_classes)``.
+
+    ``local[v]`` holds ``(n_samples, len(H.children(v)))`` scores of every internal node
+    ``v``.  The classes are ranked as a depth-first walk from the root that visits each
+    node's children in decreasing local score (ties: child order); on a DAG a class keeps
+    its best position over its paths.  Returns ``q - 1 - position``, so the class reached by
+    greedy routing scores ``q - 1``.  Vectorized: each path is its tuple of sibling ranks
+    along the way, and the tuples are sorted lexicographically per sample.
+    """
+    classes = list(classes)
+    path_edges, path_class, edge_of = root_to_leaf_paths(H, classes) if paths is None else paths
+    n = next(iter(local.values())).shape[0]
+    ranks = np.zeros((n, len(edge_of) + 1), dtype=np.int64)  # last column: padding
+    for v in np.flatnonzero(~H.leaf_mask):
+        S = local[H.nodes[v]]
+        order = np.argsort(-S, axis=1, kind="stable")  # rank 0 = best; ties by child order
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(S.shape[1])[None, :], axis=1)
+        ranks[:, [edge_of[(int(v), int(c))] for c in H.children_indices[v]]] = rank
+    # padding never decides: a path ends at a leaf, so no path is a prefix of another
+    n_paths, depth = path_edges.shape
+    position = np.empty((n, n_paths), dtype=np.int64)
+    step = max(1, int(4_000_000 // max(1, n_paths * depth)))  # bounded memory
+    for lo in range(0, n, step):
+        keys = ranks[lo:lo + step][:, path_edges]  # (chunk, paths, depth)
+        position[lo:lo + step] = _lexicographic_positions(keys)
+    q = len(classes)
+    best = np.full((n, q), n_paths, dtype=np.int64)
+    np.minimum.at(best.T, path_class, position.T)  # a DAG class: its best path
+    # positions over paths -> positions over classes
+    class_order = np.argsort(best, axis=1, kind="stable")
+    class_pos = np.empty_like(class_order)
+    np.put_along_axis(class_pos, class_order, np.arange(q)[None, :], axis=1)
+    return (q - 1 - class_pos).astype(float)
+
+
+class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
+    """Divide-and-conquer SVM (Cai thesis 7.4.2): a Crammer-Singer SVM at every internal node
+    over its children, applied top-down from the root.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``;
+        the model is then exactly one :class:`MulticlassSVC`)
+    C, kernel, sigma, solver, tol, max_iter, reference_solver, random_state, verbose :
+        passed to every node's :class:`MulticlassSVC` (``solver="fast"``: working-set solver
+        with certified gap ``tol``; ``"reference"``: CVXPY).  For ``kernel="rbf"`` without
+        ``sigma`` the median heuristic is taken once on all training data, so every node
+        uses the same kernel.
+
+    Attributes
+    ----------
+    classes_ : the leaves of the hierarchy (columns of ``class_scores``)
+    hierarchy_, multilabel_
+    estimators_ : dict ``node -> fitted MulticlassSVC`` for the nodes whose training data
+        reach two or more children.  Its classes are positions in ``hierarchy_.children(node)``.
+    routes_ : dict ``node -> int array`` of the child positions seen in training at every
+        internal node
+    child_counts_ : dict ``node -> (n_children,)`` (weighted) number of training samples
+        with a label below each child.  A node without a classifier (fewer than two children
+        seen, or nothing that tells them apart) scores its children by these counts: it
+        routes to the most frequent child (multi-label: every most frequent child); a node
+        that no training sample reaches scores all children 0 (the first one wins).
+    n_iter_ : total solver iterations over all nodes
+    """
+
+    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6,
+                 max_iter=10000, reference_solver=None, random_state=0, verbose=False):
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def _precomputed(self) -> bool:
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit one :class:`MulticlassSVC` per internal node (thesis 7.4.2, steps 1-3)."""
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        if self.solver not in SOLVERS:
+            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        precomputed = self._precomputed()
+        X = validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
+                          ensure_min_samples=2)
+        if precomputed:
+            if X.shape[0] != X.shape[1]:
+                raise InputError(f"a precomputed kernel matrix must be square, got shape {X.shape}")
+            check_psd(X, what="precomputed kernel matrix")
+        if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                          "raveled (one label per sample)", DataConversionWarning, stacklevel=2)
+            y = y.ravel()
+        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
+        if len(labels) != X.shape[0]:
+            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        if multilabel:
+            empty = [i for i, s in enumerate(labels) if not s]
+            if empty:
+                raise LabelError(f"{len(empty)} sample(s) have an empty label set (first: {empty[:5]}); "
+                                 "every sample needs at least one label")
+        leaf_set = set(classes.tolist())
+        off_leaf = {v for s in labels for v in (s if multilabel else (s,)) if v not in leaf_set}
+        internal = [v for v in off_leaf if v in H][:3]
+        if internal:
+            raise LabelError(
+                f"labels must be leaves of the hierarchy (thesis section 3.1); {internal!r} "
+                f"{'is an internal node' if len(internal) == 1 else 'are internal nodes'}. For labels "
+                "that stop at an internal node use pp = H.with_self_leaves(...) and train on "
+                "pp.hierarchy with labels pp.transform(y)")
+        R = H.closure(labels)  # R[i, v]: sample i has a label at or below node v (unknowns raise)
+        weight = None
+        if sample_weight is not None:
+            weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+            if not np.any(weight > 0):
+                raise InputError("sample_weight is zero everywhere: at least one sample needs a "
+                                 "positive weight")
+            R = R & (weight > 0)[:, None]  # a zero-weight sample carries no mass at any node
+        sigma = self.sigma
+        if isinstance(self.kernel, str) and self.kernel in ("rbf", "gaussian") and sigma is None:
+            sigma = median_heuristic(X)  # one bandwidth for every node
+        self._n_paths(H)  # refuse an unmanageable DAG before training
+        estimators, routes, counts, node_rows, n_iter = {}, {}, {}, {}, 0
+        for v in tqdm(np.flatnonzero(~H.leaf_mask), desc="DNC-SVM nodes", disable=not self.verbose):
+            ch = H.children_indices[v]
+            rows = np.flatnonzero(R[:, v])
+            T = R[np.ix_(rows, ch)]  # targets at v: children with a label below them
+            seen = np.flatnonzero(T.any(axis=0))
+            routes[H.nodes[v]] = seen
+            w = np.ones(len(rows)) if weight is None else weight[rows]
+            counts[H.nodes[v]] = w @ T  # (weighted) training samples per child
+            # a sample whose targets are every seen child has no (relevant, irrelevant) pair:
+            # it puts no constraint on the ranking SVM at v (which refuses such samples)
+            # (repeated: dropping samples can leave fewer children, and more such samples)
+            active = seen
+            while len(active) >= 2:
+                informative = T[:, active].sum(axis=1) < len(active)
+                rows, T = rows[informative], T[informative]
+                now = np.flatnonzero(T.any(axis=0))
+                if len(now) == len(active):
+                    break
+                active = now
+            if len(active) < 2:
+                continue  # nothing to tell the children apart: v predicts its most frequent child
+            if multilabel or np.any(T.sum(axis=1) > 1):
+                targets = [frozenset(np.flatnonzero(t).tolist()) for t in T]
+            else:
+                targets = np.argmax(T, axis=1)
+            Xv = X[np.ix_(rows, rows)] if precomputed else X[rows]
+            clf = MulticlassSVC(C=self.C, kernel=self.kernel, sigma=sigma, solver=self.solver,
+                                tol=self.tol, max_iter=self.max_iter,
+                                reference_solver=self.reference_solver,
+                                random_state=self.random_state, verbose=self.verbose)
+            clf.fit(Xv, targets, sample_weight=None if weight is None else weight[rows])
+            estimators[H.nodes[v]] = clf
+            node_rows[H.nodes[v]] = rows  # for a precomputed kernel at prediction time
+            n_iter += int(clf.n_iter_)
+            logger.debug("node %r: %d samples, %d children seen", H.nodes[v], len(rows), len(seen))
+        self.hierarchy_ = H
+        self.classes_ = classes
+        self.multilabel_ = multilabel
+        self.estimators_ = estimators
+        self.routes_ = routes
+        self.child_counts_ = counts
+        self._node_rows = node_rows
+        self._paths_data = root_to_leaf_paths(H, classes.tolist())
+        self.n_iter_ = n_iter
+        return self
+
+    @staticmethod
+    def _n_paths(H) -> int:
+        counts = np.zeros(len(H), dtype=float)
+        counts[H.index(H.root)] = 1.0
+        for v, ps in enumerate(H.parent_indices):
+            if len(ps):
+                counts[v] = counts[ps].sum()
+        total = float(counts[H.leaf_mask].sum())
+        if total > MAX_PATHS:
+            raise ProblemTooLargeError(
+                f"the hierarchy has {total:.0f} root-to-leaf paths (limit {MAX_PATHS}); the top-down "
+                "ranking enumerates them. Use a tree (e.g. a spanning tree of the DAG) or raise "
+                "hiercvx.estimators.topdown.MAX_PATHS")
+        return int(total)
+
+    # ------------------------------------------------------------------ scores
+    def _check_X(self, X):
+        check_is_fitted(self)
+        precomputed = self._precomputed()
+        return validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
+                             reset=False)
+
+    def _local(self, X) -> dict:
+        """Local scores per internal node: ``(n, n_children)`` over ``children(v)`` order;
+        ``-inf`` for children never seen in training at ``v``; a node without classifier
+        scores its seen children by their training counts."""
+        H, n, out = self.hierarchy_, X.shape[0], {}
+        for v in np.flatnonzero(~H.leaf_mask):
+            name = H.nodes[v]
+            k = len(H.children_indices[v])
+            seen = self.routes_[name]
+            S = np.full((n, k), -np.inf)
+            clf = self.estimators_.get(name)
+            if clf is not None:
+                Xv = X[:, self._node_rows[name]] if self._precomputed() else X
+                S[:, np.asarray(clf.classes_, dtype=np.int64)] = clf.class_scores(Xv)
+            elif len(seen):  # no classifier: the training frequency of each seen child
+                S[:, seen] = self.child_counts_[name][seen]
+            else:
+                S[:] = 0.0  # no training data below v: every child ties, the first one wins
+            out[name] = S
+        return out
+
+    def local_scores(self, X) -> dict:
+        """``{internal node: (n_samples, n_children) scores}``, columns in
+        ``hierarchy_.children(node)`` order (see :meth:`_local` for unseen children)."""
+        return self._local(self._check_X(X))
+
+    def _class_scores(self, X) -> np.ndarray:
+        return top_down_ranking(self.hierarchy_, self._local(X), self.classes_.tolist(),
+                                paths=self._paths_data)
+
+    def class_scores(self, X) -> np.ndarray:
+        """The top-down ranking as scores ``(n_samples, n_classes)`` in ``classes_`` order:
+        ``q - 1 - position`` of each class in the depth-first walk that visits children in
+        decreasing local score (the routed class scores ``q - 1``)."""
+        return self._class_scores(self._check_X(X))
+
+    def decision_function(self, X):
+        """:meth:`class_scores`; with two classes (single-label), the scikit-learn convention:
+        one column, ``score(classes_[1]) - score(classes_[0])`` (here +-1)."""
+        S = self.class_scores(X)
+        if S.shape[1] == 2 and not self.multilabel_:
+            return S[:, 1] - S[:, 0]
+        return S
+
+    def predict(self, X):
+        """The leaf reached from the root by the node classifiers; for a multi-label fit the
+        set of leaves reached when every node routes to the children its classifier predicts."""
+        X = self._check_X(X)
+        if not self.multilabel_:
+            return self.classes_[np.argmax(self._class_scores(X), axis=1)]
+        H = self.hierarchy_
+        local = self._local(X)
+        reached = np.zeros((X.shape[0], len(H)), dtype=bool)
+        reached[:, H.index(H.root)] = True
+        for v in np.flatnonzero(~H.leaf_mask):  # topological order: parents are settled first
+            name = H.nodes[v]
+            S = local[name]
+            clf = self.estimators_.get(name)
+            if clf is not None:  # the node classifier's own label-set rule
+                chosen = S.max(axis=1, keepdims=True) - S <= clf.threshold_
+            else:  # the most frequent children in training (ties: all of them)
+                chosen = S >= S.max(axis=1, keepdims=True)
+            ch = H.children_indices[v]
+            reached[:, ch] |= reached[:, [v]] & chosen
+        leaf_cols = H.indices(self.classes_.tolist())
+        hits = reached[:, leaf_cols]
+        return [frozenset(self.classes_[row].tolist()) for row in hits]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self._precomputed()
+        return tags

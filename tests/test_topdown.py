@@ -1,0 +1,302 @@
+"""TopDownSVC, the divide-and-conquer SVM of Cai thesis 7.4.2: checked against plain recursions
+(routing, ranking, multi-label routing), against per-node MulticlassSVC fits on hand-gathered
+training sets (thesis steps 1-2), and against MulticlassSVC on a one-level hierarchy."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_classification
+from sklearn.utils.estimator_checks import check_estimator
+from strategies import hierarchies
+
+import hiercvx as hc
+from hiercvx.estimators import MulticlassSVC
+from hiercvx.estimators._base import flat_hierarchy
+from hiercvx.estimators.topdown import TopDownSVC, top_down_ranking
+
+# A deep, unbalanced tree with a one-child node ("c" -> "c1").
+TREE = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r", "a1": "a", "a2": "a",
+                                  "b1": "b", "b2": "b", "b3": "b", "b21": "b2", "b22": "b2",
+                                  "c1": "c"})
+
+
+# the same solver options on both sides of every comparison
+OPTS = dict(tol=1e-6, max_iter=10000)
+
+
+@pytest.fixture(scope="module")
+def tree_data():
+    X, y = make_classification(240, 10, n_informative=8, n_redundant=0, n_classes=7,
+                               n_clusters_per_class=1, class_sep=1.5, random_state=3)
+    leaves = np.array(TREE.leaves)
+    return X, leaves[y]
+
+
+@pytest.fixture(scope="module")
+def tree_model(tree_data):
+    X, y = tree_data
+    return TopDownSVC(hierarchy=TREE, C=1.0, **OPTS).fit(X, y)
+
+
+# ------------------------------------------------------------------ plain recursions (the oracles)
+def _route(est, x):
+    """Greedy routing, written as the thesis describes it: start at the root and let each
+    node's classifier pick a child, until a leaf."""
+    H, v = est.hierarchy_, est.hierarchy_.root
+    while not H.is_leaf(v):
+        clf = est.estimators_.get(v)
+        if clf is not None:
+            v = H.children(v)[int(clf.predict(x[None, :])[0])]
+        else:  # the most frequent child in training (ties, or no data: the first)
+            v = H.children(v)[int(np.argmax(est.child_counts_[v]))]
+    return v
+
+
+def _dfs_ranking(H, local, i):
+    """Leaves in the order of a recursive depth-first walk visiting children by decreasing
+    local score (stable: ties keep child order); DAG leaves keep their first visit."""
+    out = []
+
+    def visit(v):
+        if H.is_leaf(v):
+            if v not in out:
+                out.append(v)
+            return
+        s = local[v][i]
+        for j in sorted(range(len(s)), key=lambda j: -s[j]):
+            visit(H.children(v)[j])
+
+    visit(H.root)
+    return out
+
+
+def _multilabel_route(est, x):
+    H, reached = est.hierarchy_, set()
+
+    def visit(v):
+        if H.is_leaf(v):
+            reached.add(v)
+            return
+        clf = est.estimators_.get(v)
+        if clf is not None:
+            for j in clf.predict(x[None, :])[0]:
+                visit(H.children(v)[int(j)])
+        else:
+            c = est.child_counts_[v]
+            for j in np.flatnonzero(c == c.max()):
+                visit(H.children(v)[int(j)])
+
+    visit(H.root)
+    return frozenset(reached)
+
+
+# ------------------------------------------------------------------ routing and ranking
+def test_routing_equals_plain_recursion(tree_model, tree_data):
+    X, y = tree_data
+    pred = tree_model.predict(X)
+    assert list(pred) == [_route(tree_model, x) for x in X]
+    assert tree_model.score(X, y) > 0.5  # it learned something (7 well-separated classes)
+    # "c" has one child: no classifier, always routed through
+    assert "c" not in tree_model.estimators_ and list(tree_model.routes_["c"]) == [0]
+    assert set(tree_model.estimators_) == {"r", "a", "b", "b2"}
+
+
+def test_ranking_equals_plain_dfs(tree_model, tree_data):
+    X, _ = tree_data
+    S = tree_model.class_scores(X[:40])
+    local = tree_model.local_scores(X[:40])
+    classes = list(tree_model.classes_)
+    for i in range(40):
+        ranked = [classes[j] for j in np.argsort(-S[i], kind="stable")]
+        assert ranked == _dfs_ranking(TREE, local, i)
+    assert np.array_equal(np.sort(S, axis=1), np.tile(np.arange(len(classes)), (40, 1)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(H=hierarchies(min_nodes=2, max_nodes=10), seed=st.integers(0, 2**16), ties=st.booleans())
+def test_top_down_ranking_property(H, seed, ties):
+    """Random trees and DAGs, random local scores (with ties): the vectorized ranking is the
+    recursive depth-first order, and its top is greedy routing."""
+    rng = np.random.default_rng(seed)
+    n = 5
+    local = {}
+    for v in H.nodes:
+        k = len(H.children(v))
+        if k:
+            s = rng.standard_normal((n, k))
+            local[v] = np.round(s) if ties else s
+    S = top_down_ranking(H, local, H.leaves)
+    for i in range(n):
+        ranked = [H.leaves[j] for j in np.argsort(-S[i], kind="stable")]
+        assert ranked == _dfs_ranking(H, local, i)
+        v = H.root
+        while not H.is_leaf(v):
+            v = H.children(v)[int(np.argmax(local[v][i]))]
+        assert ranked[0] == v
+
+
+def test_node_training_sets_follow_thesis_steps(tree_model, tree_data):
+    """Steps 1-2 of thesis 7.4.2 done by hand: the samples with a label below the node, the
+    child holding that label as target; a MulticlassSVC on them gives the same local scores."""
+    X, y = tree_data
+    for node in ("r", "b"):
+        children = TREE.children(node)
+        rows, targets = [], []
+        for i, label in enumerate(y):
+            for j, c in enumerate(children):
+                if label in TREE.descendants(c, inclusive=True):
+                    rows.append(i)
+                    targets.append(j)
+        ref = MulticlassSVC(C=1.0, **OPTS).fit(X[rows], np.array(targets))
+        assert np.allclose(tree_model.local_scores(X)[node], ref.class_scores(X), atol=1e-8)
+
+
+def test_one_level_hierarchy_equals_multiclass_svc(tree_data):
+    X, y = tree_data
+    ref = MulticlassSVC(C=0.5, **OPTS).fit(X, y)
+    for H in (None, flat_hierarchy(sorted(set(y)))):
+        est = TopDownSVC(hierarchy=H, C=0.5, **OPTS).fit(X, y)
+        assert np.array_equal(est.predict(X), ref.predict(X))
+        assert np.array_equal(est.classes_, ref.classes_)
+        root = est.hierarchy_.root
+        assert np.allclose(est.local_scores(X)[root], ref.class_scores(X), atol=1e-8)
+        # the ranking is the order of the SVM's class scores
+        S, R = est.class_scores(X), ref.class_scores(X)
+        assert np.array_equal(np.argsort(-S, axis=1, kind="stable"), np.argsort(-R, axis=1, kind="stable"))
+
+
+def test_reference_solver_matches_fast(tree_data):
+    X, y = tree_data
+    X, y = X[:60], y[:60]
+    fast = TopDownSVC(hierarchy=TREE, tol=1e-8, max_iter=5000).fit(X, y)
+    ref = TopDownSVC(hierarchy=TREE, solver="reference").fit(X, y)
+    lf, lr = fast.local_scores(X), ref.local_scores(X)
+    for v in lf:
+        assert np.allclose(lf[v], lr[v], atol=1e-4)
+    assert np.mean(fast.predict(X) == ref.predict(X)) > 0.95
+
+
+# ------------------------------------------------------------------ multi-label, DAGs, kernels
+def test_multilabel_routing_equals_recursion(tree_data):
+    X, y = tree_data
+    rng = np.random.default_rng(0)
+    leaves = TREE.leaves
+    Y = [frozenset({a, leaves[rng.integers(len(leaves))]}) if rng.random() < 0.4 else frozenset({a})
+         for a in y]
+    est = TopDownSVC(hierarchy=TREE, tol=1e-6).fit(X, Y)
+    assert est.multilabel_
+    pred = est.predict(X)
+    assert all(p for p in pred)
+    assert pred == [_multilabel_route(est, x) for x in X]
+    # the ranking's top class is always one of the routed leaves
+    top = est.classes_[np.argmax(est.class_scores(X), axis=1)]
+    assert all(t in p for t, p in zip(top, pred))
+
+
+def test_dag_leaf_under_two_children():
+    """A DAG: "y" is below both "A" and "B", so a sample labelled "y" has both children as
+    targets at the root (thesis step 2): no ranking constraint there, so the root SVM is the
+    one trained on the "x" (-> A) and "z" (-> B) samples only; below A and B "y" counts."""
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"),
+                                 ("B", "z")])
+    X, yi = make_classification(90, 6, n_informative=5, n_redundant=0, n_classes=3,
+                                n_clusters_per_class=1, random_state=1)
+    y = np.array(["x", "y", "z"])[yi]
+    est = TopDownSVC(hierarchy=H, **OPTS).fit(X, y)
+    xz = y != "y"
+    root = MulticlassSVC(**OPTS).fit(X[xz], (y[xz] == "z").astype(int))
+    assert np.allclose(est.local_scores(X)["r"], root.class_scores(X), atol=1e-8)
+    below_a = MulticlassSVC(**OPTS).fit(X[y != "z"], (y[y != "z"] == "y").astype(int))
+    assert np.allclose(est.local_scores(X)["A"], below_a.class_scores(X), atol=1e-8)
+    assert list(est.predict(X)) == [_route(est, x) for x in X]
+    S, local = est.class_scores(X), est.local_scores(X)
+    for i in range(len(X)):
+        assert [est.classes_[j] for j in np.argsort(-S[i], kind="stable")] == _dfs_ranking(H, local, i)
+
+
+def test_precomputed_kernel_matches_linear(tree_data):
+    X, y = tree_data
+    X, y, Xt = X[:120], y[:120], X[120:]
+    lin = TopDownSVC(hierarchy=TREE, tol=1e-8, max_iter=5000).fit(X, y)
+    pre = TopDownSVC(hierarchy=TREE, kernel="precomputed", tol=1e-8, max_iter=5000).fit(X @ X.T, y)
+    ll, lp = lin.local_scores(Xt), pre.local_scores(Xt @ X.T)
+    for v in ll:
+        assert np.allclose(ll[v], lp[v], atol=1e-4)
+    assert np.mean(lin.predict(Xt) == pre.predict(Xt @ X.T)) > 0.95
+
+
+def test_zero_weight_equals_removal(tree_data):
+    X, y = tree_data
+    w = np.ones(len(y))
+    w[::3] = 0.0
+    a = TopDownSVC(hierarchy=TREE).fit(X, y, sample_weight=w)
+    b = TopDownSVC(hierarchy=TREE).fit(X[w > 0], y[w > 0])
+    for v, s in a.local_scores(X).items():
+        assert np.allclose(s, b.local_scores(X)[v], atol=1e-6)
+
+
+def test_node_without_training_data():
+    """No sample below "b": its node has no classifier, routing there picks its first child."""
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a",
+                                   "b1": "b", "b2": "b"})
+    X, yi = make_classification(60, 4, n_informative=3, n_redundant=0, n_classes=2,
+                                n_clusters_per_class=1, random_state=0)
+    y = np.array(["a1", "a2"])[yi]
+    est = TopDownSVC(hierarchy=H).fit(X, y)
+    assert list(est.routes_["b"]) == [] and list(est.routes_["r"]) == [0]
+    assert set(est.predict(X)) <= {"a1", "a2"}
+    assert est.class_scores(X).shape == (60, 4)
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input(tree_data):
+    X, y = tree_data
+    with pytest.raises(hc.LabelError, match="with_self_leaves"):
+        TopDownSVC(hierarchy=TREE).fit(X[:4], ["a1", "b", "a2", "c1"])
+    with pytest.raises(hc.LabelError, match="not nodes of the hierarchy"):
+        TopDownSVC(hierarchy=TREE).fit(X[:3], ["a1", "zz", "a2"])
+    with pytest.raises(hc.LabelError, match="empty label set"):
+        TopDownSVC(hierarchy=TREE).fit(X[:3], [{"a1"}, set(), {"b1"}])
+    with pytest.raises(hc.InputError, match="C"):
+        TopDownSVC(hierarchy=TREE, C=0.0).fit(X, y)
+    with pytest.raises(hc.InputError, match="solver"):
+        TopDownSVC(hierarchy=TREE, solver="magic").fit(X, y)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        TopDownSVC(hierarchy=TREE).fit(Xn, y)
+
+
+# ------------------------------------------------------------------ scikit-learn rules
+# Justified exceptions (as for MulticlassSVC, which every node is): sample-weight
+# equivalence compares decision functions at rtol=1e-7; two different QP solves agree only to
+# the certified gap, and a near-tie between two local scores can then swap two ranks.
+EXPECTED_FAILURES = {
+    "check_sample_weight_equivalence_on_dense_data": "scores agree to solver accuracy only",
+    "check_sample_weight_equivalence_on_sparse_data": "scores agree to solver accuracy only",
+}
+
+
+def test_check_estimator():
+    results = check_estimator(TopDownSVC(), on_fail=None,
+                              expected_failed_checks=EXPECTED_FAILURES)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert not failed, failed
+
+
+def test_samples_with_every_child_constrain_nothing():
+    """At a node, a sample whose targets are all the children (seen there) has no (relevant,
+    irrelevant) pair; it is left out, repeatedly: {a,b,c} goes first, then {a,b} (only a and b
+    are left), and the root SVM is the one trained on the {a} and {b} samples."""
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"})
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 3))
+    Y = [{"a", "b", "c"}] * 5 + [{"a", "b"}] * 5 + [{"a"}] * 15 + [{"b"}] * 15
+    X[10:25, 0] += 2.0
+    est = TopDownSVC(hierarchy=H, **OPTS).fit(X, Y)
+    ref = MulticlassSVC(**OPTS).fit(X[10:], [frozenset({0})] * 15 + [frozenset({1})] * 15)
+    S = est.local_scores(X)["r"]
+    assert np.allclose(S[:, :2], ref.class_scores(X), atol=1e-8) and np.all(S[:, 2] == -np.inf)
+    assert np.all(est.class_scores(X)[:, 2] == 0)  # c is ranked last
+    assert list(est.child_counts_["r"]) == [25, 25, 5]
