@@ -539,10 +539,8 @@ class Hierarchy:
         if nodes is None:
             internal = [v for v in self._nodes if not self.is_leaf(v)]
         else:
-            internal = []
-            for v in dict.fromkeys(nodes):
-                if not self.is_leaf(v):  # index() inside raises for unknown names
-                    internal.append(v)
+            # node order, whatever the caller's container (a set's order varies between runs)
+            internal = [v for v in sorted(set(nodes), key=self.index) if not self.is_leaf(v)]
         self_leaf = {}
         for v in internal:
             name = f"{v}{suffix}" if isinstance(v, str) else (v, suffix)

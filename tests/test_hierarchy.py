@@ -215,3 +215,9 @@ def test_class_attributes(tree):
         hc.class_attributes(tree, scheme="normalized")
     with pytest.raises(LabelError, match="unknown"):
         hc.class_attributes(tree, scheme="nope")
+
+
+def test_self_leaves_order_does_not_depend_on_the_callers_order(tree):
+    a = tree.with_self_leaves(["B", "A", "A1"]).hierarchy.nodes
+    b = tree.with_self_leaves({"A1", "A", "B"}).hierarchy.nodes
+    assert a == b == tree.with_self_leaves(["A", "A1", "B"]).hierarchy.nodes
