@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from .exceptions import InputError
 
-__all__ = ["Kernel", "make_kernel", "gram", "median_heuristic", "check_psd", "KERNELS"]
+__all__ = ["Kernel", "make_kernel", "gram", "median_heuristic", "check_psd", "psd_factor", "KERNELS"]
 
 KERNELS = ("linear", "rbf", "gaussian", "precomputed")
 
@@ -72,6 +72,20 @@ def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix") -> 
     if lmin < -tol * scale:
         raise InputError(f"the {what} is not positive semidefinite: its smallest eigenvalue is "
                          f"{lmin:.3g}; a valid kernel gives a PSD Gram matrix")
+
+
+def psd_factor(K: np.ndarray, rtol: float = 1e-12, scale_floor: float = 1.0) -> np.ndarray:
+    """``L`` ``(n, rank)`` with ``L L^T`` the PSD part of the symmetric ``K``, no jitter.
+
+    Eigenvalues at or below ``rtol * max(scale_floor, lambda_max)`` (round-off of a PSD
+    matrix, or tiny negative ones that :func:`check_psd` lets pass) are dropped, so CVXPY
+    declarations can write ``x^T K x`` as ``||L^T x||^2``.
+    """
+    K = np.asarray(K, dtype=float)
+    K = 0.5 * (K + K.T)
+    s, V = np.linalg.eigh(K)
+    keep = s > rtol * max(float(s.max()), scale_floor)
+    return V[:, keep] * np.sqrt(s[keep])
 
 
 @dataclass

@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from .._validation import check_features, check_positive
 from ..exceptions import HierarchyError, InputError, LabelError, SolverError
 from ..hierarchy import Hierarchy, PartialPaths
-from ..kernels import Kernel, check_psd, make_kernel
+from ..kernels import psd_factor, Kernel, check_psd, make_kernel
 from ..reference import ReferenceProblem, ReferenceSolution, check_size
 
 logger = logging.getLogger(__name__)
@@ -664,17 +664,14 @@ class _Model:
         return np.r_[0.0, res.x[:M1]]
 
 
-def _psd_factor(K: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
-    """``L`` with ``L L^T`` = ``K`` with round-off eigenvalues dropped (no jitter)."""
-    K = 0.5 * (K + K.T)
-    s, V = np.linalg.eigh(K)
-    keep = s > rtol * max(float(s.max()), 1.0)
-    return V[:, keep] * np.sqrt(s[keep])
-
-
-def _model(X, y, H, kernel, sigma) -> _Model:
+def checked_inputs(X, y, H, kernel, sigma):
+    """Validate the inputs of (2) once: ``(X, pairs, kernel)`` with the kernel resolved
+    (``sigma`` by the between-class median when not given, section 4.1).  Shared by the
+    reference and the fast solver (:mod:`hiercvx.solvers.sibling_qp`)."""
     pairs = sibling_pairs(y, H)
-    precomputed = isinstance(kernel, str) and kernel == "precomputed"
+    kern = kernel if isinstance(kernel, Kernel) else None
+    precomputed = kern.name == "precomputed" if kern else (isinstance(kernel, str)
+                                                          and kernel == "precomputed")
     if precomputed:
         X = check_features(X, "X (the precomputed Gram matrix)", allow_sparse=False)
         if X.shape[0] != X.shape[1]:
@@ -685,21 +682,33 @@ def _model(X, y, H, kernel, sigma) -> _Model:
         X = check_features(X)
     if X.shape[0] != pairs.n_samples:
         raise InputError(f"X has {X.shape[0]} rows but y has {pairs.n_samples} labels")
-    kern = make_kernel(kernel, X=None if precomputed else X,
-                       y=None if precomputed else np.asarray(pairs.labels), sigma=sigma)
+    if kern is None:
+        kern = make_kernel(kernel, X=None if precomputed else X,
+                           y=None if precomputed else np.asarray(pairs.labels), sigma=sigma)
+    return X, pairs, kern
+
+
+def group_matrix(pairs) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Sibling-group membership ``(n_groups, n_nodes)`` and the group sizes."""
+    groups = pairs.groups
+    rows = np.concatenate([np.full(len(g), k) for k, g in enumerate(groups)])
+    cols = np.concatenate(groups)
+    Gm = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(groups), pairs.n_nodes))
+    return Gm, np.array([len(g) for g in groups], dtype=float)
+
+
+def _model(X, y, H, kernel, sigma) -> _Model:
+    X, pairs, kern = checked_inputs(X, y, H, kernel, sigma)
     K = L = None
     if not kern.is_linear:
         K0 = kern(X)
         if kern.name != "rbf":
             check_psd(K0, what=f"{kern.name} kernel matrix")
-        L = _psd_factor(K0)
+        L = psd_factor(K0)
         K = L @ L.T
-    groups = pairs.groups
-    rows = np.concatenate([np.full(len(g), k) for k, g in enumerate(groups)])
-    cols = np.concatenate(groups)
-    Gm = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(groups), pairs.n_nodes))
+    Gm, gsize = group_matrix(pairs)
     return _Model(pairs=pairs, X=X, kernel=kern, linear=kern.is_linear, K=K, L=L,
-                  group_matrix=Gm, group_size=np.array([len(g) for g in groups], dtype=float))
+                  group_matrix=Gm, group_size=gsize)
 
 
 def _row_space(Bfeat):
@@ -911,7 +920,7 @@ def dual(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, bias="a
         LK = model.X
     elif model.linear:
         Xd = model.X.toarray() if sp.issparse(model.X) else model.X
-        LK = _psd_factor(Xd @ Xd.T)
+        LK = psd_factor(Xd @ Xd.T)
     else:
         LK = model.L
     r = LK.shape[1]

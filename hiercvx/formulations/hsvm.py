@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from .._validation import check_features, check_label_sets, check_positive
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy, class_attributes
-from ..kernels import Kernel, check_psd, make_kernel
+from ..kernels import psd_factor, Kernel, check_psd, make_kernel
 from ..reference import ReferenceProblem, check_size
 from . import _margin
 from ._margin import MarginData
@@ -243,12 +243,9 @@ def _budget_matrix(data: MarginData) -> sp.csr_matrix:
                          shape=(data.n_samples, data.n_pairs))
 
 
-def _psd_factor(K: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+def _psd_factor(K: np.ndarray) -> np.ndarray:
     """``L`` with ``K = L L^T`` and as few columns as the numerical rank of the PSD ``K``."""
-    K = 0.5 * (K + K.T)
-    s, V = np.linalg.eigh(K)
-    keep = s > rtol * max(float(s.max()), 1e-300)
-    return V[:, keep] * np.sqrt(s[keep])
+    return psd_factor(K, scale_floor=1e-300)
 
 
 # ---------------------------------------------------------------------- size estimates

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 from .._validation import check_features, check_positive
 from ..exceptions import InputError, LabelError
-from ..kernels import Kernel, check_psd, make_kernel
+from ..kernels import psd_factor, Kernel, check_psd, make_kernel
 from ..reference import ReferenceProblem, check_size
 from . import _margin
 
@@ -286,10 +286,7 @@ def gram_factor(K: np.ndarray, rel_tol: float = 1e-12) -> tuple[np.ndarray, np.n
     of a PSD matrix, or the tiny negative ones :func:`~hiercvx.kernels.check_psd` lets pass)
     are set to zero and their columns dropped, so ``F`` is ``(n, rank)``.
     """
-    K = (np.asarray(K, dtype=float) + np.asarray(K, dtype=float).T) / 2
-    lam, V = np.linalg.eigh(K)
-    keep = lam > rel_tol * max(1.0, float(lam.max()))
-    F = V[:, keep] * np.sqrt(lam[keep])
+    F = psd_factor(K, rtol=rel_tol)
     return F, F @ F.T
 
 

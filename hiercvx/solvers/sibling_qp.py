@@ -69,7 +69,7 @@ from .._validation import check_features, check_positive
 from ..exceptions import InputError
 from ..formulations import hpsi
 from ..formulations.hpsi import _check_pair_weights, _Model
-from ..kernels import Kernel, check_psd, make_kernel
+from ..kernels import check_psd
 from ._result import SolverResult
 
 logger = logging.getLogger(__name__)
@@ -319,29 +319,8 @@ class _GramModel(_Model):
 
 def _build_model(X, y, H, kernel, sigma) -> _Model:
     """The reference's numpy model (:func:`hpsi._model`), without factorizing a kernel."""
-    pairs = hpsi.sibling_pairs(y, H)
-    precomputed = isinstance(kernel, str) and kernel == "precomputed"
-    if isinstance(kernel, Kernel):
-        kern = kernel
-        precomputed = kern.name == "precomputed"
-    if precomputed:
-        X = check_features(X, "X (the precomputed Gram matrix)", allow_sparse=False)
-        if X.shape[0] != X.shape[1]:
-            raise InputError(f"with kernel='precomputed' X must be the square (n, n) Gram matrix, "
-                             f"got shape {X.shape}")
-        check_psd(X, what="precomputed kernel matrix")
-    else:
-        X = check_features(X)
-    if X.shape[0] != pairs.n_samples:
-        raise InputError(f"X has {X.shape[0]} rows but y has {pairs.n_samples} labels")
-    if not isinstance(kernel, Kernel):
-        kern = make_kernel(kernel, X=None if precomputed else X,
-                           y=None if precomputed else np.asarray(pairs.labels), sigma=sigma)
-    groups = pairs.groups
-    rows = np.concatenate([np.full(len(g), k) for k, g in enumerate(groups)])
-    cols = np.concatenate(groups)
-    Gm = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(groups), pairs.n_nodes))
-    gsize = np.array([len(g) for g in groups], dtype=float)
+    X, pairs, kern = hpsi.checked_inputs(X, y, H, kernel, sigma)
+    Gm, gsize = hpsi.group_matrix(pairs)
     if kern.is_linear:
         return _Model(pairs=pairs, X=X, kernel=kern, linear=True, K=None, L=None,
                       group_matrix=Gm, group_size=gsize)
