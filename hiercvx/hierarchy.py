@@ -45,6 +45,23 @@ def _is_label_set(item, index: Mapping) -> bool:
     return False
 
 
+def label_positions(labels, index: Mapping):
+    """``(rows, cols, unknown)`` of single labels or label sets looked up in ``index``
+    (name -> column): one ``(row, col)`` per known label, ``(row, label)`` per unknown one."""
+    rows, cols, unknown = [], [], []
+    for s, item in enumerate(labels):
+        members = item if _is_label_set(item, index) else (item,)
+        for v in members:
+            try:
+                j = index[v]
+            except (KeyError, TypeError):
+                unknown.append((s, v))
+                continue
+            rows.append(s)
+            cols.append(j)
+    return rows, cols, unknown
+
+
 class Hierarchy:
     """A rooted class hierarchy: a tree or a DAG with a single root.
 
@@ -477,19 +494,7 @@ class Hierarchy:
             raise LabelError("labels must be a sequence with one entry per sample, got a single "
                              "string; wrap it in a list")
         labels = list(labels)
-        index = self._index
-        rows, cols = [], []
-        unknown = []
-        for s, item in enumerate(labels):
-            members = item if _is_label_set(item, index) else (item,)
-            for v in members:
-                try:
-                    j = index[v]
-                except (KeyError, TypeError):
-                    unknown.append((s, v))
-                    continue
-                rows.append(s)
-                cols.append(j)
+        rows, cols, unknown = label_positions(labels, self._index)
         if unknown:
             shown = ", ".join(f"{v!r} (sample {s})" for s, v in unknown[:5])
             more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .exceptions import HierarchyError, InputError, LabelError
-from .hierarchy import Hierarchy
+from .hierarchy import Hierarchy, label_positions
 
 __all__ = [
     "zero_one",
@@ -518,17 +518,7 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
         raise LabelError(f"{what} must have one entry per sample, got a single string; wrap it in a list")
     pos = {c: j for j, c in enumerate(classes)}
     items = list(y_true)
-    rows, cols, unknown = [], [], []
-    for i, item in enumerate(items):
-        members = item if _is_set_like(item, pos) else (item,)
-        for v in members:
-            try:
-                j = pos[v]
-            except (KeyError, TypeError):
-                unknown.append((i, v))
-                continue
-            rows.append(i)
-            cols.append(j)
+    rows, cols, unknown = label_positions(items, pos)
     if unknown:
         shown = ", ".join(f"{v!r} (sample {i})" for i, v in unknown[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
@@ -537,19 +527,6 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
     R = np.zeros((len(items), k), dtype=bool)
     R[np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)] = True
     return R
-
-
-def _is_set_like(item, index) -> bool:
-    if isinstance(item, (str, bytes)):
-        return False
-    if isinstance(item, (set, frozenset, list, np.ndarray)):
-        return True
-    if isinstance(item, tuple):
-        try:
-            return item not in index
-        except TypeError:
-            return True
-    return False
 
 
 def check_scores(scores, n_samples: int, n_classes: int) -> np.ndarray:
