@@ -312,3 +312,37 @@ def test_crammer_singer_sparse_warm_start_and_bad_input():
         crammer_singer.solve(X, y.astype(float))
     with pytest.raises(InputError, match="C"):
         crammer_singer.solve(X, y, C=-1)
+
+
+@given(st.integers(0, 10_000), st.integers(1, 40), st.integers(1, 10))
+@settings(max_examples=60, deadline=None)
+def test_entering_pairs_are_the_largest_violations(seed, n_pairs, m):
+    """The pairs that join a working set per round: brute force = sort the eligible ones."""
+    from hiercvx.solvers.working_set import _entering_pairs
+
+    rng = np.random.default_rng(seed)
+    Hp = np.round(rng.standard_normal(n_pairs), 1)  # ties on purpose
+    alpha = np.where(rng.random(n_pairs) < 0.3, rng.random(n_pairs), 0.0)
+    u_i, p0 = 0.2 * rng.standard_normal(), 5
+    alpha_full = np.concatenate([np.ones(p0), alpha])
+    enter = np.empty(m, dtype=np.int64)
+    k = _entering_pairs(alpha_full, Hp, p0, p0 + n_pairs, u_i, enter)
+    eligible = np.flatnonzero((alpha == 0) & (Hp > u_i))
+    expected = np.sort(Hp[eligible])[::-1][:m]
+    assert k == min(m, eligible.size)
+    np.testing.assert_array_equal(Hp[enter[:k] - p0], expected)  # the values, ties aside
+    assert np.all(alpha_full[enter[:k]] == 0) and len(set(enter[:k])) == k
+
+
+def test_mass_threshold_keeps_the_certificate_mass():
+    """Examples skipped below the threshold carry at most the given share of sum C_i psi_i."""
+    from hiercvx.solvers.working_set import _mass_threshold
+
+    rng = np.random.default_rng(0)
+    psi, budget = rng.exponential(size=200), rng.uniform(0.5, 2.0, size=200)
+    t = _mass_threshold(psi, budget, 0.5)
+    skipped = psi <= t
+    assert (budget * psi)[skipped].sum() <= 0.5 * (budget * psi).sum() + 1e-12
+    above = np.min(psi[~skipped])  # the next value up would break the bound
+    assert (budget * psi)[psi <= above].sum() > 0.5 * (budget * psi).sum()
+    assert _mass_threshold(np.zeros(3), np.ones(3), 0.5) == 0.0

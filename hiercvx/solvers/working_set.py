@@ -75,6 +75,8 @@ _MODE_DENSE, _MODE_SPARSE, _MODE_KERNEL = 0, 1, 2
 # conjugate-gradient iterations, tried when at most _SUPPORT_CHANGE of the support changed.
 _EPS_INIT, _EPS_SHRINK, _LOCAL = 0.1, 0.1, 0.1
 _MAX_CG = 30
+_SKIP_MASS = 0.5
+_ENTER = 8  # pairs entering a working set per round (the thesis adds one)
 _SUPPORT_CHANGE = 0.01
 
 
@@ -226,6 +228,29 @@ def _example_violation(alpha, Hp, p0, p1, cost, budget_i):
 
 
 @njit(cache=True)
+def _entering_pairs(alpha, Hp, p0, p1, u_i, enter):
+    """The (at most ``len(enter)``) pairs outside the support with the largest violations
+    ``H_p > u_i`` (those whose entry raises the dual), written to ``enter``; returns how many."""
+    m = enter.shape[0]
+    n = 0
+    for p in range(p0, p1):
+        h = Hp[p - p0]
+        if alpha[p] > 0.0 or h <= u_i:
+            continue
+        if n == m and h <= Hp[enter[n - 1] - p0]:
+            continue
+        j = n if n < m else m - 1  # insertion into the buffer sorted by decreasing H
+        while j > 0 and Hp[enter[j - 1] - p0] < h:
+            if j < m:
+                enter[j] = enter[j - 1]
+            j -= 1
+        enter[j] = p
+        if n < m:
+            n += 1
+    return n
+
+
+@njit(cache=True)
 def _pair_violations(s, p0, p1, pair_y, pair_ybar, offset, cost, Hp):
     """Thesis (4.24) for the pairs of one example from its class scores ``s``."""
     for p in range(p0, p1):
@@ -249,15 +274,22 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, U, S, alpha, kdiag, pair_p
     for i in order:
         max_pairs = max(max_pairs, pair_ptr[i + 1] - pair_ptr[i])
     s = np.empty(q)
-    dg = np.empty(q)
-    dg_total = np.empty(q)
+    dg = np.zeros(q)
+    dg_total = np.zeros(q)
     v = np.empty(q)
+    # classes touched in this round / this visit (dg is sparse: Q dg costs q per touched class)
+    touched = np.empty(q, dtype=np.int64)
+    touched_total = np.empty(q, dtype=np.int64)
+    in_total = np.zeros(q, dtype=np.bool_)
+    in_round = np.zeros(q, dtype=np.bool_)
     Hp = np.empty(max_pairs)
     ws = np.empty(max_pairs, dtype=np.int64)
     a = np.empty(max_pairs)
     gk = np.empty(max_pairs)
     ck = np.empty(max_pairs)
     Hk = np.empty((max_pairs, max_pairs))
+    enter = np.empty(_ENTER, dtype=np.int64)
+    entering = np.zeros(max_pairs, dtype=np.bool_)
     visits = 0
     psi_max = 0.0
     work = 0.0
@@ -293,13 +325,18 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, U, S, alpha, kdiag, pair_p
                     active[i] = 0
             continue
         visits += 1
-        dg_total[:] = 0.0
+        n_total = 0
         for _ in range(max_rounds):
-            # working set S_i: the support of alpha_i plus the most violated pair (steps 6, 7, 9)
+            # working set S_i: the support of alpha_i plus the most violated pairs (steps 6, 7,
+            # 9); several enter at once, else a visit needing many pairs costs O(k^3)
+            u_i = max(0.0, Hp[best - p0]) - psi
+            n_enter = _entering_pairs(alpha, Hp, p0, p1, u_i, enter)
+            for r in range(n_enter):
+                entering[enter[r] - p0] = True
             k = 0
             used = 0.0
             for p in range(p0, p1):
-                if alpha[p] > 0.0 or p == best:
+                if alpha[p] > 0.0 or p == best or entering[p - p0]:
                     ws[k] = p
                     a[k] = alpha[p]
                     ck[k] = cost[p]
@@ -315,36 +352,56 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, U, S, alpha, kdiag, pair_p
                     h = kii * (Q[yr, yt] - Q[yr, bt] - Q[br, yt] + Q[br, bt])
                     Hk[r, t] = h
                     Hk[t, r] = h
+            for r in range(n_enter):
+                entering[enter[r] - p0] = False
             slack = max(budget[i] - used, 0.0)
             _budget_qp(Hk, gk, a, ck, slack, k, sub_tol, 200 * k + 1000)
-            work += k * k + q * q + (p1 - p0)
-            dg[:] = 0.0
+            work += k * k + (p1 - p0)
+            n_touched = 0
             for r in range(k):
                 p = ws[r]
                 d = a[r] - alpha[p]
                 if d != 0.0:
-                    dg[pair_y[p]] += d
-                    dg[pair_ybar[p]] -= d
+                    e = pair_y[p]
+                    if not in_round[e]:
+                        in_round[e] = True
+                        touched[n_touched] = e
+                        n_touched += 1
+                    dg[e] += d
+                    e = pair_ybar[p]
+                    if not in_round[e]:
+                        in_round[e] = True
+                        touched[n_touched] = e
+                        n_touched += 1
+                    dg[e] -= d
                 alpha[p] = a[r]
-            for c in range(q):
-                dg_total[c] += dg[c]
-            # local scores after the step: s += K_ii Q dg
-            for c in range(q):
-                acc = 0.0
-                for e in range(q):
-                    acc += Q[c, e] * dg[e]
-                s[c] += kii * acc
+            # local scores after the step: s += K_ii Q dg (only the touched columns of Q)
+            for t in range(n_touched):
+                e = touched[t]
+                de = kii * dg[e]
+                for c in range(q):
+                    s[c] += Q[c, e] * de
+                if not in_total[e]:
+                    in_total[e] = True
+                    touched_total[n_total] = e
+                    n_total += 1
+                dg_total[e] += dg[e]
+                dg[e] = 0.0
+                in_round[e] = False
+            work += q * n_touched
             _pair_violations(s, p0, p1, pair_y, pair_ybar, offset, cost, Hp)
             psi, best = _example_violation(alpha, Hp, p0, p1, cost, budget[i])
             if psi <= local_tol:
                 break
         work += q * row if mode != 2 else q * S.shape[0]
         # global state: v = Q dG_i, then U += v x_i^T  or  S += K[:, i] v^T
-        for c in range(q):
-            acc = 0.0
-            for e in range(q):
-                acc += Q[c, e] * dg_total[e]
-            v[c] = acc
+        v[:] = 0.0
+        for t in range(n_total):
+            e = touched_total[t]
+            for c in range(q):
+                v[c] += Q[c, e] * dg_total[e]
+            dg_total[e] = 0.0
+            in_total[e] = False
         if mode == 0:
             for c in range(q):
                 if v[c] != 0.0:
@@ -407,6 +464,19 @@ def violation_scores(alpha, S, data: _margin.MarginData, C: float = 1.0) -> np.n
 # --------------------------------------------------------------------------------------------
 # The solver
 # --------------------------------------------------------------------------------------------
+
+def _mass_threshold(psi, budget, share: float) -> float:
+    """The largest ``t`` among the psi values with ``sum_{psi_i <= t} C_i psi_i <= share *
+    sum_i C_i psi_i`` (0 when no such value): skipping examples below it keeps most of the
+    certificate's mass in the pass."""
+    mass = budget * psi
+    total = float(mass.sum())
+    if not total > 0:
+        return 0.0
+    order = np.argsort(psi, kind="stable")
+    below = np.cumsum(mass[order]) <= share * total
+    return float(psi[order][below][-1]) if below.any() else 0.0
+
 
 def _resolve_inputs(X, data, kernel):
     """Decide the mode and build what it needs (features or the Gram matrix)."""
@@ -747,6 +817,9 @@ def _solve_hsvm(X, data, C, kernel, tol, max_iter, alpha0, verbose, max_rounds, 
                 eps = _EPS_INIT * max_psi
             elif pass_max <= eps:  # the last pass met nothing above eps: tighten it
                 eps *= _EPS_SHRINK
+            # the skipped examples (psi_i <= eps) may carry at most half of the bound
+            # sum_i C_i psi_i >= gap: otherwise the passes stall on the rest (seen on 500 classes)
+            eps = min(eps, _mass_threshold(psi, budget, _SKIP_MASS))
             eps = max(eps, 0.1 * psi_ok)
             active[psi > eps] = 1  # shrunk examples that became violated come back
         if n_iter >= max_iter:
