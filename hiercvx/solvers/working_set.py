@@ -31,9 +31,16 @@ Implementation choices where the thesis leaves room (each checked against the re
 * selection: the thesis picks ``argmax_i psi_i`` after every update, which needs all of H after
   each step (a full pass over the data).  We visit the examples in a seeded random order and
   skip those whose psi_i (recomputed just before the visit) is below a threshold that shrinks
-  as the passes converge; visiting in decreasing order of psi was tried and needed more
-  passes.  Examples without support whose margins all hold strictly are shrunk (skipped) until
-  a certificate finds them violated again.
+  as the passes converge, and is capped at every certificate so that the skipped examples
+  carry at most half of ``sum_i C_i psi_i`` (without the cap the passes stalled at a 3% gap
+  on 446 classes); visiting in decreasing order of psi was tried and needed more passes.
+  Examples without support whose margins all hold strictly are shrunk (skipped) until a
+  certificate finds them violated again.
+* step 7 adds up to 8 of the most violated pairs per round instead of one: a visit that needs
+  many pairs then costs a few reduced QPs, not one per pair (1.6x faster early on with 446
+  classes and C = 10, identical iterates otherwise).
+* the scores of the visited example are updated through the columns of Q of the classes the
+  step touched only (``O(q)`` per touched class instead of ``O(q^2)`` per round).
 * step 8a is carried to the end: the visit of example i repeats steps 6-9 until psi_i is
   below a tenth of the threshold, so each visit is an exact block coordinate ascent step.
 * step 8b ("optimize over all selected variables", which the thesis needs for finite
