@@ -5,17 +5,25 @@ cover the shapes the papers care about: deep chains, unbalanced branches, one-ch
 nodes, forests that need an artificial root, and (for DAGs) shared children.
 ``label_samples(H)`` draws single labels or label sets for a given hierarchy.
 
+Fixed test data shared by several modules: the pytest fixtures ``tree`` and ``dag`` (two small
+hand-drawn hierarchies for hand-computed values; import ``tree_fixture`` / ``dag_fixture``,
+pytest finds an imported fixture under its ``name``) and ``clustered_data(H, n)`` (features
+clustered by leaf).
+
 Import with ``from strategies import trees, dags, hierarchies`` (pytest puts ``tests/`` on
 ``sys.path``).
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from hiercvx import Hierarchy
 
-__all__ = ["trees", "dags", "hierarchies", "label_samples", "hierarchy_and_labels"]
+__all__ = ["trees", "dags", "hierarchies", "label_samples", "hierarchy_and_labels",
+           "label_sets_and_scores", "tree_fixture", "dag_fixture", "clustered_data"]
 
 
 def _name(i: int, style: str):
@@ -89,3 +97,47 @@ def hierarchy_and_labels(draw, kind: str = "any", **label_kwargs):
     multi = draw(st.booleans()) if label_kwargs.get("multilabel") is None else label_kwargs["multilabel"]
     kw = dict(label_kwargs, n_samples=n, multilabel=multi)
     return H, draw(label_samples(H, **kw)), draw(label_samples(H, **kw))
+
+
+@st.composite
+def label_sets_and_scores(draw, H: Hierarchy, max_samples: int = 5):
+    """``(Y, S)`` for ranking measures: 1..max_samples non-empty label sets of leaves of ``H``
+    and class scores ``S`` ``(n, len(H.leaves))`` in ``H.leaves`` order, small integers so that
+    ties are frequent."""
+    k = len(H.leaves)
+    n = draw(st.integers(1, max_samples))
+    Y = draw(label_samples(H, n_samples=n, multilabel=True, leaves_only=True))
+    S = np.array(draw(st.lists(st.lists(st.integers(0, 3), min_size=k, max_size=k),
+                               min_size=n, max_size=n)), dtype=float)
+    return Y, S
+
+
+# ---------------------------------------------------------------------- fixed test data
+@pytest.fixture(name="tree")
+def tree_fixture():
+    #  root ─ A ─ A1, A2
+    #       └ B ─ B1 ─ B1a, B1b      (B has one child)
+    return Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                   "B1": "B", "B1a": "B1", "B1b": "B1"})
+
+
+@pytest.fixture(name="dag")
+def dag_fixture():
+    #  root ─ A ─ C, D ;  root ─ B ─ C, F   (C is shared by A and B)
+    return Hierarchy.from_edges([("root", "A"), ("root", "B"), ("A", "C"), ("B", "C"),
+                                 ("A", "D"), ("B", "F")])
+
+
+def clustered_data(H, n, d=3, seed=0, internal=(), noise=0.8):
+    """``n`` samples ``(X, y)``: features clustered around one random centre per leaf of ``H``
+    (``d`` dimensions, Gaussian ``noise``), labels cycling through the leaves so every leaf is
+    used (when ``n`` allows); ``internal`` labels replace the first few samples' labels
+    (partial paths).  ``y`` is an object array."""
+    rng = np.random.default_rng(seed)
+    leaves = list(H.leaves)
+    y = [leaves[i % len(leaves)] for i in range(n)]
+    centre = {v: rng.standard_normal(d) for v in leaves}
+    X = np.array([centre[v] for v in y]) + noise * rng.standard_normal((n, d))
+    for k, v in enumerate(internal):
+        y[k] = v
+    return X, np.array(y, dtype=object)

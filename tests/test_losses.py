@@ -15,29 +15,18 @@ from hiercvx import losses as L
 from hiercvx.exceptions import HierarchyError, InputError, LabelError
 
 try:
-    from strategies import hierarchies, hierarchy_and_labels, label_samples, trees
+    from strategies import dag_fixture, tree_fixture  # noqa: F401 (the fixtures dag, tree)
+    from strategies import (hierarchies, hierarchy_and_labels, label_samples,
+                            label_sets_and_scores, trees)
 except ImportError:  # tests/ imported as a package
-    from tests.strategies import hierarchies, hierarchy_and_labels, label_samples, trees
+    from tests.strategies import dag_fixture, tree_fixture  # noqa: F401
+    from tests.strategies import (hierarchies, hierarchy_and_labels, label_samples,
+                                  label_sets_and_scores, trees)
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SYMMETRIC = ["zero_one", "symmetric_difference", "half_symmetric", "normalized", "subtree",
              "leaf_count", "structural", "sibling"]
-
-
-@pytest.fixture
-def tree():
-    #  root ─ A ─ A1, A2
-    #       └ B ─ B1 ─ B1a, B1b      (B has one child)
-    return hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
-                                      "B1": "B", "B1a": "B1", "B1b": "B1"})
-
-
-@pytest.fixture
-def dag():
-    #  root ─ A ─ C, D ;  root ─ B ─ C, F   (C is shared by A and B)
-    return hc.Hierarchy.from_edges([("root", "A"), ("root", "B"), ("A", "C"), ("B", "C"),
-                                    ("A", "D"), ("B", "F")])
 
 
 # ---------------------------------------------------------------------- brute-force oracles
@@ -290,11 +279,8 @@ def test_costs_match_brute_force(H):
 @given(hierarchies(), st.data())
 def test_ranking_loss_matches_brute_force(H, data):
     classes = H.leaves
-    k = len(classes)
-    n = data.draw(st.integers(1, 4))
-    Y = data.draw(label_samples(H, n_samples=n, multilabel=True, leaves_only=True))
-    S = np.array(data.draw(st.lists(st.lists(st.integers(0, 3), min_size=k, max_size=k),
-                                    min_size=n, max_size=n)), dtype=float)
+    Y, S = data.draw(label_sets_and_scores(H, max_samples=4))
+    n = len(Y)
     ties = data.draw(st.sampled_from(["ignore", "count", "half"]))
     got = L.ranking_loss(H, Y, S, ties=ties)
     col = {c: j for j, c in enumerate(classes)}

@@ -12,32 +12,19 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.preprocessing import MultiLabelBinarizer
 from sklearn.tree import DecisionTreeClassifier
 
-import hiercvx as hc
 from hiercvx import losses as L
 from hiercvx import metrics as M
 from hiercvx.exceptions import InputError, LabelError
 
 try:
-    from strategies import hierarchies, hierarchy_and_labels, label_samples
+    from strategies import dag_fixture, tree_fixture  # noqa: F401 (the fixtures dag, tree)
+    from strategies import hierarchies, hierarchy_and_labels, label_samples, label_sets_and_scores
 except ImportError:  # tests/ imported as a package
-    from tests.strategies import hierarchies, hierarchy_and_labels, label_samples
+    from tests.strategies import dag_fixture, tree_fixture  # noqa: F401
+    from tests.strategies import (hierarchies, hierarchy_and_labels, label_samples,
+                                  label_sets_and_scores)
 
 PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@pytest.fixture
-def tree():
-    #  root ─ A ─ A1, A2
-    #       └ B ─ B1 ─ B1a, B1b
-    return hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
-                                      "B1": "B", "B1a": "B1", "B1b": "B1"})
-
-
-@pytest.fixture
-def dag():
-    #  root ─ A ─ C, D ;  root ─ B ─ C, F
-    return hc.Hierarchy.from_edges([("root", "A"), ("root", "B"), ("A", "C"), ("B", "C"),
-                                    ("A", "D"), ("B", "F")])
 
 
 def anc(H, Y):
@@ -233,11 +220,8 @@ def test_ranking_metrics_against_sklearn(ties):
 @given(hierarchies(), st.data())
 def test_score_metrics_against_brute_force(H, data):
     classes = H.leaves
-    k = len(classes)
-    n = data.draw(st.integers(1, 5))
-    Y = data.draw(label_samples(H, n_samples=n, multilabel=True, leaves_only=True))
-    S = np.array(data.draw(st.lists(st.lists(st.integers(0, 3), min_size=k, max_size=k),
-                                    min_size=n, max_size=n)), dtype=float)
+    Y, S = data.draw(label_sets_and_scores(H, max_samples=5))
+    n = len(Y)
     Dh = L.loss_matrix(H, "half_symmetric", classes)
     col = {c: j for j, c in enumerate(classes)}
     acc, prec, rl, mx, top, pacc = [], [], [], [], [], []

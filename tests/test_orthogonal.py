@@ -32,7 +32,7 @@ from hiercvx import testing
 from hiercvx.formulations import multiclass
 from hiercvx.formulations import orthogonal as ot
 
-from strategies import trees
+from strategies import clustered_data, trees
 
 
 # ---------------------------------------------------------------------- fixtures
@@ -44,19 +44,6 @@ T3 = {"r": None, "a": "r", "c": "r", "b": "a"}                      # 3 non-root
 T2 = {"r": None, "a": "r", "b": "r"}                                 # 2 non-root nodes
 T4 = {"r": None, "a": "r", "c": "r", "b": "a", "e": "a"}             # 4 non-root nodes
 T8 = {"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b", "b2": "b", "b3": "b"}
-
-
-def data(H, n=18, d=3, seed=0, internal=(), noise=0.8):
-    """Clustered features around one centre per leaf, every leaf used; ``internal`` labels
-    replace the first few samples' labels (partial paths)."""
-    rng = np.random.default_rng(seed)
-    leaves = list(H.leaves)
-    y = [leaves[i % len(leaves)] for i in range(n)]
-    centre = {v: rng.standard_normal(d) for v in leaves}
-    X = np.array([centre[v] for v in y]) + noise * rng.standard_normal((n, d))
-    for k, v in enumerate(internal):
-        y[k] = v
-    return X, np.array(y, dtype=object)
 
 
 def explicit_rows(H, y):
@@ -131,7 +118,7 @@ CASES = [
 @pytest.mark.parametrize("name,spec,Kkind,internal", CASES, ids=[c[0] for c in CASES])
 def test_sdp_matches_sign_pattern_route(name, spec, Kkind, internal):
     H = tree(spec)
-    X, y = data(H, n=14, d=3, seed=3, internal=internal)
+    X, y = clustered_data(H, n=14, d=3, seed=3, internal=internal)
     C = 4.0
     K = {None: lambda: ot.heuristic_K(H), "full": lambda: full_K(len(H) - 1),
          "singular": lambda: np.array([[2.0, 1, 1], [1, 1, 0], [1, 0, 1]])}[Kkind]()
@@ -155,7 +142,7 @@ def test_heuristic_K_without_pairs_is_a_qp():
     """T2 with heuristic (6) has no ancestor pairs: Omega = 1/2 sum |D+(i)| ||w_i||^2, i.e. (4)
     with a diagonal K -- the QCQP route has a single pattern."""
     H = tree(T2)
-    X, y = data(H, n=10, seed=5)
+    X, y = clustered_data(H, n=10, seed=5)
     K = ot.heuristic_K(H)
     assert np.array_equal(K, np.eye(2))
     sol = ot.primal(X, y, H, C=2.0).solve()
@@ -166,7 +153,7 @@ def test_heuristic_K_without_pairs_is_a_qp():
 
 def test_two_solvers_agree_on_the_sdp():
     H = tree(T8)
-    X, y = data(H, n=20, d=4, seed=1, internal=("b",))
+    X, y = clustered_data(H, n=20, d=4, seed=1, internal=("b",))
     a = ot.primal(X, y, H, C=3.0).solve(solver="CLARABEL")
     b = ot.primal(X, y, H, C=3.0).solve(solver="SCS", eps_abs=1e-9, eps_rel=1e-9, max_iters=200000,
                                          gap_tol=1e-5)
@@ -177,7 +164,7 @@ def test_two_solvers_agree_on_the_sdp():
 def test_representer_reduction_same_optimum_dense_and_sparse():
     H = tree(T8)
     rng = np.random.default_rng(7)
-    X, y = data(H, n=10, d=4, seed=2)
+    X, y = clustered_data(H, n=10, d=4, seed=2)
     X = np.hstack([X, 0.3 * rng.standard_normal((10, 21))])  # 25 features > 10 samples
     X[:, 5] = 0.0
     full = ot.primal(X, y, H, C=3.0, representer=False)
@@ -199,7 +186,7 @@ def test_representer_reduction_same_optimum_dense_and_sparse():
 
 def test_C_sweep_without_recompiling_matches_fresh_build():
     H = tree(T4)
-    X, y = data(H, n=12, seed=4)
+    X, y = clustered_data(H, n=12, seed=4)
     prob = ot.primal(X, y, H, C=1.0)
     prob.solve()
     swept = prob.set(C=6.0).solve()
@@ -211,7 +198,7 @@ def test_lower_bound_is_a_bound_at_arbitrary_dual_points():
     """The sheet's bound sum(alpha) - 1/2 tr(U^T S^-1 U) holds for any feasible alpha and any S
     in the box (S_ii = K_ii, |S_ij| <= K_ij), not only at the solver's duals."""
     H = tree(T4)
-    X, y = data(H, n=12, seed=6)
+    X, y = clustered_data(H, n=12, seed=6)
     K = full_K(4, seed=3)
     sol = ot.primal(X, y, H, C=2.0, K=K).solve()
     model = ot.prepare(X, y, H)
@@ -343,7 +330,7 @@ def test_heuristic_K_lowers_alpha_with_a_warning(caplog):
         K8, used8 = ot.heuristic_K(tree(T8), alpha=1.0, return_alpha=True)
     assert used8 == 1.0 and caplog.text == "" and ot.strong_convexity(K8) > 0
     # the primal records the alpha it used
-    X, y = data(chain3, n=6, seed=0)
+    X, y = clustered_data(chain3, n=6, seed=0)
     assert ot.primal(X, y, chain3).data["alpha"] == pytest.approx(used)
     chain2 = tree({"r": None, "a": "r", "b": "a"})
     assert ot.heuristic_K(chain2, return_alpha=True)[1] == 1.0  # [[2, -1], [-1, 1]] is PD
@@ -391,7 +378,7 @@ def test_theorem4_subgradient(which):
 # ---------------------------------------------------------------------- baselines
 def test_flatmult_equals_crammer_singer_with_C_over_N():
     H = tree(T8)
-    X, y = data(H, n=20, seed=8)
+    X, y = clustered_data(H, n=20, seed=8)
     sol = ot.flatmult(X, y, H, C=5.0).solve()
     testing.assert_certified(sol)
     cs_prob = multiclass.primal(X, y.astype(str), C=5.0, sample_weight=np.full(20, 1 / 20))
@@ -405,7 +392,7 @@ def test_flatmult_equals_crammer_singer_with_C_over_N():
 def test_hiermult_is_the_sum_of_node_problems():
     H = tree({"r": None, "a": "r", "b": "r", "c": "r", "a1": "a", "a2": "a", "b1": "b", "b2": "b",
               "b3": "b", "c1": "c", "a11": "a1", "a12": "a1"})
-    X, y = data(H, n=27, seed=9, internal=("a", "b"))
+    X, y = clustered_data(H, n=27, seed=9, internal=("a", "b"))
     sol = ot.hiermult(X, y, H, C=3.0).solve()
     testing.assert_certified(sol)
     total = 0.0
@@ -428,7 +415,7 @@ def test_hiermult_is_the_sum_of_node_problems():
 def test_treeloss_on_leaves_equals_hsvm_with_indicator_attributes():
     hsvm = pytest.importorskip("hiercvx.formulations.hsvm")
     H = tree(T8)
-    X, y = data(H, n=16, seed=10)
+    X, y = clustered_data(H, n=16, seed=10)
     sol = ot.treeloss(X, y, H, C=4.0, classes="leaves").solve()
     ref = hsvm.primal(X, list(y), H, C=4.0, loss="half_symmetric", attributes="indicator",
                       sample_weight=np.full(16, 1 / 16)).solve()
@@ -437,7 +424,7 @@ def test_treeloss_on_leaves_equals_hsvm_with_indicator_attributes():
 
 def test_treeloss_on_all_nodes_two_solvers_and_flat_prediction():
     H = tree(T8)
-    X, y = data(H, n=16, seed=11, internal=("a",))
+    X, y = clustered_data(H, n=16, seed=11, internal=("a",))
     a = ot.treeloss(X, y, H, C=4.0).solve(solver="CLARABEL")
     b = ot.treeloss(X, y, H, C=4.0).solve(solver="ECOS", gap_tol=1e-6)
     testing.assert_same_optimum(a, b)
@@ -460,7 +447,7 @@ def test_tree_distance_against_networkx():
 def test_transfer_against_increment_parametrization():
     """TRANSFER with w = sum_{A+(i)} u: 1/2 sum ||w_i||^2 + 1/2 sum_{non-top j} ||u_j||^2."""
     H = tree(T8)
-    X, y = data(H, n=16, seed=12, internal=("b",))
+    X, y = clustered_data(H, n=16, seed=12, internal=("b",))
     sol = ot.transfer(X, y, H, C=4.0).solve()
     testing.assert_certified(sol)
     m, d = len(H) - 1, X.shape[1]
@@ -509,7 +496,7 @@ def test_top_down_error_rule_for_internal_labels():
 
 def test_orthogonal_classifier_fits_separable_data():
     H = tree(T8)
-    X, y = data(H, n=20, d=6, seed=13, noise=0.05)
+    X, y = clustered_data(H, n=20, d=6, seed=13, noise=0.05)
     sol = ot.primal(X, y, H, C=50.0).solve()
     assert not ot.top_down_errors(H, y, ot.predict_top_down(sol.weights, X, H)).any()
 
@@ -517,7 +504,7 @@ def test_orthogonal_classifier_fits_separable_data():
 # ---------------------------------------------------------------------- bad input
 def test_bad_K():
     H = tree(T4)
-    X, y = data(H, n=8)
+    X, y = clustered_data(H, n=8)
     good = ot.heuristic_K(H)
     with pytest.raises(hc.InputError, match=r"\(4, 4\).*drop the root"):
         ot.primal(X, y, H, K=np.eye(5))
@@ -551,7 +538,7 @@ def test_bad_K():
 
 def test_bad_labels_hierarchy_and_sizes():
     H = tree(T8)
-    X, y = data(H, n=8)
+    X, y = clustered_data(H, n=8)
     with pytest.raises(hc.LabelError, match="sample 2 has label 'zz'"):
         ot.primal(X, list(y[:2]) + ["zz"] + list(y[3:]), H)
     with pytest.raises(hc.LabelError, match="root"):

@@ -27,7 +27,7 @@ from hiercvx.estimators.orthogonal import OrthogonalTransferSVC
 from hiercvx.formulations import orthogonal as ot
 from hiercvx.solvers import rda
 
-from strategies import trees
+from strategies import clustered_data, trees
 
 BUILDERS = {"orthogonal": ot.primal, "flatmult": ot.flatmult, "hiermult": ot.hiermult,
             "transfer": ot.transfer, "treeloss": ot.treeloss}
@@ -38,18 +38,6 @@ DEEP = {"r": None, "a": "r", "b": "r", "c": "r", "a1": "a", "a2": "a", "b1": "b"
 
 def tree(spec):
     return hc.Hierarchy.from_parents(spec)
-
-
-def data(H, n=24, d=3, seed=0, internal=(), noise=0.8):
-    """Clustered features around one centre per leaf; ``internal`` labels replace the first few."""
-    rng = np.random.default_rng(seed)
-    leaves = list(H.leaves)
-    y = [leaves[i % len(leaves)] for i in range(n)]
-    centre = {v: rng.standard_normal(d) for v in leaves}
-    X = np.array([centre[v] for v in y]) + noise * rng.standard_normal((n, d))
-    for k, v in enumerate(internal):
-        y[k] = v
-    return X, np.array(y, dtype=object)
 
 
 def to_leaves(H, y):
@@ -72,7 +60,7 @@ def reference(method, H, X, y, C):
 @pytest.fixture(scope="module")
 def deep_problem():
     H = tree(DEEP)
-    X, y = data(H, n=30, seed=3, internal=("a", "b"))
+    X, y = clustered_data(H, n=30, seed=3, internal=("a", "b"))
     return H, X, y
 
 
@@ -106,7 +94,7 @@ def test_bounds_bracket_the_reference_at_every_iteration(method, deep_problem):
 @pytest.mark.parametrize("averaging", ["uniform", "linear"])
 def test_every_splitting_and_averaging_is_certified(psi, averaging):
     H = tree(T8)
-    X, y = data(H, n=16, seed=5, internal=("a",))
+    X, y = clustered_data(H, n=16, seed=5, internal=("a",))
     ref = reference("orthogonal", H, X, y, 1.0)
     tol = 1e-3 if averaging == "uniform" and psi != "averaged" else 1e-4
     res = rda.solve(X, y, H, C=1.0, psi=psi, averaging=averaging, tol=tol, max_iter=40_000)
@@ -120,7 +108,7 @@ def test_paper_algorithm_as_printed_and_the_dual_bound():
     """Algorithm 1 exactly (uniform averages, Psi = sigma/2 ||W||^2, step-4 bound alone): its
     bounds are valid, and the bound of the averaged multipliers is never below the paper's."""
     H = tree(T8)
-    X, y = data(H, n=16, seed=5)
+    X, y = clustered_data(H, n=16, seed=5)
     ref = reference("orthogonal", H, X, y, 1.0)
     with pytest.warns(ConvergenceWarning, match="raise max_iter"):
         paper = rda.solve(X, y, H, averaging="uniform", psi="identity", dual_bound=False, max_iter=300)
@@ -145,7 +133,8 @@ def test_matches_reference_on_generated_trees(method, H, seed, partial, C):
     rng = np.random.default_rng(seed)
     internal = [v for v in H.nodes[1:] if not H.is_leaf(v)]
     labels = internal[:2] if (partial and internal and method != "flatmult") else ()
-    X, y = data(H, n=12, seed=seed, internal=labels, noise=float(rng.uniform(0.3, 1.5)))
+    X, y = clustered_data(H, n=12, seed=seed, internal=labels,
+                          noise=float(rng.uniform(0.3, 1.5)))
     ref = BUILDERS[method](X, y, H, C=C).solve()
     res = rda.solve(X, y, H, method, C=C, tol=1e-4, max_iter=50_000)
     testing.assert_fast_matches_reference(res, ref, rtol=1e-4)
@@ -171,7 +160,7 @@ def explicit_hinge(W, X, y, H, C):
 @pytest.mark.parametrize("method", ot.METHODS)
 def test_hinge_value_and_subgradient(method):
     H = tree(DEEP)
-    X, y = data(H, n=15, d=4, seed=2)
+    X, y = clustered_data(H, n=15, d=4, seed=2)
     C = 3.0
     model = ot.prepare(X, y, H, method)
     hinge = rda._Hinge(model, C)
@@ -199,7 +188,7 @@ def test_phi_subgradient_of_the_splitting_uses_theorem4():
     """g = (S(W) - P) W - U is the gradient of phi = Omega - sigma/2 ||W||^2 + H at a generic W,
     and S(W) W is omega_subgradient (Theorem 4)."""
     H = tree(DEEP)
-    X, y = data(H, n=15, d=4, seed=4)
+    X, y = clustered_data(H, n=15, d=4, seed=4)
     model = ot.prepare(X, y, H)
     K = ot.heuristic_K(H, alpha=0.3)
     reg = rda.regularizer_for(model, K, psi="identity")
@@ -242,7 +231,7 @@ def test_dual_bound_is_the_formulations_certificate(method, deep_problem):
 def test_starting_upper_bound_is_not_C_when_an_example_has_no_row():
     # the paper starts with J(1) = C; an example labelled 'c' (an only child) has no margin row
     H = tree({"r": None, "c": "r", "x": "c", "z": "c"})
-    X, y = data(H, n=10, seed=1, internal=("c", "c", "c", "c"))
+    X, y = clustered_data(H, n=10, seed=1, internal=("c", "c", "c", "c"))
     res = rda.solve(X, y, H, C=5.0, tol=1e-4)
     assert res.history["upper"][0] == pytest.approx(5.0 * 6 / 10)  # J(0): 6 of 10 have rows
     testing.assert_fast_matches_reference(res, reference("orthogonal", H, X, y, 5.0), rtol=1e-4)
@@ -252,7 +241,7 @@ def test_sparse_input_and_explicit_K():
     import scipy.sparse as sp
 
     H = tree(T8)
-    X, y = data(H, n=16, d=5, seed=7)
+    X, y = clustered_data(H, n=16, d=5, seed=7)
     X[np.abs(X) < 0.5] = 0.0
     K = ot.heuristic_K(H, alpha=0.5)
     dense = rda.solve(X, y, H, K=K, tol=1e-5)
@@ -264,7 +253,7 @@ def test_sparse_input_and_explicit_K():
 # ---------------------------------------------------------------------- bad input
 def test_bad_input():
     H = tree(T8)
-    X, y = data(H, n=8)
+    X, y = clustered_data(H, n=8)
     with pytest.raises(hc.InputError, match="method must be one of"):
         rda.solve(X, y, H, "svm")
     with pytest.raises(hc.InputError, match="does not take it"):

@@ -1,16 +1,88 @@
-"""Pieces every hiercvx estimator shares: target handling and the multi-label decision rule."""
+"""Pieces every hiercvx estimator shares: parameter storage, the input checks that open
+``fit``, target handling and the multi-label decision rule."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ..exceptions import LabelError
+from .._validation import check_positive
+from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy
+from ..kernels import check_psd
 
 SOLVERS = ("fast", "reference")
+
+
+def store_init_params(estimator, init_args: dict) -> None:
+    """Keep every ``__init__`` argument, unchanged, as the attribute of the same name.
+
+    scikit-learn's ``get_params`` / ``set_params`` / ``clone`` read the parameters back by the
+    names in the ``__init__`` signature, so ``__init__`` stores them as given and does nothing
+    else (validation waits for ``fit``).  Use it as the whole body of ``__init__``:
+    ``store_init_params(self, locals())``.
+    """
+    for name, value in init_args.items():
+        if name != "self" and not name.startswith("__"):  # not the instance, nor __class__
+            setattr(estimator, name, value)
+
+
+def check_solver_options(penalty, penalty_name: str, tol, solver) -> None:
+    """Refuse a non-positive regularization constant (``C`` or ``lam``, named ``penalty_name``
+    in the message) or tolerance ``tol``, and a ``solver`` not in :data:`SOLVERS`."""
+    check_positive(penalty, penalty_name)
+    check_positive(tol, "tol")
+    if solver not in SOLVERS:
+        raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
+
+
+def validate_training_X(estimator, X, *, precomputed: bool = False, check_kernel: bool = True):
+    """``X`` for ``fit`` through scikit-learn's ``validate_data`` (float64, at least two rows,
+    CSR kept unless ``X`` is a precomputed kernel).  A precomputed kernel must be square,
+    symmetric and PSD (:func:`hiercvx.kernels.check_psd`); ``check_kernel=False`` leaves that
+    to a solver that checks it itself."""
+    X = validate_data(estimator, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
+                      ensure_min_samples=2)
+    if precomputed and check_kernel:
+        check_psd(X, what="precomputed kernel matrix")
+    return X
+
+
+def ravel_column_target(y):
+    """A column vector ``y`` ``(n, 1)`` becomes ``(n,)`` (one label per sample) with a
+    ``DataConversionWarning``, as scikit-learn's classifiers do; anything else is returned as is."""
+    if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                      "raveled (one label per sample)", DataConversionWarning,
+                      stacklevel=3)  # points at the caller of the estimator's fit
+        y = y.ravel()
+    return y
+
+
+def resolve_training_targets(y, hierarchy: Hierarchy | None, n_samples: int):
+    """:func:`resolve_targets` for ``fit``, which also needs one entry of ``y`` per row of
+    ``X`` (``n_samples``).  Returns ``(H, classes, labels, multilabel)``."""
+    H, classes, labels, multilabel = resolve_targets(y, hierarchy)
+    if len(labels) != n_samples:
+        raise InputError(f"y has {len(labels)} entries but X has {n_samples} rows")
+    return H, classes, labels, multilabel
+
+
+def check_training_weights(sample_weight, X):
+    """``sample_weight`` as a float array over the rows of ``X`` (None stays None): non-negative,
+    and positive somewhere, else nothing is left to train on."""
+    if sample_weight is None:
+        return None
+    sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+    if not np.any(sample_weight > 0):
+        raise InputError("sample_weight is zero everywhere: at least one sample needs a "
+                         "positive weight")
+    return sample_weight
 
 
 def is_multilabel_target(y) -> bool:

@@ -16,11 +16,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_positive
-from ..exceptions import InputError, LabelError
+from ..exceptions import LabelError
 from ..formulations import nhsvm
 from ..inference import LabelSetOracle, best_leaf
-from ._base import SOLVERS, LabelSetScoreMixin, resolve_targets
+from ._base import (LabelSetScoreMixin, check_solver_options, resolve_training_targets,
+                    store_init_params, validate_training_X)
 
 __all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
 
@@ -29,16 +29,11 @@ class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
     def _check_common(self):
-        check_positive(self.lam, "lam")
-        check_positive(self.tol, "tol")
-        if self.solver not in SOLVERS:
-            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        check_solver_options(self.lam, "lam", self.tol, self.solver)
 
     def _targets(self, X, y):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
-        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
-        if len(labels) != X.shape[0]:
-            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        X = validate_training_X(self, X)
+        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
         return X, H, classes, labels, multilabel
 
     def _set_classes(self, H, classes, multilabel):
@@ -124,22 +119,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     def __init__(self, hierarchy=None, lam=1.0, alpha=None, rho=2.0, T=None, directional=None,
                  variant="nhsvm", loss=None, solver="fast", method="pairwise", tol=1e-5, max_iter=1000,
                  inference="auto", reference_solver=None, random_state=0, verbose=False):
-        self.hierarchy = hierarchy
-        self.lam = lam
-        self.alpha = alpha
-        self.rho = rho
-        self.T = T
-        self.directional = directional
-        self.variant = variant
-        self.loss = loss
-        self.solver = solver
-        self.method = method
-        self.tol = tol
-        self.max_iter = max_iter
-        self.inference = inference
-        self.reference_solver = reference_solver
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _path_weights(self, H):
         alpha, T = self.alpha, self.T
@@ -215,16 +195,7 @@ class SharedNormSVC(_NodeScoreClassifier):
 
     def __init__(self, hierarchy=None, lam=1.0, loss="zero_one", solver="fast", tol=1e-4, max_iter=300,
                  inner_max_iter=1000, reference_solver=None, random_state=0, verbose=False):
-        self.hierarchy = hierarchy
-        self.lam = lam
-        self.loss = loss
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.inner_max_iter = inner_max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one leaf per sample)."""

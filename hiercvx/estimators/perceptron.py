@@ -7,16 +7,11 @@ and scoring / prediction are the SVM estimators' (same class scores, same multi-
 
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
-from sklearn.exceptions import DataConversionWarning
-from sklearn.utils.validation import validate_data
-
 from ..exceptions import InputError
 from ..formulations import hsvm
 from ..solvers.perceptron import UPDATES, VARIANTS, perceptron
-from ._base import fit_label_set_threshold, resolve_targets
+from ._base import (ravel_column_target, resolve_training_targets, store_init_params,
+                    validate_training_X)
 from .svm import _MarginSVC
 
 __all__ = ["HierarchicalPerceptron"]
@@ -53,17 +48,7 @@ class HierarchicalPerceptron(_MarginSVC):
     def __init__(self, hierarchy=None, variant="online", update="perceptron", loss="half_symmetric",
                  attributes="class_depth", kernel="linear", sigma=None, max_epochs=20, shuffle=True,
                  random_state=0, verbose=False):
-        self.hierarchy = hierarchy
-        self.variant = variant
-        self.update = update
-        self.loss = loss
-        self.attributes = attributes
-        self.kernel = kernel
-        self.sigma = sigma
-        self.max_epochs = max_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _check_params(self):
         if self.variant not in VARIANTS:
@@ -75,42 +60,27 @@ class HierarchicalPerceptron(_MarginSVC):
         """Fit on ``X`` and ``y`` (one label per sample, or label sets for multi-label)."""
         self._check_params()
         precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
-        X = validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
-                          ensure_min_samples=2)
-        if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                          "raveled (one label per sample)", DataConversionWarning, stacklevel=2)
-            y = y.ravel()
-        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
-        if len(labels) != X.shape[0]:
-            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        # the solver checks a precomputed kernel itself (PSD test capped in size)
+        X = validate_training_X(self, X, precomputed=precomputed, check_kernel=False)
+        y = ravel_column_target(y)
+        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
         classes_t, Lam, data = hsvm.prepare(X, labels, H, loss=self.loss, attributes=self.attributes,
                                             classes=tuple(classes.tolist()))
         res = perceptron(X, data, variant=self.variant, update=self.update, kernel=self.kernel,
                          sigma=self.sigma, max_epochs=self.max_epochs, shuffle=self.shuffle,
                          random_state=self.random_state, verbose=self.verbose)
-        self.hierarchy_ = H
-        self.classes_ = classes
-        self.multilabel_ = multilabel
-        self.class_attributes_ = Lam
-        self.class_gram_ = data.Q
-        self.kernel_ = res.kernel
-        self._linear = res.kernel.is_linear
-        if self._linear:
-            self.coef_ = res.weights
-            self._X_train = None
+        linear = res.kernel.is_linear
+        if linear:
+            coef, X_train = res.weights, None
         elif precomputed:
-            self.coef_ = res.coefficients.toarray()
-            self._X_train = None
+            coef, X_train = res.coefficients.toarray(), None
         else:
             sv = res.support
-            self.coef_ = res.coefficients[sv].toarray()
-            self._X_train = X[sv]
+            coef, X_train = res.coefficients[sv].toarray(), X[sv]
         self.n_updates_ = res.n_updates
         self.n_iter_ = res.n_epochs
         self.converged_ = res.converged
         self.result_ = res
-        self.threshold_ = 0.0
-        if multilabel:
-            self.threshold_ = fit_label_set_threshold(self._scores(X), data.Y)
+        self._store_model(X, H, classes, multilabel, data, class_attributes=Lam, kernel=res.kernel,
+                          linear=linear, coef=coef, X_train=X_train)
         return self

@@ -32,8 +32,9 @@ from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations import hpsi
 from ..hierarchy import Hierarchy
-from ..kernels import check_psd, make_kernel, median_heuristic
-from ._base import SOLVERS, resolve_targets
+from ..kernels import median_heuristic
+from ._base import (check_solver_options, resolve_training_targets, store_init_params,
+                    validate_training_X)
 
 __all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
            "paper_sigma"]
@@ -86,13 +87,16 @@ def _set_leaf_classes(est, pairs: hpsi.SiblingPairs):
 
 
 class _SiblingBase(ClassifierMixin, BaseEstimator):
-    """Shared fit / predict plumbing (subclasses implement ``fit``)."""
+    """Shared fit / predict plumbing (subclasses implement ``fit``).  ``__init__`` takes the
+    parameters of :class:`SiblingMarginSVC`, which inherits it; a subclass with more
+    parameters declares its own (scikit-learn reads them from the signature)."""
+
+    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
+                 method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
+        store_init_params(self, locals())
 
     def _check_params(self):
-        check_positive(self.C, "C")
-        check_positive(self.tol, "tol")
-        if self.solver not in SOLVERS:
-            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        check_solver_options(self.C, "C", self.tol, self.solver)
 
     @property
     def _precomputed(self):
@@ -100,19 +104,33 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
 
     def _prepare(self, X, y):
         self._check_params()
-        X = validate_data(self, X, accept_sparse=False if self._precomputed else "csr",
-                          dtype=np.float64, ensure_min_samples=2)
-        if self._precomputed:
-            check_psd(X, what="precomputed kernel matrix")
-        H, _, labels, multilabel = resolve_targets(y, self.hierarchy)
+        X = validate_training_X(self, X, precomputed=self._precomputed)
+        H, _, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
         if multilabel:
             raise LabelError("these classifiers take one label per sample (mutually exclusive "
                              "classes); Wang et al. (section 4.2) turn a set of co-occurring "
                              "categories into a new category of its own")
-        if len(labels) != X.shape[0]:
-            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
         sigma = _resolve_sigma(self.kernel, self.sigma, X, labels)
         return X, labels, H, sigma
+
+    def _fast_solver(self, X, labels, H, sigma):
+        """The certified solver of :mod:`hiercvx.solvers.sibling_qp` on this training set."""
+        from ..solvers.sibling_qp import SiblingQPSolver
+
+        return SiblingQPSolver(X, labels, H, kernel=self.kernel, sigma=sigma, method=self.method,
+                               random_state=self.random_state)
+
+    def _store_model(self, X, H, sigma, model, coef, biases):
+        """Keep the fitted model: the caller's and the working hierarchy, the kernel and
+        ``sigma_``, ``classes_`` and what prediction needs (``model``: the solved
+        :class:`~hiercvx.formulations.hpsi` model, ``coef`` / ``biases``: its node functions)."""
+        self.hierarchy_ = H
+        self.pairs_ = model.pairs
+        self.working_hierarchy_ = model.pairs.hierarchy
+        self.kernel_ = model.kernel
+        self.sigma_ = sigma
+        self._set_classes(model.pairs)
+        self._store_functions(X, coef, biases, model.linear)
 
     def _set_classes(self, pairs: hpsi.SiblingPairs):
         """``classes_``: the leaves of the working hierarchy as the caller's names (a self
@@ -204,28 +222,12 @@ class SiblingMarginSVC(_SiblingBase):
     ``objective_`` (the HSVM cost (2)), ``gap_``, ``n_iter_``, ``result_``.
     """
 
-    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
-                 method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
-        self.hierarchy = hierarchy
-        self.C = C
-        self.kernel = kernel
-        self.sigma = sigma
-        self.solver = solver
-        self.method = method
-        self.tol = tol
-        self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
-
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
         X, labels, H, sigma = self._prepare(X, y)
         C = float(self.C)
         if self.solver == "fast":
-            from ..solvers.sibling_qp import SiblingQPSolver
-
-            qp = SiblingQPSolver(X, labels, H, kernel=self.kernel, sigma=sigma, method=self.method,
-                                 random_state=self.random_state)
+            qp = self._fast_solver(X, labels, H, sigma)
             res = qp.solve(C, tol=float(self.tol), max_iter=self.max_iter, warm_start=False)
             coef, b, model = res.weights, res.biases, qp.model
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
@@ -235,13 +237,7 @@ class SiblingMarginSVC(_SiblingBase):
             coef, b, model = res.weights, res.values["biases"], prob.data["model"]
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, 1
         self.result_ = res
-        self.hierarchy_ = H
-        self.pairs_ = model.pairs
-        self.working_hierarchy_ = model.pairs.hierarchy
-        self.kernel_ = model.kernel
-        self.sigma_ = sigma
-        self._set_classes(model.pairs)
-        self._store_functions(X, coef, b, model.linear)
+        self._store_model(X, H, sigma, model, coef, b)
         return self
 
 
@@ -264,18 +260,7 @@ class HierarchicalPsiClassifier(_SiblingBase):
     def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
                  method="auto", tol=1e-6, max_iter=None, dc_tol=1e-6, dc_max_iter=50,
                  reference_solver=None, random_state=0):
-        self.hierarchy = hierarchy
-        self.C = C
-        self.kernel = kernel
-        self.sigma = sigma
-        self.solver = solver
-        self.method = method
-        self.tol = tol
-        self.max_iter = max_iter
-        self.dc_tol = dc_tol
-        self.dc_max_iter = dc_max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
+        store_init_params(self, locals())
 
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
@@ -284,10 +269,7 @@ class HierarchicalPsiClassifier(_SiblingBase):
         if not (np.isfinite(self.dc_tol) and self.dc_tol >= 0):
             raise InputError(f"dc_tol must be a non-negative number, got {self.dc_tol!r}")
         if self.solver == "fast":
-            from ..solvers.sibling_qp import SiblingQPSolver
-
-            qp = SiblingQPSolver(X, labels, H, kernel=self.kernel, sigma=sigma, method=self.method,
-                                 random_state=self.random_state)
+            qp = self._fast_solver(X, labels, H, sigma)
             res = qp.solve_dc(C, tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
                               gap_tol=float(self.tol))
             model = qp.model
@@ -305,13 +287,7 @@ class HierarchicalPsiClassifier(_SiblingBase):
         self.gap_ = float(np.max(res.step_gaps))
         self.n_iter_ = res.n_iter
         self.best_iteration_ = res.best_iteration
-        self.hierarchy_ = H
-        self.pairs_ = model.pairs
-        self.working_hierarchy_ = model.pairs.hierarchy
-        self.kernel_ = model.kernel
-        self.sigma_ = sigma
-        self._set_classes(model.pairs)
-        self._store_functions(X, res.weights, res.biases, model.linear)
+        self._store_model(X, H, sigma, model, res.weights, res.biases)
         return self
 
 
@@ -334,16 +310,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
                  method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
-        self.hierarchy = hierarchy
-        self.C = C
-        self.kernel = kernel
-        self.sigma = sigma
-        self.solver = solver
-        self.method = method
-        self.tol = tol
-        self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
+        store_init_params(self, locals())
 
     def fit(self, X, y):
         """Fit one flat SVM per parent node of the hierarchy."""

@@ -11,14 +11,13 @@ import dataclasses
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_positive
-from ..exceptions import InputError
 from ..formulations import _margin, hsvm
-from ..kernels import check_psd, make_kernel
-from ._base import (SOLVERS, LabelSetScoreMixin, fit_label_set_threshold, predict_from_scores,
-                    resolve_targets)
+from ..kernels import make_kernel
+from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
+                    fit_label_set_threshold, predict_from_scores, resolve_training_targets,
+                    store_init_params, validate_training_X)
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC"]
 
@@ -34,28 +33,16 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         return False
 
     def _check_params(self):
-        check_positive(self.C, "C")
-        check_positive(self.tol, "tol")
-        if self.solver not in SOLVERS:
-            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        check_solver_options(self.C, "C", self.tol, self.solver)
 
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` and ``y`` (one label per sample, or label sets for multi-label)."""
         self._check_params()
         precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
-        X = validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
-                          ensure_min_samples=2)
-        if precomputed:
-            check_psd(X, what="precomputed kernel matrix")
+        X = validate_training_X(self, X, precomputed=precomputed)
         hierarchy, loss, attributes, rescaling, class_kernel = self._model_options()
-        H, classes, labels, multilabel = resolve_targets(y, hierarchy)
-        if len(labels) != X.shape[0]:
-            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
-            if not np.any(sample_weight > 0):
-                raise InputError("sample_weight is zero everywhere: at least one sample needs a "
-                                 "positive weight")
+        H, classes, labels, multilabel = resolve_training_targets(y, hierarchy, X.shape[0])
+        sample_weight = check_training_weights(sample_weight, X)
         classes_t, Lam, data = hsvm.prepare(X, labels, H, loss=loss, attributes=attributes,
                                             classes=tuple(classes.tolist()), rescaling=rescaling,
                                             sample_weight=sample_weight)
@@ -93,19 +80,29 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             self.objective_, self.gap_, self.n_iter_ = sol.objective, sol.gap, 1
             coef = sol.weights if linear else _margin.coefficients(sol.values["alpha"], prob.data["margin_data"])
             self.result_ = sol
+        self._store_model(X, H, classes, multilabel, data, class_attributes=data.Lam, kernel=kernel,
+                          linear=linear, coef=coef,
+                          X_train=None if (linear or precomputed) else X)
+        return self
+
+    def _store_model(self, X, H, classes, multilabel, data, *, class_attributes, kernel, linear,
+                     coef, X_train):
+        """Keep what scoring needs (``coef``: node weights ``W`` ``(M, d)`` when ``linear``, else
+        expansion coefficients over the rows of ``X_train``, or of the precomputed kernel's
+        columns when ``X_train`` is None) and, for a multi-label fit, fit the label-set
+        threshold on the training data ``X`` (``data.Y`` the true label sets)."""
         self.hierarchy_ = H
         self.classes_ = classes
         self.multilabel_ = multilabel
-        self.class_attributes_ = data.Lam
+        self.class_attributes_ = class_attributes
         self.class_gram_ = data.Q
         self.kernel_ = kernel
         self._linear = linear
-        self.coef_ = coef  # node weights W (M, d) when linear, else expansion coefficients G (n, q)
-        self._X_train = None if (linear or precomputed) else X
+        self.coef_ = coef
+        self._X_train = X_train
         self.threshold_ = 0.0
         if multilabel:
             self.threshold_ = fit_label_set_threshold(self._scores(X), data.Y)
-        return self
 
     def _scores(self, X):
         if self._linear:
@@ -162,20 +159,7 @@ class HierarchicalSVC(_MarginSVC):
     def __init__(self, hierarchy=None, C=1.0, loss="half_symmetric", attributes="class_depth",
                  rescaling="slack", kernel="linear", sigma=None, class_kernel=None, solver="fast",
                  tol=1e-6, max_iter=10000, reference_solver=None, random_state=0, verbose=False):
-        self.hierarchy = hierarchy
-        self.C = C
-        self.loss = loss
-        self.attributes = attributes
-        self.rescaling = rescaling
-        self.kernel = kernel
-        self.sigma = sigma
-        self.class_kernel = class_kernel
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _model_options(self):
         return self.hierarchy, self.loss, self.attributes, self.rescaling, self.class_kernel
@@ -191,15 +175,7 @@ class MulticlassSVC(_MarginSVC):
 
     def __init__(self, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
                  reference_solver=None, random_state=0, verbose=False):
-        self.C = C
-        self.kernel = kernel
-        self.sigma = sigma
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     def _model_options(self):
         # flat hierarchy, indicator attributes on the classes, 0/1 loss, margin rescaling

@@ -24,18 +24,17 @@ root-to-leaf paths.
 from __future__ import annotations
 
 import logging
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import DataConversionWarning
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 from tqdm.auto import tqdm
 
-from .._validation import check_positive
-from ..exceptions import InputError, LabelError, ProblemTooLargeError
-from ..kernels import check_psd, median_heuristic
-from ._base import SOLVERS, LabelSetScoreMixin, resolve_targets
+from ..exceptions import LabelError, ProblemTooLargeError
+from ..kernels import median_heuristic
+from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
+                    ravel_column_target, resolve_training_targets, store_init_params,
+                    validate_training_X)
 from .svm import MulticlassSVC
 
 logger = logging.getLogger(__name__)
@@ -148,16 +147,7 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6,
                  max_iter=10000, reference_solver=None, random_state=0, verbose=False):
-        self.hierarchy = hierarchy
-        self.C = C
-        self.kernel = kernel
-        self.sigma = sigma
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
     def _precomputed(self) -> bool:
@@ -165,24 +155,11 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """Fit one :class:`MulticlassSVC` per internal node (thesis 7.4.2, steps 1-3)."""
-        check_positive(self.C, "C")
-        check_positive(self.tol, "tol")
-        if self.solver not in SOLVERS:
-            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        check_solver_options(self.C, "C", self.tol, self.solver)
         precomputed = self._precomputed()
-        X = validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
-                          ensure_min_samples=2)
-        if precomputed:
-            if X.shape[0] != X.shape[1]:
-                raise InputError(f"a precomputed kernel matrix must be square, got shape {X.shape}")
-            check_psd(X, what="precomputed kernel matrix")
-        if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                          "raveled (one label per sample)", DataConversionWarning, stacklevel=2)
-            y = y.ravel()
-        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
-        if len(labels) != X.shape[0]:
-            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
+        X = validate_training_X(self, X, precomputed=precomputed)
+        y = ravel_column_target(y)
+        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
         if multilabel:
             empty = [i for i, s in enumerate(labels) if not s]
             if empty:
@@ -198,12 +175,8 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
                 "that stop at an internal node use pp = H.with_self_leaves(...) and train on "
                 "pp.hierarchy with labels pp.transform(y)")
         R = H.closure(labels)  # R[i, v]: sample i has a label at or below node v (unknowns raise)
-        weight = None
-        if sample_weight is not None:
-            weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
-            if not np.any(weight > 0):
-                raise InputError("sample_weight is zero everywhere: at least one sample needs a "
-                                 "positive weight")
+        weight = check_training_weights(sample_weight, X)
+        if weight is not None:
             R = R & (weight > 0)[:, None]  # a zero-weight sample carries no mass at any node
         sigma = self.sigma
         if isinstance(self.kernel, str) and self.kernel in ("rbf", "gaussian") and sigma is None:

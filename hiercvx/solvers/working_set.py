@@ -802,6 +802,7 @@ def _solve_hsvm(X, data, C, kernel, tol, max_iter, alpha0, verbose, max_rounds, 
     converged = False
     active = np.ones(data.n_samples, dtype=np.int8)
     eps = None
+    pass_max = np.inf  # largest psi met by the last pass (none yet)
     schedule = _Schedule(check_every, state.certificate_work())
     while True:
         if schedule.due():
