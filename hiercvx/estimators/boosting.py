@@ -25,16 +25,14 @@ one sweep over each presorted feature finds the best split in ``O(m k)``: the le
 from __future__ import annotations
 
 import logging
-import warnings
 
 import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import DataConversionWarning
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import InputError
-from ._base import _sort_key, resolve_targets
+from ._base import _sort_key, check_training_weights, ravel_column_target, resolve_training_targets
 
 logger = logging.getLogger(__name__)
 
@@ -128,27 +126,20 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         if not (isinstance(self.n_rounds, (int, np.integer)) and self.n_rounds >= 1):
             raise InputError(f"n_rounds must be a positive integer, got {self.n_rounds!r}")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                          "raveled (one label per sample)", DataConversionWarning, stacklevel=2)
-            y = y.ravel()
-        _, classes, labels, multilabel = resolve_targets(y, None)
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)  # dense: sorted columns
+        y = ravel_column_target(y)
+        _, classes, labels, multilabel = resolve_training_targets(y, None, X.shape[0])
         if multilabel and classes.dtype != object and not np.issubdtype(classes.dtype, np.number):
             # keep the label objects themselves (mixed types would be turned into strings)
             classes = np.empty(len(classes), dtype=object)
             classes[:] = sorted({v for s in labels for v in s}, key=_sort_key)
-        if len(labels) != X.shape[0]:
-            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
         pos = {c: j for j, c in enumerate(classes.tolist())}
         C = -np.ones((X.shape[0], len(classes)))
         for i, lab in enumerate(labels):
             for c in (lab if multilabel else (lab,)):
                 C[i, pos[c]] = 1.0
-        w = np.ones(X.shape[0]) if sample_weight is None else _check_sample_weight(
-            sample_weight, X, ensure_non_negative=True)
-        if not np.any(w > 0):
-            raise InputError("sample_weight is zero everywhere: at least one sample needs a positive weight")
+        w = check_training_weights(sample_weight, X)
+        w = np.ones(X.shape[0]) if w is None else w
         keep = w > 0
         X, C, w = X[keep], C[keep], w[keep]
         m, k = C.shape

@@ -19,7 +19,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations import orthogonal as ot
-from ._base import SOLVERS, resolve_targets
+from ._base import (check_solver_options, resolve_training_targets, store_init_params,
+                    validate_training_X)
 
 __all__ = ["OrthogonalTransferSVC"]
 
@@ -65,27 +66,14 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     def __init__(self, hierarchy=None, C=1.0, K=None, alpha=1.0, method="orthogonal", solver="fast",
                  tol=1e-4, max_iter=20000, treeloss_classes="nodes", reference_solver=None,
                  verbose=False):
-        self.hierarchy = hierarchy
-        self.C = C
-        self.K = K
-        self.alpha = alpha
-        self.method = method
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.treeloss_classes = treeloss_classes
-        self.reference_solver = reference_solver
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
     def _check_params(self):
-        check_positive(self.C, "C")
-        check_positive(self.tol, "tol")
+        check_solver_options(self.C, "C", self.tol, self.solver)
         check_positive(self.alpha, "alpha")
         if self.method not in ot.METHODS:
             raise InputError(f"method must be one of {ot.METHODS}, got {self.method!r}")
-        if self.solver not in SOLVERS:
-            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         if self.K is not None and self.method != "orthogonal":
             raise InputError(f"K is the matrix of orthogonal transfer (4); method={self.method!r} "
                              "does not use it: drop K or use method='orthogonal'")
@@ -99,13 +87,11 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         """Fit on ``X`` ``(n_samples, n_features)`` (dense or CSR) and ``y`` (one node name per
         sample)."""
         self._check_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
-        H, classes, labels, multilabel = resolve_targets(y, self.hierarchy)
+        X = validate_training_X(self, X)
+        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
         if multilabel:
             raise LabelError("orthogonal transfer and its baselines are single-label: give one node "
                              "name per sample (a tree's single deepest label), not label sets")
-        if len(labels) != X.shape[0]:
-            raise InputError(f"y has {len(labels)} entries but X has {X.shape[0]} rows")
         alpha = self.alpha if self.K is None else 1.0  # the builders take K or alpha, not both
         method_kw = {"classes": self.treeloss_classes} if self.method == "treeloss" else {}
         if self.method == "orthogonal":
