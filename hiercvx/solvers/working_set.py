@@ -835,9 +835,12 @@ def _solve_hsvm(X, data, C, kernel, tol, max_iter, alpha0, verbose, max_rounds, 
         local_tol = _LOCAL * eps
         sub_tol = min(0.1 * local_tol, 1e-9)
         order = rng.permutation(np.flatnonzero(active)).astype(np.int64)
-        pass_max, _, work = _sweep(order, mode, Xd, indptr, indices, xvals, Kd, state.U, state.S, alpha,
-                             state.kdiag, pair_ptr, pair_y, pair_ybar, offset, cost, budget,
-                             state.Q, eps, local_tol, sub_tol, int(max_rounds), active)
+        pass_max, visits, work = _sweep(order, mode, Xd, indptr, indices, xvals, Kd, state.U, state.S,
+                                        alpha, state.kdiag, pair_ptr, pair_y, pair_ybar, offset,
+                                        cost, budget, state.Q, eps, local_tol, sub_tol,
+                                        int(max_rounds), active)
+        logger.debug("pass %d: %d of %d active examples visited (threshold %.3e)", n_iter, visits,
+                     order.size, eps)
         n_iter += 1
         schedule.passed(work)
         state.pass_work += work
