@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import check_estimator
@@ -110,3 +111,28 @@ def test_bad_input(data):
         HierarchicalSVC(hierarchy=H).fit(Xn, yl)
     with pytest.raises(ValueError, match="semidefinite|eigenvalue"):
         HierarchicalSVC(hierarchy=H, kernel="precomputed").fit(-np.eye(len(yl)), yl)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MulticlassSVC(tol=1e-6, warm_start=True),
+    lambda: HierarchicalSVC(tol=1e-6, warm_start=True)])
+def test_warm_start_along_a_C_path(make):
+    """warm_start reuses the previous dual (projected onto the new budget): same certified
+    optimum as a cold fit at every C, and here fewer passes than the cold fits in total (not a
+    guarantee: on this seeded path 2791 vs 3224 and 1010 vs 1331; 1020 vs 1180 passes from C = 1
+    to 3 on 1000 cellcycle_FUN samples)."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((120, 5))
+    y = np.array(["a", "b", "c"])[np.argmax(X[:, :3] + 0.8 * rng.standard_normal((120, 3)), axis=1)]
+    warm, warm_passes, cold_passes = make(), 0, 0
+    for C in (0.1, 0.3, 1.0, 3.0):
+        warm.set_params(C=C).fit(X, y)
+        cold = clone(warm).set_params(warm_start=False).fit(X, y)
+        assert warm.gap_ <= 1e-6 and cold.gap_ <= 1e-6
+        np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=3e-6)
+        warm_passes += warm.n_iter_
+        cold_passes += cold.n_iter_
+    assert warm_passes < cold_passes
+    # a different training set (other number of dual variables): a cold start, not an error
+    warm.fit(X[:60], y[:60])
+    assert warm.gap_ <= 1e-6

@@ -35,6 +35,17 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver)
 
+    def _warm_dual(self, n_dual: int, solver_name: str):
+        """The previous fit's dual variables as the starting point when ``warm_start`` is set and
+        they fit this problem (same solver, same number of dual variables; the solver projects
+        them onto the new feasible set, e.g. for a new ``C``); else None (a cold start)."""
+        prev = getattr(self, "result_", None)
+        if not (getattr(self, "warm_start", False) and prev is not None
+                and getattr(self, "_dual_solver", None) == solver_name):
+            return None
+        dual = getattr(prev, "dual", None)
+        return dual if dual is not None and np.shape(dual) == (n_dual,) else None
+
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` and ``y`` (one label per sample, or label sets for multi-label)."""
         self._check_params()
@@ -55,8 +66,10 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
             res = solve_cs(X, np.argmax(data.Y, axis=1), C=float(self.C), sample_weight=sample_weight,
                            tol=float(self.tol), max_iter=self.max_iter, n_classes=len(classes_t),
+                           alpha0=self._warm_dual(data.n_pairs, "crammer_singer"),
                            random_state=self.random_state, verbose=self.verbose)
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
+            self._dual_solver = "crammer_singer"
             # node weights of the flat hierarchy: root row 0 (shared by every class), then classes
             coef = np.vstack([np.zeros((1, X.shape[1])), res.weights])
             self.result_ = res
@@ -64,8 +77,10 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             from ..solvers.working_set import solve_hsvm
 
             res = solve_hsvm(X, data, C=float(self.C), kernel=kernel, tol=float(self.tol),
-                             max_iter=self.max_iter, random_state=self.random_state, verbose=self.verbose)
+                             max_iter=self.max_iter, alpha0=self._warm_dual(data.n_pairs, "working_set"),
+                             random_state=self.random_state, verbose=self.verbose)
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
+            self._dual_solver = "working_set"
             coef = res.weights if linear else res.coefficients
             self.result_ = res
         else:
@@ -77,6 +92,7 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
                                  loss=loss, attributes=attributes, classes=classes_t, rescaling=rescaling,
                                  sample_weight=sample_weight)
             sol = prob.solve(solver=self.reference_solver)
+            self._dual_solver = None
             self.objective_, self.gap_, self.n_iter_ = sol.objective, sol.gap, 1
             coef = sol.weights if linear else _margin.coefficients(sol.values["alpha"], prob.data["margin_data"])
             self.result_ = sol
@@ -154,11 +170,14 @@ class HierarchicalSVC(_MarginSVC):
         or a callable; ``class_kernel`` optionally replaces ``Lam Lam^T`` (thesis (4.17))
     solver : ``"fast"`` (working-set Algorithm 2, certified gap ``tol``) or ``"reference"``
         (CVXPY, certified; ``reference_solver`` picks the QP solver)
+    warm_start : fast solver only: start from the previous fit's dual variables when they fit
+        the new problem (same training labels; e.g. a path of increasing ``C``)
     """
 
     def __init__(self, hierarchy=None, C=1.0, loss="half_symmetric", attributes="class_depth",
                  rescaling="slack", kernel="linear", sigma=None, class_kernel=None, solver="fast",
-                 tol=1e-6, max_iter=10000, reference_solver=None, random_state=0, verbose=False):
+                 tol=1e-6, max_iter=10000, reference_solver=None, warm_start=False, random_state=0,
+                 verbose=False):
         store_init_params(self, locals())
 
     def _model_options(self):
@@ -174,7 +193,7 @@ class MulticlassSVC(_MarginSVC):
     """
 
     def __init__(self, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
-                 reference_solver=None, random_state=0, verbose=False):
+                 reference_solver=None, warm_start=False, random_state=0, verbose=False):
         store_init_params(self, locals())
 
     def _model_options(self):
