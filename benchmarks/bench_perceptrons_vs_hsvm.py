@@ -16,7 +16,7 @@ cost-complexity-pruned decision tree, one-vs-rest and output-code LinearSVCs (sc
 The SVMs (flat, hierarchical, DNC) see unit-length rows (``runner.UnitRows``: C = 1 on the
 standardized Enron features, n < d, is practically hard-margin) and are solved to a certified
 gap of 1e-3 on the whole training set (``SVM_MAX_TRAIN``: a cap per data set, marked ``*``
-when it applies).  The whole run takes about 15 minutes on two cores.
+when it applies).  The whole run takes about 5 minutes on two cores.
 
     .venv/bin/python benchmarks/bench_perceptrons_vs_hsvm.py [--quick] [--no-baselines]
 """
