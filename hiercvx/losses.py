@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from .exceptions import HierarchyError, InputError, LabelError
 from .hierarchy import Hierarchy, label_positions
+from ._sparse import expand_ranges
 
 __all__ = [
     "zero_one",
@@ -129,13 +130,6 @@ def _parent_csr(H: Hierarchy) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(len(e), dtype=np.int32), (e[:, 1], e[:, 0])), shape=(n, n))
 
 
-def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` for each pair, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return offsets + np.arange(total)
 
 
 class _Pairs:
@@ -202,7 +196,7 @@ class _Pairs:
         keys = rows * n_nodes + cols  # sorted: CSR rows in order, indices sorted
         P = _parent_csr(H)
         n_par = np.diff(P.indptr)[cols]
-        pos = _expand_ranges(P.indptr[cols].astype(np.int64), n_par)
+        pos = expand_ranges(P.indptr[cols].astype(np.int64), n_par)
         parent_keys = np.repeat(rows, n_par) * n_nodes + P.indices[pos]
         hit = np.zeros(len(parent_keys), dtype=bool)
         if len(keys):

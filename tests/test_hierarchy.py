@@ -221,3 +221,15 @@ def test_self_leaves_order_does_not_depend_on_the_callers_order(tree):
     a = tree.with_self_leaves(["B", "A", "A1"]).hierarchy.nodes
     b = tree.with_self_leaves({"A1", "A", "B"}).hierarchy.nodes
     assert a == b == tree.with_self_leaves(["A", "A1", "B"]).hierarchy.nodes
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=12))
+def test_expand_ranges_is_concatenated_aranges(pairs):
+    from hiercvx._sparse import expand_ranges
+
+    starts = np.array([s for s, _ in pairs], dtype=np.int64)
+    counts = np.array([c for _, c in pairs], dtype=np.int64)
+    expected = np.concatenate([np.arange(s, s + c) for s, c in pairs] + [np.zeros(0, np.int64)])
+    got = expand_ranges(starts, counts)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)

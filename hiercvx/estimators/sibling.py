@@ -33,6 +33,7 @@ from ..exceptions import InputError, LabelError
 from ..formulations import hpsi
 from ..hierarchy import Hierarchy
 from ..kernels import median_heuristic
+from .._sparse import expand_ranges
 from ._base import (check_solver_options, resolve_training_targets, store_init_params,
                     validate_training_X)
 
@@ -139,7 +140,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         Hw = pairs.hierarchy
         ptr, pos, neg = hpsi._node_pair_table(Hw)
         counts = ptr[self._class_leaf + 1] - ptr[self._class_leaf]
-        sel = hpsi._ranges(ptr[self._class_leaf], counts)
+        sel = expand_ranges(ptr[self._class_leaf], counts)
         self._class_pairs = (pos[sel], neg[sel], np.r_[0, np.cumsum(counts)[:-1]], counts)
 
     def _store_functions(self, X, coef, biases, linear):

@@ -50,6 +50,7 @@ from ..exceptions import HierarchyError, InputError, LabelError, SolverError
 from ..hierarchy import Hierarchy, PartialPaths
 from ..kernels import psd_factor, Kernel, check_psd, make_kernel
 from ..reference import ReferenceProblem, ReferenceSolution, check_size
+from .._sparse import expand_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -99,12 +100,6 @@ def _check_tree(H) -> Hierarchy:
     return H
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` over the pairs, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total)
 
 
 def _node_pair_table(H: Hierarchy):
@@ -258,7 +253,7 @@ def sibling_pairs(y, H: Hierarchy, partial_paths: bool = True) -> SiblingPairs:
             H = W
     ptr, qpos, qneg = _node_pair_table(H)
     counts = ptr[idx + 1] - ptr[idx]
-    sel = _ranges(ptr[idx], counts)
+    sel = expand_ranges(ptr[idx], counts)
     pair_i = np.repeat(np.arange(len(idx), dtype=np.int64), counts)
     sample_ptr = np.zeros(len(idx) + 1, dtype=np.int64)
     np.cumsum(counts, out=sample_ptr[1:])

@@ -36,6 +36,7 @@ from ..kernels import psd_factor, Kernel, check_psd, make_kernel
 from ..reference import ReferenceProblem, check_size
 from . import _margin
 from ._margin import MarginData
+from .._sparse import expand_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -180,13 +181,6 @@ def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=N
 
 
 # ---------------------------------------------------------------------- sparse building blocks
-def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` over the pairs, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return offsets + np.arange(total)
 
 
 def _row_kron(A, B, b_rows: np.ndarray) -> sp.csr_matrix:
@@ -204,7 +198,7 @@ def _row_kron(A, B, b_rows: np.ndarray) -> sp.csr_matrix:
     ca, va = A.indices, A.data
     brow = np.asarray(b_rows)[ra]
     counts = np.diff(B.indptr)[brow]
-    pos = _expand_ranges(B.indptr[brow], counts)
+    pos = expand_ranges(B.indptr[brow], counts)
     rows = np.repeat(ra, counts)
     cols = np.repeat(ca.astype(np.int64), counts) * b + B.indices[pos]
     vals = np.repeat(va, counts) * B.data[pos]

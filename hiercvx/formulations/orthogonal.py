@@ -49,6 +49,7 @@ from ..hierarchy import Hierarchy
 from ..reference import ReferenceProblem, check_size
 from . import _margin
 from ._margin import MarginData
+from .._sparse import expand_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -356,13 +357,6 @@ def _label_indices(y, H: Hierarchy, n: int) -> np.ndarray:
     return idx
 
 
-def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)``, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return offsets + np.arange(total)
 
 
 def _path_pair_table(H: Hierarchy):
@@ -431,7 +425,7 @@ def prepare(X, y, H: Hierarchy, method: str = "orthogonal", classes: str = "node
         ptr, counts, tpos, tneg, tgrp, n_groups = _path_pair_table(H)
         c = counts[yi]
         pair_k = np.repeat(np.arange(n), c)
-        at = _expand_ranges(ptr[yi], c)
+        at = expand_ranges(ptr[yi], c)
         pos, neg = tpos[at], tneg[at]
         Lam = np.eye(M)
         if method == "hiermult":
