@@ -34,9 +34,10 @@ Implementation choices where the thesis leaves room (each checked against the re
   as the passes converge, and is capped at every certificate so that the skipped examples
   carry at most 5% of ``sum_i C_i psi_i`` (without the cap the passes stalled at a 3% gap
   on 446 classes; 5% reached a 1e-3 gap in 460 passes where 50% needed 780, and cut the
-  time on the thesis-sized tree of bench_hsvm_fast by 1.4x).  Visiting in decreasing order
-  of psi was tried and needed more passes.  Examples without support whose margins all hold
-  strictly are shrunk (skipped) until a certificate finds them violated again.
+  time on the thesis-sized tree of bench_hsvm_fast by 1.4x at noise 1 and 0.5, none at 2).
+  Visiting in decreasing order of psi was tried and needed more passes.  Examples without
+  support whose margins all hold strictly are shrunk (skipped) until a certificate finds them
+  violated again.
 * step 7 adds up to 8 of the most violated pairs per round instead of one: a visit that needs
   many pairs then costs a few reduced QPs, not one per pair (1.6x faster early on with 446
   classes and C = 10, the gap after 40 passes the same to 4 digits).
