@@ -176,12 +176,23 @@ def scores(y, pred, H):
     return out
 
 
+def tune_and_test(method, H, kernel, sigma, grid, X_train, y_train, X_tune, y_tune, X_test):
+    """Section 4.1's protocol for one method: C chosen on the tuning sample by the l_{0-1}
+    tuning error (``tune_on_holdout``), then the test sample predicted.  Returns
+    ``(predictions, best C, number of grid fits that failed)``."""
+    from hiercvx.estimators.tuning import tune_on_holdout
+
+    est = make_estimator(method, H, kernel, sigma)
+    key = "hierarchicalsvc__C" if hasattr(est, "steps") else "C"
+    res = tune_on_holdout(est, {key: grid}, X_train, y_train, X_tune, y_tune, error_score=-np.inf)
+    return predict_chunked(res.best_estimator, X_test), res.best_params[key], res.n_failed
+
+
 def run_task(example, n, kernel, seed, method, grid, n_test):
     """Tune one method on one replication; return its test scores."""
     from threadpoolctl import threadpool_limits
 
     from hiercvx.estimators.sibling import paper_sigma
-    from hiercvx.estimators.tuning import tune_on_holdout
 
     warnings.simplefilter("ignore")  # convergence notes of the baselines at extreme C
     with threadpool_limits(limits=1):
@@ -193,12 +204,8 @@ def run_task(example, n, kernel, seed, method, grid, n_test):
             pred = test.bayes_rule.predict(test.X)
             best_C = float("nan")
         else:
-            est = make_estimator(method, H, kernel, sigma)
-            key = "hierarchicalsvc__C" if hasattr(est, "steps") else "C"
-            res = tune_on_holdout(est, {key: grid}, train.X, train.y, tune.X, tune.y,
-                                  error_score=-np.inf)
-            pred = predict_chunked(res.best_estimator, test.X)
-            best_C = res.best_params[key]
+            pred, best_C, _ = tune_and_test(method, H, kernel, sigma, grid, train.X, train.y,
+                                            tune.X, tune.y, test.X)
         out = scores(test.y, pred, H)
     return dict(example=example, n=n, kernel=kernel, seed=seed, method=method, best_C=best_C,
                 seconds=time.perf_counter() - t0, **out)

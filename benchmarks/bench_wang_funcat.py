@@ -74,8 +74,7 @@ from joblib import Parallel, delayed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark module
 
-from bench_wang_examples import (LOSSES, METHODS, make_estimator,  # noqa: E402
-                                 predict_chunked, scores)
+from bench_wang_examples import LOSSES, METHODS, scores, tune_and_test  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared/data/hmc"
 FILES = [f"cellcycle_FUN.{part}.arff" for part in ("train", "valid", "test")]
@@ -230,7 +229,6 @@ def run_task(X, y, H, seed, kernel, method, grid):
     from threadpoolctl import threadpool_limits
 
     from hiercvx.estimators.sibling import paper_sigma
-    from hiercvx.estimators.tuning import tune_on_holdout
     from hiercvx.exceptions import HierCVXError
 
     tr, tu, te = partition(len(y), seed)
@@ -250,13 +248,9 @@ def run_task(X, y, H, seed, kernel, method, grid):
                 row.update(scores(y[te], pred, H), best_C=float("nan"), n_fits=1)
             else:
                 sigma = paper_sigma(Xtr, y[tr]) if kernel == "gaussian" else None
-                est = make_estimator(method, H, kernel, sigma)
-                key = "hierarchicalsvc__C" if hasattr(est, "steps") else "C"
-                res = tune_on_holdout(est, {key: grid}, Xtr, y[tr], Xtu, y[tu],
-                                      error_score=-np.inf)
-                pred = predict_chunked(res.best_estimator, Xte)
-                row.update(scores(y[te], pred, H), best_C=res.best_params[key],
-                           n_failed_grid=res.n_failed)
+                pred, best_C, n_failed = tune_and_test(method, H, kernel, sigma, grid, Xtr, y[tr],
+                                                       Xtu, y[tu], Xte)
+                row.update(scores(y[te], pred, H), best_C=best_C, n_failed_grid=n_failed)
         row["n_gap_warnings"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     except HierCVXError as exc:  # SolverError, or every grid point failed: count, report
         row["failed"] = f"{type(exc).__name__}: {exc}"
