@@ -18,6 +18,7 @@ and the gap.
 from __future__ import annotations
 
 import logging
+import warnings
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -182,6 +183,8 @@ class ReferenceSolution:
     solver_objective: float = float("nan")
     problem_class: str = ""
     name: str = ""
+    #: solvers tried before ``solver`` when it was chosen automatically, with why each failed
+    failed_solvers: tuple = ()
 
     def duality_gap(self) -> float:
         """Absolute gap ``objective - lower_bound`` (qpsolvers' name)."""
@@ -257,10 +260,51 @@ class ReferenceProblem:
 
     def solve(self, solver: str | None = None, *, gap_tol: float = 1e-6, feas_tol: float = 1e-6,
               verbose: bool = False, **solver_options) -> ReferenceSolution:
-        """Solve, certify, and return a :class:`ReferenceSolution` (or raise ``SolverError``)."""
+        """Solve, certify, and return a :class:`ReferenceSolution` (or raise ``SolverError``).
+
+        ``solver=None`` tries the installed solvers of :data:`SOLVER_PREFERENCE` for the
+        problem's class in order and returns the first certified answer (the certificate does
+        not depend on the solver, so a fallback cannot weaken it; ``failed_solvers`` on the
+        solution says what failed first); the ``SolverError`` raised when all fail lists each
+        one's reason.  A named ``solver`` is the only one tried.
+        """
+        if solver is not None or solver_options:  # options are solver-specific: no fallback
+            return self._solve_with(choose_solver(self.problem, solver), gap_tol, feas_tol, verbose,
+                                    solver_options)
+        available = installed_solvers()
+        candidates = [n for n in SOLVER_PREFERENCE[problem_class(self.problem)] if n in available]
+        if not candidates:
+            choose_solver(self.problem)  # raises SolverUnavailableError with the install hint
+        failed, first = [], None
+        for name in candidates:
+            try:
+                with warnings.catch_warnings(record=True) as caught:  # a failed try's notes go
+                    warnings.simplefilter("always")                    # into failed_solvers
+                    sol = self._solve_with(name, gap_tol, feas_tol, verbose, {})
+                for w in caught:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            except SolverError as exc:
+                if exc.status == "not-dcp":  # a declaration bug: no solver can help
+                    raise
+                failed.append((name, str(exc)))
+                first = exc if first is None else first
+            else:
+                if failed:
+                    logger.info("%s: %s failed (%s); certified by %s", self.name, failed[0][0],
+                                failed[0][1], name)
+                sol.failed_solvers = tuple(failed)
+                return sol
+        # the first choice's failure (its status, solver and gap), with the fallbacks' reasons
+        if failed[1:]:
+            first.args = (f"{first} -- the fallbacks failed too: "
+                          + "; ".join(f"{n}: {msg}" for n, msg in failed[1:]),)
+        raise first
+
+    def _solve_with(self, name: str, gap_tol: float, feas_tol: float, verbose: bool,
+                    solver_options: dict) -> ReferenceSolution:
+        """One solve with the solver ``name``, then the certificate (see :meth:`solve`)."""
         import cvxpy as cp
 
-        name = choose_solver(self.problem, solver)
         klass = problem_class(self.problem)
         t0 = time.perf_counter()
         try:

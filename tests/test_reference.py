@@ -7,8 +7,8 @@ import pytest
 import hiercvx as hc
 from hiercvx import kernels, testing
 from hiercvx._validation import check_features, check_positive
-from hiercvx.reference import (ReferenceProblem, check_size, choose_solver, problem_class,
-                               usable_solvers)
+from hiercvx.reference import (SOLVER_PREFERENCE, ReferenceProblem, check_size, choose_solver,
+                               problem_class, usable_solvers)
 
 
 def binary_svm(seed=0, n=30, lower_bound=None):
@@ -153,3 +153,48 @@ def test_kernels():
         kernels.check_psd(np.array([[1.0, 0.5], [0.0, 1.0]]))
     with pytest.raises(hc.InputError, match="unknown kernel"):
         kernels.make_kernel("poly")
+
+
+def test_automatic_choice_falls_back_to_the_next_solver(monkeypatch):
+    """solver=None: a first choice that cannot be certified hands over to the next installed
+    solver of the class; a named solver is tried alone; when all fail, the first choice's
+    error (status, solver, gap) is raised naming the fallbacks' reasons."""
+    real = ReferenceProblem._solve_with
+    broken = set()
+
+    def flaky(self, name, *args):
+        if name in broken:
+            raise hc.SolverError(f"{self.name}: inaccurate", status="optimal_inaccurate", solver=name,
+                                 gap=0.5)
+        return real(self, name, *args)
+
+    monkeypatch.setattr(ReferenceProblem, "_solve_with", flaky)
+    prob = binary_svm()
+    first, second = [n for n in SOLVER_PREFERENCE["QP"] if n in hc.reference.installed_solvers()][:2]
+    broken.add(first)
+    sol = prob.solve()
+    assert sol.solver == second and [n for n, _ in sol.failed_solvers] == [first]
+    testing.assert_certified(sol)
+    testing.assert_same_optimum(sol, binary_svm().solve(solver=second), rtol=1e-6)
+    with pytest.raises(hc.SolverError, match="inaccurate"):
+        prob.solve(solver=first)
+    broken.update(SOLVER_PREFERENCE["QP"])
+    with pytest.raises(hc.SolverError, match="fallbacks failed too") as err:
+        prob.solve()
+    assert err.value.solver == first and err.value.status == "optimal_inaccurate" and err.value.gap == 0.5
+
+
+def test_gaussian_sibling_margin_primal_is_certified_at_large_C():
+    """A real case of the fallback: CLARABEL stops 'optimal_inaccurate' on the kernel primal of
+    Wang et al. (2) at C = 1000 (Example 3, n = 150); the reference is still certified, and it
+    matches the dual."""
+    from hiercvx.datasets import make_wang_example3
+    from hiercvx.estimators.sibling import paper_sigma
+    from hiercvx.formulations import hpsi
+
+    ds = make_wang_example3(n_samples=150, random_state=0)
+    sigma = paper_sigma(ds.X, ds.y)
+    primal = hpsi.primal(ds.X, ds.y, ds.hierarchy, C=1e3, kernel="rbf", sigma=sigma).solve()
+    dual = hpsi.dual(ds.X, ds.y, ds.hierarchy, C=1e3, kernel="rbf", sigma=sigma).solve()
+    testing.assert_certified(primal)
+    testing.assert_same_optimum(primal, dual, rtol=1e-6)
