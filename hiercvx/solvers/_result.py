@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from sklearn.exceptions import ConvergenceWarning
+
+
+def reached(gap: float, tol: float) -> bool:
+    """Whether a recomputed relative gap meets ``tol`` (round-off in the recomputation allowed)."""
+    return bool(gap <= tol * (1 + 1e-6) + 1e-15)
 
 
 @dataclass
@@ -34,6 +41,14 @@ class SolverResult:
 
     def duality_gap(self) -> float:
         return self.objective - self.lower_bound
+
+    def warn_unless_converged(self, unit: str = "iterations", stacklevel: int = 2) -> None:
+        """The ``ConvergenceWarning`` every fast solver issues when it stops above ``tol``
+        (``stacklevel`` counted from the caller of this method)."""
+        if not self.converged:
+            warnings.warn(f"{self.name or 'the solver'} stopped after {self.n_iter} {unit} with a "
+                          f"certified relative duality gap of {self.gap:.3e} > tol={self.tol:g}; raise "
+                          "max_iter or tol", ConvergenceWarning, stacklevel=stacklevel + 1)
 
     def __str__(self):
         state = "converged" if self.converged else "NOT converged"

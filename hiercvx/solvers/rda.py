@@ -50,13 +50,11 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
-from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_positive
@@ -346,10 +344,7 @@ def solve_model(model, C: float = 1.0, regularizer: Regularizer | None = None, K
                        name=name or f"RDA (Alg. 1) for {model.method}")
     res.sigma = reg.sigma
     res.dual_S = Sbar if dual_bound else None  # the averaged S(W(t)) (box of K), or the fixed S
-    if not converged:
-        warnings.warn(f"RDA for {model.method} stopped after {t} iterations with a certified relative "
-                      f"gap of {res.gap:.3e} > tol={tol:g}; raise max_iter or tol",
-                      ConvergenceWarning, stacklevel=_stacklevel)
+    res.warn_unless_converged("iterations", stacklevel=_stacklevel)
     log("%s", res)
     return res
 

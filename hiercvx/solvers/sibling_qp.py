@@ -55,14 +55,12 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
-from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_features, check_positive
@@ -897,10 +895,7 @@ class SiblingQPSolver:
                               history=history, solve_time=time.perf_counter() - t0,
                               name=f"sibling-margin QP ({self.method})", biases=b,
                               dual_feasible=feas, pair_weights=lam, C=C, method=self.method)
-        if not converged:
-            warnings.warn(f"sibling-margin QP ({self.method}): certified gap {res.gap:.2e} above "
-                          f"tol={tol:g} after {n_iter} iterations; raise max_iter or loosen tol",
-                          ConvergenceWarning, stacklevel=2)
+        res.warn_unless_converged("iterations", stacklevel=2)
         self._beta, self._b, self._C = np.asarray(beta, float).copy(), b.copy(), C
         return res
 
