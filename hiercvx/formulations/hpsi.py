@@ -1077,14 +1077,13 @@ def linearization(model_or_problem, S: np.ndarray, C: float) -> np.ndarray:
 
 
 @dataclass
-class DCResult:
-    """Outcome of :func:`dc`.
+class DCPath:
+    """What every DC route (the reference :func:`dc`, the fast ``sibling_qp.solve_dc``) returns.
 
-    ``weights`` / ``biases``: the best iterate (lowest psi cost), rows in
-    ``problem.data["hierarchy"]`` order; ``objective``: its cost (2) with the psi-loss;
-    ``dc_objectives``: the cost at every iterate, first entry the HSVM start;
-    ``step_gaps``: the certified relative gap of every convex step (first: HSVM);
-    ``compilations``: how many times CVXPY compiled the problem (1: every step reused it).
+    ``weights`` / ``biases``: the best iterate (lowest psi cost), rows in hierarchy order;
+    ``objective``: its cost (2) with the psi-loss; ``dc_objectives``: the cost at every iterate,
+    first entry the HSVM start; ``best_iteration``, ``n_iter``, ``converged`` (the cost change
+    fell below ``tol``).
     """
 
     weights: np.ndarray
@@ -1095,15 +1094,25 @@ class DCResult:
     n_iter: int
     converged: bool
     tol: float
+
+    @property
+    def values(self) -> dict:
+        return {"weights": self.weights, "biases": self.biases}
+
+
+@dataclass
+class DCResult(DCPath):
+    """Outcome of :func:`dc` (the fields of :class:`DCPath`, and): ``hsvm`` the certified HSVM
+    start; ``problem`` the one compiled problem; ``step_gaps``: the certified relative gap of
+    every convex step (first: HSVM); ``compilations``: how many times CVXPY compiled the
+    problem (1: every step reused it).
+    """
+
     hsvm: ReferenceSolution
     problem: ReferenceProblem
     compilations: int
     step_gaps: np.ndarray = field(default_factory=lambda: np.zeros(0))
     solve_time: float = 0.0
-
-    @property
-    def values(self) -> dict:
-        return {"weights": self.weights, "biases": self.biases}
 
     def decision_function(self, X_new) -> np.ndarray:
         return decision_function(self.problem, self, X_new)

@@ -266,32 +266,17 @@ class SiblingQPResult(SolverResult):
 
 
 @dataclass
-class FastDCResult:
-    """Outcome of :func:`solve_dc` (mirrors :class:`hiercvx.formulations.hpsi.DCResult`).
-
-    ``weights`` / ``biases``: the best iterate (lowest psi cost); ``objective`` its cost (2);
-    ``dc_objectives``: the cost of every iterate, first entry the HSVM start; ``step_gaps``:
-    the certified relative gap of every convex step (first: HSVM); ``hsvm``: the HSVM
-    :class:`SiblingQPResult`; ``steps``: every step's result.
+class FastDCResult(hpsi.DCPath):
+    """Outcome of :func:`solve_dc` (the fields of :class:`hiercvx.formulations.hpsi.DCPath`,
+    and): ``step_gaps`` the certified relative gap of every convex step (first: HSVM);
+    ``hsvm`` the HSVM :class:`SiblingQPResult`; ``steps`` every step's result.
     """
 
-    weights: np.ndarray
-    biases: np.ndarray
-    objective: float
-    dc_objectives: np.ndarray
-    best_iteration: int
-    n_iter: int
-    converged: bool
-    tol: float
     hsvm: SiblingQPResult
     solver: "SiblingQPSolver"
     step_gaps: np.ndarray = field(default_factory=lambda: np.zeros(0))
     steps: list = field(default_factory=list)
     solve_time: float = 0.0
-
-    @property
-    def values(self) -> dict:
-        return {"weights": self.weights, "biases": self.biases}
 
     def decision_function(self, X_new) -> np.ndarray:
         return self.solver.decision_function(self.weights, self.biases, X_new)
