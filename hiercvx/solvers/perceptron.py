@@ -283,6 +283,17 @@ def _step_size(y, ybar, margin, loss, qdist, kii, hieron):
 
 
 @njit(cache=True)
+def _log_update(log_step, log_i, log_y, log_yb, log_tau, nu, step, i, y, yb, tau):
+    """Record update ``nu`` (step, example, pair, size) for the replay; returns ``nu + 1``."""
+    log_step[nu] = step
+    log_i[nu] = i
+    log_y[nu] = y
+    log_yb[nu] = yb
+    log_tau[nu] = tau
+    return nu + 1
+
+
+@njit(cache=True)
 def _primal_epoch(order, mode, Xd, indptr, indices, vals, UT, Q, pos_ptr, pos_idx, loss, qdist,
                   kdiag, hieron, hinge, step0, log_step, log_i, log_y, log_yb, log_tau):
     """One epoch of Algorithm 4 (primal, linear kernel) on class weights ``UT = U^T`` ``(d, q)``.
@@ -338,12 +349,7 @@ def _primal_epoch(order, mode, Xd, indptr, indices, vals, UT, Q, pos_ptr, pos_id
                 xk = vals[kk]
                 for a in range(m):
                     UT[k, nzr[a]] += c[a] * xk
-        log_step[nu] = step0 + t + 1
-        log_i[nu] = i
-        log_y[nu] = y
-        log_yb[nu] = yb
-        log_tau[nu] = tau
-        nu += 1
+        nu = _log_update(log_step, log_i, log_y, log_yb, log_tau, nu, step0 + t + 1, i, y, yb, tau)
     return nu, nv
 
 
@@ -377,12 +383,7 @@ def _dual_block(rows, Kb, cols, GQ, is_sv, Q, pos_ptr, pos_idx, loss, qdist, kdi
         for r in range(q):
             GQ[i, r] += tau * (Q[y, r] - Q[yb, r])
         is_sv[i] = True
-        log_step[nu] = step0 + t + 1
-        log_i[nu] = i
-        log_y[nu] = y
-        log_yb[nu] = yb
-        log_tau[nu] = tau
-        nu += 1
+        nu = _log_update(log_step, log_i, log_y, log_yb, log_tau, nu, step0 + t + 1, i, y, yb, tau)
     return nu, nv
 
 
