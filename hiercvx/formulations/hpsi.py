@@ -1121,6 +1121,54 @@ class DCResult(DCPath):
         return predict(self.problem, self, X_new)
 
 
+def check_dc_options(tol, max_iter) -> None:
+    """The DC loop's stopping options: ``tol >= 0`` (cost change) and ``max_iter >= 0``."""
+    if not (np.isfinite(tol) and tol >= 0):
+        raise InputError(f"tol must be a non-negative number, got {tol!r}")
+    if int(max_iter) < 0:
+        raise InputError(f"max_iter must be >= 0, got {max_iter!r}")
+
+
+@dataclass
+class _DCRun:
+    path: dict       # the DCPath fields
+    gaps: np.ndarray  # certified relative gap of every convex step (first: HSVM)
+    results: list    # every step's solution (first: HSVM)
+
+
+def dc_iterations(model, C: float, tol: float, max_iter: int, step, who: str) -> _DCRun:
+    """The DC algorithm (3) around a convex solver, shared by the reference and the fast route.
+
+    ``step(pair_weights)`` solves (8) (``None``: HSVM, the start) and returns ``(weights,
+    biases, gap, result)``.  Step ``m`` uses :func:`linearization` at ``f^(m-1)``; the loop stops
+    when ``|s(f^(m)) - s(f^(m-1))| <= tol`` or after ``max_iter`` steps (logged as a warning);
+    the best iterate (lowest psi cost) is kept.
+    """
+    coef, b, gap, res = step(None)
+    costs, gaps, results = [model.psi_value(coef, b, C)], [gap], [res]
+    best = (costs[0], 0, coef, b)
+    converged = False
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        coef, b, gap, res = step(linearization(model, model.scores(coef, b), C))
+        costs.append(model.psi_value(coef, b, C))
+        gaps.append(gap)
+        results.append(res)
+        logger.debug("%s step %d: cost %.10g (gap %.2e)", who, it, costs[-1], gap)
+        if costs[-1] < best[0]:
+            best = (costs[-1], it, coef, b)
+        if abs(costs[-1] - costs[-2]) <= tol:
+            converged = True
+            break
+    if not converged and max_iter > 0:
+        logger.warning("%s: no convergence within max_iter=%d (last change %.3g > tol=%g)",
+                       who, max_iter, abs(costs[-1] - costs[-2]), tol)
+    path = dict(weights=best[2], biases=best[3], objective=float(best[0]),
+                dc_objectives=np.asarray(costs), best_iteration=int(best[1]), n_iter=it,
+                converged=converged or max_iter == 0, tol=float(tol))
+    return _DCRun(path, np.asarray(gaps), results)
+
+
 def dc(X, y, H, C=1.0, kernel="linear", sigma=None, tol=1e-6, max_iter=50, solver=None,
        gap_tol=1e-6, max_size=None, **solver_options) -> DCResult:
     """HPSI: minimize (2) with the psi-loss by the DC algorithm (3).
@@ -1135,49 +1183,22 @@ def dc(X, y, H, C=1.0, kernel="linear", sigma=None, tol=1e-6, max_iter=50, solve
     certified (``gap_tol``); the cost never increases (up to the steps' solver accuracy).
     """
     C = check_positive(C, "C")
-    if not (np.isfinite(tol) and tol >= 0):
-        raise InputError(f"tol must be a non-negative number, got {tol!r}")
-    if int(max_iter) < 0:
-        raise InputError(f"max_iter must be >= 0, got {max_iter!r}")
+    check_dc_options(tol, max_iter)
     t0 = time.perf_counter()
     prob = primal(X, y, H, C=C, kernel=kernel, sigma=sigma, max_size=max_size)
     model: _Model = prob.data["model"]
     compiled: list = []
 
-    def step():
+    def step(pair_weights):
+        if pair_weights is not None:
+            prob.set(pair_weights=pair_weights)
         sol = prob.solve(solver, gap_tol=gap_tol, **solver_options)
         pp = prob.problem._cache.param_prog
         if pp is None or not compiled or compiled[-1] is not pp:
             compiled.append(pp)
-        return sol
+        return sol.weights, sol.values["biases"], sol.gap, sol
 
-    sol = step()
-    start = sol
-    coef, b = sol.weights, sol.values["biases"]
-    costs = [model.psi_value(coef, b, C)]
-    gaps = [sol.gap]
-    best = (costs[0], 0, coef, b)
-    converged = False
-    it = 0
-    for it in range(1, int(max_iter) + 1):
-        lam = linearization(model, model.scores(coef, b), C)
-        prob.set(pair_weights=lam)
-        sol = step()
-        coef, b = sol.weights, sol.values["biases"]
-        costs.append(model.psi_value(coef, b, C))
-        gaps.append(sol.gap)
-        logger.debug("hpsi.dc step %d: cost %.10g (gap %.2e)", it, costs[-1], sol.gap)
-        if costs[-1] < best[0]:
-            best = (costs[-1], it, coef, b)
-        if abs(costs[-1] - costs[-2]) <= tol:
-            converged = True
-            break
-    if not converged and max_iter > 0:
-        logger.warning("hpsi.dc: no convergence within max_iter=%d (last change %.3g > tol=%g)",
-                       max_iter, abs(costs[-1] - costs[-2]), tol)
+    run = dc_iterations(model, C, tol, max_iter, step, "hpsi.dc")
     prob.set(pair_weights=np.zeros(model.pairs.n_pairs))
-    return DCResult(weights=best[2], biases=best[3], objective=float(best[0]),
-                    dc_objectives=np.asarray(costs), best_iteration=int(best[1]), n_iter=it,
-                    converged=converged or max_iter == 0, tol=float(tol), hsvm=start,
-                    problem=prob, compilations=len(compiled), step_gaps=np.asarray(gaps),
-                    solve_time=time.perf_counter() - t0)
+    return DCResult(**run.path, hsvm=run.results[0], problem=prob, compilations=len(compiled),
+                    step_gaps=run.gaps, solve_time=time.perf_counter() - t0)

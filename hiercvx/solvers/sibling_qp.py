@@ -986,40 +986,15 @@ class SiblingQPSolver:
         """
         t0 = time.perf_counter()
         C = check_positive(C, "C")
-        if not (np.isfinite(tol) and tol >= 0):
-            raise InputError(f"tol must be a non-negative number, got {tol!r}")
-        if int(max_iter) < 0:
-            raise InputError(f"max_iter must be >= 0, got {max_iter!r}")
-        model = self.model
-        start = self.solve(C, None, tol=gap_tol, warm_start=False)
-        coef, b = start.weights, start.biases
-        costs = [model.psi_value(coef, b, C)]
-        gaps = [start.gap]
-        steps = [start]
-        best = (costs[0], 0, coef, b)
-        converged = False
-        it = 0
-        for it in range(1, int(max_iter) + 1):
-            lam = hpsi.linearization(model, model.scores(coef, b), C)
-            res = self.solve(C, lam, tol=gap_tol, warm_start=True)
-            coef, b = res.weights, res.biases
-            costs.append(model.psi_value(coef, b, C))
-            gaps.append(res.gap)
-            steps.append(res)
-            logger.debug("sibling_qp.solve_dc step %d: cost %.10g (gap %.2e)", it, costs[-1], res.gap)
-            if costs[-1] < best[0]:
-                best = (costs[-1], it, coef, b)
-            if abs(costs[-1] - costs[-2]) <= tol:
-                converged = True
-                break
-        if not converged and max_iter > 0:
-            logger.warning("sibling_qp.solve_dc: no convergence within max_iter=%d (last change "
-                           "%.3g > tol=%g)", max_iter, abs(costs[-1] - costs[-2]), tol)
-        return FastDCResult(weights=best[2], biases=best[3], objective=float(best[0]),
-                            dc_objectives=np.asarray(costs), best_iteration=int(best[1]),
-                            n_iter=it, converged=converged or max_iter == 0, tol=float(tol),
-                            hsvm=start, solver=self, step_gaps=np.asarray(gaps), steps=steps,
-                            solve_time=time.perf_counter() - t0)
+        hpsi.check_dc_options(tol, max_iter)
+
+        def step(pair_weights):  # HSVM cold, then warm-started steps
+            res = self.solve(C, pair_weights, tol=gap_tol, warm_start=pair_weights is not None)
+            return res.weights, res.biases, res.gap, res
+
+        run = hpsi.dc_iterations(self.model, C, tol, max_iter, step, "sibling_qp.solve_dc")
+        return FastDCResult(**run.path, hsvm=run.results[0], solver=self, step_gaps=run.gaps,
+                            steps=run.results, solve_time=time.perf_counter() - t0)
 
 
 def solve_qp(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, method="auto",
