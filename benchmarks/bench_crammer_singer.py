@@ -31,7 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from hiercvx.formulations import _margin
+from hiercvx.models import margin as _margin
 from hiercvx.solvers import crammer_singer
 
 SEED = 0

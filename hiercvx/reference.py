@@ -20,12 +20,12 @@ from __future__ import annotations
 import logging
 import warnings
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUnavailableError
+from .result import OPTIMAL, Solution, relative_gap
 
 logger = logging.getLogger(__name__)
 
@@ -161,46 +161,8 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
             f"(solver='fast'), subsample the data, or pass max_size={size} (or larger) to build it anyway")
 
 
-@dataclass
-class ReferenceSolution:
-    """A certified solution of a :class:`ReferenceProblem`.
-
-    ``objective`` is recomputed in numpy from the returned variables; ``lower_bound`` is
-    the dual objective at a dual feasible point; ``gap`` is
-    ``(objective - lower_bound) / max(1, |objective|)``.
-    """
-
-    objective: float
-    lower_bound: float
-    gap: float
-    status: str
-    solver: str
-    build_time: float
-    solve_time: float
-    weights: Any
-    values: dict = field(default_factory=dict)
-    duals: dict = field(default_factory=dict)
-    solver_objective: float = float("nan")
-    problem_class: str = ""
-    name: str = ""
-    #: solvers tried before ``solver`` when it was chosen automatically, with why each failed
-    failed_solvers: tuple = ()
-
-    def duality_gap(self) -> float:
-        """Absolute gap ``objective - lower_bound`` (qpsolvers' name)."""
-        return self.objective - self.lower_bound
-
-    def certificate(self) -> str:
-        """A readable certificate."""
-        return (f"{self.name or 'reference'} [{self.problem_class}] solved by {self.solver}: "
-                f"status {self.status}\n"
-                f"  objective (recomputed)  {self.objective:.10g}\n"
-                f"  solver's objective      {self.solver_objective:.10g}\n"
-                f"  lower bound (dual)      {self.lower_bound:.10g}\n"
-                f"  relative gap            {self.gap:.3e}\n"
-                f"  build {self.build_time:.3f}s, solve {self.solve_time:.3f}s")
-
-    __str__ = certificate
+#: A certified reference returns the one result type of hiercvx (:class:`hiercvx.result.Solution`).
+ReferenceSolution = Solution
 
 
 class ReferenceProblem:
@@ -347,7 +309,7 @@ class ReferenceProblem:
                                   f"(> feas_tol={feas_tol:g})", status=status, solver=name)
         objective = float(self._objective(values))
         lower = float(self._lower_bound(values, duals))
-        gap = (objective - lower) / max(1.0, abs(objective))
+        gap = relative_gap(objective, lower)
         if not (np.isfinite(objective) and np.isfinite(lower)):
             raise SolverError(f"{self.name}: objective or lower bound is not finite "
                               f"({objective}, {lower})", status=status, solver=name)
@@ -362,8 +324,8 @@ class ReferenceProblem:
         stats = self.problem.solver_stats
         solve_time = stats.solve_time if stats is not None and stats.solve_time is not None else wall
         compile_time = getattr(self.problem, "compilation_time", None) or 0.0
-        return ReferenceSolution(
-            objective=objective, lower_bound=lower, gap=gap, status=status, solver=name,
+        return Solution(
+            objective=objective, lower_bound=lower, status=OPTIMAL, solver=name, tol=gap_tol,
             build_time=self.declare_time + compile_time, solve_time=float(solve_time),
             weights=self._weights(values), values=values, duals=duals,
             solver_objective=float(self.problem.value), problem_class=klass, name=self.name)

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import hiercvx as hc
 from hiercvx import testing
-from hiercvx.formulations import _margin, hsvm
+from hiercvx.formulations import hsvm
+from hiercvx.models import margin as _margin
 from hiercvx.losses import loss_matrix
 
 

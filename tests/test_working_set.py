@@ -22,7 +22,8 @@ from strategies import hierarchies
 import hiercvx as hc
 from hiercvx import testing
 from hiercvx.exceptions import InputError, LabelError
-from hiercvx.formulations import _margin, hsvm, multiclass
+from hiercvx.formulations import hsvm, multiclass
+from hiercvx.models import margin as _margin
 from hiercvx.kernels import make_kernel
 from hiercvx.solvers import crammer_singer
 from hiercvx.solvers.working_set import solve_hsvm, solve_subproblem, violation_scores

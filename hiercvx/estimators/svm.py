@@ -13,7 +13,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..formulations import _margin, hsvm
+from ..formulations import hsvm
+from ..models import margin as _margin
 from ..kernels import make_kernel
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
                     fit_label_set_threshold, predict_from_scores, resolve_training_targets,

@@ -34,8 +34,8 @@ from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy, class_attributes
 from ..kernels import psd_factor, Kernel, check_psd, make_kernel
 from ..reference import ReferenceProblem, check_size
-from . import _margin
-from ._margin import MarginData
+from ..models import margin as _margin
+from ..models.margin import MarginData
 from .._sparse import expand_ranges
 
 logger = logging.getLogger(__name__)

@@ -44,7 +44,7 @@ from .._validation import check_features, check_positive
 from ..exceptions import InputError, LabelError
 from ..kernels import psd_factor, Kernel, check_psd, make_kernel
 from ..reference import ReferenceProblem, check_size
-from . import _margin
+from ..models import margin as _margin
 
 logger = logging.getLogger(__name__)
 

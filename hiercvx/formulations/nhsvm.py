@@ -40,7 +40,7 @@ from ..exceptions import HierarchyError, InputError, LabelError, SolverError
 from ..hierarchy import Hierarchy, _is_label_set, class_attributes
 from ..inference import DecomposableLoss, LabelSetOracle, _as_loss
 from ..reference import ReferenceProblem, ReferenceSolution, check_size, choose_solver
-from . import _margin
+from ..models import margin as _margin
 
 logger = logging.getLogger(__name__)
 

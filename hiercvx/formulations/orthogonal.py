@@ -47,8 +47,8 @@ from .._validation import check_features, check_positive
 from ..exceptions import HierarchyError, InputError, LabelError
 from ..hierarchy import Hierarchy
 from ..reference import ReferenceProblem, check_size
-from . import _margin
-from ._margin import MarginData
+from ..models import margin as _margin
+from ..models.margin import MarginData
 from .._sparse import expand_ranges
 
 logger = logging.getLogger(__name__)

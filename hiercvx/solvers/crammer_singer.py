@@ -47,7 +47,7 @@ from threadpoolctl import threadpool_limits
 
 from .._validation import check_features, check_positive
 from ..exceptions import InputError, LabelError
-from ..formulations import _margin
+from ..models import margin as _margin
 from ._result import SolverResult, reached
 from .working_set import (_MODE_DENSE, _MODE_SPARSE, _Schedule, _State, _axpy_row,
                           _axpy_row_sparse, _dot_row, _dot_row_sparse)

@@ -61,8 +61,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_features
 from ..exceptions import InputError
-from ..formulations import _margin
-from ..formulations._margin import MarginData
+from ..models import margin as _margin
+from ..models.margin import MarginData
 from ..kernels import Kernel, check_psd, make_kernel
 
 logger = logging.getLogger(__name__)

@@ -66,7 +66,7 @@ from threadpoolctl import threadpool_limits
 
 from .._validation import check_features, check_positive
 from ..exceptions import InputError
-from ..formulations import _margin
+from ..models import margin as _margin
 from ..kernels import Kernel, make_kernel
 from ._result import SolverResult, reached
 

@@ -1,0 +1,105 @@
+"""The records of the method registry: :class:`Method`, :class:`FastSolver`, :class:`Case`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Callable, Mapping
+
+from ..exceptions import InputError
+
+__all__ = ["Method", "FastSolver", "Case", "STRUCTURES"]
+
+#: the kinds of built-in problems a method may support
+STRUCTURES = ("flat", "tree", "dag", "multilabel", "partial", "sparse")
+
+
+@dataclass(frozen=True)
+class FastSolver:
+    """A fast solver of a registered method.
+
+    ``solve(model, **params, tol=..., max_iter=..., verbose=...)`` runs on the model that the
+    method's ``prepare`` returns and returns a :class:`hiercvx.result.Solution` whose
+    ``weights`` have the shape of the reference's ``solution.weights``.  ``options`` are the
+    keyword options ``hiercvx verify`` passes (a tight ``tol``); ``rtol`` the relative
+    objective difference to the reference that counts as agreement at those options.
+    """
+
+    name: str
+    solve: Callable
+    algorithm: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    rtol: float = 1e-6
+
+
+@dataclass
+class Case:
+    """A built-in problem: data, the model options (passed to ``prepare`` and to every
+    reference builder) and the regularization parameters (passed to references and solvers)."""
+
+    name: str
+    structure: str
+    X: Any
+    Y: Any
+    H: Any
+    model_options: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method of a source paper and everything hiercvx has for it.
+
+    - ``references``: role (``"primal"``, ``"dual"``) -> builder
+      ``(X, Y, H, **params, **model_options) -> ReferenceProblem``;
+    - ``prepare``: ``(X, Y, H, **model_options) -> Model`` (see :mod:`hiercvx.models`);
+    - ``fast_solvers``: name -> :class:`FastSolver`;
+    - ``estimator``: the dotted name of the scikit-learn estimator (the estimators import the
+      registry, so the registry names them rather than importing them);
+    - ``cases(quick)``: the built-in problems ``hiercvx verify`` and the tests run.
+    """
+
+    name: str
+    title: str
+    paper: str
+    equations: Mapping[str, str]
+    prepare: Callable
+    references: Mapping[str, Callable]
+    fast_solvers: Mapping[str, FastSolver]
+    estimator: str
+    sheet: str
+    params: Mapping[str, float]
+    structures: tuple
+    cases: Callable
+
+    def __post_init__(self):
+        unknown = set(self.structures) - set(STRUCTURES)
+        if unknown:
+            raise InputError(f"method {self.name}: unknown structures {sorted(unknown)}; "
+                             f"known: {STRUCTURES}")
+        if "primal" not in self.references:
+            raise InputError(f"method {self.name}: a registered method needs a 'primal' reference")
+
+    @property
+    def estimator_class(self):
+        """The estimator class, resolved from its dotted name."""
+        module, _, name = self.estimator.rpartition(".")
+        return getattr(import_module(module), name)
+
+    def build(self, role: str, case: Case):
+        """The reference ``role`` (``"primal"`` / ``"dual"``) declared on ``case``."""
+        if role not in self.references:
+            raise InputError(f"method {self.name} declares no {role!r} reference; it has "
+                             f"{sorted(self.references)}")
+        return self.references[role](case.X, case.Y, case.H, **case.params, **case.model_options)
+
+    def model(self, case: Case):
+        """The method's model on ``case``."""
+        return self.prepare(case.X, case.Y, case.H, **case.model_options)
+
+    def run_fast(self, solver: str, case: Case, model=None, **options):
+        """Run the fast solver ``solver`` on ``case`` (with its registered options, updated by
+        ``options``)."""
+        fast = self.fast_solvers[solver]
+        model = self.model(case) if model is None else model
+        return fast.solve(model, **case.params, **{**fast.options, **options})

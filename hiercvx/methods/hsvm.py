@@ -1,0 +1,3 @@
+"""Registry entries of the hsvm paper (being written in this restructuring)."""
+
+METHODS = ()

@@ -1,0 +1,3 @@
+"""Registry entries of the nhsvm paper (being written in this restructuring)."""
+
+METHODS = ()

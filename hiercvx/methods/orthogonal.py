@@ -1,0 +1,3 @@
+"""Registry entries of the orthogonal paper (being written in this restructuring)."""
+
+METHODS = ()

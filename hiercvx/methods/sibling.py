@@ -1,0 +1,3 @@
+"""Registry entries of the sibling paper (being written in this restructuring)."""
+
+METHODS = ()

@@ -1,0 +1,156 @@
+"""The one result type of hiercvx: what a certified reference and every fast solver return.
+
+A :class:`Solution` carries a primal point (``weights``), its objective *recomputed in numpy*
+at that point, a certified ``lower_bound`` from a dual feasible point (weak duality), the
+relative ``gap`` between them, a ``status``, iteration count and times.  What only one solver
+knows (a path-weight vector, the cutting planes, the DC iterates, an update log) goes into
+``extras`` and reads back as an attribute (``sol.alpha`` is ``sol.extras["alpha"]``).
+
+The gap formula (:func:`relative_gap`), the stopping test (:func:`reached`), the one
+``ConvergenceWarning`` (:meth:`Solution.warn_unless_converged`) and the validation of the
+options every iterative solver takes (:func:`check_iteration_options`) live here and nowhere
+else.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .exceptions import InputError
+
+__all__ = ["Solution", "relative_gap", "reached", "check_iteration_options", "OPTIMAL",
+           "ITERATION_LIMIT"]
+
+#: ``status`` of a certified answer (reference: the solver said optimal and the gap holds;
+#: fast solver: the recomputed gap reached ``tol``)
+OPTIMAL = "optimal"
+#: ``status`` of a fast solver that stopped on ``max_iter`` (or a time limit) above ``tol``
+ITERATION_LIMIT = "iteration_limit"
+
+
+def relative_gap(objective: float, lower_bound: float) -> float:
+    """``(objective - lower_bound) / max(1, |objective|)``: the certificate's relative gap."""
+    return (float(objective) - float(lower_bound)) / max(1.0, abs(float(objective)))
+
+
+def reached(gap: float, tol: float) -> bool:
+    """Whether a recomputed relative gap meets ``tol`` (round-off in the recomputation allowed)."""
+    return bool(gap <= tol * (1 + 1e-6) + 1e-15)
+
+
+def check_iteration_options(tol=None, max_iter=None, *, who: str = "the solver") -> None:
+    """Refuse a ``tol`` that is not a positive finite number and a ``max_iter`` that is not a
+    positive integer (``None`` skips the check of that option).  Called once, where a solver
+    or an estimator receives its options."""
+    if tol is not None:
+        try:
+            t = float(tol)
+        except (TypeError, ValueError):
+            raise InputError(f"{who}: tol must be a positive number, got {tol!r}") from None
+        if not (np.isfinite(t) and t > 0):
+            raise InputError(f"{who}: tol must be positive and finite, got {tol!r}")
+    if max_iter is not None:
+        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+            raise InputError(f"{who}: max_iter must be a positive integer, got {max_iter!r}")
+
+
+@dataclass
+class Solution:
+    """A primal point with its certificate, from a CVXPY reference or a fast solver.
+
+    Attributes
+    ----------
+    objective : the primal objective recomputed in numpy at ``weights`` (never a solver's number)
+    lower_bound : a dual objective at a dual feasible point (weak duality), or the method's
+        own certified bound (RDA's, a cutting-plane master's)
+    gap : ``relative_gap(objective, lower_bound)`` (a property)
+    status : ``"optimal"`` when certified within tolerance; otherwise why it stopped
+    solver : the backend (``"CLARABEL"``) or the algorithm (``"working_set"``)
+    weights : the paper's primal variable (node weights ``(n_nodes, n_features)``, ...)
+    n_iter, converged, tol : iterations run, whether ``gap <= tol`` was reached, the target
+    build_time, solve_time : seconds (declaration + compilation; the solve itself)
+    values, duals : every named variable's value and the named constraints' duals (references)
+    dual : the fast solver's dual variables (warm starts)
+    history : per-iteration traces (objective, bound, time, ...)
+    extras : what only this solver returns; ``sol.<key>`` reads ``sol.extras[key]``
+    """
+
+    objective: float
+    lower_bound: float
+    weights: Any = None
+    status: str = ""
+    solver: str = ""
+    n_iter: int = 0
+    converged: bool = True
+    tol: float = float("nan")
+    build_time: float = 0.0
+    solve_time: float = 0.0
+    values: dict = field(default_factory=dict)
+    duals: dict = field(default_factory=dict)
+    dual: Any = None
+    history: dict = field(default_factory=dict)
+    extras: dict = field(default_factory=dict)
+    name: str = ""
+    solver_objective: float = float("nan")
+    problem_class: str = ""
+    #: solvers tried before ``solver`` when it was chosen automatically, with why each failed
+    failed_solvers: tuple = ()
+
+    def __post_init__(self):
+        if not self.status:
+            self.status = OPTIMAL if self.converged else ITERATION_LIMIT
+
+    def __getattr__(self, key):
+        # only reached when normal lookup fails: per-solver extras read as attributes
+        extras = self.__dict__.get("extras")
+        if extras is not None and key in extras:
+            return extras[key]
+        raise AttributeError(f"{type(self).__name__} has no attribute {key!r}"
+                             + (f" (extras: {sorted(extras)})" if extras else ""))
+
+    @property
+    def gap(self) -> float:
+        """``(objective - lower_bound) / max(1, |objective|)``."""
+        return relative_gap(self.objective, self.lower_bound)
+
+    def duality_gap(self) -> float:
+        """Absolute gap ``objective - lower_bound`` (qpsolvers' name)."""
+        return float(self.objective) - float(self.lower_bound)
+
+    def warn_unless_converged(self, unit: str = "iterations", stacklevel: int = 2) -> None:
+        """The one ``ConvergenceWarning`` of hiercvx, issued when a solver stopped above ``tol``
+        (``stacklevel`` counted from the caller of this method)."""
+        if not self.converged:
+            warnings.warn(f"{self.name or self.solver or 'the solver'} stopped after {self.n_iter} "
+                          f"{unit} with a certified relative duality gap of {self.gap:.3e} > "
+                          f"tol={self.tol:g}; raise max_iter or tol", ConvergenceWarning,
+                          stacklevel=stacklevel + 1)
+
+    def certificate(self) -> str:
+        """A readable certificate."""
+        head = f"{self.name or 'solution'}"
+        if self.problem_class:
+            head += f" [{self.problem_class}]"
+        lines = [f"{head} solved by {self.solver or '?'}: status {self.status}",
+                 f"  objective (recomputed)  {self.objective:.10g}"]
+        if np.isfinite(self.solver_objective):
+            lines.append(f"  solver's objective      {self.solver_objective:.10g}")
+        lines += [f"  lower bound (dual)      {self.lower_bound:.10g}",
+                  f"  relative gap            {self.gap:.3e}"
+                  + (f" (tol {self.tol:g})" if np.isfinite(self.tol) else "")]
+        if self.n_iter:
+            lines.append(f"  iterations              {self.n_iter}")
+        lines.append(f"  build {self.build_time:.3f}s, solve {self.solve_time:.3f}s")
+        return "\n".join(lines)
+
+    __str__ = certificate
+
+    def __repr__(self):
+        return (f"Solution({self.name or self.solver!r}, status={self.status!r}, objective="
+                f"{self.objective:.10g}, lower_bound={self.lower_bound:.10g}, gap={self.gap:.2e}, "
+                f"n_iter={self.n_iter})")
