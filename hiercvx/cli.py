@@ -1,20 +1,25 @@
-"""The ``hiercvx`` command: ``info``, ``data FILE``, ``demo``."""
+"""The ``hiercvx`` command: ``info``, ``data FILE``, ``methods``, ``verify``, ``demo``."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from importlib import metadata
 
+from . import datasets, methods
+from .demo import run_demo
 from .exceptions import HierCVXError
+from .reference import SOLVER_PREFERENCE, usable_solvers
+from .verify import format_table, verify, write_json
+
+PACKAGES = ("hiercvx", "numpy", "scipy", "cvxpy", "clarabel", "osqp", "ecos", "scs", "highspy",
+            "scikit-learn", "networkx", "numba", "gurobipy")
 
 
 def _versions() -> list[tuple[str, str]]:
-    from importlib import metadata
-
     out = []
-    for pkg in ("hiercvx", "numpy", "scipy", "cvxpy", "clarabel", "osqp", "ecos", "scs", "highspy",
-                "scikit-learn", "networkx", "numba", "gurobipy"):
+    for pkg in PACKAGES:
         try:
             out.append((pkg, metadata.version(pkg)))
         except metadata.PackageNotFoundError:
@@ -23,8 +28,6 @@ def _versions() -> list[tuple[str, str]]:
 
 
 def cmd_info(args) -> int:
-    from .reference import SOLVER_PREFERENCE, usable_solvers
-
     print(f"Python {sys.version.split()[0]}")
     for pkg, ver in _versions():
         print(f"  {pkg:<13} {ver}")
@@ -43,21 +46,36 @@ def cmd_info(args) -> int:
 
 
 def cmd_data(args) -> int:
-    from . import datasets
-
-    ds = datasets.load(args.file)
-    print(datasets.describe(ds))
+    print(datasets.describe(datasets.load(args.file)))
     return 0
+
+
+def cmd_methods(args) -> int:
+    """The registry as a table: method, paper, equations, references, fast solvers, estimator."""
+    for m in methods.REGISTRY.values():
+        eqs = ", ".join(f"{role} {eq}" for role, eq in m.equations.items())
+        print(f"{m.name}: {m.title}\n  paper       {m.paper}\n  equations   {eqs}\n"
+              f"  references  {', '.join(m.references)}\n"
+              f"  fast        {', '.join(f'{k} ({v.algorithm})' for k, v in m.fast_solvers.items()) or '-'}\n"
+              f"  estimator   {m.estimator}\n  sheet       {m.sheet}\n"
+              f"  structures  {', '.join(m.structures)}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    rows = verify(args.methods or None, quick=args.quick, verbose=not args.quiet)
+    print(format_table(rows))
+    if args.json:
+        write_json(rows, args.json)
+    return 0 if all(r.ok for r in rows) else 1
 
 
 def cmd_demo(args) -> int:
-    from .demo import run_demo
-
-    run_demo(verbose=not args.quiet)
-    return 0
+    result = run_demo(verbose=not args.quiet)
+    return 0 if all(r.ok for r in result["verify"]) else 1
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hiercvx", description="Hierarchical classification as "
                                      "convex optimization: exact references with certificates.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -66,10 +84,24 @@ def main(argv=None) -> int:
     p = sub.add_parser("data", help="load a dataset (Clus-HMC ARFF, LIBSVM, ...) and describe it")
     p.add_argument("file")
     p.set_defaults(func=cmd_data)
-    p = sub.add_parser("demo", help="solve a reference problem on built-in data and print its certificate")
+    p = sub.add_parser("methods", help="the registered methods: papers, equations, solvers, estimators")
+    p.set_defaults(func=cmd_methods)
+    p = sub.add_parser("verify", help="every fast solver against its certified reference, one table; "
+                       "exit 1 on any disagreement")
+    p.add_argument("methods", nargs="*", metavar="METHOD",
+                   help=f"registered methods (default: all of {', '.join(methods.names())})")
+    p.add_argument("--quick", action="store_true", help="the small built-in problems only")
+    p.add_argument("--json", metavar="FILE", help="also write the rows as JSON to FILE")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("demo", help="verify --quick, then one fit / predict on real data")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_demo)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)

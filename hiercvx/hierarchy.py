@@ -11,10 +11,12 @@ Notation of the papers: ``anc(y)`` is the set of ancestors of ``y`` *including* 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Callable
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 
-def _is_label_set(item, index: Mapping) -> bool:
+def is_label_set(item, index: Mapping) -> bool:
     """A sample's label is a set when it is a container that is not itself a node name."""
     if isinstance(item, (str, bytes)):
         return False
@@ -50,7 +52,7 @@ def label_positions(labels, index: Mapping):
     (name -> column): one ``(row, col)`` per known label, ``(row, label)`` per unknown one."""
     rows, cols, unknown = [], [], []
     for s, item in enumerate(labels):
-        members = item if _is_label_set(item, index) else (item,)
+        members = item if is_label_set(item, index) else (item,)
         for v in members:
             try:
                 j = index[v]
@@ -145,8 +147,6 @@ class Hierarchy:
     @staticmethod
     def _topological_order(names, parents, root_pos):
         """Kahn's algorithm, ties broken by first appearance in the input (stable)."""
-        import heapq
-
         n = len(names)
         children = [[] for _ in range(n)]
         indeg = np.zeros(n, dtype=np.int64)
@@ -296,8 +296,6 @@ class Hierarchy:
     @classmethod
     def from_networkx(cls, graph, root: Hashable | None = None) -> "Hierarchy":
         """From a ``networkx.DiGraph`` whose edges point from parent to child."""
-        import networkx as nx
-
         if not isinstance(graph, nx.DiGraph):
             raise HierarchyError(f"from_networkx needs a networkx.DiGraph (edges parent -> child), "
                                  f"got {type(graph).__name__}")
@@ -305,8 +303,6 @@ class Hierarchy:
 
     def to_networkx(self):
         """A ``networkx.DiGraph`` with edges parent -> child, nodes in ``H.nodes`` order."""
-        import networkx as nx
-
         g = nx.DiGraph()
         g.add_nodes_from(self._nodes)
         g.add_edges_from(self.edges)
@@ -602,13 +598,13 @@ class PartialPaths:
         """Map labels on internal nodes to their self leaves (single or multi-label)."""
         def one(v):
             return self.self_leaf.get(v, v)
-        return [frozenset(one(v) for v in item) if _is_label_set(item, self.original._index)
+        return [frozenset(one(v) for v in item) if is_label_set(item, self.original._index)
                 else one(item) for item in labels]
 
     def inverse_transform(self, labels):
         def one(v):
             return self.owner.get(v, v)
-        return [frozenset(one(v) for v in item) if _is_label_set(item, self.hierarchy._index)
+        return [frozenset(one(v) for v in item) if is_label_set(item, self.hierarchy._index)
                 else one(item) for item in labels]
 
 
@@ -682,3 +678,7 @@ def class_attributes(H: Hierarchy, classes=None, scheme: str | Callable = "indic
     if scheme in ("tree_depth", "class_depth") or not include_root:
         lam[:, 0] = 0.0  # the depth schemes give the root t = 0 (thesis 7.2)
     return lam
+
+
+# the former private name, until formulations/nhsvm.py imports the public one
+_is_label_set = is_label_set

@@ -49,8 +49,15 @@ import logging
 import time
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
 import scipy.sparse as sp
+from tqdm.auto import tqdm
+
+try:  # optional (extra "gurobi"): needs a licence
+    import gurobipy as gp
+except ImportError:  # pragma: no cover - depends on the environment
+    gp = None
 
 from .exceptions import (
     HierarchyError,
@@ -266,7 +273,8 @@ class DecomposableLoss:
         return ((y & ~t) * self.false_positive + (~y & t) * self.false_negative).sum(axis=-1)
 
 
-def _as_loss(loss, H: Hierarchy) -> DecomposableLoss:
+def as_loss(loss, H: Hierarchy) -> DecomposableLoss:
+    """``loss`` (a name, a :class:`DecomposableLoss` or per-node costs) as a DecomposableLoss on ``H``."""
     if isinstance(loss, DecomposableLoss):
         out = loss
     elif isinstance(loss, str):
@@ -303,7 +311,7 @@ def loss_augmented_scores(scores, H: Hierarchy, true_indicator, loss="leaf_hammi
         raise LabelError(f"true_indicator has {t.shape[0]} rows but scores has "
                          f"{1 if single else arr.shape[0]} sample(s); give one true set per sample "
                          "(or a single 1-D set shared by all samples)")
-    added, constant = _as_loss(loss, H).node_terms(t)
+    added, constant = as_loss(loss, H).node_terms(t)
     augmented = arr + added
     constant = np.broadcast_to(constant, (arr.shape[0],)).astype(float)
     if single:
@@ -412,11 +420,6 @@ class _HighsModel:
     name = "highs"
 
     def __init__(self, H: Hierarchy, integer: bool):
-        try:
-            import highspy
-        except ImportError:  # pragma: no cover - a hard dependency
-            raise SolverUnavailableError("highspy is not installed; pip install highspy",
-                                         solver="HIGHS") from None
         self._highspy = highspy
         A, lower, upper, col_lower, col_upper = _constraint_matrix(H)
         M = A.shape[1]
@@ -468,12 +471,10 @@ class _GurobiModel:  # pragma: no cover - needs gurobipy and a licence
     name = "gurobi"
 
     def __init__(self, H: Hierarchy, integer: bool):
-        try:
-            import gurobipy as gp
-        except ImportError:
+        if gp is None:
             raise SolverUnavailableError(
                 "gurobipy is not installed; use solver='highs' (the default, open source) or "
-                "pip install gurobipy", solver="GUROBI") from None
+                "pip install gurobipy", solver="GUROBI")
         self._gp = gp
         A, lower, upper, col_lower, col_upper = _constraint_matrix(H)
         try:
@@ -646,7 +647,6 @@ class LabelSetOracle:
         show = (n >= 2000) if verbose is None else bool(verbose)
         rows = range(n)
         if show:
-            from tqdm.auto import tqdm
             rows = tqdm(rows, desc=f"inference ({self.method})", unit="sample")
         for i in rows:
             z, value = model.solve(-S[i])
@@ -702,3 +702,7 @@ def best_leaf(scores, H: Hierarchy, return_indicator: bool = False):
         Z = H.ancestor_matrix[best].toarray().astype(bool)
         return Z[0] if single else Z
     return int(best[0]) if single else best
+
+
+# the former private name, until formulations/nhsvm.py imports the public one
+_as_loss = as_loss

@@ -3,7 +3,7 @@
 Every loss here is computed from *closed* indicator matrices: a sample's label (a node)
 or label set (several nodes) is replaced by ``anc(Y)``, the union of the ancestors of its
 members including the members themselves (Cai thesis, section 3.3, definition of
-``anc(Y)``).  ``H.closure(labels, sparse=True)`` builds these.  One core (:class:`_Pairs`)
+``anc(Y)``).  ``H.closure(labels, sparse=True)`` builds these.  One core (:class:`LabelSetPairs`)
 turns two closed matrices into the few quantities every loss needs:
 
 - weighted set sizes ``sum_{v in anc(Y)} w_v``,
@@ -52,7 +52,7 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- input handling
-def _is_single(H: Hierarchy, y) -> bool:
+def is_single_label(H: Hierarchy, y) -> bool:
     """True when ``y`` is one label (a node name) or one label set, not a sequence of samples."""
     if isinstance(y, (set, frozenset, str, bytes)):
         return True
@@ -67,7 +67,8 @@ def _is_single(H: Hierarchy, y) -> bool:
     return True
 
 
-def _check_indicator_dtype(y, what: str) -> None:
+def check_indicator_dtype(y, what: str) -> None:
+    """Refuse a 2-D ``y`` that is not a numeric or bool indicator matrix."""
     if isinstance(y, np.ndarray) and y.ndim == 2 and not (
             np.issubdtype(y.dtype, np.number) or y.dtype == bool):
         raise LabelError(f"{what} is a 2-D array of {y.dtype}; a 2-D input must be a 0/1 indicator "
@@ -77,7 +78,7 @@ def _check_indicator_dtype(y, what: str) -> None:
 
 def closed_labels(H: Hierarchy, y, what: str = "labels") -> sp.csr_matrix:
     """``anc(Y)`` for each sample as a bool CSR ``(n_samples, n_nodes)`` matrix."""
-    _check_indicator_dtype(y, what)
+    check_indicator_dtype(y, what)
     try:
         return H.closure(y, sparse=True).tocsr()
     except LabelError as exc:
@@ -88,7 +89,7 @@ def _closed_pair(H: Hierarchy, y_true, y_pred):
     """Both sides closed, with matching lengths; ``single`` says whether to return a float."""
     if not isinstance(H, Hierarchy):
         raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
-    single_t, single_p = _is_single(H, y_true), _is_single(H, y_pred)
+    single_t, single_p = is_single_label(H, y_true), is_single_label(H, y_pred)
     if single_t != single_p:
         raise LabelError("y_true and y_pred must both be single labels (a node name or one label "
                          "set) or both be sequences with one entry per sample; got "
@@ -123,7 +124,7 @@ def _node_weights(H: Hierarchy, w, name: str) -> np.ndarray:
 
 # ---------------------------------------------------------------------- the core
 @lru_cache(maxsize=64)
-def _parent_csr(H: Hierarchy) -> sp.csr_matrix:
+def parent_matrix(H: Hierarchy) -> sp.csr_matrix:
     """``P[v, p] = 1`` when ``p`` is a parent of ``v`` (rows: children)."""
     n = len(H)
     e = H.edge_index
@@ -132,7 +133,7 @@ def _parent_csr(H: Hierarchy) -> sp.csr_matrix:
 
 
 
-class _Pairs:
+class LabelSetPairs:
     """Two closed indicator matrices compared row by row (``outer=False``) or all pairs.
 
     Row mode returns 1-D arrays over samples; outer mode returns ``(n_a, n_b)`` matrices.
@@ -194,7 +195,7 @@ class _Pairs:
         rows = np.repeat(np.arange(D.shape[0]), np.diff(D.indptr))
         cols = D.indices.astype(np.int64)
         keys = rows * n_nodes + cols  # sorted: CSR rows in order, indices sorted
-        P = _parent_csr(H)
+        P = parent_matrix(H)
         n_par = np.diff(P.indptr)[cols]
         pos = expand_ranges(P.indptr[cols].astype(np.int64), n_par)
         parent_keys = np.repeat(rows, n_par) * n_nodes + P.indices[pos]
@@ -211,7 +212,7 @@ class _Pairs:
         """``F[i, j] = sum c_v`` over ``v`` in ``X_i`` minus ``Y_j`` with every parent of ``v`` in ``Y_j``."""
         H = self.H
         n_nodes = len(H)
-        P = _parent_csr(H)
+        P = parent_matrix(H)
         indeg = np.diff(P.indptr)
         Q = (Y.astype(np.int32) @ P.T.astype(np.int32)).tocsr()  # Q[j, v] = #parents of v in Y_j
         Q.sort_indices()
@@ -233,20 +234,20 @@ def _ones(H):
     return np.ones(len(H))
 
 
-def _f_zero_one(pairs: _Pairs, H, **_):
+def _f_zero_one(pairs: LabelSetPairs, H, **_):
     return (_f_symmetric(pairs, H) > 0).astype(float)
 
 
-def _f_symmetric(pairs: _Pairs, H, **_):
+def _f_symmetric(pairs: LabelSetPairs, H, **_):
     only_a, only_b = pairs.differences(_ones(H))
     return only_a + only_b
 
 
-def _f_half(pairs: _Pairs, H, **_):
+def _f_half(pairs: LabelSetPairs, H, **_):
     return 0.5 * _f_symmetric(pairs, H)
 
 
-def _f_normalized(pairs: _Pairs, H, **_):
+def _f_normalized(pairs: LabelSetPairs, H, **_):
     w = _ones(H)
     # |anc(y)| - 1 is the depth of y; a root-only (or empty) set has no edge to weigh,
     # its denominator is taken as 1 so the term stays finite (its numerator is 0 unless the
@@ -256,24 +257,24 @@ def _f_normalized(pairs: _Pairs, H, **_):
     return 0.5 * (only_a / da + only_b / db)
 
 
-def _f_sibling(pairs: _Pairs, H, costs=None, multi_parent="error", **_):
+def _f_sibling(pairs: LabelSetPairs, H, costs=None, multi_parent="error", **_):
     c = sibling_costs(H, multi_parent=multi_parent) if costs is None else _node_weights(H, costs, "costs")
     return pairs.top_mismatch_cost(c)
 
 
-def _f_subtree(pairs: _Pairs, H, costs=None, **_):
+def _f_subtree(pairs: LabelSetPairs, H, costs=None, **_):
     c = subtree_costs(H) if costs is None else _node_weights(H, costs, "costs")
     return pairs.top_mismatch_cost(c)
 
 
-def _f_h_loss(pairs: _Pairs, H, costs=None, **_):
+def _f_h_loss(pairs: LabelSetPairs, H, costs=None, **_):
     if costs is None:
         raise InputError("h_loss needs costs (one per node of H.nodes); use sibling_loss or "
                          "subtree_loss for the costs of Wang et al. (5) / (4)")
     return pairs.top_mismatch_cost(_node_weights(H, costs, "costs"))
 
 
-def _f_structural(pairs: _Pairs, H, alpha=None, **_):
+def _f_structural(pairs: LabelSetPairs, H, alpha=None, **_):
     if alpha is None:
         raise InputError("the normalized structural error (NHSVM (9)) needs alpha, one weight per "
                          "node of H.nodes (e.g. hiercvx.formulations.nhsvm.path_weights(H))")
@@ -281,7 +282,7 @@ def _f_structural(pairs: _Pairs, H, alpha=None, **_):
     return np.sqrt(only_a + only_b)
 
 
-def _f_leaf_count(pairs: _Pairs, H, **_):
+def _f_leaf_count(pairs: LabelSetPairs, H, **_):
     only_a, only_b = pairs.differences(H.leaf_mask.astype(float))
     return only_a + only_b
 
@@ -326,7 +327,7 @@ def pairwise_loss(H: Hierarchy, y_true, y_pred, loss: str = "half_symmetric", **
     """
     fn = _loss_function(loss)
     A, B, single = _closed_pair(H, y_true, y_pred)
-    return _finish(fn(_Pairs(H, A, B), H, **kwargs), single)
+    return _finish(fn(LabelSetPairs(H, A, B), H, **kwargs), single)
 
 
 # ---------------------------------------------------------------------- public losses
@@ -471,14 +472,15 @@ def loss_matrix(H: Hierarchy, loss: str = "half_symmetric", classes=None, **kwar
     fn = _loss_function(loss)
     if not isinstance(H, Hierarchy):
         raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
-    classes = H.leaves if classes is None else _class_tuple(classes)
+    classes = H.leaves if classes is None else class_tuple(classes)
     if len(classes) == 0:
         raise LabelError("loss_matrix needs at least one class")
     C = closed_labels(H, list(classes), "classes")
-    return np.asarray(fn(_Pairs(H, C, C, outer=True), H, **kwargs), dtype=float)
+    return np.asarray(fn(LabelSetPairs(H, C, C, outer=True), H, **kwargs), dtype=float)
 
 
-def _class_tuple(classes) -> tuple:
+def class_tuple(classes) -> tuple:
+    """``classes`` as a tuple of names, refusing duplicates."""
     classes = tuple(classes.tolist() if isinstance(classes, np.ndarray) else classes)
     if len(set(classes)) != len(classes):
         seen, dup = set(), []
@@ -497,7 +499,7 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
     ``y_true``: one label per sample, label sets, or a 0/1 ``(n_samples, n_classes)``
     matrix.  A label that is not one of ``classes`` is refused.
     """
-    classes = _class_tuple(classes)
+    classes = class_tuple(classes)
     k = len(classes)
     if sp.issparse(y_true) or (isinstance(y_true, np.ndarray) and y_true.ndim == 2):
         if not sp.issparse(y_true) and not (np.issubdtype(y_true.dtype, np.number) or y_true.dtype == bool):
@@ -538,7 +540,8 @@ def check_scores(scores, n_samples: int, n_classes: int) -> np.ndarray:
     return S
 
 
-def _chunks(n: int, k: int, budget: int = 4_000_000):
+def row_chunks(n: int, k: int, budget: int = 4_000_000):
+    """Slices of ``n`` rows so that each chunk's ``(rows, k, k)`` work stays within ``budget``."""
     step = max(1, budget // max(k * k, 1))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
@@ -563,13 +566,13 @@ def ranking_loss(H: Hierarchy, y_true, scores, classes=None, loss: str = "symmet
         raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
     if ties not in ("ignore", "count", "half"):
         raise InputError(f"ties must be 'ignore', 'count' or 'half', got {ties!r}")
-    classes = H.leaves if classes is None else _class_tuple(classes)
+    classes = H.leaves if classes is None else class_tuple(classes)
     R = relevance_matrix(y_true, classes)
     S = check_scores(scores, R.shape[0], len(classes))
     L = loss_matrix(H, loss, classes, **kwargs)
     tie_w = {"ignore": 0.0, "count": 1.0, "half": 0.5}[ties]
     out = np.zeros(R.shape[0])
-    for sl in _chunks(R.shape[0], len(classes)):
+    for sl in row_chunks(R.shape[0], len(classes)):
         s, r = S[sl], R[sl]
         above = (s[:, None, :] > s[:, :, None]) + tie_w * (s[:, None, :] == s[:, :, None])
         pair = r[:, :, None] & ~r[:, None, :]  # [i, a, b]: a relevant, b not

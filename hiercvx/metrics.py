@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.stats import rankdata
+from sklearn.metrics import make_scorer
 
 from . import losses as _losses
 from .exceptions import InputError, LabelError
@@ -82,7 +83,7 @@ def _mean(values: np.ndarray, sample_weight) -> float:
 
 def _as_samples(H, y):
     """A single label / label set becomes a one-sample list (metrics always average)."""
-    return [y] if H is not None and _losses._is_single(H, y) else y
+    return [y] if H is not None and _losses.is_single_label(H, y) else y
 
 
 def _closed_pair(hierarchy, y_true, y_pred):
@@ -154,7 +155,7 @@ def _flat_counts(y_true, y_pred, hierarchy):
     if hierarchy is not None:
         H = _need_hierarchy(hierarchy, "F1")
         for y, what in ((y_true, "y_true"), (y_pred, "y_pred")):
-            _losses._check_indicator_dtype(y, what)
+            _losses.check_indicator_dtype(y, what)
         try:
             T = H.label_indicator(_as_samples(H, y_true))
         except LabelError as exc:
@@ -258,7 +259,7 @@ def test_errors(y_true, y_pred, hierarchy=None, sample_weight=None, multi_parent
     """
     H = _need_hierarchy(hierarchy, "test_errors")
     A, B = _closed_pair(H, y_true, y_pred)
-    pairs = _losses._Pairs(H, A, B)
+    pairs = _losses.LabelSetPairs(H, A, B)
     out = {}
     for name, loss in _TE_LOSSES.items():
         kw = {"multi_parent": multi_parent} if loss == "sibling" else {}
@@ -303,7 +304,7 @@ def _score_inputs(y_true, scores, classes, hierarchy, metric: str, need_hierarch
             raise InputError(f"{metric} needs classes= (the class of each score column), or "
                              "hierarchy=H to use H.leaves")
         classes = hierarchy.leaves
-    classes = _losses._class_tuple(classes)
+    classes = _losses.class_tuple(classes)
     if hierarchy is not None:
         hierarchy.indices(classes)  # every class must be a node
     R = _losses.relevance_matrix(y_true, classes)
@@ -386,7 +387,7 @@ def maximal_loss(y_true, scores, classes=None, hierarchy=None, loss="half_symmet
     classes, R, S = _score_inputs(y_true, scores, classes, H, "maximal_loss")
     L = _class_loss(H, classes, loss, loss_kwargs)
     out = np.zeros(R.shape[0])
-    for sl in _losses._chunks(R.shape[0], len(classes)):
+    for sl in _losses.row_chunks(R.shape[0], len(classes)):
         s, r = S[sl], R[sl]
         mis = r[:, :, None] & ~r[:, None, :] & (s[:, :, None] <= s[:, None, :])
         out[sl] = np.where(mis, L[None], 0.0).max(axis=(1, 2))
@@ -420,7 +421,7 @@ def parent_one_accuracy(y_true, scores, classes=None, hierarchy=None, sample_wei
     """
     H = _need_hierarchy(hierarchy, "parent_one_accuracy")
     classes, R, S = _score_inputs(y_true, scores, classes, H, "parent_one_accuracy", True)
-    Pc = _losses._parent_csr(H)[H.indices(classes)].astype(float)
+    Pc = _losses.parent_matrix(H)[H.indices(classes)].astype(float)
     same_parent = np.asarray((Pc @ Pc.T).todense()) > 0
     np.fill_diagonal(same_parent, True)
     top = np.argmax(S, axis=1)
@@ -487,8 +488,6 @@ def make_hierarchical_scorer(name: str, hierarchy=None, **kwargs):
     built with :func:`sklearn.metrics.make_scorer`, so any classifier whose ``predict``
     returns node names or label sets works in ``GridSearchCV(..., scoring=...)``.
     """
-    from sklearn.metrics import make_scorer
-
     if name not in SCORERS:
         raise InputError(f"unknown scorer {name!r}; choose one of {sorted(SCORERS)}")
     metric, greater, kind, fixed = SCORERS[name]

@@ -34,6 +34,7 @@ from ._validation import check_features
 from .exceptions import HierarchyError, InputError, LabelError
 from .hierarchy import Hierarchy
 from .kernels import Kernel, check_psd, make_kernel
+from .targets import resolve_targets
 
 __all__ = [
     "TaxonomyResult",
@@ -79,8 +80,6 @@ class TaxonomyResult:
 
 def _class_matrix(y):
     """``(classes, Y)`` with ``Y`` a bool ``(n, q)`` CSR membership matrix."""
-    from .estimators._base import resolve_targets
-
     try:
         H, classes, labels, _ = resolve_targets(y, None)
     except LabelError as exc:

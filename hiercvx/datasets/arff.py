@@ -44,7 +44,7 @@ import numpy as np
 
 from ..exceptions import DataFormatError, HierarchyError, InputError
 from ..hierarchy import Hierarchy
-from .formats import Dataset, _read_lines
+from ._common import Dataset, read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -267,7 +267,7 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
     """
     if nominal not in ("onehot", "error"):
         raise InputError(f"nominal must be 'onehot' or 'error', got {nominal!r}")
-    path, lines = _read_lines(path)
+    path, lines = read_lines(path)
     relation, attrs, start = _parse_header(lines, path, nominal)
     hier = [a for a in attrs if a.kind == "hierarchical"]
     if not hier:

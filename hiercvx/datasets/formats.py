@@ -12,18 +12,20 @@
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
+from sklearn.datasets import load_svmlight_file
 
 from ..exceptions import DataFormatError, HierarchyError, LabelError
 from ..hierarchy import Hierarchy
+from ._common import Dataset, open_text, read_lines
+from .arff import load_arff
 
 logger = logging.getLogger(__name__)
 
@@ -35,81 +37,6 @@ __all__ = [
     "load",
     "describe",
 ]
-
-
-# ---------------------------------------------------------------------- container
-@dataclass
-class Dataset:
-    """Features, labels and their hierarchy.
-
-    ``X`` is ``(n_samples, n_features)`` (dense float with NaN for missing values, or
-    CSR); ``y`` is either a list of frozensets of node names (multi-label, what the file
-    loaders return) or a 1-D array of node names (single label, what the single-label
-    generators return).  Labels are as given: *not* closed upward (use
-    ``dataset.hierarchy.closure(dataset.y)``).  Generators fill ``bayes_rule`` (an object
-    with ``predict(X)``) and ``bayes_error`` where the paper defines them.
-    """
-
-    X: np.ndarray | sp.spmatrix
-    y: list | np.ndarray
-    hierarchy: Hierarchy
-    feature_names: list = field(default_factory=list)
-    name: str = ""
-    path: Path | None = None
-    bayes_rule: object | None = None
-    bayes_error: float | None = None
-    metadata: dict = field(default_factory=dict)
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        return int(self.X.shape[1])
-
-    @property
-    def is_multilabel(self) -> bool:
-        return not isinstance(self.y, np.ndarray)
-
-    def label_sets(self) -> list[frozenset]:
-        """``y`` as a list of frozensets (single labels become singletons)."""
-        if self.is_multilabel:
-            return list(self.y)
-        return [frozenset((v,)) for v in self.y]
-
-    def closure(self, sparse: bool = True):
-        """The labels closed upward, ``(n_samples, n_nodes)`` bool (CSR by default)."""
-        return self.hierarchy.closure(self.label_sets(), sparse=sparse)
-
-    def __repr__(self) -> str:
-        kind = "multi-label" if self.is_multilabel else "single-label"
-        return (f"Dataset({self.name!r}, {self.n_samples} samples, {self.n_features} features, "
-                f"{kind}, {self.hierarchy!r})")
-
-
-def _open_text(path: Path):
-    """Open a text file, transparently gunzipping ``*.gz``; universal newlines."""
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="strict", newline=None)
-    return open(path, encoding="utf-8", errors="strict", newline=None)
-
-
-def _read_lines(path) -> tuple[Path, list[str]]:
-    path = Path(path)
-    if not path.exists():
-        raise DataFormatError("no such file; check the path", path=path)
-    if path.is_dir():
-        raise DataFormatError("is a directory, not a data file", path=path)
-    try:
-        with _open_text(path) as fh:
-            text = fh.read()
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(f"is not UTF-8 text ({exc}); convert the file to UTF-8",
-                              path=path) from None
-    except (OSError, EOFError) as exc:
-        raise DataFormatError(f"cannot be read: {exc}", path=path) from None
-    return path, text.splitlines()
 
 
 def _maybe_int(token: str):
@@ -130,7 +57,7 @@ def load_lshtc_hierarchy(path, root: Hashable | None = None) -> Hierarchy:
     Errors (a line without exactly two tokens, a self-loop, a cycle) raise
     :class:`~hiercvx.exceptions.DataFormatError` with the line number.
     """
-    path, lines = _read_lines(path)
+    path, lines = read_lines(path)
     pairs, linenos = [], []
     for k, raw in enumerate(lines, start=1):
         s = raw.strip()
@@ -162,8 +89,6 @@ def load_lshtc_hierarchy(path, root: Hashable | None = None) -> Hierarchy:
 
 def _cycle_line(edges, linenos) -> int | None:
     """The line of one edge on a cycle, to point the user at it (None if acyclic)."""
-    import networkx as nx
-
     g = nx.DiGraph()
     g.add_edges_from(edges)
     try:
@@ -234,7 +159,7 @@ def _data_line_numbers(lines) -> np.ndarray:
 
 def _locate_svmlight_error(path: Path):
     """Find the first line an SVMlight parser would reject (slow path, only after a failure)."""
-    _, lines = _read_lines(path)
+    _, lines = read_lines(path)
     for k, raw in enumerate(lines, start=1):
         s = raw.split("#", 1)[0].strip()
         if not s:
@@ -275,8 +200,6 @@ def load_libsvm(path, hierarchy=None, n_features: int | None = None,
     :class:`~hiercvx.exceptions.DataFormatError` naming the line.  Without a hierarchy
     the labels become the leaves of a flat one (every label a child of ``"<root>"``).
     """
-    from sklearn.datasets import load_svmlight_file
-
     path = Path(path)
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)
@@ -316,7 +239,7 @@ def load_libsvm(path, hierarchy=None, n_features: int | None = None,
                     unknown.append((i, v))
                     mapping[v] = None
         if unknown:
-            _, lines = _read_lines(path)
+            _, lines = read_lines(path)
             line_of = _data_line_numbers(lines)
             i, v = unknown[0]
             line = int(line_of[i]) if i < len(line_of) else None
@@ -341,7 +264,7 @@ _HIER_EXT = {".hier", ".hierarchy", ".cat_hier"}
 def _sniff(path: Path) -> str:
     """Guess the format from the first meaningful line."""
     try:
-        with _open_text(path) as fh:
+        with open_text(path) as fh:
             for raw in fh:
                 s = raw.strip()
                 if not s or s[0] in "%#":
@@ -370,8 +293,6 @@ def load(path, format: str | None = None, **kwargs) -> Dataset:
     arguments go to the loader (e.g. ``hierarchy=`` for LIBSVM).  A hierarchy file gives
     a :class:`Dataset` with no samples (``X`` of shape ``(0, 0)``).
     """
-    from .arff import load_arff
-
     path = Path(path)
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
-from .formats import Dataset
+from ._common import Dataset
 
 __all__ = [
     "make_cai_synthetic",

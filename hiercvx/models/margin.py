@@ -35,6 +35,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import InputError
+from ._base import Model, Variable
+
+__all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "slacks", "class_scores",
+           "primal_objective", "coefficients", "weights_from_coefficients", "kernel_objective",
+           "project_dual", "dual_objective", "dual_objective_linear", "check_gram"]
 
 RESCALINGS = ("slack", "margin")
 
@@ -197,3 +202,112 @@ def dual_objective_linear(alpha: np.ndarray, X, data: MarginData) -> float:
     """:func:`dual_objective` for the linear kernel without forming ``K`` (large n)."""
     W = weights_from_coefficients(coefficients(alpha, data), X, data.Lam)
     return float(data.pair_offset @ alpha) - 0.5 * float(np.sum(W * W))
+
+
+# --------------------------------------------------------------------------------------------
+# The model object both sides run on
+# --------------------------------------------------------------------------------------------
+
+def check_gram(K, n: int) -> np.ndarray:
+    """A precomputed Gram matrix: finite, ``(n, n)``, symmetric (a dense float copy)."""
+    K = np.ascontiguousarray(np.asarray(K.toarray() if sp.issparse(K) else K, dtype=float))
+    if K.shape != (n, n) or not np.all(np.isfinite(K)):
+        raise InputError(f"a precomputed kernel must be a finite ({n}, {n}) Gram matrix, got "
+                         f"shape {K.shape}")
+    if not np.allclose(K, K.T, atol=1e-10 * max(1.0, np.abs(K).max())):
+        raise InputError("the precomputed kernel matrix is not symmetric; symmetrize it")
+    return K
+
+
+class MarginModel(Model):
+    """The pairwise-ranking model on validated inputs: what the references, the fast solvers
+    and the estimators of Crammer–Singer and Cai–Hofmann share.
+
+    ``X`` are the training features (dense or CSR), or the ``(n, n)`` Gram matrix when
+    ``kernel.name == "precomputed"``; ``data`` the :class:`MarginData`; ``kernel`` a resolved
+    :class:`hiercvx.kernels.Kernel`.  With the linear kernel and class attributes
+    (``node_weights``) the primal variable is the node-weight matrix ``W`` ``(M, d)``;
+    otherwise it is the coefficient matrix ``G`` ``(n, q)`` of the representer form
+    (thesis (4.12): ``f_y = sum_i G_iy' Q_y'y k(x_i, .)``).  The dual variable is ``alpha``,
+    one entry per pair of ``data``.
+    """
+
+    method = "margin"
+    equations = {"primal": "(4.10)", "dual": "(4.15)", "recovery": "(4.12)"}
+    variables = {
+        "W": Variable("(M, d)", "node weights (linear kernel with class attributes)"),
+        "G": Variable("(n, q)", "expansion coefficients G(alpha) (other kernels)"),
+        "xi": Variable("(n,)", "one slack per example"),
+        "alpha": Variable("(P,)", "one multiplier per pair (i, y, ybar)", side="dual"),
+    }
+
+    def __init__(self, X, data: MarginData, kernel, classes=None):
+        self.X, self.data, self.kernel = X, data, kernel
+        self.classes = classes
+        self._K = None
+
+    # what the model is ----------------------------------------------------------------------
+    @property
+    def precomputed(self) -> bool:
+        return self.kernel.name == "precomputed"
+
+    @property
+    def node_weights(self) -> bool:
+        """Whether the primal variable is ``W`` (linear kernel with class attributes)."""
+        return self.kernel.is_linear and self.data.Lam is not None
+
+    @property
+    def Lam(self):
+        return self.data.Lam
+
+    @property
+    def K(self) -> np.ndarray:
+        """The training Gram matrix (formed on first use; never for ``node_weights``)."""
+        if self._K is None:
+            self._K = (self.X if self.precomputed
+                       else np.ascontiguousarray(self.kernel(self.X, self.X), dtype=float))
+        return self._K
+
+    # the Model interface ---------------------------------------------------------------------
+    def weights_from_dual(self, alpha) -> np.ndarray:
+        """``W(alpha)`` (thesis (4.12)) or ``G(alpha)``, the primal variable at ``alpha``."""
+        G = coefficients(alpha, self.data)
+        return weights_from_coefficients(G, self.X, self.data.Lam) if self.node_weights else G
+
+    def objective(self, weights, C: float = 1.0) -> float:
+        """Thesis (4.10) at ``W`` (or at the representer coefficients ``G``), slacks recomputed."""
+        if self.node_weights:
+            return primal_objective(np.asarray(weights, dtype=float), self.X, self.data, C)
+        return kernel_objective(np.asarray(weights, dtype=float), self.K, self.data, C)
+
+    def lower_bound(self, dual, C: float = 1.0) -> float:
+        """Thesis (4.14) at ``alpha`` projected onto the dual feasible set (weak duality)."""
+        alpha = project_dual(dual, self.data, C)
+        if self.node_weights:
+            return dual_objective_linear(alpha, self.X, self.data)
+        return dual_objective(alpha, self.K, self.data)
+
+    def scores(self, weights, X) -> np.ndarray:
+        """Class scores ``(m, q)``: ``X W^T Lam^T`` (thesis (3.8)) or ``k(X, X_train) G Q``
+        (``X`` the ``(m, n)`` kernel rows when precomputed)."""
+        if self.node_weights:
+            return class_scores(weights, X, self.data.Lam)
+        Knew = np.asarray(X, dtype=float) if self.precomputed else self.kernel(X, self.X)
+        return Knew @ weights @ self.data.Q
+
+    def oracle(self, scores, *args, **kwargs):
+        """Per example the most violated pair (thesis (4.24): largest ``(b_p - (S_iy -
+        S_iybar)) / cost_p``): ``(y, ybar, violation)`` arrays of length n (``-1`` and
+        ``-inf`` for an example without pairs)."""
+        S = np.asarray(scores, dtype=float)
+        d = self.data
+        H = (d.pair_offset - (S[d.pair_i, d.pair_y] - S[d.pair_i, d.pair_ybar])) / d.pair_cost
+        n = d.n_samples
+        viol = np.full(n, -np.inf)
+        np.maximum.at(viol, d.pair_i, H)
+        best = np.full(n, -1, dtype=np.int64)
+        hit = np.flatnonzero(H >= viol[d.pair_i])
+        best[d.pair_i[hit[::-1]]] = hit[::-1]  # the first pair in order among ties
+        y = np.where(best >= 0, d.pair_y[np.maximum(best, 0)], -1)
+        ybar = np.where(best >= 0, d.pair_ybar[np.maximum(best, 0)], -1)
+        return y, ybar, viol

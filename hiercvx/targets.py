@@ -1,0 +1,135 @@
+"""Targets of classification, turned into what the formulations take: the hierarchy, the
+classes, one label or one label set per sample, and whether the task is multi-label.
+
+Core (it imports only the hierarchy and scikit-learn's target checks), so that both the
+estimators and :mod:`hiercvx.taxonomy` use it without importing each other.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
+
+from .exceptions import InputError, LabelError
+from .hierarchy import Hierarchy
+
+__all__ = ["resolve_targets", "resolve_training_targets", "is_multilabel_target", "flat_hierarchy",
+           "class_array", "sort_key", "ravel_column_target"]
+
+
+def ravel_column_target(y):
+    """A column vector ``y`` ``(n, 1)`` becomes ``(n,)`` (one label per sample) with a
+    ``DataConversionWarning``, as scikit-learn's classifiers do; anything else is returned as is."""
+    if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                      "raveled (one label per sample)", DataConversionWarning,
+                      stacklevel=3)  # points at the caller of the estimator's fit
+        y = y.ravel()
+    return y
+
+
+def resolve_training_targets(y, hierarchy: Hierarchy | None, n_samples: int):
+    """:func:`resolve_targets` for ``fit``, which also needs one entry of ``y`` per row of
+    ``X`` (``n_samples``).  Returns ``(H, classes, labels, multilabel)``."""
+    H, classes, labels, multilabel = resolve_targets(y, hierarchy)
+    if len(labels) != n_samples:
+        raise InputError(f"y has {len(labels)} entries but X has {n_samples} rows")
+    return H, classes, labels, multilabel
+
+
+def is_multilabel_target(y) -> bool:
+    """True for a list of label sets or a 2-D indicator; False for one label per sample."""
+    if sp.issparse(y):
+        return True
+    if isinstance(y, np.ndarray):
+        return y.ndim == 2 and y.shape[1] > 1
+    for item in y:
+        if isinstance(item, (set, frozenset, list)) or (isinstance(item, np.ndarray) and item.ndim):
+            return True
+        if isinstance(item, tuple):
+            return True
+        return False
+    return False
+
+
+def flat_hierarchy(classes) -> Hierarchy:
+    """A one-level hierarchy: an artificial root above every class (flat classification)."""
+    root = "<root>"
+    while root in set(classes):
+        root = root + "_"
+    return Hierarchy([(root, c) for c in classes], root=root)
+
+
+def resolve_targets(y, hierarchy: Hierarchy | None):
+    """Turn ``y`` into ``(H, classes, labels, multilabel)``.
+
+    ``labels`` is what the formulations take: node names (single) or label sets.  Without a
+    hierarchy the classes are the sorted unique labels under one artificial root.
+    """
+    if y is None:
+        raise LabelError("this estimator requires y to be passed, but the target y is None")
+    if not isinstance(y, (list, tuple, np.ndarray)) and not sp.issparse(y):
+        y = np.asarray(y)
+    multilabel = is_multilabel_target(y)
+    if not multilabel:
+        yy = np.asarray(y)
+        check_classification_targets(yy.ravel() if yy.ndim == 2 and yy.shape[1] == 1 else yy)
+    if multilabel:
+        if sp.issparse(y) or isinstance(y, np.ndarray):
+            Yi = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y) != 0)
+            if hierarchy is None:
+                classes = np.arange(Yi.shape[1])
+            else:
+                classes = class_array(hierarchy.leaves)
+                if Yi.shape[1] != len(classes):
+                    raise LabelError(f"an indicator y needs one column per leaf of the hierarchy "
+                                     f"({len(classes)}), got {Yi.shape[1]}")
+            labels = [frozenset(classes[Yi.indices[Yi.indptr[i]:Yi.indptr[i + 1]]].tolist())
+                      for i in range(Yi.shape[0])]
+        else:
+            labels = [frozenset(item) for item in y]
+            if hierarchy is None:
+                classes = class_array(sorted({v for s in labels for v in s}, key=sort_key))
+            else:
+                classes = class_array(hierarchy.leaves)
+    else:
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn does
+        if y.ndim != 1:
+            raise LabelError(f"y must be 1-D (one label per sample) or a list of label sets, got shape {y.shape}")
+        labels = list(y.tolist())
+        if hierarchy is None:
+            classes = np.unique(y)
+        else:
+            classes = class_array(hierarchy.leaves)
+    if hierarchy is None:
+        if len(classes) < 2:
+            raise LabelError(f"need at least two classes, got {len(classes)} ({list(classes)!r})")
+        hierarchy = flat_hierarchy(list(classes.tolist()))
+    elif not isinstance(hierarchy, Hierarchy):
+        raise LabelError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
+    return hierarchy, classes, labels, multilabel
+
+
+def class_array(values) -> np.ndarray:
+    """Class names as an array of their common type (int, str, ...); object dtype only when
+    the names mix types, so that nothing is silently converted to strings."""
+    values = list(values)
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.dtype.kind not in "iufbU" or any(
+            type(a) is not type(values[0]) for a in values):
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+    return arr
+
+
+def sort_key(v: Hashable):
+    """Sort key of class names of mixed types: by type name, then by value."""
+    return (type(v).__name__, v)

@@ -1,0 +1,163 @@
+"""``hiercvx verify``: does every fast solver agree with its certified reference?
+
+For every registered method (:mod:`hiercvx.methods`) and each of its built-in problems (one
+per structure it supports: tree, DAG, multi-label, partial paths, sparse inputs), solve the
+reference primal and, where declared, the dual, run each fast solver on the method's model,
+and compare:
+
+- the reference is certified (``Solution`` raises otherwise) and its primal and dual optima
+  agree: ``|primal - dual| <= DUAL_RTOL * max(1, |primal|)``;
+- each fast solver converged, its objective is within the solver's registered ``rtol`` of
+  the reference optimum, and weak duality holds across the two
+  (:func:`hiercvx.testing.fast_vs_reference`).
+
+One :class:`Row` per (method, case, fast solver); :func:`format_table` prints them as the
+table of the issue: method | paper eq. | case | reference objective | primal - dual | gap |
+fast solver | fast objective | rel. diff | speedup | status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from . import methods as registry
+from .exceptions import HierCVXError
+from .testing import fast_vs_reference
+
+__all__ = ["Row", "verify", "verify_method", "format_table", "write_json", "DUAL_RTOL"]
+
+logger = logging.getLogger(__name__)
+
+#: relative difference allowed between the certified primal and dual optima (each within
+#: its own gap tolerance of 1e-6, the two solved by different routes)
+DUAL_RTOL = 1e-5
+
+
+@dataclass
+class Row:
+    """One line of the verification table (``nan`` where a number does not apply)."""
+
+    method: str
+    equations: str
+    case: str
+    reference_objective: float
+    primal_minus_dual: float
+    reference_gap: float
+    fast_solver: str
+    fast_objective: float
+    rel_diff: float
+    speedup: float
+    status: str
+    reference_seconds: float = float("nan")
+    fast_seconds: float = float("nan")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _reference(method, case):
+    """Certified primal (and dual) on ``case``: ``(primal, primal - dual, problem, seconds)``."""
+    primal, seconds = _timed(lambda: method.build("primal", case).solve())
+    diff, problem = float("nan"), ""
+    if "dual" in method.references:
+        dual = method.build("dual", case).solve()
+        diff = primal.objective - dual.lower_bound
+        if abs(diff) > DUAL_RTOL * max(1.0, abs(primal.objective)):
+            problem = (f"primal optimum {primal.objective:.10g} and dual optimum "
+                       f"{dual.lower_bound:.10g} differ by {diff:.3e}")
+    return primal, diff, problem, seconds
+
+
+def verify_method(method, quick: bool = True, progress=None) -> list[Row]:
+    """The rows of one registered method over its built-in cases."""
+    rows = []
+    equations = ", ".join(f"{v}" for v in method.equations.values())
+    for case in method.cases(quick):
+        label = f"{case.structure}: {case.name}" if case.name != case.structure else case.name
+        try:
+            ref, diff, problem, t_ref = _reference(method, case)
+        except HierCVXError as exc:
+            rows.append(Row(method.name, equations, label, float("nan"), float("nan"), float("nan"),
+                            "-", float("nan"), float("nan"), float("nan"),
+                            f"REFERENCE FAILED: {exc}"))
+            continue
+        if not method.fast_solvers:
+            rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, "-",
+                            float("nan"), float("nan"), float("nan"), problem or "ok", t_ref))
+        for name in method.fast_solvers:
+            fast_solver = method.fast_solvers[name]
+            try:
+                fast, t_fast = _timed(lambda: method.run_fast(name, case))
+            except HierCVXError as exc:
+                rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, name,
+                                float("nan"), float("nan"), float("nan"), f"FAST FAILED: {exc}", t_ref))
+                continue
+            reason = problem or fast_vs_reference(fast, ref, fast_solver.rtol)
+            rel = abs(fast.objective - ref.objective) / max(1.0, abs(ref.objective))
+            rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, name,
+                            float(fast.objective), rel, t_ref / max(t_fast, 1e-9),
+                            "ok" if not reason else f"DISAGREE: {reason}", t_ref, t_fast))
+        if progress is not None:
+            progress.update(1)
+    return rows
+
+
+def verify(names=None, quick: bool = True, verbose: bool = True) -> list[Row]:
+    """Verify the registered methods ``names`` (all when ``None``); a tqdm bar over the cases
+    unless ``verbose=False``."""
+    chosen = [registry.get(n) for n in (names or registry.names())]
+    n_cases = sum(len(m.cases(quick)) for m in chosen)
+    rows = []
+    with tqdm(total=n_cases, desc="verify", unit="case", disable=not verbose, leave=False) as bar:
+        for method in chosen:
+            bar.set_postfix_str(method.name)
+            rows.extend(verify_method(method, quick=quick, progress=bar))
+    return rows
+
+
+def _num(x, fmt):
+    return "-" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def format_table(rows) -> str:
+    """The rows as a fixed-width table, then one line per disagreement naming its case."""
+    head = ("method", "paper eq.", "case", "reference obj.", "primal - dual", "gap", "fast solver",
+            "fast obj.", "rel. diff", "speedup", "status")
+    body = [(r.method, r.equations, r.case, _num(r.reference_objective, ".8g"),
+             _num(r.primal_minus_dual, ".1e"), _num(r.reference_gap, ".1e"), r.fast_solver,
+             _num(r.fast_objective, ".8g"), _num(r.rel_diff, ".1e"),
+             _num(r.speedup, ".1f") + ("x" if np.isfinite(r.speedup) else ""),
+             "ok" if r.ok else r.status.split(":")[0]) for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip()
+             for line in (head, tuple("-" * w for w in widths), *body)]
+    bad = [r for r in rows if not r.ok]
+    lines.append("")
+    lines.append(f"{len(rows) - len(bad)} of {len(rows)} agree")
+    for r in bad:
+        lines.append(f"  {r.method} / {r.case} / {r.fast_solver}: {r.status}")
+    return "\n".join(lines)
+
+
+def write_json(rows, path) -> None:
+    """The rows as a JSON list (``NaN`` written as ``null``)."""
+    def clean(v):
+        return None if isinstance(v, float) and not np.isfinite(v) else v
+
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump([{k: clean(v) for k, v in asdict(r).items()} | {"ok": r.ok} for r in rows], fh,
+                  indent=1)
+

@@ -1,0 +1,174 @@
+"""The method registry, the one result type, ``hiercvx verify`` and the package's import layers."""
+
+import ast
+import json
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+
+from hiercvx import cli, methods
+from hiercvx.methods import Case, FastSolver, Method
+from hiercvx.models import Model
+from hiercvx.result import Solution
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "hiercvx"
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_entry_is_complete(name):
+    m = methods.get(name)
+    assert m.title and m.paper and m.equations and m.equations.get("primal")
+    assert (ROOT / m.sheet).is_file(), f"{name}: sheet {m.sheet} missing"
+    assert issubclass(m.estimator_class, BaseEstimator)
+    cases = m.cases(True)
+    assert cases, f"{name} has no built-in problems"
+    covered = {c.structure for c in cases}
+    assert set(m.structures) <= covered, f"{name}: no case for {set(m.structures) - covered}"
+    assert all(isinstance(c, Case) for c in cases)
+    assert all(isinstance(s, FastSolver) for s in m.fast_solvers.values())
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_model_recomputes_the_reference_objective(name):
+    """The model's objective at the reference's weights is the reference's recomputed objective,
+    and the reference and every fast solver return the one result type."""
+    m = methods.get(name)
+    case = m.cases(True)[0]
+    model = m.model(case)
+    assert isinstance(model, Model)
+    assert model.variables and model.equations
+    sol = m.build("primal", case).solve()
+    assert type(sol) is Solution
+    value = model.objective(sol.weights, **case.params)
+    assert value == pytest.approx(sol.objective, rel=1e-7, abs=1e-9)
+    for solver in m.fast_solvers:
+        assert type(m.run_fast(solver, case)) is Solution
+
+
+def test_get_refuses_an_unknown_method():
+    with pytest.raises(ValueError, match="registered methods"):
+        methods.get("no-such-method")
+
+
+def _broken_method(base: Method) -> Method:
+    """``base`` with a fast solver that answers 1% above the optimum."""
+    good = next(iter(base.fast_solvers.values()))
+
+    def off_by_one_percent(model, **kw):
+        sol = good.solve(model, **kw)
+        return Solution(objective=sol.objective * 1.01 + 0.01, lower_bound=sol.lower_bound,
+                        weights=sol.weights, solver="broken")
+
+    return Method(**{**base.__dict__, "name": "broken",
+                     "fast_solvers": {"broken": FastSolver("broken", off_by_one_percent, "wrong on purpose",
+                                                           good.options, good.rtol)}})
+
+
+def test_verify_exits_1_and_names_the_case(monkeypatch, capsys, tmp_path):
+    base = next(m for m in methods.REGISTRY.values() if m.fast_solvers)
+    monkeypatch.setitem(methods.REGISTRY, "broken", _broken_method(base))
+    out_json = tmp_path / "rows.json"
+    code = cli.main(["verify", "broken", "--quick", "--quiet", "--json", str(out_json)])
+    text = capsys.readouterr().out
+    assert code == 1
+    case = base.cases(True)[0]
+    assert "DISAGREE" in text and f"broken / {case.structure}" in text
+    rows = json.loads(out_json.read_text())
+    assert rows and not any(r["ok"] for r in rows)
+
+
+def test_verify_passes_on_a_registered_method(capsys):
+    name = next(m.name for m in methods.REGISTRY.values() if m.fast_solvers)
+    assert cli.main(["verify", name, "--quick", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "agree" in text and "speedup" in text
+
+
+def test_verify_refuses_an_unknown_method(capsys):
+    assert cli.main(["verify", "no-such-method", "--quiet"]) == 2
+    assert "registered methods" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ import layers
+#: the layers of DESIGN.md, bottom up; a module may import its own layer or a lower one
+LAYERS = {
+    "exceptions": 0, "result": 0, "_sparse": 0, "_validation": 1, "hierarchy": 1, "kernels": 1,
+    "targets": 2, "losses": 2, "inference": 2, "metrics": 2, "reference": 2, "datasets": 2,
+    "taxonomy": 2, "models": 3, "formulations": 4, "solvers": 4, "methods": 5, "estimators": 6,
+    "testing": 3, "verify": 6, "demo": 7, "cli": 8, "__init__": 9, "__main__": 9,
+}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if node.level:
+        base = base[: len(base) - node.level + 1]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    if not target.startswith("hiercvx"):
+        return []
+    if node.module is None or node.level and not node.module:
+        return [f"{target}.{a.name}" for a in node.names]
+    return [target]
+
+
+def _imports():
+    """(importer, imported, line, in_function, names) for every import of a hiercvx module."""
+    for module, path in _modules():
+        tree = ast.parse(path.read_text())
+        is_package = path.name == "__init__.py"
+        functions = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                for target in _resolve(module, is_package, node):
+                    yield module, target, node.lineno, id(node) in functions, [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("hiercvx"):
+                        yield module, a.name, node.lineno, id(node) in functions, []
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1]] if len(parts) > 1 else LAYERS["__init__"]
+
+
+def test_no_function_local_imports_of_the_package():
+    local = [f"{m}:{line} imports {t}" for m, t, line, inside, _ in _imports() if inside]
+    assert not local, "function-local imports:\n" + "\n".join(local)
+
+
+def test_imports_flow_down():
+    up = [f"{m} (layer {_layer(m)}) imports {t} (layer {_layer(t)})"
+          for m, t, _, _, _ in _imports() if _layer(t) > _layer(m)]
+    assert not up, "upward imports:\n" + "\n".join(up)
+
+
+def test_no_import_circles():
+    known = {m for m, _ in _modules()}
+    graph = nx.DiGraph()
+    for m, t, _, _, _ in _imports():
+        while t not in known and "." in t:  # "pkg.mod.name" -> "pkg.mod"
+            t = t.rsplit(".", 1)[0]
+        if t != m and not m.startswith(t + ".") and not t.startswith(m + "."):
+            graph.add_edge(m, t)
+    cycles = list(nx.simple_cycles(graph))
+    assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_private_names_across_modules():
+    private = [f"{m} takes {n} from {t}" for m, t, _, _, names in _imports() for n in names
+               if n.startswith("_") and not n.startswith("__")]
+    assert not private, "private names imported across modules:\n" + "\n".join(private)
