@@ -1,7 +1,10 @@
 """hiercvx: hierarchical classification as convex optimization you can trust.
 
 Exact references (CVXPY primal/dual with certificates), fast solvers checked against
-them, and scikit-learn estimators.  See DESIGN.md for the public contract.
+them, and scikit-learn estimators.  Layers, bottom up: the mathematics of label spaces
+(``Hierarchy``, losses, inference) -> ``models`` (one per paper) -> ``formulations`` (CVXPY
+declarations) and ``solvers`` (fast algorithms), both returning :class:`Solution` ->
+``methods`` (the registry) -> ``estimators``, ``testing``, ``verify`` -> the ``hiercvx`` command.
 """
 
 from .exceptions import (
@@ -16,6 +19,7 @@ from .exceptions import (
 )
 from .hierarchy import Hierarchy, class_attributes
 from .reference import ReferenceProblem, ReferenceSolution
+from .result import Solution
 from . import losses, metrics, taxonomy  # noqa: E402  (hc.losses.<loss>, hc.metrics.<metric>)
 
 __version__ = "0.1.0"
@@ -24,6 +28,7 @@ __all__ = [
     "Hierarchy",
     "ReferenceProblem",
     "ReferenceSolution",
+    "Solution",
     "losses",
     "metrics",
     "taxonomy",
