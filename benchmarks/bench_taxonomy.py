@@ -29,7 +29,7 @@ from sklearn.model_selection import train_test_split
 from hiercvx import metrics, taxonomy
 from hiercvx.datasets.arff import load_arff
 from hiercvx.estimators import HierarchicalSVC
-from hiercvx.estimators._base import flat_hierarchy
+from hiercvx.targets import flat_hierarchy
 from hiercvx.estimators.perceptron import HierarchicalPerceptron
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"

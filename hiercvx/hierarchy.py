@@ -678,7 +678,3 @@ def class_attributes(H: Hierarchy, classes=None, scheme: str | Callable = "indic
     if scheme in ("tree_depth", "class_depth") or not include_root:
         lam[:, 0] = 0.0  # the depth schemes give the root t = 0 (thesis 7.2)
     return lam
-
-
-# the former private name, until formulations/nhsvm.py imports the public one
-_is_label_set = is_label_set

@@ -702,7 +702,3 @@ def best_leaf(scores, H: Hierarchy, return_indicator: bool = False):
         Z = H.ancestor_matrix[best].toarray().astype(bool)
         return Z[0] if single else Z
     return int(best[0]) if single else best
-
-
-# the former private name, until formulations/nhsvm.py imports the public one
-_as_loss = as_loss

@@ -122,14 +122,16 @@ class Solution:
         """Absolute gap ``objective - lower_bound`` (qpsolvers' name)."""
         return float(self.objective) - float(self.lower_bound)
 
-    def warn_unless_converged(self, unit: str = "iterations", stacklevel: int = 2) -> None:
+    def warn_unless_converged(self, unit: str = "iterations", stacklevel: int = 2,
+                              reason: str | None = None) -> None:
         """The one ``ConvergenceWarning`` of hiercvx, issued when a solver stopped above ``tol``
-        (``stacklevel`` counted from the caller of this method)."""
+        (``stacklevel`` counted from the caller of this method).  ``reason`` replaces the gap
+        sentence for solvers without a certificate (a perceptron on non-separable data)."""
         if not self.converged:
+            what = reason or (f"with a certified relative duality gap of {self.gap:.3e} > "
+                              f"tol={self.tol:g}; raise max_iter or tol")
             warnings.warn(f"{self.name or self.solver or 'the solver'} stopped after {self.n_iter} "
-                          f"{unit} with a certified relative duality gap of {self.gap:.3e} > "
-                          f"tol={self.tol:g}; raise max_iter or tol", ConvergenceWarning,
-                          stacklevel=stacklevel + 1)
+                          f"{unit} {what}", ConvergenceWarning, stacklevel=stacklevel + 1)
 
     def certificate(self) -> str:
         """A readable certificate."""

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hiercvx as hc
+from hiercvx._sparse import expand_ranges
 from hiercvx.exceptions import HierarchyError, LabelError
 
 
@@ -225,8 +226,6 @@ def test_self_leaves_order_does_not_depend_on_the_callers_order(tree):
 
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=12))
 def test_expand_ranges_is_concatenated_aranges(pairs):
-    from hiercvx._sparse import expand_ranges
-
     starts = np.array([s for s, _ in pairs], dtype=np.int64)
     counts = np.array([c for _, c in pairs], dtype=np.int64)
     expected = np.concatenate([np.arange(s, s + c) for s, c in pairs] + [np.zeros(0, np.int64)])

@@ -6,6 +6,7 @@ Independent route: a plain-Python transcription of Algorithms 4 / 6 / 7 and of t
 all intermediate weight vectors.
 """
 
+import pickle
 import warnings
 
 import numpy as np
@@ -22,6 +23,7 @@ from hiercvx.estimators.perceptron import HierarchicalPerceptron
 from hiercvx.formulations import hsvm
 from hiercvx.models import margin as _margin
 from hiercvx.kernels import gram
+from hiercvx.result import Solution
 from hiercvx.solvers import perceptron as P
 
 SETTINGS = settings(max_examples=25, deadline=None,
@@ -237,6 +239,45 @@ def test_flat_perceptron_is_algorithm_3():
     est = HierarchicalPerceptron(max_epochs=3, shuffle=False).fit(X, y)
     assert np.allclose(est.decision_function(X), X @ Wc.T)
     assert np.array_equal(est.predict(X), np.argmax(X @ Wc.T, axis=1))
+
+
+@pytest.mark.parametrize("variant,update,form,kernel", [
+    ("online", "perceptron", "primal", "linear"), ("averaged", "hieron", "primal", "linear"),
+    ("online", "hieron", "dual", "rbf"), ("minover", "perceptron", "dual", "linear")])
+def test_the_result_is_a_solution_reporting_the_training_hinge(variant, update, form, kernel):
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
+    X, data = _problem(H, 30, 3, 3, multilabel=True)
+    res = P.perceptron(X, data, variant=variant, update=update, form=form, kernel=kernel, sigma=1.0,
+                       max_epochs=3)
+    assert isinstance(res, Solution) and res.solver == "perceptron"
+    assert res.variant == variant and res.update == update and res.form == form
+    # objective: the hinge of (4.10) at the returned classifier; no certificate
+    S = res.class_scores(X)
+    assert res.objective == pytest.approx(float(data.Cw @ _margin.slacks(S, data)), rel=1e-12, abs=1e-12)
+    assert res.lower_bound == -np.inf
+    margins = S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar]
+    worst = np.full(data.n_samples, np.inf)
+    np.minimum.at(worst, data.pair_i, margins)
+    assert res.n_violated == int(np.sum(worst <= 0))
+    assert res.n_iter == res.n_epochs and res.status == ("separated" if res.converged else "iteration_limit")
+    assert np.array_equal(res.support, np.flatnonzero(np.diff(res.coefficients.indptr) > 0))
+    if variant != "minover":  # one entry per epoch; the log holds every update
+        assert len(res.history["violations"]) == len(res.history["updates"]) == res.n_epochs
+        assert sum(res.history["updates"]) == res.n_updates == len(res.log)
+        assert res.converged == (res.history["violations"][-1] == 0)
+    # the classifier travels with the solution (estimators are pickled)
+    again = pickle.loads(pickle.dumps(res))
+    assert np.allclose(again.class_scores(X), S)
+
+
+def test_the_objective_follows_the_rescaling_of_the_margin_model():
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b"})
+    X, data = _problem(H, 25, 3, 4, multilabel=True)
+    margin_model = _margin.margin_data(data.Y, data.loss, Lam=data.Lam, rescaling="margin")
+    for model in (data, margin_model):
+        res = P.perceptron(X, model, max_epochs=2)
+        S = res.class_scores(X)
+        assert res.objective == pytest.approx(float(model.Cw @ _margin.slacks(S, model)), rel=1e-12)
 
 
 # ------------------------------------------------------------------------------ Proposition 5

@@ -13,6 +13,7 @@ from scipy.cluster import hierarchy as sch
 
 import hiercvx as hc
 from hiercvx import taxonomy as T
+from hiercvx.estimators.perceptron import HierarchicalPerceptron
 from hiercvx.kernels import make_kernel
 
 
@@ -149,8 +150,6 @@ def test_centroid_distances_multilabel_and_kernels():
 
 
 def test_learned_hierarchy_trains_a_hierarchical_estimator():
-    from hiercvx.estimators.perceptron import HierarchicalPerceptron
-
     X, y, _ = _planted(0, n=200)
     H = T.learn_hierarchy(X, y)
     # classes 1 apart, 200 away from the origin: a local (rbf) kernel, not a linear one

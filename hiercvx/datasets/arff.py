@@ -280,113 +280,10 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
     hattr = hier[0]
     readings, parts = _readings(hattr.values, dialect, path, hattr.line)
     feat_attrs = [a for a in attrs if a.kind != "hierarchical"]
-    n_attr = len(attrs)
-
-    # data rows, with their line numbers (1-based) for error messages
-    body = lines[start:]
-    keep = [i for i, raw in enumerate(body) if (t := raw.strip()) and t[0] != "%"]
-    rows = [body[i] for i in keep]
-    linenos = np.asarray(keep, dtype=np.int64) + start + 1
-    n = len(rows)
-    for i, raw in enumerate(rows):
-        if raw.lstrip().startswith("{"):
-            raise DataFormatError("sparse ARFF rows ('{index value, ...}') are not supported; "
-                                  "write the rows in dense form", path=path, line=int(linenos[i]))
-        break  # a sparse file has sparse rows from the first one on
-    counts = np.fromiter((r.count(",") for r in rows), dtype=np.int64, count=n)
-    bad = np.flatnonzero(counts != n_attr - 1)
-    if bad.size:
-        i = int(bad[0])
-        raise DataFormatError(f"this row has {counts[i] + 1} comma-separated fields but the header "
-                              f"declares {n_attr} attributes", path=path, line=int(linenos[i]))
-
-    if hattr.position == n_attr - 1:
-        split = [r.rpartition(",") for r in rows]
-        feature_lines = [s[0] for s in split]
-        label_strings = [s[2].strip() for s in split]
-    else:
-        fields = [r.split(",") for r in rows]
-        p = hattr.position
-        label_strings = [f[p].strip() for f in fields]
-        feature_lines = [",".join(f[:p] + f[p + 1:]) for f in fields]
-
-    # features: one vectorized parse of the numeric block
-    num_idx = [j for j, a in enumerate(feat_attrs) if a.kind == "numeric"]
-    nom_idx = [j for j, a in enumerate(feat_attrs) if a.kind == "nominal"]
-    all_names = []
-    for a in feat_attrs:
-        all_names += [a.name] if a.kind == "numeric" else [f"{a.name}={v}" for v in a.values]
-    if n == 0 or not feat_attrs:
-        X = np.empty((n, len(all_names)))
-        feature_names = all_names
-    else:
-        text = "\n".join(feature_lines)
-        X_num = np.empty((n, 0))
-        if num_idx:
-            try:
-                X_num = np.loadtxt(io.StringIO(text.replace(_MISSING, "nan")), delimiter=",",
-                                   comments=None, ndmin=2, dtype=float,
-                                   usecols=num_idx if nom_idx else None)
-            except ValueError:
-                _locate_bad_value(feature_lines, linenos, feat_attrs, path)
-            if X_num.shape[0] != n:  # loadtxt skips lines it sees as empty
-                _locate_bad_value(feature_lines, linenos, feat_attrs, path)
-        if not nom_idx:
-            X = X_num
-            feature_names = [a.name for a in feat_attrs]
-        else:
-            S = np.loadtxt(io.StringIO(text), delimiter=",", comments=None, ndmin=2, dtype=str,
-                           usecols=nom_idx)
-            blocks, feature_names = [], []
-            num_col = {j: c for c, j in enumerate(num_idx)}
-            nom_col = {j: c for c, j in enumerate(nom_idx)}
-            for j, a in enumerate(feat_attrs):
-                if a.kind == "numeric":
-                    blocks.append(X_num[:, num_col[j]:num_col[j] + 1])
-                    feature_names.append(a.name)
-                else:
-                    values = np.char.strip(S[:, nom_col[j]])
-                    block, names = _encode_nominal(values, a, linenos, path)
-                    blocks.append(block)
-                    feature_names += names
-            X = np.hstack(blocks)
-            logger.info("%s: one-hot encoded %d nominal attribute(s)", path, len(nom_idx))
-
-    # labels: parse each distinct label string once
-    y: list = []
-    reading = readings[0]
-    if n:
-        uniq, first, inv = np.unique(np.asarray(label_strings, dtype=str), return_index=True,
-                                     return_inverse=True)
-        sets = []
-        for s, f in zip(uniq, first):
-            s = str(s)
-            if s in ("", _MISSING):
-                sets.append(frozenset())
-                continue
-            members = [m.strip() for m in s.split(_LABEL_SEP)]
-            if any(m == "" for m in members):
-                raise DataFormatError(f"label list {s!r} has an empty label (doubled or trailing "
-                                      f"'{_LABEL_SEP}')", path=path, line=int(linenos[f]))
-            sets.append(frozenset(members))
-        used = set().union(*sets)
-        fits = [r for r in readings if used <= r[1]]
-        reading = fits[0] if fits else readings[0]
-        unknown = used - reading[1]
-        if unknown:
-            # first row holding an unknown label
-            f_bad = min(int(f) for s, f in zip(sets, first) if s & unknown)
-            lab = sorted(next(s for s, f in zip(sets, first) if int(f) == f_bad) & unknown)[0]
-            raise DataFormatError(
-                f"label {lab!r} is not declared in the hierarchy of attribute {hattr.name!r} "
-                f"({len(unknown)} undeclared label(s) in the file); add it to the class list",
-                path=path, line=int(linenos[f_bad]))
-        inv = inv.ravel()
-        y = [sets[i] for i in inv]
-        n_empty = sum(1 for s in sets if not s)
-        if n_empty:
-            n_rows = int(sum(1 for i in inv if not sets[i]))
-            logger.warning("%s: %d row(s) have no label ('?' or empty class field)", path, n_rows)
+    rows, linenos = _data_rows(lines, start, len(attrs), path)
+    feature_lines, label_strings = _split_class_field(rows, hattr.position, len(attrs))
+    X, feature_names, nom_idx = _parse_features(feature_lines, feat_attrs, linenos, path)
+    y, reading = _parse_labels(label_strings, readings, linenos, hattr, path)
     dialect_used = reading[0]
     H = _build_hierarchy(dialect_used, hattr.values, parts, path, hattr.line)
     name = path.name
@@ -397,3 +294,111 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
                    metadata={"format": "arff", "relation": relation, "dialect": dialect_used,
                              "class_attribute": hattr.name,
                              "nominal_attributes": [feat_attrs[j].name for j in nom_idx]})
+
+
+def _data_rows(lines, start: int, n_attr: int, path):
+    """The data rows after ``@DATA`` (blank and ``%`` lines dropped) and their 1-based line
+    numbers; sparse rows and rows with the wrong number of fields are refused."""
+    body = lines[start:]
+    keep = [i for i, raw in enumerate(body) if (t := raw.strip()) and t[0] != "%"]
+    rows = [body[i] for i in keep]
+    linenos = np.asarray(keep, dtype=np.int64) + start + 1
+    if rows and rows[0].lstrip().startswith("{"):  # a sparse file has sparse rows from the first on
+        raise DataFormatError("sparse ARFF rows ('{index value, ...}') are not supported; "
+                              "write the rows in dense form", path=path, line=int(linenos[0]))
+    counts = np.fromiter((r.count(",") for r in rows), dtype=np.int64, count=len(rows))
+    bad = np.flatnonzero(counts != n_attr - 1)
+    if bad.size:
+        i = int(bad[0])
+        raise DataFormatError(f"this row has {counts[i] + 1} comma-separated fields but the header "
+                              f"declares {n_attr} attributes", path=path, line=int(linenos[i]))
+    return rows, linenos
+
+
+def _split_class_field(rows, position: int, n_attr: int):
+    """``(feature_lines, label_strings)``: every row without / with only its class field."""
+    if position == n_attr - 1:
+        split = [r.rpartition(",") for r in rows]
+        return [s[0] for s in split], [s[2].strip() for s in split]
+    fields = [r.split(",") for r in rows]
+    return ([",".join(f[:position] + f[position + 1:]) for f in fields],
+            [f[position].strip() for f in fields])
+
+
+def _parse_features(feature_lines, feat_attrs, linenos, path):
+    """``(X, feature_names, nominal_indices)``: one vectorized parse of the numeric block,
+    nominal attributes one-hot encoded."""
+    n = len(feature_lines)
+    num_idx = [j for j, a in enumerate(feat_attrs) if a.kind == "numeric"]
+    nom_idx = [j for j, a in enumerate(feat_attrs) if a.kind == "nominal"]
+    all_names = []
+    for a in feat_attrs:
+        all_names += [a.name] if a.kind == "numeric" else [f"{a.name}={v}" for v in a.values]
+    if n == 0 or not feat_attrs:
+        return np.empty((n, len(all_names))), all_names, nom_idx
+    text = "\n".join(feature_lines)
+    X_num = np.empty((n, 0))
+    if num_idx:
+        try:
+            X_num = np.loadtxt(io.StringIO(text.replace(_MISSING, "nan")), delimiter=",",
+                               comments=None, ndmin=2, dtype=float,
+                               usecols=num_idx if nom_idx else None)
+        except ValueError:
+            _locate_bad_value(feature_lines, linenos, feat_attrs, path)
+        if X_num.shape[0] != n:  # loadtxt skips lines it sees as empty
+            _locate_bad_value(feature_lines, linenos, feat_attrs, path)
+    if not nom_idx:
+        return X_num, [a.name for a in feat_attrs], nom_idx
+    S = np.loadtxt(io.StringIO(text), delimiter=",", comments=None, ndmin=2, dtype=str,
+                   usecols=nom_idx)
+    blocks, feature_names = [], []
+    num_col = {j: c for c, j in enumerate(num_idx)}
+    nom_col = {j: c for c, j in enumerate(nom_idx)}
+    for j, a in enumerate(feat_attrs):
+        if a.kind == "numeric":
+            blocks.append(X_num[:, num_col[j]:num_col[j] + 1])
+            feature_names.append(a.name)
+        else:
+            block, names = _encode_nominal(np.char.strip(S[:, nom_col[j]]), a, linenos, path)
+            blocks.append(block)
+            feature_names += names
+    logger.info("%s: one-hot encoded %d nominal attribute(s)", path, len(nom_idx))
+    return np.hstack(blocks), feature_names, nom_idx
+
+
+def _parse_labels(label_strings, readings, linenos, hattr, path):
+    """``(y, reading)``: each distinct label string parsed once into a frozenset, and the
+    first reading of the hierarchy (paths / edges) that declares every label used."""
+    if not label_strings:
+        return [], readings[0]
+    uniq, first, inv = np.unique(np.asarray(label_strings, dtype=str), return_index=True,
+                                 return_inverse=True)
+    sets = []
+    for s, f in zip(uniq, first):
+        s = str(s)
+        if s in ("", _MISSING):
+            sets.append(frozenset())
+            continue
+        members = [m.strip() for m in s.split(_LABEL_SEP)]
+        if any(m == "" for m in members):
+            raise DataFormatError(f"label list {s!r} has an empty label (doubled or trailing "
+                                  f"'{_LABEL_SEP}')", path=path, line=int(linenos[f]))
+        sets.append(frozenset(members))
+    used = set().union(*sets)
+    fits = [r for r in readings if used <= r[1]]
+    reading = fits[0] if fits else readings[0]
+    unknown = used - reading[1]
+    if unknown:
+        # first row holding an unknown label
+        f_bad = min(int(f) for s, f in zip(sets, first) if s & unknown)
+        lab = sorted(next(s for s, f in zip(sets, first) if int(f) == f_bad) & unknown)[0]
+        raise DataFormatError(
+            f"label {lab!r} is not declared in the hierarchy of attribute {hattr.name!r} "
+            f"({len(unknown)} undeclared label(s) in the file); add it to the class list",
+            path=path, line=int(linenos[f_bad]))
+    inv = inv.ravel()
+    y = [sets[i] for i in inv]
+    if any(not s for s in sets):
+        n_rows = int(sum(1 for i in inv if not sets[i]))
+        logger.warning("%s: %d row(s) have no label ('?' or empty class field)", path, n_rows)
+    return y, reading

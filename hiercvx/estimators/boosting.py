@@ -32,7 +32,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import InputError
-from ._base import _sort_key, check_training_weights, ravel_column_target, resolve_training_targets
+from ..targets import ravel_column_target, resolve_training_targets, sort_key
+from ._base import check_training_weights
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
         if multilabel and classes.dtype != object and not np.issubdtype(classes.dtype, np.number):
             # keep the label objects themselves (mixed types would be turned into strings)
             classes = np.empty(len(classes), dtype=object)
-            classes[:] = sorted({v for s in labels for v in s}, key=_sort_key)
+            classes[:] = sorted({v for s in labels for v in s}, key=sort_key)
         pos = {c: j for j, c in enumerate(classes.tolist())}
         C = -np.ones((X.shape[0], len(classes)))
         for i, lab in enumerate(labels):

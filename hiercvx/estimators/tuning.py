@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import clone
+from sklearn.metrics import get_scorer as get_sklearn_scorer
 from sklearn.model_selection import ParameterGrid
+from tqdm.auto import tqdm
 
+from .. import metrics
 from ..exceptions import InputError
 
 logger = logging.getLogger(__name__)
@@ -57,25 +61,19 @@ class HoldoutTuning:
 
 def _scorer(scoring, hierarchy) -> Callable:
     if scoring is None:
-        from ..metrics import test_error
-
         def zero_one(est, X, y):
             pred = est.predict(X)
             if hierarchy is None:
                 return -float(np.mean(np.asarray(pred, dtype=object) != np.asarray(y, dtype=object)))
-            return -test_error(y, pred, hierarchy=hierarchy, loss="zero_one")
+            return -metrics.test_error(y, pred, hierarchy=hierarchy, loss="zero_one")
         return zero_one
     if callable(scoring):
         return scoring
     if isinstance(scoring, str):
-        from .. import metrics
-
         if scoring in metrics.SCORERS:
             return metrics.get_scorer(scoring, hierarchy=hierarchy)
-        from sklearn.metrics import get_scorer
-
         try:
-            return get_scorer(scoring)
+            return get_sklearn_scorer(scoring)
         except ValueError:
             raise InputError(f"unknown scoring {scoring!r}: use a hiercvx scorer name "
                              f"({sorted(metrics.SCORERS)}), a scikit-learn scorer name or a "
@@ -112,8 +110,6 @@ def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None
     workers over the grid; ``error_score``: ``"raise"`` or the score given to a failed fit.
     Progress is shown with tqdm when ``verbose``.
     """
-    from joblib import Parallel, delayed
-
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise InputError(f"estimator must be a scikit-learn estimator, got {type(estimator).__name__}")
     if isinstance(param_grid, dict):
@@ -126,8 +122,6 @@ def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None
     scorer = _scorer(scoring, hierarchy)
     items = grid
     if verbose:
-        from tqdm.auto import tqdm
-
         items = tqdm(grid, desc=f"tuning {type(estimator).__name__}")
     out = Parallel(n_jobs=n_jobs)(
         delayed(_fit_and_score)(estimator, p, X, y, X_tune, y_tune, scorer, error_score)

@@ -50,7 +50,8 @@ def row_data(X=None, K=None) -> RowData:
         return RowData(MODE_GRAM, no_rows, no_ints, no_ints, no_vals,
                        np.ascontiguousarray(K, dtype=float))
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=float)
+        X = sp.csr_matrix(X, dtype=float, copy=True)  # a copy: the caller's matrix is not touched
+        X.sum_duplicates()  # a non-canonical CSR means the sum of its repeated entries
         X.sort_indices()
         return RowData(MODE_CSR, no_rows, X.indptr.astype(np.int64), X.indices.astype(np.int64),
                        X.data.astype(float), no_rows)
