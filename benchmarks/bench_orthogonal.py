@@ -4,7 +4,8 @@
    features d x samples n), with and without the representer reduction of Theorem 3 (PSD block
    ``m + d`` vs ``m + rank X``); ratios measured in the same run.
 2. RDA with optimality bounds (``hiercvx.solvers.rda``) vs the certified reference, for the five
-   problems: time ratio and iterations to a 1e-4 certified relative gap, for the default
+   problems (the registry's entries, ``hiercvx.methods.get(name)``; reference and RDA on one
+   model): time ratio and iterations to a 1e-4 certified relative gap, for the default
    variant (linear averaging, averaged-minorant step, dual bound) and for Algorithm 1 as printed
    (uniform averaging, Psi = sigma/2 ||W||^2, step-4 bound alone; capped, gap reached shown).
 3. The paper's comparison (0/1 loss, tree-induced loss = half the tree distance, micro-F1; %)
@@ -44,15 +45,15 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 import hiercvx as hc
-from hiercvx import testing
+from hiercvx import methods, testing
 from hiercvx.datasets import load_arff
 from hiercvx.datasets.synthetic import complete_tree, make_nhsvm_balanced, make_nhsvm_unbalanced
 from hiercvx.formulations import orthogonal as ot
 from hiercvx.solvers import rda
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
-BUILDERS = {"orthogonal": ot.primal, "flatmult": ot.flatmult, "hiermult": ot.hiermult,
-            "transfer": ot.transfer, "treeloss": ot.treeloss}
+METHODS = {name: methods.get(name) for name in ("orthogonal", "flatmult", "hiermult", "transfer",
+                                                 "treeloss")}  # the registry's entries of the paper
 ORDER = ("flatmult", "hiermult", "transfer", "treeloss", "orthogonal")
 NAMES = {"flatmult": "FLATMULT", "hiermult": "HIERMULT", "transfer": "TRANSFER", "treeloss": "TREELOSS",
          "orthogonal": "ORTHOGONAL"}
@@ -116,7 +117,7 @@ def part2(quick: bool):
     problems = [((3, 2), 200, 20)] if quick else [((3, 2), 200, 20), ((2, 3), 600, 50)]
     cap = 3000 if quick else 20000
     Hw = complete_tree(2, 2)  # warm-up: numba's compiled kernels are loaded on first use
-    rda.solve(*hierarchical_data(Hw, 20, 3), Hw, "treeloss", tol=1e-2)
+    rda.solve(METHODS["treeloss"].prepare(*hierarchical_data(Hw, 20, 3), Hw), tol=1e-2)
     print(f"{'problem':>22} {'method':>10} | {'ref s':>6} {'objective':>10} | {'RDA it':>6} {'RDA s':>6} "
           f"{'ref/RDA':>7} {'|dobj|/obj':>10} | {'Alg.1 as printed: it':>20} {'gap':>8} {'s':>6}")
     for (b, depth), n, d in problems:
@@ -125,13 +126,14 @@ def part2(quick: bool):
         label = f"m={len(H) - 1} n={n} d={d}"
         for method in ORDER:
             t0 = time.perf_counter()
-            ref = BUILDERS[method](X, y, H, C=1.0).solve()
+            model = METHODS[method].prepare(X, y, H)  # one model under the reference and RDA
+            ref = ot.primal_from_model(model, C=1.0).solve()
             t_ref = time.perf_counter() - t0
-            fast = rda.solve(X, y, H, method, C=1.0, tol=1e-4, max_iter=200_000)
+            fast = rda.solve(model, C=1.0, tol=1e-4, max_iter=200_000)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                paper = rda.solve(X, y, H, method, C=1.0, tol=1e-4, max_iter=cap, averaging="uniform",
-                                  psi="identity", dual_bound=False)
+                paper = rda.solve(model, C=1.0, tol=1e-4, max_iter=cap, averaging="uniform", psi="identity",
+                                  dual_bound=False)
             testing.assert_fast_matches_reference(fast, ref, rtol=1e-4)
             rel = abs(fast.objective - ref.objective) / max(1.0, abs(ref.objective))
             print(f"{label:>22} {method:>10} | {t_ref:>6.2f} {ref.objective:>10.6f} | {fast.n_iter:>6} "
@@ -239,11 +241,12 @@ def fit(Xtr, ytr, H, method: str, C: float, tol: float, max_iter: int = 5000, mi
     ``J(0)`` (the noiseless ``balanced`` set: J* = 0.99966, J(0) = 1); the relative test
     ``gap <= tol`` then certifies W = 0 or a few iterations from it, whose predictions are one
     class or arbitrary.  Returns (result, tol used, J(0))."""
+    model = METHODS[method].prepare(Xtr, ytr, H)
+    J0 = model.objective(np.zeros((len(H), Xtr.shape[1])), C=C)  # the objective at W = 0
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = rda.solve(Xtr, ytr, H, method, C=C, tol=tol, max_iter=max_iter)
-        J0 = res.model.hinge(np.zeros((len(H), Xtr.shape[1])), C)  # the regularizer is 0 at W = 0
+            res = rda.solve(model, C=C, tol=tol, max_iter=max_iter)
         resolved = res.duality_gap() <= 0.1 * (J0 - res.lower_bound)
         if resolved or not res.converged or tol / 10 < min_tol:
             return res, tol, J0

@@ -13,6 +13,7 @@ import hiercvx as hc
 from hiercvx import testing
 from hiercvx.estimators.orthogonal import OrthogonalTransferSVC
 from hiercvx.formulations import orthogonal as ot
+from hiercvx.models import orthogonal as model_layer
 from hiercvx.solvers import rda
 
 # 1. Data: a two-level tree.  Features are built top-down: every node adds its own random
@@ -36,8 +37,10 @@ print(f"heuristic (6): alpha={alpha:g}, convex: {ot.check_convexity(K)}, "
       f"sigma = lambda_min(Kbar) = {ot.strong_convexity(K):.3f}")
 
 # 3. The exact reference: problem (4) as a semidefinite program (G = W W^T lifted), solved and
-#    certified (objective recomputed in numpy, lower bound from a dual feasible point).
-sol = ot.primal(X_train, y_train, H, C=2.0).solve()
+#    certified (objective recomputed in numpy, lower bound from a dual feasible point).  The
+#    model validates the data and K once; the declaration and the fast solver share it.
+model = model_layer.prepare(X_train, y_train, H, "orthogonal")
+sol = ot.primal_from_model(model, C=2.0).solve()
 print(sol.certificate())
 W = sol.weights
 print("lifting tight (G = W W^T):", np.allclose(sol.values["G"], W[1:] @ W[1:].T, atol=1e-6))
@@ -45,14 +48,14 @@ print("lifting tight (G = W W^T):", np.allclose(sol.values["G"], W[1:] @ W[1:].T
 # 4. The fast solver: RDA with optimality bounds.  It stops when its own upper bound (best
 #    iterate) and lower bound (averaged multipliers) are within tol, and every bound in its
 #    history brackets the reference optimum.
-fast = rda.solve(X_train, y_train, H, "orthogonal", C=2.0, tol=1e-4)
+fast = rda.solve(model, C=2.0, tol=1e-4)
 print(fast)
 testing.assert_fast_matches_reference(fast, sol, rtol=1e-4)
 testing.assert_bounds_bracket(fast.history["lower"], fast.history["upper"], sol.objective, rtol=1e-6)
 with warnings.catch_warnings():  # Algorithm 1 as printed, with the same budget: not converged
     warnings.simplefilter("ignore", ConvergenceWarning)
-    paper = rda.solve(X_train, y_train, H, "orthogonal", C=2.0, tol=1e-4, max_iter=fast.n_iter,
-                      averaging="uniform", psi="identity", dual_bound=False)
+    paper = rda.solve(model, C=2.0, tol=1e-4, max_iter=fast.n_iter, averaging="uniform",
+                      psi="identity", dual_bound=False)
 print(f"after {fast.n_iter} iterations, Algorithm 1 as printed certifies a gap of {paper.gap:.1e}")
 
 # 5. The estimator, with the four baselines of section 5 for comparison.  score() is 1 - the

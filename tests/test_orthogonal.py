@@ -31,6 +31,8 @@ import hiercvx as hc
 from hiercvx import testing
 from hiercvx.formulations import multiclass
 from hiercvx.formulations import orthogonal as ot
+from hiercvx.models import margin
+from hiercvx.models import orthogonal as otm
 
 from strategies import clustered_data, trees
 
@@ -204,10 +206,57 @@ def test_lower_bound_is_a_bound_at_arbitrary_dual_points():
     model = ot.prepare(X, y, H)
     rng = np.random.default_rng(0)
     for _ in range(20):
-        alpha = ot._margin.project_dual(rng.uniform(0, 0.2, model.data.n_pairs), model.data, 2.0)
+        alpha = margin.project_dual(rng.uniform(0, 0.2, model.data.n_pairs), model.data, 2.0)
         S = np.diag(np.diag(K)) + rng.uniform(-1, 1, K.shape) * (K - np.diag(np.diag(K)))
         S = np.triu(S, 1) + np.triu(S, 1).T + np.diag(np.diag(K))
-        assert ot._quadratic_lower_bound(model, alpha, S) <= sol.objective + 1e-9
+        assert otm.quadratic_lower_bound(model, alpha, S) <= sol.objective + 1e-9
+
+
+# ---------------------------------------------------------------------- the model (models/orthogonal)
+@pytest.mark.parametrize("method", ot.METHODS)
+def test_model_answers_what_the_reference_certifies(method):
+    """One model under the declaration: its objective is the reference's recomputed objective,
+    its lower bound at the (projected) duals is the reference's bound and a bound at any dual
+    point, its oracle's slacks are the smallest feasible slacks."""
+    H = tree(T4)
+    X, y = clustered_data(H, n=12, seed=6, internal=() if method == "flatmult" else ("a",))
+    model = otm.prepare(X, y, H, method, K=full_K(4) if method == "orthogonal" else None)
+    prob = ot.primal_from_model(model, C=2.0)
+    sol = prob.solve()
+    assert sol.objective == pytest.approx(model.objective(sol.weights, C=2.0), rel=1e-12)
+    K = prob.data.get("K")  # (4): alpha alone uses the box's centre diag(K), a weaker valid bound
+    assert model.lower_bound(sol.duals["margin"], C=2.0) <= sol.objective + 1e-9
+    if method != "orthogonal":
+        assert model.lower_bound(sol.duals["margin"], C=2.0) == pytest.approx(sol.lower_bound, rel=1e-12)
+    rng = np.random.default_rng(0)
+    for _ in range(10):  # unprojected multipliers and matrices outside the box are projected first
+        alpha = rng.uniform(-0.1, 0.5, model.data.n_pairs)
+        dual = alpha if K is None else (alpha, rng.uniform(-2, 2, K.shape) * K)
+        assert model.lower_bound(dual, C=2.0) <= sol.objective + 1e-9
+    W = rng.standard_normal(sol.weights.shape)
+    W[np.setdiff1d(np.arange(len(H)), model.var_nodes)] = 0.0
+    pair, xi = model.oracle(model.scores(W, model.X))
+    assert np.allclose(xi, model.slacks(W), atol=1e-12)
+    hit = pair >= 0
+    d = model.data
+    assert np.all(d.pair_i[pair[hit]] == np.flatnonzero(hit)) and np.all(xi[~hit] == 0)
+    assert model.scores(W, X).shape == (len(X), d.n_classes)
+    assert set(model.variables) >= {"W", "xi", "alpha"} and model.equations["primal"]
+    assert model.method in model.describe()
+
+
+def test_prepare_validates_K_once_and_refuses_it_for_the_baselines():
+    H = tree(T4)
+    X, y = clustered_data(H, n=8, seed=1)
+    model = otm.prepare(X, y, H, K=full_K(4))
+    assert model.K_alpha is None and np.allclose(model.K, full_K(4))
+    assert otm.prepare(X, y, H, alpha=0.5).K_alpha == 0.5
+    with pytest.raises(hc.InputError, match="does not take it"):
+        otm.prepare(X, y, H, "transfer", K=full_K(4))
+    with pytest.raises(hc.InputError, match="either K or alpha"):
+        otm.prepare(X, y, H, K=full_K(4), alpha=0.5)
+    with pytest.raises(ot.NonConvexKError):
+        otm.prepare(X, y, H, K=-np.eye(4))
 
 
 # ---------------------------------------------------------------------- Theorem 1, Corollary 2, (6)

@@ -6,7 +6,7 @@ Independent routes:
   RDA's certified objective must match it, on seeded and hypothesis-generated trees;
 * the hinge value against ``PairModel.hinge`` (the shared margin model) and explicit loops;
 * subgradients against central finite differences where the functions are differentiable;
-* the dual bound recomputed by the formulation module's ``_quadratic_lower_bound`` at the
+* the dual bound recomputed by the model's ``quadratic_lower_bound`` / ``lower_bound`` at the
   solver's averaged multipliers, which are checked to be feasible;
 * the starting upper bound computed by hand (the paper's ``J(1) = C`` is wrong when an
   example has no constraint row).
@@ -22,9 +22,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import check_estimator
 
 import hiercvx as hc
-from hiercvx import testing
+from hiercvx import methods, testing
 from hiercvx.estimators.orthogonal import OrthogonalTransferSVC
 from hiercvx.formulations import orthogonal as ot
+from hiercvx.models import orthogonal as otm
+from hiercvx.result import Solution
 from hiercvx.solvers import rda
 
 from strategies import clustered_data, trees
@@ -38,6 +40,11 @@ DEEP = {"r": None, "a": "r", "b": "r", "c": "r", "a1": "a", "a2": "a", "b1": "b"
 
 def tree(spec):
     return hc.Hierarchy.from_parents(spec)
+
+
+def run_rda(X, y, H, method="orthogonal", *, K=None, alpha=1.0, classes="nodes", **options):
+    """``rda.solve`` on the model of ``(X, y, H)``: validation in ``prepare``, then Algorithm 1."""
+    return rda.solve(otm.prepare(X, y, H, method, classes, K=K, alpha=alpha), **options)
 
 
 def to_leaves(H, y):
@@ -70,7 +77,7 @@ def test_bounds_bracket_the_reference_at_every_iteration(method, deep_problem):
     if method == "flatmult":  # (12) is over the leaves
         y = to_leaves(H, y)
     ref = reference(method, H, X, y, 2.0)
-    res = rda.solve(X, y, H, method, C=2.0, tol=1e-4)
+    res = run_rda(X, y, H, method, C=2.0, tol=1e-4)
     assert res.converged and res.gap <= 1e-4
     h = res.history
     assert len(h["upper"]) == res.n_iter + 1
@@ -97,7 +104,7 @@ def test_every_splitting_and_averaging_is_certified(psi, averaging):
     X, y = clustered_data(H, n=16, seed=5, internal=("a",))
     ref = reference("orthogonal", H, X, y, 1.0)
     tol = 1e-3 if averaging == "uniform" and psi != "averaged" else 1e-4
-    res = rda.solve(X, y, H, C=1.0, psi=psi, averaging=averaging, tol=tol, max_iter=40_000)
+    res = run_rda(X, y, H, C=1.0, psi=psi, averaging=averaging, tol=tol, max_iter=40_000)
     assert res.converged
     testing.assert_bounds_bracket(res.history["lower"], res.history["upper"], ref.objective,
                                   rtol=2 * ref.gap + 1e-7)
@@ -111,13 +118,13 @@ def test_paper_algorithm_as_printed_and_the_dual_bound():
     X, y = clustered_data(H, n=16, seed=5)
     ref = reference("orthogonal", H, X, y, 1.0)
     with pytest.warns(ConvergenceWarning, match="raise max_iter"):
-        paper = rda.solve(X, y, H, averaging="uniform", psi="identity", dual_bound=False, max_iter=300)
+        paper = run_rda(X, y, H, averaging="uniform", psi="identity", dual_bound=False, max_iter=300)
     assert not paper.converged and paper.dual is None
     testing.assert_bounds_bracket(paper.history["lower"], paper.history["upper"], ref.objective)
     assert np.array_equal(paper.history["lower"][1:], np.maximum.accumulate(
         np.maximum(paper.history["lower_rda"][1:], 0.0)))
     with pytest.warns(ConvergenceWarning):
-        both = rda.solve(X, y, H, averaging="uniform", psi="identity", max_iter=300, tol=1e-12)
+        both = run_rda(X, y, H, averaging="uniform", psi="identity", max_iter=300, tol=1e-12)
     lo_rda, lo_dual = both.history["lower_rda"][1:], both.history["lower_dual"][1:]
     assert np.all(lo_dual >= lo_rda - 1e-9 * np.maximum(1, np.abs(lo_rda)))
     assert both.lower_bound > paper.lower_bound  # the paper's bound lags far behind here
@@ -136,7 +143,7 @@ def test_matches_reference_on_generated_trees(method, H, seed, partial, C):
     X, y = clustered_data(H, n=12, seed=seed, internal=labels,
                           noise=float(rng.uniform(0.3, 1.5)))
     ref = BUILDERS[method](X, y, H, C=C).solve()
-    res = rda.solve(X, y, H, method, C=C, tol=1e-4, max_iter=50_000)
+    res = run_rda(X, y, H, method, C=C, tol=1e-4, max_iter=50_000)
     testing.assert_fast_matches_reference(res, ref, rtol=1e-4)
     testing.assert_bounds_bracket(res.history["lower"], res.history["upper"], ref.objective,
                                   rtol=2 * ref.gap + 1e-7)
@@ -163,7 +170,7 @@ def test_hinge_value_and_subgradient(method):
     X, y = clustered_data(H, n=15, d=4, seed=2)
     C = 3.0
     model = ot.prepare(X, y, H, method)
-    hinge = rda._Hinge(model, C)
+    hinge = rda.Hinge(model, C)
     rng = np.random.default_rng(0)
     var = model.var_nodes
 
@@ -193,7 +200,7 @@ def test_phi_subgradient_of_the_splitting_uses_theorem4():
     K = ot.heuristic_K(H, alpha=0.3)
     reg = rda.regularizer_for(model, K, psi="identity")
     assert reg.sigma == pytest.approx(ot.strong_convexity(K))
-    hinge = rda._Hinge(model, 1.0)
+    hinge = rda.Hinge(model, 1.0)
     W = np.random.default_rng(1).standard_normal((len(H) - 1, 4))
     S, R = reg.pattern(W)
     assert R == pytest.approx(ot.omega(W, K), rel=1e-12)
@@ -215,7 +222,7 @@ def test_phi_subgradient_of_the_splitting_uses_theorem4():
 def test_dual_bound_is_the_formulations_certificate(method, deep_problem):
     H, X, y = deep_problem
     C = 2.0
-    res = rda.solve(X, y, H, method, C=C, tol=1e-3)
+    res = run_rda(X, y, H, method, C=C, tol=1e-3)
     model = res.model
     a = res.dual
     assert np.all(a >= 0)
@@ -224,7 +231,7 @@ def test_dual_bound_is_the_formulations_certificate(method, deep_problem):
     S = res.dual_S
     if method == "orthogonal":  # the averaged sign patterns stay in the box B(K)
         assert np.allclose(np.diag(S), np.diag(res.K)) and np.all(np.abs(S) <= res.K + 1e-12)
-    bound = ot._quadratic_lower_bound(model, a, S)
+    bound = otm.quadratic_lower_bound(model, a, S)
     assert bound == pytest.approx(res.history["lower_dual"][-1], rel=1e-9, abs=1e-12)
 
 
@@ -232,7 +239,7 @@ def test_starting_upper_bound_is_not_C_when_an_example_has_no_row():
     # the paper starts with J(1) = C; an example labelled 'c' (an only child) has no margin row
     H = tree({"r": None, "c": "r", "x": "c", "z": "c"})
     X, y = clustered_data(H, n=10, seed=1, internal=("c", "c", "c", "c"))
-    res = rda.solve(X, y, H, C=5.0, tol=1e-4)
+    res = run_rda(X, y, H, C=5.0, tol=1e-4)
     assert res.history["upper"][0] == pytest.approx(5.0 * 6 / 10)  # J(0): 6 of 10 have rows
     testing.assert_fast_matches_reference(res, reference("orthogonal", H, X, y, 5.0), rtol=1e-4)
 
@@ -244,10 +251,54 @@ def test_sparse_input_and_explicit_K():
     X, y = clustered_data(H, n=16, d=5, seed=7)
     X[np.abs(X) < 0.5] = 0.0
     K = ot.heuristic_K(H, alpha=0.5)
-    dense = rda.solve(X, y, H, K=K, tol=1e-5)
-    sparse = rda.solve(sp.csr_matrix(X), y, H, K=K, tol=1e-5)
+    dense = run_rda(X, y, H, K=K, tol=1e-5)
+    sparse = run_rda(sp.csr_matrix(X), y, H, K=K, tol=1e-5)
     assert sparse.n_iter == dense.n_iter and np.allclose(sparse.weights, dense.weights, atol=1e-10)
     testing.assert_fast_matches_reference(dense, ot.primal(X, y, H, K=K).solve(), rtol=1e-5)
+
+
+# ---------------------------------------------------------------------- the one signature
+def test_solve_runs_on_the_model_and_takes_K():
+    """``rda.solve(model, C, K=...)``: K defaults to the model's (validated once in prepare); an
+    explicit K is validated here and equals preparing with it; the baselines refuse K."""
+    H = tree(T8)
+    X, y = clustered_data(H, n=16, seed=5)
+    K = ot.heuristic_K(H, alpha=0.5)
+    model = otm.prepare(X, y, H)
+    explicit = rda.solve(model, 1.0, K=K, tol=1e-4)
+    prepared = rda.solve(otm.prepare(X, y, H, K=K), 1.0, tol=1e-4)
+    assert explicit.n_iter == prepared.n_iter and np.allclose(explicit.weights, prepared.weights)
+    assert np.allclose(explicit.K, K) and explicit.alpha is None and prepared.alpha is None
+    assert rda.solve(model, 1.0, tol=1e-3).alpha == 1.0  # heuristic (6), alpha not lowered
+    assert isinstance(explicit, Solution) and explicit.solver == "rda" and explicit.status == "optimal"
+    # the certificate: objective and bound recomputed by the model at the solver's point
+    with_K = prepared.model
+    assert prepared.objective == pytest.approx(with_K.objective(prepared.weights, C=1.0), rel=1e-12)
+    assert with_K.lower_bound((prepared.dual, prepared.dual_S), C=1.0) == pytest.approx(
+        prepared.history["lower_dual"][-1], rel=1e-9)
+    with pytest.raises(hc.InputError, match="does not take it"):
+        rda.solve(otm.prepare(X, y, H, "transfer"), K=K)
+    with pytest.raises(hc.InputError, match=r"\(7, 7\)"):
+        rda.solve(model, K=np.eye(8))
+
+
+@pytest.mark.parametrize("name", otm.METHODS)
+def test_registry_cases_agree(name):
+    """Every registered quick case: RDA (registered options) agrees with the reference within
+    rtol + the reference's gap, converged, and each lower bound lies below the other's objective."""
+    method = methods.get(name)
+    cases = method.cases(True)
+    assert {c.structure for c in cases} == set(method.structures)
+    fast_solver = method.fast_solvers["rda"]
+    for case in cases:
+        ref = method.build("primal", case).solve()
+        fast = method.run_fast("rda", case)
+        assert fast.converged, (name, case.name)
+        slack = fast_solver.rtol * max(1.0, abs(ref.objective)) + (ref.objective - ref.lower_bound)
+        assert abs(fast.objective - ref.objective) <= slack, (name, case.name)
+        assert fast.lower_bound <= ref.objective * (1 + 1e-9) + 1e-12
+        assert ref.lower_bound <= fast.objective * (1 + 1e-9) + 1e-12
+        assert fast.weights.shape == ref.weights.shape
 
 
 # ---------------------------------------------------------------------- bad input
@@ -255,32 +306,32 @@ def test_bad_input():
     H = tree(T8)
     X, y = clustered_data(H, n=8)
     with pytest.raises(hc.InputError, match="method must be one of"):
-        rda.solve(X, y, H, "svm")
+        run_rda(X, y, H, "svm")
     with pytest.raises(hc.InputError, match="does not take it"):
-        rda.solve(X, y, H, "transfer", K=np.eye(7))
+        run_rda(X, y, H, "transfer", K=np.eye(7))
     with pytest.raises(hc.InputError, match="either K or alpha"):
-        rda.solve(X, y, H, K=np.eye(7), alpha=0.5)
+        run_rda(X, y, H, K=np.eye(7), alpha=0.5)
     with pytest.raises(ot.NonConvexKError, match="smallest eigenvalue"):
-        rda.solve(X, y, H, K=ot.heuristic_K(H) + 3.0 * (1 - np.eye(7)))
+        run_rda(X, y, H, K=ot.heuristic_K(H) + 3.0 * (1 - np.eye(7)))
     singular = np.array([[2.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 1.0]])  # Theorem 1, not Cor. 2
     H3 = tree({"r": None, "a": "r", "b": "a", "c": "a"})
     with pytest.raises(hc.InputError, match="not strongly convex"):
-        rda.solve(X[:4], ["b", "c", "b", "c"], H3, K=singular)
+        run_rda(X[:4], ["b", "c", "b", "c"], H3, K=singular)
     with pytest.raises(hc.InputError, match=r"\(7, 7\)"):
-        rda.solve(X, y, H, K=np.eye(8))
+        run_rda(X, y, H, K=np.eye(8))
     for kw, match in (({"tol": -1.0}, "tol"), ({"max_iter": -1}, "max_iter"), ({"max_iter": "x"}, "max_iter"),
                       ({"averaging": "cubic"}, "averaging"), ({"psi": "full"}, "psi"), ({"C": 0.0}, "C")):
         with pytest.raises(hc.InputError, match=match):
-            rda.solve(X, y, H, **kw)
+            run_rda(X, y, H, **kw)
     with pytest.raises(hc.LabelError, match="not a node"):
-        rda.solve(X, ["zz"] + list(y[1:]), H)
+        run_rda(X, ["zz"] + list(y[1:]), H)
     with pytest.raises(hc.LabelError, match="internal node"):
-        rda.solve(X, ["a"] + list(y[1:]), H, "flatmult")
+        run_rda(X, ["a"] + list(y[1:]), H, "flatmult")
     dag = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")])
     with pytest.raises(hc.HierarchyError, match="trees"):
-        rda.solve(X, ["c"] * 8, dag)
+        run_rda(X, ["c"] * 8, dag)
     with pytest.warns(ConvergenceWarning, match="stopped after 3 iterations"):
-        res = rda.solve(X, y, H, max_iter=3)
+        res = run_rda(X, y, H, max_iter=3)
     assert res.n_iter == 3 and not res.converged and res.gap > res.tol
 
 
@@ -338,6 +389,8 @@ def test_estimator_bad_input(deep_problem):
         OrthogonalTransferSVC(H, solver="magic").fit(X, y)
     with pytest.raises(hc.InputError, match="does not use it"):
         OrthogonalTransferSVC(H, K=np.eye(len(H) - 1), method="hiermult").fit(X, y)
+    with pytest.raises(hc.InputError, match="does not use it"):
+        OrthogonalTransferSVC(H, K=np.eye(len(H) - 1), method="treeloss").fit(X, y)
     with pytest.raises(ot.NonConvexKError):
         OrthogonalTransferSVC(H, K=-np.eye(len(H) - 1)).fit(X, y)
     with pytest.raises(hc.InputError, match="C must be positive"):

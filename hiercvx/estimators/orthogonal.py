@@ -4,8 +4,9 @@ One estimator, :class:`OrthogonalTransferSVC`, with a ``method`` switch over the
 of the paper: ``"orthogonal"`` (4), ``"flatmult"`` (12) over the leaves, ``"hiermult"`` (12)
 at every internal node, ``"transfer"`` and ``"treeloss"`` (section 5).  Training is done by
 RDA with optimality bounds (:mod:`hiercvx.solvers.rda`, ``solver="fast"``) or by the certified
-CVXPY reference (:mod:`hiercvx.formulations.orthogonal`, ``solver="reference"``); either way the
-certificate is kept (``objective_``, ``gap_``).  Prediction follows the paper: the recursive
+CVXPY reference (:func:`hiercvx.formulations.orthogonal.primal_from_model`, ``solver="reference"``),
+both on the model the registry's ``prepare`` builds (:mod:`hiercvx.models.orthogonal`); either way
+the certificate is kept (``objective_``, ``gap_``).  Prediction follows the paper: the recursive
 classifier (1) for orthogonal / HIERMULT / TRANSFER, the flat classifier (2) for FLATMULT
 (over the leaves) and TREELOSS (over its classes, with ``w_y = sum_{A+(y)} u``).
 """
@@ -16,17 +17,16 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import methods
 from .._validation import check_positive
 from ..exceptions import InputError, LabelError
-from ..formulations import orthogonal as ot
-from ._base import (check_solver_options, resolve_training_targets, store_init_params,
-                    validate_training_X)
+from ..formulations.orthogonal import primal_from_model
+from ..models import orthogonal as otm
+from ._base import SOLVERS, resolve_training_targets, validate_training_X
 
 __all__ = ["OrthogonalTransferSVC"]
 
 _TOP_DOWN = ("orthogonal", "hiermult", "transfer")
-_BUILDERS = {"orthogonal": ot.primal, "flatmult": ot.flatmult, "hiermult": ot.hiermult,
-             "transfer": ot.transfer, "treeloss": ot.treeloss}
 
 
 class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
@@ -41,11 +41,13 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         warning, when its comparison matrix is not positive definite)
     alpha : heuristic (6)'s off-diagonal value
     method : ``"orthogonal"``, ``"flatmult"``, ``"hiermult"``, ``"transfer"`` or ``"treeloss"``
+        (the registered methods of the paper, ``hiercvx.methods.get(method)``)
     solver : ``"fast"`` (RDA, Algorithm 1, stops on a certified relative gap ``tol``) or
         ``"reference"`` (the exact SDP / QP, certified; ``reference_solver`` picks the solver)
     tol, max_iter : RDA's certified relative gap and iteration budget
     treeloss_classes : TREELOSS's classes, ``"nodes"`` (the paper: every non-root node) or
         ``"leaves"``
+    reference_solver : the conic solver of ``solver="reference"`` (default: chosen by hiercvx)
     verbose : log the solver's progress
 
     Labels are node names (leaves, or internal nodes for the methods that take partial paths:
@@ -59,29 +61,43 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     coef_ : ``(n_nodes, n_features)`` weights in ``hierarchy_.nodes`` order (TREELOSS: the
         increments u); ``objective_``, ``lower_bound_``, ``gap_``: the certificate;
     n_iter_ : RDA iterations (reference: the conic solver's iterations); ``result_`` : the
-        :class:`~hiercvx.solvers.SolverResult` or :class:`~hiercvx.ReferenceSolution`;
+        :class:`~hiercvx.result.Solution` (RDA's or the reference's);
     K_ : the K used (orthogonal); ``hierarchy_``, ``classes_``, ``n_features_in_``.
     """
 
     def __init__(self, hierarchy=None, C=1.0, K=None, alpha=1.0, method="orthogonal", solver="fast",
                  tol=1e-4, max_iter=20000, treeloss_classes="nodes", reference_solver=None,
                  verbose=False):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.C = C
+        self.K = K
+        self.alpha = alpha
+        self.method = method
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.treeloss_classes = treeloss_classes
+        self.reference_solver = reference_solver
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
     def _check_params(self):
-        check_solver_options(self.C, "C", self.tol, self.solver)
+        """The estimator's own switches; C, tol, max_iter and K are checked once, where they
+        are used (RDA, the reference builder, ``prepare``)."""
+        if self.solver not in SOLVERS:
+            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.method not in otm.METHODS:
+            raise InputError(f"method must be one of {otm.METHODS}, got {self.method!r}")
         check_positive(self.alpha, "alpha")
-        if self.method not in ot.METHODS:
-            raise InputError(f"method must be one of {ot.METHODS}, got {self.method!r}")
-        if self.K is not None and self.method != "orthogonal":
-            raise InputError(f"K is the matrix of orthogonal transfer (4); method={self.method!r} "
-                             "does not use it: drop K or use method='orthogonal'")
         if self.treeloss_classes not in ("nodes", "leaves"):
             raise InputError(f"treeloss_classes must be 'nodes' or 'leaves', got {self.treeloss_classes!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
-                or self.max_iter < 1:
-            raise InputError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+
+    def _model_options(self) -> dict:
+        if self.method == "treeloss":
+            return {"classes": self.treeloss_classes, "K": self.K}  # K refused by prepare
+        if self.method == "orthogonal":  # prepare takes K or alpha, not both
+            return {"K": self.K, "alpha": self.alpha if self.K is None else 1.0}
+        return {"K": self.K}  # refused by prepare unless None
 
     def fit(self, X, y):
         """Fit on ``X`` ``(n_samples, n_features)`` (dense or CSR) and ``y`` (one node name per
@@ -92,28 +108,20 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         if multilabel:
             raise LabelError("orthogonal transfer and its baselines are single-label: give one node "
                              "name per sample (a tree's single deepest label), not label sets")
-        alpha = self.alpha if self.K is None else 1.0  # the builders take K or alpha, not both
-        method_kw = {"classes": self.treeloss_classes} if self.method == "treeloss" else {}
-        if self.method == "orthogonal":
-            method_kw.update(K=self.K, alpha=alpha)
+        method = methods.get(self.method)
+        model = method.prepare(X, labels, H, check_input=False, **self._model_options())
         if self.solver == "fast":
-            from ..solvers import rda
-
-            res = rda.solve(X, labels, H, self.method, C=float(self.C), tol=float(self.tol),
-                            max_iter=int(self.max_iter), verbose=self.verbose, **method_kw)
-            self.objective_, self.lower_bound_, self.gap_ = res.objective, res.lower_bound, res.gap
-            self.n_iter_ = res.n_iter
-            self.K_ = res.K
-            self.result_ = res
+            self.result_ = method.fast_solvers["rda"].solve(model, C=self.C, tol=self.tol,
+                                                            max_iter=self.max_iter, verbose=self.verbose)
+            self.n_iter_ = self.result_.n_iter
         else:
-            prob = _BUILDERS[self.method](X, labels, H, C=float(self.C), **method_kw)
-            sol = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
-            self.objective_, self.lower_bound_, self.gap_ = sol.objective, sol.lower_bound, sol.gap
-            stats = prob.problem.solver_stats
-            self.n_iter_ = int(getattr(stats, "num_iters", None) or 1)
-            self.K_ = prob.data.get("K")
-            self.result_ = sol
-        self.coef_ = np.asarray(self.result_.weights, dtype=float)
+            prob = primal_from_model(model, C=self.C)
+            self.result_ = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
+            self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)
+        res = self.result_
+        self.objective_, self.lower_bound_, self.gap_ = res.objective, res.lower_bound, res.gap
+        self.K_ = model.K
+        self.coef_ = np.asarray(res.weights, dtype=float)
         self.hierarchy_ = H
         if self.method == "treeloss" and self.treeloss_classes == "nodes" and self.hierarchy is not None:
             classes = np.empty(len(H) - 1, dtype=object)
@@ -179,7 +187,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if self.method in _TOP_DOWN:
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            node = ot.predict_top_down(self.coef_, X, self.hierarchy_, return_index=True)
+            node = otm.predict_top_down(self.coef_, X, self.hierarchy_, return_index=True)
         else:
             node = self._class_nodes[np.argmax(self.class_scores(X), axis=1)]
         return self.classes_[self._position[node]]
@@ -187,7 +195,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None):
         """1 - the paper's error rate (section 2): accuracy for leaf labels; an internal test
         label counts as right when the prediction lies in its subtree."""
-        wrong = ot.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object), self.predict(X))
+        wrong = otm.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object), self.predict(X))
         return float(np.average(~wrong, weights=sample_weight))
 
     def __sklearn_tags__(self):

@@ -1,12 +1,24 @@
-"""Fast algorithms, one module per algorithm; each returns a :class:`SolverResult`.
+"""Fast algorithms on the models of :mod:`hiercvx.models`, one module per algorithm.
 
-- :mod:`.working_set` — Cai–Hofmann hierarchical SVM, variable selection (thesis Alg. 2)
+Every solver has one signature, ``solve(model, C, *, tol, max_iter, verbose, ...)``, and
+returns the one result type :class:`hiercvx.result.Solution` (objective recomputed at the
+returned weights, certified lower bound, gap, status, iterations, times, per-solver
+``extras``); a solver that stops above ``tol`` issues one ``ConvergenceWarning``.
+
+- :mod:`.primitives` — shared numeric kernels: dense / CSR / Gram row access,
+  budget-constrained block steps, certificate scheduling
 - :mod:`.crammer_singer` — flat Crammer–Singer, sequential dual with shrinking
+- :mod:`.working_set` — Cai–Hofmann hierarchical SVM, variable selection (thesis Alg. 2)
 - :mod:`.rda` — regularized dual averaging with optimality bounds (Zhou et al., Alg. 1)
+- :mod:`.nhsvm_fw`, :mod:`.shared_norm` — NHSVM: block-coordinate Frank–Wolfe; closed-form
+  alpha step and the alternating shared-norm SVM
+- :mod:`.sibling_qp`, :mod:`.dc` — sibling-margin SVM of Wang et al. and the DC loop of HPSI
 - :mod:`.perceptron` — hierarchical perceptrons and Hieron (thesis Alg. 3–7)
-- :mod:`.shared_norm` — closed-form alpha step and alternating shared-norm SVM (NHSVM)
 """
 
-from ._result import SolverResult
+from ..result import Solution
 
-__all__ = ["SolverResult"]
+#: the name fast solvers have used for :class:`hiercvx.result.Solution`
+SolverResult = Solution
+
+__all__ = ["Solution", "SolverResult"]

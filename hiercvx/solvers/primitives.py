@@ -68,7 +68,7 @@ def row_sq_norms(rows: RowData) -> np.ndarray:
     return np.einsum("ij,ij->i", rows.X, rows.X)
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=_FAST, inline="always")  # inlined: a call per row costs more than the row
 def row_dot(mode, F, v, i, X, indptr, indices, xvals):
     """``F[v] . x_i`` (dense / CSR rows), or ``F[v, i]`` in Gram mode (``F`` then holds scores)."""
     if mode == 2:
@@ -83,7 +83,7 @@ def row_dot(mode, F, v, i, X, indptr, indices, xvals):
     return acc
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=_FAST, inline="always")  # inlined: a call per row costs more than the row
 def row_axpy(mode, F, v, i, step, X, indptr, indices, xvals, K):
     """``F[v] += step x_i`` (dense / CSR rows), or ``F[v] += step K[i]`` in Gram mode."""
     if mode == 0:

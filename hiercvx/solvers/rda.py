@@ -2,9 +2,9 @@
 
 Solves orthogonal transfer (4) and the four baselines of section 5 (FLATMULT (12), HIERMULT,
 TRANSFER, TREELOSS) in their unconstrained form (7), ``J(W) = R(W) + H(W)``: ``R`` the
-regularizer, ``H`` the hinge with the slacks eliminated (the pairs of
-:func:`hiercvx.formulations.orthogonal.prepare`).  Every regularizer here is
-``R(W) = 1/2 tr(W^T S(W) W)``: for (4) ``S(W) = K o sign(W W^T)`` with ``K_ii`` on the
+regularizer, ``H`` the hinge with the slacks eliminated, both held by the model of
+:func:`hiercvx.models.orthogonal.prepare` (:class:`~hiercvx.models.orthogonal.PairModel`).
+Every regularizer here is ``R(W) = 1/2 tr(W^T S(W) W)``: for (4) ``S(W) = K o sign(W W^T)`` with ``K_ii`` on the
 diagonal (then ``R = Omega`` (5) and ``S(W) W`` is Theorem 4's subgradient); for the baselines
 ``S`` is a fixed matrix (``I``, or ``I + E^T E`` for TRANSFER), so they are strongly convex too.
 
@@ -37,11 +37,11 @@ below holds for any positive weights):
   pair of slack s, 0 elsewhere) and each ``S(W(t))`` lies in the box ``{S_ii = K_ii,
   |S_ij| <= K_ij}``; the averages stay feasible, and ``Omega >= 1/2 tr(W^T Sbar W)``, so
   ``sum abar - 1/2 tr(Ubar^T Sbar^{-1} Ubar)`` is a lower bound (the bound of
-  :func:`hiercvx.formulations.orthogonal.primal`'s certificate).  It is never below the paper's
-  (which linearizes the convex quadratic ``1/2 tr(W^T (S - P) W)`` that this one keeps); for
-  the baselines the two coincide.
+  ``model.lower_bound``, the certificate of :func:`hiercvx.formulations.orthogonal.primal`).
+  It is never below the paper's (which linearizes the convex quadratic
+  ``1/2 tr(W^T (S - P) W)`` that this one keeps); for the baselines the two coincide.
 
-It stops when ``(upper - lower) / max(1, |upper|) <= tol`` (``SolverResult.gap``).  Cost per
+It stops when ``relative_gap(upper, lower) <= tol`` (``Solution.gap``).  Cost per
 iteration: one product ``X W^T`` (``O(nnz(X) m)``), one scatter of the chosen rows of X
 (``O(nnz(X))``, numba) and ``O(m^2 d + m^3)`` for the regularizer and the bounds.
 """
@@ -59,12 +59,12 @@ from threadpoolctl import threadpool_limits
 
 from .._validation import check_positive
 from ..exceptions import InputError
-from ..formulations import orthogonal as _ot
-from ._result import SolverResult
+from ..models import orthogonal as otm
+from ..result import Solution, check_iteration_options, reached, relative_gap
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "solve_model", "Regularizer", "regularizer_for", "PSI_CHOICES", "AVERAGING"]
+__all__ = ["solve", "Regularizer", "regularizer_for", "Hinge", "PSI_CHOICES", "AVERAGING"]
 
 PSI_CHOICES = ("identity", "diagonal", "averaged")
 AVERAGING = ("uniform", "linear")
@@ -136,7 +136,7 @@ class Regularizer:
 def _omega_regularizer(K: np.ndarray, psi: str) -> Regularizer:
     if psi not in PSI_CHOICES:
         raise InputError(f"psi must be one of {PSI_CHOICES}, got {psi!r}")
-    sigma = _ot.strong_convexity(K)
+    sigma = otm.strong_convexity(K)
     if sigma <= 1e-12 * max(1.0, float(np.abs(np.diag(K)).max())):
         raise InputError(
             "the comparison matrix of K is singular (smallest eigenvalue "
@@ -146,23 +146,24 @@ def _omega_regularizer(K: np.ndarray, psi: str) -> Regularizer:
     if psi in ("identity", "averaged"):  # "averaged" keeps P = sigma I for the paper's bound
         return Regularizer("omega", K, np.full(K.shape[0], sigma), averaged=psi == "averaged")
     d = np.sqrt(np.diag(K))
-    Kbar = _ot.comparison_matrix(K)
+    Kbar = otm.comparison_matrix(K)
     mu = float(np.linalg.eigvalsh(Kbar / d[:, None] / d[None, :])[0])
     return Regularizer("omega", K, mu * (1.0 - 1e-12) * np.diag(K))
 
 
-def regularizer_for(model: "_ot.PairModel", K=None, psi: str = "averaged") -> Regularizer:
-    """The regularizer of ``model.method`` over ``model.var_nodes``: Omega with ``K`` for
-    ``"orthogonal"``, ``I + E^T E`` for ``"transfer"``, ``I`` otherwise."""
+def regularizer_for(model: otm.PairModel, K=None, psi: str = "averaged") -> Regularizer:
+    """The regularizer of ``model.method`` over ``model.var_nodes``: Omega with ``K`` (default
+    ``model.K``) for ``"orthogonal"``, the model's fixed ``S`` (``I + E^T E`` for ``"transfer"``,
+    ``I`` otherwise) for the baselines."""
     if model.method == "orthogonal":
-        if K is None:
-            raise InputError("orthogonal transfer needs K (e.g. orthogonal.heuristic_K(H))")
+        K = model.K if K is None else K
         return _omega_regularizer(np.asarray(K, dtype=float), psi)
-    S = _ot.transfer_matrix(model.H) if model.method == "transfer" else np.eye(len(model.var_nodes))
-    return Regularizer("quadratic", S, S)
+    return Regularizer("quadratic", model.S, model.S)
 
 
 # =============================================================================== the hinge
+# Local scatters rather than primitives.row_axpy: two non-inlined row_axpy calls per pair
+# measured 2x slower on the benchmark-sized problem (n=200, d=20: 33 us vs 5 us per scatter).
 @njit(cache=True)
 def _scatter_dense(U, X, rows, pos, neg, alpha):  # U[pos] += a x_row, U[neg] -= a x_row
     for k in range(rows.shape[0]):
@@ -185,10 +186,11 @@ def _scatter_csr(U, indptr, indices, data, rows, pos, neg, alpha):  # the same f
             U[neg[k], indices[q]] -= a * data[q]
 
 
-class _Hinge:
+class Hinge:
     """``H(W) = C sum_s Cw_s max(0, max_{p of s} Delta_p (1 - <w_pos - w_neg, x_s>))`` of a
-    :class:`PairModel` (class scores through ``Lam``), with its value, a subgradient (the most
-    violated pair of every slack, section 4.1) and the multipliers that subgradient is made of."""
+    :class:`~hiercvx.models.orthogonal.PairModel` (class scores through ``Lam``), with its value,
+    a subgradient (the most violated pair of every slack, section 4.1) and the multipliers that
+    subgradient is made of."""
 
     def __init__(self, model, C: float):
         d = model.data
@@ -270,61 +272,57 @@ class _Hinge:
 
 
 # =============================================================================== Algorithm 1
-def solve_model(model, C: float = 1.0, regularizer: Regularizer | None = None, K=None, *,
-                psi: str = "averaged", tol: float = 1e-4, max_iter: int = 100_000,
-                averaging: str = "linear", dual_bound: bool = True, verbose: bool = False,
-                name: str | None = None, _stacklevel: int = 2) -> SolverResult:
-    """Algorithm 1 on a prepared :class:`~hiercvx.formulations.orthogonal.PairModel`.
+def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged", tol: float = 1e-4,
+          max_iter: int = 100_000, averaging: str = "linear", dual_bound: bool = True,
+          regularizer: Regularizer | None = None, verbose: bool = False, name: str | None = None) -> Solution:
+    """Orthogonal transfer (4) or a baseline of section 5 by Algorithm 1 on a prepared model.
 
     Parameters
     ----------
-    model : from ``orthogonal.prepare(X, y, H, method)``
+    model : :class:`~hiercvx.models.orthogonal.PairModel` from
+        ``hiercvx.models.orthogonal.prepare(X, y, H, method, K=..., alpha=...)``
     C : the C of (4) / (12) (the paper's C/N scaling is in the model's weights)
-    regularizer : a :class:`Regularizer` (default :func:`regularizer_for` with ``K``, ``psi``)
-    K : (4)'s matrix over ``H.nodes[1:]`` (method ``"orthogonal"``), already validated
+    K : (4)'s matrix over ``H.nodes[1:]`` instead of ``model.K`` (validated here; orthogonal
+        only).  Algorithm 1 needs a positive definite comparison matrix (Corollary 2)
     psi : the splitting for (4), one of :data:`PSI_CHOICES` (module doc); ``"identity"`` is the
         paper's.  The baselines always put their whole quadratic regularizer in Psi
-    tol : stop when ``(upper - lower) / max(1, |upper|) <= tol``
-    max_iter : subgradient steps; a ``ConvergenceWarning`` is issued when they run out
+    tol : stop when ``relative_gap(upper, lower) <= tol``
+    max_iter : subgradient steps; the ``ConvergenceWarning`` is issued when they run out
     averaging : ``"uniform"`` (Algorithm 1: ``gbar`` and ``delta`` are plain averages) or
         ``"linear"`` (weights ``a_t = t``; the same bounds hold for any positive weights, and
         late subgradients, taken nearer the optimum, count more)
     dual_bound : also use the lower bound of the averaged multipliers (see the module doc);
         ``False`` runs the paper's bound alone
+    regularizer : a :class:`Regularizer` (default :func:`regularizer_for` with ``K``, ``psi``)
     verbose : log progress at INFO level (DEBUG otherwise)
 
     Returns
     -------
-    SolverResult: ``weights`` ``(n_nodes, n_features)`` (rows in ``H.nodes`` order, zero for
-    nodes without a weight vector), ``objective`` = J at the best iterate (the upper bound),
-    ``lower_bound``; ``history`` arrays per check (entry k: the upper bound over
-    ``W(1..k+1)`` and the lower bounds from the first k subgradients): ``upper``, ``lower``
-    (running max), ``lower_rda`` (the paper's step 4), ``lower_dual``, ``time``; ``dual`` the
-    averaged pair multipliers (in ``model.data``'s pair order) and ``dual_S`` the matrix of the
-    dual bound (averaged sign patterns of K, or the fixed S), so that
-    ``orthogonal._quadratic_lower_bound(model, res.dual, res.dual_S)`` recomputes it;
-    ``sigma`` Psi's strong-convexity constant.
+    :class:`~hiercvx.result.Solution`: ``weights`` ``(n_nodes, n_features)`` (rows in
+    ``H.nodes`` order, zero for nodes without a weight vector, the reference's convention),
+    ``objective`` = J at the best iterate (the upper bound), ``lower_bound``; ``history``
+    arrays per check (entry k: the upper bound over ``W(1..k+1)`` and the lower bounds from
+    the first k subgradients): ``upper``, ``lower`` (running max), ``lower_rda`` (the paper's
+    step 4), ``lower_dual``, ``time``; ``dual`` the averaged pair multipliers (in
+    ``model.data``'s pair order).  Extras: ``dual_S`` the matrix of the dual bound (averaged
+    sign patterns of K, or the fixed S), so that
+    ``hiercvx.models.orthogonal.quadratic_lower_bound(model, res.dual, res.dual_S)`` recomputes
+    it; ``sigma`` Psi's strong-convexity constant; ``K`` the K used and ``alpha`` heuristic
+    (6)'s alpha after any lowering (orthogonal; ``None`` otherwise); ``model``.
 
     The paper's Algorithm 1 as printed (typo fixed) is ``averaging="uniform", psi="identity",
     dual_bound=False``.
     """
     t_start = time.perf_counter()
     C = check_positive(C, "C")
-    tol = float(tol)
-    if not (np.isfinite(tol) and tol >= 0):
-        raise InputError(f"tol must be a non-negative number, got {tol!r}")
-    try:
-        max_iter = int(max_iter)
-    except (TypeError, ValueError):
-        raise InputError(f"max_iter must be a non-negative integer, got {max_iter!r}") from None
-    if max_iter < 0:
-        raise InputError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    check_iteration_options(tol, max_iter, who="RDA")
     if averaging not in AVERAGING:
         raise InputError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
     if psi not in PSI_CHOICES:
         raise InputError(f"psi must be one of {PSI_CHOICES}, got {psi!r}")
-    reg = regularizer_for(model, K, psi) if regularizer is None else regularizer
-    hinge = _Hinge(model, C)
+    K_used = _K_of(model, K)
+    reg = regularizer_for(model, K_used, psi) if regularizer is None else regularizer
+    hinge = Hinge(model, C)
     if reg.size != hinge.n_vars:
         raise InputError(f"the regularizer is {reg.size}x{reg.size} but the model has {hinge.n_vars} "
                          "weight vectors")
@@ -332,24 +330,36 @@ def solve_model(model, C: float = 1.0, regularizer: Regularizer | None = None, K
     # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
     # machine), so the whole loop runs single-threaded
     with threadpool_limits(limits=1, user_api="blas"):
-        upper, lower, best, t, converged, hist, abar, Sbar = _iterate(model, hinge, reg, tol, max_iter,
-                                                                     averaging, dual_bound, log, t_start)
-    d = model.X.shape[1]
-    W_full = np.zeros((len(model.H), d))
-    W_full[model.var_nodes] = best
+        upper, lower, best, t, converged, hist, abar, Sbar = _iterate(model, hinge, reg, float(tol),
+                                                                     int(max_iter), averaging, dual_bound,
+                                                                     log, t_start)
     history = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
-    res = SolverResult(weights=W_full, objective=float(upper), lower_bound=float(lower), n_iter=t,
-                       converged=converged, tol=tol, dual=abar if dual_bound else None, history=history,
-                       solve_time=time.perf_counter() - t_start,
-                       name=name or f"RDA (Alg. 1) for {model.method}")
-    res.sigma = reg.sigma
-    res.dual_S = Sbar if dual_bound else None  # the averaged S(W(t)) (box of K), or the fixed S
-    res.warn_unless_converged("iterations", stacklevel=_stacklevel)
+    res = Solution(weights=model.full_weights(best), objective=float(upper), lower_bound=float(lower),
+                   solver="rda", n_iter=t, converged=converged, tol=float(tol),
+                   dual=abar if dual_bound else None, history=history,
+                   solve_time=time.perf_counter() - t_start, name=name or f"RDA (Alg. 1) for {model.method}",
+                   extras={"sigma": reg.sigma,
+                           # the averaged S(W(t)) (box of K), or the fixed S
+                           "dual_S": Sbar if dual_bound else None,
+                           "K": K_used,
+                           "alpha": model.K_alpha if (model.method == "orthogonal" and K is None) else None,
+                           "model": model})
+    res.warn_unless_converged("iterations", stacklevel=2)
     log("%s", res)
     return res
 
 
-def _iterate(model, hinge: _Hinge, reg: Regularizer, tol, max_iter, averaging, dual_bound, log, t_start):
+def _K_of(model: otm.PairModel, K):
+    """The K of (4): ``model.K``, or an explicit ``K`` validated against ``model.H``."""
+    if model.method != "orthogonal":
+        if K is not None:
+            raise InputError(f"K is the matrix of orthogonal transfer (4); method={model.method!r} does "
+                             "not take it: drop K or prepare the model with method='orthogonal'")
+        return None
+    return model.K if K is None else otm.validate_K(K, model.H)
+
+
+def _iterate(model, hinge: Hinge, reg: Regularizer, tol, max_iter, averaging, dual_bound, log, t_start):
     d = model.X.shape[1]
     m = hinge.n_vars
 
@@ -374,14 +384,14 @@ def _iterate(model, hinge: _Hinge, reg: Regularizer, tol, max_iter, averaging, d
         J = R + H_val
         if J < upper:  # step 3
             upper, best = J, W
-        gap = (upper - lower) / max(1.0, abs(upper))
+        gap = relative_gap(upper, lower)
         for key, val in (("upper", upper), ("lower", lower), ("lower_rda", lb_rda),
                          ("lower_dual", lb_dual), ("time", time.perf_counter() - t_start)):
             hist[key].append(val)
         if t % 1000 == 0:
             log("RDA %s: iteration %d, upper %.10g, lower %.10g, gap %.3e", model.method, t, upper,
                 lower, gap)
-        if gap <= tol:
+        if reached(gap, tol):
             converged = True
             break
         if t >= max_iter:
@@ -419,40 +429,3 @@ def _iterate(model, hinge: _Hinge, reg: Regularizer, tol, max_iter, averaging, d
                 W = W_min
 
     return upper, lower, best, t, converged, hist, abar, (Sbar if reg.kind == "omega" else reg.matrix)
-
-
-def solve(X, y, H, method: str = "orthogonal", C: float = 1.0, K=None, alpha: float = 1.0, *,
-          psi: str = "averaged", tol: float = 1e-4, max_iter: int = 100_000, averaging: str = "linear",
-          dual_bound: bool = True, classes: str = "nodes", verbose: bool = False) -> SolverResult:
-    """Orthogonal transfer (4) or a baseline of section 5 by Algorithm 1.
-
-    ``method``: one of :data:`hiercvx.formulations.orthogonal.METHODS`; ``y`` one node name per
-    sample.  For ``"orthogonal"``, ``K`` over ``H.nodes[1:]`` (validated as in
-    :func:`~hiercvx.formulations.orthogonal.primal`) or heuristic (6) with ``alpha``; the
-    comparison matrix must be positive definite (Corollary 2).  ``classes``: TREELOSS's
-    classes (``"nodes"`` as in the paper, or ``"leaves"``).  The result's ``weights`` follow
-    the reference's convention (``sol.weights`` of the matching builder), so
-    ``hiercvx.testing.assert_fast_matches_reference`` compares them directly; ``result.K`` is
-    the K used and ``result.alpha`` heuristic (6)'s alpha after any lowering (orthogonal);
-    ``result.model`` the :class:`PairModel`.  See :func:`solve_model` for the other options.
-    """
-    if method not in _ot.METHODS:
-        raise InputError(f"method must be one of {_ot.METHODS}, got {method!r}")
-    model = _ot.prepare(X, y, H, method, classes=classes)
-    Kv = None
-    if method == "orthogonal":
-        if K is None:
-            Kv, alpha = _ot.heuristic_K(H, alpha, return_alpha=True)
-        else:
-            if alpha != 1.0:
-                raise InputError("pass either K or alpha (alpha only parametrizes heuristic (6) when "
-                                 "K is None)")
-            Kv = _ot._validate_K(K, H)
-    elif K is not None:
-        raise InputError(f"K is the matrix of orthogonal transfer (4); method={method!r} does not take it")
-    res = solve_model(model, C, K=Kv, psi=psi, tol=tol, max_iter=max_iter, averaging=averaging,
-                      dual_bound=dual_bound, verbose=verbose, _stacklevel=3)
-    res.K = Kv
-    res.alpha = alpha if (method == "orthogonal" and K is None) else None
-    res.model = model
-    return res
