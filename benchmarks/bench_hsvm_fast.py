@@ -8,10 +8,10 @@ symmetric difference of the ancestor sets), attributes t = 1/sqrt(depth), slack 
 
 Reference: ``hsvm.primal`` (thesis (4.10)) declared, compiled and solved by CLARABEL, with its
 certificate; time = declaration + compilation + solve (wall clock, one run).
-Fast: ``hsvm.prepare`` + ``working_set.solve_hsvm(tol=1e-6)`` (certified relative gap), best of
+Fast: ``models.hsvm.prepare`` + ``working_set.solve(model, tol=1e-6)`` (certified relative gap), best of
 3 runs, after one warm-up call so that numba's one-off compilation is not counted.
 
-Run: ``.venv/bin/python benchmarks/bench_hsvm_fast.py [--regimes]``; ``--regimes`` adds a
+Run: ``.venv/bin/python benchmarks/bench_hsvm_fast.py [--regimes] [--quick]`` (``--quick``: n = 300); ``--regimes`` adds a
 noisier (more overlapping) and a cleaner data set (the passes the dual method needs grow with
 the overlap of the classes).  Target: ratio >= 50.
 """
@@ -26,7 +26,8 @@ import numpy as np
 
 import hiercvx as hc
 from hiercvx.formulations import hsvm
-from hiercvx.solvers.working_set import solve_hsvm
+from hiercvx.models.hsvm import prepare
+from hiercvx.solvers import working_set
 
 SEED = 0
 
@@ -57,16 +58,16 @@ def make_tree_data(n=1000, d=50, branching=(2, 2, 5), multi=0.1, noise=1.0, seed
     return X, Y, H
 
 
-def run(noise: float, C: float = 1.0, tol: float = 1e-6):
-    X, Y, H = make_tree_data(noise=noise)
+def run(noise: float, C: float = 1.0, tol: float = 1e-6, n: int = 1000):
+    X, Y, H = make_tree_data(n=n, noise=noise)
     t0 = time.perf_counter()
-    _, _, data = hsvm.prepare(X, Y, H)
+    model = prepare(X, Y, H)
     prep = time.perf_counter() - t0
-    solve_hsvm(X[:60], hsvm.prepare(X[:60], Y[:60], H)[2], C=C, max_iter=3)  # numba warm-up
+    working_set.solve(prepare(X[:60], Y[:60], H), C=C, max_iter=3)  # numba warm-up
     best = np.inf
     for _ in range(3):
         t0 = time.perf_counter()
-        fast = solve_hsvm(X, data, C=C, tol=tol, max_iter=100_000)
+        fast = working_set.solve(model, C=C, tol=tol, max_iter=100_000)
         best = min(best, time.perf_counter() - t0)
     fast_time = prep + best
 
@@ -75,7 +76,7 @@ def run(noise: float, C: float = 1.0, tol: float = 1e-6):
     ref = problem.solve(solver="CLARABEL")
     ref_time = time.perf_counter() - t0
     rel = abs(fast.objective - ref.objective) / max(1.0, abs(ref.objective))
-    return dict(noise=noise, n=X.shape[0], pairs=data.n_pairs, ref_time=ref_time,
+    return dict(noise=noise, n=X.shape[0], pairs=model.data.n_pairs, ref_time=ref_time,
                 ref_build=ref.build_time, ref_solve=ref.solve_time, ref_obj=ref.objective,
                 ref_gap=ref.gap, fast_time=fast_time, fast_obj=fast.objective, fast_gap=fast.gap,
                 passes=fast.n_iter, newton=fast.history.get("n_newton", 0), rel=rel,
@@ -85,12 +86,14 @@ def run(noise: float, C: float = 1.0, tol: float = 1e-6):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--regimes", action="store_true", help="also noise 0.5 and 2.0")
+    parser.add_argument("--quick", action="store_true", help="n=300, noise 1 only")
     args = parser.parse_args()
-    noises = [1.0, 0.5, 2.0] if args.regimes else [1.0]
+    noises = [1.0, 0.5, 2.0] if args.regimes and not args.quick else [1.0]
+    n = 300 if args.quick else 1000
     warnings.simplefilter("ignore", category=UserWarning)
-    rows = [run(noise) for noise in noises]
+    rows = [run(noise, n=n) for noise in noises]
     print("hierarchical SVM, thesis (4.10): fast working-set solver vs CVXPY/CLARABEL reference")
-    print("tree 2x2x5 (20 leaves, 27 nodes), n=1000, d=50, ~10% two labels, C=1, tol 1e-6\n")
+    print(f"tree 2x2x5 (20 leaves, 27 nodes), n={n}, d=50, ~10% two labels, C=1, tol 1e-6\n")
     head = (f"{'noise':>5} {'pairs':>6} | {'ref build+solve':>19} {'ref objective':>15} {'ref gap':>8} | "
             f"{'fast':>7} {'fast objective':>15} {'fast gap':>8} {'passes':>6} {'newton':>6} | "
             f"{'rel diff':>8} {'ratio':>6}")

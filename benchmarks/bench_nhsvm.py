@@ -30,9 +30,9 @@ import hiercvx as hc
 from hiercvx.datasets import make_nhsvm_balanced, make_nhsvm_unbalanced
 from hiercvx.estimators import HierarchicalSVC, MulticlassSVC
 from hiercvx.estimators.nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
+from hiercvx import methods as registry
 from hiercvx.formulations import nhsvm
 from hiercvx.solvers import nhsvm_fw
-from hiercvx.solvers.shared_norm import solve_alternating
 
 warnings.simplefilter("ignore", ConvergenceWarning)
 
@@ -48,7 +48,7 @@ def _warm_up():
     """Compile the numba kernels once so that no timing below includes compilation."""
     ds = make_nhsvm_balanced(n_samples=40, n_features=5, random_state=0)
     for method in ("pairwise", "bcfw", "sgd", "working_set"):
-        nhsvm_fw.solve(ds.X, ds.y, ds.hierarchy, lam=1.0, method=method, max_iter=3)
+        nhsvm_fw.solve(nhsvm.prepare(ds.X, ds.y, ds.hierarchy), 1.0, method=method, max_iter=3)
 
 
 def multilabel_planted(H, n, d, seed):
@@ -96,10 +96,10 @@ def fast_vs_reference(quick: bool):
             continue
         t_ref = time.perf_counter() - t
         t = time.perf_counter()
-        if kind == "shared":
-            fast = solve_alternating(X, Y, H, lam=lam, tol=1e-6, max_iter=1000)
-        else:
-            fast = nhsvm_fw.solve(X, Y, H, lam=lam, tol=1e-6, max_iter=5000)
+        method = registry.get("shared_norm" if kind == "shared" else "nhsvm")
+        solver, = method.fast_solvers.values()      # the registered fast solver (one per method)
+        fast = solver.solve(method.prepare(X, Y, H), lam=lam, tol=1e-6,
+                            max_iter=1000 if kind == "shared" else 5000)
         t_fast = time.perf_counter() - t
         diff = abs(fast.objective - ref.objective) / max(1.0, abs(ref.objective))
         print(f"{name:<34} {n:>5} {t_ref:>8.2f} {t_fast:>8.2f} {t_ref / t_fast:>7.1f} {diff:>14.1e} "
@@ -130,14 +130,14 @@ def time_to_gap(quick: bool):
     X, Y = multilabel_planted(H, n // 2, 50, 4)
     problems.append((f"multi-label tree n={n // 2} d=50 lam=1", nhsvm.prepare(X, Y, H), 1.0,
                      ("pairwise", "bcfw", "sgd")))
-    for name, data, lam, methods in problems:
+    for name, data, lam, algorithms in problems:
         print(f"  {name}")
         results = {}
-        for method in methods:
+        for method in algorithms:
             kw = {"max_iter": 100000 if method != "sgd" else 2000, "tol": 1e-4}
             if method != "working_set":
                 kw["time_limit"] = budget
-            results[method] = nhsvm_fw.solve_data(data, lam, method=method, **kw)
+            results[method] = nhsvm_fw.solve(data, lam, method=method, **kw)
         best_lb = max(r.lower_bound for r in results.values())
         for method, r in results.items():
             h = r.history

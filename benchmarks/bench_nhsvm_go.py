@@ -173,9 +173,8 @@ class PathModel:
 
     def fit(self, lam, tol, time_limit):
         t0 = time.perf_counter()
-        res = nhsvm_fw.solve_data(self.data, lam, tol=tol, max_iter=10_000, time_limit=time_limit,
-                                  inference="dp" if self.H.is_tree else self.inference,
-                                  state=self.state)
+        res = nhsvm_fw.solve(self.data, lam, tol=tol, max_iter=10_000, time_limit=time_limit,
+                             inference="dp" if self.H.is_tree else self.inference, state=self.state)
         self.state = res.state
         self.W = res.weights
         elapsed = time.perf_counter() - t0

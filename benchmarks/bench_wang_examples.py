@@ -265,7 +265,8 @@ def timing(linear_sizes=(150, 500, 1500), rbf_sizes=(150,), repeats=3):
     from hiercvx.datasets import make_wang_example3
     from hiercvx.estimators.sibling import paper_sigma
     from hiercvx.formulations import hpsi
-    from hiercvx.solvers.sibling_qp import SiblingQPSolver
+    from hiercvx.models.sibling import prepare
+    from hiercvx.solvers import sibling_qp
 
     warnings.simplefilter("ignore")
     lines = ["\n## Fast vs reference (Example 3, C = 1; reference = CVXPY build + CLARABEL solve, "
@@ -290,11 +291,11 @@ def timing(linear_sizes=(150, 500, 1500), rbf_sizes=(150,), repeats=3):
             X, y, H = ds.X, ds.y, ds.hierarchy
             s = paper_sigma(X, y) if kernel == "rbf" else None
             tr, ref = best(lambda: hpsi.primal(X, y, H, C=1.0, kernel=kernel, sigma=s).solve())
-            tf, fast = best(lambda: SiblingQPSolver(X, y, H, kernel=kernel, sigma=s).solve(1.0))
+            tf, fast = best(lambda: sibling_qp.solve(prepare(X, y, H, kernel, s), 1.0))
             lines.append(f"| {n} | {kernel} | HSVM QP | {tr:.3f} | {tf:.3f} | {tr / tf:.1f} | "
                          f"{ref.objective:.8g} / {fast.objective:.8g} |")
             tr, refdc = best(lambda: hpsi.dc(X, y, H, C=1.0, kernel=kernel, sigma=s))
-            tf, fastdc = best(lambda: SiblingQPSolver(X, y, H, kernel=kernel, sigma=s).solve_dc(1.0))
+            tf, fastdc = best(lambda: sibling_qp.solve_dc(prepare(X, y, H, kernel, s), 1.0))
             lines.append(f"| {n} | {kernel} | HPSI DC run ({len(refdc.dc_objectives) - 1} / "
                          f"{len(fastdc.dc_objectives) - 1} steps) | {tr:.3f} | {tf:.3f} | "
                          f"{tr / tf:.1f} | {refdc.objective:.8g} / {fastdc.objective:.8g} |")

@@ -10,7 +10,8 @@ import hiercvx.testing  # noqa: F401  (hc.testing below)
 from hiercvx.datasets import make_cai_synthetic
 from hiercvx.estimators import HierarchicalSVC
 from hiercvx.formulations import hsvm
-from hiercvx.solvers.working_set import solve_hsvm
+from hiercvx.models.hsvm import prepare
+from hiercvx.solvers import working_set
 
 # 1. Data: the thesis' synthetic multi-label tree (section 7.1.1).
 ds = make_cai_synthetic(n_samples=120, n_features=8, branching=3, depth=2, random_state=1)
@@ -25,9 +26,10 @@ print(sol.certificate())
 dual = hsvm.dual(X, Y, H, C=1.0).solve()
 assert abs(dual.objective - sol.objective) <= 1e-5 * max(1, abs(sol.objective))
 
-# 3. The fast solver (thesis Algorithm 2) stops on a certified duality gap.
-classes, Lam, data = hsvm.prepare(X, Y, H)
-fast = solve_hsvm(X, data, C=1.0, tol=1e-6)
+# 3. The fast solver (thesis Algorithm 2) runs on the validated model and stops on a
+#    certified duality gap.
+model = prepare(X, Y, H)
+fast = working_set.solve(model, C=1.0, tol=1e-6)
 print(fast)
 hc.testing.assert_fast_matches_reference(fast, sol, rtol=1e-5)
 

@@ -12,8 +12,8 @@ from hiercvx.datasets import make_nhsvm_unbalanced
 from hiercvx.estimators import MulticlassSVC
 from hiercvx.estimators.nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
 from hiercvx.formulations import nhsvm
-from hiercvx.solvers import nhsvm_fw
-from hiercvx.solvers.shared_norm import solve_alternating
+from hiercvx.models.nhsvm import prepare, prepare_shared
+from hiercvx.solvers import nhsvm_fw, shared_norm
 
 # 1. Data: the paper's unbalanced synthetic tree (section 8.1), small.
 ds = make_nhsvm_unbalanced(n_samples=1200, n_features=30, depth=6, random_state=0)
@@ -28,7 +28,8 @@ print(ref.certificate())
 
 # 3. The fast solver: pairwise block-coordinate Frank-Wolfe on the dual, stopped on a
 #    certified duality gap, checked against the reference.
-fast = nhsvm_fw.solve(Xtr, ytr, H, lam=0.1, alpha=alpha, tol=1e-7)
+model = prepare(Xtr, ytr, H, alpha=alpha)        # validated once, shared with the reference
+fast = nhsvm_fw.solve(model, lam=0.1, tol=1e-7)
 print(fast)
 hc.testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
 
@@ -38,7 +39,7 @@ rng = np.random.default_rng(1)
 leaves = np.array(H.leaves, dtype=object)
 Y = [frozenset({a, rng.choice(leaves)}) if rng.random() < 0.3 else frozenset({a}) for a in ytr[:80]]
 multi_ref = nhsvm.primal(Xtr[:80], Y, H, lam=0.5).solve(verbose=False)
-multi_fast = nhsvm_fw.solve(Xtr[:80], Y, H, lam=0.5, tol=1e-7)
+multi_fast = nhsvm_fw.solve(prepare(Xtr[:80], Y, H), lam=0.5, tol=1e-7)
 hc.testing.assert_fast_matches_reference(multi_fast, multi_ref, rtol=1e-6)
 print(f"multi-label: cutting planes {multi_ref.objective:.6f} ({multi_ref.n_iter} rounds), "
       f"fast {multi_fast.objective:.6f} (gap {multi_fast.gap:.1e})")
@@ -47,7 +48,7 @@ print(f"multi-label: cutting planes {multi_ref.objective:.6f} ({multi_ref.n_iter
 #    (closed-form alpha step, then the weights) is certified by the dual of (14).
 sub = slice(0, 120)
 shared_ref = nhsvm.shared_primal(Xtr[sub], ytr[sub], H, lam=1.0).solve()
-shared = solve_alternating(Xtr[sub], ytr[sub], H, lam=1.0, tol=1e-5)
+shared = shared_norm.solve(prepare_shared(Xtr[sub], ytr[sub], H), lam=1.0, tol=1e-5)
 hc.testing.assert_fast_matches_reference(shared, shared_ref, rtol=1e-5)
 print(f"shared-norm SVM: reference {shared_ref.objective:.6f}, alternating {shared.objective:.6f} "
       f"after {shared.n_iter} alpha steps (gap {shared.gap:.1e})")

@@ -10,6 +10,7 @@ import hiercvx as hc
 from hiercvx.datasets import make_wang_example2
 from hiercvx.estimators import HierarchicalPsiClassifier, SiblingMarginSVC
 from hiercvx.formulations import hpsi
+from hiercvx.models.sibling import prepare
 from hiercvx.solvers import sibling_qp
 from hiercvx.testing import assert_fast_matches_reference
 
@@ -22,8 +23,9 @@ print(H, f"- Bayes error {train.bayes_error:.3f}")
 ref = hpsi.primal(train.X, train.y, H, C=1.0).solve()
 print(ref.certificate())
 
-# The fast solver of the same QP agrees with the certified reference.
-fast = sibling_qp.solve_qp(train.X, train.y, H, C=1.0, tol=1e-8)
+# The fast solver of the same QP, on the same validated model, agrees with the reference.
+model = prepare(train.X, train.y, H)
+fast = sibling_qp.solve(model, C=1.0, tol=1e-8)
 assert_fast_matches_reference(fast, ref, rtol=1e-6)
 print(fast)
 

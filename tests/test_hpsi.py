@@ -225,7 +225,7 @@ def test_primal_equals_dual(kernel, dc_step):
     lam = None
     if dc_step:  # the dual of a DC step (8), at the linearization of the HSVM solution
         model = prob.data["model"]
-        lam = hpsi.linearization(prob, model.scores(sol.weights, sol.values["biases"]), C)
+        lam = hpsi.linearization(prob, model.train_scores(sol.weights, sol.values["biases"]), C)
         assert lam.sum() > 0
         sol = prob.set(pair_weights=lam).solve()
     dsol = hpsi.dual(X, y, H, C=C, kernel=kernel, pair_weights=lam).solve()
@@ -289,7 +289,7 @@ def test_kernel_forms_and_new_points(wang3):
     # scores of the training points through the kernel rows = the model's scores
     model = rbf.data["model"]
     np.testing.assert_allclose(hpsi.decision_function(rbf, srbf, X),
-                               model.scores(srbf.weights, srbf.values["biases"]), atol=1e-6)
+                               model.train_scores(srbf.weights, srbf.values["biases"]), atol=1e-6)
     assert srbf.weights.shape == (len(H), len(y))                   # representer coefficients
 
 
@@ -353,18 +353,18 @@ def test_linearization_gives_a_convex_majorant(wang3):
     sol = prob.solve()
     model = prob.data["model"]
     f0 = (sol.weights, sol.values["biases"])
-    lam = hpsi.linearization(model, model.scores(*f0), C)
+    lam = hpsi.linearization(model, model.train_scores(*f0), C)
 
     def s1(W, b):
         return model.primal_value(W, b, C)
 
     def s2(W, b):
-        u = model.pairs.u_min(model.scores(W, b))
+        u = model.pairs.u_min(model.train_scores(W, b))
         return C * np.maximum(0, -u).sum()
 
     def majorant(W, b):
         m = model.pairs.margins
-        return (s1(W, b) + lam @ m(model.scores(W, b)) - s2(*f0) - lam @ m(model.scores(*f0)))
+        return (s1(W, b) + lam @ m(model.train_scores(W, b)) - s2(*f0) - lam @ m(model.train_scores(*f0)))
 
     assert majorant(*f0) == pytest.approx(model.psi_value(*f0, C), rel=1e-12)
     rng = np.random.default_rng(0)
@@ -395,10 +395,10 @@ def test_dc_cost_never_increases_and_reuses_one_compiled_problem(wang3, kernel):
     # one compiled problem for the HSVM start and every step (parameters only)
     assert prob.problem.is_dpp() and res.compilations == 1
     # the best iterate's cost, recomputed from its functions
-    Sb = res.decision_function(X)
+    Sb = hpsi.decision_function(prob, res, X)
     assert res.objective == pytest.approx(
         hpsi.cost(Sb, y, H, C, penalty=prob.data["model"].penalty(res.weights)), rel=1e-9)
-    assert set(res.predict(X)) <= set(H.leaves)
+    assert set(hpsi.predict(prob, res, X)) <= set(H.leaves)
 
 
 def test_dc_on_random_trees_with_partial_paths():
@@ -408,7 +408,49 @@ def test_dc_on_random_trees_with_partial_paths():
         path = res.dc_objectives
         assert np.all(np.diff(path) <= 1e-7 * max(1.0, path[0]))
         assert res.compilations == 1
-        assert set(res.predict(X)) <= set(H.nodes) - {H.root}
+        assert set(hpsi.predict(res.problem, res, X)) <= set(H.nodes) - {H.root}
+
+
+def test_dc_result_certifies_a_fixed_point():
+    """What a DC result's lower bound means: the last step's majorant s_1 + lam.m (the primal
+    (8) with the DC term) equals the psi cost at the iterate it was linearized at, lies above
+    it everywhere, and its certified minimum is the bound; at convergence the gap is small."""
+    X, y, H = random_problem(5, n=20)
+    C = 4.0
+    res = hpsi.dc(X, y, H, C=C, tol=1e-9, max_iter=30)
+    assert res.converged and res.status == "fixed_point" and len(res.steps) == res.n_iter + 1
+    assert res.lower_bound == res.steps[-1].lower_bound
+    scale = max(1.0, abs(res.objective))
+    assert -1e-6 * scale <= res.objective - res.lower_bound <= 1e-5 * scale
+    model = res.problem.data["model"]
+    prev, last = res.steps[-2], res.steps[-1]
+    f_prev = (prev.weights, prev.values["biases"])
+    lam = hpsi.linearization(model, model.train_scores(*f_prev), C, 1e-6)
+    majorant_at_prev = model.objective(f_prev[0], biases=f_prev[1], C=C, pair_weights=lam)
+    assert majorant_at_prev == pytest.approx(model.psi_value(*f_prev, C), abs=1e-5 * C)
+    f_last = (last.weights, last.values["biases"])
+    assert model.objective(f_last[0], biases=f_last[1], C=C, pair_weights=lam) >= \
+        model.psi_value(*f_last, C) - 1e-9 * scale
+    assert last.lower_bound <= majorant_at_prev + 1e-9 * scale
+
+
+def test_model_interface():
+    """The SiblingModel answers the Model questions: objective, lower bound, scores, oracle."""
+    X, y, H = random_problem(6, n=20)
+    prob = hpsi.primal(X, y, H, C=2.0)
+    sol = prob.solve()
+    model = prob.data["model"]
+    b = sol.values["biases"]
+    assert model.objective(sol.weights, biases=b, C=2.0) == pytest.approx(sol.objective, rel=1e-12)
+    bound = model.lower_bound(sol.duals["pairs"], C=2.0)
+    assert bound <= sol.objective + 1e-9 and bound == pytest.approx(sol.lower_bound, rel=1e-12)
+    S = model.scores(sol.weights, X, b)
+    np.testing.assert_allclose(S, model.train_scores(sol.weights, b), atol=1e-12)
+    u, arg = model.oracle(S)
+    np.testing.assert_allclose(u, model.pairs.u_min(S))
+    np.testing.assert_array_equal(model.pairs.margins(S)[arg], u)
+    assert model.method == "sibling_svm" and "beta" in model.variables
+    assert "(9)-(11)" in model.describe()
 
 
 # ---------------------------------------------------------------------- bad input

@@ -492,3 +492,41 @@ def test_a_wrong_regularizer_cannot_certify(monkeypatch):
                         lambda Lam, cols: np.diag(1 / Lam[np.arange(len(cols)), cols] ** 2))
     with pytest.raises(hc.SolverError, match="duality gap"):
         hsvm.class_form(X, Y, H).solve()
+
+
+# ---------------------------------------------------------------------- the model layer
+def test_model_answers_what_the_references_certify():
+    """HSVMModel (hiercvx.models.hsvm.prepare): objective / lower bound / scores are the
+    references' numbers; the oracle is the brute-force most violated pair; the builders
+    declared from one model equal the public ones and sweep C as a parameter."""
+    from hiercvx.models.hsvm import HSVMModel, prepare
+
+    X, Y, H = problem("dag", True, seed=21, n=16)
+    model = prepare(X, Y, H, rescaling="margin")
+    assert isinstance(model, HSVMModel) and model.equations["primal"] == "(4.10)"
+    assert "alpha" in model.variables and "HSVMModel" in model.describe()
+    classes, Lam, data = model  # the triple hsvm.prepare returns
+    assert classes == H.leaves and Lam is model.Lam and data is model.data
+    ref = hsvm.primal_from_model(model, C=0.7).solve()
+    public = hsvm.primal(X, Y, H, C=0.7, rescaling="margin").solve()
+    testing.assert_same_optimum(ref, public, rtol=1e-9)
+    assert model.objective(ref.weights, C=0.7) == pytest.approx(ref.objective, rel=1e-12)
+    dual = hsvm.dual_from_model(model, C=0.7).solve()
+    assert model.lower_bound(dual.values["alpha"], C=0.7) == pytest.approx(dual.lower_bound, rel=1e-12)
+    np.testing.assert_allclose(model.scores(ref.weights, X), scores(ref.weights, X, Lam))
+    # the oracle: per example the pair of largest (b_p - margin_p) / cost_p
+    S = model.scores(ref.weights, X)
+    y, ybar, viol = model.oracle(S)
+    for i in range(len(Y)):
+        p = np.flatnonzero(data.pair_i == i)
+        h = (data.pair_offset[p] - (S[i, data.pair_y[p]] - S[i, data.pair_ybar[p]])) / data.pair_cost[p]
+        assert viol[i] == pytest.approx(h.max())
+        best = p[np.argmax(h)]
+        assert (y[i], ybar[i]) == (data.pair_y[best], data.pair_ybar[best])
+    # one declaration, C swept as a parameter
+    prob = hsvm.primal_from_model(model, C=0.7)
+    swept = prob.set(C=2.0).solve()
+    testing.assert_same_optimum(swept, hsvm.primal_from_model(model, C=2.0).solve(), rtol=1e-7)
+    # the primal needs features with class attributes
+    with pytest.raises(hc.InputError, match="dual"):
+        hsvm.primal_from_model(prepare(X, Y, H, kernel="rbf"), C=1.0)

@@ -288,3 +288,33 @@ def test_too_large_is_refused_before_compiling(build, monkeypatch):
     monkeypatch.setattr(cp, "Problem", no_problem)
     with pytest.raises(hc.ProblemTooLargeError, match="max_size="):
         build(X, y, max_size=50)
+
+
+# --------------------------------------------------------------------- the model layer
+
+def test_model_answers_what_the_references_certify():
+    """MulticlassModel (hiercvx.models.multiclass.prepare): the primal's recomputed objective at
+    its weights and intercept, the dual's bound at its Lambda, and the class order given."""
+    from hiercvx.models.multiclass import MulticlassModel, prepare
+
+    X, y = blobs(labels=["c", "a", "b"])
+    model = prepare(X, y, fit_intercept=True, intercept_scaling=2.0, sample_weight=SW)
+    assert isinstance(model, MulticlassModel) and model.classes.tolist() == ["a", "b", "c"]
+    p = multiclass.primal_from_model(model, C=0.8).solve()
+    assert model.objective(p.weights, C=0.8, intercept=p.values["intercept"]) == pytest.approx(
+        p.objective, rel=1e-12)
+    assert_same_optimum(p, multiclass.primal(X, y, C=0.8, fit_intercept=True, intercept_scaling=2.0,
+                                             sample_weight=SW).solve(), 1e-9)
+    plain = prepare(X, y)
+    d = multiclass.dual_from_model(plain, C=0.8).solve()
+    lam = d.values["Lambda"]
+    alpha = lam[plain.data.pair_i, plain.data.pair_ybar]
+    assert plain.lower_bound(alpha, C=0.8) == pytest.approx(d.lower_bound, rel=1e-12)
+    ordered = prepare(X, y, classes=["c", "b", "a"])
+    assert ordered.classes.tolist() == ["c", "b", "a"] and ordered.y_index[0] == ["c", "b", "a"].index(y[0])
+    with pytest.raises(hc.InputError, match="intercept"):
+        multiclass.dual_from_model(model, C=1.0)
+    with pytest.raises(hc.InputError, match="flat"):
+        prepare(X, y, hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"}))
+    with pytest.raises(hc.InputError, match="linear kernel"):
+        prepare(X, y, kernel="rbf", fit_intercept=True)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import hiercvx as hc
 from hiercvx import inference
 from hiercvx.formulations import nhsvm
-from hiercvx.solvers.shared_norm import optimal_alpha
+from hiercvx.models.nhsvm import optimal_alpha, ratio_sum
 from hiercvx.testing import assert_certified, assert_same_optimum
 
 from strategies import trees
@@ -304,7 +304,7 @@ def test_cutting_planes_match_full_enumeration(H, inference_method):
     assert sol.lower_bound <= full + 1e-7 * full
     # the reported objective is the exact one at the returned weights
     assert abs(nhsvm.primal_objective(sol.weights, nd, lam) - sol.objective) <= 1e-10 * sol.objective
-    gaps = [h["gap"] for h in sol.history]
+    gaps = sol.history["gap"]
     assert all(b <= a + 1e-12 for a, b in zip(gaps, gaps[1:]))     # best-so-far gap never grows
     assert sol.n_cuts < len(X) * (2 ** len(H.leaves) - 1)
 
@@ -465,12 +465,12 @@ def test_paper_algorithm_1_as_printed_is_not_optimal():
     b = np.sum(U ** 2, axis=1)
     # as printed, leaves keep E = 0, so every leaf gets alpha = 0: objective infinite
     assert np.all(printed[H.leaf_mask] == 0)
-    assert nhsvm._ratio_sum(b, printed) == np.inf
+    assert ratio_sum(b, printed) == np.inf
     # the root is never assigned either
     assert printed[0] == 0 and reference.weights[0] > 0.01
     # the corrected closed form agrees with the reference
     fixed = optimal_alpha(U, H)
-    assert abs(nhsvm._ratio_sum(b, fixed) - reference.objective) <= 1e-6 * reference.objective
+    assert abs(ratio_sum(b, fixed) - reference.objective) <= 1e-6 * reference.objective
 
 
 def test_alpha_step_on_a_dag_and_zero_weights():

@@ -18,13 +18,25 @@ from hiercvx import testing
 from hiercvx.estimators.nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
 from hiercvx.formulations import nhsvm
 from hiercvx.inference import best_label_set, is_valid_label_set
-from hiercvx.solvers import nhsvm_fw
-from hiercvx.solvers.shared_norm import min_path_cover, optimal_alpha, solve_alternating
+from hiercvx.models.nhsvm import min_path_cover, optimal_alpha, prepare, prepare_shared
+from hiercvx.solvers import nhsvm_fw, shared_norm
 
 TREE = hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
                                   "A2a": "A2", "A2b": "A2", "B1": "B", "B2": "B"})
 DAG = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z"),
                                ("r", "w")])
+
+
+def fw(X, Y, H, lam=1.0, *, alpha=None, variant="nhsvm", multilabel=None, loss=None, T=None,
+       **options):
+    """The fast NHSVM solver on the prepared model (``nhsvm_fw.solve(model, lam, ...)``)."""
+    model = prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss, T=T)
+    return nhsvm_fw.solve(model, lam, **options)
+
+
+def alternating(X, y, H, lam=1.0, loss="zero_one", **options):
+    """The alternating shared-norm solver on the prepared model (``shared_norm.solve``)."""
+    return shared_norm.solve(prepare_shared(X, y, H, loss=loss), lam, **options)
 
 
 def planted(H, n=40, d=4, noise=1.0, seed=0, multilabel=False):
@@ -47,7 +59,7 @@ def planted(H, n=40, d=4, noise=1.0, seed=0, multilabel=False):
 def test_pairwise_matches_reference_single_label(variant, lam):
     X, y = planted(TREE, seed=1)
     ref = nhsvm.primal(X, y, TREE, lam=lam, variant=variant).solve()
-    fast = nhsvm_fw.solve(X, y, TREE, lam=lam, variant=variant, tol=1e-8)
+    fast = fw(X, y, TREE, lam=lam, variant=variant, tol=1e-8)
     testing.assert_certified(fast, gap_tol=1e-8)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
     # the certificate's objective is the exact (10) / (13) at the returned weights
@@ -58,8 +70,8 @@ def test_pairwise_matches_reference_single_label(variant, lam):
 def test_sparse_input_gives_the_same_solution():
     X, y = planted(TREE, seed=2)
     X[np.abs(X) < 0.6] = 0.0
-    dense = nhsvm_fw.solve(X, y, TREE, lam=0.3, tol=1e-9)
-    sparse = nhsvm_fw.solve(sp.csr_matrix(X), y, TREE, lam=0.3, tol=1e-9)
+    dense = fw(X, y, TREE, lam=0.3, tol=1e-9)
+    sparse = fw(sp.csr_matrix(X), y, TREE, lam=0.3, tol=1e-9)
     testing.assert_same_optimum(dense, sparse, rtol=1e-8)
     assert np.allclose(dense.weights, sparse.weights, atol=1e-4)
 
@@ -68,7 +80,7 @@ def test_sparse_input_gives_the_same_solution():
 def test_other_dual_methods_are_certified_and_agree(method, tol):
     X, y = planted(TREE, seed=3, d=3)
     ref = nhsvm.primal(X, y, TREE, lam=2.0).solve()
-    res = nhsvm_fw.solve(X, y, TREE, lam=2.0, method=method, tol=tol, max_iter=5000)
+    res = fw(X, y, TREE, lam=2.0, method=method, tol=tol, max_iter=5000)
     assert res.converged  # plain BCFW is sublinear: 1e-4 takes a few hundred passes here
     testing.assert_fast_matches_reference(res, ref, rtol=2 * tol)
 
@@ -76,7 +88,7 @@ def test_other_dual_methods_are_certified_and_agree(method, tol):
 def test_sgd_is_bracketed_by_the_certificate():
     X, y = planted(TREE, seed=4)
     ref = nhsvm.primal(X, y, TREE, lam=1.0).solve()
-    sgd = nhsvm_fw.solve(X, y, TREE, lam=1.0, method="sgd", max_iter=60)
+    sgd = fw(X, y, TREE, lam=1.0, method="sgd", max_iter=60)
     assert not sgd.converged and sgd.lower_bound == 0.0        # SGD has no dual certificate
     assert sgd.objective >= ref.lower_bound - 1e-9              # weak duality
     assert sgd.objective <= 1.1 * ref.objective                 # and it does make progress
@@ -89,11 +101,11 @@ def test_block_gaps_sum_to_the_duality_gap():
     data = nhsvm.prepare(X, y, TREE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = nhsvm_fw.solve_data(data, 0.5, max_iter=2)          # an intermediate dual point
-    model = nhsvm_fw._model_from_data(data)
+        res = nhsvm_fw.solve(data, 0.5, max_iter=2)          # an intermediate dual point
+    model = nhsvm_fw.vertex_model(data)
     state = res.state
     V = state.rebuild_weights(model)
-    P, D, H, _, W = nhsvm_fw._certify(model, V, state.l, 0.5)
+    P, D, H, _, W = nhsvm_fw.certify(model, V, state.l, 0.5)
     # block gap of i, computed by brute force over the leaves at the same W
     S = nhsvm.node_scores(W, X, data.alpha)
     C = S @ model.paths.T
@@ -108,9 +120,9 @@ def test_block_gaps_sum_to_the_duality_gap():
 def test_warm_start_reuses_the_dual_point():
     X, y = planted(TREE, seed=6)
     data = nhsvm.prepare(X, y, TREE)
-    first = nhsvm_fw.solve_data(data, 1.0, tol=1e-8)
-    cold = nhsvm_fw.solve_data(data, 0.8, tol=1e-8)
-    warm = nhsvm_fw.solve_data(data, 0.8, tol=1e-8, state=first.state)
+    first = nhsvm_fw.solve(data, 1.0, tol=1e-8)
+    cold = nhsvm_fw.solve(data, 0.8, tol=1e-8)
+    warm = nhsvm_fw.solve(data, 0.8, tol=1e-8, state=first.state)
     testing.assert_same_optimum(cold, warm, rtol=1e-7)
     assert warm.n_iter <= cold.n_iter
 
@@ -121,21 +133,21 @@ def test_pairwise_matches_cutting_planes_multilabel(H):
     X, Y = planted(H, n=30, d=3, seed=7, multilabel=True)
     assert any(len(s) > 1 for s in Y)
     ref = nhsvm.primal(X, Y, H, lam=0.5, inference="lp").solve(verbose=False, gap_tol=1e-8)
-    fast = nhsvm_fw.solve(X, Y, H, lam=0.5, tol=1e-8)           # DP on the tree, LP + ILP on the DAG
+    fast = fw(X, Y, H, lam=0.5, tol=1e-8)           # DP on the tree, LP + ILP on the DAG
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
     # the same optimum with brute-force inference as the oracle (independent of DP / ILP)
-    brute = nhsvm_fw.solve(X, Y, H, lam=0.5, tol=1e-8, inference="enumerate")
+    brute = fw(X, Y, H, lam=0.5, tol=1e-8, inference="enumerate")
     testing.assert_same_optimum(fast, brute, rtol=1e-7)
 
 
 def test_multilabel_bcfw_and_sgd_call_the_oracle_per_sample():
     X, Y = planted(TREE, n=25, d=3, seed=8, multilabel=True)
     ref = nhsvm.primal(X, Y, TREE, lam=1.0).solve(verbose=False)
-    bcfw = nhsvm_fw.solve(X, Y, TREE, lam=1.0, method="bcfw", tol=1e-4, max_iter=400)
+    bcfw = fw(X, Y, TREE, lam=1.0, method="bcfw", tol=1e-4, max_iter=400)
     assert bcfw.converged and bcfw.lower_bound <= ref.objective + 1e-9 <= bcfw.objective + 2e-9
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        sgd = nhsvm_fw.solve(X, Y, TREE, lam=1.0, method="sgd", max_iter=20)
+        sgd = fw(X, Y, TREE, lam=1.0, method="sgd", max_iter=20)
     assert ref.lower_bound - 1e-9 <= sgd.objective <= 1.2 * ref.objective
 
 
@@ -150,7 +162,7 @@ def test_fast_matches_reference_on_random_hierarchies(H, seed, multilabel):
         return
     prob = nhsvm.primal(X, Y, H, lam=0.7, multilabel=multilabel)
     ref = prob.solve(verbose=False) if multilabel else prob.solve()
-    fast = nhsvm_fw.solve(X, Y, H, lam=0.7, multilabel=multilabel, tol=1e-8, max_iter=5000)
+    fast = fw(X, Y, H, lam=0.7, multilabel=multilabel, tol=1e-8, max_iter=5000)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)     # slack: the reference's gap
 
 
@@ -158,17 +170,17 @@ def test_bad_input():
     X, y = planted(TREE)
     data = nhsvm.prepare(X, y, TREE)
     with pytest.raises(hc.InputError, match="unknown NHSVM solver method"):
-        nhsvm_fw.solve_data(data, 1.0, method="newton")
-    with pytest.raises(hc.InputError, match="NHSVMData"):
-        nhsvm_fw.solve_data((X, y), 1.0)
+        nhsvm_fw.solve(data, 1.0, method="newton")
+    with pytest.raises(hc.InputError, match="NHSVMModel"):
+        nhsvm_fw.solve((X, y), 1.0)
     with pytest.raises(hc.InputError, match="lam"):
-        nhsvm_fw.solve_data(data, 0.0)
+        nhsvm_fw.solve(data, 0.0)
     X2, Y2 = planted(TREE, multilabel=True)
     with pytest.raises(hc.InputError, match="single-label"):
-        nhsvm_fw.solve(X2, Y2, TREE, method="working_set")
-    other = nhsvm_fw.solve_data(nhsvm.prepare(X[:10], y[:10], TREE), 1.0)
+        fw(X2, Y2, TREE, method="working_set")
+    other = nhsvm_fw.solve(nhsvm.prepare(X[:10], y[:10], TREE), 1.0)
     with pytest.raises(hc.InputError, match="warm-start state"):
-        nhsvm_fw.solve_data(data, 1.0, state=other.state)
+        nhsvm_fw.solve(data, 1.0, state=other.state)
 
 
 # ----------------------------------------------------------------------------- shared-norm SVM
@@ -177,7 +189,7 @@ def test_bad_input():
 def test_alternating_matches_shared_primal(H, seed, lam):
     X, y = planted(H, seed=seed)
     ref = nhsvm.shared_primal(X, y, H, lam=lam).solve()
-    alt = solve_alternating(X, y, H, lam=lam, tol=1e-5, max_iter=300)
+    alt = alternating(X, y, H, lam=lam, tol=1e-5, max_iter=300)
     assert alt.converged
     testing.assert_fast_matches_reference(alt, ref, rtol=1e-5)
     # the returned alpha is feasible for (14) and optimal for the returned U
@@ -215,11 +227,11 @@ def test_min_path_cover_is_the_lp_optimum(H, seed):
 def test_alternating_bad_input():
     X, y = planted(TREE)
     with pytest.raises(hc.InputError, match="alpha0"):
-        solve_alternating(X, y, TREE, alpha0=np.ones(len(TREE)))
+        alternating(X, y, TREE, alpha0=np.ones(len(TREE)))
     with pytest.raises(hc.InputError, match="lam"):
-        solve_alternating(X, y, TREE, lam=-1)
+        alternating(X, y, TREE, lam=-1)
     with pytest.raises(hc.LabelError):
-        solve_alternating(X, [{"A1", "B1"}] * len(y), TREE)
+        alternating(X, [{"A1", "B1"}] * len(y), TREE)
 
 
 # ----------------------------------------------------------------------------- estimators

@@ -15,11 +15,28 @@ import hiercvx as hc
 from hiercvx import testing
 from hiercvx.datasets import make_wang_example2, make_wang_example3
 from hiercvx.formulations import hpsi
-from hiercvx.solvers.sibling_qp import SiblingQPSolver, pivoted_cholesky, solve_dc, solve_qp
+from hiercvx.models.sibling import prepare
+from hiercvx.solvers import sibling_qp
+from hiercvx.solvers.sibling_qp import SiblingQPSolver, pivoted_cholesky
 from strategies import trees
 
 FAST = settings(max_examples=12, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def fast_qp(X, y, H, C=1.0, kernel="linear", sigma=None, **options):
+    """One certified fast solve on fresh data: prepare the model, then sibling_qp.solve."""
+    return sibling_qp.solve(prepare(X, y, H, kernel, sigma), C, **options)
+
+
+def fast_dc(X, y, H, C=1.0, kernel="linear", sigma=None, **options):
+    """A fast DC run on fresh data: prepare the model, then sibling_qp.solve_dc."""
+    return sibling_qp.solve_dc(prepare(X, y, H, kernel, sigma), C, **options)
+
+
+def engine(X, y, H, kernel="linear", sigma=None, **options):
+    """The solver engine (cached factorization, warm starts) on fresh data."""
+    return SiblingQPSolver(prepare(X, y, H, kernel, sigma), **options)
 
 
 def random_problem(seed, n=18, d=2, n_nodes=7, internal=True):
@@ -47,7 +64,7 @@ def dc_weights(X, y, H, C, kernel="linear", sigma=None):
     prob = hpsi.primal(X, y, H, C=C, kernel=kernel, sigma=sigma)
     sol = prob.solve()
     model = prob.data["model"]
-    return hpsi.linearization(model, model.scores(sol.weights, sol.values["biases"]), C)
+    return hpsi.linearization(model, model.train_scores(sol.weights, sol.values["biases"]), C)
 
 
 def assert_same_functions(fast, ref, X, rtol=1e-4):
@@ -63,7 +80,7 @@ def assert_same_functions(fast, ref, X, rtol=1e-4):
 def test_ipm_hsvm_matches_the_reference_on_random_trees(seed, C):
     X, y, H = random_problem(seed)
     ref = reference(X, y, H, C)
-    fast = solve_qp(X, y, H, C=C, method="ipm", tol=1e-8)
+    fast = fast_qp(X, y, H, C=C, method="ipm", tol=1e-8)
     testing.assert_certified(fast, gap_tol=1e-8)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
     assert_same_functions(fast, ref, X)
@@ -77,7 +94,7 @@ def test_ipm_dc_step_matches_the_reference(kernel):
     lam = dc_weights(X, y, H, C, kernel, sigma)
     assert lam.sum() > 0
     ref = reference(X, y, H, C, kernel, sigma, lam)
-    fast = solve_qp(X, y, H, C=C, kernel=kernel, sigma=sigma, pair_weights=lam, tol=1e-8)
+    fast = fast_qp(X, y, H, C=C, kernel=kernel, sigma=sigma, pair_weights=lam, tol=1e-8)
     assert fast.method == "ipm"
     testing.assert_certified(fast, gap_tol=1e-8)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
@@ -89,27 +106,27 @@ def test_ipm_gaussian_kernel_on_wang_example3(C):
     ds = make_wang_example3(40, random_state=3)
     X, y, H = ds.X, ds.y, ds.hierarchy
     ref = reference(X, y, H, C, "rbf", 0.7)
-    solver = SiblingQPSolver(X, y, H, kernel="rbf", sigma=0.7)
+    solver = engine(X, y, H, kernel="rbf", sigma=0.7)
     fast = solver.solve(C, tol=1e-8)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
     # the representer coefficients live on the pivots of the factor; the scores they give
     # at the training points (exact kernel) are the reference's up to the biases' freedom
     assert np.all(fast.weights[:, np.setdiff1d(np.arange(len(y)), solver._pivots)] == 0)
-    np.testing.assert_allclose(solver.decision_function(fast.weights, fast.biases, X),
-                               solver.model.scores(fast.weights, fast.biases), atol=1e-9)
+    np.testing.assert_allclose(solver.model.scores(fast.weights, X, fast.biases),
+                               solver.model.train_scores(fast.weights, fast.biases), atol=1e-9)
 
 
 def test_precomputed_sparse_and_flat_inputs():
     ds = make_wang_example2(40, random_state=0)
     X, y, H = ds.X, ds.y, ds.hierarchy
     ref = reference(X, y, H, 1.0)
-    testing.assert_fast_matches_reference(solve_qp(sp.csr_matrix(X), y, H, C=1.0), ref)
+    testing.assert_fast_matches_reference(fast_qp(sp.csr_matrix(X), y, H, C=1.0), ref)
     k = hc.kernels.make_kernel("rbf", sigma=0.5)
-    pre = solve_qp(k(X, X), y, H, C=1.0, kernel="precomputed")
+    pre = fast_qp(k(X, X), y, H, C=1.0, kernel="precomputed")
     testing.assert_fast_matches_reference(pre, reference(X, y, H, 1.0, "rbf", 0.5))
     # one level: the flat multi-class SVM of Liu and Shen
     flat = hc.Hierarchy.from_parents({"r": None, **{c: "r" for c in range(1, 9)}})
-    testing.assert_fast_matches_reference(solve_qp(X, y, flat, C=1.0), reference(X, y, flat, 1.0))
+    testing.assert_fast_matches_reference(fast_qp(X, y, flat, C=1.0), reference(X, y, flat, 1.0))
 
 
 @FAST
@@ -123,7 +140,7 @@ def test_ipm_on_hypothesis_trees(H, seed, C):
     y = [nodes[k] for k in rng.integers(0, len(nodes), n)]
     X = rng.standard_normal((n, 2))
     ref = reference(X, y, H, C)
-    fast = solve_qp(X, y, H, C=C, tol=1e-8)
+    fast = fast_qp(X, y, H, C=C, tol=1e-8)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
 
 
@@ -134,13 +151,13 @@ def test_alm_matches_the_reference_and_warm_starts(kind):
     C = 0.5
     kernel, sigma = ("rbf", 1.0) if kind == "rbf" else ("linear", None)
     Xin = sp.csr_matrix(X) if kind == "sparse" else X
-    solver = SiblingQPSolver(Xin, y, H, kernel=kernel, sigma=sigma, method="alm")
+    solver = engine(Xin, y, H, kernel=kernel, sigma=sigma, method="alm")
     assert solver.method == "alm"
     fast = solver.solve(C, tol=1e-6)
     ref = reference(X, y, H, C, kernel, sigma)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-5)
     # a DC step, warm-started from the HSVM solution
-    lam = hpsi.linearization(solver.model, solver.model.scores(fast.weights, fast.biases), C)
+    lam = hpsi.linearization(solver.model, solver.model.train_scores(fast.weights, fast.biases), C)
     step = solver.solve(C, lam, tol=1e-6)
     testing.assert_fast_matches_reference(step, reference(X, y, H, C, kernel, sigma, lam), rtol=1e-5)
     # warm start from the optimum of the same problem: far fewer sweeps than a cold start
@@ -156,12 +173,14 @@ def test_fast_dc_run_follows_the_reference_cost_path(kernel, C):
     ds = make_wang_example3(40, random_state=3)
     X, y, H = ds.X, ds.y, ds.hierarchy
     ref = hpsi.dc(X, y, H, C=C, kernel=kernel, sigma=0.8, tol=1e-8, max_iter=20)
-    fast = solve_dc(X, y, H, C=C, kernel=kernel, sigma=0.8, tol=1e-8, max_iter=20)
+    fast = fast_dc(X, y, H, C=C, kernel=kernel, sigma=0.8, tol=1e-8, max_iter=20)
     assert len(fast.dc_objectives) == len(ref.dc_objectives)
     np.testing.assert_allclose(fast.dc_objectives, ref.dc_objectives, rtol=1e-5)
     assert fast.objective == pytest.approx(ref.objective, rel=1e-5)
     assert np.all(fast.step_gaps <= 1e-6) and fast.converged
-    np.testing.assert_array_equal(fast.predict(X), ref.predict(X))
+    model = ref.problem.data["model"]
+    np.testing.assert_array_equal(model.predict(fast.weights, fast.biases, X),
+                                  hpsi.predict(ref.problem, ref, X))
 
 
 def test_fast_dc_invariants_on_partial_paths():
@@ -170,18 +189,18 @@ def test_fast_dc_invariants_on_partial_paths():
     for seed in (21, 22):
         X, y, H = random_problem(seed, n=18, internal=True)
         C = 3.0
-        res = solve_dc(X, y, H, C=C, max_iter=10)
+        model = prepare(X, y, H)
+        res = sibling_qp.solve_dc(model, C=C, max_iter=10)
         path = res.dc_objectives
         assert np.all(np.diff(path) <= 1e-7 * max(1.0, path[0]))
         assert res.objective <= path[0] + 1e-12
-        solver = res.solver
-        S0 = solver.model.scores(res.hsvm.weights, res.hsvm.biases)
-        J0 = solver.model.penalty(res.hsvm.weights)
+        S0 = model.train_scores(res.hsvm.weights, res.hsvm.biases)
+        J0 = model.penalty(res.hsvm.weights)
         # cost (2) recomputed by the public helper on the self-leaf hierarchy
-        Hw = solver.hierarchy
-        yw = [Hw.nodes[v] for v in solver.pairs.labels]
+        Hw = model.pairs.hierarchy
+        yw = [Hw.nodes[v] for v in model.pairs.labels]
         assert path[0] == pytest.approx(hpsi.cost(S0, yw, Hw, C, penalty=J0), rel=1e-12)
-        assert set(res.predict(X)) <= set(H.nodes) - {H.root}
+        assert set(model.predict(res.weights, res.biases, X)) <= set(H.nodes) - {H.root}
 
 
 # ---------------------------------------------------------------------- certificate pieces
@@ -200,7 +219,7 @@ def test_pivoted_cholesky_is_a_nystrom_factor():
 
 def test_repair_gives_a_dual_feasible_point():
     X, y, H = random_problem(9, n=20)
-    solver = SiblingQPSolver(X, y, H)
+    solver = engine(X, y, H)
     res = solver.solve(1.0, tol=1e-8)
     m = solver.model
     rng = np.random.default_rng(1)
@@ -220,9 +239,9 @@ def test_one_sided_lp_repair_when_the_support_cannot_absorb_the_residual():
     ds = make_wang_example3(60, random_state=3)
     flat = hc.Hierarchy.from_parents({"r": None, **{c: "r" for c in range(1, 5)}})
     C = 1e-3
-    solver = SiblingQPSolver(ds.X, ds.y, flat)
+    solver = engine(ds.X, ds.y, flat)
     hsvm = solver.solve(C)
-    lam = hpsi.linearization(solver.model, solver.model.scores(hsvm.weights, hsvm.biases), C)
+    lam = hpsi.linearization(solver.model, solver.model.train_scores(hsvm.weights, hsvm.biases), C)
     step = solver.solve(C, lam)
     assert solver._repair(step.dual, lam, C) is None                  # the cheap route fails
     fixed = solver._repair_lp(step.dual, lam, C)
@@ -235,7 +254,7 @@ def test_one_sided_lp_repair_when_the_support_cannot_absorb_the_residual():
 
 def test_snap_rounds_given_up_examples_onto_their_dc_term():
     X, y, H = random_problem(3, n=12)
-    solver = SiblingQPSolver(X, y, H)
+    solver = engine(X, y, H)
     P, C = solver.P, 0.01
     lam = np.zeros(P)
     first = solver.pairs.pair_ptr[:-1]
@@ -256,7 +275,7 @@ def test_every_dc_step_is_certified_at_small_C(kernel):
     for seed in range(3):
         ds = make_wang_example3(80, random_state=seed)
         for C in (1e-3, 1e-2):
-            res = solve_dc(ds.X, ds.y, flat, C=C, kernel=kernel, sigma=0.8)
+            res = fast_dc(ds.X, ds.y, flat, C=C, kernel=kernel, sigma=0.8)
             assert all(step.converged for step in res.steps), (seed, C, res.step_gaps)
             assert np.all(res.step_gaps <= 1e-6)
 
@@ -266,7 +285,7 @@ def test_certificate_is_honest_when_stopped_early():
     ref = reference(X, y, H, 5.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        early = solve_qp(X, y, H, C=5.0, method="alm", max_iter=2, tol=1e-12)
+        early = fast_qp(X, y, H, C=5.0, method="alm", max_iter=2, tol=1e-12)
     assert not early.converged
     assert early.lower_bound <= ref.objective + 1e-7 * ref.objective   # still a lower bound
     assert early.objective >= ref.lower_bound - 1e-7 * ref.objective   # still an upper bound
@@ -277,27 +296,29 @@ def test_convergence_warning():
 
     X, y, H = random_problem(5, n=20)
     with pytest.warns(ConvergenceWarning, match="gap"):
-        solve_qp(X, y, H, C=5.0, method="ipm", max_iter=2, tol=1e-12)
+        fast_qp(X, y, H, C=5.0, method="ipm", max_iter=2, tol=1e-12)
 
 
 def test_bad_input():
     X, y, H = random_problem(0, n=10)
     with pytest.raises(hc.InputError, match="method"):
-        SiblingQPSolver(X, y, H, method="newton")
-    solver = SiblingQPSolver(X, y, H)
+        engine(X, y, H, method="newton")
+    model = prepare(X, y, H)
+    with pytest.raises(hc.InputError, match="prepare"):
+        SiblingQPSolver(X)
     with pytest.raises(hc.InputError, match="C must be positive"):
-        solver.solve(0.0)
+        sibling_qp.solve(model, 0.0)
     with pytest.raises(hc.InputError, match="pair_weights"):
-        solver.solve(1.0, pair_weights=np.ones(3))
+        sibling_qp.solve(model, 1.0, pair_weights=np.ones(3))
     with pytest.raises(hc.InputError, match="tol"):
-        solver.solve(1.0, tol=-1)
+        sibling_qp.solve(model, 1.0, tol=-1)
     with pytest.raises(hc.InputError, match="features"):
-        solver.decision_function(np.zeros((len(H), 2)), np.zeros(len(H)), np.zeros((2, 5)))
+        model.scores(np.zeros((len(H), 2)), np.zeros((2, 5)), np.zeros(len(H)))
     with pytest.raises(hc.LabelError):
-        SiblingQPSolver(X, ["nope"] * 10, H)
+        prepare(X, ["nope"] * 10, H)
     Xbad = X.copy()
     Xbad[0, 0] = np.inf
     with pytest.raises(hc.InputError, match="non-finite"):
-        SiblingQPSolver(Xbad, y, H)
+        prepare(Xbad, y, H)
     with pytest.raises(hc.InputError, match="tol"):
-        solver.solve_dc(1.0, tol=-1.0)
+        sibling_qp.solve_dc(model, 1.0, tol=-1.0)

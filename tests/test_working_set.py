@@ -1,8 +1,9 @@
 """Fast solvers of issue 3 against their certified CVXPY references.
 
-* ``solvers.working_set.solve_hsvm`` (Cai thesis Algorithm 2) vs ``hsvm.primal`` / ``hsvm.dual``
+* ``solvers.working_set.solve(model)`` (Cai thesis Algorithm 2) on ``models.hsvm.prepare``'s
+  model vs ``hsvm.primal`` / ``hsvm.dual``
   on seeded and hypothesis-generated trees and DAGs, both rescalings, rbf kernel, sparse X;
-* ``solvers.crammer_singer.solve`` vs ``multiclass.primal`` (with intercept, sample and class
+* ``solvers.crammer_singer.solve(model)`` on ``models.multiclass.prepare``'s model vs ``multiclass.primal`` (with intercept, sample and class
   weights) and vs LIBLINEAR's objective through weak duality;
 * the reduced QP routine vs CVXPY; Proposition 3 (psi = 0 exactly at the optimum); the bound
   ``gap <= sum_i C_i psi_i``; certificates valid at every reported pass; warm starts.
@@ -23,10 +24,12 @@ import hiercvx as hc
 from hiercvx import testing
 from hiercvx.exceptions import InputError, LabelError
 from hiercvx.formulations import hsvm, multiclass
-from hiercvx.models import margin as _margin
 from hiercvx.kernels import make_kernel
-from hiercvx.solvers import crammer_singer
-from hiercvx.solvers.working_set import solve_hsvm, solve_subproblem, violation_scores
+from hiercvx.models import hsvm as hsvm_model
+from hiercvx.models import margin as _margin
+from hiercvx.models import multiclass as mc_model
+from hiercvx.solvers import crammer_singer, working_set
+from hiercvx.solvers.working_set import solve_subproblem, violation_scores
 
 
 # ----------------------------------------------------------------------------- problems
@@ -52,8 +55,7 @@ def labelled_data(H, n=36, d=5, seed=0, multi=0.25, scale=1.0):
 
 
 def prepared(X, Y, H, rescaling="slack", **kw):
-    _, _, data = hsvm.prepare(X, Y, H, rescaling=rescaling, **kw)
-    return data
+    return hsvm_model.prepare(X, Y, H, rescaling=rescaling, **kw)
 
 
 # ----------------------------------------------------------------------------- reduced QP
@@ -91,7 +93,7 @@ def test_hsvm_matches_primal_reference(rescaling):
     H = small_tree()
     X, Y = labelled_data(H, seed=1)
     ref = hsvm.primal(X, Y, H, C=1.0, rescaling=rescaling).solve()
-    fast = solve_hsvm(X, prepared(X, Y, H, rescaling), C=1.0)
+    fast = working_set.solve(prepared(X, Y, H, rescaling), C=1.0)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
     assert fast.gap <= 1e-6 and fast.history["gap"][-1] <= 1e-6
     # same weights, up to the accuracy a 1e-6 gap allows (the primal is strongly convex)
@@ -104,7 +106,7 @@ def test_hsvm_other_attributes_and_sample_weights():
     w = np.random.default_rng(0).uniform(0.2, 2.0, len(Y))
     kw = dict(attributes="indicator", loss="zero_one", sample_weight=w)
     ref = hsvm.primal(X, Y, H, C=0.5, **kw).solve()
-    fast = solve_hsvm(X, prepared(X, Y, H, **kw), C=0.5)
+    fast = working_set.solve(prepared(X, Y, H, **kw), C=0.5)
     testing.assert_fast_matches_reference(fast, ref)
 
 
@@ -115,7 +117,7 @@ def test_hsvm_matches_reference_on_random_hierarchies(H, seed, rescaling):
     assume(len(H.leaves) >= 2)
     X, Y = labelled_data(H, n=14, d=3, seed=seed, multi=0.3)
     ref = hsvm.primal(X, Y, H, C=1.0, rescaling=rescaling).solve()
-    fast = solve_hsvm(X, prepared(X, Y, H, rescaling), C=1.0)
+    fast = working_set.solve(prepared(X, Y, H, rescaling), C=1.0)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
 
 
@@ -124,7 +126,7 @@ def test_rbf_kernel_matches_kernel_dual():
     X, Y = labelled_data(H, n=30, d=3, seed=3)
     sigma = 1.3
     ref = hsvm.dual(X, Y, H, C=1.0, kernel="rbf", sigma=sigma).solve()
-    fast = solve_hsvm(X, prepared(X, Y, H), C=1.0, kernel=make_kernel("rbf", sigma=sigma))
+    fast = working_set.solve(prepared(X, Y, H, kernel=make_kernel("rbf", sigma=sigma)), C=1.0)
     testing.assert_fast_matches_reference(fast, ref)
     assert fast.weights.shape == (len(Y), len(H.leaves))  # expansion coefficients G
 
@@ -133,9 +135,9 @@ def test_precomputed_linear_gram_equals_linear_route():
     """The Gram-matrix route (kernel mode) and the feature route (W kept, no Gram matrix)."""
     H = small_tree()
     X, Y = labelled_data(H, seed=4)
-    data = prepared(X, Y, H)
-    lin = solve_hsvm(X, data, tol=1e-9)
-    pre = solve_hsvm(X @ X.T, data, kernel="precomputed", tol=1e-9)
+    data = prepared(X, Y, H).data
+    lin = working_set.solve(prepared(X, Y, H), tol=1e-9)
+    pre = working_set.solve(prepared(X @ X.T, Y, H, kernel="precomputed"), tol=1e-9)
     testing.assert_same_optimum(lin, pre, rtol=1e-8)
     np.testing.assert_allclose(_margin.weights_from_coefficients(pre.weights, X, data.Lam),
                                lin.weights, atol=1e-3)
@@ -145,9 +147,8 @@ def test_sparse_equals_dense():
     H = small_tree()
     X, Y = labelled_data(H, seed=5)
     X[np.abs(X) < 0.8] = 0.0  # a genuinely sparse matrix
-    data = prepared(X, Y, H)
-    dense = solve_hsvm(X, data, tol=1e-10)
-    sparse = solve_hsvm(sp.csr_matrix(X), data, tol=1e-10)
+    dense = working_set.solve(prepared(X, Y, H), tol=1e-10)
+    sparse = working_set.solve(prepared(sp.csr_matrix(X), Y, H), tol=1e-10)
     np.testing.assert_allclose(sparse.weights, dense.weights, atol=1e-4)
     testing.assert_same_optimum(sparse, dense, rtol=1e-9)
 
@@ -156,9 +157,10 @@ def test_sparse_equals_dense():
 def test_proposition_3_psi_vanishes_exactly_at_the_optimum():
     H = small_tree()
     X, Y = labelled_data(H, seed=6)
-    data = prepared(X, Y, H)
+    model = prepared(X, Y, H)
+    data = model.data
     C = 1.0
-    sol = solve_hsvm(X, data, C=C, tol=1e-11)
+    sol = working_set.solve(model, C=C, tol=1e-11)
 
     def scores(alpha):
         W = _margin.weights_from_coefficients(_margin.coefficients(alpha, data), X, data.Lam)
@@ -187,7 +189,7 @@ def test_certificate_holds_at_every_reported_pass():
     H = small_tree()
     X, Y = labelled_data(H, seed=7)
     ref = hsvm.primal(X, Y, H, C=2.0).solve()
-    fast = solve_hsvm(X, prepared(X, Y, H), C=2.0, check_every=1)
+    fast = working_set.solve(prepared(X, Y, H), C=2.0, check_every=1)
     hist = fast.history
     assert len(hist["gap"]) > 3
     testing.assert_bounds_bracket(hist["lower_bound"], hist["objective"], ref.objective, rtol=1e-7)
@@ -199,33 +201,42 @@ def test_certificate_holds_at_every_reported_pass():
 def test_warm_start_needs_fewer_passes():
     H = small_tree()
     X, Y = labelled_data(H, seed=8)
-    data = prepared(X, Y, H)
-    first = solve_hsvm(X, data, C=1.0)
-    cold = solve_hsvm(X, data, C=1.3)
-    warm = solve_hsvm(X, data, C=1.3, alpha0=first.dual)
+    model = prepared(X, Y, H)
+    first = working_set.solve(model, C=1.0)
+    cold = working_set.solve(model, C=1.3)
+    warm = working_set.solve(model, C=1.3, alpha0=first.dual)
     assert warm.converged and warm.n_iter < cold.n_iter
     testing.assert_same_optimum(warm, cold)
-    at_optimum = solve_hsvm(X, data, C=1.0, alpha0=first.dual)
+    at_optimum = working_set.solve(model, C=1.0, alpha0=first.dual)
     assert at_optimum.n_iter == 0 and at_optimum.converged
 
 
 def test_convergence_warning_and_bad_input():
     H = small_tree()
     X, Y = labelled_data(H, seed=9)
-    data = prepared(X, Y, H)
+    model = prepared(X, Y, H)
+    data = model.data
     with pytest.warns(ConvergenceWarning, match="relative duality gap"):
-        res = solve_hsvm(X, data, max_iter=1)
+        res = working_set.solve(model, max_iter=1)
     assert not res.converged and res.lower_bound <= res.objective
     with pytest.raises(InputError, match="alpha0"):
-        solve_hsvm(X, data, alpha0=np.ones(3))
+        working_set.solve(model, alpha0=np.ones(3))
     with pytest.raises(InputError, match="rows"):
-        solve_hsvm(X[:-1], data)
+        _margin.model_from_data(X[:-1], data)
+    with pytest.raises(InputError, match="entries but X has"):
+        prepared(X[:-1], Y, H)
     with pytest.raises(InputError, match="MarginData"):
-        solve_hsvm(X, data.Y)
+        _margin.model_from_data(X, data.Y)
+    with pytest.raises(InputError, match="model"):
+        working_set.solve(data)
     with pytest.raises(InputError, match="C"):
-        solve_hsvm(X, data, C=0.0)
+        working_set.solve(model, C=0.0)
+    with pytest.raises(InputError, match="tol"):
+        working_set.solve(model, tol=-1.0)
     with pytest.raises(InputError, match="precomputed"):
-        solve_hsvm(X, data, kernel="precomputed")
+        _margin.model_from_data(X, data, kernel="precomputed")
+    with pytest.raises(InputError, match="precomputed"):
+        prepared(X, Y, H, kernel="precomputed")
 
 
 # ----------------------------------------------------------------------------- Crammer–Singer
@@ -247,7 +258,7 @@ def test_crammer_singer_matches_primal_reference(options):
     if options.get("sample_weight") == "random":
         options["sample_weight"] = np.random.default_rng(0).uniform(0.1, 3.0, len(y))
     ref = multiclass.primal(X, y, C=0.7, **options).solve()
-    fast = crammer_singer.solve(X, y, C=0.7, **options)
+    fast = crammer_singer.solve(mc_model.prepare(X, y, **options), C=0.7)
     testing.assert_fast_matches_reference(fast, ref)
     if options.get("fit_intercept"):
         np.testing.assert_allclose(fast.intercept, ref.values["intercept"], atol=5e-3)
@@ -260,10 +271,10 @@ def test_crammer_singer_against_liblinear_by_weak_duality():
 
     X, y = flat_data(n=150, seed=2)
     for fit_intercept in (False, True):
-        fast = crammer_singer.solve(X, y, C=1.0, fit_intercept=fit_intercept)
+        fast = crammer_singer.solve(mc_model.prepare(X, y, fit_intercept=fit_intercept), C=1.0)
         svc = LinearSVC(multi_class="crammer_singer", C=1.0, fit_intercept=fit_intercept, tol=1e-8,
                         max_iter=100_000).fit(X, y)
-        data = crammer_singer.margin_data(y, 4)
+        data = mc_model.flat_margin_data(y, 4)
         Xa = np.hstack([X, np.ones((len(y), 1))]) if fit_intercept else X
         Wa = np.hstack([svc.coef_, svc.intercept_[:, None]]) if fit_intercept else svc.coef_
         liblinear = _margin.primal_objective(Wa, Xa, data, 1.0)
@@ -274,11 +285,15 @@ def test_crammer_singer_against_liblinear_by_weak_duality():
 
 
 def test_crammer_singer_equals_flat_working_set():
-    """The same flat problem through the hierarchical working-set solver (Lam = I, 0/1 loss)."""
+    """The same flat problem through the hierarchical working-set solver (Lam = I, 0/1 loss):
+    the Crammer-Singer model is a margin model, so both solvers take it."""
     X, y = flat_data(seed=3)
-    data = crammer_singer.margin_data(y, 4)
-    cs = crammer_singer.solve(X, y, C=1.0, tol=1e-9)
-    ws = solve_hsvm(X, data, C=1.0, tol=1e-9)
+    model = mc_model.prepare(X, y)
+    cs = crammer_singer.solve(model, C=1.0, tol=1e-9)
+    ws = working_set.solve(model, C=1.0, tol=1e-9)
+    legacy = working_set.solve(_margin.model_from_data(X, mc_model.flat_margin_data(y, 4)),
+                               C=1.0, tol=1e-9)
+    testing.assert_same_optimum(ws, legacy, rtol=1e-8)
     testing.assert_same_optimum(cs, ws, rtol=1e-8)
     np.testing.assert_allclose(cs.weights, ws.weights, atol=1e-3)
 
@@ -286,33 +301,40 @@ def test_crammer_singer_equals_flat_working_set():
 def test_crammer_singer_sparse_warm_start_and_bad_input():
     X, y = flat_data(seed=4)
     X[np.abs(X) < 0.7] = 0.0
-    dense = crammer_singer.solve(X, y, fit_intercept=True, tol=1e-10)
-    sparse = crammer_singer.solve(sp.csr_matrix(X), y, fit_intercept=True, tol=1e-10)
+    model = mc_model.prepare(X, y, fit_intercept=True)
+    dense = crammer_singer.solve(model, tol=1e-10)
+    sparse = crammer_singer.solve(mc_model.prepare(sp.csr_matrix(X), y, fit_intercept=True), tol=1e-10)
     np.testing.assert_allclose(sparse.weights, dense.weights, atol=1e-8)
     np.testing.assert_allclose(sparse.intercept, dense.intercept, atol=1e-8)
-    assert crammer_singer.solve(X, y, fit_intercept=True, alpha0=dense.dual).n_iter == 0
+    assert crammer_singer.solve(model, alpha0=dense.dual).n_iter == 0
     # from a rough solution (tol 1e-3): fewer passes than from zero, summed over three problems
     # (coordinate ascent in random order does not promise it on every single problem)
     cold = warm = 0
     for seed in range(3):
         Xs, ys = flat_data(n=200, seed=seed)
         Xs *= 0.3
-        rough = crammer_singer.solve(Xs, ys, tol=1e-3)
-        cold += crammer_singer.solve(Xs, ys).n_iter
-        warm_start = crammer_singer.solve(Xs, ys, alpha0=rough.dual)
+        small = mc_model.prepare(Xs, ys)
+        rough = crammer_singer.solve(small, tol=1e-3)
+        cold += crammer_singer.solve(small).n_iter
+        warm_start = crammer_singer.solve(small, alpha0=rough.dual)
         assert warm_start.converged
         warm += warm_start.n_iter
     assert warm < cold
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         with pytest.raises(ConvergenceWarning):
-            crammer_singer.solve(X, y, max_iter=1)
-    with pytest.raises(LabelError, match="0..1"):
-        crammer_singer.solve(X, y, n_classes=2)
-    with pytest.raises(LabelError, match="integer"):
-        crammer_singer.solve(X, y.astype(float))
+            crammer_singer.solve(model, max_iter=1)
+    # labels outside the given classes (formerly: class indices outside 0..n_classes - 1)
+    with pytest.raises(LabelError, match="not among the classes"):
+        mc_model.prepare(X, y, classes=[0, 1])
+    with pytest.raises(LabelError, match="NaN"):
+        mc_model.prepare(X, np.where(y == 0, np.nan, y))
+    with pytest.raises(InputError, match="MulticlassModel"):
+        crammer_singer.solve(X, y)
     with pytest.raises(InputError, match="C"):
-        crammer_singer.solve(X, y, C=-1)
+        crammer_singer.solve(model, C=-1)
+    with pytest.raises(InputError, match="max_iter"):
+        crammer_singer.solve(model, max_iter=0)
 
 
 @given(st.integers(0, 10_000), st.integers(1, 40), st.integers(1, 10))
@@ -347,3 +369,15 @@ def test_mass_threshold_keeps_the_certificate_mass():
     above = np.min(psi[~skipped])  # the next value up would break the bound
     assert (budget * psi)[psi <= above].sum() > 0.5 * (budget * psi).sum()
     assert _mass_threshold(np.zeros(3), np.ones(3), 0.5) == 0.0
+
+
+def test_transitional_solve_hsvm_is_solve_on_model_from_data():
+    """``solve_hsvm(X, data, C)`` (kept for callers of the old signature) = ``solve`` on
+    ``model_from_data(X, data)``."""
+    H = small_tree()
+    X, Y = labelled_data(H, seed=10)
+    model = prepared(X, Y, H)
+    new = working_set.solve(model, C=0.8, tol=1e-9)
+    old = working_set.solve_hsvm(X, model.data, C=0.8, tol=1e-9)
+    testing.assert_same_optimum(new, old, rtol=1e-9)
+    np.testing.assert_allclose(old.dual, new.dual)

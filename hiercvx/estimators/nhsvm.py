@@ -1,11 +1,15 @@
 """scikit-learn classifiers for the Normalized Hierarchical SVM and the shared-norm SVM
 (NHSVM paper, seed ``001_387b6b34a68f4b02.txt``).
 
-Thin wrappers: the formulation validates the inputs (:func:`hiercvx.formulations.nhsvm.prepare`),
-training is done by the fast certified solvers (:mod:`hiercvx.solvers.nhsvm_fw`,
-:func:`hiercvx.solvers.shared_norm.solve_alternating`) or by the CVXPY references
-(:func:`~hiercvx.formulations.nhsvm.primal`, :func:`~hiercvx.formulations.nhsvm.shared_primal`),
-and the certificate (``objective_``, ``gap_``) is kept on the fitted estimator.  Prediction is
+Thin wrappers over the registry (:mod:`hiercvx.methods`, entries ``"nhsvm"`` and
+``"shared_norm"``): scikit-learn validation once, the method's model
+(:func:`hiercvx.models.nhsvm.prepare` / :func:`~hiercvx.models.nhsvm.prepare_shared`), then its
+fast certified solver (:func:`hiercvx.solvers.nhsvm_fw.solve`,
+:func:`hiercvx.solvers.shared_norm.solve`) or, with ``solver="reference"``, the CVXPY
+declaration built from the model (:func:`~hiercvx.formulations.nhsvm.primal_from_model`,
+:func:`~hiercvx.formulations.nhsvm.cutting_plane_from_model`,
+:func:`~hiercvx.formulations.nhsvm.shared_primal_from_model`).  The certificate
+(``objective_``, ``gap_``) is kept on the fitted estimator.  Prediction is
 the paper's: the best leaf (:func:`hiercvx.inference.best_leaf`) for single-label fits, the best
 label set of ``Y_m`` (:func:`hiercvx.inference.best_label_set`) for multi-label fits.
 """
@@ -16,11 +20,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import methods
 from ..exceptions import LabelError
 from ..formulations import nhsvm
 from ..inference import LabelSetOracle, best_leaf
+from ..models.nhsvm import scaled_alpha
 from ._base import (LabelSetScoreMixin, check_solver_options, resolve_training_targets,
-                    store_init_params, validate_training_X)
+                    validate_training_X)
 
 __all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
 
@@ -100,7 +106,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     alpha : node weights: ``"power"`` ((6), ``rho``), ``"maxmin"`` ((7)), ``"dag"`` ((6) under (8),
         ``T`` default 1.5), an array over ``hierarchy.nodes``, or None (``"power"`` on trees,
         ``"dag"`` on DAGs)
-    rho, T, directional : options of :func:`hiercvx.formulations.nhsvm.path_weights`
+    rho, T, directional : options of :func:`hiercvx.models.nhsvm.path_weights`
     variant : ``"nhsvm"`` (eq. (10)) or ``"13"`` (eq. (13), single-label only)
     loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
     solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
@@ -119,7 +125,22 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     def __init__(self, hierarchy=None, lam=1.0, alpha=None, rho=2.0, T=None, directional=None,
                  variant="nhsvm", loss=None, solver="fast", method="pairwise", tol=1e-5, max_iter=1000,
                  inference="auto", reference_solver=None, random_state=0, verbose=False):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.lam = lam
+        self.alpha = alpha
+        self.rho = rho
+        self.T = T
+        self.directional = directional
+        self.variant = variant
+        self.loss = loss
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.inference = inference
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _path_weights(self, H):
         alpha, T = self.alpha, self.T
@@ -137,30 +158,25 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         X, H, classes, labels, multilabel = self._targets(X, y)
         alpha, T = self._path_weights(H)
         lam = float(self.lam)
+        registered = methods.get("nhsvm")
+        model = registered.prepare(X, labels, H, alpha=alpha, variant=self.variant,
+                                   multilabel=multilabel, loss=self.loss, T=T, check_input=False)
         if self.solver == "fast":
-            from ..solvers import nhsvm_fw
-
-            data = nhsvm.prepare(X, labels, H, alpha=alpha, variant=self.variant, multilabel=multilabel,
-                                 loss=self.loss, T=T)
-            res = nhsvm_fw.solve_data(data, lam, method=self.method, tol=float(self.tol),
-                                      max_iter=self.max_iter, inference=self.inference,
-                                      random_state=self.random_state, verbose=self.verbose)
-            res.state = None  # the dual caches are for warm starts only; keep the model light
-            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
-            self.coef_ = np.asarray(res.weights, dtype=float)
-            self.result_ = res
+            res = registered.fast_solvers["pairwise"].solve(
+                model, lam, method=self.method, tol=float(self.tol), max_iter=self.max_iter,
+                inference=self.inference, random_state=self.random_state, verbose=self.verbose)
+            res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light
+            self.n_iter_ = res.n_iter
+        elif model.multilabel:
+            res = nhsvm.cutting_plane_from_model(model, lam, inference=self.inference).solve(
+                solver=self.reference_solver, verbose=bool(self.verbose))
+            self.n_iter_ = res.n_iter
         else:
-            prob = nhsvm.primal(X, labels, H, lam=lam, alpha=alpha, variant=self.variant,
-                                multilabel=multilabel, loss=self.loss, T=T, inference=self.inference)
-            if isinstance(prob, nhsvm.CuttingPlaneProblem):
-                sol = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
-                self.n_iter_ = sol.n_iter
-            else:
-                sol = prob.solve(solver=self.reference_solver)
-                self.n_iter_ = 1
-            self.objective_, self.gap_ = sol.objective, sol.gap
-            self.coef_ = np.asarray(sol.weights, dtype=float)
-            self.result_ = sol
+            res = nhsvm.primal_from_model(model, lam).solve(solver=self.reference_solver)
+            self.n_iter_ = 1
+        self.objective_, self.gap_ = res.objective, res.gap
+        self.coef_ = np.asarray(res.weights, dtype=float)
+        self.result_ = res
         self.alpha_ = np.asarray(alpha, dtype=float)
         self._set_classes(H, classes, multilabel)
         return self
@@ -182,7 +198,7 @@ class SharedNormSVC(_NodeScoreClassifier):
     lam : regularization weight of (14)
     loss : ``Delta``: a loss name of :mod:`hiercvx.losses` (default ``"zero_one"``) or a
         ``(q, q)`` array over ``hierarchy.leaves``
-    solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve_alternating`,
+    solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve`,
         certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`)
     tol, max_iter : the fast solver's relative gap and alternations; inner_max_iter: iterations
         of each weight step (pairwise BCFW)
@@ -195,7 +211,16 @@ class SharedNormSVC(_NodeScoreClassifier):
 
     def __init__(self, hierarchy=None, lam=1.0, loss="zero_one", solver="fast", tol=1e-4, max_iter=300,
                  inner_max_iter=1000, reference_solver=None, random_state=0, verbose=False):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.lam = lam
+        self.loss = loss
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.inner_max_iter = inner_max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one leaf per sample)."""
@@ -205,23 +230,21 @@ class SharedNormSVC(_NodeScoreClassifier):
             raise LabelError("SharedNormSVC is single-label (the shared-norm SVM (14) is multi-class); "
                              "give one leaf per sample, or use NormalizedHierarchicalSVC for label sets")
         lam = float(self.lam)
+        registered = methods.get("shared_norm")
+        model = registered.prepare(X, labels, H, loss=self.loss, check_input=False)
         if self.solver == "fast":
-            from ..solvers.shared_norm import solve_alternating
-
-            res = solve_alternating(X, labels, H, lam=lam, loss=self.loss, tol=float(self.tol),
-                                    max_iter=self.max_iter, inner_max_iter=self.inner_max_iter,
-                                    random_state=self.random_state,
-                                    verbose=self.verbose)
-            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
-            self.coef_, self.alpha_ = np.asarray(res.weights, dtype=float), res.alpha
-            self.result_ = res
+            res = registered.fast_solvers["alternating"].solve(
+                model, lam, tol=float(self.tol), max_iter=self.max_iter,
+                inner_max_iter=self.inner_max_iter, random_state=self.random_state,
+                verbose=self.verbose)
+            self.n_iter_, self.alpha_ = res.n_iter, res.alpha
         else:
-            prob = nhsvm.shared_primal(X, labels, H, lam=lam, loss=self.loss)
-            sol = prob.solve(solver=self.reference_solver)
-            self.objective_, self.gap_, self.n_iter_ = sol.objective, sol.gap, 1
-            self.coef_ = np.asarray(sol.weights, dtype=float)
-            self.alpha_ = nhsvm._scaled_alpha(sol.values["alpha"], nhsvm._leaf_paths(H))
-            self.result_ = sol
+            res = nhsvm.shared_primal_from_model(model, lam).solve(solver=self.reference_solver)
+            self.n_iter_ = 1
+            self.alpha_ = scaled_alpha(res.values["alpha"], model.A)
+        self.objective_, self.gap_ = res.objective, res.gap
+        self.coef_ = np.asarray(res.weights, dtype=float)
+        self.result_ = res
         self._set_classes(H, classes, multilabel)
         return self
 

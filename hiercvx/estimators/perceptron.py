@@ -12,12 +12,12 @@ from ..formulations import hsvm
 from ..solvers.perceptron import UPDATES, VARIANTS, perceptron
 from ._base import (ravel_column_target, resolve_training_targets, store_init_params,
                     validate_training_X)
-from .svm import _MarginSVC
+from .svm import MarginSVC
 
 __all__ = ["HierarchicalPerceptron"]
 
 
-class HierarchicalPerceptron(_MarginSVC):
+class HierarchicalPerceptron(MarginSVC):
     """Hierarchical multi-label perceptron (Cai thesis Algorithms 4-7) or Hieron (thesis 7.5.2).
 
     Parameters

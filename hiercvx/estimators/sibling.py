@@ -10,10 +10,12 @@
 
 All three predict with the top-down rule ``d^H`` and return node names of the caller's
 hierarchy; a label on an internal node (partial path) is learnt through a "self" leaf under
-that node (section 2) and predicted back as the internal node.  ``solver="fast"`` uses the
-certified solver of :mod:`hiercvx.solvers.sibling_qp`, ``solver="reference"`` the CVXPY
-references of :mod:`hiercvx.formulations.hpsi`; both keep the certificate (``objective_``,
-``gap_``).
+that node (section 2) and predicted back as the internal node.  ``fit`` validates once,
+prepares the model of the registry entry (``hiercvx.methods.get("sibling_svm")`` /
+``get("hpsi")``; :mod:`hiercvx.models.sibling`) and runs the certified fast solver
+(:mod:`hiercvx.solvers.sibling_qp`, ``solver="fast"``) or the CVXPY reference declared from
+that model (:mod:`hiercvx.formulations.hpsi`, ``solver="reference"``); both keep the
+certificate (``objective_``, ``gap_``).
 
 Gaussian kernel: ``kernel="rbf"`` with ``sigma=None`` (or ``"median_between_classes"``)
 is section 4.1's choice, ``exp(-||x - z||^2 / m^2)`` with ``m`` the median distance between
@@ -28,14 +30,17 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import methods
+from .._sparse import expand_ranges
 from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations import hpsi
 from ..hierarchy import Hierarchy
 from ..kernels import median_heuristic
-from .._sparse import expand_ranges
-from ._base import (check_solver_options, resolve_training_targets, store_init_params,
-                    validate_training_X)
+from ..models.sibling import SiblingPairs, node_pair_table, predict_top_down, sibling_pairs
+from ..solvers import sibling_qp
+from ..solvers.dc import check_dc_options
+from ._base import check_solver_options, resolve_training_targets, validate_training_X
 
 __all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
            "paper_sigma"]
@@ -61,7 +66,7 @@ def _resolve_sigma(kernel, sigma, X, labels):
     return check_positive(sigma, "sigma")
 
 
-def _set_leaf_classes(est, pairs: hpsi.SiblingPairs):
+def _set_leaf_classes(est, pairs: SiblingPairs):
     """``est.classes_`` (the working hierarchy's leaves as the caller's names, sorted when
     comparable, with a plain dtype when possible) and the lookup leaf index -> class."""
     Hw = pairs.hierarchy
@@ -94,7 +99,16 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
                  method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
 
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver)
@@ -105,7 +119,8 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
 
     def _prepare(self, X, y):
         self._check_params()
-        X = validate_training_X(self, X, precomputed=self._precomputed)
+        # a precomputed kernel is checked (square, PSD) once, by the model's prepare
+        X = validate_training_X(self, X, precomputed=self._precomputed, check_kernel=False)
         H, _, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
         if multilabel:
             raise LabelError("these classifiers take one label per sample (mutually exclusive "
@@ -114,12 +129,13 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         sigma = _resolve_sigma(self.kernel, self.sigma, X, labels)
         return X, labels, H, sigma
 
-    def _fast_solver(self, X, labels, H, sigma):
-        """The certified solver of :mod:`hiercvx.solvers.sibling_qp` on this training set."""
-        from ..solvers.sibling_qp import SiblingQPSolver
+    def _model(self, name, X, labels, H, sigma):
+        """The model of the registry entry ``name`` (:func:`hiercvx.models.sibling.prepare`) on
+        this training set: labels, tree and kernel validated here, once."""
+        return methods.get(name).prepare(X, labels, H, kernel=self.kernel, sigma=sigma)
 
-        return SiblingQPSolver(X, labels, H, kernel=self.kernel, sigma=sigma, method=self.method,
-                               random_state=self.random_state)
+    def _engine_options(self):
+        return {"method": self.method, "random_state": self.random_state}
 
     def _store_model(self, X, H, sigma, model, coef, biases):
         """Keep the fitted model: the caller's and the working hierarchy, the kernel and
@@ -133,12 +149,12 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         self._set_classes(model.pairs)
         self._store_functions(X, coef, biases, model.linear)
 
-    def _set_classes(self, pairs: hpsi.SiblingPairs):
+    def _set_classes(self, pairs: SiblingPairs):
         """``classes_``: the leaves of the working hierarchy as the caller's names (a self
         leaf stands for its internal node), sorted when they are comparable."""
         _set_leaf_classes(self, pairs)
         Hw = pairs.hierarchy
-        ptr, pos, neg = hpsi._node_pair_table(Hw)
+        ptr, pos, neg = node_pair_table(Hw)
         counts = ptr[self._class_leaf + 1] - ptr[self._class_leaf]
         sel = expand_ranges(ptr[self._class_leaf], counts)
         self._class_pairs = (pos[sel], neg[sel], np.r_[0, np.cumsum(counts)[:-1]], counts)
@@ -192,7 +208,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """The top-down rule ``d^H`` (section 2), as node names of the caller's hierarchy."""
         S = self.node_scores(X)
-        idx = hpsi.predict_top_down(S, self.working_hierarchy_, return_index=True)
+        idx = predict_top_down(S, self.working_hierarchy_, return_index=True)
         return self.classes_[self._leaf_to_class[idx]]
 
     def __sklearn_tags__(self):
@@ -227,15 +243,16 @@ class SiblingMarginSVC(_SiblingBase):
         """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
         X, labels, H, sigma = self._prepare(X, y)
         C = float(self.C)
+        model = self._model("sibling_svm", X, labels, H, sigma)
         if self.solver == "fast":
-            qp = self._fast_solver(X, labels, H, sigma)
-            res = qp.solve(C, tol=float(self.tol), max_iter=self.max_iter, warm_start=False)
-            coef, b, model = res.weights, res.biases, qp.model
+            res = sibling_qp.solve(model, C, tol=float(self.tol), max_iter=self.max_iter,
+                                   **self._engine_options())
+            coef, b = res.weights, res.biases
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
         else:
-            prob = hpsi.primal(X, labels, H, C=C, kernel=self.kernel, sigma=sigma)
+            prob = hpsi.primal_from_model(model, C)
             res = prob.solve(self.reference_solver, gap_tol=float(self.tol))
-            coef, b, model = res.weights, res.values["biases"], prob.data["model"]
+            coef, b = res.weights, res.values["biases"]
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, 1
         self.result_ = res
         self._store_model(X, H, sigma, model, coef, b)
@@ -261,26 +278,37 @@ class HierarchicalPsiClassifier(_SiblingBase):
     def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
                  method="auto", tol=1e-6, max_iter=None, dc_tol=1e-6, dc_max_iter=50,
                  reference_solver=None, random_state=0):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.dc_tol = dc_tol
+        self.dc_max_iter = dc_max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
 
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
+        try:
+            check_dc_options(self.dc_tol, self.dc_max_iter)
+        except InputError as exc:
+            raise InputError(f"dc_tol / dc_max_iter: {exc}") from None
         X, labels, H, sigma = self._prepare(X, y)
         C = float(self.C)
-        if not (np.isfinite(self.dc_tol) and self.dc_tol >= 0):
-            raise InputError(f"dc_tol must be a non-negative number, got {self.dc_tol!r}")
+        model = self._model("hpsi", X, labels, H, sigma)
         if self.solver == "fast":
-            qp = self._fast_solver(X, labels, H, sigma)
-            res = qp.solve_dc(C, tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
-                              gap_tol=float(self.tol))
-            model = qp.model
-            self.hsvm_objective_ = res.hsvm.objective
+            res = sibling_qp.solve_dc(model, C, tol=float(self.dc_tol),
+                                      max_iter=int(self.dc_max_iter), gap_tol=float(self.tol),
+                                      **self._engine_options())
         else:
-            res = hpsi.dc(X, labels, H, C=C, kernel=self.kernel, sigma=sigma,
-                          tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
-                          solver=self.reference_solver, gap_tol=float(self.tol))
-            model = res.problem.data["model"]
-            self.hsvm_objective_ = res.hsvm.objective
+            res = hpsi.dc_from_model(model, C, tol=float(self.dc_tol),
+                                     max_iter=int(self.dc_max_iter), solver=self.reference_solver,
+                                     gap_tol=float(self.tol))
+        self.hsvm_objective_ = res.hsvm.objective
         self.result_ = res.hsvm  # the HSVM start's certificate; the DC result is not kept
         self.step_gaps_ = np.asarray(res.step_gaps)
         self.objective_ = res.objective
@@ -311,7 +339,16 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
                  method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
 
     def fit(self, X, y):
         """Fit one flat SVM per parent node of the hierarchy."""
@@ -325,7 +362,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
                                 random_state=self.random_state)
         X, labels, H, sigma = base._prepare(X, y)
         self.n_features_in_ = X.shape[1]
-        pairs = hpsi.sibling_pairs(labels, H)  # validates; self leaves for internal labels
+        pairs = sibling_pairs(labels, H)  # validates; self leaves for internal labels
         Hw = pairs.hierarchy
         lab = pairs.labels
         A = Hw.ancestor_matrix.tocsr()           # A[v, u] = 1 iff u is v or an ancestor of v

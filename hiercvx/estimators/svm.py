@@ -1,8 +1,11 @@
 """scikit-learn classifiers for the Crammer–Singer and Cai–Hofmann hierarchical SVMs.
 
-Thin wrappers: inputs are validated by the formulation (``hsvm.prepare``), training is
-done by the fast working-set solver or by the certified CVXPY reference, and the
-certificate (``objective_``, ``gap_``) is kept on the fitted estimator.
+Thin wrappers over the method registry (:mod:`hiercvx.methods`): ``fit`` validates with
+scikit-learn once, prepares the method's model (``hsvm``: :func:`hiercvx.models.hsvm.prepare`;
+the flat linear single-label case of :class:`MulticlassSVC`: ``multiclass``,
+:func:`hiercvx.models.multiclass.prepare`), then runs the registered fast solver
+(``working_set`` / ``crammer_singer``) or the certified CVXPY reference declared from the
+model; the certificate (``objective_``, ``gap_``) is kept on the fitted estimator.
 """
 
 from __future__ import annotations
@@ -13,18 +16,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import methods
 from ..formulations import hsvm
-from ..models import margin as _margin
 from ..kernels import make_kernel
+from ..models import margin as _margin
+from ..models.hsvm import resolve_attributes
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
                     fit_label_set_threshold, predict_from_scores, resolve_training_targets,
-                    store_init_params, validate_training_X)
+                    validate_training_X)
 
-__all__ = ["HierarchicalSVC", "MulticlassSVC"]
+__all__ = ["HierarchicalSVC", "MulticlassSVC", "MarginSVC"]
 
 
-class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
-    """Shared fit/predict of the pairwise-ranking SVMs (subclasses fix the model options)."""
+class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
+    """Shared fit/predict of the pairwise-ranking classifiers (subclasses fix the model options;
+    :class:`~hiercvx.estimators.HierarchicalPerceptron` reuses the scoring)."""
 
     def _model_options(self):  # -> (hierarchy, loss, attributes, rescaling, class_kernel)
         raise NotImplementedError
@@ -47,6 +53,11 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         dual = getattr(prev, "dual", None)
         return dual if dual is not None and np.shape(dual) == (n_dual,) else None
 
+    def _fast_options(self, model, solver_name: str) -> dict:
+        return dict(tol=float(self.tol), max_iter=self.max_iter, verbose=self.verbose,
+                    random_state=self.random_state,
+                    alpha0=self._warm_dual(model.data.n_pairs, solver_name))
+
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` and ``y`` (one label per sample, or label sets for multi-label)."""
         self._check_params()
@@ -55,52 +66,46 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         hierarchy, loss, attributes, rescaling, class_kernel = self._model_options()
         H, classes, labels, multilabel = resolve_training_targets(y, hierarchy, X.shape[0])
         sample_weight = check_training_weights(sample_weight, X)
-        classes_t, Lam, data = hsvm.prepare(X, labels, H, loss=loss, attributes=attributes,
-                                            classes=tuple(classes.tolist()), rescaling=rescaling,
-                                            sample_weight=sample_weight)
-        if class_kernel is not None:
-            data = dataclasses.replace(data, Q=hsvm._class_kernel(H, classes_t, class_kernel), Lam=None)
         kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
-        linear = kernel.is_linear and data.Lam is not None
-        if self.solver == "fast" and linear and self._flat_crammer_singer(multilabel):
-            from ..solvers.crammer_singer import solve as solve_cs
-
-            res = solve_cs(X, np.argmax(data.Y, axis=1), C=float(self.C), sample_weight=sample_weight,
-                           tol=float(self.tol), max_iter=self.max_iter, n_classes=len(classes_t),
-                           alpha0=self._warm_dual(data.n_pairs, "crammer_singer"),
-                           random_state=self.random_state, verbose=self.verbose)
-            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
-            self._dual_solver = "crammer_singer"
-            # node weights of the flat hierarchy: root row 0 (shared by every class), then classes
-            coef = np.vstack([np.zeros((1, X.shape[1])), res.weights])
-            self.result_ = res
-        elif self.solver == "fast":
-            from ..solvers.working_set import solve_hsvm
-
-            res = solve_hsvm(X, data, C=float(self.C), kernel=kernel, tol=float(self.tol),
-                             max_iter=self.max_iter, alpha0=self._warm_dual(data.n_pairs, "working_set"),
-                             random_state=self.random_state, verbose=self.verbose)
-            self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
-            self._dual_solver = "working_set"
-            coef = res.weights if linear else res.coefficients
-            self.result_ = res
+        if self.solver == "fast" and kernel.is_linear and self._flat_crammer_singer(multilabel):
+            self._fit_crammer_singer(X, H, classes, labels, sample_weight)
+            return self
+        model = methods.get("hsvm").prepare(
+            X, labels, H, loss=loss, attributes=attributes, classes=tuple(classes.tolist()),
+            rescaling=rescaling, sample_weight=sample_weight, kernel=kernel,
+            class_kernel=class_kernel, check_input=False)
+        if self.solver == "fast":
+            res = methods.get("hsvm").fast_solvers["working_set"].solve(
+                model, C=float(self.C), **self._fast_options(model, "working_set"))
+            self._dual_solver, n_iter = "working_set", res.n_iter
+            coef = res.weights if model.node_weights else res.coefficients
         else:
-            if linear:
-                prob = hsvm.primal(X, labels, H, C=float(self.C), loss=loss, attributes=attributes,
-                                   classes=classes_t, rescaling=rescaling, sample_weight=sample_weight)
-            else:
-                prob = hsvm.dual(X, labels, H, C=float(self.C), kernel=kernel, class_kernel=class_kernel,
-                                 loss=loss, attributes=attributes, classes=classes_t, rescaling=rescaling,
-                                 sample_weight=sample_weight)
-            sol = prob.solve(solver=self.reference_solver)
-            self._dual_solver = None
-            self.objective_, self.gap_, self.n_iter_ = sol.objective, sol.gap, 1
-            coef = sol.weights if linear else _margin.coefficients(sol.values["alpha"], prob.data["margin_data"])
-            self.result_ = sol
-        self._store_model(X, H, classes, multilabel, data, class_attributes=data.Lam, kernel=kernel,
-                          linear=linear, coef=coef,
-                          X_train=None if (linear or precomputed) else X)
+            declare = hsvm.primal_from_model if model.node_weights else hsvm.dual_from_model
+            res = declare(model, C=float(self.C)).solve(solver=self.reference_solver)
+            self._dual_solver, n_iter = None, 1
+            coef = res.weights if model.node_weights else _margin.coefficients(res.values["alpha"],
+                                                                              model.data)
+        self.objective_, self.gap_, self.n_iter_, self.result_ = res.objective, res.gap, n_iter, res
+        self._store_model(X, H, classes, multilabel, model.data, class_attributes=model.Lam,
+                          kernel=kernel, linear=model.node_weights, coef=coef,
+                          X_train=None if (model.node_weights or precomputed) else X)
         return self
+
+    def _fit_crammer_singer(self, X, H, classes, labels, sample_weight):
+        """The flat linear single-label fit by the ``multiclass`` method's fast solver."""
+        method = methods.get("multiclass")
+        model = method.prepare(X, np.asarray(labels), None, classes=classes,
+                               sample_weight=sample_weight, check_input=False)
+        res = method.fast_solvers["crammer_singer"].solve(
+            model, C=float(self.C), **self._fast_options(model, "crammer_singer"))
+        self.objective_, self.gap_, self.n_iter_, self.result_ = res.objective, res.gap, res.n_iter, res
+        self._dual_solver = "crammer_singer"
+        # node weights of the flat hierarchy: root row 0 (shared by every class), then classes
+        coef = np.vstack([np.zeros((1, X.shape[1])), res.weights])
+        Lam = resolve_attributes(H, self._model_options()[2], tuple(classes.tolist()))
+        data = dataclasses.replace(model.data, Lam=Lam, Q=Lam @ Lam.T)
+        self._store_model(X, H, classes, False, data, class_attributes=Lam, kernel=model.kernel,
+                          linear=True, coef=coef, X_train=None)
 
     def _store_model(self, X, H, classes, multilabel, data, *, class_attributes, kernel, linear,
                      coef, X_train):
@@ -156,7 +161,7 @@ class _MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         return tags
 
 
-class HierarchicalSVC(_MarginSVC):
+class HierarchicalSVC(MarginSVC):
     """The Cai–Hofmann hierarchical SVM (thesis (4.10)), multi-label, trees and DAGs.
 
     Parameters
@@ -179,13 +184,27 @@ class HierarchicalSVC(_MarginSVC):
                  rescaling="slack", kernel="linear", sigma=None, class_kernel=None, solver="fast",
                  tol=1e-6, max_iter=10000, reference_solver=None, warm_start=False, random_state=0,
                  verbose=False):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.C = C
+        self.loss = loss
+        self.attributes = attributes
+        self.rescaling = rescaling
+        self.kernel = kernel
+        self.sigma = sigma
+        self.class_kernel = class_kernel
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _model_options(self):
         return self.hierarchy, self.loss, self.attributes, self.rescaling, self.class_kernel
 
 
-class MulticlassSVC(_MarginSVC):
+class MulticlassSVC(MarginSVC):
     """The Crammer–Singer multi-class SVM (flat; 0/1 loss, one weight vector per class).
 
     The objective is LIBLINEAR's ``crammer_singer`` one without intercept (see
@@ -195,7 +214,16 @@ class MulticlassSVC(_MarginSVC):
 
     def __init__(self, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
                  reference_solver=None, warm_start=False, random_state=0, verbose=False):
-        store_init_params(self, locals())
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _model_options(self):
         # flat hierarchy, indicator attributes on the classes, 0/1 loss, margin rescaling
@@ -211,3 +239,7 @@ class MulticlassSVC(_MarginSVC):
         if not self._linear:
             raise AttributeError("coef_class_ exists for the linear kernel only")
         return self.class_attributes_ @ self.coef_
+
+
+#: the former private name of :class:`MarginSVC`
+_MarginSVC = MarginSVC

@@ -33,8 +33,7 @@ from tqdm.auto import tqdm
 from ..exceptions import LabelError, ProblemTooLargeError
 from ..kernels import median_heuristic
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    ravel_column_target, resolve_training_targets, store_init_params,
-                    validate_training_X)
+                    ravel_column_target, resolve_training_targets, validate_training_X)
 from .svm import MulticlassSVC
 
 logger = logging.getLogger(__name__)
@@ -147,7 +146,16 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6,
                  max_iter=10000, reference_solver=None, random_state=0, verbose=False):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.reference_solver = reference_solver
+        self.random_state = random_state
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
     def _precomputed(self) -> bool:

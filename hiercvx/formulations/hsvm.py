@@ -16,9 +16,12 @@ Three declarations of the same optimum, each a :class:`~hiercvx.ReferenceProblem
 * :func:`class_form` -- thesis (4.48), variables ``U`` with the taxonomy-derived
   regularizer (4.40)-(4.46).
 
-The hinge, the dual objective and the certificates come from :mod:`._margin` (one model
-shared with Crammer–Singer and the fast solver).  :func:`prepare` is the single place
-where the inputs are validated; the fast solver calls it too.  See ``formulations/hsvm.md``.
+The inputs are validated once, by :func:`hiercvx.models.hsvm.prepare`, which returns the
+:class:`~hiercvx.models.hsvm.HSVMModel`; each public builder prepares it and hands it to its
+declaration ``primal_from_model`` / ``dual_from_model`` / ``class_form_from_model`` (which
+validate nothing again).  The hinge, the dual objective and the certificates come from
+:mod:`hiercvx.models.margin` (one model shared with Crammer–Singer and the fast solver,
+:func:`hiercvx.solvers.working_set.solve`).  See ``formulations/hsvm.md``.
 """
 
 from __future__ import annotations
@@ -26,25 +29,33 @@ from __future__ import annotations
 import logging
 import time
 
+import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_features, check_label_sets, check_positive
-from ..exceptions import InputError, LabelError
-from ..hierarchy import Hierarchy, class_attributes
-from ..kernels import psd_factor, Kernel, check_psd, make_kernel
-from ..reference import ReferenceProblem, check_size
-from ..models import margin as _margin
-from ..models.margin import MarginData
 from .._sparse import expand_ranges
+from .._validation import check_positive
+from ..exceptions import InputError
+from ..hierarchy import Hierarchy
+from ..kernels import check_psd, psd_factor
+from ..models import margin as _margin
+from ..models.hsvm import DEFAULT_ATTRIBUTES, DEFAULT_LOSS, HSVMModel
+from ..models.hsvm import prepare as prepare_model
+from ..models.margin import MarginData
+from ..reference import ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "prepare",
+    "prepare_model",
+    "HSVMModel",
     "primal",
+    "primal_from_model",
     "dual",
+    "dual_from_model",
     "class_form",
+    "class_form_from_model",
     "node_to_class_weights",
     "class_to_node_weights",
     "taxonomy_regularizer",
@@ -55,129 +66,19 @@ __all__ = [
     "DEFAULT_ATTRIBUTES",
 ]
 
-#: Thesis 7.2: Delta_h(y, y') = 1/2 |anc(y) xor anc(y')|.
-DEFAULT_LOSS = "half_symmetric"
-#: Thesis 7.2 (OHSUMED): t_v(y) = 1/sqrt(depth(y)), root 0 -- unit-norm rows for every tree
-#: and DAG.  ("tree_depth", 1/sqrt(D), has unit rows only when every class sits at depth D.)
-DEFAULT_ATTRIBUTES = "class_depth"
 
 
-# ---------------------------------------------------------------------- validation
-class _Inputs:
-    """Validated inputs (everything but the pairs)."""
-
-    def __init__(self, X, classes, Lam, Y, loss, Cw, rescaling):
-        self.X, self.classes, self.Lam, self.Y = X, classes, Lam, Y
-        self.loss, self.Cw, self.rescaling = loss, Cw, rescaling
-
-
-def _resolve_classes(H: Hierarchy, classes) -> tuple:
-    if not isinstance(H, Hierarchy):
-        raise InputError(f"H must be a hiercvx.Hierarchy, got {type(H).__name__}")
-    if classes is None:
-        classes = H.leaves
-    else:
-        classes = tuple(classes.tolist() if isinstance(classes, np.ndarray) else classes)
-    if len(classes) < 2:
-        raise LabelError(f"the hierarchical SVM needs at least two classes, got {len(classes)}")
-    if len(set(classes)) != len(classes):
-        raise LabelError("classes must be distinct")
-    for c in classes:
-        if c not in H:
-            raise LabelError(f"class {c!r} is not a node of the hierarchy")
-    internal = [c for c in classes if not H.is_leaf(c)]
-    if internal:
-        raise LabelError(
-            f"classes must be leaves of the hierarchy (thesis section 3.1); {internal[:3]!r} "
-            f"{'is an internal node' if len(internal) == 1 else 'are internal nodes'}. For labels "
-            "that stop at an internal node use pp = H.with_self_leaves(...) and train on "
-            "pp.hierarchy with labels pp.transform(Y)")
-    return classes
-
-
-def _resolve_loss(H: Hierarchy, loss, classes: tuple) -> np.ndarray:
-    """A ``(q, q)`` loss matrix from a name, an array, or a callable ``loss(y, ybar)``."""
-    q = len(classes)
-    if isinstance(loss, str):
-        from ..losses import loss_matrix
-
-        L = loss_matrix(H, loss=loss, classes=classes)
-    elif callable(loss):
-        L = np.array([[float(loss(a, b)) for b in classes] for a in classes])
-    else:
-        try:
-            L = np.asarray(loss, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError("loss must be a loss name (see hiercvx.losses.LOSSES), a (q, q) array "
-                             "or a callable loss(y, ybar)") from None
-    if L.shape != (q, q):
-        raise InputError(f"the loss matrix must be ({q}, {q}) over the classes (in the order of "
-                         f"`classes`, default H.leaves), got shape {L.shape}")
-    if not np.all(np.isfinite(L)) or np.any(L < 0):
-        raise InputError("the loss matrix must be finite and non-negative")
-    return L
-
-
-def _resolve_attributes(H: Hierarchy, attributes, classes: tuple) -> np.ndarray:
-    """Class attributes ``Lam`` ``(q, M)``: a scheme of :func:`hiercvx.class_attributes`, an
-    array, or a callable ``t(H, node, cls)``."""
-    q = len(classes)
-    if isinstance(attributes, str) or callable(attributes):
-        Lam = class_attributes(H, classes, scheme=attributes)
-    else:
-        try:
-            Lam = np.asarray(attributes, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError("attributes must be a scheme name, a (q, M) array or a callable "
-                             "t(H, node, cls)") from None
-        if Lam.ndim != 2 or Lam.shape[0] != q:
-            raise InputError(f"the class-attribute array must have one row per class ({q}), got "
-                             f"shape {Lam.shape}")
-    if not np.all(np.isfinite(Lam)):
-        raise InputError("the class attributes have non-finite entries")
-    return Lam
-
-
-def _validate(X, Y, H, *, loss, attributes, classes, rescaling, sample_weight,
-              attributes_needed: bool = True, features: bool = True) -> _Inputs:
-    if rescaling not in _margin.RESCALINGS:
-        raise InputError(f"rescaling must be one of {_margin.RESCALINGS}, got {rescaling!r}")
-    X = check_features(X) if features else X
-    classes = _resolve_classes(H, classes)
-    Ybool = check_label_sets(Y, H, classes, X.shape[0])
-    L = _resolve_loss(H, loss, classes)
-    Lam = _resolve_attributes(H, attributes, classes) if attributes_needed else None
-    n = X.shape[0]
-    if sample_weight is None:
-        Cw = np.ones(n)
-    else:
-        Cw = np.asarray(sample_weight, dtype=float)
-        if Cw.shape != (n,) or not np.all(np.isfinite(Cw)) or np.any(Cw < 0):
-            raise InputError(f"sample_weight must hold {n} finite non-negative numbers (one per row "
-                             f"of X), got shape {Cw.shape}")
-    return _Inputs(X, classes, Lam, Ybool, L, Cw, rescaling)
-
-
-def _margin_data(inp: _Inputs, Q=None) -> MarginData:
-    if Q is None:
-        return _margin.margin_data(inp.Y, inp.loss, Lam=inp.Lam, rescaling=inp.rescaling,
-                                   sample_weight=inp.Cw)
-    return _margin.margin_data(inp.Y, inp.loss, Q=Q, rescaling=inp.rescaling, sample_weight=inp.Cw)
-
-
+# ---------------------------------------------------------------------- the model
 def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
             rescaling="slack", sample_weight=None):
-    """Validate the hierarchical-SVM inputs once; return ``(classes, Lam, MarginData)``.
-
-    ``classes`` default to ``H.leaves`` and must be leaves; every label of ``Y`` must be one
-    of them; every example needs a relevant and an irrelevant class; ``X`` must be finite.
-    ``loss``: a name of :data:`hiercvx.losses.LOSSES`, a ``(q, q)`` array or a callable
-    ``loss(y, ybar)``; ``attributes``: a scheme of :func:`hiercvx.class_attributes`, a
-    ``(q, M)`` array or a callable ``t(H, node, cls)``.
+    """``(classes, Lam, MarginData)`` of validated inputs: the triple of
+    :func:`hiercvx.models.hsvm.prepare`'s :class:`~hiercvx.models.hsvm.HSVMModel`, kept for
+    the callers that unpack it (the perceptrons, benchmarks).  New code uses the model
+    itself (``hiercvx.models.hsvm.prepare(X, Y, H, ...)``), which the declarations
+    (``*_from_model``) and the working-set solver take.
     """
-    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes,
-                    rescaling=rescaling, sample_weight=sample_weight)
-    return inp.classes, inp.Lam, _margin_data(inp)
+    return tuple(prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
+                               rescaling=rescaling, sample_weight=sample_weight))
 
 
 # ---------------------------------------------------------------------- sparse building blocks
@@ -247,11 +148,6 @@ def _nnz(X) -> int:
     return int(X.nnz) if sp.issparse(X) else int(X.size)
 
 
-def _n_pairs(Y: np.ndarray) -> int:
-    k = Y.sum(axis=1)
-    return int((k * (Y.shape[1] - k)).sum())
-
-
 def _pair_selection(data: MarginData) -> sp.csr_matrix:
     """``(P, n*q)``: row p picks ``S[i, y] - S[i, ybar]`` from ``vec(S, order="C")``."""
     P, q = data.n_pairs, data.n_classes
@@ -291,24 +187,31 @@ def primal(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, cla
     (4.14) at the projected duals.  ``sol.weights`` is ``W`` ``(M, d)``, rows in ``H.nodes``
     order when the attributes come from ``H``.
     """
-    import cvxpy as cp
-
-    t0 = time.perf_counter()  # declaration time, without the (one-off) import of cvxpy
     Cval = check_positive(C, "C")
-    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes, rescaling=rescaling,
-                    sample_weight=sample_weight)
-    X, Lam = inp.X, inp.Lam
+    model = prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
+                          rescaling=rescaling, sample_weight=sample_weight)
+    return primal_from_model(model, C=Cval, max_size=max_size)
+
+
+def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
+    """Thesis (4.10) (see :func:`primal`) declared from a validated :class:`HSVMModel` with the
+    linear kernel and class attributes; ``C`` becomes a ``cp.Parameter`` (sweep it with
+    ``problem.set(C=...)``).  Nothing is validated again."""
+    if not model.node_weights:
+        raise InputError("the primal (4.10) needs the linear kernel and class attributes; declare "
+                         "the dual (4.15) for other kernels or a class kernel")
+    t0 = time.perf_counter()
+    X, Lam, data, H, rescaling = model.X, model.Lam, model.data, model.H, model.rescaling
     n, d = X.shape
     q, M = Lam.shape
-    P = _n_pairs(inp.Y)
+    P = data.n_pairs
     Lam_sp = sp.csr_matrix(Lam)
     check_size(M * d + q * d + n * q + n, P + n + q * d + n * q,
                M * d + (Lam_sp.nnz + q) * d + (_nnz(X) + n) * q + 3 * P + n, max_size,
                what="the hierarchical SVM primal (4.10)")
-    data = _margin_data(inp)
     Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
 
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(nonneg=True, value=float(C), name="C")
     W = cp.Variable((M, d), name="W")
     xi = cp.Variable(n, name="xi")
     U = cp.Variable((q, d), name="U")            # class weights, thesis (3.9)
@@ -334,23 +237,11 @@ def primal(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, cla
         parameters={"C": Cp}, infeasibility=infeasibility,
         name=f"hierarchical SVM primal (4.10), {rescaling} rescaling",
         build_time=time.perf_counter() - t0,
-        data={"X": X, "H": H, "classes": inp.classes, "Lam": Lam, "margin_data": data})
+        data={"X": X, "H": H, "classes": model.classes, "Lam": Lam, "margin_data": data,
+              "model": model})
 
 
 # ---------------------------------------------------------------------- dual (4.15)
-def _class_kernel(H, classes, class_kernel) -> np.ndarray:
-    q = len(classes)
-    Q = class_kernel(H, classes) if callable(class_kernel) else class_kernel
-    try:
-        Q = np.asarray(Q, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError("class_kernel must be a (q, q) array or a callable (H, classes) -> array") from None
-    if Q.shape != (q, q):
-        raise InputError(f"the class kernel must be ({q}, {q}) over the classes, got shape {Q.shape}")
-    check_psd(Q, what="class kernel (replacing Lam Lam^T, thesis (4.17))")
-    return 0.5 * (Q + Q.T)
-
-
 def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
          attributes=DEFAULT_ATTRIBUTES, classes=None, rescaling="slack", sample_weight=None,
          sigma=None, max_size=None) -> ReferenceProblem:
@@ -381,29 +272,26 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
     points: :func:`dual_scores`).  Certificate: objective = primal objective at the
     recovered ``G``; lower bound = (4.14) at the projected ``alpha``.
     """
-    import cvxpy as cp
-
-    t0 = time.perf_counter()  # declaration time, without the (one-off) import of cvxpy
-
     Cval = check_positive(C, "C")
-    resolved = isinstance(kernel, Kernel)  # a Kernel from make_kernel (e.g. an estimator's)
-    kernel_name = kernel.name if resolved else (kernel if isinstance(kernel, str) else "callable")
-    precomputed = kernel_name == "precomputed"
-    if precomputed:
-        Kp = check_features(X, "X (the precomputed Gram matrix)", allow_sparse=False)
-        if Kp.shape[0] != Kp.shape[1]:
-            raise InputError(f"with kernel='precomputed' X must be the square (n, n) Gram matrix, "
-                             f"got shape {Kp.shape}")
-    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes, rescaling=rescaling,
-                    sample_weight=sample_weight, attributes_needed=class_kernel is None)
-    X = inp.X
+    model = prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
+                          rescaling=rescaling, sample_weight=sample_weight, kernel=kernel,
+                          sigma=sigma, class_kernel=class_kernel)
+    return dual_from_model(model, C=Cval, max_size=max_size)
+
+
+def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
+    """Thesis (4.15) (see :func:`dual`) declared from a validated :class:`HSVMModel` (any
+    kernel, class attributes or class kernel); ``C`` becomes a ``cp.Parameter``.  The only
+    check left here is that a precomputed or callable kernel's Gram matrix is PSD (the
+    factor below needs it)."""
+    t0 = time.perf_counter()
+    X, data, kern, H, rescaling = model.X, model.data, model.kernel, model.H, model.rescaling
     n = X.shape[0]
-    q = len(inp.classes)
-    kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
+    q = data.n_classes
     linear = kern.is_linear
     use_features = linear and X.shape[1] <= n
     rK = X.shape[1] if use_features else n
-    P = _n_pairs(inp.Y)
+    P = data.n_pairs
     nnz_LK = _nnz(X) if use_features else n * n
     # a dense Gram factor couples every (example, class) coefficient: the solver factors a
     # dense (n q) x (n q) block, which dominates time and memory -- count it
@@ -411,20 +299,13 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
     check_size(P + n * q + rK * q, n + n * q + rK * q,
                3 * P + n * q + (nnz_LK + rK) * q + rK * q * q + dense_fill, max_size,
                what="the hierarchical SVM dual (4.15)")
-    if precomputed:
+    if model.precomputed:
         check_psd(X, what="precomputed kernel matrix")
-    if class_kernel is not None:
-        Q = _class_kernel(H, inp.classes, class_kernel)
-        data = _margin_data(inp, Q=Q)
-    else:
-        data = _margin_data(inp)
-    node_weights = linear and data.Lam is not None
+    node_weights = model.node_weights
     # the Gram matrix: needed for a factor (non-linear or d > n) or for the certificate
     K = None
-    if precomputed:
-        K = 0.5 * (X + X.T)
-    elif not (use_features and node_weights):
-        K = kern(X)
+    if not (use_features and node_weights):
+        K = model.K
         if kern.name == "callable":
             check_psd(K, what="kernel matrix of the callable kernel")
     LK = X if use_features else _psd_factor(K)
@@ -432,7 +313,7 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
     Bm = _budget_matrix(data)
     b = data.pair_offset
 
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(nonneg=True, value=float(C), name="C")
     alpha = cp.Variable(data.n_pairs, name="alpha")
     G_var = cp.Variable((n, q), name="G")         # expansion coefficients G(alpha), (4.12)
     T_var = cp.Variable((LK.shape[1], q), name="T")  # L_K^T G
@@ -470,7 +351,7 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
         parameters={"C": Cp}, infeasibility=infeasibility,
         name=f"hierarchical SVM dual (4.15), {kern.name} kernel, {rescaling} rescaling",
         build_time=time.perf_counter() - t0,
-        data={"X": X, "H": H, "classes": inp.classes, "Lam": data.Lam, "Q": data.Q, "K": K,
+        data={"X": X, "H": H, "classes": model.classes, "Lam": data.Lam, "Q": data.Q, "K": K, "model": model,
               "kernel": kern, "margin_data": data, "weights": "W" if node_weights else "G"})
 
 
@@ -574,26 +455,30 @@ def class_form(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES,
     objective (4.10) at the recovered weights, and the lower bound the dual (4.14) at the
     projected pair duals -- neither uses ``R``, so a wrong regularizer cannot certify.
     """
-    import cvxpy as cp
-
-    t0 = time.perf_counter()  # declaration time, without the (one-off) import of cvxpy
-
     Cval = check_positive(C, "C")
-    inp = _validate(X, Y, H, loss=loss, attributes=attributes, classes=classes, rescaling=rescaling,
-                    sample_weight=sample_weight)
-    X, Lam = inp.X, inp.Lam
+    model = prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
+                          rescaling=rescaling, sample_weight=sample_weight)
+    return class_form_from_model(model, C=Cval, max_size=max_size)
+
+
+def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
+    """Thesis (4.48) (see :func:`class_form`) declared from a validated :class:`HSVMModel`
+    with the linear kernel and class attributes; ``C`` becomes a ``cp.Parameter``."""
+    if not model.node_weights:
+        raise InputError("the class form (4.48) needs the linear kernel and class attributes")
+    t0 = time.perf_counter()
+    X, Lam, data, H, rescaling = model.X, model.Lam, model.data, model.H, model.rescaling
     n, d = X.shape
-    q = len(inp.classes)
-    P = _n_pairs(inp.Y)
+    q = data.n_classes
+    P = data.n_pairs
     check_size(q * d + n * q + n, P + n + n * q, q * q * d + (_nnz(X) + n) * q + 3 * P + n, max_size,
                what="the hierarchical SVM class form (4.48)")
-    data = _margin_data(inp)
 
     Q = Lam @ Lam.T
     s, V = np.linalg.eigh(0.5 * (Q + Q.T))
     tol = 1e-10 * max(float(s.max()), 1e-300)
     null = V[:, s <= tol].T                      # left null space of Lam
-    cols = _class_columns(H, inp.classes, Lam)
+    cols = _class_columns(H, model.classes, Lam)
     how = "pseudo-inverse (Lam Lam^T)^+"
     R = None
     if cols is not None and null.shape[0] == 0:
@@ -608,7 +493,7 @@ def class_form(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES,
     Rh = _psd_factor(R).T                        # R = Rh^T Rh
     Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
 
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(nonneg=True, value=float(C), name="C")
     U = cp.Variable((q, d), name="U")
     xi = cp.Variable(n, name="xi")
     S = cp.Variable((n, q), name="S")            # class scores X U^T, linked by an equality
@@ -635,5 +520,5 @@ def class_form(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES,
         constraints={"pairs": pairs, "xi_nonneg": nonneg}, parameters={"C": Cp},
         name=f"hierarchical SVM class form (4.48), {rescaling} rescaling",
         build_time=time.perf_counter() - t0,
-        data={"X": X, "H": H, "classes": inp.classes, "Lam": Lam, "R": R, "regularizer": how,
+        data={"X": X, "H": H, "classes": model.classes, "Lam": Lam, "R": R, "regularizer": how, "model": model,
               "margin_data": data})

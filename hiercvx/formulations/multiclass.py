@@ -4,10 +4,12 @@ Source: lecture notes on multi-class classification (seed ``002_e61d943170b036c5
 sections "Multi-Class Kernel-Based SVMs" (primal) and "Lagrangian Dual Problem for
 Multi-Class SVM" (dual); the sheet ``formulations/multiclass.md`` has the equations.
 
-Both problems are the pairwise-ranking model of :mod:`hiercvx.formulations._margin` on a
+Both problems are the pairwise-ranking model of :mod:`hiercvx.models.margin` on a
 flat label set: class attributes ``Lam = I``, loss ``1 - I``, slack rescaling, one
-relevant class per example.  Every recomputed objective and every lower bound goes through
-that module.
+relevant class per example.  The inputs are validated once by
+:func:`hiercvx.models.multiclass.prepare` (re-exported here as ``prepare_model``); the public
+builders prepare the model and hand it to ``primal_from_model`` / ``dual_from_model``.
+Every recomputed objective and every lower bound goes through the margin model.
 
 * :func:`primal` -- the objective scikit-learn's ``LinearSVC(multi_class="crammer_singer")``
   minimizes (LIBLINEAR's ``MCSVM_CS`` solver, Fan et al. 2008, appendix), bias feature and
@@ -37,101 +39,24 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_features, check_positive
-from ..exceptions import InputError, LabelError
-from ..kernels import psd_factor, Kernel, check_psd, make_kernel
-from ..reference import ReferenceProblem, check_size
+from ..exceptions import InputError
+from ..kernels import Kernel, check_psd, psd_factor
 from ..models import margin as _margin
+from ..models.multiclass import (MulticlassModel, augment, encode_labels, example_weights,
+                                 flat_margin_data)
+from ..models.multiclass import prepare as prepare_model
+from ..reference import ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["primal", "dual", "KernelClassFunctions", "recover_coefficients", "gram_factor",
-           "encode_labels", "example_weights"]
-
-
-# ----------------------------------------------------------------------------- inputs
-
-def encode_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(classes, y_index)``: the sorted distinct labels (like scikit-learn's ``classes_``)
-    and each sample's position in them.  Refuses a count mismatch and a single class."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise InputError(f"y must be a 1-D array of class labels (one per sample), got shape {y.shape}; "
-                         "multi-label targets belong to hsvm.primal")
-    if y.shape[0] != n_samples:
-        raise InputError(f"y has {y.shape[0]} labels but X has {n_samples} rows; give one label per sample")
-    try:
-        classes, y_index = np.unique(y, return_inverse=True)
-    except TypeError as exc:
-        raise LabelError(f"the labels in y cannot be sorted ({exc}); use labels of one type "
-                         "(all strings or all numbers)") from None
-    if classes.dtype.kind == "f" and np.any(np.isnan(classes)):
-        raise LabelError("y contains NaN labels; drop or impute them")
-    if len(classes) < 2:
-        raise LabelError(f"y has a single class ({classes[0]!r}); a multi-class SVM needs at least two")
-    return classes, y_index.ravel()
-
-
-def example_weights(y_index: np.ndarray, classes: np.ndarray, sample_weight=None,
-                    class_weight=None) -> np.ndarray:
-    """Per-example multipliers ``c_i`` of C: ``C_i = C * sample_weight_i * class_weight[y_i]``.
-
-    This is LIBLINEAR's ``C[i] = W[i] * weighted_C[y_i]``.  ``class_weight``: ``None``, a
-    dict ``{class: weight}`` (classes not named get 1) or ``"balanced"``, which is
-    scikit-learn's ``sum(sample_weight) / (n_classes * weighted count of the class)``.
-    """
-    n, q = len(y_index), len(classes)
-    if sample_weight is None:
-        sw = np.ones(n)
-    else:
-        sw = np.asarray(sample_weight, dtype=float)
-        if sw.shape != (n,):
-            raise InputError(f"sample_weight must have one entry per sample ({n}), got shape {sw.shape}")
-        if not np.all(np.isfinite(sw)) or np.any(sw < 0):
-            k = int(np.flatnonzero(~(np.isfinite(sw) & (sw >= 0)))[0])
-            raise InputError(f"sample_weight must be finite and non-negative; entry {k} is {sw[k]!r}")
-    if class_weight is None:
-        cw = np.ones(q)
-    elif isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise InputError(f"class_weight must be None, a dict or 'balanced', got {class_weight!r}")
-        counts = np.bincount(y_index, weights=sw, minlength=q)
-        if np.any(counts <= 0):
-            k = int(np.flatnonzero(counts <= 0)[0])
-            raise InputError(f"class {classes[k]!r} has zero total sample weight, so 'balanced' "
-                             "class weights are undefined")
-        cw = counts.sum() / (q * counts)
-    elif isinstance(class_weight, dict):
-        position = {c: k for k, c in enumerate(classes.tolist())}
-        cw = np.ones(q)
-        for c, w in class_weight.items():
-            if c not in position:
-                raise LabelError(f"class_weight names class {c!r}, which is not among the classes "
-                                 f"{classes.tolist()}; remove it or fix the label")
-            w = float(w)
-            if not (np.isfinite(w) and w > 0):
-                raise InputError(f"class_weight[{c!r}] must be positive and finite, got {w!r}")
-            cw[position[c]] = w
-    else:
-        raise InputError("class_weight must be None, a dict or 'balanced', got "
-                         f"{type(class_weight).__name__}")
-    return sw * cw[y_index]
-
-
-def _flat_margin_data(y_index: np.ndarray, q: int, Cw: np.ndarray) -> _margin.MarginData:
-    """Crammer--Singer as the shared margin model: Lam = I, loss = 1 - I, slack rescaling."""
-    Y = np.zeros((len(y_index), q), dtype=bool)
-    Y[np.arange(len(y_index)), y_index] = True
-    return _margin.margin_data(Y, 1.0 - np.eye(q), Lam=np.eye(q), rescaling="slack", sample_weight=Cw)
-
-
-def _augment(X, scaling: float):
-    """LIBLINEAR's bias: a constant feature of value ``intercept_scaling`` appended to X."""
-    col = np.full((X.shape[0], 1), float(scaling))
-    return sp.hstack([X, sp.csr_matrix(col)], format="csr") if sp.issparse(X) else np.hstack([X, col])
+__all__ = ["primal", "primal_from_model", "dual", "dual_from_model", "prepare_model",
+           "MulticlassModel", "KernelClassFunctions", "recover_coefficients", "gram_factor",
+           "encode_labels", "example_weights", "flat_margin_data", "augment"]
 
 
 def _nnz(X) -> int:
@@ -161,29 +86,32 @@ def primal(X, y, C: float = 1.0, fit_intercept: bool = False, intercept_scaling:
     ``weights`` ``(n_classes, n_features)`` (rows follow ``data["classes"]``, sorted like
     ``classes_``) and ``values`` ``W``, ``xi`` and, with ``fit_intercept``, ``intercept``.
     The lower bound is the dual objective at the margin constraints' duals made feasible
-    by :func:`~hiercvx.formulations._margin.project_dual`.
+    by :func:`~hiercvx.models.margin.project_dual`.
     """
-    import cvxpy as cp
-
-    t0 = time.perf_counter()
-    X = check_features(X)
     C = check_positive(C, "C")
-    if fit_intercept:
-        intercept_scaling = check_positive(intercept_scaling, "intercept_scaling")
-    n, d = X.shape
-    classes, y_index = encode_labels(y, n)
-    q = len(classes)
-    Cw = example_weights(y_index, classes, sample_weight, class_weight)
+    model = prepare_model(X, y, sample_weight=sample_weight, class_weight=class_weight,
+                          fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
+    return primal_from_model(model, C=C, max_size=max_size)
 
+
+def primal_from_model(model: MulticlassModel, C: float = 1.0,
+                      max_size: int | None = None) -> ReferenceProblem:
+    """The Crammer--Singer primal (see :func:`primal`) declared from a validated
+    :class:`MulticlassModel` (linear kernel); ``C`` becomes a ``cp.Parameter``."""
+    if not model.kernel.is_linear:
+        raise InputError("the Crammer-Singer primal is declared for the linear kernel; use the dual")
+    t0 = time.perf_counter()
+    X, X_aug, data = model.X_features, model.X, model.data
+    fit_intercept, intercept_scaling = model.fit_intercept, model.intercept_scaling
+    n, d = X.shape
+    classes, y_index, Cw = model.classes, model.y_index, model.Cw
+    q = len(classes)
     n_rows = n * q
     d_aug = d + int(bool(fit_intercept))
     nnz_aug = _nnz(X) + (n if fit_intercept else 0)
     check_size(n_variables=q * d_aug + n, n_constraints=n_rows,
                nnz=2 * q * nnz_aug + 2 * n_rows + q * d_aug, max_size=max_size,
                what="the Crammer-Singer primal")
-
-    data = _flat_margin_data(y_index, q, Cw)
-    X_aug = _augment(X, intercept_scaling) if fit_intercept else X
 
     # Selection matrices over the C-order vector of class scores, row r = i*q + m:
     # D picks s_{i y_i} - s_{i m} (an empty row when m = y_i), R picks xi_i.
@@ -199,7 +127,7 @@ def primal(X, y, C: float = 1.0, fit_intercept: bool = False, intercept_scaling:
 
     W = cp.Variable((q, d), name="W")
     xi = cp.Variable(n, name="xi")
-    C_param = cp.Parameter(nonneg=True, value=C, name="C")
+    C_param = cp.Parameter(nonneg=True, value=float(C), name="C")
     scores = X @ W.T
     regularizer = 0.5 * cp.sum_squares(W)
     variables = {"W": W, "xi": xi}
@@ -211,14 +139,8 @@ def primal(X, y, C: float = 1.0, fit_intercept: bool = False, intercept_scaling:
     margin = D @ cp.vec(scores, order="C") + R @ xi >= e
     problem = cp.Problem(cp.Minimize(regularizer + C_param * (Cw @ xi)), [margin])
 
-    def augmented_weights(values):
-        if not fit_intercept:
-            return np.asarray(values["W"], dtype=float)
-        return np.hstack([np.asarray(values["W"], dtype=float),
-                          np.asarray(values["intercept"], dtype=float).reshape(q, 1) / intercept_scaling])
-
     def objective(values):
-        return _margin.primal_objective(augmented_weights(values), X_aug, data, float(C_param.value))
+        return model.objective(values["W"], float(C_param.value), intercept=values.get("intercept"))
 
     def lower_bound(values, duals):
         # the dual of row (i, m != y_i) is alpha for pair (i, y_i, m); pairs are sorted by i, then m
@@ -234,7 +156,7 @@ def primal(X, y, C: float = 1.0, fit_intercept: bool = False, intercept_scaling:
         build_time=time.perf_counter() - t0,
         data={"X": X, "X_augmented": X_aug, "y_index": y_index, "classes": classes, "margin": data,
               "example_weights": Cw, "fit_intercept": bool(fit_intercept),
-              "intercept_scaling": float(intercept_scaling), "selection": (D, R, e)})
+              "intercept_scaling": float(intercept_scaling), "selection": (D, R, e), "model": model})
 
 
 # ----------------------------------------------------------------------------- dual
@@ -317,28 +239,31 @@ def dual(X, y, C: float = 1.0, kernel="linear", sample_weight=None, class_weight
     only ``n * rank * k`` coefficients.
 
     Certificate: objective = the primal objective recomputed at the recovered representer
-    coefficients ``G`` (:func:`~hiercvx.formulations._margin.kernel_objective`); lower bound
+    coefficients ``G`` (:func:`~hiercvx.models.margin.kernel_objective`); lower bound
     = the dual objective at the returned ``lambda`` made feasible by ``project_dual``.
     ``sol.weights`` is a :class:`KernelClassFunctions` (``decision_function``, ``predict``,
     ``coef``, ``linear_weights``); ``sol.values["Lambda"]`` is the dual variable.
     """
-    import cvxpy as cp
-
-    t0 = time.perf_counter()
     C = check_positive(C, "C")
-    precomputed = isinstance(kernel, str) and kernel == "precomputed"
-    if precomputed:
-        X = check_features(X, name="the precomputed Gram matrix", allow_sparse=False)
-        if X.shape[0] != X.shape[1]:
-            raise InputError("with kernel='precomputed' X must be the square (n, n) Gram matrix, "
-                             f"got shape {X.shape}")
-    else:
-        X = check_features(X)
+    model = prepare_model(X, y, sample_weight=sample_weight, class_weight=class_weight,
+                          kernel=kernel, sigma=sigma)
+    return dual_from_model(model, C=C, max_size=max_size)
+
+
+def dual_from_model(model: MulticlassModel, C: float = 1.0,
+                    max_size: int | None = None) -> ReferenceProblem:
+    """The notes' multi-class kernel SVM dual (see :func:`dual`) declared from a validated
+    :class:`MulticlassModel` without intercept; ``C`` becomes a ``cp.Parameter``.  The only
+    check left here is that a non-linear Gram matrix is PSD (the factor needs it)."""
+    if model.fit_intercept:
+        raise InputError("the notes' dual has no intercept: prepare the model with "
+                         "fit_intercept=False")
+    t0 = time.perf_counter()
+    X, k, classes, Cw = model.X, model.kernel, model.classes, model.Cw
+    precomputed = model.precomputed
     n = X.shape[0]
-    classes, y_index = encode_labels(y, n)
     q = len(classes)
-    Cw = example_weights(y_index, classes, sample_weight, class_weight)
-    k = make_kernel(kernel, X=X, sigma=sigma)  # fixes the rbf bandwidth on the training data
+    y_index = model.y_index
 
     rank_bound = min(n, X.shape[1]) if k.is_linear else n
     factor_nnz = _nnz(X) if k.is_linear else n * rank_bound
@@ -348,14 +273,14 @@ def dual(X, y, C: float = 1.0, kernel="linear", sample_weight=None, class_weight
     if k.is_linear:
         F, K = X, None  # K = X X^T is never formed: the linear certificate works on W
     else:
-        K_raw = k(X, X)
+        K_raw = model.K
         check_psd(K_raw, what="precomputed kernel matrix" if precomputed else f"{k.name} kernel matrix")
         F, K = gram_factor(K_raw)
-    data = _flat_margin_data(y_index, q, Cw)
+    data = model.data
     sign = np.where(data.Y, 1.0, -1.0)
 
     Lambda = cp.Variable((n, q), nonneg=True, name="Lambda")
-    C_param = cp.Parameter(nonneg=True, value=C, name="C")
+    C_param = cp.Parameter(nonneg=True, value=float(C), name="C")
     G = cp.multiply(sign, Lambda)
     own = cp.sum(cp.multiply(data.Y.astype(float), Lambda), axis=1)  # lambda_{i c_i}
     balance = cp.sum(G, axis=1) == 0  # lambda_{i c_i} - sum_{y != c_i} lambda_{iy} = 0
@@ -393,4 +318,4 @@ def dual(X, y, C: float = 1.0, kernel="linear", sample_weight=None, class_weight
         weights=weights, constraints={"balance": balance, "budget": budget}, parameters={"C": C_param},
         name=f"multi-class SVM dual ({k.name} kernel)", build_time=time.perf_counter() - t0,
         data={"X": X, "K": K, "factor": F, "kernel": k, "y_index": y_index, "classes": classes,
-              "margin": data, "example_weights": Cw})
+              "margin": data, "example_weights": Cw, "model": model})

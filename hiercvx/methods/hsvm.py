@@ -1,3 +1,62 @@
-"""Registry entries of the hsvm paper (being written in this restructuring)."""
+"""Registry entry of the Cai–Hofmann hierarchical multi-label SVM (Cai, *Multilabel
+Classification over Category Taxonomies*, thesis 2008, chapters 3, 4 and 7).
 
-METHODS = ()
+Model :func:`hiercvx.models.hsvm.prepare`; references the primal (4.10)
+(:func:`hiercvx.formulations.hsvm.primal`) and the dual (4.15)
+(:func:`hiercvx.formulations.hsvm.dual`); fast solver the variable-selection method of
+Algorithm 2 (:func:`hiercvx.solvers.working_set.solve`); estimator
+:class:`~hiercvx.estimators.HierarchicalSVC`.  Classes are leaves: labels that stop at an
+internal node go through ``H.with_self_leaves()`` (the ``partial`` problem).
+"""
+
+from __future__ import annotations
+
+from ..formulations import hsvm
+from ..models import hsvm as hsvm_model
+from ..solvers import working_set
+from ._registry import Case, FastSolver, Method
+from .cases import problem
+
+__all__ = ["METHODS", "cases"]
+
+PAPER = "Cai, Multilabel Classification over Category Taxonomies (thesis, 2008), ch. 3, 4, 7"
+
+
+def cases(quick: bool = True) -> list[Case]:
+    """One problem per structure: a tree, a DAG with margin rescaling at C = 0.5, label sets
+    of two leaves, partial paths (internal labels as self-leaves) and a CSR ``X``."""
+    n, d = (36, 4) if quick else (120, 8)
+    out = []
+    for structure in ("tree", "dag", "multilabel", "partial", "sparse"):
+        X, Y, H = problem(structure, n=n, d=d, seed=0)
+        options, params, name = {}, {"C": 1.0}, f"{structure} n={n} d={d}"
+        if structure == "dag":
+            options, params = {"rescaling": "margin"}, {"C": 0.5}
+            name += ", margin rescaling"
+        if structure == "partial":
+            paths = H.with_self_leaves()
+            Y, H = paths.transform(Y), paths.hierarchy
+            name += ", self-leaves"
+        out.append(Case(name, structure, X, Y, H, options, params))
+    return out
+
+
+METHODS = (
+    Method(
+        name="hsvm",
+        title="Cai-Hofmann hierarchical multi-label SVM",
+        paper=PAPER,
+        equations={"primal": "(4.10)", "dual": "(4.15)", "class form": "(4.48)"},
+        prepare=hsvm_model.prepare,
+        references={"primal": hsvm.primal, "dual": hsvm.dual},
+        fast_solvers={"working_set": FastSolver(
+            "working_set", working_set.solve,
+            algorithm="variable selection, thesis Algorithm 2",
+            options={"tol": 1e-8}, rtol=1e-6)},
+        estimator="hiercvx.estimators.HierarchicalSVC",
+        sheet="formulations/hsvm.md",
+        params={"C": 1.0},
+        structures=("tree", "dag", "multilabel", "partial", "sparse"),
+        cases=cases,
+    ),
+)

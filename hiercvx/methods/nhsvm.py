@@ -1,3 +1,100 @@
-"""Registry entries of the nhsvm paper (being written in this restructuring)."""
+"""Registry entries of the NHSVM paper (seed ``001_387b6b34a68f4b02.txt``): the normalized
+hierarchical SVM (10) / (13) and the shared-norm SVM (14).
 
-METHODS = ()
+``nhsvm``: model :func:`hiercvx.models.nhsvm.prepare`; reference
+:func:`hiercvx.formulations.nhsvm.primal` (single-label: one QP; multi-label: the certified
+cutting-plane loop of :mod:`hiercvx.formulations._nhsvm_cutting_plane`); fast solvers the
+pairwise block-coordinate Frank–Wolfe of :mod:`hiercvx.solvers.nhsvm_fw` (its other
+methods, ``"bcfw"``, ``"sgd"``, ``"working_set"``, are not registered: plain BCFW does not
+reach a tight certified gap in reasonable time, SGD has no certificate and the working-set
+route is single-label (10) only); estimator :class:`~hiercvx.estimators.NormalizedHierarchicalSVC`.
+
+``shared_norm``: model :func:`hiercvx.models.nhsvm.prepare_shared`; reference
+:func:`hiercvx.formulations.nhsvm.shared_primal`; fast solver the alternating algorithm of
+:func:`hiercvx.solvers.shared_norm.solve`; estimator :class:`~hiercvx.estimators.SharedNormSVC`.
+
+NHSVM labels are leaves (or sets of leaves); a partial path goes through
+``H.with_self_leaves()`` first, which the ``partial`` problems here do not (not registered).
+"""
+
+from __future__ import annotations
+
+from ..formulations import nhsvm
+from ..models import nhsvm as nhsvm_model
+from ..solvers import nhsvm_fw, shared_norm
+from ._registry import Case, FastSolver, Method
+from .cases import problem
+
+__all__ = ["METHODS", "nhsvm_cases", "shared_norm_cases"]
+
+PAPER = "NHSVM paper, seed 001_387b6b34a68f4b02 (normalized hierarchical SVM, shared-norm SVM)"
+
+
+def nhsvm_cases(quick: bool = True) -> list[Case]:
+    """A tree (eq. (10), and the variant (13)), a CSR ``X``, label sets of two leaves (cutting
+    planes, tree DP) and a DAG with single and multi-label samples (cutting planes, the DAG
+    program (19), path weights from (8))."""
+    n, d = (36, 4) if quick else (120, 8)
+    out = []
+    for structure in ("tree", "sparse", "multilabel", "dag"):
+        X, Y, H = problem(structure, n=n, d=d, seed=0)
+        out.append(Case(f"{structure} n={n} d={d}", structure, X, Y, H, {}, {"lam": 0.1}))
+    X, Y, H = problem("tree", n=n, d=d, seed=1)
+    out.append(Case(f"tree n={n} d={d}, variant (13)", "tree", X, Y, H, {"variant": "13"},
+                    {"lam": 0.1}))
+    return out
+
+
+def shared_norm_cases(quick: bool = True) -> list[Case]:
+    """A tree, a CSR ``X`` and a DAG with one leaf per sample (the alpha step (20) is then a
+    program), ``lam = 1``."""
+    n, d = (36, 4) if quick else (120, 8)
+    out = []
+    for structure in ("tree", "sparse", "dag"):
+        X, Y, H = problem(structure, n=n, d=d, seed=0)
+        if structure == "dag":  # (14) is multi-class: keep one leaf of each label set
+            Y = [min(labels) for labels in Y]
+        out.append(Case(f"{structure} n={n} d={d}", structure, X, Y, H, {}, {"lam": 1.0}))
+    return out
+
+
+METHODS = (
+    Method(
+        name="nhsvm",
+        title="Normalized hierarchical SVM",
+        paper=PAPER,
+        equations={"attributes": "(5)", "path weights": "(6)-(8)", "margin": "(9)",
+                   "primal": "(10)", "variant": "(13)", "inference": "(19)"},
+        prepare=nhsvm_model.prepare,
+        references={"primal": nhsvm.primal},
+        fast_solvers={
+            "pairwise": FastSolver("pairwise", nhsvm_fw.solve,
+                                   algorithm="pairwise block-coordinate Frank-Wolfe with vertex caches",
+                                   options={"tol": 1e-8, "max_iter": 5000}, rtol=1e-6),
+        },
+        estimator="hiercvx.estimators.NormalizedHierarchicalSVC",
+        sheet="formulations/nhsvm.md",
+        params={"lam": 1.0},
+        structures=("tree", "dag", "multilabel", "sparse"),
+        cases=nhsvm_cases,
+    ),
+    Method(
+        name="shared_norm",
+        title="Shared-norm SVM",
+        paper=PAPER,
+        equations={"primal": "(14)", "alpha step": "(20)", "shared norm": "(16)"},
+        prepare=nhsvm_model.prepare_shared,
+        references={"primal": nhsvm.shared_primal},
+        fast_solvers={
+            "alternating": FastSolver("alternating", shared_norm.solve,
+                                      algorithm="alternating minimization: pairwise BCFW weight "
+                                                "step, closed-form alpha step (20)",
+                                      options={"tol": 1e-6, "max_iter": 1000}, rtol=1e-5),
+        },
+        estimator="hiercvx.estimators.SharedNormSVC",
+        sheet="formulations/nhsvm.md",
+        params={"lam": 1.0},
+        structures=("tree", "dag", "sparse"),
+        cases=shared_norm_cases,
+    ),
+)

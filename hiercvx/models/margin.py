@@ -34,12 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_features
 from ..exceptions import InputError
+from ..kernels import Kernel, make_kernel
 from ._base import Model, Variable
 
 __all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "slacks", "class_scores",
            "primal_objective", "coefficients", "weights_from_coefficients", "kernel_objective",
-           "project_dual", "dual_objective", "dual_objective_linear", "check_gram"]
+           "project_dual", "dual_objective", "dual_objective_linear", "check_gram", "model_from_data"]
 
 RESCALINGS = ("slack", "margin")
 
@@ -311,3 +313,29 @@ class MarginModel(Model):
         y = np.where(best >= 0, d.pair_y[np.maximum(best, 0)], -1)
         ybar = np.where(best >= 0, d.pair_ybar[np.maximum(best, 0)], -1)
         return y, ybar, viol
+
+
+def model_from_data(X, data: MarginData, kernel="linear", sigma=None, classes=None) -> MarginModel:
+    """A :class:`MarginModel` from inputs ``X`` and an already built :class:`MarginData` (for
+    callers that build the pairs themselves, e.g. NHSVM's single-label problem (10)).
+
+    ``X``: finite features (dense or CSR), or the ``(n, n)`` Gram matrix with
+    ``kernel="precomputed"``; ``kernel`` a name, a callable or a resolved
+    :class:`~hiercvx.kernels.Kernel`.  Checks that ``X`` and ``data`` describe the same examples.
+    """
+    if not isinstance(data, MarginData):
+        raise InputError("data must be a hiercvx.models.margin.MarginData (build it with "
+                         "margin_data(Y, loss, Lam=...)), or use a paper's prepare(X, Y, H)")
+    resolved = isinstance(kernel, Kernel)
+    precomputed = (kernel.name if resolved else kernel) == "precomputed"
+    n = data.n_samples
+    if precomputed:
+        X = check_gram(X, n)
+    else:
+        X = check_features(X)
+        if X.shape[0] != n:
+            raise InputError(f"X has {X.shape[0]} rows but the label data describe {n} examples")
+        if sp.issparse(X):
+            X.sort_indices()
+    kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
+    return MarginModel(X, data, kern, classes=classes)

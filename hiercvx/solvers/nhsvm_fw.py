@@ -19,7 +19,7 @@ per-block gaps ``H_i(W) - (l_i - <W, (sqrt(alpha) * g_i) x_i^T>)`` (Lacoste-Juli
 The state is ``g`` ``(n, M)`` and ``l`` ``(n,)``: the dual point never needs one variable per
 label set, so the exponential multi-label space costs nothing but the oracle.
 
-Methods (``solve_data(..., method=)``):
+Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nhsvm.prepare`):
 
 ``"pairwise"`` (default)  Block-coordinate *pairwise* Frank–Wolfe over a per-sample cache of
     vertices (label sets): every pass starts with one batched loss-augmented inference at the
@@ -38,8 +38,8 @@ Methods (``solve_data(..., method=)``):
 ``"sgd"``  The paper's optimizer (section 7, Pegasos, Shalev-Shwartz et al. 2007): step
     ``1 / (lam' t)`` with ``lam' = 2 lam / n``, projection on the ball that holds the optimum.
     It has no dual: its ``lower_bound`` is the trivial 0 and it runs ``max_iter`` epochs.
-``"working_set"``  Single-label (10) only: the margin model ``data.margin`` (``C = 1/(2 lam)``,
-    objective times ``2 lam``) handed to :func:`hiercvx.solvers.working_set.solve_hsvm`.
+``"working_set"``  Single-label (10) only: the pair model ``model.margin`` (``C = 1/(2 lam)``,
+    objective times ``2 lam``) handed to :func:`hiercvx.solvers.working_set.solve`.
 
 Every method's ``objective`` is recomputed exactly (all samples' loss-augmented inference at
 the returned ``W``); the dual methods' ``lower_bound`` is ``D`` at a feasible ``beta``.
@@ -50,24 +50,27 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
 
 from .._validation import check_positive
 from ..exceptions import InputError
-from ..formulations import nhsvm as _nh
 from ..inference import LabelSetOracle
-from ._result import SolverResult
+from ..models import margin as _margin
+from ..models.nhsvm import NHSVMModel, primal_objective
+from ..result import Solution, check_iteration_options, reached, relative_gap
+from . import working_set
+from .primitives import RowData, row_data, row_dot, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["METHODS", "NHSVMResult", "solve", "solve_data", "DualState"]
+__all__ = ["METHODS", "solve", "DualState", "VertexModel", "vertex_model", "pairwise",
+           "certify", "node_products", "add_outer"]
 
 METHODS = ("pairwise", "bcfw", "sgd", "working_set")
 
@@ -77,38 +80,34 @@ _FAST = {"reassoc", "contract", "nsz"}
 
 # ============================================================================ compiled kernels
 @njit(cache=True, fastmath=_FAST)
-def _row_product(V, sparse, Xd, indptr, indices, xvals, i, out):
-    """``out = V x_i`` (``V`` ``(M, d)``)."""
-    M = V.shape[0]
-    for m in range(M):
-        acc = 0.0
-        if sparse:
-            for p in range(indptr[i], indptr[i + 1]):
-                acc += V[m, indices[p]] * xvals[p]
-        else:
-            for k in range(V.shape[1]):
-                acc += V[m, k] * Xd[i, k]
-        out[m] = acc
+def node_products(mode, V, i, X, indptr, indices, xvals, out):
+    """``out[m] = V[m] . x_i`` for every node ``m`` (dense / CSR rows, :func:`row_dot`)."""
+    for m in range(V.shape[0]):
+        out[m] = row_dot(mode, V, m, i, X, indptr, indices, xvals)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _rank_one(V, coef, sparse, Xd, indptr, indices, xvals, i):
-    """``V += coef x_i^T``."""
-    M = V.shape[0]
-    for m in range(M):
+def add_outer(mode, V, coef, i, X, indptr, indices, xvals, K):
+    """``V += coef x_i^T`` over the nodes with ``coef[m] != 0`` (dense / CSR rows; ``K`` unused).
+
+    Mathematically ``row_axpy`` of :mod:`.primitives` once per node, but written out: calling
+    ``row_axpy`` from the compiled sweeps made them 2-3x slower (measured on a 2000 x 100
+    problem; the call is not inlined there), while :func:`node_products` through ``row_dot``
+    runs at the speed of the written-out loop."""
+    for m in range(V.shape[0]):
         c = coef[m]
         if c == 0.0:
             continue
-        if sparse:
+        if mode == 1:
             for p in range(indptr[i], indptr[i + 1]):
                 V[m, indices[p]] += c * xvals[p]
         else:
             for k in range(V.shape[1]):
-                V[m, k] += c * Xd[i, k]
+                V[m, k] += c * X[i, k]
 
 
 @njit(cache=True, fastmath=_FAST)
-def _pairwise_sweep(order, sparse, Xd, indptr, indices, xvals, V, sqa, Tf, pool, cid, cbeta, coff,
+def _pairwise_sweep(order, mode, Xd, indptr, indices, xvals, K, V, sqa, Tf, pool, cid, cbeta, coff,
                     cscale, clen, budget, G, lsum, xsq, inv2lam, eps, max_steps, bgap):
     """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices.
 
@@ -122,12 +121,12 @@ def _pairwise_sweep(order, sparse, Xd, indptr, indices, xvals, V, sqa, Tf, pool,
     the start of its visit.  Returns ``(steps, largest block gap seen at a visit)``.
     """
     M = V.shape[0]
-    K = cid.shape[1]
+    n_slots = cid.shape[1]
     r = np.empty(M)
     s = np.empty(M)
     u = np.empty(M)
     delta = np.empty(M)
-    grad = np.empty(K)
+    grad = np.empty(n_slots)
     total = 0
     worst = 0.0
     for i in order:
@@ -135,7 +134,7 @@ def _pairwise_sweep(order, sparse, Xd, indptr, indices, xvals, V, sqa, Tf, pool,
         bgap[i] = 0.0
         if k == 0:
             continue
-        _row_product(V, sparse, Xd, indptr, indices, xvals, i, r)
+        node_products(mode, V, i, Xd, indptr, indices, xvals, r)
         own = 0.0
         for m in range(M):
             r[m] *= inv2lam
@@ -221,7 +220,7 @@ def _pairwise_sweep(order, sparse, Xd, indptr, indices, xvals, V, sqa, Tf, pool,
             for m in range(M):
                 G[i, m] += delta[m]
                 u[m] = sqa[m] * delta[m]
-            _rank_one(V, u, sparse, Xd, indptr, indices, xvals, i)
+            add_outer(mode, V, u, i, Xd, indptr, indices, xvals, K)
     return total, worst
 
 
@@ -248,7 +247,7 @@ def _leaf_oracle(s, li, paths, offset, scale):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _bcfw_sweep_single(order, sparse, Xd, indptr, indices, xvals, V, sqa, paths, leaf_pos, offset,
+def _bcfw_sweep_single(order, mode, Xd, indptr, indices, xvals, K, V, sqa, paths, leaf_pos, offset,
                        scale, G, lsum, xsq, inv2lam):
     """Lacoste-Julien et al.'s BCFW pass (single-label): fresh argmax, one FW step per sample.
 
@@ -260,7 +259,7 @@ def _bcfw_sweep_single(order, sparse, Xd, indptr, indices, xvals, V, sqa, paths,
     dg = np.empty(M)
     gaps = 0.0
     for i in order:
-        _row_product(V, sparse, Xd, indptr, indices, xvals, i, r)
+        node_products(mode, V, i, Xd, indptr, indices, xvals, r)
         for m in range(M):
             r[m] *= inv2lam
             s[m] = sqa[m] * r[m]
@@ -288,12 +287,12 @@ def _bcfw_sweep_single(order, sparse, Xd, indptr, indices, xvals, V, sqa, paths,
             G[i, m] += dg[m]
             dg[m] *= sqa[m]
         lsum[i] += gamma * (b_s - lsum[i])
-        _rank_one(V, dg, sparse, Xd, indptr, indices, xvals, i)
+        add_outer(mode, V, dg, i, Xd, indptr, indices, xvals, K)
     return gaps
 
 
 @njit(cache=True, fastmath=_FAST)
-def _sgd_epoch_single(order, sparse, Xd, indptr, indices, xvals, Wraw, state, sqa, paths, leaf_pos,
+def _sgd_epoch_single(order, mode, Xd, indptr, indices, xvals, K, Wraw, state, sqa, paths, leaf_pos,
                       offset, scale, xsq, lam_p, radius):
     """One Pegasos epoch (single-label).  ``W = state[0] * Wraw``; ``state = [scale, ||W||^2, t]``."""
     M = Wraw.shape[0]
@@ -304,7 +303,7 @@ def _sgd_epoch_single(order, sparse, Xd, indptr, indices, xvals, Wraw, state, sq
         state[2] += 1.0
         t = state[2]
         sc = state[0]
-        _row_product(Wraw, sparse, Xd, indptr, indices, xvals, i, r)
+        node_products(mode, Wraw, i, Xd, indptr, indices, xvals, r)
         for m in range(M):
             r[m] *= sc
             s[m] = sqa[m] * r[m]
@@ -335,7 +334,7 @@ def _sgd_epoch_single(order, sparse, Xd, indptr, indices, xvals, Wraw, state, sq
             state[1] += 2.0 * dot + nrm * xsq[i]
             for m in range(M):
                 a[m] /= sc
-            _rank_one(Wraw, a, sparse, Xd, indptr, indices, xvals, i)
+            add_outer(mode, Wraw, a, i, Xd, indptr, indices, xvals, K)
         if state[1] > radius * radius:
             state[0] *= radius / np.sqrt(state[1])
             state[1] = radius * radius
@@ -345,17 +344,21 @@ def _sgd_epoch_single(order, sparse, Xd, indptr, indices, xvals, Wraw, state, sq
     return state[2]
 
 
-# ============================================================================ the model
+# ============================================================================ the solver's view
 @dataclass
-class _Model:
-    """What the solvers need from an NHSVM-type problem (built by :func:`_model_from_data`).
+class VertexModel:
+    """What the dual solvers need of an NHSVM-type problem (:func:`vertex_model`): the rows in
+    the compiled loops' form, ``sqrt(alpha)`` (the shared-norm solver changes it between
+    alpha steps), the closed label sets ``T`` and the problem's oracle.
 
     Single-label: vertices are leaves (``paths`` ``(q, M)``), ``offset[t, l]`` / ``scale[t, l]``
     are ``b`` / ``sigma`` for true leaf ``t`` and candidate ``l``.  Multi-label: vertices are
     label sets found by ``oracle`` with the decomposable ``loss`` (``b = Delta``, ``sigma = 1``).
     """
 
+    source: object                 # NHSVMModel or SharedNormModel: the oracle and vertex terms
     X: object
+    rows: RowData
     sqrt_alpha: np.ndarray
     T: np.ndarray
     multilabel: bool
@@ -379,88 +382,48 @@ class _Model:
         return (XW.toarray() if sp.issparse(XW) else np.asarray(XW)) * self.sqrt_alpha
 
     def most_violating(self, S: np.ndarray, rows=None):
-        """Exact loss-augmented inference at node scores ``S`` (rows ``rows`` of the data).
-
-        Returns ``(H, vertex)``: the slacks ``H_i = max(0, max_y b - sigma (s(t_i) - s(y)))`` and
-        the maximizer: a leaf position (``-1`` when the true leaf is best) or a bool set
-        ``(len, M)`` (equal to the true set when nothing is violated).
-        """
-        rows = np.arange(S.shape[0]) if rows is None else rows
-        T = self.T[rows]
-        own = np.where(T, S, 0.0).sum(axis=1)
+        """Exact loss-augmented inference at node scores ``S`` (the model's ``oracle``):
+        ``(slacks, vertex)``, a leaf position (``-1``: nothing violated) or a bool label set."""
         if self.multilabel:
-            Z, info = self.oracle.solve(S, loss=self.loss, true_indicator=T, return_info=True,
-                                        verbose=False)
-            return np.maximum(info.objective - own, 0.0), Z
-        li = self.leaf_pos[rows]
-        C = S @ self.paths.T                                   # leaf path sums (len, q)
-        viol = self.offset[li] + self.scale[li] * (C - own[:, None])
-        viol[np.arange(len(rows)), li] = 0.0                   # the true leaf: 0
-        best = np.argmax(viol, axis=1)
-        value = viol[np.arange(len(rows)), best]
-        best = np.where(value > 0, best, -1)
-        return np.maximum(value, 0.0), best
+            return self.source.oracle(S, rows, label_oracle=self.oracle)
+        return self.source.oracle(S, rows)
 
     def vertex_terms(self, i: int, vertex) -> tuple[np.ndarray, float]:
         """``(c, b)`` of one vertex for sample ``i`` (``c`` over the nodes, unscaled by alpha)."""
-        t = self.T[i].astype(float)
-        if self.multilabel:
-            return t - np.asarray(vertex, dtype=float), float(self.loss(vertex, self.T[i]))
-        if vertex < 0:
-            return np.zeros_like(t), 0.0
-        li = self.leaf_pos[i]
-        return self.scale[li, vertex] * (t - self.paths[vertex]), float(self.offset[li, vertex])
+        return self.source.vertex_terms(i, vertex)
 
 
-def _model_from_data(data: _nh.NHSVMData, inference: str = "auto") -> _Model:
-    X = data.X
+def _row_ready(X):
+    """``X`` as sorted CSR or C-contiguous float rows, and its :class:`RowData`."""
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         X.sort_indices()
     else:
         X = np.ascontiguousarray(X, dtype=float)
-    model = _Model(X=X, sqrt_alpha=np.sqrt(np.asarray(data.alpha, dtype=float)), T=np.asarray(data.T),
-                   multilabel=data.multilabel)
-    if data.multilabel:
-        if inference == "auto" and not data.H.is_tree:
+    return X, row_data(X)
+
+
+def vertex_model(model, inference: str = "auto", sqrt_alpha=None) -> VertexModel:
+    """The solver's view of an :class:`~hiercvx.models.nhsvm.NHSVMModel` (``sqrt(alpha)`` its
+    own) or of a :class:`~hiercvx.models.nhsvm.SharedNormModel` (``sqrt_alpha`` given: the
+    weight step of (14) for fixed alpha)."""
+    X, rows = _row_ready(model.X)
+    if sqrt_alpha is None:
+        sqrt_alpha = np.sqrt(np.asarray(model.alpha, dtype=float))
+    out = VertexModel(source=model, X=X, rows=rows, sqrt_alpha=np.asarray(sqrt_alpha, dtype=float),
+                      T=np.asarray(model.T), multilabel=bool(getattr(model, "multilabel", False)))
+    if out.multilabel:
+        if inference == "auto" and not model.H.is_tree:
             # the paper trains with the LP relaxation of (19); "lp" re-solves the fractional
             # samples with the integer program, so it stays exact, and HiGHS's LP is an order
             # of magnitude faster than its branch-and-bound on these small programs
             inference = "lp"
-        model.oracle = LabelSetOracle(data.H, inference)
-        model.loss = data.loss
-        return model
-    dist = np.asarray(data.structural, dtype=float)
-    off = ~np.eye(dist.shape[0], dtype=bool)
-    if data.variant == "nhsvm":
-        offset, scale = dist, np.ones_like(dist)
-    else:  # (13): each row divided by the normalized distance, required margin 1
-        offset = off.astype(float)
-        scale = np.where(off, 1.0 / np.where(off, dist, 1.0), 0.0)
-    return _leaf_model(model, data.leaf_pos, data.H, offset, scale)
-
-
-def _leaf_model(model: _Model, leaf_pos, H, offset, scale) -> _Model:
-    model.leaf_pos = np.ascontiguousarray(leaf_pos, dtype=np.int64)
-    model.paths = np.ascontiguousarray(H.ancestor_matrix[H.leaf_indices].toarray(), dtype=float)
-    model.offset = np.ascontiguousarray(offset, dtype=float)
-    model.scale = np.ascontiguousarray(scale, dtype=float)
-    return model
-
-
-def _xdata(X):
-    """``(sparse, dense, indptr, indices, values)`` for the compiled kernels."""
-    if sp.issparse(X):
-        return (True, np.zeros((1, 1)), X.indptr.astype(np.int64), X.indices.astype(np.int64),
-                X.data.astype(float))
-    empty = np.zeros(1, dtype=np.int64)
-    return False, X, empty, empty, np.zeros(1)
-
-
-def _row_sq_norms(X) -> np.ndarray:
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1), dtype=float).ravel()
-    return np.einsum("ij,ij->i", X, X)
+        out.oracle = model.label_oracle(inference)
+        out.loss = model.loss
+        return out
+    out.leaf_pos = np.ascontiguousarray(model.leaf_pos, dtype=np.int64)
+    out.paths, out.offset, out.scale = model.paths, model.offset, model.scale
+    return out
 
 
 # ============================================================================ dual state
@@ -472,7 +435,7 @@ class DualState:
     weight step from the previous dual point after each alpha step.
     """
 
-    def __init__(self, model: _Model, cache_size: int):
+    def __init__(self, model: VertexModel, cache_size: int):
         n, M = model.n_samples, model.n_nodes
         if model.multilabel:
             K = int(cache_size)
@@ -517,12 +480,12 @@ class DualState:
             ids[k] = j
         return ids
 
-    def rebuild_weights(self, model: _Model) -> np.ndarray:
+    def rebuild_weights(self, model: VertexModel) -> np.ndarray:
         """``V = sum_i (sqrt(alpha) g_i) x_i^T`` from scratch (no drift)."""
         GX = model.X.T @ self.G
         return np.ascontiguousarray(np.asarray(GX).T * model.sqrt_alpha[:, None])
 
-    def resync(self, model: _Model) -> None:
+    def resync(self, model: VertexModel) -> None:
         """Recompute ``g`` and ``l`` from the cached masses (removes rounding drift)."""
         if hasattr(self, "_keys") and self._pool_size == 0:
             return
@@ -538,8 +501,8 @@ class DualState:
             G -= w[:, k, None] * pool[ids[:, k]]
         self.G = G
 
-    def add(self, model: _Model, vertex, rows=None) -> tuple[int, bool]:
-        """Add each sample's vertex (from :meth:`_Model.most_violating`) to its cache.
+    def add(self, model: VertexModel, vertex, rows=None) -> tuple[int, bool]:
+        """Add each sample's vertex (from :meth:`VertexModel.most_violating`) to its cache.
 
         Returns ``(number added, whether mass was evicted)`` (then ``g``, ``l`` are resynced and
         the caller must rebuild ``V``)."""
@@ -587,53 +550,16 @@ class DualState:
         return len(rows), evicted
 
 
-# ============================================================================ results
-@dataclass
-class NHSVMResult(SolverResult):
-    """:class:`~hiercvx.solvers.SolverResult` of an NHSVM solve.
-
-    ``weights``: ``W`` ``(M, d)``; ``slacks``: ``H_i(W)``; ``dual_coef``: ``g`` ``(n, M)`` (the dual
-    point in node space; ``None`` for SGD); ``loss_term``: ``sum_i l_i``; ``n_oracle``: samples
-    passed to loss-augmented inference; ``method``; ``state``: the :class:`DualState` (warm starts).
-    """
-
-    slacks: np.ndarray | None = None
-    dual_coef: np.ndarray | None = None
-    loss_term: float = 0.0
-    n_oracle: int = 0
-    method: str = ""
-    state: object = None
-
-
-def _check_options(method, tol, max_iter):
-    if method not in METHODS:
-        raise InputError(f"unknown NHSVM solver method {method!r}; choose one of {METHODS}")
-    tol = float(tol)
-    if not (np.isfinite(tol) and tol >= 0):
-        raise InputError(f"tol must be a non-negative number, got {tol!r}")
-    if int(max_iter) < 1:
-        raise InputError(f"max_iter must be a positive integer, got {max_iter!r}")
-    return tol, int(max_iter)
-
-
 # ============================================================================ public API
-def solve(X, Y, H, lam: float = 1.0, alpha=None, variant: str = "nhsvm", *, multilabel=None,
-          loss=None, T=None, inference: str = "auto", **options) -> NHSVMResult:
-    """NHSVM (10) / (13) by the fast dual solver: :func:`hiercvx.formulations.nhsvm.prepare`
-    (same arguments as :func:`hiercvx.formulations.nhsvm.primal`) then :func:`solve_data`."""
-    data = _nh.prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss, T=T)
-    return solve_data(data, lam, inference=inference, **options)
-
-
-def solve_data(data: _nh.NHSVMData, lam: float = 1.0, *, method: str = "pairwise", tol: float = 1e-6,
-               max_iter: int = 1000, cache_size: int = 32, max_steps: int = 50, inference: str = "auto",
-               state: DualState | None = None, time_limit: float | None = None, random_state=0,
-               verbose: bool = False) -> NHSVMResult:
-    """Solve NHSVM (10) / (13) from validated data (:func:`~hiercvx.formulations.nhsvm.prepare`).
+def solve(model: NHSVMModel, lam: float = 1.0, *, method: str = "pairwise", tol: float = 1e-6,
+          max_iter: int = 1000, verbose: bool = False, cache_size: int = 32, max_steps: int = 50,
+          inference: str = "auto", state: DualState | None = None, time_limit: float | None = None,
+          random_state=0) -> Solution:
+    """NHSVM (10) / (13) on a prepared model (:func:`hiercvx.models.nhsvm.prepare`).
 
     Parameters
     ----------
-    data : NHSVMData (single-label (10) or (13), or multi-label (10))
+    model : :class:`~hiercvx.models.nhsvm.NHSVMModel` (single-label (10) or (13), or multi-label (10))
     lam : the regularization weight of (10)
     method : ``"pairwise"`` (default), ``"bcfw"``, ``"sgd"`` or ``"working_set"`` (module docstring)
     tol : certified relative gap ``(P - D) / max(1, |P|)`` at which the dual methods stop
@@ -648,27 +574,35 @@ def solve_data(data: _nh.NHSVMData, lam: float = 1.0, *, method: str = "pairwise
 
     Returns
     -------
-    NHSVMResult (``weights`` = ``W`` ``(M, d)``; predict with ``nhsvm.node_scores`` and
-    :func:`hiercvx.inference.best_leaf` / :func:`~hiercvx.inference.best_label_set`).
+    :class:`~hiercvx.result.Solution`: ``weights`` = ``W`` ``(M, d)`` (predict with
+    ``model.scores`` and :func:`hiercvx.inference.best_leaf` /
+    :func:`~hiercvx.inference.best_label_set`), ``dual`` = ``g`` ``(n, M)``; extras
+    ``slacks`` (``H_i(W)``), ``dual_coef`` (``g``; ``None`` for SGD), ``loss_term``
+    (``sum_i l_i``), ``n_oracle`` (samples passed to loss-augmented inference), ``method``,
+    ``state`` (the :class:`DualState`, for warm starts).
     """
-    if not isinstance(data, _nh.NHSVMData):
-        raise InputError("data must be an NHSVMData from hiercvx.formulations.nhsvm.prepare(X, Y, H, ...)")
+    if not isinstance(model, NHSVMModel):
+        raise InputError("model must be an NHSVMModel from hiercvx.models.nhsvm.prepare(X, Y, H, ...), "
+                         f"got {type(model).__name__}")
+    if method not in METHODS:
+        raise InputError(f"unknown NHSVM solver method {method!r}; choose one of {METHODS}")
     lam = check_positive(lam, "lam")
-    tol, max_iter = _check_options(method, tol, max_iter)
+    check_iteration_options(tol, max_iter, who="nhsvm_fw.solve")
+    tol, max_iter = float(tol), int(max_iter)
     if method == "working_set":
-        return _solve_working_set(data, lam, tol, max_iter, random_state, verbose)
-    model = _model_from_data(data, inference)
+        return _solve_working_set(model, lam, tol, max_iter, random_state, verbose)
+    view = vertex_model(model, inference)
     with threadpool_limits(limits=1, user_api="blas"):
         if method == "pairwise":
-            return _pairwise(model, lam, tol, max_iter, cache_size, max_steps, state, time_limit,
-                             random_state, verbose)
+            return pairwise(view, lam, tol, max_iter, cache_size, max_steps, state, time_limit,
+                            random_state, verbose)
         if method == "bcfw":
-            return _bcfw(model, lam, tol, max_iter, time_limit, random_state, verbose)
-        return _sgd(model, lam, max_iter, time_limit, random_state, verbose)
+            return _bcfw(view, lam, tol, max_iter, time_limit, random_state, verbose)
+        return _sgd(view, lam, max_iter, time_limit, random_state, verbose)
 
 
 # ============================================================================ certificate
-def _certify(model: _Model, V: np.ndarray, l: np.ndarray, lam: float, return_scores: bool = False):
+def certify(model: VertexModel, V: np.ndarray, l: np.ndarray, lam: float, return_scores: bool = False):
     """``(P, D, H, vertex, W)`` at the dual point: exact primal at ``W = V / (2 lam)`` (and the
     node scores when asked)."""
     W = V / (2.0 * lam)
@@ -679,21 +613,16 @@ def _certify(model: _Model, V: np.ndarray, l: np.ndarray, lam: float, return_sco
     return out + (S,) if return_scores else out
 
 
-def _relgap(P: float, D: float) -> float:
-    return (P - D) / max(1.0, abs(P))
-
-
 def _finish(method, W, P, D, H, n_iter, converged, tol, history, t0, n_oracle, G=None, loss_term=0.0,
-            state=None, max_iter=None):
-    if not converged and max_iter is not None:
-        warnings.warn(f"NHSVM {method}: relative gap {_relgap(P, D):.2e} over tol={tol:g} after "
-                      f"{n_iter} passes; raise max_iter (or time_limit)", ConvergenceWarning,
-                      stacklevel=4)
-    res = NHSVMResult(weights=W, objective=float(P), lower_bound=float(D), n_iter=n_iter,
-                      converged=converged, tol=tol, dual=G, history=history,
-                      solve_time=time.perf_counter() - t0, name=f"NHSVM ({method})", slacks=H,
-                      dual_coef=G, loss_term=float(loss_term), n_oracle=n_oracle, method=method,
-                      state=state)
+            state=None, warn=True) -> Solution:
+    res = Solution(weights=W, objective=float(P), lower_bound=float(D), n_iter=n_iter,
+                   converged=converged, tol=tol, dual=G, history=history,
+                   solve_time=time.perf_counter() - t0, name=f"NHSVM ({method})",
+                   solver=f"nhsvm_fw.{method}",
+                   extras={"slacks": H, "dual_coef": G, "loss_term": float(loss_term),
+                           "n_oracle": n_oracle, "method": method, "state": state})
+    if warn:  # user-facing stack: _finish <- the method <- solve <- caller
+        res.warn_unless_converged("passes", stacklevel=4)
     logger.info("%s", res)
     return res
 
@@ -703,20 +632,22 @@ def _record(history, it, t0, P, D, n_oracle):
     history.setdefault("time", []).append(time.perf_counter() - t0)
     history.setdefault("objective", []).append(P)
     history.setdefault("lower_bound", []).append(D)
-    history.setdefault("gap", []).append(_relgap(P, D))
+    history.setdefault("gap", []).append(relative_gap(P, D))
     history.setdefault("n_oracle", []).append(n_oracle)
 
 
 def _progress(verbose, total, desc):
-    from tqdm.auto import tqdm
-
     return tqdm(total=total, desc=desc, unit="pass", disable=not verbose)
 
 
 # ============================================================================ pairwise BCFW
-def _pairwise(model, lam, tol, max_iter, cache_size, max_steps, state, time_limit, random_state,
-              verbose, inner_sweeps=20, t0=None, quiet=False):
-    """Pairwise BCFW with vertex caches.  One iteration = one certificate (exact inference on
+def pairwise(model: VertexModel, lam, tol, max_iter, cache_size=32, max_steps=50, state=None,
+             time_limit=None, random_state=0, verbose=False, inner_sweeps=20, t0=None,
+             quiet=False) -> Solution:
+    """Pairwise BCFW with vertex caches on a :class:`VertexModel` (no option checks: :func:`solve`
+    and the shared-norm solver check theirs); ``quiet``: no ``ConvergenceWarning``.
+
+    One iteration = one certificate (exact inference on
     every sample: the primal, the dual and every block's gap at the same ``W``), the new
     vertices into the caches, then up to ``inner_sweeps`` sweeps over the blocks whose gap is
     positive (a block with gap 0 is optimal for the current ``W`` and is skipped: exact
@@ -729,8 +660,7 @@ def _pairwise(model, lam, tol, max_iter, cache_size, max_steps, state, time_limi
     elif state.G.shape != (n, model.n_nodes):
         raise InputError(f"the warm-start state holds {state.G.shape[0]} samples x {state.G.shape[1]} "
                          f"nodes; this problem has {n} x {model.n_nodes}")
-    xs = _xdata(model.X)
-    xsq = _row_sq_norms(model.X)
+    xsq = row_sq_norms(model.rows)
     Tf = np.ascontiguousarray(model.T, dtype=float)
     inv2lam = 0.5 / lam
     history: dict = {}
@@ -746,16 +676,16 @@ def _pairwise(model, lam, tol, max_iter, cache_size, max_steps, state, time_limi
         for it in range(max_iter + 1):
             state.resync(model)
             V = state.rebuild_weights(model)
-            P, D, H, vertex, W, S = _certify(model, V, state.l, lam, return_scores=True)
+            P, D, H, vertex, W, S = certify(model, V, state.l, lam, return_scores=True)
             n_oracle += n
             best_D = max(best_D, D)
             if P < best[0]:  # W(beta) is not monotone in P: keep the best primal point
                 best = (P, W, H)
-            gap = _relgap(best[0], best_D)
+            gap = relative_gap(best[0], best_D)
             _record(history, it, t0, best[0], best_D, n_oracle)
             history.setdefault("visits", []).append(visits)
             bar.set_postfix(gap=f"{gap:.2e}")
-            if gap <= tol:
+            if reached(gap, tol):
                 converged = True
                 break
             if it == max_iter or (time_limit is not None and time.perf_counter() - t0 > time_limit):
@@ -766,27 +696,8 @@ def _pairwise(model, lam, tol, max_iter, cache_size, max_steps, state, time_limi
             block = H - state.l + np.einsum("ij,ij->i", state.G, S)
             eps = max(1e-13, 0.1 * (P - D) / n)
             active = np.flatnonzero(block > 1e-3 * eps).astype(np.int64)
-            refine = 0
-            while True:
-                for _ in range(inner_sweeps):
-                    if not len(active):
-                        break
-                    order = rng.permutation(active)
-                    _pairwise_sweep(order, xs[0], xs[1], xs[2], xs[3], xs[4], V, model.sqrt_alpha,
-                                    Tf, state.pool, state.cid, state.cbeta, state.coff, state.cscale,
-                                    state.clen, state.budget, state.G, state.l, xsq, inv2lam, eps,
-                                    int(max_steps), bgap)
-                    visits += len(order)
-                    active = active[bgap[active] > eps]
-                # An expensive oracle (a DAG program per sample) is worth more work on the cached
-                # problem: refine it (10x smaller eps, every cached block), as a cutting-plane
-                # method would.  Decided by the oracle's kind, not by timings, so that results
-                # are reproducible.
-                refine += 1
-                if refine > 3 or not expensive_oracle:
-                    break
-                eps *= 0.1
-                active = np.flatnonzero(state.clen > 0).astype(np.int64)
+            visits += _sweep_blocks(model, state, V, Tf, xsq, inv2lam, eps, active, rng, bgap,
+                                    int(max_steps), inner_sweeps, expensive_oracle)
             bar.update(1)
     finally:
         bar.close()
@@ -797,7 +708,35 @@ def _pairwise(model, lam, tol, max_iter, cache_size, max_steps, state, time_limi
     P, W, H = best
     return _finish("pairwise", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
                    G=state.G.copy(), loss_term=float(state.l.sum()), state=state,
-                   max_iter=None if (converged or quiet) else max_iter)
+                   warn=not quiet)
+
+
+def _sweep_blocks(model, state, V, Tf, xsq, inv2lam, eps, active, rng, bgap, max_steps, inner_sweeps,
+                  expensive_oracle) -> int:
+    """Up to ``inner_sweeps`` compiled sweeps over the ``active`` blocks, each dropping the blocks
+    whose cached gap fell below ``eps``; returns the number of block visits."""
+    xs = model.rows
+    visits = 0
+    refine = 0
+    while True:
+        for _ in range(inner_sweeps):
+            if not len(active):
+                break
+            order = rng.permutation(active)
+            _pairwise_sweep(order, xs.mode, xs.X, xs.indptr, xs.indices, xs.xvals, xs.K, V,
+                            model.sqrt_alpha, Tf, state.pool, state.cid, state.cbeta, state.coff,
+                            state.cscale, state.clen, state.budget, state.G, state.l, xsq, inv2lam,
+                            eps, max_steps, bgap)
+            visits += len(order)
+            active = active[bgap[active] > eps]
+        # An expensive oracle (a DAG program per sample) is worth more work on the cached
+        # problem: refine it (10x smaller eps, every cached block), as a cutting-plane method
+        # would.  Decided by the oracle's kind, not by timings, so that results are reproducible.
+        refine += 1
+        if refine > 3 or not expensive_oracle:
+            return visits
+        eps *= 0.1
+        active = np.flatnonzero(state.clen > 0).astype(np.int64)
 
 
 # ============================================================================ plain BCFW
@@ -808,8 +747,8 @@ def _bcfw(model, lam, tol, max_iter, time_limit, random_state, verbose):
     G = np.zeros((n, M))
     l = np.zeros(n)
     V = np.zeros((M, model.X.shape[1]))
-    xs = _xdata(model.X)
-    xsq = _row_sq_norms(model.X)
+    xs = model.rows
+    xsq = row_sq_norms(xs)
     inv2lam = 0.5 / lam
     history: dict = {}
     n_oracle = 0
@@ -819,20 +758,20 @@ def _bcfw(model, lam, tol, max_iter, time_limit, random_state, verbose):
     try:
         for it in range(max_iter + 1):
             V = np.ascontiguousarray((np.asarray(model.X.T @ G).T) * model.sqrt_alpha[:, None])
-            P, D, H, _, W = _certify(model, V, l, lam)
+            P, D, H, _, W = certify(model, V, l, lam)
             n_oracle += n
             best_D = max(best_D, D)
-            gap = _relgap(P, best_D)
+            gap = relative_gap(P, best_D)
             _record(history, it, t0, P, best_D, n_oracle)
             bar.set_postfix(gap=f"{gap:.2e}")
-            if gap <= tol:
+            if reached(gap, tol):
                 converged = True
                 break
             if it == max_iter or (time_limit is not None and time.perf_counter() - t0 > time_limit):
                 break
             order = rng.permutation(n).astype(np.int64)
             if not model.multilabel:
-                _bcfw_sweep_single(order, xs[0], xs[1], xs[2], xs[3], xs[4], V, model.sqrt_alpha,
+                _bcfw_sweep_single(order, xs.mode, xs.X, xs.indptr, xs.indices, xs.xvals, xs.K, V, model.sqrt_alpha,
                                    model.paths, model.leaf_pos, model.offset, model.scale, G, l, xsq,
                                    inv2lam)
             else:
@@ -842,7 +781,7 @@ def _bcfw(model, lam, tol, max_iter, time_limit, random_state, verbose):
     finally:
         bar.close()
     return _finish("bcfw", W, P, best_D, H, it, converged, tol, history, t0, n_oracle, G=G,
-                   loss_term=float(l.sum()), max_iter=None if converged else max_iter)
+                   loss_term=float(l.sum()))
 
 
 def _row(X, i):
@@ -880,8 +819,8 @@ def _sgd(model, lam, max_iter, time_limit, random_state, verbose):
     radius = float(np.sqrt(max(H0.sum(), 1e-300) / lam))
     Wraw = np.zeros((M, d))
     sgd_state = np.array([1.0, 0.0, 0.0])
-    xs = _xdata(model.X)
-    xsq = _row_sq_norms(model.X)
+    xs = model.rows
+    xsq = row_sq_norms(xs)
     history: dict = {}
     best = (np.inf, None, None)
     n_oracle = 0
@@ -890,7 +829,7 @@ def _sgd(model, lam, max_iter, time_limit, random_state, verbose):
         for it in range(1, max_iter + 1):
             order = rng.permutation(n).astype(np.int64)
             if not model.multilabel:
-                _sgd_epoch_single(order, xs[0], xs[1], xs[2], xs[3], xs[4], Wraw, sgd_state,
+                _sgd_epoch_single(order, xs.mode, xs.X, xs.indptr, xs.indices, xs.xvals, xs.K, Wraw, sgd_state,
                                   model.sqrt_alpha, model.paths, model.leaf_pos, model.offset,
                                   model.scale, xsq, lam_p, radius)
             else:
@@ -909,7 +848,7 @@ def _sgd(model, lam, max_iter, time_limit, random_state, verbose):
     finally:
         bar.close()
     P, W, H = best
-    return _finish("sgd", W, P, 0.0, H, it, False, 0.0, history, t0, n_oracle)
+    return _finish("sgd", W, P, 0.0, H, it, False, 0.0, history, t0, n_oracle, warn=False)
 
 
 def _sgd_epoch_python(model, order, Wraw, state, lam_p, radius):
@@ -943,25 +882,24 @@ def _sgd_epoch_python(model, order, Wraw, state, lam_p, radius):
 
 
 # ============================================================================ working set
-def _solve_working_set(data, lam, tol, max_iter, random_state, verbose):
-    """Single-label (10) through the margin model and :func:`working_set.solve_hsvm`."""
-    from .working_set import solve_hsvm
-
-    if data.multilabel or data.margin is None:
+def _solve_working_set(model: NHSVMModel, lam, tol, max_iter, random_state, verbose) -> Solution:
+    """Single-label (10) through its pair model (``C = 1 / (2 lam)``, objective times ``2 lam``)
+    and :func:`hiercvx.solvers.working_set.solve`."""
+    if model.multilabel or model.margin is None:
         raise InputError("method='working_set' solves single-label NHSVM (10) only (its pairs are "
                          "leaves); use method='pairwise' for multi-label data or variant '13'")
     t0 = time.perf_counter()
-    res = solve_hsvm(data.X, data.margin, C=1.0 / (2.0 * lam), kernel="linear", tol=tol,
-                     max_iter=max_iter, random_state=random_state, verbose=verbose)
+    res = working_set.solve(_margin.model_from_data(model.X, model.margin), C=1.0 / (2.0 * lam),
+                            tol=tol, max_iter=max_iter, random_state=random_state, verbose=verbose)
     W = np.asarray(res.weights, dtype=float)
-    P, H = _nh.primal_objective(W, data, lam, return_slacks=True)
+    P, H = primal_objective(W, model, lam, return_slacks=True)
     D = 2.0 * lam * float(res.lower_bound)
     history = {k: list(v) if isinstance(v, (list, np.ndarray)) else v for k, v in res.history.items()}
     if "objective" in history and "lower_bound" in history:  # margin scale -> (10)'s scale
         history["objective"] = [2.0 * lam * v for v in history["objective"]]
         history["lower_bound"] = [2.0 * lam * v for v in history["lower_bound"]]
-        history["gap"] = [_relgap(a, b) for a, b in zip(history["objective"], history["lower_bound"])]
-    return NHSVMResult(weights=W, objective=float(P), lower_bound=D, n_iter=res.n_iter,
-                       converged=_relgap(P, D) <= tol, tol=tol, dual=res.dual, history=history,
-                       solve_time=time.perf_counter() - t0, name="NHSVM (working_set)", slacks=H,
-                       method="working_set")
+        history["gap"] = [relative_gap(a, b) for a, b in zip(history["objective"], history["lower_bound"])]
+    return Solution(weights=W, objective=float(P), lower_bound=D, n_iter=res.n_iter,
+                    converged=reached(relative_gap(P, D), tol), tol=tol, dual=res.dual, history=history,
+                    solve_time=time.perf_counter() - t0, name="NHSVM (working_set)",
+                    solver="nhsvm_fw.working_set", extras={"slacks": H, "method": "working_set"})

@@ -1,6 +1,16 @@
 """Fast certified solvers for the sibling-margin QP of Wang, Shen & Pan: HSVM (2) and every
 DC step (8) of HPSI.
 
+Entry points (on a model from :func:`hiercvx.models.sibling.prepare`; both return a
+:class:`~hiercvx.result.Solution`):
+
+* :func:`solve` ``(model, C=1.0, *, tol, max_iter, verbose, pair_weights, method, ...)`` --
+  one certified solve of (8); extras ``biases``, ``dual_feasible``, ``pair_weights``, ``C``,
+  ``method``;
+* :func:`solve_dc` ``(model, C=1.0, *, tol, max_iter, gap_tol, ...)`` -- HPSI by the DC loop
+  :func:`hiercvx.solvers.dc.dc_iterations`, one :class:`SiblingQPSolver` (the engine that
+  keeps the factorization and the warm start) for all its steps.
+
 The QP (Appendix B, (8); :func:`hiercvx.formulations.hpsi.primal`)::
 
     min_{w, b, xi}  1/2 sum_v ||w_v||^2 + C sum_i xi_i + sum_p lam_p m_p(f)
@@ -42,10 +52,10 @@ which is why ``"auto"`` prefers the IPM there.  The IPM starts cold at every sol
 from the previous DC step's point (pushed back into the interior) it took more iterations.
 
 Certificate (both; celer-style stop): the primal (8) recomputed at the returned ``(w, b)`` by
-the reference's numpy model (:meth:`hpsi._Model.primal_value`) against the dual ``D`` at a
+the reference's numpy model (:meth:`hiercvx.models.sibling.SiblingModel.primal_value`) against the dual ``D`` at a
 *feasible* point -- the method's ``beta`` repaired so that ``r = 0`` holds to round-off (a
 least-norm move on the support, budget-neutral for examples at their budget; the
-reference's :meth:`hpsi._Model.dual_feasible` as a fallback).  Success means
+model's :meth:`~hiercvx.models.sibling.SiblingModel.dual_feasible` as a fallback).  Success means
 ``(primal - dual) / max(1, |primal|) <= tol``.  For a kernel, the bound is the dual of the
 problem with the exact Gram matrix (``K - L L^T`` is PSD, so a low-rank factor can only
 widen the gap, never fake it).
@@ -63,53 +73,23 @@ import scipy.sparse as sp
 from numba import njit
 from threadpoolctl import threadpool_limits
 
-from .._validation import check_features, check_positive
+from scipy.optimize import linprog
+
+from .._validation import check_positive
 from ..exceptions import InputError
-from ..formulations import hpsi
-from ..formulations.hpsi import _check_pair_weights, _Model
-from ..kernels import check_psd
-from ._result import SolverResult
+from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
+from ..result import Solution, check_iteration_options, relative_gap
+from .dc import check_dc_options, dc_iterations
+from .primitives import MODE_GRAM, row_axpy, row_data, row_dot, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SiblingQPSolver", "SiblingQPResult", "FastDCResult", "solve_qp", "solve_dc",
-           "pivoted_cholesky"]
-
-_MODE_DENSE, _MODE_SPARSE, _MODE_KERNEL = 0, 1, 2
+__all__ = ["solve", "solve_dc", "SiblingQPSolver", "pivoted_cholesky", "METHODS"]
 
 
 # --------------------------------------------------------------------------------------------
 # numba kernels
 # --------------------------------------------------------------------------------------------
-@njit(cache=True)
-def _score(mode, F, v, i, X, indptr, indices, xvals):
-    """``f_v(x_i)`` without bias: ``w_v . x_i`` (dense / sparse) or ``S[v, i]`` (kernel)."""
-    if mode == 2:
-        return F[v, i]
-    acc = 0.0
-    if mode == 0:
-        for f in range(X.shape[1]):
-            acc += F[v, f] * X[i, f]
-    else:
-        for jj in range(indptr[i], indptr[i + 1]):
-            acc += F[v, indices[jj]] * xvals[jj]
-    return acc
-
-
-@njit(cache=True)
-def _move(mode, F, v, i, step, X, indptr, indices, xvals, K):
-    """``f_v += step * k(x_i, .)``: ``w_v += step x_i`` or ``S[v, :] += step K[i, :]``."""
-    if mode == 0:
-        for f in range(X.shape[1]):
-            F[v, f] += step * X[i, f]
-    elif mode == 1:
-        for jj in range(indptr[i], indptr[i + 1]):
-            F[v, indices[jj]] += step * xvals[jj]
-    else:
-        for u in range(K.shape[1]):
-            F[v, u] += step * K[i, u]
-
-
 @njit(cache=True)
 def _incidence(pos, neg, p, q):
     """``(e_{j_p} - e_{t_p}) . (e_{j_q} - e_{t_q})``."""
@@ -145,6 +125,11 @@ def _block_qp(beta, p0, k, pos, neg, g, curvature, C, eps, max_steps):
     Pairwise steps between the most and least attractive variable (the budget slack is a
     variable of gradient 0), each an exact clipped line search, until the block violation
     is <= eps.  ``beta`` and ``g`` are updated in place; returns the number of steps.
+
+    This is :func:`~.primitives.budget_qp` with ``Hk = curvature * incidence`` and unit costs;
+    it is kept because it reads the incidence on the fly, while the shared kernel needs the
+    ``(k, k)`` Hessian written out for every block: with it the ALM sweeps took 12-16% longer
+    (2000 x 302 CSR, Example 3 tree, C = 1).
     """
     used = 0.0
     for r in range(k):
@@ -218,8 +203,8 @@ def _sweep(order, mode, F, X, indptr, indices, xvals, K, kdiag, b, resid, beta, 
             p = p0 + r
             j = pos[p]
             t = neg[p]
-            m = (_score(mode, F, j, i, X, indptr, indices, xvals) + b[j]
-                 - _score(mode, F, t, i, X, indptr, indices, xvals) - b[t])
+            m = (row_dot(mode, F, j, i, X, indptr, indices, xvals) + b[j]
+                 - row_dot(mode, F, t, i, X, indptr, indices, xvals) - b[t])
             g[r] = 1.0 - m - rho * (resid[j] - resid[t])
             old[r] = beta[p]
         viol = _block_violation(beta, p0, k, g, C)
@@ -233,86 +218,11 @@ def _sweep(order, mode, F, X, indptr, indices, xvals, K, kdiag, b, resid, beta, 
             p = p0 + r
             d = beta[p] - old[r]
             if d != 0.0:
-                _move(mode, F, pos[p], i, d, X, indptr, indices, xvals, K)
-                _move(mode, F, neg[p], i, -d, X, indptr, indices, xvals, K)
+                row_axpy(mode, F, pos[p], i, d, X, indptr, indices, xvals, K)
+                row_axpy(mode, F, neg[p], i, -d, X, indptr, indices, xvals, K)
                 resid[pos[p]] += d
                 resid[neg[p]] -= d
     return worst, changed
-
-
-# --------------------------------------------------------------------------------------------
-# results
-# --------------------------------------------------------------------------------------------
-@dataclass
-class SiblingQPResult(SolverResult):
-    """:class:`SolverResult` of one QP (HSVM or a DC step); ``method``: ``"ipm"`` / ``"alm"``.
-
-    ``weights``: ``(M, d)`` node weights (linear) or ``(M, n)`` representer coefficients
-    (kernel), rows in the working hierarchy's order (``hierarchy``: ``H`` plus self leaves
-    for internal labels), root row zero; ``biases`` ``(M,)``; ``dual`` the pair multipliers
-    ``beta`` (as iterated; ``dual_feasible`` is the repaired point the bound is taken at);
-    ``pair_weights`` the DC term ``lam`` and ``C`` the budget it was solved with.
-    """
-
-    biases: np.ndarray | None = None
-    dual_feasible: np.ndarray | None = None
-    pair_weights: np.ndarray | None = None
-    C: float = 1.0
-    method: str = ""
-
-    @property
-    def coefficients(self):
-        return self.weights
-
-
-@dataclass
-class FastDCResult(hpsi.DCPath):
-    """Outcome of :func:`solve_dc` (the fields of :class:`hiercvx.formulations.hpsi.DCPath`,
-    and): ``step_gaps`` the certified relative gap of every convex step (first: HSVM);
-    ``hsvm`` the HSVM :class:`SiblingQPResult`; ``steps`` every step's result.
-    """
-
-    hsvm: SiblingQPResult
-    solver: "SiblingQPSolver"
-    step_gaps: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    steps: list = field(default_factory=list)
-    solve_time: float = 0.0
-
-    def decision_function(self, X_new) -> np.ndarray:
-        return self.solver.decision_function(self.weights, self.biases, X_new)
-
-    def predict(self, X_new) -> np.ndarray:
-        return self.solver.predict(self.weights, self.biases, X_new)
-
-
-# --------------------------------------------------------------------------------------------
-# the model with a Gram matrix (no eigendecomposition)
-# --------------------------------------------------------------------------------------------
-@dataclass
-class _GramModel(_Model):
-    """:class:`hpsi._Model` for a kernel, evaluated with ``K`` directly (the reference
-    factorizes ``K = L L^T``, an ``O(n^3)`` step the fast solver does not need)."""
-
-    def penalty(self, coef: np.ndarray) -> float:
-        return 0.5 * float(np.sum(coef * (coef @ self.K)))
-
-    def quad(self, A: np.ndarray) -> float:
-        return float(np.sum(A * (self.K @ A)))
-
-
-def _build_model(X, y, H, kernel, sigma) -> _Model:
-    """The reference's numpy model (:func:`hpsi._model`), without factorizing a kernel."""
-    X, pairs, kern = hpsi.checked_inputs(X, y, H, kernel, sigma)
-    Gm, gsize = hpsi.group_matrix(pairs)
-    if kern.is_linear:
-        return _Model(pairs=pairs, X=X, kernel=kern, linear=True, K=None, L=None,
-                      group_matrix=Gm, group_size=gsize)
-    K = np.ascontiguousarray(kern(X), dtype=float)
-    if kern.name not in ("rbf", "precomputed"):
-        check_psd(K, what=f"{kern.name} kernel matrix")
-    K = 0.5 * (K + K.T)
-    return _GramModel(pairs=pairs, X=X, kernel=kern, linear=False, K=K, L=None,
-                      group_matrix=Gm, group_size=gsize)
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,7 +259,7 @@ def pivoted_cholesky(K, rtol: float = 1e-12, max_rank: int | None = None):
     return L[:, :len(piv)], np.asarray(piv, dtype=np.int64), complete
 
 
-def _group_basis(pairs: hpsi.SiblingPairs) -> np.ndarray:
+def _group_basis(pairs: SiblingPairs) -> np.ndarray:
     """``E'`` ``(M, M')``: each sibling group of size ``s >= 2`` gets ``s - 1`` orthonormal
     columns spanning ``{sum over the group = 0}``; singleton groups (only children) and
     the root get none (their functions are 0 by the sum-to-zero constraints)."""
@@ -580,12 +490,12 @@ METHODS = ("auto", "ipm", "alm")
 
 
 class SiblingQPSolver:
-    """Certified fast solver of the sibling-margin QP (8) on one training set.
+    """The engine behind :func:`solve` and :func:`solve_dc` on one prepared model.
 
-    ``SiblingQPSolver(X, y, H, kernel="linear", sigma=None, method="auto")`` validates the
-    data once (labels, tree, partial paths -> self leaves, exactly as :func:`hpsi.primal`),
-    prepares the method, and keeps the state of the last solve so that :meth:`solve`
-    warm-starts the next one (ALM).  :meth:`solve_dc` runs HPSI's DC algorithm (3).
+    ``SiblingQPSolver(model, method="auto")`` prepares the method once (the group basis, the
+    pivoted Cholesky factor of a kernel and the inverse of its pivot block, the cached
+    normal-matrix products of the IPM) and keeps the state of the last solve so that
+    :meth:`solve` warm-starts the next one (ALM): a DC path reuses all of it.
 
     ``method``: ``"ipm"`` (interior point in reduced coordinates), ``"alm"`` (dual block
     coordinate ascent, warm-started) or ``"auto"``: IPM when its Newton system has at most
@@ -593,22 +503,25 @@ class SiblingQPSolver:
     directions and ``q`` the input dimension (linear) or the numerical rank of ``K``
     (kernel, pivoted Cholesky to ``rank_rtol``) -- else ALM.
 
-    Attributes: ``model`` (the reference's numpy model: costs, certificates, recoveries),
-    ``pairs`` (:class:`hpsi.SiblingPairs`), ``hierarchy`` (the working hierarchy ``H'``),
+    Attributes: ``model`` (the :class:`~hiercvx.models.sibling.SiblingModel`: costs,
+    certificates, recoveries), ``pairs``, ``hierarchy`` (the working hierarchy ``H'``),
     ``method`` (the resolved method), ``rank`` (``q``).
     """
 
-    def __init__(self, X, y, H, kernel="linear", sigma=None, method="auto", rank_rtol=1e-10,
-                 max_ipm_size=2000, rho=None, random_state=0):
+    def __init__(self, model: SiblingModel, method="auto", rank_rtol=1e-10, max_ipm_size=2000,
+                 rho=None, random_state=0):
+        if not isinstance(model, SiblingModel):
+            raise InputError("SiblingQPSolver takes the model of hiercvx.models.sibling.prepare(X, "
+                             f"y, H, ...), got {type(model).__name__}")
+        if method not in METHODS:
+            raise InputError(f"method must be one of {METHODS}, got {method!r}")
         # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
         # machine), so setup and solves run single-threaded
         with threadpool_limits(limits=1, user_api="blas"):
-            self._setup(X, y, H, kernel, sigma, method, rank_rtol, max_ipm_size, rho, random_state)
+            self._setup(model, method, rank_rtol, max_ipm_size, rho, random_state)
 
-    def _setup(self, X, y, H, kernel, sigma, method, rank_rtol, max_ipm_size, rho, random_state):
-        if method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {method!r}")
-        self.model = _build_model(X, y, H, kernel, sigma)
+    def _setup(self, model, method, rank_rtol, max_ipm_size, rho, random_state):
+        self.model = model
         m = self.model
         pr = m.pairs
         self.pairs = pr
@@ -659,62 +572,10 @@ class SiblingQPSolver:
         self._pair_ptr = np.ascontiguousarray(pr.pair_ptr, dtype=np.int64)
         self._pos = np.ascontiguousarray(pr.pair_pos, dtype=np.int64)
         self._neg = np.ascontiguousarray(pr.pair_neg, dtype=np.int64)
-        empty_i = np.zeros(1, dtype=np.int64)
-        self._X = np.zeros((1, 1))
-        self._indptr, self._indices, self._xvals = empty_i, empty_i, np.zeros(1)
-        self._K = np.zeros((1, 1))
-        if m.linear and sp.issparse(m.X):
-            self._mode = _MODE_SPARSE
-            Xc = sp.csr_matrix(m.X)
-            Xc.sort_indices()
-            self._indptr = Xc.indptr.astype(np.int64)
-            self._indices = Xc.indices.astype(np.int64)
-            self._xvals = Xc.data.astype(float)
-            self._kdiag = np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()
-        elif m.linear:
-            self._mode = _MODE_DENSE
-            self._X = np.ascontiguousarray(m.X, dtype=float)
-            self._kdiag = np.einsum("ij,ij->i", self._X, self._X)
-        else:
-            self._mode = _MODE_KERNEL
-            self._K = m.K
-            self._kdiag = np.ascontiguousarray(np.diag(m.K), dtype=float)
+        rows = row_data(X=m.X) if m.linear else row_data(K=m.K)
+        self._mode, self._X, self._indptr, self._indices, self._xvals, self._K = rows
+        self._kdiag = row_sq_norms(rows)
         self.rho = float(rho) if rho is not None else max(float(np.mean(self._kdiag)), 1e-12)
-
-    # -- functions of a solution
-    def decision_function(self, weights, biases, X_new) -> np.ndarray:
-        """``f_v(x)`` ``(m, M)`` at new points, columns in ``hierarchy.nodes`` order (for
-        ``kernel="precomputed"``: the ``(m, n)`` kernel rows against the training points)."""
-        m = self.model
-        if m.linear:
-            Xn = check_features(X_new, "X_new")
-            if Xn.shape[1] != m.X.shape[1]:
-                raise InputError(f"X_new has {Xn.shape[1]} features, the training data has "
-                                 f"{m.X.shape[1]}")
-            out = Xn @ weights.T
-            out = out.toarray() if sp.issparse(out) else np.asarray(out)
-            return out + biases[None, :]
-        if m.kernel.name == "precomputed":
-            Kn = check_features(X_new, "X_new (kernel rows)", allow_sparse=False)
-            if Kn.shape[1] != self.n:
-                raise InputError(f"kernel rows need one column per training point ({self.n}), "
-                                 f"got shape {Kn.shape}")
-        else:
-            Xn = check_features(X_new, "X_new")
-            if Xn.shape[1] != m.X.shape[1]:
-                raise InputError(f"X_new has {Xn.shape[1]} features, the training data has "
-                                 f"{m.X.shape[1]}")
-            support = np.flatnonzero(np.any(weights != 0, axis=0))
-            Kn = np.zeros((Xn.shape[0], self.n))
-            if support.size:
-                Kn[:, support] = m.kernel(Xn, m.X[support])
-        return Kn @ weights.T + biases[None, :]
-
-    def predict(self, weights, biases, X_new) -> np.ndarray:
-        """The top-down rule ``d^H`` at new points, as node names of the caller's hierarchy."""
-        S = self.decision_function(weights, biases, X_new)
-        idx = hpsi.predict_top_down(S, self.hierarchy, return_index=True)
-        return self.pairs.to_original(idx)
 
     # -- certificate
     def _functions(self, beta, lam):
@@ -752,7 +613,7 @@ class SiblingQPSolver:
         beta = self._into_box(beta, C)
         used = m.budget(beta)
         tol = 1e-11 * max(1.0, C)
-        keep = m._independent_rows()
+        keep = m.independent_rows()
         E = m.incidence()[keep]
         for _ in range(3):
             r = m.bias_residual(beta, lam)
@@ -799,13 +660,11 @@ class SiblingQPSolver:
         alone cannot absorb the residual, e.g. a DC step where every example at its budget
         has one positive pair and the others have none.  An LP with ``M'`` equality rows,
         scaled by the residual so that its numbers are of order one.  ``None`` on failure."""
-        from scipy.optimize import linprog
-
         m = self.model
         P = self.P
         beta = self._into_box(beta, C)
         r = m.bias_residual(beta, lam)
-        keep = m._independent_rows()
+        keep = m.independent_rows()
         scale = max(float(np.abs(r).max()), 1e-300)
         E = m.incidence()[keep]
         slack = np.maximum(C - m.budget(beta), 0.0) / scale
@@ -823,7 +682,7 @@ class SiblingQPSolver:
     def _lower_bound(self, beta, lam, C, final=True):
         """``D`` at a feasible point near ``beta``: the least-norm repair on the support, else
         (final iterates only) the one-sided LP repair, else the reference's
-        :meth:`_Model.dual_feasible`; intermediate iterates get ``-inf`` when the cheap
+        :meth:`SiblingModel.dual_feasible`; intermediate iterates get ``-inf`` when the cheap
         repair fails."""
         feas = self._repair(beta, lam, C)
         if feas is None:
@@ -856,18 +715,18 @@ class SiblingQPSolver:
 
     # -- solves
     def solve(self, C=1.0, pair_weights=None, tol=1e-6, max_iter=None, warm_start=True,
-              max_passes=50) -> SiblingQPResult:
+              max_passes=50) -> Solution:
         """Solve (8) for ``C`` and the DC term ``pair_weights`` (``None``: HSVM (2)).
 
         Stops on a certified relative gap ``<= tol``; warns (``ConvergenceWarning``) when
         ``max_iter`` (IPM iterations, default 100; ALM multiplier steps, default 500) runs
-        out first.  ``warm_start`` (ALM): start from this object's last solve (``beta``
+        out first.  ``warm_start`` (ALM): start from this engine's last solve (``beta``
         scaled to the new ``C``, the biases kept); ``max_passes``: ALM sweeps per step.
+        ``C``, ``tol`` and ``max_iter`` are taken as checked (:func:`solve` checks them).
         """
         t0 = time.perf_counter()
-        C = check_positive(C, "C")
-        tol = check_positive(tol, "tol")
-        lam = np.ascontiguousarray(_check_pair_weights(pair_weights, self.model), dtype=float)
+        C = float(C)
+        lam = np.ascontiguousarray(check_pair_weights(pair_weights, self.model), dtype=float)
         with threadpool_limits(limits=1, user_api="blas"):
             if self.method == "ipm":
                 out = self._solve_ipm(C, lam, tol, 100 if max_iter is None else max_iter)
@@ -875,11 +734,13 @@ class SiblingQPSolver:
                 out = self._solve_alm(C, lam, tol, 500 if max_iter is None else max_iter,
                                       warm_start, max_passes)
         W, b, primal, lower, feas, n_iter, converged, history, beta = out
-        res = SiblingQPResult(weights=W, objective=float(primal), lower_bound=float(lower),
-                              n_iter=int(n_iter), converged=bool(converged), tol=tol, dual=beta,
-                              history=history, solve_time=time.perf_counter() - t0,
-                              name=f"sibling-margin QP ({self.method})", biases=b,
-                              dual_feasible=feas, pair_weights=lam, C=C, method=self.method)
+        res = Solution(objective=float(primal), lower_bound=float(lower), weights=W,
+                       solver="sibling_qp", n_iter=int(n_iter), converged=bool(converged),
+                       tol=float(tol), dual=beta, history=history,
+                       solve_time=time.perf_counter() - t0,
+                       name=f"sibling-margin QP ({self.method})",
+                       extras={"biases": b, "dual_feasible": feas, "pair_weights": lam, "C": C,
+                               "method": self.method})
         res.warn_unless_converged("iterations", stacklevel=2)
         self._beta, self._b, self._C = np.asarray(beta, float).copy(), b.copy(), C
         return res
@@ -902,7 +763,7 @@ class SiblingQPSolver:
             W, b = self._to_functions(Z)
             primal = self.model.primal_value(W, b, C, lam)
             lower, feas = self._lower_bound(lm, lam, C)
-            gap = (primal - lower) / max(1.0, abs(primal))
+            gap = relative_gap(primal, lower)
             state.update(W=W, b=b, primal=primal, lower=lower, feas=feas, beta=lm.copy(), gap=gap)
             return gap <= tol
 
@@ -926,7 +787,7 @@ class SiblingQPSolver:
             b = np.zeros(M)
         W = self._functions(beta, lam)
         # dense / sparse: node weights (M, d); kernel: scores without bias, S^T (M, n)
-        F = np.ascontiguousarray(W @ self._K if self._mode == _MODE_KERNEL else W)
+        F = np.ascontiguousarray(W @ self._K if self._mode == MODE_GRAM else W)
         resid = np.ascontiguousarray(self.model.bias_residual(beta, lam), dtype=float)
         kmax = int(np.max(np.diff(self._pair_ptr))) if P else 1
         g = np.zeros(max(kmax, 1))
@@ -959,7 +820,7 @@ class SiblingQPSolver:
                 best = (primal, Wc, bc)
             if lower > best_lower[0]:
                 best_lower = (lower, feas)
-            gap = (best[0] - best_lower[0]) / max(1.0, abs(best[0]))
+            gap = relative_gap(best[0], best_lower[0])
             history["primal"].append(primal)
             history["lower"].append(lower)
             history["gap"].append(gap)
@@ -976,38 +837,65 @@ class SiblingQPSolver:
         return (best[1], best[2], best[0], best_lower[0], best_lower[1], n_passes, converged,
                 history, beta.copy())
 
-    def solve_dc(self, C=1.0, tol=1e-6, max_iter=50, gap_tol=1e-6) -> "FastDCResult":
-        """HPSI: the DC algorithm (3) with every convex step solved by :meth:`solve`.
-
-        Same loop as :func:`hpsi.dc`: start from HSVM; step ``m`` solves (8) with
-        ``pair_weights`` = :func:`hpsi.linearization` at ``f^(m-1)`` (warm-started by the
-        previous step under ALM); stop when ``|s(f^(m)) - s(f^(m-1))| <= tol``; return the
-        best iterate.  Every step is certified to ``gap_tol``.
-        """
+    def solve_dc(self, C=1.0, tol=1e-6, max_iter=50, gap_tol=1e-6) -> Solution:
+        """HPSI: the DC loop :func:`hiercvx.solvers.dc.dc_iterations` with every convex step
+        solved by :meth:`solve` (HSVM cold, then each step warm-started by the previous one
+        under ALM) and certified to ``gap_tol``."""
         t0 = time.perf_counter()
-        C = check_positive(C, "C")
-        hpsi.check_dc_options(tol, max_iter)
 
-        def step(pair_weights):  # HSVM cold, then warm-started steps
+        def step(pair_weights):
             res = self.solve(C, pair_weights, tol=gap_tol, warm_start=pair_weights is not None)
-            return res.weights, res.biases, res.gap, res
+            return res.weights, res.biases, res
 
-        run = hpsi.dc_iterations(self.model, C, tol, max_iter, step, "sibling_qp.solve_dc")
-        return FastDCResult(**run.path, hsvm=run.results[0], solver=self, step_gaps=run.gaps,
-                            steps=run.results, solve_time=time.perf_counter() - t0)
-
-
-def solve_qp(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, method="auto",
-             tol=1e-6, max_iter=None, **options) -> SiblingQPResult:
-    """One certified solve of (8): HSVM (2) when ``pair_weights`` is None, else a DC step.
-    ``options`` go to :class:`SiblingQPSolver` (``rank_rtol``, ``max_ipm_size``, ``rho``,
-    ``random_state``)."""
-    solver = SiblingQPSolver(X, y, H, kernel=kernel, sigma=sigma, method=method, **options)
-    return solver.solve(C, pair_weights, tol=tol, max_iter=max_iter, warm_start=False)
+        out = dc_iterations(self.model, float(C), tol, max_iter, step, "sibling_qp.solve_dc")
+        out.solver = "sibling_qp"
+        out.extras["method"] = self.method
+        out.solve_time = time.perf_counter() - t0
+        return out
 
 
-def solve_dc(X, y, H, C=1.0, kernel="linear", sigma=None, method="auto", tol=1e-6, max_iter=50,
-             gap_tol=1e-6, **options) -> "FastDCResult":
-    """HPSI by the DC algorithm (3) with the fast solver (see :meth:`SiblingQPSolver.solve_dc`)."""
-    solver = SiblingQPSolver(X, y, H, kernel=kernel, sigma=sigma, method=method, **options)
-    return solver.solve_dc(C, tol=tol, max_iter=max_iter, gap_tol=gap_tol)
+def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
+          pair_weights=None, method="auto", max_passes=50, rank_rtol=1e-10, max_ipm_size=2000,
+          rho=None, random_state=0) -> Solution:
+    """One certified solve of (8) on ``model`` (:func:`hiercvx.models.sibling.prepare`): HSVM
+    (2) when ``pair_weights`` is None, else a DC step.
+
+    ``method``: ``"ipm"``, ``"alm"`` or ``"auto"`` (see :class:`SiblingQPSolver`, with
+    ``rank_rtol``, ``max_ipm_size``, ``rho``, ``random_state``); ``tol``: the certified relative
+    gap; ``max_iter``: IPM iterations (default 100) or ALM multiplier steps (default 500).
+    Returns a :class:`~hiercvx.result.Solution`: ``weights`` ``(M, d)`` (linear) or ``(M, n)``
+    representer coefficients (kernel) in the working hierarchy's order, extras ``biases``
+    ``(M,)``, ``dual_feasible`` (the repaired ``beta`` of the bound), ``pair_weights``, ``C``,
+    ``method``; ``dual`` is ``beta`` as iterated.  ``verbose`` logs the certificate.
+    """
+    C = check_positive(C, "C")
+    check_iteration_options(tol, max_iter, who="sibling_qp.solve")
+    engine = SiblingQPSolver(model, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
+                             rho=rho, random_state=random_state)
+    res = engine.solve(C, pair_weights, tol=float(tol), max_iter=max_iter, warm_start=False,
+                       max_passes=max_passes)
+    if verbose:
+        logger.info("%s", res.certificate())
+    return res
+
+
+def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False, gap_tol=1e-6,
+             method="auto", rank_rtol=1e-10, max_ipm_size=2000, rho=None,
+             random_state=0) -> Solution:
+    """HPSI by the DC algorithm (3) on ``model``, every convex step by one
+    :class:`SiblingQPSolver` (options as :func:`solve`) certified to ``gap_tol``.
+
+    ``tol`` (absolute change of the psi cost) and ``max_iter`` (DC steps, 0: HSVM only) are the
+    DC loop's.  Returns the :class:`~hiercvx.result.Solution` of
+    :func:`hiercvx.solvers.dc.dc_iterations` (a certified DC fixed point; extras ``biases``,
+    ``dc_objectives``, ``best_iteration``, ``step_gaps``, ``steps``, ``hsvm``, ``method``).
+    """
+    C = check_positive(C, "C")
+    check_dc_options(tol, max_iter)
+    check_iteration_options(gap_tol, None, who="sibling_qp.solve_dc (gap_tol)")
+    engine = SiblingQPSolver(model, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
+                             rho=rho, random_state=random_state)
+    res = engine.solve_dc(C, tol=tol, max_iter=int(max_iter), gap_tol=float(gap_tol))
+    if verbose:
+        logger.info("%s", res.certificate())
+    return res

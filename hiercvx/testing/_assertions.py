@@ -2,14 +2,15 @@
 fast solvers against references.  Plain functions raising ``AssertionError``.
 
 Objects accepted as "a solution": a :class:`~hiercvx.result.Solution` (what references and
-fast solvers return) or a plain float objective.
+fast solvers return; ``SolverResult`` and ``ReferenceSolution`` are aliases of it) or a plain
+float objective (taken as exact: its lower bound is itself).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .reference import installed_solvers
+from ..reference import installed_solvers
 
 __all__ = [
     "assert_certified",
@@ -26,12 +27,18 @@ def _objective(sol) -> float:
     return float(getattr(sol, "objective", sol))
 
 
+def _lower_bound(sol) -> float:
+    return float(getattr(sol, "lower_bound", _objective(sol)))
+
+
 def _scale(*values) -> float:
     return max(1.0, *(abs(v) for v in values))
 
 
 def assert_certified(sol, gap_tol: float = 1e-6) -> None:
-    """Finite objective and bound, bound below objective (up to rounding), gap within tol."""
+    """Finite objective and bound, bound below objective (up to rounding), gap within tol.
+
+    ``sol`` must carry a certificate (a :class:`~hiercvx.result.Solution`)."""
     obj, lb = float(sol.objective), float(sol.lower_bound)
     assert np.isfinite(obj) and np.isfinite(lb), f"non-finite certificate: objective {obj}, bound {lb}"
     assert lb <= obj + 1e-9 * _scale(obj), f"lower bound {lb!r} exceeds objective {obj!r}"
@@ -63,16 +70,16 @@ def fast_vs_reference(fast, ref, rtol: float = 1e-6) -> str:
     """
     if not getattr(fast, "converged", True):
         return f"the fast solver did not converge: {fast}"
-    f_obj, r_obj = _objective(fast), float(ref.objective)
+    f_obj, r_obj, r_lb = _objective(fast), _objective(ref), _lower_bound(ref)
     scale = _scale(f_obj, r_obj)
     tol = rtol * scale
-    if not abs(f_obj - r_obj) <= tol + abs(r_obj - float(ref.lower_bound)):
+    if not abs(f_obj - r_obj) <= tol + abs(r_obj - r_lb):
         return (f"fast objective {f_obj!r} vs reference {r_obj!r}: relative difference "
                 f"{abs(f_obj - r_obj) / scale:.3e} > {rtol:g}")
     if hasattr(fast, "lower_bound") and not float(fast.lower_bound) <= r_obj + tol:
         return f"fast lower bound {fast.lower_bound!r} exceeds the reference optimum {r_obj!r}"
-    if not float(ref.lower_bound) <= f_obj + tol:
-        return f"reference lower bound {ref.lower_bound!r} exceeds the fast objective {f_obj!r}"
+    if not r_lb <= f_obj + tol:
+        return f"reference lower bound {r_lb!r} exceeds the fast objective {f_obj!r}"
     return ""
 
 

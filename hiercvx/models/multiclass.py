@@ -1,0 +1,221 @@
+"""The flat Crammer–Singer multi-class SVM on validated data (lecture notes seed
+``002_e61d943170b036c5.txt``; LIBLINEAR's ``MCSVM_CS``, Fan et al. 2008, appendix).
+
+Crammer–Singer is the pairwise-ranking model of :mod:`hiercvx.models.margin` on a flat
+label set: class attributes ``Lam = I``, loss ``1 - I``, slack rescaling (slack and margin
+rescaling coincide under the 0/1 loss), one relevant class per example.  :func:`prepare`
+validates the inputs once (labels, per-example costs ``C_i = C * sample_weight_i *
+class_weight[y_i]``, LIBLINEAR's bias feature, the kernel) and returns a
+:class:`MulticlassModel`, on which :mod:`hiercvx.formulations.multiclass` declares the
+primal / dual and :mod:`hiercvx.solvers.crammer_singer` runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_features, check_positive
+from ..exceptions import InputError, LabelError
+from ..kernels import Kernel, make_kernel
+from .margin import MarginData, MarginModel, check_gram, margin_data
+
+__all__ = ["MulticlassModel", "prepare", "encode_labels", "example_weights", "flat_margin_data",
+           "augment"]
+
+
+def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes, y_index)``: the sorted distinct labels (like scikit-learn's ``classes_``),
+    or the given ``classes`` in their order, and each sample's position in them.  Refuses a
+    count mismatch, a label outside ``classes`` and a single class."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise InputError(f"y must be a 1-D array of class labels (one per sample), got shape {y.shape}; "
+                         "multi-label targets belong to hsvm.primal")
+    if y.shape[0] != n_samples:
+        raise InputError(f"y has {y.shape[0]} labels but X has {n_samples} rows; give one label per sample")
+    if classes is not None:
+        classes = np.asarray(classes)
+        position = {c: k for k, c in enumerate(classes.tolist())}
+        unknown = [v for v in y.tolist() if v not in position]
+        if unknown:
+            raise LabelError(f"label {unknown[0]!r} is not among the classes {classes.tolist()}")
+        y_index = np.fromiter((position[v] for v in y.tolist()), dtype=np.int64, count=len(y))
+    else:
+        try:
+            classes, y_index = np.unique(y, return_inverse=True)
+        except TypeError as exc:
+            raise LabelError(f"the labels in y cannot be sorted ({exc}); use labels of one type "
+                             "(all strings or all numbers)") from None
+    if classes.dtype.kind == "f" and np.any(np.isnan(classes)):
+        raise LabelError("y contains NaN labels; drop or impute them")
+    if len(classes) < 2:
+        raise LabelError(f"y has a single class ({classes[0]!r}); a multi-class SVM needs at least two")
+    return classes, np.asarray(y_index, dtype=np.int64).ravel()
+
+
+def _class_multipliers(y_index, classes, sw, class_weight) -> np.ndarray:
+    """``class_weight`` as one multiplier per class."""
+    q = len(classes)
+    if class_weight is None:
+        return np.ones(q)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise InputError(f"class_weight must be None, a dict or 'balanced', got {class_weight!r}")
+        counts = np.bincount(y_index, weights=sw, minlength=q)
+        if np.any(counts <= 0):
+            k = int(np.flatnonzero(counts <= 0)[0])
+            raise InputError(f"class {classes[k]!r} has zero total sample weight, so 'balanced' "
+                             "class weights are undefined")
+        return counts.sum() / (q * counts)
+    if isinstance(class_weight, dict):
+        position = {c: k for k, c in enumerate(classes.tolist())}
+        cw = np.ones(q)
+        for c, w in class_weight.items():
+            if c not in position:
+                raise LabelError(f"class_weight names class {c!r}, which is not among the classes "
+                                 f"{classes.tolist()}; remove it or fix the label")
+            w = float(w)
+            if not (np.isfinite(w) and w > 0):
+                raise InputError(f"class_weight[{c!r}] must be positive and finite, got {w!r}")
+            cw[position[c]] = w
+        return cw
+    raise InputError("class_weight must be None, a dict or 'balanced', got "
+                     f"{type(class_weight).__name__}")
+
+
+def example_weights(y_index: np.ndarray, classes: np.ndarray, sample_weight=None,
+                    class_weight=None) -> np.ndarray:
+    """Per-example multipliers ``c_i`` of C: ``C_i = C * sample_weight_i * class_weight[y_i]``.
+
+    This is LIBLINEAR's ``C[i] = W[i] * weighted_C[y_i]``.  ``class_weight``: ``None``, a
+    dict ``{class: weight}`` (classes not named get 1) or ``"balanced"``, which is
+    scikit-learn's ``sum(sample_weight) / (n_classes * weighted count of the class)``.
+    """
+    n = len(y_index)
+    if sample_weight is None:
+        sw = np.ones(n)
+    else:
+        sw = np.asarray(sample_weight, dtype=float)
+        if sw.shape != (n,):
+            raise InputError(f"sample_weight must have one entry per sample ({n}), got shape {sw.shape}")
+        if not np.all(np.isfinite(sw)) or np.any(sw < 0):
+            k = int(np.flatnonzero(~(np.isfinite(sw) & (sw >= 0)))[0])
+            raise InputError(f"sample_weight must be finite and non-negative; entry {k} is {sw[k]!r}")
+    return sw * _class_multipliers(y_index, np.asarray(classes), sw, class_weight)[y_index]
+
+
+def flat_margin_data(y_index: np.ndarray, n_classes: int, example_weights=None) -> MarginData:
+    """Crammer–Singer as the shared margin model: ``Lam = I``, loss ``1 - I``, slack rescaling."""
+    y_index = np.asarray(y_index)
+    Y = np.zeros((len(y_index), n_classes), dtype=bool)
+    Y[np.arange(len(y_index)), y_index] = True
+    return margin_data(Y, 1.0 - np.eye(n_classes), Lam=np.eye(n_classes), rescaling="slack",
+                       sample_weight=example_weights)
+
+
+def augment(X, scaling: float):
+    """LIBLINEAR's bias: a constant feature of value ``intercept_scaling`` appended to X."""
+    col = np.full((X.shape[0], 1), float(scaling))
+    return sp.hstack([X, sp.csr_matrix(col)], format="csr") if sp.issparse(X) else np.hstack([X, col])
+
+
+class MulticlassModel(MarginModel):
+    """Crammer–Singer on validated data.
+
+    ``X`` holds the features the margin model sees: with ``fit_intercept`` the augmented
+    ``[X, intercept_scaling]`` (LIBLINEAR's bias feature), else the features themselves, or
+    the Gram matrix with ``kernel="precomputed"``; ``X_features`` the features as given;
+    ``classes`` the sorted labels, ``y_index`` each sample's class position, ``Cw`` the
+    multipliers of C.  The primal variable is ``W`` ``(q, d)`` (with ``intercept`` ``(q,)``),
+    the dual one ``alpha`` over the pairs ``(i, y_i, m)``, ``m != y_i``.
+    """
+
+    method = "multiclass"
+    equations = {"primal": "notes, 'Multi-Class Kernel-Based SVMs' (LIBLINEAR MCSVM_CS)",
+                 "dual": "notes, 'Lagrangian Dual Problem for Multi-Class SVM'"}
+
+    def __init__(self, X, data: MarginData, kernel: Kernel, *, X_features, classes, y_index,
+                 fit_intercept: bool, intercept_scaling: float):
+        super().__init__(X, data, kernel, classes=classes)
+        self.X_features = X_features
+        self.y_index = y_index
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+
+    @property
+    def Cw(self) -> np.ndarray:
+        return self.data.Cw
+
+    def augmented_weights(self, weights, intercept=None) -> np.ndarray:
+        """``[W, b / s]``: the weights of the augmented features (``W`` without intercept)."""
+        W = np.asarray(weights, dtype=float)
+        if not self.fit_intercept:
+            return W
+        b = np.zeros(W.shape[0]) if intercept is None else np.asarray(intercept, dtype=float)
+        return np.hstack([W, b.reshape(-1, 1) / self.intercept_scaling])
+
+    def split_weights(self, W_aug) -> tuple[np.ndarray, np.ndarray]:
+        """``(coef, intercept)`` of the augmented weights (``intercept`` zeros without one)."""
+        if not self.fit_intercept:
+            return np.asarray(W_aug), np.zeros(W_aug.shape[0])
+        return np.asarray(W_aug[:, :-1]), self.intercept_scaling * np.asarray(W_aug[:, -1])
+
+    def objective(self, weights, C: float = 1.0, intercept=None) -> float:
+        """The LIBLINEAR objective at class weights ``W`` ``(q, d)`` and ``intercept``, or at
+        the representer coefficients ``G`` ``(n, q)`` for a non-linear kernel."""
+        if self.node_weights:
+            weights = self.augmented_weights(weights, intercept)
+        return super().objective(weights, C)
+
+    def scores(self, weights, X, intercept=None) -> np.ndarray:
+        """Class scores ``X W^T + b`` (linear), or ``k(X, X_train) G`` (other kernels)."""
+        S = super().scores(weights, X)
+        return S if intercept is None else S + np.asarray(intercept)[None, :]
+
+
+def _inputs(X, kernel, sigma, check_input: bool):
+    resolved = isinstance(kernel, Kernel)
+    precomputed = (kernel.name if resolved else kernel) == "precomputed"
+    if check_input:
+        X = check_features(X, name="the precomputed Gram matrix" if precomputed else "X",
+                           allow_sparse=not precomputed)
+    if precomputed:
+        if X.shape[0] != X.shape[1]:
+            raise InputError("with kernel='precomputed' X must be the square (n, n) Gram matrix, "
+                             f"got shape {X.shape}")
+        X = check_gram(X, X.shape[0])
+    kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
+    return X, kern
+
+
+def prepare(X, y, H=None, *, classes=None, sample_weight=None, class_weight=None,
+            fit_intercept: bool = False, intercept_scaling: float = 1.0, kernel="linear",
+            sigma=None, check_input: bool = True) -> MulticlassModel:
+    """Validate the Crammer–Singer inputs once and return the :class:`MulticlassModel`.
+
+    ``y``: one label per row of ``X`` (``classes`` default to the sorted distinct labels);
+    ``H`` must be ``None`` (the method is flat; it is the registry's common signature).
+    ``sample_weight``, ``class_weight``: ``C_i = C * sample_weight_i * class_weight[y_i]``
+    (:func:`example_weights`); ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's bias
+    feature (linear kernel only; the notes' dual has no intercept); ``kernel``:
+    ``"linear"``, ``"rbf"`` (``sigma`` or the median heuristic), ``"precomputed"`` (``X``
+    the PSD ``(n, n)`` Gram matrix) or a callable ``k(A, B)``.  ``check_input=False`` skips
+    the check of ``X`` (for a caller that validated it already).
+    """
+    if H is not None:
+        raise InputError("the Crammer-Singer SVM is flat: pass H=None (for a hierarchy use the "
+                         "hierarchical SVM, hiercvx.models.hsvm.prepare)")
+    X, kern = _inputs(X, kernel, sigma, check_input)
+    if fit_intercept and not kern.is_linear:
+        raise InputError("fit_intercept needs the linear kernel (the dual of the notes has no "
+                         "intercept); add a constant to the kernel instead")
+    scaling = check_positive(intercept_scaling, "intercept_scaling") if fit_intercept else 1.0
+    classes, y_index = encode_labels(y, X.shape[0], classes)
+    Cw = example_weights(y_index, classes, sample_weight, class_weight)
+    data = flat_margin_data(y_index, len(classes), Cw)
+    if sp.issparse(X):
+        X.sort_indices()
+    X_margin = augment(X, scaling) if fit_intercept else X
+    return MulticlassModel(X_margin, data, kern, X_features=X, classes=classes, y_index=y_index,
+                           fit_intercept=bool(fit_intercept), intercept_scaling=float(scaling))

@@ -1,0 +1,48 @@
+"""Checks for test suites, ours and our users': the certified references as the correctness
+oracle of any solver of a registered method.
+
+- :func:`check_solver` runs a user's ``fit(X, Y, H, **params)`` on generated problems of every
+  structure the method supports and compares it with the certified reference; a failure names
+  the method, the problem and both objectives, and shows the smallest failing case;
+- :func:`objective` (the method's primal objective at a user's weights) and :func:`kkt_report`
+  (which samples' margin constraints and optimality conditions fail, by how much, at which
+  class pair);
+- :func:`problems_for` / :class:`Problem`: the generated problems, with their references;
+- plain assertions: :func:`assert_certified`, :func:`assert_same_optimum`,
+  :func:`assert_fast_matches_reference` (:func:`fast_vs_reference`),
+  :func:`assert_bounds_bracket`, :func:`solve_with_each`, :func:`check_gradient`;
+- :mod:`hiercvx.testing.strategies`: hypothesis strategies (hierarchies, label sets, data);
+- :mod:`hiercvx.testing.plugin`: the pytest plugin (fixtures ``hierarchy``,
+  ``reference_problem``, ``hiercvx_seed``; ``parametrize_with_references``; ``--hiercvx-seed``).
+
+Objects accepted as "a solution": a :class:`~hiercvx.result.Solution` (``SolverResult``,
+``ReferenceSolution``), a plain float objective, and (``check_solver``, ``objective``,
+``kkt_report``) a weight array or a dict ``{"weights": W, "intercept": b}``.
+"""
+
+from __future__ import annotations
+
+from ._assertions import (assert_bounds_bracket, assert_certified, assert_fast_matches_reference,
+                          assert_same_optimum, check_gradient, fast_vs_reference, solve_with_each)
+from .check import STRONGLY_CONVEX, Outcome, check_solver
+from .diagnostics import KKTReport, Violation, kkt_report, objective
+from .problems import Problem, problems_for
+
+__all__ = [
+    "assert_certified",
+    "assert_same_optimum",
+    "assert_fast_matches_reference",
+    "fast_vs_reference",
+    "assert_bounds_bracket",
+    "solve_with_each",
+    "check_gradient",
+    "check_solver",
+    "Outcome",
+    "STRONGLY_CONVEX",
+    "objective",
+    "kkt_report",
+    "KKTReport",
+    "Violation",
+    "Problem",
+    "problems_for",
+]

@@ -1,0 +1,307 @@
+"""A registered method's objective at a user's weights, and where those weights go wrong.
+
+:func:`objective` evaluates the method's primal objective (the number its certified reference
+reports) at any weights; :func:`kkt_report` says which samples' margin constraints are violated
+under the weights, by how much and at which class pair (through the model's ``scores`` and
+loss-augmented ``oracle``), and, against the certified optimum, which samples' slacks and which
+weight rows differ from the optimum's: the optimality conditions the weights fail.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from numbers import Real
+
+import numpy as np
+
+from ..exceptions import InputError
+from ..models.margin import MarginModel, class_scores
+from .problems import Problem, as_method
+
+__all__ = ["objective", "kkt_report", "KKTReport", "Violation", "UserResult", "read_result",
+           "objective_at", "row_labels"]
+
+#: keys under which a dict result may hold the primal weights
+WEIGHT_KEYS = ("weights", "W", "coef")
+
+
+@dataclass
+class UserResult:
+    """What a user's solver returned, read uniformly: ``weights`` (None for a bare float),
+    ``extras`` (other named arrays: ``intercept``, ``biases``, ``alpha`` ...), the objective
+    the solver reports (None for plain weights) and whether it says it converged."""
+
+    weights: np.ndarray | None
+    extras: dict = field(default_factory=dict)
+    reported: float | None = None
+    converged: bool = True
+
+
+def read_result(result) -> UserResult:
+    """A float objective, a :class:`~hiercvx.result.Solution` (``SolverResult``,
+    ``ReferenceSolution``), a dict ``{"weights": W, "intercept": b, ...}`` or a weight array."""
+    if isinstance(result, UserResult):
+        return result
+    if isinstance(result, Real) and not isinstance(result, bool):
+        return UserResult(None, {}, float(result))
+    if hasattr(result, "objective") and hasattr(result, "weights"):
+        extras = {**dict(getattr(result, "values", {}) or {}), **dict(getattr(result, "extras", {}) or {})}
+        weights = None if result.weights is None else np.asarray(result.weights, dtype=float)
+        return UserResult(weights, extras, float(result.objective),
+                          bool(getattr(result, "converged", True)))
+    if isinstance(result, dict):
+        key = next((k for k in WEIGHT_KEYS if k in result), None)
+        if key is None:
+            raise InputError(f"a dict result needs the weights under one of {WEIGHT_KEYS}; got keys "
+                             f"{sorted(result)}")
+        extras = {k: v for k, v in result.items() if k != key}
+        return UserResult(np.asarray(result[key], dtype=float), extras)
+    try:
+        return UserResult(np.asarray(result, dtype=float))
+    except (TypeError, ValueError):
+        raise InputError("a solver result must be a float objective, a hiercvx Solution, a dict "
+                         f"{{'weights': W, ...}} or a weight array; got {type(result).__name__}") from None
+
+
+def _keywords(func, exclude) -> set:
+    """The keyword names ``func`` takes, minus ``exclude``."""
+    names = set()
+    for p in inspect.signature(func).parameters.values():
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            names.add(p.name)
+    return names - set(exclude)
+
+
+def objective_at(model, user: UserResult, params: dict) -> float:
+    """The model's objective at the user's weights; extras the objective takes by name
+    (``intercept``, ``biases``, ``alpha``) are passed along."""
+    takes = _keywords(model.objective, {"weights", *params})
+    extra = {k: v for k, v in user.extras.items() if k in takes and v is not None}
+    return float(model.objective(user.weights, **params, **extra))
+
+
+def row_labels(model, weights, H=None) -> list:
+    """Names of the weight rows: classes (multiclass), nodes of ``H`` (hierarchical methods)."""
+    rows = np.shape(weights)[0] if np.ndim(weights) else 0
+    classes = getattr(model, "classes", None)
+    H = getattr(model, "H", H)
+    if H is not None and len(H.nodes) == rows:
+        return list(H.nodes)
+    if classes is not None and len(classes) == rows and not np.issubdtype(np.asarray(classes).dtype, np.integer):
+        return list(np.asarray(classes).tolist())
+    if classes is not None and len(classes) == rows and getattr(model, "method", "") == "multiclass":
+        return list(np.asarray(classes).tolist())
+    return list(range(rows))
+
+
+def objective(method, weights, X, Y, H=None, **params) -> float:
+    """The registered ``method``'s primal objective at ``weights`` on ``(X, Y, H)``.
+
+    ``weights`` in the shape of the reference's ``solution.weights`` (node rows in ``H.nodes``
+    order for ``hsvm``, class rows in sorted class order for ``multiclass``, ...), or a
+    Solution / dict carrying extras such as ``intercept``.  Keywords are split by the method's
+    ``params``: ``C`` / ``lam`` are parameters (defaults from the registry), every other one a
+    model option passed to ``prepare`` (``sample_weight``, ``fit_intercept``, ``loss`` ...)."""
+    problem = Problem.from_arrays(method, X, Y, H, **params)
+    user = read_result(weights)
+    if user.weights is None:
+        raise InputError("objective() needs weights, not a bare objective value")
+    return objective_at(problem.model(), user, problem.params)
+
+
+# ------------------------------------------------------------------------------ the report
+@dataclass(frozen=True)
+class Violation:
+    """One failing condition: ``sample`` and its most violated class ``pair`` (relevant,
+    irrelevant, or the maximizing label), the loss-augmented slack under the user's weights
+    (``amount``) and at the optimum (``optimum``, NaN without a reference)."""
+
+    sample: int
+    pair: str
+    amount: float
+    optimum: float = float("nan")
+
+    @property
+    def excess(self) -> float:
+        """How far this sample's slack is from the optimum's (or the slack itself)."""
+        return abs(self.amount - self.optimum) if np.isfinite(self.optimum) else self.amount
+
+    def __str__(self):
+        opt = "" if not np.isfinite(self.optimum) else f", at the optimum {self.optimum:.4g}"
+        return f"sample {self.sample} ({self.pair}): slack {self.amount:.4g}{opt}"
+
+
+@dataclass
+class KKTReport:
+    """Where weights fail a method's conditions.
+
+    ``slacks`` ``(n,)``: each sample's loss-augmented margin violation under the weights (0:
+    its margin constraints hold); ``margin``: the violated samples, worst first;
+    ``optimality``: samples whose slack differs from the certified optimum's, largest
+    difference first; ``weight_rows``: ``(row name, |W_row - W*_row|)`` largest first;
+    ``objective``, ``reference_objective``, ``lower_bound``; ``suboptimality`` relative."""
+
+    method: str
+    problem: str
+    objective: float
+    slacks: np.ndarray
+    margin: list
+    optimality: list = field(default_factory=list)
+    weight_rows: list = field(default_factory=list)
+    reference_objective: float = float("nan")
+    lower_bound: float = float("nan")
+    top: int = 5
+
+    @property
+    def max_violation(self) -> float:
+        """The largest slack (margin violation) of any sample."""
+        return float(self.slacks.max()) if self.slacks.size else 0.0
+
+    @property
+    def n_violated(self) -> int:
+        return len(self.margin)
+
+    @property
+    def suboptimality(self) -> float:
+        """``(objective - optimum) / max(1, |optimum|)`` (NaN without a reference)."""
+        return (self.objective - self.reference_objective) / max(1.0, abs(self.reference_objective))
+
+    @property
+    def max_slack_difference(self) -> float:
+        return max((v.excess for v in self.optimality), default=0.0)
+
+    @property
+    def max_weight_difference(self) -> float:
+        return max((d for _, d in self.weight_rows), default=0.0)
+
+    def ok(self, rtol: float = 1e-4) -> bool:
+        """Whether the objective is optimal within ``rtol`` (plus the reference's gap)."""
+        slack = rtol + (self.reference_objective - self.lower_bound) / max(1.0, abs(self.reference_objective))
+        return abs(self.suboptimality) <= slack
+
+    def lines(self) -> list:
+        out = [f"{self.method} on {self.problem}: objective {self.objective:.8g} at these weights"]
+        if np.isfinite(self.reference_objective):
+            out[0] += (f"; certified optimum {self.reference_objective:.8g} (lower bound "
+                       f"{self.lower_bound:.8g}): relative excess {self.suboptimality:.2e}")
+        if self.optimality:
+            out.append(f"  optimality: {len(self.optimality)} samples' slacks differ from the optimum's; "
+                       "largest first:")
+            out += [f"    {v}" for v in self.optimality[:self.top]]
+        if self.weight_rows:
+            rows = ", ".join(f"{name!s} {diff:.3g}" for name, diff in self.weight_rows[:self.top])
+            out.append(f"  weight rows farthest from the optimum's (|W - W*| per row): {rows}")
+        out.append(f"  margin: {self.n_violated} of {self.slacks.size} samples violate their margin "
+                   f"constraints (max slack {self.max_violation:.4g})"
+                   + ("; worst first:" if self.margin else ""))
+        out += [f"    {v}" for v in self.margin[:self.top]]
+        return out
+
+    def __str__(self):
+        return "\n".join(self.lines())
+
+
+def _training_scores(model, user: UserResult) -> np.ndarray:
+    """Scores of the training rows the model's oracle expects."""
+    W = user.weights
+    if isinstance(model, MarginModel) and model.node_weights:
+        if hasattr(model, "augmented_weights"):  # LIBLINEAR's bias feature (multiclass)
+            W = model.augmented_weights(W, user.extras.get("intercept"))
+        return class_scores(W, model.X, model.Lam)
+    takes = _keywords(model.scores, {"weights", "X"})
+    extra = {k: v for k, v in user.extras.items() if k in takes}
+    return np.asarray(model.scores(W, model.X, **extra), dtype=float)
+
+
+def _name(names, k) -> str:
+    return str(names[k]) if names is not None and 0 <= k < len(names) else str(k)
+
+
+def _sample_slacks(model, S: np.ndarray) -> tuple[np.ndarray, list]:
+    """``(slack per sample, most violated pair per sample)`` from the model's oracle, whatever
+    form it returns: ``(y, ybar, violation)`` (margin models), ``(pair, xi)`` per slack
+    (orthogonal transfer), ``(xi, maximizer)`` (NHSVM) or ``(u_min, pair)`` (sibling margins)."""
+    out = model.oracle(S)
+    n = S.shape[0]
+    classes = getattr(model, "classes", None)
+    names = None if classes is None else np.asarray(classes).tolist()
+    if isinstance(model, MarginModel):
+        y, ybar, viol = out
+        amount = np.maximum(np.where(np.isfinite(viol), viol, 0.0), 0.0)
+        pairs = [f"{_name(names, a)} vs {_name(names, b)}" if a >= 0 else "-" for a, b in zip(y, ybar)]
+        return amount, pairs
+    first, second = (np.asarray(a) for a in out[:2])
+    if hasattr(model, "slack_example"):  # one slack per (sample, node problem)
+        data, H = model.data, model.H
+        nodes = list(H.nodes)
+        cls = [nodes[c] for c in model.classes] if len(model.classes) else None
+        amount, pairs = np.zeros(n), ["-"] * n
+        for s, (p, xi) in enumerate(zip(first, second)):
+            i = int(model.slack_example[s])
+            if p >= 0 and xi > amount[i]:
+                amount[i] = xi
+                pairs[i] = f"{_name(cls, data.pair_y[p])} vs {_name(cls, data.pair_ybar[p])}"
+        return amount, pairs
+    if np.issubdtype(first.dtype, np.floating) and getattr(model, "method", "") in ("sibling_svm", "hpsi"):
+        return np.maximum(1.0 - first, 0.0), [f"pair {int(p)}" for p in second]
+    amount = np.maximum(first.astype(float), 0.0)
+    H = getattr(model, "H", None)
+    leaves = list(H.leaves) if H is not None else None
+    if second.ndim == 1:
+        pairs = [f"best wrong leaf {_name(leaves, int(v))}" if v >= 0 else "-" for v in second]
+    else:
+        pairs = ["label set " + "{" + ",".join(str(H.nodes[j]) for j in np.flatnonzero(r)) + "}"
+                 for r in second]
+    return amount, pairs
+
+
+def build_report(problem: Problem, user: UserResult, reference=None, top: int = 5) -> KKTReport:
+    """The :class:`KKTReport` of ``user``'s weights on ``problem`` (against ``reference``)."""
+    model = problem.model()
+    obj = objective_at(model, user, problem.params)
+    slacks, pairs = _sample_slacks(model, _training_scores(model, user))
+    margin = sorted((Violation(i, pairs[i], float(slacks[i])) for i in np.flatnonzero(slacks > 1e-9)),
+                    key=lambda v: -v.amount)
+    report = KKTReport(problem.method.name, problem.name, obj, slacks, margin, top=top)
+    if reference is None:
+        return report
+    report.reference_objective = float(reference.objective)
+    report.lower_bound = float(reference.lower_bound)
+    ref_user = read_result(reference)
+    if ref_user.weights is None or np.shape(ref_user.weights) != np.shape(user.weights):
+        return report
+    ref_slacks, ref_pairs = _sample_slacks(model, _training_scores(model, ref_user))
+    diff = np.abs(slacks - ref_slacks)
+    scale = 1e-6 * max(1.0, float(np.abs(ref_slacks).max(initial=0.0)))
+    report.optimality = [Violation(int(i), pairs[i], float(slacks[i]), float(ref_slacks[i]))
+                         for i in np.argsort(-diff, kind="stable") if diff[i] > scale]
+    W = np.asarray(user.weights, dtype=float).reshape(np.shape(user.weights)[0], -1)
+    Wr = np.asarray(ref_user.weights, dtype=float).reshape(W.shape)
+    labels = row_labels(model, W, problem.H)
+    row_diff = np.linalg.norm(W - Wr, axis=1)
+    report.weight_rows = [(labels[k], float(row_diff[k])) for k in np.argsort(-row_diff, kind="stable")
+                          if row_diff[k] > 1e-6 * max(1.0, float(np.abs(Wr).max(initial=0.0)))]
+    return report
+
+
+def kkt_report(method, weights, X, Y, H=None, *, reference=True, top: int = 5, **params) -> KKTReport:
+    """Which margin constraints and optimality conditions the ``weights`` fail, by how much.
+
+    For every sample the model's loss-augmented oracle gives the most violated class pair and
+    its slack under ``weights`` (``report.margin``, worst first).  With ``reference=True``
+    (default: solve the method's certified primal on this data; or pass a reference Solution)
+    the report also lists the samples whose slack differs from the optimum's and the weight
+    rows (classes / nodes) farthest from the optimal weights: the optimality conditions that
+    fail.  Keywords as in :func:`objective`.  ``str(report)`` is readable; numbers such as
+    ``report.max_violation``, ``report.suboptimality``, ``report.optimality[0].sample`` are
+    for tests to assert on."""
+    problem = Problem.from_arrays(as_method(method), X, Y, H, **params)
+    user = read_result(weights)
+    if user.weights is None:
+        raise InputError("kkt_report() needs weights, not a bare objective value")
+    if reference is True:
+        reference = problem.reference()
+    elif reference is False:
+        reference = None
+    return build_report(problem, user, reference, top)

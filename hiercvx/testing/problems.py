@@ -1,0 +1,221 @@
+"""Test problems of a registered method: data, model options, parameters and (on first use) the
+certified reference.
+
+A :class:`Problem` is what :func:`hiercvx.testing.check_solver` runs a user's solver on and what
+the pytest fixture ``reference_problem`` hands to a test.  :func:`problems_for` generates them
+from the method's built-in cases (``method.cases(quick=True)``, one or more per structure the
+method supports): the same model options and parameters, fresh data of the same structure from
+:func:`hiercvx.methods.cases.problem` at any seed and size, so a failure can be re-run smaller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import InputError
+from ..hierarchy import Hierarchy
+from ..methods import STRUCTURES, Case, Method, get
+from ..methods.cases import problem as generate_data
+
+__all__ = ["Problem", "problems_for", "as_method", "regenerate", "split_options"]
+
+
+def as_method(method) -> Method:
+    """A registered :class:`~hiercvx.methods.Method` from its name (or the method itself)."""
+    if isinstance(method, Method):
+        return method
+    if not isinstance(method, str):
+        raise InputError(f"method must be a registered method name or a hiercvx.methods.Method, got "
+                         f"{type(method).__name__}")
+    return get(method)
+
+
+def split_options(method: Method, options: dict) -> tuple[dict, dict]:
+    """``(params, model_options)``: the method's regularization parameters (``method.params``,
+    e.g. ``C`` or ``lam``) with their defaults filled in, and every other keyword."""
+    params = dict(method.params)
+    model_options = {}
+    for key, value in options.items():
+        (params if key in method.params else model_options)[key] = value
+    return params, model_options
+
+
+@dataclass
+class Problem:
+    """One test problem of ``method``: ``X, Y, H``, the model options (``prepare``'s keywords,
+    e.g. ``sample_weight``) and the parameters (e.g. ``C``); ``structure``, ``seed`` say where
+    the data came from (``seed`` None: given by the caller).  :meth:`reference` solves the
+    method's certified primal once."""
+
+    method: Method
+    structure: str
+    X: Any
+    Y: Any
+    H: Any
+    model_options: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    seed: int | None = None
+    template: Case | None = field(default=None, repr=False)
+    _reference: Any = field(default=None, repr=False)
+    _model: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_arrays(cls, method, X, Y, H=None, **options) -> "Problem":
+        """A problem on the caller's data; ``options`` are split into parameters and model
+        options by the method's ``params``."""
+        method = as_method(method)
+        params, model_options = split_options(method, options)
+        return cls(method, "given", X, Y, H, model_options, params)
+
+    # sizes and names -------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def case(self) -> Case:
+        """The problem as a registry :class:`~hiercvx.methods.Case`."""
+        return Case(self.name, self.structure, self.X, self.Y, self.H, dict(self.model_options),
+                    dict(self.params))
+
+    @property
+    def options(self) -> dict:
+        """What a user's ``fit`` receives as keywords: the parameters, then the model options."""
+        return {**self.params, **self.model_options}
+
+    def describe_options(self) -> str:
+        """The parameters and model options, arrays shown by their shape only."""
+        parts = []
+        for key, value in self.options.items():
+            if isinstance(value, np.ndarray) or sp.issparse(value):
+                parts.append(f"{key}=<array {value.shape}>")
+            else:
+                parts.append(f"{key}={value!r}")
+        return ", ".join(parts)
+
+    @property
+    def name(self) -> str:
+        seed = "" if self.seed is None else f" seed={self.seed}"
+        sparse = " (sparse X)" if sp.issparse(self.X) else ""
+        return f"{self.structure}{seed} n={self.n} d={self.d}{sparse}"
+
+    @property
+    def id(self) -> str:
+        """A short pytest id: ``hsvm-tree-s0-n36``."""
+        seed = "" if self.seed is None else f"-s{self.seed}"
+        return f"{self.method.name}-{self.structure}{seed}-n{self.n}"
+
+    def __str__(self):
+        return f"{self.method.name} on {self.name} with {self.describe_options()}"
+
+    # the method on this problem --------------------------------------------------------------
+    def model(self):
+        """The method's model (``method.prepare``) on this problem, built once."""
+        if self._model is None:
+            self._model = self.method.prepare(self.X, self.Y, self.H, **self.model_options)
+        return self._model
+
+    def reference(self, role: str = "primal", **solve_options):
+        """The certified reference :class:`~hiercvx.result.Solution` (solved once per problem
+        for the default options)."""
+        if solve_options or role != "primal":
+            return self.method.build(role, self.case).solve(**solve_options)
+        if self._reference is None:
+            self._reference = self.method.build("primal", self.case).solve()
+        return self._reference
+
+    def resized(self, n: int | None = None, d: int | None = None, seed: int | None = None) -> "Problem":
+        """The same kind of problem with other sizes or seed (a generated problem only)."""
+        if self.template is None:
+            raise InputError("only generated problems (problems_for) can be resized")
+        return regenerate(self.method, self.template, n=n or self.n, d=d or self.d,
+                          seed=self.seed if seed is None else seed)
+
+
+def _flat_tree(y) -> tuple[np.ndarray, Hierarchy]:
+    """Class indices as leaves ``c<k>`` of a one-level tree (how tree-only methods see ``flat``)."""
+    names = [f"c{k}" for k in sorted({int(v) for v in y})]
+    H = Hierarchy.from_parents({"root": None, **{v: "root" for v in names}})
+    return np.array([f"c{int(v)}" for v in y], dtype=object), H
+
+
+def _label_sets(Y) -> bool:
+    return len(Y) > 0 and isinstance(Y[0], (set, frozenset))
+
+
+def _like_template(template: Case, X, Y, H):
+    """Reshape generated ``(X, Y, H)`` the way the method's own case did: ``H`` dropped for flat
+    methods, a one-level tree for tree-only methods on ``flat``, self-leaves for partial paths,
+    one label per sample where the case has single labels."""
+    if _label_sets(Y) and not _label_sets(template.Y):
+        Y = [min(labels) for labels in Y]
+    if template.H is None:
+        return X, np.asarray(Y) if not isinstance(Y, list) else Y, None
+    if H is None:
+        Y, H = _flat_tree(Y)
+        return X, Y, H
+    if isinstance(template.H, Hierarchy) and set(template.H.nodes) != set(H.nodes):
+        paths = H.with_self_leaves()
+        if set(paths.hierarchy.nodes) == set(template.H.nodes):
+            return X, paths.transform(Y), paths.hierarchy
+    return X, Y, H
+
+
+def _resized_options(template: Case, n: int, rng) -> dict:
+    """The template's model options with per-sample arrays (``sample_weight``) redrawn for n."""
+    n0 = template.X.shape[0]
+    out = {}
+    for key, value in template.model_options.items():
+        if isinstance(value, np.ndarray) and value.ndim == 1 and value.shape[0] == n0 != n:
+            lo, hi = float(np.min(value)), float(np.max(value))
+            value = rng.uniform(lo, hi, n) if hi > lo else np.full(n, lo)
+        out[key] = value
+    return out
+
+
+def regenerate(method, template: Case, n: int, d: int, seed: int) -> Problem:
+    """A fresh problem of ``template``'s structure, options and parameters at size ``(n, d)``."""
+    method = as_method(method)
+    X, Y, H = generate_data(template.structure, n=n, d=d, seed=seed)
+    X, Y, H = _like_template(template, X, Y, H)
+    options = _resized_options(template, n, np.random.default_rng(seed + 1))
+    return Problem(method, template.structure, X, Y, H, options, dict(template.params), seed, template)
+
+
+def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d: int | None = None,
+                 quick: bool = True, **options) -> list[Problem]:
+    """Problems of ``method``: one per built-in case (``method.cases(quick)``) of the chosen
+    ``structures`` (default: all the method supports) and per seed in ``seeds``; sizes ``n``,
+    ``d`` default to the case's.  ``options`` override the cases' parameters (``C=...``) and
+    model options (``fit_intercept=True``, ...).  Seed 0 at the case's size is the case's data."""
+    method = as_method(method)
+    wanted = tuple(method.structures) if structures is None else tuple(structures)
+    unknown = [s for s in wanted if s not in STRUCTURES]
+    if unknown:
+        raise InputError(f"unknown structures {unknown}; known: {STRUCTURES}")
+    unsupported = [s for s in wanted if s not in method.structures]
+    if unsupported:
+        raise InputError(f"method {method.name} does not support {unsupported}; it supports "
+                         f"{method.structures}")
+    params, model_options = split_options(method, options)
+    out = []
+    for case in method.cases(quick):
+        if case.structure not in wanted:
+            continue
+        template = replace(case, params={**case.params, **{k: v for k, v in options.items()
+                                                            if k in params}},
+                           model_options={**case.model_options, **model_options})
+        for seed in seeds:
+            out.append(regenerate(method, template, n or case.X.shape[0], d or case.X.shape[1],
+                                  int(seed)))
+    if not out:
+        raise InputError(f"method {method.name} has no built-in case of structures {wanted}")
+    return out
