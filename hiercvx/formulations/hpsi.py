@@ -70,12 +70,12 @@ __all__ = [
 ]
 
 
-def linearization(model_or_problem, S: np.ndarray, C: float) -> np.ndarray:
+def linearization(model_or_problem, S: np.ndarray, C: float, tie_rtol: float = 0.0) -> np.ndarray:
     """:func:`hiercvx.models.sibling.linearization` (the DC term of (3) at scores ``S``), for a
     model or a declared problem."""
     model = model_or_problem.data["model"] if isinstance(model_or_problem, ReferenceProblem) \
         else model_or_problem
-    return sibling_model.linearization(model, S, C)
+    return sibling_model.linearization(model, S, C, tie_rtol)
 
 
 def _row_space(Bfeat):
@@ -484,7 +484,8 @@ class DCReference:
     fixed point; see :mod:`hiercvx.solvers.dc` for what ``lower_bound`` certifies)."""
 
     def __init__(self, model: SiblingModel, C=1.0, tol=1e-8, max_iter=50, max_size=None):
-        self.model, self.C, self.tol, self.max_iter, self.max_size = model, C, tol, max_iter, max_size
+        self.model, self.C, self.tol, self.max_iter = model, C, tol, max_iter
+        self.max_size = max_size
         self.name = "HPSI DC algorithm (3), CVXPY steps"
 
     def solve(self, solver=None, *, gap_tol=1e-6, **solver_options) -> Solution:

@@ -89,8 +89,8 @@ METHODS = (
             "ipm": FastSolver("ipm", sibling_qp.solve, algorithm="interior point in reduced "
                               "coordinates", options={"tol": 1e-8, "method": "ipm"}, rtol=1e-6),
             "alm": FastSolver("alm", sibling_qp.solve, algorithm="dual block coordinate ascent "
-                              "with an augmented Lagrangian", options={"tol": 1e-8, "method": "alm"},
-                              rtol=1e-6),
+                              "with an augmented Lagrangian",
+                              options={"tol": 1e-8, "method": "alm"}, rtol=1e-6),
         },
         estimator="hiercvx.estimators.sibling.SiblingMarginSVC",
         sheet="formulations/hpsi.md",
