@@ -18,13 +18,35 @@ from __future__ import annotations
 import pytest
 
 from hiercvx import Hierarchy
-from hiercvx.testing.strategies import (chains, clustered_data, dags, datasets, hierarchies,
-                                        hierarchy_and_labels, label_samples, label_sets_and_scores,
-                                        one_child_trees, stars, trees)
+from hiercvx.testing.strategies import (
+    chains,
+    clustered_data,
+    dags,
+    datasets,
+    hierarchies,
+    hierarchy_and_labels,
+    label_samples,
+    label_sets_and_scores,
+    one_child_trees,
+    stars,
+    trees,
+)
 
-__all__ = ["trees", "dags", "hierarchies", "chains", "stars", "one_child_trees", "label_samples",
-           "hierarchy_and_labels", "label_sets_and_scores", "datasets", "tree_fixture",
-           "dag_fixture", "clustered_data"]
+__all__ = [
+    "chains",
+    "clustered_data",
+    "dag_fixture",
+    "dags",
+    "datasets",
+    "hierarchies",
+    "hierarchy_and_labels",
+    "label_samples",
+    "label_sets_and_scores",
+    "one_child_trees",
+    "stars",
+    "tree_fixture",
+    "trees",
+]
 
 
 # ---------------------------------------------------------------------- fixed test data

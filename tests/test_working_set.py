@@ -371,13 +371,3 @@ def test_mass_threshold_keeps_the_certificate_mass():
     assert _mass_threshold(np.zeros(3), np.ones(3), 0.5) == 0.0
 
 
-def test_transitional_solve_hsvm_is_solve_on_model_from_data():
-    """``solve_hsvm(X, data, C)`` (kept for callers of the old signature) = ``solve`` on
-    ``model_from_data(X, data)``."""
-    H = small_tree()
-    X, Y = labelled_data(H, seed=10)
-    model = prepared(X, Y, H)
-    new = working_set.solve(model, C=0.8, tol=1e-9)
-    old = working_set.solve_hsvm(X, model.data, C=0.8, tol=1e-9)
-    testing.assert_same_optimum(new, old, rtol=1e-9)
-    np.testing.assert_allclose(old.dual, new.dual)

@@ -21,13 +21,14 @@ import numpy as np
 
 from ..formulations import hpsi
 from ..models.sibling import SiblingModel
+from ..models.sibling import PsiModel, prepare_psi
 from ..models.sibling import prepare as prepare_on_tree
 from ..solvers import sibling_qp
 from ..targets import flat_hierarchy
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
-__all__ = ["METHODS", "cases", "prepare", "primal", "dual", "dc_reference"]
+__all__ = ["METHODS", "cases", "prepare", "prepare_hpsi", "primal", "dual", "dc_reference"]
 
 PAPER = ("Wang, Shen & Pan, Large Margin Hierarchical Classification with Mutually Exclusive "
          "Class Membership")
@@ -45,6 +46,11 @@ def _tree(Y, H):
 def prepare(X, Y, H=None, kernel="linear", sigma=None) -> SiblingModel:
     """:func:`hiercvx.models.sibling.prepare`, with ``H=None`` a one-level hierarchy."""
     return prepare_on_tree(X, Y, _tree(Y, H), kernel, sigma)
+
+
+def prepare_hpsi(X, Y, H=None, kernel="linear", sigma=None) -> PsiModel:
+    """:func:`hiercvx.models.sibling.prepare_psi`, with ``H=None`` a one-level hierarchy."""
+    return prepare_psi(X, Y, _tree(Y, H), kernel, sigma)
 
 
 def primal(X, Y, H=None, **options):
@@ -103,7 +109,7 @@ METHODS = (
         title="HPSI: hierarchical psi-learning by DC programming",
         paper=PAPER,
         equations={"primal": "(2) with psi, by (3)"},
-        prepare=prepare,
+        prepare=prepare_hpsi,
         references={"primal": dc_reference},
         fast_solvers={
             "solve_dc": FastSolver("solve_dc", sibling_qp.solve_dc, algorithm="DC loop (3), fast "

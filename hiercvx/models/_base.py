@@ -52,6 +52,12 @@ class Model(ABC):
     def oracle(self, scores, *args, **kwargs):
         """The loss-augmented most violating labels of every sample under ``scores``."""
 
+    def objective_at(self, solution, **params) -> float:
+        """The primal objective at a :class:`~hiercvx.result.Solution`'s point.  Models whose
+        primal has more than ``weights`` (biases, path weights) take the rest from the
+        solution's ``values`` / ``extras`` by overriding this."""
+        return self.objective(solution.weights, **params)
+
     def describe(self) -> str:
         """The variables and equations of this model, one per line."""
         lines = [f"{type(self).__name__} ({self.method})"]

@@ -21,7 +21,7 @@ linearization of (3).  :mod:`hiercvx.formulations.hpsi` declares the CVXPY probl
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -350,6 +350,14 @@ class SiblingModel(Model):
         coef, b = self.center(np.asarray(weights, float), np.asarray(biases, float))
         lam = None if pair_weights is None else check_pair_weights(pair_weights, self)
         return self.primal_value(coef, b, float(C), lam)
+
+    def objective_at(self, solution, **params) -> float:
+        """:meth:`objective` at a solution's weights and its biases (``values`` or ``extras``)."""
+        biases = solution.values.get("biases", solution.extras.get("biases"))
+        if biases is None:
+            raise InputError("the solution carries no biases (values['biases'] or "
+                             "extras['biases']); call objective(weights, biases=...)")
+        return self.objective(solution.weights, biases=biases, **params)
 
     def lower_bound(self, dual, *, C=1.0, pair_weights=None) -> float:
         """(9) at the pair multipliers ``dual`` made dual feasible (:meth:`dual_feasible`)."""
@@ -711,6 +719,27 @@ class SiblingModel(Model):
             raise SolverError(f"hpsi: the bias linear program failed: {res.message}", status=res.status,
                               solver="HIGHS")
         return np.r_[0.0, res.x[:M1]]
+
+class PsiModel(SiblingModel):
+    """HPSI: the problem (2) with the psi-loss instead of the hinge (Wang, Shen & Pan).  Not
+    convex: :meth:`objective` is the psi cost, the quantity the DC algorithm (3) decreases;
+    :meth:`lower_bound` (inherited) bounds one convex DC majorant (8), not (2) itself."""
+
+    method = "hpsi"
+    equations = {"primal": "(2) with psi", "dc": "(3)", "convex step": "(8)"}
+
+    def objective(self, weights, *, biases, C=1.0, pair_weights=None) -> float:
+        """(2) with the psi-loss at ``(weights, biases)`` (centred first); ``pair_weights`` is
+        accepted for the interface and not used (the psi cost has no linear term)."""
+        coef, b = self.center(np.asarray(weights, float), np.asarray(biases, float))
+        return self.psi_value(coef, b, float(C))
+
+
+def prepare_psi(X, y, H, kernel="linear", sigma=None) -> PsiModel:
+    """:func:`prepare` for HPSI: the same validated data as a :class:`PsiModel`."""
+    model = prepare(X, y, H, kernel, sigma)
+    return PsiModel(**{f.name: getattr(model, f.name) for f in fields(model)})
+
 
 def checked_inputs(X, y, H, kernel, sigma):
     """Validate the inputs of (2) once: ``(X, pairs, kernel)`` with the kernel resolved

@@ -52,15 +52,16 @@ from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.multiclass import MulticlassModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
-from .margin_dual import MarginDualState, gather_row_dots, scatter_row_axpys
-from .primitives import MODE_CSR, CertificateSchedule, isotropic_budget_step, row_data, row_sq_norms
+from .margin_dual import ROW_FASTMATH, MarginDualState
+from .primitives import (MODE_CSR, MODE_DENSE, CertificateSchedule, isotropic_budget_step, row_axpy,
+                         row_data, row_dot, row_sq_norms)
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["solve"]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=ROW_FASTMATH)
 def _cs_sweep(order, mode, X, indptr, indices, xvals, K, W, beta, y, budget, sqnorm, eps, active,
               classes, n_active_classes):
     """One pass over ``order``; returns (largest violation met, visits, multiply-adds).
@@ -76,7 +77,6 @@ def _cs_sweep(order, mode, X, indptr, indices, xvals, K, W, beta, y, budget, sqn
     Bv = np.empty(q)
     D = np.empty(q)
     new = np.empty(q)
-    step = np.empty(q)
     psi_max = 0.0
     visits = 0
     work = 0.0
@@ -90,7 +90,12 @@ def _cs_sweep(order, mode, X, indptr, indices, xvals, K, W, beta, y, budget, sqn
         row = indptr[i + 1] - indptr[i] if mode == MODE_CSR else X.shape[1]
         work += k * row
         # gradient g_m = w_m . x_i + [m != y_i] over the unshrunk classes
-        gather_row_dots(mode, W, classes[i], k, i, X, indptr, indices, xvals, g)
+        if mode == MODE_CSR:  # the switch outside the loop: row_dot then compiles per mode
+            for t in range(k):
+                g[t] = row_dot(MODE_CSR, W, classes[i, t], i, X, indptr, indices, xvals)
+        else:
+            for t in range(k):
+                g[t] = row_dot(MODE_DENSE, W, classes[i, t], i, X, indptr, indices, xvals)
         g_max = -np.inf
         g_min = np.inf
         for t in range(k):
@@ -129,11 +134,15 @@ def _cs_sweep(order, mode, X, indptr, indices, xvals, K, W, beta, y, budget, sqn
         visits += 1
         isotropic_budget_step(g, b, cap, k, C_i, sqnorm[i], Bv, D, new)
         for t in range(k):
-            step[t] = new[t] - b[t]
-            if step[t] != 0.0:
-                beta[i, classes[i, t]] = new[t]
+            step = new[t] - b[t]
+            if step != 0.0:
+                m = classes[i, t]
+                beta[i, m] = new[t]
                 work += row
-        scatter_row_axpys(mode, W, classes[i], step, k, i, X, indptr, indices, xvals, K)
+                if mode == MODE_CSR:
+                    row_axpy(MODE_CSR, W, m, i, step, X, indptr, indices, xvals, K)
+                else:
+                    row_axpy(MODE_DENSE, W, m, i, step, X, indptr, indices, xvals, K)
     return psi_max, visits, work
 
 

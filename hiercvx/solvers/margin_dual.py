@@ -12,7 +12,12 @@ model (:mod:`hiercvx.models.margin`) and share:
   dual (4.14)) and the approximate step 8b of Algorithm 2 (a Newton step on the union of
   the working sets, :meth:`MarginDualState.newton_step`);
 * :func:`violation_scores`: psi_i of thesis (4.32) for every example;
-* :func:`scatter_coefficients`: ``G(alpha)`` without ``np.add.at``.
+* :func:`scatter_coefficients`: ``G(alpha)`` without ``np.add.at``;
+* :data:`ROW_FASTMATH`: the flags of the compiled passes that call the shared row kernels
+  (``row_dot`` / ``row_axpy`` are inlined into the caller and compiled with its flags; without
+  reassociation LLVM does not vectorize them).  The passes take the dense / CSR / Gram switch
+  outside their loops over classes and call the kernels with a constant mode (a switch per
+  call is not folded away: 2-3x slower passes, measured).
 """
 
 from __future__ import annotations
@@ -22,12 +27,12 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..models import margin as _margin
-from ..result import relative_gap
 from ..models.margin import MarginModel
-from .primitives import MODE_CSR, MODE_DENSE, MODE_GRAM, RowData, row_axpy, row_dot, row_sq_norms
+from ..result import relative_gap
+from .primitives import MODE_GRAM, RowData, row_sq_norms
 
-__all__ = ["MarginDualState", "violation_scores", "scatter_coefficients", "gather_row_dots",
-           "scatter_row_axpys", "BUDGET_RTOL", "MAX_CG", "SUPPORT_CHANGE"]
+__all__ = ["MarginDualState", "violation_scores", "scatter_coefficients", "BUDGET_RTOL", "MAX_CG",
+           "SUPPORT_CHANGE", "ROW_FASTMATH"]
 
 #: An example's budget counts as slack (zeta_i > 0 in thesis (4.13)) above this relative margin.
 BUDGET_RTOL = 1e-10
@@ -35,9 +40,9 @@ BUDGET_RTOL = 1e-10
 #: SUPPORT_CHANGE of the support changed between two certificates.
 MAX_CG = 30
 SUPPORT_CHANGE = 0.01
-# row_dot / row_axpy are inlined into their caller and compiled with the caller's flags: the
-# reassociation that lets LLVM vectorize them must be set here too
-_ROW_FASTMATH = {"reassoc", "contract", "nsz"}
+#: row_dot / row_axpy are inlined into their caller and compiled with the caller's flags: the
+#: reassociation that lets LLVM vectorize them must be set on the caller too
+ROW_FASTMATH = {"reassoc", "contract", "nsz"}
 
 
 @njit(cache=True)
@@ -47,37 +52,6 @@ def scatter_coefficients(alpha, pair_i, pair_y, pair_ybar, G):
     for p in range(alpha.shape[0]):
         G[pair_i[p], pair_y[p]] += alpha[p]
         G[pair_i[p], pair_ybar[p]] -= alpha[p]
-
-
-@njit(cache=True, fastmath=_ROW_FASTMATH)
-def gather_row_dots(mode, F, rows_of_F, k, i, X, indptr, indices, xvals, out):
-    """``out[t] = F[rows_of_F[t]] . x_i`` (or ``F[rows_of_F[t], i]`` in Gram mode), ``t < k``."""
-    if mode == MODE_DENSE:
-        for t in range(k):
-            out[t] = row_dot(MODE_DENSE, F, rows_of_F[t], i, X, indptr, indices, xvals)
-    elif mode == MODE_CSR:
-        for t in range(k):
-            out[t] = row_dot(MODE_CSR, F, rows_of_F[t], i, X, indptr, indices, xvals)
-    else:
-        for t in range(k):
-            out[t] = row_dot(MODE_GRAM, F, rows_of_F[t], i, X, indptr, indices, xvals)
-
-
-@njit(cache=True, fastmath=_ROW_FASTMATH)
-def scatter_row_axpys(mode, F, rows_of_F, steps, k, i, X, indptr, indices, xvals, K):
-    """``F[rows_of_F[t]] += steps[t] x_i`` (or ``+= steps[t] K[i]``) for ``t < k``, steps != 0."""
-    if mode == MODE_DENSE:
-        for t in range(k):
-            if steps[t] != 0.0:
-                row_axpy(MODE_DENSE, F, rows_of_F[t], i, steps[t], X, indptr, indices, xvals, K)
-    elif mode == MODE_CSR:
-        for t in range(k):
-            if steps[t] != 0.0:
-                row_axpy(MODE_CSR, F, rows_of_F[t], i, steps[t], X, indptr, indices, xvals, K)
-    else:
-        for t in range(k):
-            if steps[t] != 0.0:
-                row_axpy(MODE_GRAM, F, rows_of_F[t], i, steps[t], X, indptr, indices, xvals, K)
 
 
 def violation_scores(alpha, S, data: _margin.MarginData, C: float = 1.0) -> np.ndarray:

@@ -75,13 +75,13 @@ from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
-from .margin_dual import (BUDGET_RTOL, MarginDualState, gather_row_dots, scatter_row_axpys,
-                          violation_scores)
-from .primitives import MODE_CSR, MODE_DENSE, MODE_GRAM, CertificateSchedule, budget_qp, row_data
+from .margin_dual import BUDGET_RTOL, ROW_FASTMATH, MarginDualState, violation_scores
+from .primitives import (MODE_CSR, MODE_DENSE, MODE_GRAM, CertificateSchedule, budget_qp, row_axpy,
+                         row_data, row_dot)
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "solve_hsvm", "solve_subproblem", "violation_scores"]
+__all__ = ["solve", "solve_subproblem", "violation_scores"]
 
 # Skip threshold: starts at _EPS_INIT * max psi, shrinks by _EPS_SHRINK when a pass meets no psi
 # above it; a visit ends when psi_i <= _LOCAL * threshold.
@@ -282,14 +282,14 @@ def _visit_change(Q, dg_total, in_total, touched_total, n_total, v):
         in_total[e] = False
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=ROW_FASTMATH)
 def _sweep(order, mode, X, indptr, indices, xvals, K, F, alpha, kdiag, pair_ptr, pair_y,
            pair_ybar, offset, cost, budget, Q, eps, local_tol, sub_tol, max_rounds, active):
     """Visit the examples of ``order`` (thesis Algorithm 2, steps 3-9, one example at a time).
 
     Returns (largest psi met before a visit, visits, multiply-adds done).  ``F`` is the score
-    factor of :class:`~.margin_dual.MarginDualState` (``U`` or ``S^T``), read by
-    ``gather_row_dots`` and updated by ``scatter_row_axpys``.
+    factor of :class:`~.margin_dual.MarginDualState` (``U`` or ``S^T``), read by ``row_dot``
+    and updated by ``row_axpy``.
 
     Examples with ``psi_i <= eps`` are skipped; the others are re-optimized (working set grown by
     the most violated pairs, reduced QP, zeros dropped) until ``psi_i <= local_tol``.  An
@@ -301,7 +301,6 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, F, alpha, kdiag, pair_ptr,
     for i in order:
         max_pairs = max(max_pairs, pair_ptr[i + 1] - pair_ptr[i])
     s = np.empty(q)
-    all_classes = np.arange(q)
     dg = np.zeros(q)
     dg_total = np.zeros(q)
     v = np.empty(q)
@@ -329,8 +328,17 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, F, alpha, kdiag, pair_ptr,
         kii = kdiag[i]
         row = X.shape[1] if mode == MODE_DENSE else (indptr[i + 1] - indptr[i] if mode == MODE_CSR else 1)
         work += q * row + (p1 - p0)
-        # class scores of example i: s = U x_i (features) or S[i] (Gram)
-        gather_row_dots(mode, F, all_classes, q, i, X, indptr, indices, xvals, s)
+        # class scores of example i: s = U x_i (features) or S[i] (Gram); the switch outside
+        # the loop, so that row_dot compiles per mode
+        if mode == MODE_DENSE:
+            for c in range(q):
+                s[c] = row_dot(MODE_DENSE, F, c, i, X, indptr, indices, xvals)
+        elif mode == MODE_CSR:
+            for c in range(q):
+                s[c] = row_dot(MODE_CSR, F, c, i, X, indptr, indices, xvals)
+        else:
+            for c in range(q):
+                s[c] = row_dot(MODE_GRAM, F, c, i, X, indptr, indices, xvals)
         _pair_violations(s, p0, p1, pair_y, pair_ybar, offset, cost, Hp)
         psi, best = _example_violation(alpha, Hp, p0, p1, cost, budget[i])
         psi_max = max(psi_max, psi)
@@ -360,7 +368,14 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, F, alpha, kdiag, pair_ptr,
         work += q * row if mode != MODE_GRAM else q * F.shape[1]
         # global state: v = Q dG_i, then U += v x_i^T  or  S^T += v K[i]
         _visit_change(Q, dg_total, in_total, touched_total, n_total, v)
-        scatter_row_axpys(mode, F, all_classes, v, q, i, X, indptr, indices, xvals, K)
+        for c in range(q):
+            if v[c] != 0.0:
+                if mode == MODE_DENSE:
+                    row_axpy(MODE_DENSE, F, c, i, v[c], X, indptr, indices, xvals, K)
+                elif mode == MODE_CSR:
+                    row_axpy(MODE_CSR, F, c, i, v[c], X, indptr, indices, xvals, K)
+                else:
+                    row_axpy(MODE_GRAM, F, c, i, v[c], X, indptr, indices, xvals, K)
     return psi_max, visits, work
 
 
@@ -426,18 +441,6 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     with threadpool_limits(limits=1, user_api="blas"):
         return _solve(model, C, float(tol), int(max_iter), alpha0, verbose, max_rounds,
                       check_every, polish, random_state)
-
-
-def solve_hsvm(X, data: _margin.MarginData, C: float = 1.0, kernel="linear", tol: float = 1e-6,
-               max_iter: int = 10_000, alpha0=None, verbose: bool = False, max_rounds: int = 100,
-               check_every: int = 10, polish: bool = True, random_state=0) -> Solution:
-    """Transitional: :func:`solve` on ``model_from_data(X, data, kernel)``, for the callers
-    of the old signature (``hiercvx.demo``, ``solvers.nhsvm_fw``); to be removed when they
-    call :func:`solve` on a model."""
-    model = _margin.model_from_data(X, data, kernel)
-    return solve(model, C, tol=tol, max_iter=max_iter, verbose=verbose, alpha0=alpha0,
-                 max_rounds=max_rounds, check_every=check_every, polish=polish,
-                 random_state=random_state)
 
 
 def _initial_dual(alpha0, data, C) -> np.ndarray:

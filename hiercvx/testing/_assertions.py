@@ -13,13 +13,13 @@ import numpy as np
 from ..reference import installed_solvers
 
 __all__ = [
-    "assert_certified",
-    "assert_same_optimum",
-    "assert_fast_matches_reference",
-    "fast_vs_reference",
     "assert_bounds_bracket",
-    "solve_with_each",
+    "assert_certified",
+    "assert_fast_matches_reference",
+    "assert_same_optimum",
     "check_gradient",
+    "fast_vs_reference",
+    "solve_with_each",
 ]
 
 

@@ -16,7 +16,7 @@ from ..methods import Case
 from .diagnostics import UserResult, build_report, objective_at, read_result, row_labels
 from .problems import Problem, as_method, problems_for
 
-__all__ = ["check_solver", "Outcome", "STRONGLY_CONVEX", "Mistake", "KNOWN_MISTAKES", "diagnose"]
+__all__ = ["KNOWN_MISTAKES", "STRONGLY_CONVEX", "Mistake", "Outcome", "check_solver", "diagnose"]
 
 #: methods whose objective is ``mu``-strongly convex in the weights (``1/2 ||W||^2`` plus a
 #: convex loss, linear kernel): the optimum is unique and ``||W - W*||^2 <= 2 (f(W) - f*) / mu``
@@ -49,9 +49,11 @@ class Outcome:
     def relative_difference(self) -> float:
         return abs(self.user_objective - self.reference_objective) / max(1.0, abs(self.reference_objective))
 
-    def headline(self) -> str:
-        return (f"on {self.problem.name} ({self.problem.describe_options()}): your objective "
-                f"{self.user_objective:.8g}, reference {self.reference_objective:.8g}")
+    def __repr__(self):  # compact: never the arrays
+        verdict = "ok" if self.ok else "; ".join(self.reasons)[:200]
+        return (f"Outcome({self.problem.method.name} on {self.problem.name}: your objective "
+                f"{self.user_objective:.8g}, reference {self.reference_objective:.8g}: {verdict})")
+
 
 
 def _accepted(fit) -> tuple[set, bool]:
@@ -118,7 +120,7 @@ def run_one(fit, problem: Problem, rtol: float) -> Outcome:
     _check_registry(problem, ref, rtol)
     try:
         user = read_result(fit(problem.X, problem.Y, problem.H, **options))
-    except Exception as exc:  # the user's code failing is a finding, not a crash of the check
+    except Exception as exc:  # noqa: BLE001 -- the user's code failing is a finding, not a crash of the check
         outcome.reasons.append(f"fit raised {type(exc).__name__}: {str(exc)[:300]}")
         return outcome
     outcome.user = user
@@ -202,7 +204,7 @@ def _attempt(fit, problem: Problem, rtol: float, n: int, d: int):
         smaller = problem.resized(n=n, d=d)
         smaller.model()
         result = run_one(fit, smaller, rtol)
-    except Exception:  # a degenerate small problem (one class, no pairs) is not a finding
+    except Exception:  # noqa: BLE001 -- a degenerate small problem (one class, no pairs) is not a finding
         return None
     return None if result.ok or result.skipped else result
 
@@ -220,7 +222,8 @@ class Mistake:
 
 def _without_weights(p: Problem):
     keys = [k for k in ("sample_weight", "class_weight") if p.model_options.get(k) is not None]
-    return [{k: None for k in keys}] if keys else []
+    out = [{k: None} for k in keys]
+    return out + [{k: None for k in keys}] if len(keys) > 1 else out
 
 
 def _without_intercept(p: Problem):
@@ -284,13 +287,14 @@ def diagnose(outcome: Outcome, rtol: float) -> list:
             try:
                 ref = variant.reference()
                 mine = objective_at(variant.model(), user, p.params)
-            except Exception:  # a variant the method refuses on this data says nothing
+            except Exception:  # noqa: BLE001, S112 -- a variant the method refuses on this data says nothing
                 continue
             slack = rtol * max(1.0, abs(ref.objective)) + (ref.objective - ref.lower_bound)
             if abs(mine - ref.objective) <= slack:
                 out.append(f"diagnosis: {mistake.what} -- your weights are optimal for {p.method.name} "
                            f"with {_describe(change)} (objective {mine:.8g}, that problem's "
                            f"certified optimum {ref.objective:.8g})")
+                break  # one variant per mistake is enough to name it
     return out
 
 
@@ -323,10 +327,12 @@ def _hints(failed: list, passed: list) -> list:
     """What the failing problems have in common that the passing ones lack."""
     out = []
     keys = {k for o in failed for k in o.problem.model_options}
-    for key in sorted(keys):
-        if all(key in o.problem.model_options for o in failed) and passed and \
-                not any(key in o.problem.model_options for o in passed):
-            out.append(f"fails only on problems with {key}: is it used (e.g. C_i = C * sample_weight_i)?")
+    only = [key for key in sorted(keys)
+            if all(key in o.problem.model_options for o in failed) and passed
+            and not any(key in o.problem.model_options for o in passed)]
+    if only:
+        out.append(f"fails only on problems with {', '.join(only)}: does your solver use "
+                   f"{'them' if len(only) > 1 else 'it'} (e.g. C_i = C * sample_weight_i)?")
     structures_failed = {o.problem.structure for o in failed}
     structures_passed = {o.problem.structure for o in passed}
     if passed and not structures_failed & structures_passed:
@@ -337,8 +343,8 @@ def _hints(failed: list, passed: list) -> list:
 def _message(method, first: Outcome, minimal: Outcome, failed: list, passed: list, skipped: list,
              rtol: float) -> str:
     p = first.problem
-    lines = [f"check_solver({method.name!r}) failed on {p.structure} (seed={p.seed}, n={p.n}, d={p.d}): "
-             f"your objective {first.user_objective:.8g}, reference {first.reference_objective:.8g}"]
+    lines = [(f"check_solver({method.name!r}) failed on {p.structure} (seed={p.seed}, n={p.n}, d={p.d}): "
+              f"your objective {first.user_objective:.8g}, reference {first.reference_objective:.8g}")]
     lines += [f"  {r}" for r in first.reasons]
     if minimal is not first:
         m = minimal.problem
@@ -348,20 +354,22 @@ def _message(method, first: Outcome, minimal: Outcome, failed: list, passed: lis
         lines += [f"  {r}" for r in minimal.reasons if r not in first.reasons]
     m = minimal.problem
     if m.template is not None:
+        scalars = "".join(f", {k}={v!r}" for k, v in m.options.items()
+                          if v is None or isinstance(v, (str, bool, int, float)))
         lines.append(f"  reproduce: p = hiercvx.testing.problems_for({method.name!r}, structures="
-                     f"[{m.structure!r}], seeds=[{m.seed}], n={m.n}, d={m.d})[0]; "
+                     f"[{m.structure!r}], seeds=[{m.seed}], n={m.n}, d={m.d}{scalars})[0]; "
                      "fit(p.X, p.Y, p.H, **p.options)")
     if minimal.user is not None and minimal.user.weights is not None and \
             np.shape(minimal.user.weights) == np.shape(m.reference().weights):
         try:
             lines += ["  " + line for line in build_report(m, minimal.user, m.reference(), top=4).lines()]
-        except Exception as exc:  # the report is a help; never hide the verdict behind it
+        except Exception as exc:  # noqa: BLE001 -- the report is a help; never hide the verdict behind it
             lines.append(f"  (no KKT report: {type(exc).__name__}: {exc})")
     lines += _extras_hints(minimal)
     lines += diagnose(minimal, rtol)
     lines += _hints(failed, passed)
     lines.append(f"failed {len(failed)} of {len(failed) + len(passed)} problems: "
-                 + "; ".join(o.problem.name for o in failed[:6]))
+                 + "; ".join(f"{o.problem.name} ({o.problem.describe_options()})" for o in failed[:6]))
     if skipped:
         lines.append("skipped: " + "; ".join(f"{o.problem.name} ({o.skipped})" for o in skipped[:4]))
     return "\n".join(lines)

@@ -19,8 +19,16 @@ from ..exceptions import InputError
 from ..models.margin import MarginModel, class_scores
 from .problems import Problem, as_method
 
-__all__ = ["objective", "kkt_report", "KKTReport", "Violation", "UserResult", "read_result",
-           "objective_at", "row_labels"]
+__all__ = [
+    "KKTReport",
+    "UserResult",
+    "Violation",
+    "kkt_report",
+    "objective",
+    "objective_at",
+    "read_result",
+    "row_labels",
+]
 
 #: keys under which a dict result may hold the primal weights
 WEIGHT_KEYS = ("weights", "W", "coef")
@@ -271,7 +279,7 @@ def build_report(problem: Problem, user: UserResult, reference=None, top: int = 
     ref_user = read_result(reference)
     if ref_user.weights is None or np.shape(ref_user.weights) != np.shape(user.weights):
         return report
-    ref_slacks, ref_pairs = _sample_slacks(model, _training_scores(model, ref_user))
+    ref_slacks, _ = _sample_slacks(model, _training_scores(model, ref_user))
     diff = np.abs(slacks - ref_slacks)
     scale = 1e-6 * max(1.0, float(np.abs(ref_slacks).max(initial=0.0)))
     report.optimality = [Violation(int(i), pairs[i], float(slacks[i]), float(ref_slacks[i]))

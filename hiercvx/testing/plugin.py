@@ -30,7 +30,7 @@ from ..hierarchy import Hierarchy
 from ..methods.cases import DAG, TREE
 from .problems import as_method, problems_for
 
-__all__ = ["parametrize_with_references", "HIERARCHIES", "pytest_addoption", "pytest_configure"]
+__all__ = ["HIERARCHIES", "parametrize_with_references", "pytest_addoption", "pytest_configure"]
 
 #: the shapes the ``hierarchy`` fixture runs a test on
 HIERARCHIES = {

@@ -21,7 +21,7 @@ from ..hierarchy import Hierarchy
 from ..methods import STRUCTURES, Case, Method, get
 from ..methods.cases import problem as generate_data
 
-__all__ = ["Problem", "problems_for", "as_method", "regenerate", "split_options"]
+__all__ = ["Problem", "as_method", "problems_for", "regenerate", "split_options"]
 
 
 def as_method(method) -> Method:
@@ -64,7 +64,7 @@ class Problem:
     _model: Any = field(default=None, repr=False)
 
     @classmethod
-    def from_arrays(cls, method, X, Y, H=None, **options) -> "Problem":
+    def from_arrays(cls, method, X, Y, H=None, **options) -> Problem:
         """A problem on the caller's data; ``options`` are split into parameters and model
         options by the method's ``params``."""
         method = as_method(method)
@@ -116,6 +116,9 @@ class Problem:
     def __str__(self):
         return f"{self.method.name} on {self.name} with {self.describe_options()}"
 
+    def __repr__(self):  # compact: never the arrays
+        return f"Problem({self})"
+
     # the method on this problem --------------------------------------------------------------
     def model(self):
         """The method's model (``method.prepare``) on this problem, built once."""
@@ -132,7 +135,7 @@ class Problem:
             self._reference = self.method.build("primal", self.case).solve()
         return self._reference
 
-    def resized(self, n: int | None = None, d: int | None = None, seed: int | None = None) -> "Problem":
+    def resized(self, n: int | None = None, d: int | None = None, seed: int | None = None) -> Problem:
         """The same kind of problem with other sizes or seed (a generated problem only)."""
         if self.template is None:
             raise InputError("only generated problems (problems_for) can be resized")

@@ -23,8 +23,19 @@ from hypothesis import strategies as st
 
 from ..hierarchy import Hierarchy
 
-__all__ = ["trees", "dags", "hierarchies", "chains", "stars", "one_child_trees", "label_samples",
-           "hierarchy_and_labels", "label_sets_and_scores", "datasets", "clustered_data"]
+__all__ = [
+    "chains",
+    "clustered_data",
+    "dags",
+    "datasets",
+    "hierarchies",
+    "hierarchy_and_labels",
+    "label_samples",
+    "label_sets_and_scores",
+    "one_child_trees",
+    "stars",
+    "trees",
+]
 
 
 def _name(i: int, style: str):
