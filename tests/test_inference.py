@@ -554,3 +554,78 @@ def test_bad_loss_inputs():
         inf.DecomposableLoss(-np.ones(len(H)), np.ones(len(H)))
     with pytest.raises(InputError, match="one cost per node"):
         inf.loss_augmented_scores(s, H, t, np.ones(len(H) + 1))
+
+
+# ---------------------------------------------------------------------- the CVXPY reference of (19)
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("dag", [False, True])
+def test_reference_agrees_with_the_highs_fast_path(seed, dag):
+    rng = np.random.default_rng(100 + seed)
+    n_nodes = int(rng.integers(5, 12))
+    H = random_dag(rng, n_nodes) if dag else random_hierarchy(rng, n_nodes, dag=False)
+    S = rng.normal(size=(5, len(H)))
+    ref = inf.reference(S, H)
+    assert ref.problem_class == "MILP" and ref.weights.shape == S.shape
+    assert_all_valid(ref.weights, H)
+    # certified: the bound is the LP's or, where the LP is fractional, exact enumeration
+    assert ref.gap <= 1e-9
+    best = brute_force_optimum(S, H)
+    np.testing.assert_allclose(ref.extras["value"], best, atol=1e-9)
+    np.testing.assert_allclose(ref.objective, -best.sum(), atol=1e-9)
+    for method in ("ilp", "lp"):
+        _, info = inf.best_label_set(S, H, method, return_info=True)
+        np.testing.assert_allclose(info.objective, ref.extras["value"], atol=1e-9)
+    lp = inf.reference(S, H, relaxation=True)
+    _, lp_info = inf.best_label_set(S, H, "lp", return_info=True)
+    np.testing.assert_allclose(lp.extras["value"], lp_info.relaxation_objective, atol=1e-7)
+    assert lp.gap <= 1e-7  # the LP's own certificate: recomputed cost vs Lagrangian bound
+    np.testing.assert_array_equal(lp.extras["fractional"], lp_info.fractional)
+    # the LP bounds the ILP; equal where the LP is integral (always on trees)
+    assert np.all(ref.extras["integrality_gap"] >= -1e-9)
+    integral = ~lp.extras["fractional"]
+    np.testing.assert_allclose(ref.extras["integrality_gap"][integral], 0.0, atol=1e-7)
+    if not dag:
+        assert integral.all()
+
+
+def test_reference_on_the_triangle_dag_reports_the_integrality_gap():
+    H, s = triangle_dag()
+    lp = inf.reference(s, H, relaxation=True)
+    assert lp.extras["fractional"].tolist() == [True]
+    np.testing.assert_allclose(lp.objective, 2.0, atol=1e-7)    # min -s.z: the LP optimum is -2
+    np.testing.assert_allclose(lp.weights[1:], 1 / 3, atol=1e-6)
+    ilp = inf.reference(s, H)
+    assert ilp.weights.shape == (len(H),) and ilp.weights.sum() == 4
+    np.testing.assert_allclose(ilp.extras["value"], [-3.0])
+    np.testing.assert_allclose(ilp.extras["lp_value"], [-2.0], atol=1e-7)
+    np.testing.assert_allclose(ilp.extras["integrality_gap"], [1.0], atol=1e-7)
+    # the LP alone would leave a gap of 1; enumeration closes it on a graph this small
+    assert ilp.extras["bound_source"].tolist() == ["enumeration"]
+    assert ilp.gap <= 1e-12
+
+
+def test_reference_with_a_loss_matches_loss_augmented_fast_path():
+    rng = np.random.default_rng(7)
+    H = random_dag(rng, 9)
+    S = rng.normal(size=(4, len(H)))
+    T = brute_force_sets(H)[rng.integers(3, size=4)]
+    ref = inf.reference(S, H, loss="leaf_hamming", true_indicator=T)
+    _, info = inf.best_label_set(S, H, "ilp", loss="leaf_hamming", true_indicator=T, return_info=True)
+    np.testing.assert_allclose(ref.extras["value"], info.objective, atol=1e-9)
+    with pytest.raises(InputError):
+        inf.reference(S, H, loss="leaf_hamming")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchy_and_scores(integer=True))
+def test_hypothesis_reference_agrees_with_the_fast_path(case):
+    H, S = case
+    ref = inf.reference(S, H)
+    assert_all_valid(ref.weights, H)
+    assert ref.gap <= 1e-9
+    _, info = inf.best_label_set(S, H, "ilp", return_info=True)
+    np.testing.assert_allclose(ref.extras["value"], info.objective, atol=1e-9)
+    np.testing.assert_allclose(ref.extras["value"], brute_force_optimum(S, H), atol=1e-9)
+    lp = inf.reference(S, H, relaxation=True)
+    assert lp.gap <= 1e-7
+    assert np.all(lp.extras["value"] >= ref.extras["value"] - 1e-7)   # the LP bounds (19)

@@ -20,6 +20,10 @@ are re-exported here.  Declarations (each returns a :class:`~hiercvx.ReferencePr
   (:mod:`hiercvx.formulations._nhsvm_cutting_plane`) with the decomposable loss of section 7.1.
 * :func:`shared_primal` / :func:`shared_primal_from_model` -- the shared-norm SVM (14),
   jointly convex in ``U`` and ``alpha``.
+* :func:`dual` / :func:`dual_from_model` -- the dual of single-label (10) / (13) in the leaf
+  masses ``beta`` (recovery ``W = Lam^T Gc(beta)^T X / (2 lam)``); :func:`shared_dual` /
+  :func:`shared_dual_from_model` -- the dual of (14), one rotated cone per node (recovery
+  ``U_n = alpha_n V_n / (2 lam)``, ``alpha`` the cones' multipliers).
 * :func:`alpha_step` -- problem (20) (its closed form on trees is
   :func:`hiercvx.models.nhsvm.optimal_alpha`).
 * :func:`shared_norm` / :func:`shared_norm_problem` -- the structured shared norm (16) and,
@@ -67,6 +71,10 @@ __all__ = [
     "primal_objective",
     "primal",
     "primal_from_model",
+    "dual",
+    "dual_from_model",
+    "shared_dual",
+    "shared_dual_from_model",
     "CuttingPlaneProblem",
     "cutting_plane_from_model",
     "shared_primal",
@@ -283,6 +291,181 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
         infeasibility=infeasibility, name="shared-norm SVM (14)", build_time=time.perf_counter() - t0,
         data={"X": X, "H": H, "leaf_pos": leaf_pos, "loss": L, "Lam": Lam, "margin_data": md,
               "leaf_paths": A})
+
+
+# ====================================================================== duals of (10), (13), (14)
+def _leaf_coefficients(n: int, q: int, leaf_pos: np.ndarray, scale: np.ndarray):
+    """The dual masses ``beta`` ``(n, q)`` over the leaves (none on a sample's own leaf, a
+    simplex with slack per sample) and their class-space coefficients as CVXPY expressions:
+    ``Gc_il = -sigma_il beta_il`` off the own leaf, ``Gc_{i,l_i} = sum_l sigma_il beta_il``
+    (``sigma`` the row scales of (10) / (13)).  Node weights are then ``Lam^T Gc^T X / (2 lam)``."""
+    own = np.zeros((n, q))
+    own[np.arange(n), leaf_pos] = 1.0
+    beta = cp.Variable((n, q), nonneg=True, name="beta")
+    sigma = np.where(own > 0, 0.0, scale)
+    B = cp.multiply(sigma, beta)
+    Gc = cp.multiply(own, B @ np.ones((q, q))) - B
+    rows = [cp.sum(beta, axis=1) <= 1, cp.multiply(own, beta) == 0]
+    return beta, Gc, rows
+
+
+def _coefficients_value(beta: np.ndarray, leaf_pos: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """:func:`_leaf_coefficients`' ``Gc`` at a numeric ``beta`` (projected first: clipped at 0,
+    none on the own leaf, each row's total at most 1)."""
+    n = beta.shape[0]
+    b = np.maximum(np.asarray(beta, dtype=float), 0.0).copy()
+    b[np.arange(n), leaf_pos] = 0.0
+    b /= np.maximum(b.sum(axis=1), 1.0)[:, None]
+    B = b * scale
+    B[np.arange(n), leaf_pos] = 0.0
+    Gc = -B
+    Gc[np.arange(n), leaf_pos] = B.sum(axis=1)
+    return Gc
+
+
+def dual(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm", *,
+         multilabel: bool | None = None, loss=None, T=None, inference: str = "auto",
+         max_size: int | None = None):
+    """The dual of NHSVM (10) / (13) (same signature as :func:`primal`).  Single-label::
+
+        max_beta  sum_{i, l} beta_il e_il - 1/(4 lam) ||Lam^T Gc(beta)^T X||_F^2
+        s.t.      beta >= 0,  beta_{i, l_i} = 0,  sum_l beta_il <= 1,
+
+    ``e_il`` = (9) for (10) and 1 for (13), ``Gc`` the class-space coefficients
+    (``Gc_il = -sigma_il beta_il``, ``Gc_{i l_i} = sum_l sigma_il beta_il``; ``sigma = 1`` for
+    (10), ``1 / (9)`` for (13)).  Declared scaled by ``lam`` (``lam e.beta - 1/4 ||.||^2``, the
+    same maximizer) so that ``lam`` stays a DPP parameter.  Recovery ``W = Lam^T Gc^T X /
+    (2 lam)``.  Certificate: objective = (10) / (13) at the recovered ``W``; lower bound = the
+    dual objective at the projected ``beta`` (:meth:`NHSVMModel.lower_bound`).
+
+    Multi-label: the label space is exponential, so its dual is only ever the restricted
+    dual of the cutting-plane loop (:class:`CuttingPlaneProblem`, whose lower bound is that
+    dual's objective); that reference is returned.
+    """
+    t0 = time.perf_counter()
+    lam = check_positive(lam, "lam")
+    model = prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss, T=T)
+    if model.multilabel:
+        return cutting_plane_from_model(model, lam, inference=inference, max_size=max_size, started=t0)
+    return dual_from_model(model, lam, max_size=max_size, started=t0)
+
+
+def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None = None,
+                    started: float | None = None) -> ReferenceProblem:
+    """The single-label dual of (10) / (13) (see :func:`dual`) declared from a prepared model."""
+    t0 = time.perf_counter() if started is None else started
+    if model.multilabel:
+        raise InputError("dual_from_model declares the single-label dual; a multi-label model is "
+                         "certified by the cutting-plane reference (cutting_plane_from_model)")
+    X, Lam, H = model.X, model.Lam, model.H
+    n = X.shape[0]
+    q = Lam.shape[0]
+    check_size(n * q, 2 * n * q + n, 2 * q * _nnz(X) + 3 * n * q, max_size,
+               what=f"the NHSVM dual ({'(10)' if model.variant == 'nhsvm' else '(13)'})")
+    scale = model.scale[model.leaf_pos]
+    e = model.offset[model.leaf_pos]
+    beta, Gc, rows = _leaf_coefficients(n, q, model.leaf_pos, scale)
+    lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
+    XT = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
+    V = XT @ Gc @ Lam                                   # (d, M): 2 lam W^T at the optimum
+    problem = cp.Problem(cp.Maximize(lam_p * cp.sum(cp.multiply(e, beta)) - 0.25 * cp.sum_squares(V)),
+                         rows)
+
+    def weights(values):
+        Gv = _coefficients_value(values["beta"], model.leaf_pos, scale)
+        return _margin.weights_from_coefficients(Gv, X, Lam) / (2.0 * float(lam_p.value))
+
+    label = "(10)" if model.variant == "nhsvm" else "(13)"
+    return ReferenceProblem(
+        problem, variables={"beta": beta},
+        objective=lambda values: primal_objective(weights(values), model, float(lam_p.value)),
+        lower_bound=lambda values, duals: model.lower_bound(values["beta"], float(lam_p.value)),
+        weights=weights, constraints={"simplex": rows[0]}, parameters={"lam": lam_p},
+        name=f"NHSVM dual of {label}, single-label", build_time=time.perf_counter() - t0,
+        data={"nhsvm": model, "X": X, "H": H, "alpha": model.alpha, "Lam": Lam})
+
+
+def shared_dual(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one",
+                max_size: int | None = None) -> ReferenceProblem:
+    """The dual of the shared-norm SVM (14) (same signature as :func:`shared_primal`)::
+
+        max_{beta, mu}  sum_{i, l} beta_il Delta(l_i, l) - sum_l mu_l
+        s.t.  ||V_n(beta)||^2 <= 4 lam (A^T mu)_n  for every node n,   mu >= 0,
+              beta >= 0,  beta_{i, l_i} = 0,  sum_l beta_il <= 1,
+
+    ``V(beta) = A^T Gc(beta)^T X`` ``(M, d)`` (``Gc`` as in :func:`dual` with ``sigma = 1``).
+    ``alpha_n`` is the multiplier of node ``n``'s cone and ``U_n = alpha_n V_n / (2 lam)``
+    (stationarity).  The cone is declared as the rotated second-order cone
+    ``||(2 V_n, c_n - 1)|| <= c_n + 1``, ``c_n = 4 lam (A^T mu)_n``, whose multiplier
+    ``(u0_n, u_n)`` gives the primal point directly: ``U_n = -2 u_n[:d]``, ``alpha_n = 4 lam
+    (u0_n + u_n[d])`` (as accurate as a primal solve; ``alpha V / (2 lam)`` at an interior
+    point loses digits).  Certificate: objective = (14) at the better of the two recovered
+    ``(U, alpha)`` (alpha scaled to feasibility; on trees also at the optimal alpha (20) for
+    ``U``); lower bound = the dual objective at the projected
+    ``beta`` with the cheapest covering ``mu`` (:meth:`SharedNormModel.lower_bound`).
+    """
+    t0 = time.perf_counter()
+    lam = check_positive(lam, "lam")
+    model = prepare_shared(X, y, H, loss=loss)
+    return shared_dual_from_model(model, lam, max_size=max_size, started=t0)
+
+
+def shared_dual_from_model(model: SharedNormModel, lam: float = 1.0, *, max_size: int | None = None,
+                           started: float | None = None) -> ReferenceProblem:
+    """The dual of (14) (see :func:`shared_dual`) declared from a prepared model."""
+    t0 = time.perf_counter() if started is None else started
+    X, H, A, Lam = model.X, model.H, model.A, model.Lam
+    n, d = X.shape
+    M = len(H)
+    q = len(H.leaves)
+    check_size(n * q + q, 2 * n * q + n + M, 2 * q * _nnz(X) + 3 * n * q + A.nnz, max_size,
+               what="the dual of the shared-norm SVM (14)")
+    scale = np.ones((n, q))
+    e = model.loss[model.leaf_pos]
+    beta, Gc, rows = _leaf_coefficients(n, q, model.leaf_pos, scale)
+    mu = cp.Variable(q, nonneg=True, name="mu")
+    lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
+    XT = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
+    V = XT @ Gc @ Lam                                   # (d, M): column n is V_n
+    cover = 4 * lam_p * (A.T @ mu)                      # 4 lam (A^T mu)_n
+    # ||V_n||^2 <= cover_n as the rotated cone ||(2 V_n, cover_n - 1)|| <= cover_n + 1, so
+    # that the cone's multiplier (u0_n, u_n) carries the primal point: U_n = -2 u_n[:d],
+    # alpha_n = 4 lam (u0_n + u_n[d])
+    cones = cp.SOC(cover + 1, cp.vstack([2 * V, cp.reshape(cover - 1, (1, M), order="C")]), axis=0)
+    problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(e, beta)) - cp.sum(mu)), rows + [cones])
+
+    def candidates(values):
+        """``(U, alpha)`` from the cones' multiplier, and ``U = alpha V(beta) / (2 lam)``."""
+        lam_v = float(lam_p.value)
+        if cones.dual_value is None:
+            return []
+        u0, u = (np.asarray(part, dtype=float) for part in cones.dual_value)
+        a = scaled_alpha(4.0 * lam_v * (u0 + u[d]), A)
+        Gv = _coefficients_value(values["beta"], model.leaf_pos, scale)
+        Vv = _margin.weights_from_coefficients(Gv, X, Lam)          # (M, d)
+        return [(-2.0 * u[:d].T, a), (a[:, None] * Vv / (2.0 * lam_v), a)]
+
+    def value(U, a):
+        lam_v = float(lam_p.value)
+        v = model.objective(U, lam_v, alpha=a)
+        if H.is_tree:  # the alpha step (20) for U is feasible too
+            v = min(v, model.objective(U, lam_v))
+        return v
+
+    def objective(values):
+        return min((value(U, a) for U, a in candidates(values)), default=float("inf"))
+
+    def weights(values):
+        return min(candidates(values), key=lambda c: value(*c))[0]
+
+    return ReferenceProblem(
+        problem, variables={"beta": beta, "mu": mu}, objective=objective,
+        lower_bound=lambda values, duals: model.lower_bound(values["beta"], float(lam_p.value)),
+        weights=weights, constraints={"simplex": rows[0]},
+        parameters={"lam": lam_p}, name="shared-norm SVM (14), dual",
+        build_time=time.perf_counter() - t0,
+        data={"X": X, "H": H, "leaf_pos": model.leaf_pos, "loss": model.loss, "Lam": Lam,
+              "leaf_paths": A, "model": model})
 
 
 # ====================================================================== alpha step (20)

@@ -21,6 +21,10 @@ derivations.  The data model (pairs, K, Omega, certificates, classifiers) is
   Crammer--Singer problem (12) per internal node), :func:`transfer`, :func:`treeloss`.
 * :func:`primal_from_model` -- any of the five declared from a prepared
   :class:`~hiercvx.models.orthogonal.PairModel` (no re-validation).
+* The duals: :func:`dual` / :func:`dual_from_model` -- the SDP dual of the lifting,
+  ``max sum alpha - 1/2 tr(T)`` s.t. ``[[T, U^T], [U, S]] >= 0``, ``S`` in the box of K,
+  recovery ``W = S^{-1} U(alpha)``; for the baselines one QP dual, :func:`baseline_dual`
+  (``flatmult_dual``, ``hiermult_dual``, ``transfer_dual``, ``treeloss_dual``).
 
 Every problem is the pairwise hinge of :mod:`hiercvx.models.margin` with its own pairs and a
 quadratic-type regularizer; certificates: objective recomputed in numpy from the weights
@@ -39,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive
+from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..models.orthogonal import (METHODS, NonConvexKError, PairModel, check_convexity, comparison_matrix,
                                  edge_incidence, heuristic_K, omega, omega_subgradient, predict_flat,
@@ -51,6 +56,13 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "primal",
     "primal_from_model",
+    "dual",
+    "dual_from_model",
+    "baseline_dual",
+    "flatmult_dual",
+    "hiermult_dual",
+    "transfer_dual",
+    "treeloss_dual",
     "flatmult",
     "hiermult",
     "transfer",
@@ -321,3 +333,185 @@ def treeloss(X, y, H: Hierarchy, C: float = 1.0, classes: str = "nodes",
     are the increments ``u`` ``(n_nodes, n_features)`` (root row zero); class weights
     ``w_y = sum_{A^+(y)} u`` -- predict with ``predict_flat(..., cumulative=True)``."""
     return primal_from_model(prepare(X, y, H, "treeloss", classes=classes), C, max_size=max_size)
+
+
+# =============================================================================== duals
+def _pair_gradient(model: PairModel, F, alpha):
+    """``U(alpha)^T`` ``(r, n_vars)`` as a CVXPY expression: ``F_s^T G(alpha) Lam_v`` with
+    ``G`` the expansion coefficients of the pairs (``+alpha_p`` at the positive class,
+    ``-alpha_p`` at the negative one of slack ``s``), ``F_s`` the features of each slack and
+    ``Lam_v`` the class attributes restricted to ``var_nodes``: the linear term of the
+    Lagrangian, so the margin rows read ``<U(alpha), W> = sum_p alpha_p (diff_p)``."""
+    d = model.data
+    q, P = d.n_classes, d.n_pairs
+    p = np.arange(P)
+    coef = sp.csr_matrix((np.r_[np.ones(P), -np.ones(P)],
+                          (np.r_[d.pair_i * q + d.pair_y, d.pair_i * q + d.pair_ybar], np.r_[p, p])),
+                         shape=(d.n_samples * q, P))
+    G = cp.reshape(coef @ alpha, (d.n_samples, q), order="C")
+    Fs = F if model.X_slacks is model.X else F[model.slack_example]  # HIERMULT: a row per slack
+    FsT = Fs.T.tocsr() if sp.issparse(Fs) else np.ascontiguousarray(np.asarray(Fs).T)
+    return FsT @ G @ d.Lam[:, model.var_nodes]
+
+
+def dual(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
+         max_size: int | None = None) -> ReferenceProblem:
+    """The dual of the lifted SDP of (4) (same signature as :func:`primal`)::
+
+        max_{alpha, S, T}  sum_p alpha_p - 1/2 tr(T)
+        s.t.  [[T, U(alpha)^T], [U(alpha), S]] >= 0 (PSD),
+              S_ii = K_ii,  |S_ij| <= K_ij,
+              alpha >= 0,  sum_{p of slack k} alpha_p <= C/N
+
+    (derived in ``formulations/orthogonal.md``, section "Dual").  At the optimum ``T =
+    U^T S^{-1} U`` and the primal weights are recovered as ``W = S^{-1} U(alpha)`` (``S`` is
+    positive definite whenever ``Kbar`` is); the multiplier ``Z`` of the PSD block is the
+    primal's lifted matrix up to scale, a second recovery ``W = -Z_21 Z_11^{-1}`` (as accurate
+    as the solver's primal, where ``S^{-1} U`` at an interior point loses digits).
+    Certificate: objective = (4) at the better of the two recovered ``W``; lower bound = the
+    dual objective ``sum alpha - 1/2 tr(U^T S^{-1} U)`` at the projected ``alpha`` and ``S``
+    clipped to the box (:meth:`PairModel.lower_bound`)."""
+    model = prepare(X, y, H, "orthogonal", K=K, alpha=alpha)
+    return dual_from_model(model, C, representer=representer, max_size=max_size)
+
+
+def dual_from_model(model: PairModel, C: float = 1.0, *, representer: bool | None = None,
+                    max_size: int | None = None) -> ReferenceProblem:
+    """The dual of ``model.method``'s reference on a prepared model: the SDP dual of the
+    lifting for ``"orthogonal"`` (:func:`dual`), the QP dual of the baselines otherwise
+    (:func:`baseline_dual`).  ``C`` is a ``cp.Parameter``."""
+    Cval = check_positive(C, "C")
+    if model.method == "orthogonal":
+        return _sdp_dual_from_model(model, Cval, representer, max_size)
+    return _qp_dual_from_model(model, Cval, max_size)
+
+
+def _dual_pieces(model: PairModel, Cval: float, F):
+    """The margin multipliers, their budget rows, the parameter C and ``U(alpha)^T``."""
+    d = model.data
+    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    alpha = cp.Variable(d.n_pairs, nonneg=True, name="alpha")
+    budget_rows = sp.csr_matrix((d.pair_cost, (d.pair_i, np.arange(d.n_pairs))),
+                                shape=(d.n_samples, d.n_pairs))
+    budget = budget_rows @ alpha <= Cp * d.Cw
+    return Cp, alpha, budget, _pair_gradient(model, F, alpha)
+
+
+def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -> ReferenceProblem:
+    """The SDP dual of (4)'s lifting (see :func:`dual`)."""
+    t0 = time.perf_counter()
+    K = model.K
+    m = K.shape[0]
+    F, basis = _features(model.X, representer)
+    r = F.shape[1]
+    P = model.data.n_pairs
+    check_size(P + m * m + r * r, model.n_samples + m * m + (m + r) ** 2, 3 * P * r + (m + r) ** 2,
+               max_size, what="the dual of the orthogonal-transfer SDP (4)")
+    Cp, alpha, budget, Ut = _dual_pieces(model, Cval, F)
+    S = cp.Variable((m, m), symmetric=True, name="S")
+    T = cp.Variable((r, r), symmetric=True, name="T")
+    box = cp.abs(S) <= K  # K_ij = 0 pins S_ij to 0
+    diagonal = cp.diag(S) == np.diag(K)
+    lift = cp.bmat([[T, Ut], [Ut.T, S]]) >> 0
+    problem = cp.Problem(cp.Maximize(model.data.pair_offset @ alpha - 0.5 * cp.trace(T)),
+                         [budget, box, diagonal, lift])
+
+    def from_dual_point(v):  # W = S^{-1} U(alpha), in the basis of F
+        U = model.node_gradient(v["alpha"])[model.var_nodes]
+        if basis is not None:
+            U = U @ basis.T
+        return model.full_weights(np.linalg.solve(model.box_matrix(v["S"]), U), basis)
+
+    def from_lift_multiplier():  # Z = multiplier of the PSD block: W = -Z_21 Z_11^{-1}
+        Z = lift.dual_value
+        if Z is None:
+            return None
+        Z = np.asarray(Z, dtype=float)
+        try:
+            return model.full_weights(-np.linalg.solve(Z[:r, :r], Z[r:, :r].T).T, basis)
+        except np.linalg.LinAlgError:
+            return None
+
+    def candidates(v):
+        return [W for W in (from_dual_point(v), from_lift_multiplier()) if W is not None]
+
+    def objective(v):  # both recoveries are feasible points of (4): the better one bounds
+        return min(model.objective(W, C=float(Cp.value)) for W in candidates(v))
+
+    def weights(v):
+        return min(candidates(v), key=lambda W: model.objective(W, C=float(Cp.value)))
+
+    return ReferenceProblem(
+        problem, variables={"alpha": alpha, "S": S, "T": T}, objective=objective,
+        lower_bound=lambda v, duals: model.lower_bound((v["alpha"], v["S"]), C=float(Cp.value)),
+        weights=weights, constraints={"budget": budget, "lift": lift}, parameters={"C": Cp},
+        name="orthogonal transfer (4), dual of the lifted SDP"
+             + ("" if basis is None else " in the representer basis"),
+        build_time=time.perf_counter() - t0,
+        data={"X": model.X, "H": model.H, "K": K, "model": model, "basis": basis, "features": F})
+
+
+def _qp_dual_from_model(model: PairModel, Cval: float, max_size) -> ReferenceProblem:
+    """The QP dual of a baseline (see :func:`baseline_dual`)."""
+    t0 = time.perf_counter()
+    X = model.X
+    P = model.data.n_pairs
+    n_vars = len(model.var_nodes)
+    check_size(P, model.data.n_samples, 3 * P * X.shape[1] + n_vars * n_vars, max_size,
+               what=f"the dual of {model.method.upper()}")
+    Cp, alpha, budget, Ut = _dual_pieces(model, Cval, X)
+    L = np.linalg.cholesky(model.S)
+    # tr(U^T S^{-1} U) = ||L^{-1} U||_F^2 with S = L L^T (S = I except TRANSFER)
+    Linv_T = np.linalg.solve(L, np.eye(n_vars)).T
+    problem = cp.Problem(cp.Maximize(model.data.pair_offset @ alpha - 0.5 * cp.sum_squares(Ut @ Linv_T)),
+                         [budget])
+
+    def weights(v):
+        U = model.node_gradient(v["alpha"])[model.var_nodes]
+        return model.full_weights(np.linalg.solve(model.S, U))
+
+    return ReferenceProblem(
+        problem, variables={"alpha": alpha},
+        objective=lambda v: model.objective(weights(v), C=float(Cp.value)),
+        lower_bound=lambda v, duals: model.lower_bound(v["alpha"], C=float(Cp.value)),
+        weights=weights, constraints={"budget": budget}, parameters={"C": Cp},
+        name=f"{_NAMES.get(model.method, 'TREELOSS (section 5)')}, dual",
+        build_time=time.perf_counter() - t0,
+        data={"X": X, "H": model.H, "model": model, "regularizer": model.S})
+
+
+def baseline_dual(X, y, H: Hierarchy, C: float = 1.0, method: str = "flatmult", classes: str = "nodes",
+                  max_size: int | None = None) -> ReferenceProblem:
+    """The QP dual shared by the four baselines (FLATMULT, HIERMULT, TRANSFER, TREELOSS)::
+
+        max_alpha  sum_p b_p alpha_p - 1/2 tr(U(alpha)^T R^{-1} U(alpha))
+        s.t.       alpha >= 0,  sum_{p of slack s} cost_p alpha_p <= C Cw_s
+
+    ``R`` the regularizer's matrix (``I``, or ``I + E^T E`` for TRANSFER), ``b_p = 1``,
+    ``cost_p = 1 / Delta_p`` (slack rescaling; ``Delta = 1`` except TREELOSS).  Recovery
+    ``W = R^{-1} U(alpha)``.  ``classes`` is TREELOSS's option."""
+    if method == "orthogonal":
+        raise InputError("method='orthogonal' has its own SDP dual: use dual(...)")
+    model = prepare(X, y, H, method, classes) if method == "treeloss" else prepare(X, y, H, method)
+    return dual_from_model(model, C, max_size=max_size)
+
+
+def flatmult_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+    """The dual of :func:`flatmult` (see :func:`baseline_dual`)."""
+    return baseline_dual(X, y, H, C, "flatmult", max_size=max_size)
+
+
+def hiermult_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+    """The dual of :func:`hiermult` (see :func:`baseline_dual`)."""
+    return baseline_dual(X, y, H, C, "hiermult", max_size=max_size)
+
+
+def transfer_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+    """The dual of :func:`transfer` (see :func:`baseline_dual`)."""
+    return baseline_dual(X, y, H, C, "transfer", max_size=max_size)
+
+
+def treeloss_dual(X, y, H: Hierarchy, C: float = 1.0, classes: str = "nodes",
+                  max_size: int | None = None) -> ReferenceProblem:
+    """The dual of :func:`treeloss` (see :func:`baseline_dual`)."""
+    return baseline_dual(X, y, H, C, "treeloss", classes, max_size=max_size)

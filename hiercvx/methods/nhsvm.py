@@ -66,7 +66,7 @@ METHODS = (
         equations={"attributes": "(5)", "path weights": "(6)-(8)", "margin": "(9)",
                    "primal": "(10)", "variant": "(13)", "inference": "(19)"},
         prepare=nhsvm_model.prepare,
-        references={"primal": nhsvm.primal},
+        references={"primal": nhsvm.primal, "dual": nhsvm.dual},
         fast_solvers={
             "pairwise": FastSolver("pairwise", nhsvm_fw.solve,
                                    algorithm="pairwise block-coordinate Frank-Wolfe with vertex caches",
@@ -84,7 +84,7 @@ METHODS = (
         paper=PAPER,
         equations={"primal": "(14)", "alpha step": "(20)", "shared norm": "(16)"},
         prepare=nhsvm_model.prepare_shared,
-        references={"primal": nhsvm.shared_primal},
+        references={"primal": nhsvm.shared_primal, "dual": nhsvm.shared_dual},
         fast_solvers={
             "alternating": FastSolver("alternating", shared_norm.solve,
                                       algorithm="alternating minimization: pairwise BCFW weight "

@@ -1,6 +1,7 @@
 """Registry entries of Zhou, Xiao, Wu, *Hierarchical Classification via Orthogonal Transfer*
 (2011): orthogonal transfer (4) and the four baselines of section 5, each with its certified
-CVXPY reference (lifted SDP for (4), QPs for the baselines) and RDA with optimality bounds
+CVXPY reference (lifted SDP for (4), QPs for the baselines) and its declared dual (the SDP
+dual of the lifting; one QP dual for the baselines) and RDA with optimality bounds
 (Algorithm 1) as the fast solver.
 
 All five share one model (:func:`hiercvx.models.orthogonal.prepare`, a
@@ -109,11 +110,11 @@ def _orthogonal_cases(quick: bool = True):
 _TABLE = ("primal", "regularizer", "convexity", "K", "fast solver")
 
 
-def _method(name, title, prepare, reference, structures, cases=None):
+def _method(name, title, prepare, reference, dual, structures, cases=None):
     return Method(
         name=name, title=title, paper=PAPER,
         equations={k: v for k, v in otm.EQUATIONS[name].items() if k in _TABLE}, prepare=prepare,
-        references={"primal": reference},
+        references={"primal": reference, "dual": dual},
         fast_solvers={"rda": FastSolver("rda", rda.solve,
                                         algorithm="RDA with optimality bounds (Algorithm 1)",
                                         options=dict(RDA_OPTIONS), rtol=RDA_RTOL)},
@@ -123,13 +124,13 @@ def _method(name, title, prepare, reference, structures, cases=None):
 
 METHODS = (
     _method("orthogonal", "Hierarchical SVM with orthogonal transfer (lifted SDP)", prepare_orthogonal,
-            ot.primal, ("tree", "partial", "sparse", "flat"), _orthogonal_cases),
-    _method("flatmult", "FLATMULT: Crammer-Singer over the leaves", prepare_flatmult, ot.flatmult,
-            ("tree", "sparse", "flat")),
-    _method("hiermult", "HIERMULT: Crammer-Singer at every internal node", prepare_hiermult, ot.hiermult,
-            ("tree", "partial", "sparse", "flat")),
-    _method("transfer", "TRANSFER: parent-child difference regularizer", prepare_transfer, ot.transfer,
-            ("tree", "partial", "sparse", "flat")),
-    _method("treeloss", "TREELOSS: Cai-Hofmann tree-loss SVM in increments", prepare_treeloss, ot.treeloss,
-            ("tree", "partial", "sparse", "flat")),
+            ot.primal, ot.dual, ("tree", "partial", "sparse", "flat"), _orthogonal_cases),
+    _method("flatmult", "FLATMULT: Crammer-Singer over the leaves", prepare_flatmult,
+            ot.flatmult, ot.flatmult_dual, ("tree", "sparse", "flat")),
+    _method("hiermult", "HIERMULT: Crammer-Singer at every internal node", prepare_hiermult,
+            ot.hiermult, ot.hiermult_dual, ("tree", "partial", "sparse", "flat")),
+    _method("transfer", "TRANSFER: parent-child difference regularizer", prepare_transfer,
+            ot.transfer, ot.transfer_dual, ("tree", "partial", "sparse", "flat")),
+    _method("treeloss", "TREELOSS: Cai-Hofmann tree-loss SVM in increments", prepare_treeloss,
+            ot.treeloss, ot.treeloss_dual, ("tree", "partial", "sparse", "flat")),
 )
