@@ -1,4 +1,4 @@
-"""The ``hiercvx`` command: ``info``, ``data FILE``, ``methods``, ``verify``, ``demo``."""
+"""The ``hiercvx`` command: ``info``, ``data FILE``, ``methods``, ``show METHOD``, ``verify``, ``demo``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from importlib import metadata
 from . import datasets, methods
 from .demo import run_demo
 from .exceptions import HierCVXError
-from .reference import SOLVER_PREFERENCE, usable_solvers
+from .reference import SOLVER_PREFERENCE, gurobi_limit_text, usable_solvers
 from .verify import format_table, verify, write_json
 
 PACKAGES = ("hiercvx", "numpy", "scipy", "cvxpy", "clarabel", "osqp", "ecos", "scs", "highspy",
@@ -37,7 +37,8 @@ def cmd_info(args) -> int:
         classes = [k for k, v in SOLVER_PREFERENCE.items() if name in v]
         print(f"  {name:<9} {state:<10} {', '.join(classes)}")
     if "GUROBI" not in usable:
-        print("  GUROBI    not installed (pip install 'hiercvx[gurobi]'; the free licence is size-limited)")
+        print("  GUROBI    not installed (pip install gurobipy; its bundled licence is size-limited: "
+              f"{gurobi_limit_text()})")
     print("Default solver per problem class:")
     for klass, prefs in SOLVER_PREFERENCE.items():
         pick = next((s for s in prefs if usable.get(s) == "ok"), "none installed")
@@ -62,8 +63,25 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def cmd_show(args) -> int:
+    """The formulation of ``METHOD``'s primal (or ``--dual``) reference on its first quick case,
+    as text or ``--latex`` (:meth:`hiercvx.reference.ReferenceProblem.describe`)."""
+    method = methods.get(args.method)
+    case = method.cases(True)[0]
+    reference = method.build("dual" if args.dual else "primal", case)
+    equations = ", ".join(f"{role} {eq}" for role, eq in method.equations.items())
+    if args.latex:
+        print(f"% {method.name}: {method.title}. {method.paper}\n% equations: {equations}\n"
+              f"% built on the case '{case.name}'")
+    else:
+        print(f"{method.name}: {method.title}\n{method.paper}\nequations: {equations}\n"
+              f"built on the case '{case.name}'\n")
+    print(reference.describe("latex" if args.latex else "text"))
+    return 0
+
+
 def cmd_verify(args) -> int:
-    rows = verify(args.methods or None, quick=args.quick, verbose=not args.quiet)
+    rows = verify(args.methods or None, quick=args.quick, verbose=not args.quiet, gurobi=args.gurobi)
     print(format_table(rows))
     if args.json:
         write_json(rows, args.json)
@@ -86,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_data)
     p = sub.add_parser("methods", help="the registered methods: papers, equations, solvers, estimators")
     p.set_defaults(func=cmd_methods)
+    p = sub.add_parser("show", help="a method's formulation: variables, objective and constraints "
+                       "with the paper's equation numbers, sizes, problem class, solver")
+    p.add_argument("method", metavar="METHOD", help=f"one of {', '.join(methods.names())}")
+    p.add_argument("--dual", action="store_true", help="the declared dual instead of the primal")
+    p.add_argument("--latex", action="store_true", help="LaTeX (align*) instead of plain text")
+    p.set_defaults(func=cmd_show)
     p = sub.add_parser("verify", help="every fast solver against its certified reference, one table; "
                        "exit 1 on any disagreement")
     p.add_argument("methods", nargs="*", metavar="METHOD",
@@ -93,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="the small built-in problems only")
     p.add_argument("--json", metavar="FILE", help="also write the rows as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--gurobi", action="store_true", help="also solve each reference primal with "
+                   "Gurobi where its licence allows, as one more independent route")
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("demo", help="verify --quick, then one fit / predict on real data")
     p.add_argument("--quiet", action="store_true", help="no progress output")

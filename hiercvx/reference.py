@@ -17,12 +17,22 @@ and the gap.
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 import time
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
+import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
+from cvxpy.constraints import PSD, SOC, Equality, ExpCone, Inequality, NonNeg, NonPos, Zero
+
+try:  # optional: the pip wheel carries a size-limited licence
+    import gurobipy as gp
+except ImportError:  # pragma: no cover - gurobipy is installed by default
+    gp = None
 
 from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUnavailableError
 from .result import OPTIMAL, Solution, relative_gap
@@ -32,6 +42,15 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ReferenceProblem",
     "ReferenceSolution",
+    "Formulation",
+    "Term",
+    "ProblemSize",
+    "problem_size",
+    "gurobi_licence",
+    "gurobi_size",
+    "check_gurobi_size",
+    "GUROBI_SIZE_LIMITS",
+    "gurobi_limit_text",
     "choose_solver",
     "installed_solvers",
     "usable_solvers",
@@ -60,39 +79,125 @@ SOLVER_PREFERENCE = {
 _GUROBI_LIMIT_MARKERS = ("size-limited", "Model too large", "10010", "restricted license")
 
 
+#: The limits of Gurobi's size-limited licence (the one the ``gurobipy`` pip wheel carries),
+#: measured with gurobipy 13.0.3 by bisection on LP, QP, SOCP, MILP and MIQP models: at most
+#: 2000 variables and 2000 constraints (linear and quadratic together), and at most 200
+#: variables as soon as the model has a quadratic term (a QP objective, a second-order cone:
+#: CVXPY passes every cone as a quadratic constraint over auxiliary variables).  Nonzeros are
+#: not limited (a dense 2000 x 2000 LP solves).
+GUROBI_SIZE_LIMITS = {"variables": 2000, "constraints": 2000, "quadratic_variables": 200}
+
+#: the open-source solver to name when Gurobi's licence refuses a problem of a class
+OPEN_SOURCE_ALTERNATIVE = {"LP": "HIGHS", "QP": "CLARABEL", "SOCP": "CLARABEL", "SDP": "CLARABEL",
+                           "EXP": "CLARABEL", "MILP": "HIGHS", "MIQP": "ECOS_BB", "MISOCP": "ECOS_BB"}
+
+
 def installed_solvers() -> tuple[str, ...]:
     """Solvers that CVXPY can import here."""
-    import cvxpy as cp
-
     return tuple(cp.installed_solvers())
+
+
+@functools.lru_cache(maxsize=1)
+def gurobi_licence() -> str:
+    """``"full"``, ``"size-limited"``, ``"not installed"`` or ``"unusable: <reason>"``.
+
+    Probed once per process with an empty model one variable past the size-limited licence's
+    limit (:data:`GUROBI_SIZE_LIMITS`); a restricted licence answers with error 10010.
+    """
+    if gp is None or "GUROBI" not in installed_solvers():
+        return "not installed"
+    try:
+        with gp.Env(empty=True) as env:
+            env.setParam("OutputFlag", 0)
+            env.start()
+            with gp.Model(env=env) as m:
+                m.addVars(GUROBI_SIZE_LIMITS["variables"] + 1)
+                m.optimize()
+    except Exception as exc:  # gurobipy.GurobiError, or a licence server's error
+        msg = str(exc)
+        if any(k in msg for k in _GUROBI_LIMIT_MARKERS):
+            return "size-limited"
+        return f"unusable: {msg}"
+    return "full"
+
+
+def gurobi_limit_text() -> str:
+    """The measured limits of the size-limited licence, in words."""
+    lim = GUROBI_SIZE_LIMITS
+    return (f"at most {lim['variables']} variables and {lim['constraints']} constraints, "
+            f"{lim['quadratic_variables']} variables with a quadratic term (QP, SOCP)")
 
 
 def usable_solvers() -> dict[str, str]:
     """Installed solvers and whether they work: name -> ``"ok"`` or the reason they do not.
 
-    Gurobi is probed with a model just past the size-limited licence (2000 variables), so
-    a restricted licence is reported here rather than in the middle of a solve.
+    Gurobi is probed (:func:`gurobi_licence`), so a restricted licence is reported here with
+    its limits rather than in the middle of a solve.
     """
-    out = {}
-    for name in installed_solvers():
-        out[name] = "ok"
+    out = {name: "ok" for name in installed_solvers()}
     if "GUROBI" in out:
-        try:  # pragma: no cover - depends on a licence
-            import gurobipy as gp
-
-            with gp.Env(empty=True) as env:
-                env.setParam("OutputFlag", 0)
-                env.start()
-                with gp.Model(env=env) as m:
-                    m.addVars(2001)
-                    m.optimize()
-        except Exception as exc:  # pragma: no cover
-            msg = str(exc)
-            if any(k in msg for k in _GUROBI_LIMIT_MARKERS):
-                out["GUROBI"] = "size-limited licence (at most 2000 variables/constraints)"
-            else:
-                out["GUROBI"] = f"unusable: {msg}"
+        licence = gurobi_licence()
+        if licence == "size-limited":
+            out["GUROBI"] = f"size-limited licence ({gurobi_limit_text()})"
+        elif licence != "full":
+            out["GUROBI"] = licence
     return out
+
+
+def gurobi_size(problem) -> dict:
+    """The size of ``problem`` as Gurobi receives it from CVXPY: ``{"variables",
+    "constraints", "quadratic", "integer"}``.
+
+    Read from CVXPY's problem data for Gurobi (the compilation is cached, so the solve that
+    follows does not compile again): the QP route passes ``n_var`` variables and the equality
+    and inequality rows; the conic route adds, per second-order cone of dimension k, k
+    auxiliary variables, k linear coupling rows and one quadratic constraint.
+    """
+    data, _, _ = problem.get_problem_data(solver="GUROBI")
+    P = data.get("P")
+    quadratic = P is not None and (P.nnz if sp.issparse(P) else np.count_nonzero(P)) > 0
+    if "n_var" in data:  # QP route
+        n_var, n_con = int(data["n_var"]), int(data["n_eq"]) + int(data["n_ineq"])
+    else:  # conic route
+        dims = data["dims"]
+        soc = [int(k) for k in dims.soc]
+        n_var = int(data["A"].shape[1]) + sum(soc)
+        n_con = int(dims.zero) + int(dims.nonneg) + sum(soc) + len(soc)
+        quadratic = quadratic or bool(soc)
+    integer = bool(len(data.get("int_vars_idx", ())) or len(data.get("bool_vars_idx", ())))
+    return {"variables": n_var, "constraints": n_con, "quadratic": quadratic, "integer": integer}
+
+
+def check_gurobi_size(problem, what: str = "the problem") -> None:
+    """Raise :class:`SolverUnavailableError` (status ``"licence"``) when Gurobi's licence is
+    size-limited and ``problem`` exceeds :data:`GUROBI_SIZE_LIMITS`; naming the limit and the
+    open-source solver of the problem's class.  A full licence is not checked."""
+    if gurobi_licence() != "size-limited":
+        return
+    try:
+        size = gurobi_size(problem)
+    except cp.error.SolverError as exc:  # e.g. an SDP: Gurobi takes no PSD cone
+        klass = problem_class(problem)
+        raise SolverUnavailableError(
+            f"Gurobi cannot solve {what} ({klass}: {exc}); use the open-source "
+            f"solver='{OPEN_SOURCE_ALTERNATIVE.get(klass, 'CLARABEL')}'", status="unsupported",
+            solver="GUROBI") from None
+    lim = GUROBI_SIZE_LIMITS
+    max_vars = lim["quadratic_variables"] if size["quadratic"] else lim["variables"]
+    over = []
+    if size["variables"] > max_vars:
+        kind = " with a quadratic term (QP objective or cone)" if size["quadratic"] else ""
+        over.append(f"{size['variables']:,} variables{kind} > {max_vars:,}")
+    if size["constraints"] > lim["constraints"]:
+        over.append(f"{size['constraints']:,} constraints > {lim['constraints']:,}")
+    if over:
+        klass = problem_class(problem)
+        alt = OPEN_SOURCE_ALTERNATIVE.get(klass, "CLARABEL")
+        raise SolverUnavailableError(
+            f"{what} is too large for Gurobi's size-limited licence ({gurobi_limit_text()}): "
+            f"as compiled for Gurobi it has {'; '.join(over)}. Use the open-source "
+            f"solver='{alt}' for this {klass}, or a full Gurobi licence", status="licence",
+            solver="GUROBI")
 
 
 def problem_class(problem) -> str:
@@ -101,8 +206,6 @@ def problem_class(problem) -> str:
     Decided from the expression tree, without compiling (compiling twice would double
     the build time that the benchmarks report).
     """
-    from cvxpy.constraints import PSD, ExpCone
-
     def atoms(expr):
         yield type(expr).__name__
         for a in getattr(expr, "args", ()):
@@ -161,6 +264,185 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
             f"(solver='fast'), subsample the data, or pass max_size={size} (or larger) to build it anyway")
 
 
+# ---------------------------------------------------------------------- how a reader writes it
+@dataclass(frozen=True)
+class Term:
+    """One line of a formulation: plain ``text``, its ``latex`` and the paper's equation ``eq``."""
+
+    text: str
+    latex: str = ""
+    eq: str = ""
+
+    @classmethod
+    def of(cls, value) -> "Term":
+        """A :class:`Term` from a ``Term``, a string or a ``(text, latex, eq)`` tuple."""
+        if isinstance(value, Term):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        return cls(*value)
+
+
+@dataclass(frozen=True)
+class Formulation:
+    """The problem as a reader writes it, declared by the builder next to the CVXPY problem.
+
+    ``objective`` and each of ``constraints`` (name -> family; the names of the
+    :class:`ReferenceProblem`'s ``constraints`` dict where the family has duals) are
+    :class:`Term`\\ s or ``(text, latex, eq)`` tuples; ``variables`` maps a variable's name to
+    its meaning; ``notation`` lists symbols the lines use (symbol -> meaning).
+    :meth:`ReferenceProblem.describe` renders it.
+    """
+
+    objective: Any
+    constraints: Mapping[str, Any] = field(default_factory=dict)
+    variables: Mapping[str, str] = field(default_factory=dict)
+    notation: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "objective", Term.of(self.objective))
+        object.__setattr__(self, "constraints",
+                           {k: Term.of(v) for k, v in dict(self.constraints).items()})
+        object.__setattr__(self, "variables", dict(self.variables))
+        object.__setattr__(self, "notation", dict(self.notation))
+
+
+@dataclass(frozen=True)
+class ProblemSize:
+    """The size of a CVXPY problem before compilation: scalar variables, scalar constraint
+    rows, and nonzeros of the constant matrices and vectors in its expressions."""
+
+    variables: int
+    constraints: int
+    nonzeros: int
+
+    def __str__(self):
+        return (f"{self.variables:,} variables, {self.constraints:,} constraints, "
+                f"{self.nonzeros:,} nonzeros")
+
+
+def _constant_nonzeros(expr, seen: set) -> int:
+    if isinstance(expr, cp.Constant):
+        if id(expr) in seen:
+            return 0
+        seen.add(id(expr))
+        value = expr.value
+        return int(value.nnz) if sp.issparse(value) else int(np.count_nonzero(value))
+    return sum(_constant_nonzeros(a, seen) for a in getattr(expr, "args", ()))
+
+
+def problem_size(problem) -> ProblemSize:
+    """:class:`ProblemSize` of ``problem``, read from its expression tree (no compilation)."""
+    seen: set = set()
+    nnz = _constant_nonzeros(problem.objective, seen)
+    nnz += sum(_constant_nonzeros(c, seen) for c in problem.constraints)
+    return ProblemSize(sum(int(v.size) for v in problem.variables()),
+                       sum(int(c.size) for c in problem.constraints), nnz)
+
+
+_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa", "lambda",
+          "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega"}
+
+
+_CAPITAL_GREEK = {"Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Phi", "Psi", "Omega"}
+
+
+def _latex_symbol(name: str) -> str:
+    base, _, sub = name.partition("_")
+    if base in _GREEK or base in _CAPITAL_GREEK:
+        head = f"\\{base}"
+    else:
+        head = base if len(base) == 1 else f"\\mathrm{{{base}}}"
+    return head + (f"_{{\\mathrm{{{sub}}}}}" if sub else "")
+
+
+def _latex_text(text: str) -> str:
+    """Escape plain text for LaTeX's text mode."""
+    special = {"\\": "\\textbackslash{}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}",
+               "<": "\\textless{}", ">": "\\textgreater{}", "|": "\\textbar{}",
+               **{ch: "\\" + ch for ch in "&%$#_{}"}}
+    return "".join(special.get(ch, ch) for ch in text)
+
+
+def _latex_shape(shape) -> str:
+    return "\\mathbb{R}" + ("" if not shape else "^{" + " \\times ".join(map(str, shape)) + "}")
+
+
+def _constraint_kind(c) -> str:
+    """A CVXPY constraint's family in words (the fallback when no formulation is declared)."""
+    if isinstance(c, (Inequality, NonNeg, NonPos)):
+        return "inequality"
+    if isinstance(c, (Equality, Zero)):
+        return "equality"
+    if isinstance(c, PSD):
+        return "positive semidefinite"
+    if isinstance(c, SOC):
+        return "second-order cone"
+    if isinstance(c, ExpCone):
+        return "exponential cone"
+    return type(c).__name__
+
+
+def _render_text(d: dict) -> str:
+    lines = [d["title"], ""]
+    obj = d["objective"]
+    lines.append(f"  {d['sense']:<11} {obj.text}" + (f"    {obj.eq}" if obj.eq else ""))
+    if d["constraints"]:
+        lines.append("  subject to")
+        wname = max(len(name) for name, *_ in d["constraints"])
+        wtext = max(len(term.text) for _, term, _ in d["constraints"])
+        weq = max(len(term.eq) for _, term, _ in d["constraints"])
+        for name, term, rows in d["constraints"]:
+            rows_text = "" if rows is None else f"{rows:,} row{'s' if rows != 1 else ''}"
+            lines.append(f"    {name:<{wname}}  {term.text:<{wtext}}  {term.eq:<{weq}}  {rows_text}".rstrip())
+    lines.append("  variables")
+    wname = max((len(n) for n, *_ in d["variables"]), default=0)
+    wshape = max((len(str(s)) for _, s, _ in d["variables"]), default=0)
+    for name, shape, meaning in d["variables"]:
+        lines.append(f"    {name:<{wname}}  {str(shape):<{wshape}}  {meaning}".rstrip())
+    if d["notation"]:
+        lines.append("  where")
+        wsym = max(len(k) for k in d["notation"])
+        lines += [f"    {k:<{wsym}}  {v}" for k, v in d["notation"].items()]
+    if d["parameters"]:
+        lines.append("  parameters  " + ", ".join(d["parameters"]))
+    lines += ["", f"  size           {d['size']}", f"  problem class  {d['class']}",
+              f"  solver         {d['solver']}"]
+    return "\n".join(lines)
+
+
+def _render_latex(d: dict) -> str:
+    obj = d["objective"]
+    under = ",\\, ".join(_latex_symbol(n) for n, *_ in d["variables"])
+    op = "\\min" if d["sense"] == "minimize" else "\\max"
+
+    def tag(term):
+        return f" \\tag*{{{term.eq}}}" if term.eq else " \\notag"
+
+    def body(term):
+        return term.latex or f"\\text{{{_latex_text(term.text)}}}"
+
+    lines = [f"% {d['title']}", "\\begin{align*}",
+             f"  {op}_{{{under}}} \\quad & {body(obj)}{tag(obj)} \\\\"]
+    for i, (name, term, rows) in enumerate(d["constraints"]):
+        lead = "\\text{s.t.} \\quad " if i == 0 else ""
+        label = f"\\text{{({_latex_text(name)})}}"
+        lines.append(f"  {lead}& {body(term)} \\qquad {label}{tag(term)} \\\\")
+    lines[-1] = lines[-1].rstrip(" \\")
+    lines += ["\\end{align*}", "where", "\\begin{itemize}"]
+    for name, shape, meaning in d["variables"]:
+        lines.append(f"  \\item ${_latex_symbol(name)} \\in {_latex_shape(shape)}$"
+                     + (f": {_latex_text(meaning)}" if meaning else ""))
+    for sym, meaning in d["notation"].items():
+        lines.append(f"  \\item {_latex_text(sym)}: {_latex_text(meaning)}")
+    lines.append("\\end{itemize}")
+    if d["parameters"]:
+        lines.append("Parameters: " + _latex_text(", ".join(d["parameters"])) + ".")
+    lines.append(f"Size: {_latex_text(str(d['size']))}; problem class {d['class']}; "
+                 f"solver {_latex_text(d['solver'])}.")
+    return "\n".join(lines)
+
+
 #: A certified reference returns the one result type of hiercvx (:class:`hiercvx.result.Solution`).
 ReferenceSolution = Solution
 
@@ -179,13 +461,16 @@ class ReferenceProblem:
     constraints : dict name -> cvxpy constraint whose duals ``lower_bound`` reads
     parameters : dict name -> cvxpy.Parameter a user may sweep (see :meth:`set`)
     infeasibility : optional callable(values) -> float, a primal residual (0 when feasible)
+    formulation : optional :class:`Formulation`, the problem as the paper writes it (objective
+        and constraint families with equation numbers, variables' meanings) for :meth:`describe`
     """
 
     def __init__(self, problem, *, variables: dict, objective: Callable, lower_bound: Callable,
                  weights: Callable, constraints: dict | None = None, parameters: dict | None = None,
                  infeasibility: Callable | None = None, name: str = "", build_time: float = 0.0,
-                 data: dict | None = None):
+                 data: dict | None = None, formulation: Formulation | None = None):
         self.problem = problem
+        self.formulation = formulation
         self.variables = dict(variables)
         self.constraints = dict(constraints or {})
         self.parameters = dict(parameters or {})
@@ -200,6 +485,73 @@ class ReferenceProblem:
     def __repr__(self):
         return (f"ReferenceProblem({self.name!r}, {len(self.variables)} variables, "
                 f"{len(self.problem.constraints)} constraint groups, parameters {list(self.parameters)})")
+
+    def size(self) -> ProblemSize:
+        """Variables, constraint rows and constant nonzeros of the declared problem."""
+        return problem_size(self.problem)
+
+    def describe(self, fmt: str = "text") -> str:
+        """The formulation as a reader writes it, as plain ``"text"`` or ``"latex"``: objective
+        and constraint families with the paper's equation numbers (from :attr:`formulation`;
+        without one, the CVXPY structure: named constraints and their kinds), the variables
+        with shapes and meanings, the swept parameters, the size (:meth:`size`), the problem
+        class and the solver :meth:`solve` starts with."""
+        if fmt not in ("text", "latex"):
+            raise InputError(f"fmt must be 'text' or 'latex', got {fmt!r}")
+        parts = self._description()
+        return _render_text(parts) if fmt == "text" else _render_latex(parts)
+
+    def _description(self) -> dict:
+        """What :meth:`describe` renders, from :attr:`formulation` or the CVXPY structure."""
+        form = self.formulation
+        named_ids = {id(c) for c in self.constraints.values()}
+        constraints = []
+        if form is not None:
+            for name, term in form.constraints.items():
+                c = self.constraints.get(name)
+                constraints.append((name, term, None if c is None else int(c.size)))
+        listed = {name for name, *_ in constraints}
+        for name, c in self.constraints.items():  # named but not in the formulation
+            if name not in listed:
+                constraints.append((name, Term(_constraint_kind(c)), int(c.size)))
+        if form is None:
+            for c in self.problem.constraints:
+                if id(c) not in named_ids:
+                    constraints.append(("(unnamed)", Term(_constraint_kind(c)), int(c.size)))
+        model = self.data.get("model")
+        model_vars = getattr(model, "variables", {}) or {}
+        variables, declared = [], set()
+        for name, var in self.variables.items():
+            declared.add(id(var))
+            meaning = (form.variables.get(name, "") if form is not None else "") or \
+                getattr(model_vars.get(name), "meaning", "")
+            variables.append((name, tuple(var.shape), meaning))
+        for var in self.problem.variables():
+            if id(var) not in declared:
+                meaning = form.variables.get(var.name(), "auxiliary") if form else "auxiliary"
+                variables.append((var.name(), tuple(var.shape), meaning))
+        params = []
+        for name, p in self.parameters.items():
+            value = p.value
+            params.append(f"{name} = {float(value):g}" if p.size == 1 and value is not None
+                          else f"{name} {tuple(p.shape)}")
+        sense = "maximize" if isinstance(self.problem.objective, cp.Maximize) else "minimize"
+        if form is not None:
+            objective = form.objective
+        else:
+            objective = Term(f"(not declared; a CVXPY objective over "
+                             f"{', '.join(n for n, *_ in variables)})")
+        klass = problem_class(self.problem)
+        try:
+            first = choose_solver(self.problem)
+            rest = [n for n in SOLVER_PREFERENCE[klass] if n in installed_solvers() and n != first]
+            solver = first + (f" (then {', '.join(rest)} if it fails)" if rest else "")
+        except SolverUnavailableError:
+            solver = f"none installed (install one of {', '.join(SOLVER_PREFERENCE[klass])})"
+        return {"title": self.name or "reference problem", "sense": sense, "objective": objective,
+                "constraints": constraints, "variables": variables,
+                "notation": dict(form.notation) if form is not None else {},
+                "parameters": params, "size": self.size(), "class": klass, "solver": solver}
 
     def set(self, **values) -> "ReferenceProblem":
         """Change swept parameters (e.g. ``C``) without recompiling; returns ``self``."""
@@ -265,18 +617,18 @@ class ReferenceProblem:
     def _solve_with(self, name: str, gap_tol: float, feas_tol: float, verbose: bool,
                     solver_options: dict) -> ReferenceSolution:
         """One solve with the solver ``name``, then the certificate (see :meth:`solve`)."""
-        import cvxpy as cp
-
         klass = problem_class(self.problem)
         t0 = time.perf_counter()
+        if name == "GUROBI":  # CVXPY hides the licence's "model too large": check first
+            check_gurobi_size(self.problem, what=self.name or "the reference problem")
         try:
             self.problem.solve(solver=name, verbose=verbose, **solver_options)
         except cp.error.SolverError as exc:
             msg = str(exc)
             if name == "GUROBI" and any(k in msg for k in _GUROBI_LIMIT_MARKERS):
                 raise SolverUnavailableError(
-                    "Gurobi's size-limited licence cannot take this problem; use an open-source "
-                    "solver such as solver='CLARABEL' (QP/SOCP/SDP) or solver='HIGHS' (LP/MILP)",
+                    f"Gurobi's size-limited licence ({gurobi_limit_text()}) cannot take this "
+                    f"problem; use the open-source solver='{OPEN_SOURCE_ALTERNATIVE.get(klass, 'CLARABEL')}'",
                     status="licence", solver=name) from exc
             raise SolverError(f"{self.name}: the solver failed: {msg}", status="error", solver=name) from exc
         except cp.error.DCPError as exc:  # a declaration bug, not a user error

@@ -14,6 +14,11 @@ and compare:
 One :class:`Row` per (method, case, fast solver); :func:`format_table` prints them as the
 table of the issue: method | paper eq. | case | reference objective | primal - dual | gap |
 fast solver | fast objective | rel. diff | speedup | status.
+
+``gurobi=True`` adds one more independent route where Gurobi is usable: the reference primal
+solved by Gurobi (its own certificate) must agree with the default solver's within
+``DUAL_RTOL``; the ``gurobi`` column shows the relative difference, or why Gurobi was not
+used (a size-limited licence refuses most problems over 200 variables).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import methods as registry
-from .exceptions import HierCVXError
+from .exceptions import HierCVXError, SolverUnavailableError
+from .reference import gurobi_licence
 from .testing import fast_vs_reference
 
 __all__ = ["Row", "verify", "verify_method", "format_table", "write_json", "DUAL_RTOL"]
@@ -56,6 +62,9 @@ class Row:
     status: str
     reference_seconds: float = float("nan")
     fast_seconds: float = float("nan")
+    #: the Gurobi route (``verify(gurobi=True)``): relative difference of its certified
+    #: optimum to the reference's, or why it was not used; ``"-"`` when not asked for
+    gurobi: str = "-"
 
     @property
     def ok(self) -> bool:
@@ -70,10 +79,11 @@ def _timed(fn):
 
 def _reference(method, case):
     """Certified primal (and dual) on ``case``: ``(primal, primal - dual, problem, seconds)``."""
-    primal, seconds = _timed(lambda: method.build("primal", case).solve())
+    # verbose=False: the references' own progress bars (cutting planes) stay under verify's
+    primal, seconds = _timed(lambda: method.build("primal", case).solve(verbose=False))
     diff, problem = float("nan"), ""
     if "dual" in method.references:
-        dual = method.build("dual", case).solve()
+        dual = method.build("dual", case).solve(verbose=False)
         diff = primal.objective - dual.lower_bound
         if abs(diff) > DUAL_RTOL * max(1.0, abs(primal.objective)):
             problem = (f"primal optimum {primal.objective:.10g} and dual optimum "
@@ -81,10 +91,34 @@ def _reference(method, case):
     return primal, diff, problem, seconds
 
 
-def verify_method(method, quick: bool = True, progress=None) -> list[Row]:
-    """The rows of one registered method over its built-in cases."""
+def gurobi_route(method, case, primal) -> tuple[str, str]:
+    """Gurobi on the primal reference of ``case``: ``(cell, problem)`` -- the relative
+    difference to ``primal``'s certified optimum (``problem`` names a disagreement over
+    ``DUAL_RTOL``), or why Gurobi was not used (licence size, not installed, failure)."""
+    licence = gurobi_licence()
+    if licence not in ("full", "size-limited"):
+        return licence, ""
+    reference = method.build("primal", case)
+    try:
+        sol = reference.solve(solver="GUROBI")
+    except SolverUnavailableError as exc:
+        return {"licence": "over the licence", "unsupported": "unsupported class"}.get(
+            exc.status, "unavailable"), ""
+    except HierCVXError as exc:
+        return "failed", f"Gurobi route failed: {exc}"
+    diff = abs(sol.objective - primal.objective) / max(1.0, abs(primal.objective))
+    problem = "" if diff <= DUAL_RTOL else (f"Gurobi's certified optimum {sol.objective:.10g} and the "
+                                            f"reference's {primal.objective:.10g} differ by {diff:.3e}")
+    return f"{diff:.1e}", problem
+
+
+def verify_method(method, quick: bool = True, progress=None, gurobi: bool = False) -> list[Row]:
+    """The rows of one registered method over its built-in cases (``gurobi``: add the Gurobi
+    route, :func:`gurobi_route`)."""
     rows = []
-    equations = ", ".join(f"{v}" for v in method.equations.values())
+    equations = method.equations["primal"]
+    if "dual" in method.equations:
+        equations += " / " + method.equations["dual"].split(" (")[0]
     for case in method.cases(quick):
         label = f"{case.structure}: {case.name}" if case.name != case.structure else case.name
         try:
@@ -94,37 +128,43 @@ def verify_method(method, quick: bool = True, progress=None) -> list[Row]:
                             "-", float("nan"), float("nan"), float("nan"),
                             f"REFERENCE FAILED: {exc}"))
             continue
+        grb = "-"
+        if gurobi:
+            grb, grb_problem = gurobi_route(method, case, ref)
+            problem = problem or grb_problem
         if not method.fast_solvers:
             rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, "-",
-                            float("nan"), float("nan"), float("nan"), problem or "ok", t_ref))
+                            float("nan"), float("nan"), float("nan"), problem or "ok", t_ref,
+                            gurobi=grb))
         for name in method.fast_solvers:
             fast_solver = method.fast_solvers[name]
             try:
                 fast, t_fast = _timed(lambda: method.run_fast(name, case))
             except HierCVXError as exc:
                 rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, name,
-                                float("nan"), float("nan"), float("nan"), f"FAST FAILED: {exc}", t_ref))
+                                float("nan"), float("nan"), float("nan"), f"FAST FAILED: {exc}", t_ref,
+                                gurobi=grb))
                 continue
             reason = problem or fast_vs_reference(fast, ref, fast_solver.rtol)
             rel = abs(fast.objective - ref.objective) / max(1.0, abs(ref.objective))
             rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, name,
                             float(fast.objective), rel, t_ref / max(t_fast, 1e-9),
-                            "ok" if not reason else f"DISAGREE: {reason}", t_ref, t_fast))
+                            "ok" if not reason else f"DISAGREE: {reason}", t_ref, t_fast, gurobi=grb))
         if progress is not None:
             progress.update(1)
     return rows
 
 
-def verify(names=None, quick: bool = True, verbose: bool = True) -> list[Row]:
+def verify(names=None, quick: bool = True, verbose: bool = True, gurobi: bool = False) -> list[Row]:
     """Verify the registered methods ``names`` (all when ``None``); a tqdm bar over the cases
-    unless ``verbose=False``."""
+    unless ``verbose=False``; ``gurobi=True`` adds the Gurobi route (:func:`gurobi_route`)."""
     chosen = [registry.get(n) for n in (names or registry.names())]
     n_cases = sum(len(m.cases(quick)) for m in chosen)
     rows = []
     with tqdm(total=n_cases, desc="verify", unit="case", disable=not verbose, leave=False) as bar:
         for method in chosen:
             bar.set_postfix_str(method.name)
-            rows.extend(verify_method(method, quick=quick, progress=bar))
+            rows.extend(verify_method(method, quick=quick, progress=bar, gurobi=gurobi))
     return rows
 
 
@@ -141,6 +181,9 @@ def format_table(rows) -> str:
              _num(r.fast_objective, ".8g"), _num(r.rel_diff, ".1e"),
              _num(r.speedup, ".1f") + ("x" if np.isfinite(r.speedup) else ""),
              "ok" if r.ok else r.status.split(":")[0]) for r in rows]
+    if any(r.gurobi != "-" for r in rows):  # the optional Gurobi route, before the status
+        head = head[:-1] + ("gurobi",) + head[-1:]
+        body = [line[:-1] + (r.gurobi,) + line[-1:] for line, r in zip(body, rows)]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip()
              for line in (head, tuple("-" * w for w in widths), *body)]

@@ -42,7 +42,7 @@ from ..models import sibling as sibling_model
 from ..models.sibling import (SiblingModel, SiblingPairs, check_pair_weights, cost, hinge,
                               predict_top_down, prepare, psi, sibling_pairs, u_min)
 from ..kernels import psd_factor
-from ..reference import ReferenceProblem, ReferenceSolution, check_size
+from ..reference import Formulation, ReferenceProblem, ReferenceSolution, check_size
 from ..result import Solution
 from ..solvers.dc import check_dc_options, dc_iterations
 
@@ -59,6 +59,8 @@ __all__ = [
     "dc_from_model",
     "dc_reference",
     "DCReference",
+    "primal_formulation",
+    "dual_formulation",
     "predict_top_down",
     "u_min",
     "psi",
@@ -132,6 +134,62 @@ def _full(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=float)
     return np.concatenate([np.zeros((1,) + rows.shape[1:]), rows], axis=0)
 
+
+
+# ---------------------------------------------------------------------- what describe() shows
+_NOTATION = {
+    "f_v(x)": "<w_v, x> + b_v (kernel: sum_i c_vi k(x_i, x) + b_v), v a non-root node of H'",
+    "Q(y)": "the pairs (j, t): j on the path of y, t a sibling of j",
+    "m_p(f)": "f_j(x_i) - f_t(x_i), the margin of pair p = (i, j, t)",
+    "lam_p": "pair_weights: 0 for HSVM (2), the DC linearization (3) for a step (8) of HPSI",
+}
+
+
+def primal_formulation(linear: bool = True) -> Formulation:
+    """The primal (2)/(8) as :meth:`ReferenceProblem.describe` shows it (``linear=False``: the
+    kernel form in the factor's features ``z_v = L^T c_v``)."""
+    w, wl = ("w_v", "w_v") if linear else ("z_v", "z_v")
+    weight = ("node weights w_v, rows in H'.nodes order without the root" if linear else
+              "features z_v = L^T c_v of the kernel's factor K = L L^T, rows in H'.nodes order")
+    return Formulation(
+        objective=(f"1/2 sum_v ||{w}||^2 + C sum_i xi_i + sum_p lam_p m_p(f)",
+                   f"\\tfrac12 \\sum_v \\|{wl}\\|^2 + C \\sum_i \\xi_i + \\sum_p \\lambda_p\\, m_p(f)",
+                   "(2)/(8)"),
+        constraints={
+            "pairs": ("m_p(f) + xi_i >= 1 for every p = (i, j, t), (j, t) in Q(y_i)",
+                      "m_p(f) + \\xi_i \\ge 1 \\quad \\forall p = (i, j, t),\\ (j, t) \\in Q(y_i)", "(2)"),
+            "xi_nonneg": ("xi_i >= 0 for every i", "\\xi_i \\ge 0 \\quad \\forall i", "(2)"),
+            "sum_to_zero": ("sum_{t in chi(s)} f_t(x_i) = 0 for every internal node s, every i",
+                            "\\textstyle\\sum_{t \\in \\chi(s)} f_t(x_i) = 0 \\quad \\forall s, i", "(2)"),
+        },
+        variables={"W": weight, "Z": weight, "b": "node biases b_v",
+                   "xi": "slacks: the hinge of u_min(f(x_i), y_i)"},
+        notation=_NOTATION)
+
+
+def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulation:
+    """The dual (9)-(11) as :meth:`ReferenceProblem.describe` shows it."""
+    feats, featsl = ("X", "X") if linear else ("L", "L")
+    notation = {**_NOTATION,
+                "A": "Gamma(beta - lam)" + (" + Delta(delta)" if keep_delta else "")
+                + ": A_iv = sum of (beta_p - lam_p) over i's pairs with j_p = v, minus over t_p = v",
+                "w_v": "sum_i A_iv x_i, the recovery (10) (kernel: c_v = A[:, v])"}
+    stationary = (("sum_i A_iv = 0 for every non-root v", "\\textstyle\\sum_i A_{iv} = 0 \\quad \\forall v",
+                   "(10)") if keep_delta else
+                  ("E^T (beta - lam) = 0: (10) with delta eliminated, one row per node "
+                   "(one dropped per sibling group)", "E^\\top (\\beta - \\lambda) = 0", "(10)"))
+    return Formulation(
+        objective=(f"sum_p beta_p - 1/2 ||A^T {feats}||_F^2",
+                   f"\\sum_p \\beta_p - \\tfrac12 \\|A^\\top {featsl}\\|_F^2", "(9)"),
+        constraints={
+            "beta_nonneg": ("beta_p >= 0 for every pair p", "\\beta_p \\ge 0 \\quad \\forall p", "(11)"),
+            "budget": ("sum_{p of i} beta_p <= C for every i",
+                       "\\textstyle\\sum_{p \\ni i} \\beta_p \\le C \\quad \\forall i", "(11)"),
+            "bias_stationarity": stationary,
+        },
+        variables={"beta": "multipliers of the pair constraints of (8)",
+                   "delta": "multipliers of the sum-to-zero constraints (free: equalities)"},
+        notation=notation)
 
 
 # ---------------------------------------------------------------------- primal (2) / (8)
@@ -215,7 +273,7 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
         constraints={"pairs": pairs, "xi_nonneg": nonneg, "sum_to_zero": sum_zero},
         parameters={"C": Cp, "pair_weights": lam}, infeasibility=cert.infeasibility,
         name=f"sibling-margin SVM primal (2)/(8), {what}", build_time=time.perf_counter() - t0,
-        extras=cert.extras,
+        extras=cert.extras, formulation=primal_formulation(model.linear),
         data={"model": model, "hierarchy": model.pairs.hierarchy, "pairs": model.pairs,
               "kernel": model.kernel, "X": model.X, "K": model.K, "D": D})
 
@@ -338,7 +396,7 @@ def dual_from_model(model: SiblingModel, C=1.0, pair_weights=None, bias="auto",
         parameters={"C": Cp, "pair_weights": lam}, infeasibility=cert.infeasibility,
         name=f"sibling-margin SVM dual (9)-(11), {what}" + (", with delta" if keep_delta else ""),
         build_time=time.perf_counter() - t0,
-        extras=lambda v: dict(cert.recover(v)),
+        extras=lambda v: dict(cert.recover(v)), formulation=dual_formulation(model.linear, keep_delta),
         data={"model": model, "hierarchy": model.pairs.hierarchy, "pairs": model.pairs,
               "kernel": model.kernel, "X": model.X, "K": model.K})
 
@@ -487,6 +545,15 @@ class DCReference:
         self.model, self.C, self.tol, self.max_iter = model, C, tol, max_iter
         self.max_size = max_size
         self.name = "HPSI DC algorithm (3), CVXPY steps"
+
+    def describe(self, fmt: str = "text") -> str:
+        """The DC loop (3) in one line, then the convex step (8) it re-solves
+        (:meth:`ReferenceProblem.describe` of :func:`primal_from_model`)."""
+        step = primal_from_model(self.model, self.C, max_size=self.max_size)
+        head = (f"{self.name}: from the HSVM solution of (2), re-solve the convex step (8) below "
+                "with lam = the linearization of the psi-loss's concave part at the last iterate, "
+                f"until the cost changes by at most tol={self.tol:g} (at most {self.max_iter} steps)")
+        return ("% " if fmt == "latex" else "") + head + "\n\n" + step.describe(fmt)
 
     def solve(self, solver=None, *, gap_tol=1e-6, **solver_options) -> Solution:
         return dc_from_model(self.model, self.C, tol=self.tol, max_iter=self.max_iter,

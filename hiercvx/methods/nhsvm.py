@@ -64,7 +64,8 @@ METHODS = (
         title="Normalized hierarchical SVM",
         paper=PAPER,
         equations={"attributes": "(5)", "path weights": "(6)-(8)", "margin": "(9)",
-                   "primal": "(10)", "variant": "(13)", "inference": "(19)"},
+                   "primal": "(10)", "variant": "(13)", "inference": "(19)",
+                   "dual": "derived (sheet: Dual)"},
         prepare=nhsvm_model.prepare,
         references={"primal": nhsvm.primal, "dual": nhsvm.dual},
         fast_solvers={
@@ -82,7 +83,8 @@ METHODS = (
         name="shared_norm",
         title="Shared-norm SVM",
         paper=PAPER,
-        equations={"primal": "(14)", "alpha step": "(20)", "shared norm": "(16)"},
+        equations={"primal": "(14)", "alpha step": "(20)", "shared norm": "(16)",
+                   "dual": "derived (sheet: Dual)"},
         prepare=nhsvm_model.prepare_shared,
         references={"primal": nhsvm.shared_primal, "dual": nhsvm.shared_dual},
         fast_solvers={

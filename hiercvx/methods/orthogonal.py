@@ -113,7 +113,8 @@ _TABLE = ("primal", "regularizer", "convexity", "K", "fast solver")
 def _method(name, title, prepare, reference, dual, structures, cases=None):
     return Method(
         name=name, title=title, paper=PAPER,
-        equations={k: v for k, v in otm.EQUATIONS[name].items() if k in _TABLE}, prepare=prepare,
+        equations={**{k: v for k, v in otm.EQUATIONS[name].items() if k in _TABLE},
+                   "dual": "derived (sheet: Dual)"}, prepare=prepare,
         references={"primal": reference, "dual": dual},
         fast_solvers={"rda": FastSolver("rda", rda.solve,
                                         algorithm="RDA with optimality bounds (Algorithm 1)",

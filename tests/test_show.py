@@ -1,0 +1,172 @@
+"""``hiercvx show`` and ``ReferenceProblem.describe``: every registered method's formulation
+rendered from what its builders declare (a :class:`Formulation`, or the CVXPY structure)."""
+
+import re
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import hiercvx as hc
+from hiercvx import cli, methods
+from hiercvx.formulations import hpsi
+from hiercvx.reference import (Formulation, ProblemSize, ReferenceProblem, Term, choose_solver,
+                               problem_class, problem_size)
+
+ROLES = [(name, role) for name in methods.names() for role in methods.get(name).references]
+_BUILT: dict = {}
+
+
+def built(name, role):
+    """The reference ``role`` of ``name`` on its first quick case (built once per module)."""
+    if (name, role) not in _BUILT:
+        method = methods.get(name)
+        _BUILT[name, role] = method.build(role, method.cases(True)[0])
+    return _BUILT[name, role]
+
+
+def equation_numbers(text: str) -> list[str]:
+    """``(4.10)``, ``(2)``, ... in ``text`` (ranges such as ``(9)-(11)`` give both ends)."""
+    return re.findall(r"\(\d+(?:\.\d+)?\)", text)
+
+
+@pytest.mark.parametrize("latex", [False, True], ids=["text", "latex"])
+@pytest.mark.parametrize("name", methods.names())
+def test_show_renders_every_method(name, latex, capsys):
+    assert cli.main(["show", name] + (["--latex"] if latex else [])) == 0
+    out = capsys.readouterr().out
+    method = methods.get(name)
+    for eq in method.equations.values():  # the registry's equation numbers head the output
+        assert eq in out
+    for number in equation_numbers(method.equations["primal"]):
+        assert number in out
+    if latex:
+        assert "\\begin{align*}" in out and "\\end{align*}" in out and "Size:" in out
+        assert out.count("\\begin{itemize}") == out.count("\\end{itemize}") == 1
+    else:
+        assert "minimize" in out or "maximize" in out
+        assert "size " in out and "problem class" in out and "solver " in out
+
+
+@pytest.mark.parametrize("name,role", ROLES, ids=[f"{n}-{r}" for n, r in ROLES])
+def test_describe_every_reference(name, role):
+    """Variables with their shapes, each named constraint with its rows, the size, the class
+    and the first solver; every declared equation number in both renderings."""
+    ref = built(name, role)
+    text, latex = ref.describe(), ref.describe("latex")
+    if isinstance(ref, ReferenceProblem):
+        size = problem_size(ref.problem)
+        assert str(size) in text
+        assert f"problem class  {problem_class(ref.problem)}" in text
+        assert f"solver         {choose_solver(ref.problem)}" in text
+        for var_name, var in ref.variables.items():
+            assert re.search(rf"^    {re.escape(var_name)}\s+{re.escape(str(tuple(var.shape)))}", text, re.M)
+        for c_name, c in ref.constraints.items():
+            rows = f"{c.size:,} row" + ("s" if c.size != 1 else "")
+            assert re.search(rf"^    {re.escape(c_name)}\s.*{rows}$", text, re.M), c_name
+        if ref.formulation is not None:
+            for term in [ref.formulation.objective, *ref.formulation.constraints.values()]:
+                if term.eq:
+                    assert term.eq in text and f"\\tag*{{{term.eq}}}" in latex
+    if role in methods.get(name).equations:
+        numbers = equation_numbers(methods.get(name).equations[role])
+        assert any(n in text for n in numbers) or not numbers or name in ("treeloss", "transfer")
+
+
+def test_sibling_formulation_is_rendered_from_the_declaration():
+    """The sibling-margin builders declare their formulation: objective and constraint families
+    with the paper's numbers, constraint rows from the CVXPY constraints, meanings."""
+    ref = built("sibling_svm", "primal")
+    assert ref.formulation == hpsi.primal_formulation(linear=True)
+    text = ref.describe()
+    assert re.search(r"minimize\s+1/2 sum_v \|\|w_v\|\|\^2 .*\(2\)/\(8\)$", text, re.M)
+    n_pairs = ref.constraints["pairs"].size
+    assert re.search(rf"pairs\s+m_p\(f\) \+ xi_i >= 1 .*\(2\)\s+{n_pairs:,} rows$", text, re.M)
+    assert "m_p(f)  f_j(x_i) - f_t(x_i)" in text  # the notation block
+    dual = built("sibling_svm", "dual")
+    latex = dual.describe("latex")
+    assert "\\max_{\\beta}" in latex and "\\tag*{(9)}" in latex and latex.count("\\tag*{(11)}") == 2
+    assert "\\tag*{(10)}" in latex and "(bias\\_stationarity)" in latex
+    kernel = hpsi.primal_formulation(linear=False)
+    assert "z_v" in kernel.objective.text and "Z" in kernel.variables
+
+
+def test_hpsi_shows_the_dc_loop_and_its_step():
+    text = built("hpsi", "primal").describe()
+    assert text.startswith("HPSI DC algorithm (3)") and "(2)/(8)" in text and "tol=1e-08" in text
+
+
+def _tiny_problem(with_formulation: bool):
+    x = cp.Variable(3, name="x")
+    A = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]])
+    b = np.array([1.0, 0.0])
+    rows = A @ x <= b
+    C = cp.Parameter(nonneg=True, value=2.0, name="C")
+    prob = cp.Problem(cp.Minimize(C * cp.sum(x)), [rows, x >= -1])
+    form = Formulation(objective=("C sum_j x_j", "C \\sum_j x_j", "(1)"),
+                       constraints={"rows": Term("A x <= b", "A x \\le b", "(2)"),
+                                    "box": ("x >= -1", "x \\ge -1")},
+                       variables={"x": "the unknowns"}, notation={"A": "a 2 x 3 matrix"})
+    return ReferenceProblem(prob, variables={"x": x}, objective=lambda v: 0.0,
+                            lower_bound=lambda v, d: 0.0, weights=lambda v: v["x"],
+                            constraints={"rows": rows}, parameters={"C": C}, name="tiny LP",
+                            formulation=form if with_formulation else None)
+
+
+def test_problem_size_counts_constant_nonzeros():
+    ref = _tiny_problem(False)
+    # A has 3 nonzeros, b 1; -1 once; the objective has no constant (C is a parameter)
+    assert problem_size(ref.problem) == ProblemSize(3, 5, 5) == ref.size()
+    assert str(ref.size()) == "3 variables, 5 constraints, 5 nonzeros"
+
+
+def test_fallback_renders_the_cvxpy_structure():
+    """Without a formulation: the objective says it is not declared, the named constraint keeps
+    its name, the others are listed by kind, variables with their shapes."""
+    text = _tiny_problem(False).describe()
+    assert text.splitlines()[0] == "tiny LP"
+    assert "minimize    (not declared; a CVXPY objective over x)" in text
+    assert re.search(r"^    rows\s+inequality\s+2 rows$", text, re.M)
+    assert re.search(r"^    \(unnamed\)\s+inequality\s+3 rows$", text, re.M)
+    assert re.search(r"^    x\s+\(3,\)$", text, re.M)
+    assert "parameters  C = 2" in text and "problem class  LP" in text
+    latex = _tiny_problem(False).describe("latex")
+    assert "\\min_{x}" in latex and "\\text{(not declared; a CVXPY objective over x)} \\notag" in latex
+
+
+def test_declared_formulation_renders_text_and_latex():
+    ref = _tiny_problem(True)
+    text = ref.describe()
+    assert re.search(r"^  minimize    C sum_j x_j    \(1\)$", text, re.M)
+    assert re.search(r"^    rows\s+A x <= b\s+\(2\)\s+2 rows$", text, re.M)
+    assert re.search(r"^    box\s+x >= -1$", text, re.M)  # a family without duals: no rows
+    assert "(unnamed)" not in text
+    assert re.search(r"^    x\s+\(3,\)\s+the unknowns$", text, re.M) and "A  a 2 x 3 matrix" in text
+    latex = ref.describe("latex")
+    assert "\\min_{x} \\quad & C \\sum_j x_j \\tag*{(1)} \\\\" in latex
+    assert "\\text{s.t.} \\quad & A x \\le b \\qquad \\text{(rows)} \\tag*{(2)} \\\\" in latex
+    assert "& x \\ge -1 \\qquad \\text{(box)} \\notag" in latex
+    assert "\\item $x \\in \\mathbb{R}^{3}$: the unknowns" in latex
+    with pytest.raises(hc.InputError, match="fmt"):
+        ref.describe("html")
+
+
+def test_latex_escapes_plain_text():
+    ref = _tiny_problem(True)
+    ref.name = "a_b & 50% <x>"
+    latex = ref.describe("latex")
+    assert "% a_b & 50% <x>" in latex  # the comment line keeps the name
+    assert "a\\_b" not in latex.splitlines()[0]
+    form = Formulation(objective="||w||^2 + sum_i xi_i")
+    assert form.objective == Term("||w||^2 + sum_i xi_i")
+    ref.formulation = form
+    assert "\\text{\\textbar{}\\textbar{}w\\textbar{}\\textbar{}\\textasciicircum{}2 + sum\\_i xi\\_i}" \
+        in ref.describe("latex")
+
+
+def test_show_errors_exit_2(capsys):
+    assert cli.main(["show", "unknown"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown method 'unknown'" in err and "hsvm" in err
+    assert cli.main(["show", "hpsi", "--dual"]) == 2
+    assert "declares no 'dual' reference" in capsys.readouterr().err
