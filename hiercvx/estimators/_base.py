@@ -1,4 +1,4 @@
-"""Pieces every hiercvx estimator shares: parameter storage, the input checks that open
+"""Pieces every hiercvx estimator shares: the input checks that open
 ``fit``, target handling and the multi-label decision rule."""
 
 from __future__ import annotations
@@ -14,23 +14,6 @@ from ..targets import (class_array, flat_hierarchy, is_multilabel_target,  # noq
                        ravel_column_target, resolve_targets, resolve_training_targets, sort_key)
 
 SOLVERS = ("fast", "reference")
-
-# the former private names (hiercvx.targets has the public ones)
-_class_array = class_array
-_sort_key = sort_key
-
-
-def store_init_params(estimator, init_args: dict) -> None:
-    """Keep every ``__init__`` argument, unchanged, as the attribute of the same name.
-
-    scikit-learn's ``get_params`` / ``set_params`` / ``clone`` read the parameters back by the
-    names in the ``__init__`` signature, so ``__init__`` stores them as given and does nothing
-    else (validation waits for ``fit``).  Use it as the whole body of ``__init__``:
-    ``store_init_params(self, locals())``.
-    """
-    for name, value in init_args.items():
-        if name != "self" and not name.startswith("__"):  # not the instance, nor __class__
-            setattr(estimator, name, value)
 
 
 def check_solver_options(penalty, penalty_name: str, tol, solver) -> None:

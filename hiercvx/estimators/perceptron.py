@@ -10,8 +10,7 @@ from __future__ import annotations
 from ..exceptions import InputError
 from ..formulations import hsvm
 from ..solvers.perceptron import UPDATES, VARIANTS, perceptron
-from ._base import (ravel_column_target, resolve_training_targets, store_init_params,
-                    validate_training_X)
+from ._base import ravel_column_target, resolve_training_targets, validate_training_X
 from .svm import MarginSVC
 
 __all__ = ["HierarchicalPerceptron"]
@@ -48,7 +47,17 @@ class HierarchicalPerceptron(MarginSVC):
     def __init__(self, hierarchy=None, variant="online", update="perceptron", loss="half_symmetric",
                  attributes="class_depth", kernel="linear", sigma=None, max_epochs=20, shuffle=True,
                  random_state=0, verbose=False):
-        store_init_params(self, locals())
+        self.hierarchy = hierarchy
+        self.variant = variant
+        self.update = update
+        self.loss = loss
+        self.attributes = attributes
+        self.kernel = kernel
+        self.sigma = sigma
+        self.max_epochs = max_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _check_params(self):
         if self.variant not in VARIANTS:
