@@ -1,8 +1,8 @@
 """Every registered method: fast solver(s) vs the certified CVXPY reference, side by side.
 
 Driven by the registry (:mod:`hiercvx.methods`): for each method and each structure of its
-built-in problems, the data are regenerated at ``--n`` samples x ``--d`` features
-(:func:`hiercvx.methods.cases.problem`, seeded), once with the class signal and once with the
+built-in problems, the data are regenerated at ``--n`` samples x ``--d`` features the way the
+method's own case was built (seeded), once with the class signal and once with the
 labels randomly permuted among the samples (no signal: the hard row for dual methods, many
 support vectors).  Per row:
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from hiercvx import methods
 from hiercvx.exceptions import HierCVXError
-from hiercvx.methods.cases import problem
+from hiercvx.testing.problems import regenerate
 
 
 def permuted(case, seed: int = 1):
@@ -40,15 +40,16 @@ def permuted(case, seed: int = 1):
 
 
 def scaled_cases(method, n: int, d: int):
-    """One case per structure of ``method``, regenerated at ``n`` x ``d``, and its random-label twin."""
+    """One case per structure of ``method``, regenerated at ``n`` x ``d`` the way the method's
+    own case was built (:func:`hiercvx.testing.problems.regenerate`), and its random-label twin."""
     seen = set()
     for case in method.cases(True):
         if case.structure in seen:
             continue
         seen.add(case.structure)
-        X, Y, H = problem(case.structure, n=n, d=d, seed=0)
-        big = dataclasses.replace(case, name=f"{case.structure}, n={n}", X=X, Y=Y,
-                                  H=H if H is not None else case.H)
+        p = regenerate(method, case, n, d, 0)
+        big = dataclasses.replace(case, name=f"{case.name.split(' n=')[0]}, n={n}", X=p.X, Y=p.Y,
+                                  H=p.H)
         yield big
         yield permuted(big)
 
@@ -70,7 +71,7 @@ def run(names, n: int, d: int, repeat: int):
         for case in scaled_cases(method, n, d):
             try:
                 t0 = time.perf_counter()
-                ref = method.build("primal", case).solve()
+                ref = method.build("primal", case).solve(verbose=False)
                 t_ref = time.perf_counter() - t0
             except HierCVXError as exc:
                 print(f"{name:<12} {case.name:<28} reference failed: {exc}")
