@@ -2,7 +2,11 @@
 
 1. Every Clus-HMC ARFF file in ``../shared/data/hmc`` (relative to the repository): rows,
    features, nodes, tree or DAG, load time, and the time of ``H.closure(y, sparse=True)``.
-2. The closure benchmark: 10^5 label sets on a random 10^4-node tree (built with
+2. LIBSVM parsing: a seeded 20000-line file with 50 nonzeros a line (and its gzipped copy),
+   read by the strict :func:`load_libsvm` (every line checked against the grammar, every
+   error with its line); the peer is scikit-learn's ``load_svmlight_file`` (C parser, which
+   takes ``inf``, ``nan`` and ``1_0``), ratio printed.
+3. The closure benchmark: 10^5 label sets on a random 10^4-node tree (built with
    ``Hierarchy.from_parents`` from a seeded random recursive tree), and 10^5 label sets
    resampled from the training labels of cellcycle_GO on its GO DAG.  The peer is a
    plain-Python closure (union of precomputed ancestor sets per sample) on the same
@@ -14,14 +18,18 @@ file benchmarks are skipped (with a message) and the script exits 0.
 
 from __future__ import annotations
 
+import gzip
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from sklearn.datasets import load_svmlight_file  # the peer of load_libsvm
 
 from hiercvx import Hierarchy
-from hiercvx.datasets import load_arff
+from hiercvx.datasets import load_arff, load_libsvm
 
 REPO = Path(__file__).resolve().parents[1]
 HMC = REPO.parent / "shared" / "data" / "hmc"
@@ -90,9 +98,32 @@ def random_label_sets(n_rows: int, n_nodes: int, rng):
     return [frozenset(part.tolist()) for part in np.split(flat, cuts)]
 
 
+def bench_libsvm(rng, n_rows: int = 20_000, nnz: int = 50, n_features: int = 5_000) -> None:
+    """Strict LIBSVM loading against scikit-learn's C parser, plain and gzipped."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "bench.svm"
+        with open(path, "w") as fh:
+            for _ in range(n_rows):
+                cols = np.sort(rng.choice(n_features, nnz, replace=False)) + 1
+                vals = rng.normal(size=nnz)
+                labels = ",".join(map(str, rng.integers(1, 100, size=2)))
+                fh.write(labels + " " + " ".join(f"{j}:{v:.6g}" for j, v in zip(cols, vals)) + "\n")
+        with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        t_ours, data = best_of(lambda: load_libsvm(path))
+        t_gz, _ = best_of(lambda: load_libsvm(str(path) + ".gz"))
+        t_peer, (X_peer, _) = best_of(lambda: load_svmlight_file(str(path), multilabel=True))
+        assert abs(data.X - X_peer).max() == 0  # the same matrix
+        print(f"LIBSVM {n_rows} lines x {nnz} nonzeros: load_libsvm {t_ours:.3f} s "
+              f"(gzipped {t_gz:.3f} s), sklearn load_svmlight_file {t_peer:.3f} s, "
+              f"ratio {t_ours / t_peer:.2f}")
+
+
 def main() -> int:
     rng = np.random.default_rng(SEED)
     go = bench_files()
+    print()
+    bench_libsvm(rng)
     print()
     print("closure of 10^5 label sets")
     t0 = time.perf_counter()

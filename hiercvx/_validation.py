@@ -7,11 +7,21 @@ import scipy.sparse as sp
 
 from .exceptions import InputError, LabelError
 
-__all__ = ["check_features", "check_positive", "check_label_sets"]
+__all__ = ["check_features", "check_not_complex", "check_positive", "check_label_sets"]
+
+
+def check_not_complex(X, name: str = "X") -> None:
+    """Refuse complex features: a cast to float would silently keep only the real part."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and np.issubdtype(dtype, np.complexfloating):
+        raise InputError(f"{name} is complex ({dtype}); hiercvx takes real features. Pass X.real "
+                         "or np.abs(X) (or split real and imaginary parts into columns) explicitly")
 
 
 def check_features(X, name: str = "X", allow_sparse: bool = True, dtype=float):
-    """A 2-D finite float matrix (dense ndarray or CSR); ragged or non-finite input is refused."""
+    """A 2-D finite float matrix (dense ndarray or CSR); ragged, complex or non-finite input
+    is refused."""
+    check_not_complex(X, name)
     if sp.issparse(X):
         if not allow_sparse:
             raise InputError(f"{name} must be dense here; call .toarray() first")
@@ -20,8 +30,15 @@ def check_features(X, name: str = "X", allow_sparse: bool = True, dtype=float):
             raise InputError(f"{name} has non-finite entries (NaN or inf); impute or drop them, e.g. "
                              "with sklearn.impute.SimpleImputer in a pipeline")
         return X
+    if not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"{name} must be a numeric 2-D array with rows of equal length: "
+                             f"{exc}") from None
+        check_not_complex(X, name)  # a list of numpy complex scalars
     try:
-        X = np.asarray(X, dtype=dtype)
+        X = X.astype(dtype, copy=False)
     except (ValueError, TypeError) as exc:
         raise InputError(f"{name} must be a numeric 2-D array with rows of equal length: {exc}") from None
     if X.ndim != 2:

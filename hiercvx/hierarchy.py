@@ -271,6 +271,9 @@ class Hierarchy:
 
         The top-level names hang under an artificial root unless there is exactly one.
         """
+        if isinstance(paths, (str, bytes)):
+            raise HierarchyError(f"from_paths takes a list of path strings, got the single string "
+                                 f"{paths[:60]!r}; wrap it in a list: from_paths([{paths[:60]!r}])")
         nodes, edges = [], []
         seen = set()
         for k, path in enumerate(paths):
@@ -481,11 +484,7 @@ class Hierarchy:
         """
         n = len(self._nodes)
         if sp.issparse(labels) or (isinstance(labels, np.ndarray) and labels.ndim == 2):
-            m = sp.csr_matrix(labels)
-            if m.shape[1] != n:
-                raise LabelError(f"a label indicator matrix needs one column per node ({n}), "
-                                 f"got shape {m.shape}")
-            return (m != 0).tocsr()
+            return self._indicator_matrix(labels)
         if isinstance(labels, (str, bytes)):
             raise LabelError("labels must be a sequence with one entry per sample, got a single "
                              "string; wrap it in a list")
@@ -502,6 +501,32 @@ class Hierarchy:
                             shape=(m, n))
         out.sum_duplicates()
         return out
+
+    def _indicator_matrix(self, labels) -> sp.csr_matrix:
+        """A 2-D indicator over ``H.nodes`` as sparse bool: its entries must be bool or the
+        numbers 0 / 1 (a -1, a 2 or a NaN is not an indicator value and is refused, not read
+        as True); a 2-D array of names is refused with how to pass label sets."""
+        n = len(self._nodes)
+        dtype = labels.dtype
+        if not (dtype == bool or np.issubdtype(dtype, np.integer)
+                or np.issubdtype(dtype, np.floating)):
+            what = "node names" if dtype.kind in "USO" else f"dtype {dtype}"
+            raise LabelError(f"a 2-D label array must be a 0/1 indicator over the {n} nodes, got "
+                             f"{what} of shape {labels.shape}; for label sets of node names pass a "
+                             "list of lists (e.g. labels.tolist())")
+        m = sp.csr_matrix(labels)
+        if m.shape[1] != n:
+            raise LabelError(f"a label indicator matrix needs one column per node ({n}), "
+                             f"got shape {m.shape}")
+        if dtype != bool:
+            bad = np.flatnonzero((m.data != 0) & (m.data != 1))
+            if bad.size:
+                row = int(np.searchsorted(m.indptr, bad[0], side="right") - 1)
+                value = m.data[bad[0]].item()
+                raise LabelError(f"a label indicator matrix holds 0 or 1 only; row {row}, column "
+                                 f"{int(m.indices[bad[0]])} is {value!r}. Use a bool matrix, or "
+                                 "(M > 0) if that is what you mean")
+        return (m != 0).tocsr()
 
     def closure(self, labels, sparse: bool = False):
         """Each sample's label set closed upward: ``(n_samples, n_nodes)`` bool.

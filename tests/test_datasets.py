@@ -517,3 +517,172 @@ def test_generator_argument_errors():
         make_cai_synthetic(variances=[1.0, -1.0, 0.5])
     with pytest.raises(InputError):
         make_nhsvm_balanced(n_samples=10, n_features=5, random_state="seed")
+
+
+# ---------------------------------------------------------------------- robustness (issue 15)
+def test_lshtc_byte_order_mark_is_not_part_of_an_id(tmp_path):
+    H = load_lshtc_hierarchy(write(tmp_path, "h.txt", "\ufeffa b\na c\n"))
+    assert H.root == "a" and set(H.children("a")) == {"b", "c"}
+    H2 = load_lshtc_hierarchy(write(tmp_path, "h2.txt", "\ufeff1 2\n1 3\n"))
+    assert H2.root == 1 and set(H2.nodes) == {1, 2, 3}
+
+
+@pytest.mark.parametrize("first, second", [("08", "8"), ("+2", "2"), ("1_1", "11"),
+                                           ("\u0661", "1"), ("-0", "0"), ("2.0", "2")])
+def test_lshtc_distinct_ids_stay_distinct(tmp_path, first, second):
+    H = load_lshtc_hierarchy(write(tmp_path, "h.txt", f"{first} x\n{second} y\n"))
+    # not every token is a plain integer, so every name keeps its spelling
+    assert set(H.nodes) == {"<root>", first, second, "x", "y"}
+    assert H.children(first) == ("x",) and H.children(second) == ("y",)
+
+
+def test_lshtc_ids_are_split_at_ascii_blanks_only(tmp_path):
+    H = load_lshtc_hierarchy(write(tmp_path, "h.txt", "a\u00a0b c\n"))
+    assert set(H.nodes) == {"a\u00a0b", "c"}
+    H2 = load_lshtc_hierarchy(write(tmp_path, "h2.txt", "1\t2\n2 \f 3\n"))
+    assert set(H2.nodes) == {1, 2, 3}
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\x85", "\u2028", "\u2029", "\x1c", "\x0b"])
+def test_line_numbers_ignore_unicode_line_separators(tmp_path, separator):
+    comment = f"# a comment with {separator} inside\n"
+    with pytest.raises(DataFormatError) as e:
+        load_lshtc_hierarchy(write(tmp_path, "h.txt", comment + "1 2\n2 3 4\n"))
+    assert e.value.line == 3
+    with pytest.raises(DataFormatError) as e:
+        load_libsvm(write(tmp_path, "d.svm", comment + "1 1:0.5\n2 1:x\n"))
+    assert e.value.line == 3
+    arff = (FUNCAT.replace("% the data\n", f"% the data {separator} here\n")
+            .replace("-1.25,2,?", "-1.25,x,?"))
+    with pytest.raises(DataFormatError) as e:
+        load_arff(write(tmp_path, "t.arff", arff))
+    assert e.value.line == 11
+
+
+def test_crlf_and_cr_line_ends_count_as_one_line(tmp_path):
+    for newline in ("\r\n", "\r"):
+        with pytest.raises(DataFormatError) as e:
+            load_libsvm(write(tmp_path, "d.svm", "# c\n1 1:0.5\n2 1:x\n", newline=newline))
+        assert e.value.line == 3
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "NaN", "Infinity", "1e999", "-1e400",
+                                   "9" * 400, "1_0", "\u0661", "0x1", "1.5.2", ""])
+def test_arff_refuses_non_finite_and_non_decimal_values(tmp_path, value):
+    arff = FUNCAT.replace("-1.25,2,?,01", f"-1.25,{value},?,01")
+    with pytest.raises(DataFormatError) as e:
+        load_arff(write(tmp_path, "t.arff", arff))
+    assert e.value.line == 11 and str(e.value).startswith(str(tmp_path / "t.arff"))
+
+
+def test_arff_large_finite_integer_is_read(tmp_path):
+    text = FUNCAT.replace("-1.25,2,?,01", f"-1.25,{'9' * 300},?,01")
+    d = load_arff(write(tmp_path, "t.arff", text))
+    assert d.X[1, 1] == float("9" * 300)
+
+
+@pytest.mark.parametrize("token, what", [
+    ("1:inf", "not a finite decimal"), ("1:nan", "not a finite decimal"),
+    ("1:1_0", "not a finite decimal"), ("1:1e999", "overflows"), ("1:" + "9" * 400, "overflows"),
+    ("1:\u0661", "not a finite decimal"), ("2147483648:1", "too large"),
+    ("99999999999999999999999:1", "too large"), ("-1:1", "negative"),
+    ("1_1:1", "not a non-negative"),
+    ("1:2 1:3", "repeated"), ("3:1 2:2", "comes after"), ("1:", "not a finite decimal"),
+])
+def test_libsvm_strict_tokens_name_file_and_line(tmp_path, token, what):
+    p = write(tmp_path, "d.svm", f"# header\n1 1:0.5\n2 {token}\n")
+    with pytest.raises(DataFormatError) as e:
+        load_libsvm(p)
+    assert e.value.line == 3 and what in str(e.value)
+    assert str(e.value).startswith(f"{p}:3: ")
+
+
+@pytest.mark.parametrize("label", ["inf", "nan", "1_0", "1e999", "1,,2", "x"])
+def test_libsvm_refuses_bad_labels(tmp_path, label):
+    with pytest.raises(DataFormatError) as e:
+        load_libsvm(write(tmp_path, "d.svm", f"1 1:0.5\n{label} 1:1\n"))
+    assert e.value.line == 2
+
+
+def test_libsvm_largest_index_and_zero_based_options(tmp_path):
+    d = load_libsvm(write(tmp_path, "d.svm", f"1 1:0.5 {2**31 - 1}:2\n"))
+    assert d.X.shape == (1, 2**31 - 1) and d.X[0, 2**31 - 2] == 2.0
+    z = write(tmp_path, "z.svm", "1 0:1 2:3\n2 1:4\n")
+    assert load_libsvm(z).X.toarray().tolist() == [[1, 0, 3], [0, 4, 0]]  # auto: zero-based
+    with pytest.raises(DataFormatError) as e:
+        load_libsvm(z, zero_based=False)
+    assert e.value.line == 1
+    with pytest.raises(DataFormatError) as e:
+        load_libsvm(z, n_features=2)
+    assert e.value.line == 1
+    for bad in ({"zero_based": "yes"}, {"n_features": -1}, {"n_features": 2.5}):
+        with pytest.raises(InputError):
+            load_libsvm(z, **bad)
+
+
+def test_libsvm_byte_order_mark_qid_comments_and_unlabelled_lines(tmp_path):
+    d = load_libsvm(write(tmp_path, "d.svm", "\ufeff1,2 qid:7 1:0.5 3:2 # c\n 2:1\n3\n"))
+    np.testing.assert_array_equal(d.X.toarray(), [[0.5, 0, 2], [0, 1, 0], [0, 0, 0]])
+    assert d.y == [frozenset({1, 2}), frozenset(), frozenset({3})]
+    with pytest.raises(DataFormatError, match="no sample"):
+        load_libsvm(write(tmp_path, "e.svm", "# only a comment\n\n"))
+
+
+def test_arff_byte_order_mark_and_quoted_nominal_values_with_commas(tmp_path):
+    text = ("\ufeff@relation r\n@attribute a numeric\n"
+            "@attribute colour {'red, dark', green, \"x,y\", 'it\\'s'}\n"
+            "@attribute class hierarchical A,A/B\n@data\n"
+            "1,'red, dark',A/B\n2,\"x,y\",A\n?,green,A\n4,'it\\'s',A\n")
+    d = load_arff(write(tmp_path, "q.arff", text))
+    assert d.feature_names == ["a", "colour=red, dark", "colour=green", "colour=x,y", "colour=it's"]
+    np.testing.assert_array_equal(d.X[:, 1:], np.eye(4)[[0, 2, 1, 3]])
+    assert np.isnan(d.X[2, 0]) and d.y[0] == frozenset({"A/B"})
+    with pytest.raises(DataFormatError) as e:
+        load_arff(write(tmp_path, "u.arff", text.replace("2,\"x,y\",A", "2,'x,y,A")))
+    assert e.value.line == 7 and "never closed" in str(e.value)
+    with pytest.raises(DataFormatError) as e:
+        load_arff(write(tmp_path, "v.arff", text.replace("2,\"x,y\",A", "2,'x, y',A")))
+    assert e.value.line == 7 and "'x, y'" in str(e.value)
+    same = load_arff(write(tmp_path, "w.arff", text.replace("2,\"x,y\",A", "2,'x,y',A")))
+    np.testing.assert_array_equal(same.X, d.X)
+
+
+def test_gz_input_is_capped_with_a_clear_error(tmp_path, monkeypatch):
+    with gzip.open(tmp_path / "d.svm.gz", "wt") as fh:
+        fh.write("1 1:0.5\n" * 1000)
+    assert load(tmp_path / "d.svm.gz").n_samples == 1000
+    monkeypatch.setenv("HIERCVX_MAX_GZ_BYTES", "4096")
+    with pytest.raises(DataFormatError) as e:
+        load(tmp_path / "d.svm.gz")
+    assert "4096" in str(e.value) and "HIERCVX_MAX_GZ_BYTES" in str(e.value)
+    monkeypatch.setenv("HIERCVX_MAX_GZ_BYTES", "lots")
+    with pytest.raises(InputError, match="HIERCVX_MAX_GZ_BYTES"):
+        load(tmp_path / "d.svm.gz")
+    (tmp_path / "bad.svm.gz").write_bytes(b"not gzip at all")
+    monkeypatch.delenv("HIERCVX_MAX_GZ_BYTES")
+    with pytest.raises(DataFormatError, match="cannot be read"):
+        load_libsvm(tmp_path / "bad.svm.gz")
+
+
+def test_non_utf8_file_names_the_line(tmp_path):
+    (tmp_path / "h.txt").write_bytes(b"1 2\n2 3\n3 \xff\n")
+    with pytest.raises(DataFormatError) as e:
+        load_lshtc_hierarchy(tmp_path / "h.txt")
+    assert e.value.line == 3 and "UTF-8" in str(e.value)
+
+
+# ---------------------------------------------------------------------- complex features
+def test_complex_features_are_refused_not_truncated():
+    from hiercvx._validation import check_features
+    from hiercvx.estimators import MulticlassSVC, TopDownSVC
+
+    Z = np.array([[1 + 2j, 0], [0, 1j], [1, 1], [2, 0]])
+    for X in (Z, sp.csr_matrix(Z), [[np.complex128(1 + 1j), 2.0]], Z.astype(np.complex64)):
+        with pytest.raises(InputError, match="complex"):
+            check_features(X)
+    flat = Hierarchy.from_parents({"r": None, 0: "r", 1: "r"})
+    for estimator in (MulticlassSVC(), TopDownSVC(hierarchy=flat)):
+        for X in (Z, sp.csr_matrix(Z)):
+            with pytest.raises(InputError, match="complex"):
+                estimator.fit(X, [0, 1, 0, 1])
+    np.testing.assert_array_equal(check_features(Z.real), Z.real)  # the real part, when asked

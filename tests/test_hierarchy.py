@@ -232,3 +232,26 @@ def test_expand_ranges_is_concatenated_aranges(pairs):
     got = expand_ranges(starts, counts)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------------- robustness (issue 15)
+def test_closure_refuses_non_indicator_matrices():
+    H = hc.Hierarchy.from_paths(["a/b", "c"])
+    n = len(H)
+    with pytest.raises(LabelError, match="list of lists"):
+        H.closure(np.array([["a", "b"], ["c", "a/b"]]))
+    for bad in (-np.ones((2, n)), 2 * np.ones((2, n), dtype=int), np.full((2, n), np.nan)):
+        with pytest.raises(LabelError, match="0 or 1"):
+            H.closure(bad)
+        with pytest.raises(LabelError, match="0 or 1"):
+            H.closure(sp.csr_matrix(np.nan_to_num(bad, nan=0.5)))
+    one_hot = np.eye(n)[[H.index("a/b"), H.index("c")]]
+    for ok in (one_hot, one_hot.astype(int), one_hot > 0, sp.csr_matrix(one_hot)):
+        np.testing.assert_array_equal(H.closure(ok), H.closure(["a/b", "c"]))
+
+
+def test_from_paths_refuses_a_single_string():
+    with pytest.raises(HierarchyError, match="single string 'A/B'; wrap it in a list"):
+        hc.Hierarchy.from_paths("A/B")
+    with pytest.raises(HierarchyError, match="single string"):
+        hc.Hierarchy.from_paths(b"A/B")

@@ -1,7 +1,9 @@
 """Data for hierarchical classification: loaders of real formats and the papers' generators.
 
 Loaders (each returns a :class:`Dataset`; errors are
-:class:`~hiercvx.exceptions.DataFormatError` naming the file and the line):
+:class:`~hiercvx.exceptions.DataFormatError`, a ValueError, naming the file and the line;
+numbers are parsed strictly, ids keep their spelling; ``*.gz`` files are decompressed up
+to a cap of 2 GiB, raised with the environment variable ``HIERCVX_MAX_GZ_BYTES``):
 
 - :func:`load_arff`: Clus-HMC ARFF (FunCat-style path trees, GO-style DAGs, ``?`` missing
   values, ``@``-separated multi-labels);

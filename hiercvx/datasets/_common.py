@@ -8,19 +8,56 @@ and not each other.
 from __future__ import annotations
 
 import gzip
+import operator
+import os
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import DataFormatError
+from ..exceptions import DataFormatError, InputError
 from ..hierarchy import Hierarchy
 
-__all__ = ["Dataset", "open_text", "read_lines"]
+__all__ = ["Dataset", "ColumnNames", "MAX_GZ_BYTES", "max_gz_bytes", "decode_text",
+           "split_lines", "read_text", "read_lines", "first_lines"]
 
 
 # ---------------------------------------------------------------------- container
+class ColumnNames(Sequence):
+    """The names ``x0, x1, ...`` of ``n`` columns, made on demand: a LIBSVM file may use
+    index 2**31 - 1 with a handful of nonzeros, and a list of 2**31 strings would not fit."""
+
+    def __init__(self, n: int, prefix: str = "x"):
+        self.n, self.prefix = int(n), prefix
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [f"{self.prefix}{k}" for k in range(*j.indices(self.n))]
+        k = operator.index(j)
+        if k < 0:
+            k += self.n
+        if not 0 <= k < self.n:
+            raise IndexError(f"column {j} out of range for {self.n} columns")
+        return f"{self.prefix}{k}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ColumnNames):
+            return (self.n, self.prefix) == (other.n, other.prefix)
+        return (isinstance(other, (list, tuple)) and len(other) == self.n
+                and list(self) == list(other))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"ColumnNames({self.n}, prefix={self.prefix!r})"
+
+
 @dataclass
 class Dataset:
     """Features, labels and their hierarchy.
@@ -36,7 +73,7 @@ class Dataset:
     X: np.ndarray | sp.spmatrix
     y: list | np.ndarray
     hierarchy: Hierarchy
-    feature_names: list = field(default_factory=list)
+    feature_names: Sequence = field(default_factory=list)
     name: str = ""
     path: Path | None = None
     bayes_rule: object | None = None
@@ -71,27 +108,98 @@ class Dataset:
                 f"{kind}, {self.hierarchy!r})")
 
 
-def open_text(path: Path):
-    """Open a text file, transparently gunzipping ``*.gz``; universal newlines."""
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="strict", newline=None)
-    return open(path, encoding="utf-8", errors="strict", newline=None)
+#: Default largest decompressed size of a ``*.gz`` input, in bytes; the environment
+#: variable ``HIERCVX_MAX_GZ_BYTES`` overrides it.
+MAX_GZ_BYTES = 2 * 1024 ** 3
+_CHUNK = 1 << 22
 
 
-def read_lines(path) -> tuple[Path, list[str]]:
-    """``(path, lines)`` of a UTF-8 text file (``*.gz`` gunzipped); a missing, unreadable or
-    non-UTF-8 file raises :class:`~hiercvx.exceptions.DataFormatError`."""
+def max_gz_bytes() -> int:
+    """The decompression cap: ``HIERCVX_MAX_GZ_BYTES`` when set, else :data:`MAX_GZ_BYTES`."""
+    env = os.environ.get("HIERCVX_MAX_GZ_BYTES")
+    if env is None:
+        return int(MAX_GZ_BYTES)
+    try:
+        return int(env)
+    except ValueError:
+        raise InputError(f"HIERCVX_MAX_GZ_BYTES must be a whole number of bytes, got "
+                         f"{env!r}") from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes; a ``*.gz`` file is decompressed chunk by chunk, and one that would
+    exceed :func:`max_gz_bytes` is refused before it fills the memory."""
+    if path.suffix != ".gz":
+        return path.read_bytes()
+    cap = max_gz_bytes()
+    chunks, total = [], 0
+    with gzip.open(path, "rb") as fh:
+        while chunk := fh.read(min(_CHUNK, cap + 1 - total)):
+            total += len(chunk)
+            if total > cap:
+                raise DataFormatError(
+                    f"decompresses to more than {cap} bytes, the cap on .gz inputs; raise it "
+                    "with the environment variable HIERCVX_MAX_GZ_BYTES=<bytes>, or decompress "
+                    "the file first", path=path)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_text(data: bytes, path: Path) -> str:
+    r"""UTF-8 text with a leading byte-order mark dropped and the line ends ``\r\n`` and
+    ``\r`` made ``\n`` (universal newlines); non-UTF-8 bytes raise
+    :class:`~hiercvx.exceptions.DataFormatError` with the line of the first bad byte."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = data[:exc.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        line = before.count(b"\n") + 1
+        raise DataFormatError(f"is not UTF-8 text ({exc.reason} at byte {exc.start}); convert the "
+                              "file to UTF-8", path=path, line=line) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def split_lines(text: str) -> list[str]:
+    r"""Lines split at ``\n`` only: form feeds, NEL (``\x85``) and the Unicode line and
+    paragraph separators inside a line are data, not line breaks (``str.splitlines``
+    would break there and shift every later line number)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def read_text(path) -> tuple[Path, str]:
+    """``(path, text)`` of a UTF-8 text file (``*.gz`` gunzipped under the cap, a byte-order
+    mark dropped, universal newlines); a missing, unreadable or non-UTF-8 file raises
+    :class:`~hiercvx.exceptions.DataFormatError`."""
     path = Path(path)
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)
     if path.is_dir():
         raise DataFormatError("is a directory, not a data file", path=path)
     try:
-        with open_text(path) as fh:
-            text = fh.read()
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(f"is not UTF-8 text ({exc}); convert the file to UTF-8",
-                              path=path) from None
-    except (OSError, EOFError) as exc:
+        data = _read_bytes(path)
+    except (OSError, EOFError, zlib.error) as exc:
         raise DataFormatError(f"cannot be read: {exc}", path=path) from None
-    return path, text.splitlines()
+    return path, decode_text(data, path)
+
+
+def read_lines(path) -> tuple[Path, list[str]]:
+    """``(path, lines)`` of a UTF-8 text file, as :func:`read_text` reads it, split by
+    :func:`split_lines` (line ``k`` of the list is line ``k + 1`` of the file)."""
+    path, text = read_text(path)
+    return path, split_lines(text)
+
+
+def first_lines(path: Path, max_bytes: int = 1 << 16) -> list[str]:
+    """The first lines of a file (at most ``max_bytes`` of it, decompressed), for sniffing
+    the format only (undecodable bytes replaced; the loader reports them); an unreadable
+    file gives ``[]``."""
+    try:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            data = fh.read(max_bytes)
+    except (OSError, EOFError, zlib.error):
+        return []
+    text = data.decode("utf-8-sig", errors="replace")
+    return split_lines(text.replace("\r\n", "\n").replace("\r", "\n"))

@@ -1,4 +1,4 @@
-"""Loader of the Clus-HMC dialect of ARFF (hierarchical multi-label data).
+r"""Loader of the Clus-HMC dialect of ARFF (hierarchical multi-label data).
 
 The dialect (see ``shared/data/hmc/README.md``)::
 
@@ -32,12 +32,20 @@ one-hot encoded: an attribute ``colour {red, green}`` becomes the columns
 ``colour=red`` and ``colour=green``; a ``?`` gives NaN in all of its columns.  Pass
 ``nominal="error"`` to refuse them instead.  ``string``, ``date`` and ``relational``
 attributes and sparse rows (``{0 1.5, 7 2}``) are refused with a clear error.
+
+Reading is strict: a numeric value is a finite number or ``?`` (``inf``, ``nan``, ``1e999``,
+a 400-digit integer, ``1_0`` are refused with their line); a UTF-8 byte-order mark is
+dropped; quoted values (``'dark, green'``, with ``\'`` escapes) may hold commas, in the
+header's value lists and in the data; lines end at ``\n``, ``\r\n`` or ``\r`` only, so a
+form feed or a Unicode line separator in a comment does not shift the line numbers.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +63,7 @@ _UNSUPPORTED_TYPES = {"string", "date", "relational"}
 _PATH_SEP = "/"
 _LABEL_SEP = "@"
 _MISSING = "?"
+_SPELLED_NON_FINITE = re.compile(r"[nNiI]")  # the letters of every spelling of nan and inf
 
 
 @dataclass
@@ -71,6 +80,31 @@ def _unquote(s: str) -> str:
         q = s[0]
         return s[1:-1].replace("\\" + q, q)
     return s
+
+
+def split_quoted(text: str, path=None, line: int | None = None) -> list[str]:
+    """Split ``text`` at the commas outside ``'...'`` / ``"..."`` quotes (backslash escapes
+    inside quotes), so that a quoted value may hold commas; the fields keep their quotes
+    and blanks.  An unclosed quote raises :class:`~hiercvx.exceptions.DataFormatError`."""
+    fields, start, i, quote = [], 0, 0, None
+    while i < len(text):
+        c = text[i]
+        if quote is not None:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"" and not text[start:i].strip():
+            quote = c
+        elif c == ",":
+            fields.append(text[start:i])
+            start = i + 1
+        i += 1
+    if quote is not None:
+        raise DataFormatError(f"the quote {quote} opened in {text[start:start + 40]!r} is never "
+                              "closed", path=path, line=line)
+    fields.append(text[start:])
+    return fields
 
 
 def _split_name(rest: str, path, line: int) -> tuple[str, str]:
@@ -107,7 +141,7 @@ def _parse_attribute(rest: str, position: int, path, line: int, nominal: str) ->
         if close < 0:
             raise DataFormatError(f"malformed header: the value list of nominal attribute "
                                   f"{name!r} has no closing '}}'", path=path, line=line)
-        values = tuple(_unquote(v.strip()) for v in spec[1:close].split(","))
+        values = tuple(_unquote(v.strip()) for v in split_quoted(spec[1:close], path, line))
         if any(v == "" for v in values) or len(set(values)) != len(values):
             raise DataFormatError(f"malformed header: nominal attribute {name!r} has an empty "
                                   "or repeated value in its list", path=path, line=line)
@@ -211,21 +245,43 @@ def _build_hierarchy(dialect, entries, parts, path, line) -> Hierarchy:
 
 
 # ---------------------------------------------------------------------- data block
+def _reads_as_number(text: str) -> bool:
+    """Does the vectorized parser read ``text`` as one number?  (Stricter than ``float``:
+    no underscores, no non-ASCII digits.)"""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return np.loadtxt(io.StringIO(text), delimiter=",", comments=None, ndmin=2,
+                              dtype=float).shape == (1, 1)
+    except ValueError:
+        return False
+
+
 def _locate_bad_value(feature_lines, linenos, feat_attrs, path):
-    """Slow path after a vectorized parse failed: find the first offending value."""
-    for text, ln in zip(feature_lines, linenos):
-        for a, v in zip(feat_attrs, text.split(",")):
-            if a.kind != "numeric":
+    """Slow path after a vectorized parse failed: find the first offending value (blocks
+    of rows first, so that a bad value far down the file is found in a few passes)."""
+    block = 512
+    numeric_columns = [j for j, a in enumerate(feat_attrs) if a.kind == "numeric"]
+    for lo in range(0, len(feature_lines), block):
+        chunk = feature_lines[lo:lo + block]
+        try:
+            with warnings.catch_warnings():  # an all-empty chunk is a failure, not a warning
+                warnings.simplefilter("ignore", UserWarning)
+                parsed = np.loadtxt(io.StringIO("\n".join(chunk).replace(_MISSING, "nan")),
+                                    delimiter=",", comments=None, ndmin=2, dtype=float,
+                                    usecols=numeric_columns)
+            if parsed.shape[0] == len(chunk):
                 continue
-            t = v.strip()
-            if t == _MISSING:
-                continue
-            try:
-                float(t)
-            except ValueError:
-                raise DataFormatError(
-                    f"value {t!r} of numeric attribute {a.name!r} (field {a.position + 1}) is not "
-                    "a number; write missing values as '?'", path=path, line=int(ln)) from None
+        except ValueError:
+            pass
+        for text, ln in zip(chunk, linenos[lo:lo + block]):
+            for a, v in zip(feat_attrs, text.split(",")):
+                t = v.strip()
+                if a.kind == "numeric" and t != _MISSING and not _reads_as_number(t):
+                    raise DataFormatError(
+                        f"value {t[:40]!r} of numeric attribute {a.name!r} (field "
+                        f"{a.position + 1}) is not a number; write missing values as '?'",
+                        path=path, line=int(ln))
     raise DataFormatError("the numeric block could not be parsed", path=path)
 
 
@@ -280,9 +336,9 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
     hattr = hier[0]
     readings, parts = _readings(hattr.values, dialect, path, hattr.line)
     feat_attrs = [a for a in attrs if a.kind != "hierarchical"]
-    rows, linenos = _data_rows(lines, start, len(attrs), path)
-    feature_lines, label_strings = _split_class_field(rows, hattr.position, len(attrs))
-    X, feature_names, nom_idx = _parse_features(feature_lines, feat_attrs, linenos, path)
+    rows, linenos, fields = _data_rows(lines, start, len(attrs), path)
+    features, label_strings = _split_class_field(rows, fields, hattr.position, len(attrs))
+    X, feature_names, nom_idx = _parse_features(features, feat_attrs, linenos, path)
     y, reading = _parse_labels(label_strings, readings, linenos, hattr, path)
     dialect_used = reading[0]
     H = _build_hierarchy(dialect_used, hattr.values, parts, path, hattr.line)
@@ -297,8 +353,10 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
 
 
 def _data_rows(lines, start: int, n_attr: int, path):
-    """The data rows after ``@DATA`` (blank and ``%`` lines dropped) and their 1-based line
-    numbers; sparse rows and rows with the wrong number of fields are refused."""
+    """``(rows, linenos, fields)``: the data rows after ``@DATA`` (blank and ``%`` lines
+    dropped), their 1-based line numbers, and, when some row has quotes, every row split
+    into its fields (else ``None``); sparse rows and rows with the wrong number of fields
+    are refused."""
     body = lines[start:]
     keep = [i for i, raw in enumerate(body) if (t := raw.strip()) and t[0] != "%"]
     rows = [body[i] for i in keep]
@@ -306,17 +364,26 @@ def _data_rows(lines, start: int, n_attr: int, path):
     if rows and rows[0].lstrip().startswith("{"):  # a sparse file has sparse rows from the first on
         raise DataFormatError("sparse ARFF rows ('{index value, ...}') are not supported; "
                               "write the rows in dense form", path=path, line=int(linenos[0]))
-    counts = np.fromiter((r.count(",") for r in rows), dtype=np.int64, count=len(rows))
+    fields = None
+    if any("'" in r or '"' in r for r in rows):  # quoted values may hold commas
+        fields = [split_quoted(r, path, int(ln)) for r, ln in zip(rows, linenos)]
+        counts = np.fromiter((len(f) - 1 for f in fields), dtype=np.int64, count=len(rows))
+    else:
+        counts = np.fromiter((r.count(",") for r in rows), dtype=np.int64, count=len(rows))
     bad = np.flatnonzero(counts != n_attr - 1)
     if bad.size:
         i = int(bad[0])
         raise DataFormatError(f"this row has {counts[i] + 1} comma-separated fields but the header "
                               f"declares {n_attr} attributes", path=path, line=int(linenos[i]))
-    return rows, linenos
+    return rows, linenos, fields
 
 
-def _split_class_field(rows, position: int, n_attr: int):
-    """``(feature_lines, label_strings)``: every row without / with only its class field."""
+def _split_class_field(rows, fields, position: int, n_attr: int):
+    """``(features, label_strings)``: every row without / with only its class field;
+    ``features`` are text lines, or lists of fields when the rows were split already."""
+    if fields is not None:
+        return ([f[:position] + f[position + 1:] for f in fields],
+                [f[position].strip() for f in fields])
     if position == n_attr - 1:
         split = [r.rpartition(",") for r in rows]
         return [s[0] for s in split], [s[2].strip() for s in split]
@@ -325,10 +392,46 @@ def _split_class_field(rows, position: int, n_attr: int):
             [f[position].strip() for f in fields])
 
 
-def _parse_features(feature_lines, feat_attrs, linenos, path):
-    """``(X, feature_names, nominal_indices)``: one vectorized parse of the numeric block,
-    nominal attributes one-hot encoded."""
-    n = len(feature_lines)
+def _parse_numeric(lines, attrs, usecols, linenos, path) -> np.ndarray:
+    """The numeric block of comma-separated ``lines`` (fields ``attrs``; ``usecols`` the
+    numeric ones, None for all): one vectorized parse, ``?`` as NaN.  Values the parser
+    reads as infinite or NaN that are not ``?`` in the file (``inf``, ``nan``, ``1e999``, a
+    400-digit integer) are refused with their line."""
+    n = len(lines)
+    text = "\n".join(lines)
+    try:
+        with warnings.catch_warnings():  # empty lines are reported below, with their line
+            warnings.simplefilter("ignore", UserWarning)
+            X = np.loadtxt(io.StringIO(text.replace(_MISSING, "nan")), delimiter=",",
+                           comments=None, ndmin=2, dtype=float, usecols=usecols)
+    except ValueError:
+        _locate_bad_value(lines, linenos, attrs, path)
+    if X.shape[0] != n:  # loadtxt skips lines it sees as empty
+        _locate_bad_value(lines, linenos, attrs, path)
+    numeric = [a for a in attrs if a.kind == "numeric"]
+    if usecols is None and _SPELLED_NON_FINITE.search(text) is None:
+        # every field is numeric and none spells inf / nan: NaN can only come from '?'
+        rows, cols = np.nonzero(np.isinf(X))
+    else:
+        rows, cols = np.nonzero(~np.isfinite(X))
+    for i in np.unique(rows):
+        values = lines[i].split(",")
+        for c in cols[rows == i]:
+            a = numeric[c]
+            t = values[attrs.index(a)].strip()
+            if t != _MISSING:
+                raise DataFormatError(
+                    f"value {t[:40]!r} of numeric attribute {a.name!r} is not a finite number "
+                    f"(it reads as {X[i, c]}); write missing values as '?'", path=path,
+                    line=int(linenos[i]))
+    return X
+
+
+def _parse_features(features, feat_attrs, linenos, path):
+    """``(X, feature_names, nominal_indices)``: the numeric block parsed strictly and at once,
+    nominal attributes one-hot encoded.  ``features``: per row the text of its feature
+    fields, or the list of those fields (rows with quoted values)."""
+    n = len(features)
     num_idx = [j for j, a in enumerate(feat_attrs) if a.kind == "numeric"]
     nom_idx = [j for j, a in enumerate(feat_attrs) if a.kind == "nominal"]
     all_names = []
@@ -336,21 +439,21 @@ def _parse_features(feature_lines, feat_attrs, linenos, path):
         all_names += [a.name] if a.kind == "numeric" else [f"{a.name}={v}" for v in a.values]
     if n == 0 or not feat_attrs:
         return np.empty((n, len(all_names))), all_names, nom_idx
-    text = "\n".join(feature_lines)
     X_num = np.empty((n, 0))
-    if num_idx:
-        try:
-            X_num = np.loadtxt(io.StringIO(text.replace(_MISSING, "nan")), delimiter=",",
-                               comments=None, ndmin=2, dtype=float,
-                               usecols=num_idx if nom_idx else None)
-        except ValueError:
-            _locate_bad_value(feature_lines, linenos, feat_attrs, path)
-        if X_num.shape[0] != n:  # loadtxt skips lines it sees as empty
-            _locate_bad_value(feature_lines, linenos, feat_attrs, path)
+    if isinstance(features[0], list):  # already split: quoted values may hold commas
+        if num_idx:
+            X_num = _parse_numeric([",".join(f[j] for j in num_idx) for f in features],
+                                   [feat_attrs[j] for j in num_idx], None, linenos, path)
+        S = np.array([[f[j] for j in nom_idx] for f in features], dtype=str).reshape(n, -1)
+    else:
+        if num_idx:
+            X_num = _parse_numeric(features, feat_attrs, num_idx if nom_idx else None, linenos,
+                                   path)
+        if nom_idx:
+            S = np.loadtxt(io.StringIO("\n".join(features)), delimiter=",", comments=None,
+                           ndmin=2, dtype=str, usecols=nom_idx)
     if not nom_idx:
         return X_num, [a.name for a in feat_attrs], nom_idx
-    S = np.loadtxt(io.StringIO(text), delimiter=",", comments=None, ndmin=2, dtype=str,
-                   usecols=nom_idx)
     blocks, feature_names = [], []
     num_col = {j: c for c, j in enumerate(num_idx)}
     nom_col = {j: c for c, j in enumerate(nom_idx)}

@@ -2,7 +2,7 @@
 
 - :class:`Dataset`: what every loader and generator of :mod:`hiercvx.datasets` returns.
 - :func:`load_libsvm`: LIBSVM / SVMlight files with comma-separated multi-labels
-  (``3,17 1:0.5 7:1.2``), parsed by :func:`sklearn.datasets.load_svmlight_file`.
+  (``3,17 1:0.5 7:1.2``), parsed strictly (every error names its line).
 - :func:`load_lshtc_hierarchy`: LSHTC hierarchy files, one ``parent child`` pair a line.
 - :func:`labels_from_paths`: a column of path strings (``"A/A1/A1b"``) to a hierarchy and
   labels.
@@ -12,19 +12,21 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
+import re
+import warnings
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from sklearn.datasets import load_svmlight_file
 
-from ..exceptions import DataFormatError, HierarchyError, LabelError
+from ..exceptions import DataFormatError, HierarchyError, InputError, LabelError
 from ..hierarchy import Hierarchy
-from ._common import Dataset, open_text, read_lines
+from ._common import ColumnNames, Dataset, first_lines, read_lines
 from .arff import load_arff
 
 logger = logging.getLogger(__name__)
@@ -39,34 +41,42 @@ __all__ = [
 ]
 
 
-def _maybe_int(token: str):
-    try:
-        return int(token)
-    except ValueError:
-        return None
+# A node id written as a plain decimal integer: ASCII digits, no sign, no leading zero, no
+# underscore, so that int() of it is one-to-one ("08", "+2", "1_1" and non-ASCII digits are
+# not integers here and keep their spelling).
+_CANONICAL_INT = re.compile(r"0|[1-9][0-9]*", re.ASCII)
+_FIELD_SEP = re.compile(r"[ \t\v\f\r]+")  # ASCII whitespace only: other characters are data
+
+
+def _is_canonical_int(token: str) -> bool:
+    return _CANONICAL_INT.fullmatch(token) is not None
 
 
 # ---------------------------------------------------------------------- LSHTC hierarchy
 def load_lshtc_hierarchy(path, root: Hashable | None = None) -> Hierarchy:
     """Read an LSHTC hierarchy file: one ``parent child`` pair per line.
 
-    Tokens are whitespace separated.  When every token of the file is an integer the node
-    names are ``int``; otherwise they are all strings (never a mix, so ``"7"`` and ``7``
-    cannot both appear).  Blank lines and lines starting with ``#`` or ``%`` are skipped.
-    Several top nodes hang under an artificial root (``root``, default ``"<root>"``).
-    Errors (a line without exactly two tokens, a self-loop, a cycle) raise
-    :class:`~hiercvx.exceptions.DataFormatError` with the line number.
+    Tokens are separated by ASCII blanks (space, tab, vertical tab, form feed); any other
+    character, Unicode spaces included, is part of a node id.  When every token of the file
+    is a plain decimal integer (ASCII digits, no sign, no leading zero, no underscore) the
+    node names are ``int``; otherwise they are all strings, exactly as spelled, so
+    distinct ids such as ``08`` and ``8``, ``+2`` and ``2`` or ``1_1`` and ``11`` stay
+    distinct.  A UTF-8 byte-order mark is dropped.  Blank lines and lines starting with
+    ``#`` or ``%`` are skipped.  Several top nodes hang under an artificial root
+    (``root``, default ``"<root>"``).  Errors (a line without exactly two tokens, a
+    self-loop, a cycle) raise :class:`~hiercvx.exceptions.DataFormatError` with the line
+    number.
     """
     path, lines = read_lines(path)
     pairs, linenos = [], []
     for k, raw in enumerate(lines, start=1):
-        s = raw.strip()
+        s = raw.strip(" \t\v\f\r")
         if not s or s[0] in "#%":
             continue
-        tok = s.split()
+        tok = _FIELD_SEP.split(s)
         if len(tok) != 2:
             raise DataFormatError(
-                f"expected 'parent child' (two whitespace-separated names), got {len(tok)} "
+                f"expected 'parent child' (two names separated by blanks), got {len(tok)} "
                 f"token(s): {s[:80]!r}", path=path, line=k)
         if tok[0] == tok[1]:
             raise DataFormatError(f"self-loop: node {tok[0]!r} is given as its own parent",
@@ -75,9 +85,8 @@ def load_lshtc_hierarchy(path, root: Hashable | None = None) -> Hierarchy:
         linenos.append(k)
     if not pairs:
         raise DataFormatError("contains no 'parent child' line", path=path)
-    ints = [[_maybe_int(a), _maybe_int(b)] for a, b in pairs]
-    if all(a is not None and b is not None for a, b in ints):
-        edges = [(a, b) for a, b in ints]
+    if all(_is_canonical_int(a) and _is_canonical_int(b) for a, b in pairs):
+        edges = [(int(a), int(b)) for a, b in pairs]
     else:
         edges = [(a, b) for a, b in pairs]
     try:
@@ -151,48 +160,179 @@ def _label_value(v: float):
     return int(v) if float(v).is_integer() else float(v)
 
 
-def _data_line_numbers(lines) -> np.ndarray:
-    """1-based line numbers of the sample lines of an SVMlight file (no comments, no blanks)."""
-    return np.array([k for k, raw in enumerate(lines, start=1)
-                     if raw.split("#", 1)[0].strip()], dtype=np.int64)
+# Strict LIBSVM grammar: a decimal number is ASCII digits with an optional sign, point and
+# exponent (no inf / nan, no underscores, no non-ASCII digits: float() would take those).
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_NUMBER_RE = re.compile(_NUMBER, re.ASCII)
+_LABELS_RE = re.compile(rf"{_NUMBER}(?:,{_NUMBER})*", re.ASCII)
+_QID_RE = re.compile(r"[ \t]+qid:[0-9]+(?=[ \t]|$)", re.ASCII)
+_FEATURES_RE = re.compile(rf"(?:[ \t]+[0-9]{{1,15}}:{_NUMBER})*[ \t]*", re.ASCII)
+_INDEX_RE = re.compile(r"[0-9]+", re.ASCII)
+_MAX_COLUMN = 2**31 - 2  # CSR column indices and n_features stay within int32
+_BLANKS = " \t\v\f\r"
 
 
-def _locate_svmlight_error(path: Path):
-    """Find the first line an SVMlight parser would reject (slow path, only after a failure)."""
-    _, lines = read_lines(path)
-    for k, raw in enumerate(lines, start=1):
-        s = raw.split("#", 1)[0].strip()
-        if not s:
+def _libsvm_token_error(body: str) -> str:
+    """Why a sample line (comment removed) breaks the LIBSVM grammar, naming the first
+    offending token (slow path, only after the line failed to match)."""
+    tok = _FIELD_SEP.split(body)
+    first = 0
+    if ":" not in tok[0]:
+        first = 1
+        if _LABELS_RE.fullmatch(tok[0]) is None:
+            bad = next((lab for lab in tok[0].split(",") if _NUMBER_RE.fullmatch(lab) is None),
+                       tok[0])
+            return (f"label {bad!r} is not a decimal number (labels are comma-separated numbers "
+                    "such as 3 or 1,7; no inf, nan, underscores or empty labels)")
+    for j, t in enumerate(tok[first:]):
+        idx, colon, val = t.partition(":")
+        if not colon:
+            return f"token {t!r} is not 'index:value'"
+        if idx == "qid" and j == 0 and _INDEX_RE.fullmatch(val):
             continue
-        tok = s.split()
-        if ":" in tok[0]:  # no label at all, the line starts with a feature
-            return k, f"the line starts with {tok[0]!r}: the label(s) are missing"
-        for lab in tok[0].split(","):
-            if lab:
-                try:
-                    float(lab)
-                except ValueError:
-                    return k, f"label {lab!r} is not a number"
-        for t in tok[1:]:
-            idx, colon, val = t.partition(":")
-            if not colon:
-                return k, f"token {t!r} is not 'index:value'"
-            if idx == "qid":
-                continue
-            try:
-                int(idx)
-                float(val)
-            except ValueError:
-                return k, f"token {t!r} is not 'index:value' with an integer index and a number"
-    return None, None
+        if idx.startswith("-") and _INDEX_RE.fullmatch(idx[1:]):
+            return f"feature index {idx} is negative; indices are non-negative integers"
+        if _INDEX_RE.fullmatch(idx) is None:
+            return f"feature index {idx!r} in {t!r} is not a non-negative integer"
+        if len(idx) > 15:
+            shown = idx if len(idx) <= 20 else idx[:20] + "..."
+            return f"feature index {shown} is too large (the largest allowed is {_MAX_COLUMN + 1})"
+        if _NUMBER_RE.fullmatch(val) is None:
+            return (f"value {val!r} of feature {idx} is not a finite decimal number (no inf, nan, "
+                    "underscores or non-ASCII digits)")
+    return f"not 'label[,label...] index:value ...': {body[:80]!r}"
+
+
+def _parse_libsvm_lines(lines, path):
+    """Parse the sample lines: ``(label_strings, rows, indices, values, linenos)``.
+
+    Each line is matched against the grammar first (a failure raises
+    :class:`~hiercvx.exceptions.DataFormatError` with its line); then every ``index:value``
+    pair of the file is converted in one vectorized pass.  ``indices`` (int64) and
+    ``values`` (float64) are in file order, ``rows[k]`` is the sample of pair ``k``,
+    ``linenos[i]`` the 1-based line of sample ``i``."""
+    labels, features, linenos = [], [], []
+    for k, raw in enumerate(lines, start=1):
+        body = raw.split("#", 1)[0].strip(_BLANKS)
+        if not body:
+            continue
+        cut = next((i for i, c in enumerate(body) if c in " \t"), len(body))
+        head, rest = body[:cut], body[cut:]
+        if ":" in head:  # no labels: the line starts with a feature
+            head, rest = "", " " + body
+        elif _LABELS_RE.fullmatch(head) is None:
+            raise DataFormatError(_libsvm_token_error(body), path=path, line=k)
+        q = _QID_RE.match(rest)
+        if q is not None:
+            rest = rest[q.end():]
+        if _FEATURES_RE.fullmatch(rest) is None:
+            raise DataFormatError(_libsvm_token_error(body), path=path, line=k)
+        labels.append(head)
+        features.append(rest)
+        linenos.append(k)
+    counts = np.fromiter((f.count(":") for f in features), dtype=np.int64, count=len(features))
+    rows = np.repeat(np.arange(len(features), dtype=np.int64), counts)
+    flat = " ".join(features).replace(":", " ")
+    numbers = np.empty(0)
+    if rows.size:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            numbers = np.loadtxt(io.StringIO(flat), dtype=np.float64, ndmin=1, comments=None)
+    # indices have at most 15 digits (the grammar), so their float reading is exact
+    return (labels, rows, numbers[0::2].astype(np.int64), numbers[1::2],
+            np.asarray(linenos, dtype=np.int64))
+
+
+def _check_libsvm_options(n_features, zero_based):
+    if zero_based not in (True, False, "auto") or isinstance(zero_based, np.bool_):
+        raise InputError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    if n_features is not None and (isinstance(n_features, bool)
+                                   or not isinstance(n_features, (int, np.integer))
+                                   or not 0 <= n_features <= _MAX_COLUMN + 1):
+        raise InputError(f"n_features must be None or an integer in [0, {_MAX_COLUMN + 1}], got "
+                         f"{n_features!r}")
+
+
+def _libsvm_matrix(rows, idx, vals, linenos, n_samples, n_features, zero_based, path):
+    """The CSR matrix of the parsed pairs: indices within int32, strictly increasing within
+    each line (no duplicates), values finite; each violation names its line."""
+    def line(k):
+        return int(linenos[rows[k]])
+
+    largest = _MAX_COLUMN + 1  # one-based; zero-based files stop one lower
+    too_big = np.flatnonzero(idx > largest)
+    if too_big.size:
+        k = int(too_big[0])
+        raise DataFormatError(f"feature index {idx[k]} is too large (the largest allowed is "
+                              f"{largest})", path=path, line=line(k))
+    bad = np.flatnonzero(~np.isfinite(vals))
+    if bad.size:
+        k = int(bad[0])
+        raise DataFormatError(f"the value of feature {idx[k]} overflows to {vals[k]}; values "
+                              "must be finite", path=path, line=line(k))
+    order = np.flatnonzero((rows[1:] == rows[:-1]) & (idx[1:] <= idx[:-1]))
+    if order.size:
+        k = int(order[0]) + 1
+        what = "is repeated" if idx[k] == idx[k - 1] else f"comes after index {idx[k - 1]}"
+        raise DataFormatError(f"feature index {idx[k]} {what}; each line needs strictly "
+                              "increasing indices (sort them, merge duplicates)", path=path,
+                              line=line(k))
+    if zero_based == "auto":
+        zero_based = bool(idx.size) and int(idx.min()) == 0
+    if not zero_based:
+        zeros = np.flatnonzero(idx == 0)
+        if zeros.size:
+            raise DataFormatError("feature index 0 in a one-based file (zero_based=False); pass "
+                                  "zero_based=True or 'auto'", path=path, line=line(int(zeros[0])))
+        idx = idx - 1
+    big = np.flatnonzero(idx > _MAX_COLUMN)
+    if big.size:
+        k = int(big[0])
+        raise DataFormatError(f"feature index {idx[k]} is too large for a zero-based file (the "
+                              f"largest allowed is {_MAX_COLUMN})", path=path, line=line(k))
+    width = int(idx.max()) + 1 if idx.size else 0
+    if n_features is not None:
+        if width > n_features:
+            k = int(np.flatnonzero(idx >= n_features)[0])
+            raise DataFormatError(f"feature index {idx[k] + (0 if zero_based else 1)} is beyond "
+                                  f"n_features={n_features}", path=path, line=line(k))
+        width = int(n_features)
+    indptr = np.zeros(n_samples + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_samples), out=indptr[1:])
+    X = sp.csr_matrix((vals, idx, indptr), shape=(n_samples, width))
+    X.eliminate_zeros()
+    return X
+
+
+def _libsvm_labels(label_strings, linenos, path) -> list[tuple]:
+    """Each line's labels as numbers (integral ones as ``int``); a label overflowing to
+    infinity names its line."""
+    parsed, out = {}, []
+    for s, ln in zip(label_strings, linenos):
+        if s not in parsed:
+            values = []
+            for t in (s.split(",") if s else ()):
+                v = float(t)
+                if not np.isfinite(v):
+                    raise DataFormatError(f"label {t[:40]!r} overflows to {v}; labels must be "
+                                          "finite", path=path, line=int(ln))
+                values.append(_label_value(v))
+            parsed[s] = tuple(dict.fromkeys(values))
+        out.append(parsed[s])
+    return out
 
 
 def load_libsvm(path, hierarchy=None, n_features: int | None = None,
                 zero_based="auto") -> Dataset:
     """Load a LIBSVM / SVMlight multi-label file (``label1,label2 idx:val idx:val ...``).
 
-    Parsing is :func:`sklearn.datasets.load_svmlight_file` with ``multilabel=True``;
-    ``X`` is CSR.  Integral labels become ``int``.  ``y`` is a list of frozensets.
+    ``X`` is CSR.  Labels and values are decimal numbers (ASCII digits, optional sign,
+    point and exponent; ``inf``, ``nan``, ``1_0`` and overflowing values are refused);
+    integral labels become ``int``; a line without labels is a sample with none.  ``y`` is
+    a list of frozensets.  Indices are non-negative integers, strictly increasing within a
+    line; ``zero_based="auto"`` reads the file as zero-based when it uses index 0.  A
+    UTF-8 byte-order mark is dropped; ``#`` starts a comment.  Every violation raises
+    :class:`~hiercvx.exceptions.DataFormatError` with the file and line.
 
     ``hierarchy``: a :class:`Hierarchy`, or the path of an LSHTC hierarchy file (read
     with :func:`load_lshtc_hierarchy`).  Every label must then be a node; a label ``7``
@@ -200,24 +340,19 @@ def load_libsvm(path, hierarchy=None, n_features: int | None = None,
     :class:`~hiercvx.exceptions.DataFormatError` naming the line.  Without a hierarchy
     the labels become the leaves of a flat one (every label a child of ``"<root>"``).
     """
-    path = Path(path)
-    if not path.exists():
-        raise DataFormatError("no such file; check the path", path=path)
     if isinstance(hierarchy, (str, os.PathLike)):
         hierarchy = load_lshtc_hierarchy(hierarchy)
     elif hierarchy is not None and not isinstance(hierarchy, Hierarchy):
         raise LabelError(f"hierarchy must be a Hierarchy or the path of a hierarchy file, got "
                          f"{type(hierarchy).__name__}")
-    try:
-        X, raw = load_svmlight_file(str(path), n_features=n_features, multilabel=True,
-                                    zero_based=zero_based)
-    except (ValueError, RuntimeError) as exc:
-        line, what = _locate_svmlight_error(path)
-        msg = what if what is not None else str(exc)
-        raise DataFormatError(f"not a valid LIBSVM/SVMlight file: {msg}", path=path,
-                              line=line) from None
-    X = X.tocsr()
-    label_tuples = [tuple(_label_value(v) for v in labs) for labs in raw]
+    _check_libsvm_options(n_features, zero_based)
+    path, lines = read_lines(path)
+    label_strings, rows, idx, vals, line_of = _parse_libsvm_lines(lines, path)
+    if not label_strings:
+        raise DataFormatError("contains no sample line", path=path)
+    X = _libsvm_matrix(rows, idx, vals, line_of, len(label_strings), n_features, zero_based,
+                       path)
+    label_tuples = _libsvm_labels(label_strings, line_of, path)
     if hierarchy is None:
         unique = list(dict.fromkeys(v for labs in label_tuples for v in labs))
         if not unique:
@@ -239,8 +374,6 @@ def load_libsvm(path, hierarchy=None, n_features: int | None = None,
                     unknown.append((i, v))
                     mapping[v] = None
         if unknown:
-            _, lines = read_lines(path)
-            line_of = _data_line_numbers(lines)
             i, v = unknown[0]
             line = int(line_of[i]) if i < len(line_of) else None
             shown = ", ".join(repr(u) for _, u in unknown[:5])
@@ -250,7 +383,7 @@ def load_libsvm(path, hierarchy=None, n_features: int | None = None,
                 path=path, line=line)
         y = [frozenset(mapping[v] for v in labs) for labs in label_tuples]
     return Dataset(X=X, y=y, hierarchy=hierarchy,
-                   feature_names=[f"x{j}" for j in range(X.shape[1])],
+                   feature_names=ColumnNames(X.shape[1]),
                    name=path.name.split(".")[0] or path.name, path=path,
                    metadata={"format": "libsvm"})
 
@@ -263,22 +396,18 @@ _HIER_EXT = {".hier", ".hierarchy", ".cat_hier"}
 
 def _sniff(path: Path) -> str:
     """Guess the format from the first meaningful line."""
-    try:
-        with open_text(path) as fh:
-            for raw in fh:
-                s = raw.strip()
-                if not s or s[0] in "%#":
-                    continue
-                if s[0] == "@":
-                    return "arff"
-                tok = s.split("#", 1)[0].split()
-                if any(":" in t for t in tok[1:]):
-                    return "libsvm"
-                if len(tok) == 2 and ":" not in s:
-                    return "lshtc"
-                break
-    except (UnicodeDecodeError, OSError):
-        pass
+    for raw in first_lines(path):
+        s = raw.strip()
+        if not s or s[0] in "%#":
+            continue
+        if s[0] == "@":
+            return "arff"
+        tok = s.split("#", 1)[0].split()
+        if any(":" in t for t in tok):
+            return "libsvm"
+        if len(tok) == 2:
+            return "lshtc"
+        break
     raise DataFormatError(
         "cannot tell the format from the file name or its first line; supported: Clus-HMC "
         "ARFF (.arff), LIBSVM/SVMlight (.svm, .libsvm, .svmlight), LSHTC 'parent child' "

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from .._validation import check_positive
+from .._validation import check_not_complex, check_positive
 from ..exceptions import InputError
 from ..kernels import check_psd
+from ..result import check_iteration_options
 # target handling lives in the core (hiercvx.targets); re-exported for the estimators
 from ..targets import (class_array, flat_hierarchy, is_multilabel_target,  # noqa: F401
                        ravel_column_target, resolve_targets, resolve_training_targets, sort_key)
@@ -16,11 +17,15 @@ from ..targets import (class_array, flat_hierarchy, is_multilabel_target,  # noq
 SOLVERS = ("fast", "reference")
 
 
-def check_solver_options(penalty, penalty_name: str, tol, solver) -> None:
+def check_solver_options(penalty, penalty_name: str, tol, solver, max_iter=None,
+                         who: str = "the estimator") -> None:
     """Refuse a non-positive regularization constant (``C`` or ``lam``, named ``penalty_name``
-    in the message) or tolerance ``tol``, and a ``solver`` not in :data:`SOLVERS`."""
+    in the message) or tolerance ``tol``, a ``max_iter`` that is not a positive integer
+    (:func:`hiercvx.result.check_iteration_options`; ``None`` allowed) and a ``solver`` not in
+    :data:`SOLVERS`.  Called at ``fit`` whichever solver runs, so no option is ignored."""
     check_positive(penalty, penalty_name)
     check_positive(tol, "tol")
+    check_iteration_options(tol, max_iter, who=who)
     if solver not in SOLVERS:
         raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
 
@@ -29,7 +34,8 @@ def validate_training_X(estimator, X, *, precomputed: bool = False, check_kernel
     """``X`` for ``fit`` through scikit-learn's ``validate_data`` (float64, at least two rows,
     CSR kept unless ``X`` is a precomputed kernel).  A precomputed kernel must be square,
     symmetric and PSD (:func:`hiercvx.kernels.check_psd`); ``check_kernel=False`` leaves that
-    to a solver that checks it itself."""
+    to a solver that checks it itself.  Complex ``X`` is refused (InputError)."""
+    check_not_complex(X, "X")  # scikit-learn's own refusal names neither the input nor a fix
     X = validate_data(estimator, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
                       ensure_min_samples=2)
     if precomputed and check_kernel:
