@@ -14,8 +14,9 @@ def check_not_complex(X, name: str = "X") -> None:
     """Refuse complex features: a cast to float would silently keep only the real part."""
     dtype = getattr(X, "dtype", None)
     if dtype is not None and np.issubdtype(dtype, np.complexfloating):
-        raise InputError(f"{name} is complex ({dtype}); hiercvx takes real features. Pass X.real "
-                         "or np.abs(X) (or split real and imaginary parts into columns) explicitly")
+        raise InputError(f"Complex data not supported: {name} is complex ({dtype}); hiercvx takes "
+                         "real features. Pass X.real or np.abs(X) (or split real and imaginary "
+                         "parts into columns) explicitly")
 
 
 def check_features(X, name: str = "X", allow_sparse: bool = True, dtype=float):
