@@ -170,3 +170,15 @@ def test_show_errors_exit_2(capsys):
     assert "unknown method 'unknown'" in err and "hsvm" in err
     assert cli.main(["show", "hpsi", "--dual"]) == 2
     assert "declares no 'dual' reference" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,role,numbers", [
+    ("hsvm", "primal", ["(4.10)", "(3.9)", "(3.10)"]), ("hsvm", "dual", ["(4.15)", "(4.13)", "(4.12)"]),
+    ("multiclass", "primal", ["notes (primal)"]), ("multiclass", "dual", ["notes (dual)"]),
+    ("sibling_svm", "primal", ["(2)/(8)", "(2)"]), ("sibling_svm", "dual", ["(9)", "(10)", "(11)"])])
+def test_declared_formulations_carry_the_papers_numbers(name, role, numbers):
+    ref = built(name, role)
+    assert ref.formulation is not None
+    text, latex = ref.describe(), ref.describe("latex")
+    for number in numbers:
+        assert number in text and f"\\tag*{{{number}}}" in latex

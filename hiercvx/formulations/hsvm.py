@@ -42,7 +42,7 @@ from ..models import margin as _margin
 from ..models.hsvm import DEFAULT_ATTRIBUTES, DEFAULT_LOSS, HSVMModel
 from ..models.hsvm import prepare as prepare_model
 from ..models.margin import MarginData
-from ..reference import ReferenceProblem, check_size
+from ..reference import Formulation, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,79 @@ __all__ = [
     "dual_scores",
     "DEFAULT_LOSS",
     "DEFAULT_ATTRIBUTES",
+    "primal_formulation",
+    "dual_formulation",
+    "class_form_formulation",
 ]
+
+# ---------------------------------------------------------------------- what describe() shows
+_NOTATION = {
+    "Lam": "class attributes (q, M): Lam_yv = t_v(y) for v an ancestor of y, thesis (3.7)",
+    "S_iy": "class score <u_y, x_i> = <W, Lam_y (x) x_i>, thesis (3.8)",
+    "Delta(y, ybar)": "the loss of the pair (y relevant, ybar irrelevant)",
+    "Cw_i": "per-example weight of C (sample_weight; 1 by default)",
+}
+
+
+def _pair_family(rescaling: str, eq: str) -> tuple:
+    if rescaling == "slack":
+        return ("S_iy - S_iybar >= 1 - xi_i / Delta(y, ybar) for every i, y in Y_i, ybar not in Y_i",
+                "S_{iy} - S_{i\\bar y} \\ge 1 - \\xi_i / \\Delta(y, \\bar y) \\quad "
+                "\\forall i,\\ y \\in Y_i,\\ \\bar y \\notin Y_i", eq)
+    return ("S_iy - S_iybar >= Delta(y, ybar) - xi_i for every i, y in Y_i, ybar not in Y_i",
+            "S_{iy} - S_{i\\bar y} \\ge \\Delta(y, \\bar y) - \\xi_i \\quad "
+            "\\forall i,\\ y \\in Y_i,\\ \\bar y \\notin Y_i", eq)
+
+
+def primal_formulation(rescaling: str = "slack") -> Formulation:
+    """Thesis (4.10) as :meth:`ReferenceProblem.describe` shows it."""
+    return Formulation(
+        objective=("1/2 ||W||_F^2 + C sum_i Cw_i xi_i",
+                   "\\tfrac12 \\|W\\|_F^2 + C \\sum_i c_i \\xi_i", "(4.10)"),
+        constraints={"pairs": _pair_family(rescaling, "(4.10)"),
+                     "xi_nonneg": ("xi_i >= 0", "\\xi_i \\ge 0", "(4.10)"),
+                     "class_weights": ("U = Lam W (auxiliary: class weights)", "U = \\Lambda W", "(3.9)"),
+                     "class_scores": ("S = X U^T (auxiliary: class scores)", "S = X U^\\top", "(3.10)")},
+        variables={"W": "node weights, rows in H.nodes order", "xi": "one slack per example",
+                   "U": "class weights u_y = sum_v Lam_yv w_v", "S": "class scores of the examples"},
+        notation=_NOTATION)
+
+
+def dual_formulation(rescaling: str = "slack") -> Formulation:
+    """Thesis (4.15) as :meth:`ReferenceProblem.describe` shows it."""
+    budget = ("sum_{p of i} alpha_p / Delta_p <= C Cw_i" if rescaling == "slack"
+              else "sum_{p of i} alpha_p <= C Cw_i")
+    budget_tex = ("\\textstyle\\sum_{p \\ni i} \\alpha_p / \\Delta_p \\le C c_i" if rescaling == "slack"
+                  else "\\textstyle\\sum_{p \\ni i} \\alpha_p \\le C c_i")
+    offset = "alpha_p" if rescaling == "slack" else "Delta_p alpha_p"
+    offset_tex = "\\alpha_p" if rescaling == "slack" else "\\Delta_p \\alpha_p"
+    return Formulation(
+        objective=(f"sum_p {offset} - 1/2 tr(G^T K G Q)",
+                   f"\\sum_p {offset_tex} - \\tfrac12 \\operatorname{{tr}}(G^\\top K G Q)", "(4.15)"),
+        constraints={"alpha_nonneg": ("alpha_p >= 0 for every pair p = (i, y, ybar)",
+                                      "\\alpha_p \\ge 0 \\quad \\forall p", "(4.15)"),
+                     "budget": (budget + " for every i", budget_tex + " \\quad \\forall i", "(4.13)"),
+                     "expansion": ("G_iy = sum of alpha_p over i's pairs with y relevant, minus over y "
+                                   "irrelevant (auxiliary)", "G = G(\\alpha)", "(4.12)"),
+                     "factor": ("T = L_K^T G with K = L_K L_K^T (auxiliary)", "T = L_K^\\top G",
+                                "(4.16)-(4.17)")},
+        variables={"alpha": "one multiplier per pair p = (i, y, ybar), thesis (4.11)",
+                   "G": "expansion coefficients G(alpha) (n, q)", "T": "L_K^T G"},
+        notation={"K": "the input kernel's Gram matrix (linear: X X^T)",
+                  "Q": "the class kernel: Lam Lam^T with class attributes, thesis (4.17)",
+                  "W": "X^T G Lam (recovery (4.12), linear kernel with attributes)"})
+
+
+def class_form_formulation(rescaling: str = "slack") -> Formulation:
+    """Thesis (4.48) as :meth:`ReferenceProblem.describe` shows it."""
+    return Formulation(
+        objective=("1/2 ||R U||_F^2 + C sum_i Cw_i xi_i",
+                   "\\tfrac12 \\|R U\\|_F^2 + C \\sum_i c_i \\xi_i", "(4.48)"),
+        constraints={"pairs": _pair_family(rescaling, "(4.48)"),
+                     "xi_nonneg": ("xi_i >= 0", "\\xi_i \\ge 0", "(4.48)")},
+        variables={"U": "class weights, one row per class", "xi": "one slack per example",
+                   "S": "class scores X U^T"},
+        notation={**_NOTATION, "R": "the taxonomy-derived regularizer's factor, thesis (4.40)-(4.46)"})
 
 
 
@@ -236,7 +308,7 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
         weights=lambda v: v["W"], constraints={"pairs": pairs, "xi_nonneg": nonneg},
         parameters={"C": Cp}, infeasibility=infeasibility,
         name=f"hierarchical SVM primal (4.10), {rescaling} rescaling",
-        build_time=time.perf_counter() - t0,
+        build_time=time.perf_counter() - t0, formulation=primal_formulation(rescaling),
         data={"X": X, "H": H, "classes": model.classes, "Lam": Lam, "margin_data": data,
               "model": model})
 
@@ -350,6 +422,7 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
         weights=weights, constraints={"alpha_nonneg": nonneg, "budget": budget},
         parameters={"C": Cp}, infeasibility=infeasibility,
         name=f"hierarchical SVM dual (4.15), {kern.name} kernel, {rescaling} rescaling",
+        formulation=dual_formulation(rescaling),
         build_time=time.perf_counter() - t0,
         data={"X": X, "H": H, "classes": model.classes, "Lam": data.Lam, "Q": data.Q, "K": K, "model": model,
               "kernel": kern, "margin_data": data, "weights": "W" if node_weights else "G"})
@@ -519,6 +592,7 @@ def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferencePr
         weights=lambda v: class_to_node_weights(v["U"], Lam),
         constraints={"pairs": pairs, "xi_nonneg": nonneg}, parameters={"C": Cp},
         name=f"hierarchical SVM class form (4.48), {rescaling} rescaling",
+        formulation=class_form_formulation(rescaling),
         build_time=time.perf_counter() - t0,
         data={"X": X, "H": H, "classes": model.classes, "Lam": Lam, "R": R, "regularizer": how, "model": model,
               "margin_data": data})

@@ -50,13 +50,14 @@ from ..models import margin as _margin
 from ..models.multiclass import (MulticlassModel, augment, encode_labels, example_weights,
                                  flat_margin_data)
 from ..models.multiclass import prepare as prepare_model
-from ..reference import ReferenceProblem, check_size
+from ..reference import Formulation, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["primal", "primal_from_model", "dual", "dual_from_model", "prepare_model",
            "MulticlassModel", "KernelClassFunctions", "recover_coefficients", "gram_factor",
-           "encode_labels", "example_weights", "flat_margin_data", "augment"]
+           "encode_labels", "example_weights", "flat_margin_data", "augment",
+           "primal_formulation", "dual_formulation"]
 
 
 def _nnz(X) -> int:
@@ -64,6 +65,38 @@ def _nnz(X) -> int:
 
 
 # ----------------------------------------------------------------------------- primal
+
+# ---------------------------------------------------------------------- what describe() shows
+def primal_formulation(fit_intercept: bool = False) -> Formulation:
+    """The notes' primal (LIBLINEAR's MCSVM_CS) as :meth:`ReferenceProblem.describe` shows it."""
+    reg, reg_tex = "1/2 ||W||_F^2", "\\tfrac12 \\|W\\|_F^2"
+    if fit_intercept:
+        reg, reg_tex = reg + " + 1/2 ||b||^2 / s^2", reg_tex + " + \\tfrac12 \\|b\\|^2 / s^2"
+    return Formulation(
+        objective=(reg + " + C sum_i c_i xi_i", reg_tex + " + C \\sum_i c_i \\xi_i", "notes (primal)"),
+        constraints={"margin": ("s_{i y_i} - s_{i m} >= 1 - [m = y_i] - xi_i for every i and class m "
+                                "(m = y_i gives xi_i >= 0)",
+                                "s_{i y_i} - s_{i m} \\ge 1 - [m = y_i] - \\xi_i \\quad \\forall i, m",
+                                "notes (primal)")},
+        variables={"W": "class weights, rows in sorted class order", "xi": "one slack per example",
+                   "intercept": "class biases b_m"},
+        notation={"s_im": "w_m . x_i (+ b_m with an intercept)",
+                  "c_i": "sample_weight_i * class_weight[y_i]", "s": "intercept_scaling"})
+
+
+def dual_formulation() -> Formulation:
+    """The notes' Lagrangian dual as :meth:`ReferenceProblem.describe` shows it."""
+    return Formulation(
+        objective=("sum_i lambda_{i c_i} - 1/2 sum_y G_{:y}^T K G_{:y}",
+                   "\\sum_i \\lambda_{i c_i} - \\tfrac12 \\sum_y G_{:y}^\\top K G_{:y}", "notes (dual)"),
+        constraints={"balance": ("lambda_{i c_i} = sum_{y != c_i} lambda_{iy} for every i",
+                                 "\\lambda_{i c_i} = \\textstyle\\sum_{y \\ne c_i} \\lambda_{iy}", "notes (dual)"),
+                     "budget": ("lambda_{i c_i} <= C c_i for every i (and lambda >= 0)",
+                                "\\lambda_{i c_i} \\le C c_i,\\ \\lambda \\ge 0", "notes (dual)")},
+        variables={"Lambda": "multipliers lambda_iy, one per example and class"},
+        notation={"G_iy": "+lambda_iy if y = c_i else -lambda_iy; f_y = sum_i G_iy k(x_i, .)",
+                  "K": "the kernel's Gram matrix (declared through a factor K = F F^T)"})
+
 
 def primal(X, y, C: float = 1.0, fit_intercept: bool = False, intercept_scaling: float = 1.0,
            sample_weight=None, class_weight=None, max_size: int | None = None) -> ReferenceProblem:
@@ -153,6 +186,7 @@ def primal_from_model(model: MulticlassModel, C: float = 1.0,
         problem, variables=variables, objective=objective, lower_bound=lower_bound,
         weights=lambda values: np.asarray(values["W"], dtype=float), constraints={"margin": margin},
         parameters={"C": C_param}, name="Crammer-Singer primal (LIBLINEAR MCSVM_CS)",
+        formulation=primal_formulation(bool(fit_intercept)),
         build_time=time.perf_counter() - t0,
         data={"X": X, "X_augmented": X_aug, "y_index": y_index, "classes": classes, "margin": data,
               "example_weights": Cw, "fit_intercept": bool(fit_intercept),
@@ -317,5 +351,6 @@ def dual_from_model(model: MulticlassModel, C: float = 1.0,
         problem, variables={"Lambda": Lambda}, objective=objective, lower_bound=lower_bound,
         weights=weights, constraints={"balance": balance, "budget": budget}, parameters={"C": C_param},
         name=f"multi-class SVM dual ({k.name} kernel)", build_time=time.perf_counter() - t0,
+        formulation=dual_formulation(),
         data={"X": X, "K": K, "factor": F, "kernel": k, "y_index": y_index, "classes": classes,
               "margin": data, "example_weights": Cw, "model": model})
