@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from importlib import metadata
 
@@ -131,6 +132,10 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
+    except BrokenPipeError:  # `hiercvx data FILE | head`: the reader left, which is not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not fail again
+        return 0
     except (HierCVXError, OSError) as exc:
         print(f"hiercvx {args.command}: {exc}", file=sys.stderr)
         return 2
