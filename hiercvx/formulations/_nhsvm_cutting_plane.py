@@ -24,12 +24,12 @@ from tqdm.auto import tqdm
 from ..exceptions import InputError, SolverError
 from ..inference import LabelSetOracle
 from ..models.nhsvm import NHSVMModel, multilabel_slacks, primal_objective
-from ..reference import ReferenceProblem, check_size, choose_solver
+from ..reference import Formulation, ReferenceProblem, check_size, choose_solver
 from ..result import Solution, relative_gap
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CuttingPlaneProblem", "cutting_plane_from_model", "row_kron"]
+__all__ = ["CuttingPlaneProblem", "cutting_plane_formulation", "cutting_plane_from_model", "row_kron"]
 
 
 def row_kron(C: sp.csr_matrix, X, sample: np.ndarray) -> sp.csr_matrix:
@@ -52,6 +52,22 @@ def row_kron(C: sp.csr_matrix, X, sample: np.ndarray) -> sp.csr_matrix:
     cols = np.repeat(C.indices.astype(np.int64), counts) * d + Xc.indices[pos]
     vals = np.repeat(C.data, counts) * Xc.data[pos]
     return sp.csr_matrix((vals, (rows, cols)), shape=(K, M * d))
+
+
+def cutting_plane_formulation() -> Formulation:
+    """The master QP of multi-label (10) (:class:`CuttingPlaneProblem`), over its working set."""
+    return Formulation(
+        objective=("lam ||W||_F^2 + sum_i xi_i", "\\lambda \\|W\\|_F^2 + \\sum_i \\xi_i", "(10)"),
+        constraints={"cuts": (("sum_n c_kn <w_n, x_{i_k}> + xi_{i_k} >= Delta(z_k, y_{i_k}) for each cut "
+                               "k = (i_k, z_k) of the working set"),
+                              ("\\textstyle\\sum_n c_{kn} \\langle w_n, x_{i_k} \\rangle + \\xi_{i_k} \\ge "
+                               "\\Delta(z_k, y_{i_k}) \\quad \\forall k"), "(10) over Y_m"),
+                     "xi_nonneg": ("xi >= 0", "\\xi \\ge 0", "(10)")},
+        variables={"w": "vec(W), the node weights (M, d) row by row", "xi": "one slack per example"},
+        notation={"c_kn": "sqrt(alpha_n) ([n in y_{i_k}] - [n in z_k])",
+                  "Delta": "the decomposable loss of section 7.1 (leaf Hamming by default)",
+                  "Y_m": ("the multi-label space; each round adds the most violating label sets (exact "
+                          "loss-augmented inference: tree DP, or (19) on DAGs)")})
 
 
 class CuttingPlaneProblem(ReferenceProblem):
@@ -100,6 +116,7 @@ class CuttingPlaneProblem(ReferenceProblem):
                          constraints=self.constraints, parameters={"lam": self._lam},
                          name="NHSVM primal (10), multi-label, cutting planes",
                          build_time=time.perf_counter() - t0,
+                         formulation=cutting_plane_formulation(),
                          data={"nhsvm": data, "X": data.X, "H": data.H, "alpha": data.alpha})
 
     # ------------------------------------------------------------------ the master problem

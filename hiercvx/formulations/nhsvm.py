@@ -53,8 +53,8 @@ from ..models.nhsvm import (DAG_T, PATH_METHODS, VARIANTS, NHSVMData, NHSVMModel
                             optimal_alpha, prepare_shared, primal_objective, ratio_sum,
                             scaled_alpha)
 
-from ..reference import ReferenceProblem, check_size
-from ._nhsvm_cutting_plane import CuttingPlaneProblem, cutting_plane_from_model
+from ..reference import Formulation, ReferenceProblem, check_size
+from ._nhsvm_cutting_plane import CuttingPlaneProblem, cutting_plane_formulation, cutting_plane_from_model
 
 __all__ = [
     "PATH_METHODS",
@@ -80,6 +80,11 @@ __all__ = [
     "shared_primal",
     "shared_primal_from_model",
     "alpha_step",
+    "nhsvm_formulation",
+    "nhsvm_dual_formulation",
+    "shared_formulation",
+    "shared_dual_formulation",
+    "cutting_plane_formulation",
     "shared_norm",
     "shared_norm_problem",
     "max_norm",
@@ -89,6 +94,89 @@ __all__ = [
 
 def _nnz(X) -> int:
     return int(X.nnz) if sp.issparse(X) else int(X.shape[0] * X.shape[1])
+
+
+# ====================================================================== how `describe` shows it
+_SCORE_NOTE = ("s_l(x)", "sum_{n in anc(l)} sqrt(alpha_n) <w_n, x> (the normalized attributes (5), row l of Lam)")
+
+
+def nhsvm_formulation(variant: str = "nhsvm") -> Formulation:
+    """Single-label (10) or (13) as declared by :func:`primal_from_model`."""
+    if variant == "nhsvm":
+        eq = "(10)"
+        margin = (("s_{l_i}(x_i) - s_l(x_i) + xi_i >= Delta(l_i, l) for every i and leaf l "
+                   "(l = l_i reads xi_i >= 0)"),
+                  "s_{l_i}(x_i) - s_l(x_i) + \\xi_i \\ge \\tilde\\Delta(l_i, l) \\quad \\forall i,\\ l \\in L")
+    else:
+        eq = "(13)"
+        margin = (("(s_{l_i}(x_i) - s_l(x_i)) / Delta(l_i, l) + xi_i >= 1 for every i and leaf l != l_i; "
+                   "xi_i >= 0"),
+                  ("\\frac{s_{l_i}(x_i) - s_l(x_i)}{\\tilde\\Delta(l_i, l)} + \\xi_i \\ge 1 \\quad "
+                   "\\forall i,\\ l \\ne l_i;\\ \\xi_i \\ge 0"))
+    return Formulation(
+        objective=("lam sum_n ||W_n||^2 + sum_i xi_i", "\\lambda \\sum_n \\|W_n\\|^2 + \\sum_i \\xi_i", eq),
+        constraints={"margin": (*margin, eq)},
+        variables={"W": "node weights, rows in H.nodes order", "xi": "one slack per example"},
+        notation={_SCORE_NOTE[0]: _SCORE_NOTE[1],
+                  "Delta(l_i, l)": "the normalized margin (9): sqrt(sum_{n in anc(l) xor anc(l_i)} alpha_n)",
+                  "alpha": "path weights, (6) on trees / (8) on DAGs by default"})
+
+
+def nhsvm_dual_formulation(variant: str = "nhsvm") -> Formulation:
+    """The dual of single-label (10) / (13) (derived in the sheet), scaled by ``lam``."""
+    eq = f"dual of {'(10)' if variant == 'nhsvm' else '(13)'}, derived"
+    e = ("Delta(l_i, l) (9)" if variant == "nhsvm" else "1") + " off the own leaf, 0 on it"
+    sigma = "1" if variant == "nhsvm" else "1 / Delta(l_i, l) (9)"
+    return Formulation(
+        objective=("lam sum_{i,l} beta_il e_il - 1/4 ||Lam^T Gc(beta)^T X||_F^2  (the dual times lam)",
+                   "\\lambda \\sum_{i,l} \\beta_{il} e_{il} - \\tfrac14 \\|\\Lambda^\\top G_c(\\beta)^\\top X\\|_F^2",
+                   eq),
+        constraints={"simplex": ("sum_l beta_il <= 1 for every i", "\\textstyle\\sum_l \\beta_{il} \\le 1", eq),
+                     "own_leaf": ("beta_{i,l_i} = 0,  beta >= 0", "\\beta_{i l_i} = 0,\\ \\beta \\ge 0", eq)},
+        variables={"beta": "masses on the leaves, one simplex with slack per example"},
+        notation={"e_il": e,
+                  "Gc(beta)": f"Gc_il = -sigma_il beta_il (l != l_i), Gc_{{i,l_i}} = sum_l sigma_il beta_il, "
+                              f"sigma_il = {sigma}",
+                  "Lam": "the normalized attributes (5), one row per leaf",
+                  "W": "Lam^T Gc^T X / (2 lam) (recovery)"})
+
+
+def shared_formulation() -> Formulation:
+    """The shared-norm SVM (14) as declared by :func:`shared_primal_from_model`."""
+    return Formulation(
+        objective=("lam sum_n ||u_n||^2 / alpha_n + sum_i xi_i",
+                   "\\lambda \\sum_n \\|u_n\\|^2 / \\alpha_n + \\sum_i \\xi_i", "(14)"),
+        constraints={"margin": (("s_{l_i}(x_i) - s_l(x_i) + xi_i >= Delta(l_i, l) for every i and leaf l "
+                                 "(l = l_i reads xi_i >= 0)"),
+                                "s_{l_i}(x_i) - s_l(x_i) + \\xi_i \\ge \\Delta(l_i, l) \\quad \\forall i,\\ l \\in L",
+                                "(14)"),
+                     "paths": ("sum_{n in anc(l)} alpha_n <= 1 for every leaf l",
+                               "\\textstyle\\sum_{n \\in \\bar A(l)} \\alpha_n \\le 1 \\quad \\forall l \\in L",
+                               "(14)"),
+                     "alpha_nonneg": ("alpha >= 0", "\\alpha \\ge 0", "(14)")},
+        variables={"U": "node weights u_n, rows in H.nodes order", "alpha": "the sharing weight of each node",
+                   "xi": "one slack per example"},
+        notation={"s_l(x)": "sum_{n in anc(l)} <u_n, x> (indicator attributes)",
+                  "Delta(l_i, l)": "the loss (loss=, zero_one by default); the paper fixes none"})
+
+
+def shared_dual_formulation() -> Formulation:
+    """The dual of (14), derived in the sheet: one rotated cone per node."""
+    eq = "dual of (14), derived"
+    return Formulation(
+        objective=("sum_{i,l} beta_il Delta(l_i, l) - sum_l mu_l",
+                   "\\sum_{i,l} \\beta_{il} \\Delta(l_i, l) - \\sum_l \\mu_l", eq),
+        constraints={"simplex": ("sum_l beta_il <= 1 for every i", "\\textstyle\\sum_l \\beta_{il} \\le 1", eq),
+                     "own_leaf": ("beta_{i,l_i} = 0,  beta >= 0,  mu >= 0",
+                                  "\\beta_{i l_i} = 0,\\ \\beta \\ge 0,\\ \\mu \\ge 0", eq),
+                     "cones": ("||V_n(beta)||^2 <= 4 lam (A^T mu)_n for every node n (rotated cone)",
+                               "\\|V_n(\\beta)\\|^2 \\le 4 \\lambda (A^\\top \\mu)_n \\quad \\forall n", eq)},
+        variables={"beta": "masses on the leaves, one simplex with slack per example",
+                   "mu": "multipliers of the path budgets"},
+        notation={"V(beta)": "A^T Gc(beta)^T X, (M, d): Gc_il = -beta_il (l != l_i), Gc_{i,l_i} = sum_l beta_il",
+                  "A": "the leaf-path matrix, A[l, n] = 1 iff n in anc(l)",
+                  "U_n": "alpha_n V_n / (2 lam), alpha_n the multiplier of node n's cone (recovery)"})
+
 
 
 # ====================================================================== NHSVM primal (10) / (13)
@@ -191,6 +279,7 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
         weights=lambda values: np.asarray(values["W"], dtype=float), constraints={"margin": margin},
         parameters={"lam": lam_p}, infeasibility=infeasibility,
         name=f"NHSVM primal {label}, single-label", build_time=time.perf_counter() - t0,
+        formulation=nhsvm_formulation(data.variant),
         data={"nhsvm": data, "X": X, "H": H, "alpha": data.alpha, "Lam": Lam,
               "structural": data.structural, "margin_data": data.margin, "selection": (D, R, e)})
 
@@ -289,6 +378,7 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
         lower_bound=lower_bound, weights=lambda values: np.asarray(values["U"], dtype=float),
         constraints={"margin": margin, "paths": paths}, parameters={"lam": lam_p},
         infeasibility=infeasibility, name="shared-norm SVM (14)", build_time=time.perf_counter() - t0,
+        formulation=shared_formulation(),
         data={"X": X, "H": H, "leaf_pos": leaf_pos, "loss": L, "Lam": Lam, "margin_data": md,
               "leaf_paths": A})
 
@@ -382,6 +472,7 @@ def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None
         lower_bound=lambda values, duals: model.lower_bound(values["beta"], float(lam_p.value)),
         weights=weights, constraints={"simplex": rows[0]}, parameters={"lam": lam_p},
         name=f"NHSVM dual of {label}, single-label", build_time=time.perf_counter() - t0,
+        formulation=nhsvm_dual_formulation(model.variant),
         data={"nhsvm": model, "X": X, "H": H, "alpha": model.alpha, "Lam": Lam})
 
 
@@ -464,6 +555,7 @@ def shared_dual_from_model(model: SharedNormModel, lam: float = 1.0, *, max_size
         weights=weights, constraints={"simplex": rows[0]},
         parameters={"lam": lam_p}, name="shared-norm SVM (14), dual",
         build_time=time.perf_counter() - t0,
+        formulation=shared_dual_formulation(),
         data={"X": X, "H": H, "leaf_pos": model.leaf_pos, "loss": model.loss, "Lam": Lam,
               "leaf_paths": A, "model": model})
 

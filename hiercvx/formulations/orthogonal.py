@@ -49,7 +49,7 @@ from ..models.orthogonal import (METHODS, NonConvexKError, PairModel, check_conv
                                  edge_incidence, heuristic_K, omega, omega_subgradient, predict_flat,
                                  predict_top_down, prepare, strong_convexity, top_down_errors,
                                  transfer_matrix, tree_distance)
-from ..reference import ReferenceProblem, check_size
+from ..reference import Formulation, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +67,10 @@ __all__ = [
     "hiermult",
     "transfer",
     "treeloss",
+    "sdp_formulation",
+    "sdp_dual_formulation",
+    "baseline_formulation",
+    "baseline_dual_formulation",
     "heuristic_K",
     "comparison_matrix",
     "check_convexity",
@@ -87,6 +91,143 @@ __all__ = [
 _NAMES = {"flatmult": "FLATMULT (12) over the leaves",
           "hiermult": "HIERMULT: Crammer-Singer (12) at each internal node",
           "transfer": "TRANSFER (section 5)"}
+
+
+# =============================================================================== how `describe` shows it
+#: the pairs of each method's hinge, as ``prepare`` builds them (text, LaTeX)
+_PAIRS = {
+    "orthogonal": ("<w_i - w_j, x_k> + xi_k >= 1 for j in S(i), i in A+(y_k), every k",
+                   ("\\langle w_i - w_j, x_k \\rangle + \\xi_k \\ge 1 \\quad "
+                    "\\forall k,\\ i \\in A^+(y_k),\\ j \\in S(i)")),
+    "transfer": ("<w_i - w_j, x_k> + xi_k >= 1 for j in S(i), i in A+(y_k), every k",
+                 ("\\langle w_i - w_j, x_k \\rangle + \\xi_k \\ge 1 \\quad "
+                  "\\forall k,\\ i \\in A^+(y_k),\\ j \\in S(i)")),
+    "hiermult": (("<w_i - w_l, x_k> + xi_kj >= 1 for l in S(i), i in A+(y_k), j the parent of i "
+                  "(one slack per example and internal node j on its path)"),
+                 ("\\langle w_i - w_l, x_k \\rangle + \\xi_{kj} \\ge 1 \\quad "
+                  "\\forall k,\\ i \\in A^+(y_k),\\ l \\in S(i),\\ j = \\pi(i)")),
+    "flatmult": ("<w_{y_k} - w_l, x_k> + xi_k >= 1 for every leaf l != y_k, every k",
+                 ("\\langle w_{y_k} - w_l, x_k \\rangle + \\xi_k \\ge 1 \\quad "
+                  "\\forall k,\\ l \\in \\mathcal{L} \\setminus \\{y_k\\}")),
+    "treeloss": (("sum_{A+(y_k)} <u_i, x_k> - sum_{A+(y)} <u_j, x_k> + xi_k / Delta(y_k, y) >= 1 "
+                  "for every class y != y_k, every k"),
+                 ("\\textstyle\\sum_{i \\in A^+(y_k)} \\langle u_i, x_k \\rangle - \\sum_{j \\in A^+(y)} "
+                  "\\langle u_j, x_k \\rangle + \\xi_k / \\Delta(y_k, y) \\ge 1 \\quad \\forall k,\\ y \\ne y_k")),
+}
+
+#: the paper's numbers of each problem (TRANSFER and TREELOSS are described in section 5)
+_EQ = {"orthogonal": "(4)", "flatmult": "(12)", "hiermult": "(12)", "transfer": "section 5",
+       "treeloss": "section 5, (3)"}
+
+_XI_NONNEG = ("xi >= 0", "\\xi \\ge 0")
+
+
+def sdp_formulation(off_diagonal: bool = True) -> Formulation:
+    """(4) as declared by :func:`primal`: the lifting ``G >= V V^T`` makes Omega (5) linear in
+    ``G`` (exact under Theorem 1).  ``off_diagonal=False``: K is diagonal, so there is no ``t``
+    and no epigraph of (5)."""
+    form = Formulation(
+        objective=("1/2 sum_i K_ii G_ii + sum_{i<j, K_ij>0} K_ij t_ij + C/N sum_k xi_k",
+                   ("\\tfrac12 \\sum_i K_{ii} G_{ii} + \\sum_{i<j,\\, K_{ij}>0} K_{ij} t_{ij} "
+                    "+ \\tfrac{C}{N} \\sum_k \\xi_k"), "(4), (5)"),
+        constraints={"margin": (*_PAIRS["orthogonal"], "(4)"),
+                     "xi_nonneg": (*_XI_NONNEG, "(4)"),
+                     "abs_upper": ("t_ij >= G_ij", "t_{ij} \\ge G_{ij}", "(5)"),
+                     "abs_lower": ("t_ij >= -G_ij", "t_{ij} \\ge -G_{ij}", "(5)"),
+                     "lift": ("[[I, V^T], [V, G]] is PSD  (G >= V V^T)",
+                              "\\begin{bmatrix} I & V^\\top \\\\ V & G \\end{bmatrix} \\succeq 0",
+                              "(4) lifted")},
+        variables={"V": "weights of the non-root nodes (rows), in X's features or the representer "
+                        "basis (Theorem 3); W = V (or V Bt)",
+                   "G": "the lifted Gram matrix, G >= V V^T; G_ij stands for <w_i, w_j>",
+                   "t": "|G_ij| for the pairs i < j with K_ij > 0 (epigraph of (5))",
+                   "xi": "hinge slacks, one per example"},
+        notation={"K": "(4)'s matrix over the non-root nodes (heuristic (6) by default), Theorem 1",
+                  "A+(y), S(i)": "the path of y without the root; the siblings of i"})
+    if off_diagonal:
+        return form
+    return Formulation(
+        objective=("1/2 sum_i K_ii G_ii + C/N sum_k xi_k",
+                   "\\tfrac12 \\sum_i K_{ii} G_{ii} + \\tfrac{C}{N} \\sum_k \\xi_k", "(4), (5)"),
+        constraints={k: v for k, v in form.constraints.items() if not k.startswith("abs_")},
+        variables={k: v for k, v in form.variables.items() if k != "t"}, notation=form.notation)
+
+
+def sdp_dual_formulation() -> Formulation:
+    """The dual of the lifted SDP of (4), derived in the sheet (section "Dual")."""
+    eq = "dual of (4), derived"
+    return Formulation(
+        objective=("sum_p alpha_p - 1/2 tr(T)", "\\sum_p \\alpha_p - \\tfrac12 \\operatorname{tr} T", eq),
+        constraints={"budget": ("sum_{p of k} alpha_p <= C/N for every k,  alpha >= 0",
+                                "\\textstyle\\sum_{p \\ni k} \\alpha_p \\le C/N,\\ \\alpha \\ge 0", eq),
+                     "box": ("|S_ij| <= K_ij  (S_ij = 0 where K_ij = 0)", "|S_{ij}| \\le K_{ij}",
+                             "dual of (5), derived"),
+                     "diagonal": ("S_ii = K_ii", "S_{ii} = K_{ii}", "dual of (5), derived"),
+                     "lift": ("[[T, U(alpha)^T], [U(alpha), S]] is PSD",
+                              ("\\begin{bmatrix} T & U(\\alpha)^\\top \\\\ U(\\alpha) & S \\end{bmatrix} "
+                               "\\succeq 0"), eq)},
+        variables={"alpha": "margin multipliers, one per row of (4)",
+                   "S": "in the box of K: the multipliers of t_ij >= +-G_ij (S_ij = mu+_ij - mu-_ij)",
+                   "T": "epigraph of U^T S^{-1} U"},
+        notation={"U(alpha)": "sum_p alpha_p (e_i - e_j) x_k^T over the non-root nodes",
+                  "W": "S^{-1} U(alpha) (recovery)"})
+
+
+def baseline_formulation(method: str) -> Formulation:
+    """A baseline of section 5 as declared by :func:`primal_from_model`."""
+    eq = _EQ[method]
+    reg = {"transfer": ("1/2 sum_i ||w_i||^2 + 1/2 sum_{(i,j) tree edges} ||w_i - w_j||^2",
+                        "\\tfrac12 \\sum_i \\|w_i\\|^2 + \\tfrac12 \\sum_{(i,j)} \\|w_i - w_j\\|^2"),
+           "treeloss": ("1/2 sum_i ||u_i||^2", "\\tfrac12 \\sum_i \\|u_i\\|^2"),
+           "flatmult": ("1/2 sum_{l leaf} ||w_l||^2", "\\tfrac12 \\sum_{l \\in \\mathcal{L}} \\|w_l\\|^2")
+           }.get(method, ("1/2 sum_i ||w_i||^2", "\\tfrac12 \\sum_i \\|w_i\\|^2"))
+    if method == "hiermult":
+        loss = (" + sum_j C/N_j sum_{k below j} xi_kj",
+                " + \\sum_j \\tfrac{C}{N_j} \\sum_{k \\text{ below } j} \\xi_{kj}")
+    else:
+        loss = (" + C/N sum_k xi_k", " + \\tfrac{C}{N} \\sum_k \\xi_k")
+    variables = {"W": ("the increments u_i of (3), non-root nodes (class weights w_y = sum_{A+(y)} u)"
+                       if method == "treeloss" else
+                       "weights of the leaves" if method == "flatmult" else
+                       "weights of the non-root nodes"),
+                 "xi": ("hinge slacks, one per example and internal node on its path"
+                        if method == "hiermult" else "hinge slacks, one per example")}
+    notation = {"A+(y), S(i)": "the path of y without the root; the siblings of i"}
+    if method == "treeloss":
+        notation["Delta(y_k, y)"] = "half the tree distance between y_k and y"
+    if method == "transfer":
+        notation["(i, j)"] = "parent-child edges between non-root nodes"
+    if method == "hiermult":
+        notation["N_j"] = "the number of examples whose path reaches a child of the internal node j"
+    return Formulation(
+        objective=(reg[0] + loss[0], reg[1] + loss[1], eq),
+        constraints={"margin": (*_PAIRS[method], eq), "xi_nonneg": (*_XI_NONNEG, eq)},
+        variables=variables, notation=notation)
+
+
+def baseline_dual_formulation(method: str) -> Formulation:
+    """The baselines' QP dual (one builder for the family), derived in the sheet."""
+    eq = f"dual of {_EQ[method]}, derived"
+    if method == "treeloss":
+        budget = ("sum_{p of k} alpha_p / Delta_p <= C/N for every k,  alpha >= 0",
+                  "\\textstyle\\sum_{p \\ni k} \\alpha_p / \\Delta_p \\le C/N,\\ \\alpha \\ge 0")
+    elif method == "hiermult":
+        budget = ("sum_{p of s} alpha_p <= C/N_j for every slack s = (k, j),  alpha >= 0",
+                  "\\textstyle\\sum_{p \\ni s} \\alpha_p \\le C/N_j,\\ \\alpha \\ge 0")
+    else:
+        budget = ("sum_{p of k} alpha_p <= C/N for every k,  alpha >= 0",
+                  "\\textstyle\\sum_{p \\ni k} \\alpha_p \\le C/N,\\ \\alpha \\ge 0")
+    return Formulation(
+        objective=("sum_p alpha_p - 1/2 tr(U(alpha)^T R^{-1} U(alpha))",
+                   "\\sum_p \\alpha_p - \\tfrac12 \\operatorname{tr}(U(\\alpha)^\\top R^{-1} U(\\alpha))", eq),
+        constraints={"budget": (*budget, eq)},
+        variables={"alpha": "margin multipliers, one per row of the primal"},
+        notation={"U(alpha)": ("sum_p alpha_p (a_{y_k} - a_y) x_k^T over the non-root nodes, a_y the "
+                               "ancestor indicators of (3) (root excluded)" if method == "treeloss" else
+                               "sum_p alpha_p (e_pos - e_neg) x_k^T over the weighted nodes"),
+                  "R": ("I + E^T E, E the incidence of the edges between non-root nodes"
+                        if method == "transfer" else "I"),
+                  "W": "R^{-1} U(alpha) (recovery)"})
 
 
 # =============================================================================== declarations
@@ -252,6 +393,7 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
         infeasibility=lambda v: model.violation(weights(v), v["xi"]),
         name="orthogonal transfer (4), lifted SDP" + ("" if basis is None else " in the representer basis"),
         build_time=time.perf_counter() - t0,
+        formulation=sdp_formulation(off_diagonal=bool(len(pi))),
         data={"X": X, "H": model.H, "y_index": model.y_index, "K": K, "alpha": model.K_alpha, "model": model,
               "representer": basis is not None, "basis": basis, "features": F, "psd_block": m + r})
 
@@ -285,6 +427,7 @@ def _qp_from_model(model: PairModel, Cval: float, name: str, max_size) -> Refere
         weights=weights, constraints={"margin": margin_rows, "xi_nonneg": nonneg}, parameters={"C": Cp},
         infeasibility=lambda v: model.violation(weights(v), v["xi"]), name=name,
         build_time=time.perf_counter() - t0,
+        formulation=baseline_formulation(model.method),
         data={"X": X, "H": model.H, "y_index": model.y_index, "model": model, "regularizer": model.S})
 
 
@@ -448,6 +591,7 @@ def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -
         name="orthogonal transfer (4), dual of the lifted SDP"
              + ("" if basis is None else " in the representer basis"),
         build_time=time.perf_counter() - t0,
+        formulation=sdp_dual_formulation(),
         data={"X": model.X, "H": model.H, "K": K, "model": model, "basis": basis, "features": F})
 
 
@@ -477,6 +621,7 @@ def _qp_dual_from_model(model: PairModel, Cval: float, max_size) -> ReferencePro
         weights=weights, constraints={"budget": budget}, parameters={"C": Cp},
         name=f"{_NAMES.get(model.method, 'TREELOSS (section 5)')}, dual",
         build_time=time.perf_counter() - t0,
+        formulation=baseline_dual_formulation(model.method),
         data={"X": X, "H": model.H, "model": model, "regularizer": model.S})
 
 
