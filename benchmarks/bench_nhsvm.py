@@ -28,20 +28,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 import hiercvx as hc
 from hiercvx.datasets import make_nhsvm_balanced, make_nhsvm_unbalanced
-from hiercvx.estimators import HierarchicalSVC, MulticlassSVC
-from hiercvx.estimators.nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
 from hiercvx import methods as registry
 from hiercvx.formulations import nhsvm
+from hiercvx.reproduce import nhsvm as table3
+from hiercvx.reproduce.nhsvm import PAPER_TABLE_3
 from hiercvx.solvers import nhsvm_fw
 
 warnings.simplefilter("ignore", ConvergenceWarning)
-
-PAPER_TABLE_3 = {  # accuracy (%) mean, std over 20 runs, N = 15000 / 10000, d = 1000
-    "SSVM": ((63.4, 0.35), (74.9, 0.4)),
-    "NHSVM": ((63.3, 0.34), (74.1, 0.2)),
-    "HSVM": ((62.8, 0.39), (68.4, 0.07)),
-    "FlatSVM": ((60.0, 0.24), (68.5, 0.1)),
-}
 
 
 def _warm_up():
@@ -156,17 +149,6 @@ def time_to_gap(quick: bool):
 
 
 # ----------------------------------------------------------------------------- 3. Table 3
-def _models(H, lam):
-    C = 1.0 / (2.0 * lam)   # the margin models' 1/2 ||W||^2 + C sum xi  <->  lam ||W||^2 + sum xi
-    return {
-        "FlatSVM": MulticlassSVC(C=C, tol=1e-3, max_iter=2000),
-        "HSVM": HierarchicalSVC(hierarchy=H, C=C, attributes="indicator", rescaling="margin",
-                                loss="symmetric_difference", tol=1e-3, max_iter=2000),
-        "NHSVM": NormalizedHierarchicalSVC(hierarchy=H, lam=lam, tol=1e-3, max_iter=2000),
-        "SSVM": SharedNormSVC(hierarchy=H, lam=lam, tol=1e-3, max_iter=100, inner_max_iter=300),
-    }
-
-
 def table_3(quick: bool):
     reps = 2 if quick else 3
     n_train, n_hold, n_test, d = (600, 300, 2000, 60) if quick else (1000, 400, 3000, 100)
@@ -178,20 +160,11 @@ def table_3(quick: bool):
     chosen = {name: {"balanced": [], "unbalanced": []} for name in PAPER_TABLE_3}
     t0 = time.perf_counter()
     for rep in range(reps):
-        for kind, make in (("balanced", make_nhsvm_balanced), ("unbalanced", make_nhsvm_unbalanced)):
+        for kind, make in table3.DATASETS.items():
             ds = make(n_samples=n_train + n_test, n_features=d, random_state=100 + rep)
-            H = ds.hierarchy
-            Xtr, ytr, Xte, yte = ds.X[:n_train], ds.y[:n_train], ds.X[n_train:], ds.y[n_train:]
-            fit_part = slice(0, n_train - n_hold)
-            hold = slice(n_train - n_hold, n_train)
             for name in PAPER_TABLE_3:
-                scores = []
-                for lam in grid:
-                    est = _models(H, lam)[name].fit(Xtr[fit_part], ytr[fit_part])
-                    scores.append(est.score(Xtr[hold], ytr[hold]))
-                lam = grid[int(np.argmax(scores))]
-                est = _models(H, lam)[name].fit(Xtr, ytr)
-                acc[name][kind].append(100.0 * est.score(Xte, yte))
+                accuracy, lam = table3.holdout_accuracy(name, ds, (n_train, n_hold, n_test, d), grid)
+                acc[name][kind].append(accuracy)
                 chosen[name][kind].append(lam)
         print(f"  replication {rep + 1}/{reps} done ({time.perf_counter() - t0:.0f}s)")
         sys.stdout.flush()

@@ -52,161 +52,20 @@ from collections import defaultdict
 import numpy as np
 from joblib import Parallel, delayed
 
-METHODS = ["SVM", "psi", "HSVM_c", "SHSVM", "HSVM", "HPSI"]
-LOSSES = ["TE_0-1", "TE_Delta", "TE_sib", "TE_sub", "F1"]
+from hiercvx.reproduce import wang
 
-# The paper's Tables 1-4: (example, kernel, n) -> method -> (l_0-1, l_Delta, l_sib, l_sub, F1)
-PAPER = {
-    (1, "linear", 100): {
-        "SVM": (0.545, 0.527, 0.521, 0.521, 0.328), "psi": (0.515, 0.512, 0.511, 0.511, 0.321),
-        "HSVM_c": (0.545, 0.527, 0.521, 0.520, 0.328), "SHSVM": (0.659, 0.580, 0.554, 0.554, 0.248),
-        "HSVM": (0.545, 0.526, 0.520, 0.520, 0.327), "HPSI": (0.512, 0.511, 0.511, 0.511, 0.322),
-        "Bayes": (0.51, 0.51, 0.51, 0.51, 0.322)},
-    (1, "gaussian", 100): {
-        "SVM": (0.547, 0.528, 0.521, 0.521, 0.326), "psi": (0.510, 0.510, 0.510, 0.510, 0.322),
-        "HSVM_c": (0.547, 0.527, 0.521, 0.521, 0.325), "SHSVM": (0.626, 0.565, 0.544, 0.544, 0.280),
-        "HSVM": (0.546, 0.527, 0.521, 0.521, 0.324), "HPSI": (0.510, 0.510, 0.510, 0.510, 0.322),
-        "Bayes": (0.51, 0.51, 0.51, 0.51, 0.322)},
-    (2, "linear", 100): {
-        "SVM": (0.326, 0.179, 0.148, 0.122, 0.671), "psi": (0.21, 0.107, 0.091, 0.072, 0.787),
-        "HSVM_c": (0.323, 0.169, 0.148, 0.120, 0.677), "SHSVM": (0.201, 0.106, 0.086, 0.070, 0.798),
-        "HSVM": (0.199, 0.105, 0.086, 0.070, 0.800), "HPSI": (0.195, 0.102, 0.086, 0.068, 0.804),
-        "Bayes": (0.083, 0.049, 0.036, 0.029, 0.916)},
-    (2, "gaussian", 100): {
-        "SVM": (0.305, 0.209, 0.135, 0.110, 0.696), "psi": (0.206, 0.113, 0.087, 0.069, 0.798),
-        "HSVM_c": (0.313, 0.166, 0.128, 0.109, 0.685), "SHSVM": (0.202, 0.110, 0.086, 0.068, 0.792),
-        "HSVM": (0.205, 0.112, 0.087, 0.069, 0.795), "HPSI": (0.190, 0.102, 0.085, 0.063, 0.815),
-        "Bayes": (0.083, 0.049, 0.036, 0.029, 0.916)},
-}
-
-
-def _ex3_table(rows):
-    """Tables 3-4 list, per loss and n, the methods SVM, psi, HSVM_c, SHSVM, HSVM, HPSI."""
-    out = {}
-    for k, n in enumerate((50, 150, 500, 1500)):
-        out[n] = {m: tuple(rows[loss][k][j] for loss in ("01", "delta", "sib", "sub", "f1"))
-                  for j, m in enumerate(METHODS)}
-        out[n]["Bayes"] = (0.200, 0.111, 0.167, 0.156, 0.800)
-    return out
-
-
-_T3 = {"01": [(0.347, 0.315, 0.337, 0.316, 0.314, 0.289), (0.284, 0.261, 0.275, 0.263, 0.260, 0.237),
-              (0.247, 0.234, 0.241, 0.235, 0.233, 0.213), (0.230, 0.217, 0.223, 0.218, 0.217, 0.205)],
-       "sib": [(0.276, 0.249, 0.269, 0.250, 0.248, 0.229), (0.230, 0.211, 0.222, 0.213, 0.210, 0.191),
-               (0.203, 0.193, 0.198, 0.194, 0.192, 0.175), (0.188, 0.178, 0.183, 0.179, 0.178, 0.170)],
-       "sub": [(0.252, 0.227, 0.244, 0.228, 0.226, 0.210), (0.212, 0.194, 0.203, 0.196, 0.193, 0.176),
-               (0.188, 0.179, 0.184, 0.180, 0.178, 0.162), (0.175, 0.165, 0.172, 0.166, 0.165, 0.158)],
-       "delta": [(0.184, 0.166, 0.179, 0.167, 0.165, 0.153), (0.153, 0.141, 0.148, 0.142, 0.140, 0.127),
-                 (0.135, 0.128, 0.132, 0.129, 0.128, 0.117), (0.125, 0.119, 0.122, 0.119, 0.119, 0.113)],
-       "f1": [(0.557, 0.588, 0.571, 0.588, 0.589, 0.597), (0.672, 0.701, 0.683, 0.710, 0.691, 0.719),
-              (0.721, 0.741, 0.729, 0.749, 0.737, 0.754), (0.746, 0.763, 0.755, 0.763, 0.764, 0.779)]}
-_T4 = {"01": [(0.326, 0.313, 0.323, 0.314, 0.313, 0.300), (0.280, 0.27, 0.276, 0.270, 0.270, 0.261),
-              (0.257, 0.24, 0.252, 0.239, 0.240, 0.224), (0.247, 0.227, 0.240, 0.226, 0.227, 0.215)],
-       "sib": [(0.263, 0.250, 0.257, 0.251, 0.250, 0.243), (0.229, 0.218, 0.225, 0.219, 0.218, 0.211),
-               (0.208, 0.195, 0.202, 0.194, 0.195, 0.181), (0.198, 0.185, 0.193, 0.184, 0.185, 0.173)],
-       "sub": [(0.241, 0.227, 0.237, 0.230, 0.228, 0.222), (0.211, 0.2, 0.207, 0.202, 0.201, 0.192),
-               (0.192, 0.179, 0.187, 0.179, 0.180, 0.169), (0.188, 0.175, 0.182, 0.175, 0.176, 0.163)],
-       "delta": [(0.175, 0.167, 0.171, 0.167, 0.166, 0.162), (0.153, 0.145, 0.150, 0.146, 0.145, 0.141),
-                 (0.139, 0.13, 0.135, 0.129, 0.130, 0.121), (0.132, 0.123, 0.129, 0.123, 0.123, 0.115)],
-       "f1": [(0.559, 0.589, 0.573, 0.590, 0.591, 0.595), (0.674, 0.703, 0.686, 0.713, 0.695, 0.717),
-              (0.723, 0.744, 0.732, 0.752, 0.740, 0.753), (0.747, 0.765, 0.757, 0.766, 0.767, 0.776)]}
-for _n, _row in _ex3_table(_T3).items():
-    PAPER[(3, "linear", _n)] = _row
-for _n, _row in _ex3_table(_T4).items():
-    PAPER[(3, "gaussian", _n)] = _row
-
-
-def make_data(example, n, seed, n_test):
-    from hiercvx.datasets import make_wang_example1, make_wang_example2, make_wang_example3
-
-    make = {1: make_wang_example1, 2: make_wang_example2, 3: make_wang_example3}[example]
-    base = 1000 * seed + 17 * example + n
-    return make(n, random_state=base), make(n, random_state=base + 1), make(n_test, random_state=base + 2)
-
-
-def _with_ones(X):
-    return np.hstack([X, np.ones((X.shape[0], 1))])
-
-
-def _rbf_plus_one(A, B, sigma):
-    from hiercvx.kernels import make_kernel
-
-    return make_kernel("rbf", sigma=sigma)(A, B) + 1.0
-
-
-def make_hsvm_c(H, kernel, sigma):
-    """Cai & Hofmann's HSVM (thesis (4.10)) has no intercept; the other methods have one per
-    node.  Give it one the usual way: a constant feature (linear) or a constant added to the
-    kernel (Gaussian), i.e. a regularized intercept."""
-    from functools import partial
-
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import FunctionTransformer
-
-    from hiercvx.estimators import HierarchicalSVC
-
-    if kernel == "gaussian":
-        return HierarchicalSVC(hierarchy=H, kernel=partial(_rbf_plus_one, sigma=sigma))
-    return make_pipeline(FunctionTransformer(_with_ones), HierarchicalSVC(hierarchy=H))
-
-
-def make_estimator(method, H, kernel, sigma):
-    from hiercvx.estimators.sibling import (HierarchicalPsiClassifier, SequentialHierarchicalSVC,
-                                            SiblingMarginSVC)
-
-    k = "rbf" if kernel == "gaussian" else "linear"
-    s = sigma if k == "rbf" else None
-    return {"SVM": lambda: SiblingMarginSVC(None, kernel=k, sigma=s),
-            "psi": lambda: HierarchicalPsiClassifier(None, kernel=k, sigma=s),
-            "HSVM_c": lambda: make_hsvm_c(H, kernel, sigma),
-            "SHSVM": lambda: SequentialHierarchicalSVC(H, kernel=k, sigma=s),
-            "HSVM": lambda: SiblingMarginSVC(H, kernel=k, sigma=s),
-            "HPSI": lambda: HierarchicalPsiClassifier(H, kernel=k, sigma=s)}[method]()
-
-
-def predict_chunked(est, X, chunk=5000):
-    return np.concatenate([est.predict(X[i:i + chunk]) for i in range(0, X.shape[0], chunk)])
-
-
-def scores(y, pred, H):
-    from hiercvx.metrics import test_errors, weighted_f1
-
-    out = test_errors(y, pred, hierarchy=H)
-    out["F1"] = weighted_f1(y, pred, hierarchy=H)
-    return out
-
-
-def tune_and_test(method, H, kernel, sigma, grid, X_train, y_train, X_tune, y_tune, X_test):
-    """Section 4.1's protocol for one method: C chosen on the tuning sample by the l_{0-1}
-    tuning error (``tune_on_holdout``), then the test sample predicted.  Returns
-    ``(predictions, best C, number of grid fits that failed)``."""
-    from hiercvx.estimators.tuning import tune_on_holdout
-
-    est = make_estimator(method, H, kernel, sigma)
-    key = "hierarchicalsvc__C" if hasattr(est, "steps") else "C"
-    res = tune_on_holdout(est, {key: grid}, X_train, y_train, X_tune, y_tune, error_score=-np.inf)
-    return predict_chunked(res.best_estimator, X_test), res.best_params[key], res.n_failed
+# The protocol (samples, estimators, tuning, scores) and the paper's numbers live in the package,
+# where `hiercvx reproduce wang-table1..4` uses them too.
+METHODS = list(wang.METHODS)
+LOSSES = list(wang.LOSSES)
+PAPER = wang.reported_means()   # (example, kernel, n) -> method -> (l_0-1, l_Delta, l_sib, l_sub, F1)
 
 
 def run_task(example, n, kernel, seed, method, grid, n_test):
     """Tune one method on one replication; return its test scores."""
-    from threadpoolctl import threadpool_limits
-
-    from hiercvx.estimators.sibling import paper_sigma
-
-    warnings.simplefilter("ignore")  # convergence notes of the baselines at extreme C
-    with threadpool_limits(limits=1):
-        train, tune, test = make_data(example, n, seed, n_test)
-        H = train.hierarchy
-        sigma = paper_sigma(train.X, train.y)
-        t0 = time.perf_counter()
-        if method == "Bayes":
-            pred = test.bayes_rule.predict(test.X)
-            best_C = float("nan")
-        else:
-            pred, best_C, _ = tune_and_test(method, H, kernel, sigma, grid, train.X, train.y,
-                                            tune.X, tune.y, test.X)
-        out = scores(test.y, pred, H)
+    t0 = time.perf_counter()
+    train, tune, test = wang.make_data(example, n, seed, n_test)
+    out, best_C = wang.run_method(method, kernel, grid, train, tune, test)
     return dict(example=example, n=n, kernel=kernel, seed=seed, method=method, best_C=best_C,
                 seconds=time.perf_counter() - t0, **out)
 

@@ -36,7 +36,7 @@ and rebuilt as close to the paper's setting as the files allow:
    303 : 300 : 500 of the genes kept; missing values are imputed with the training means and
    the features standardized with the training moments, inside the partition.
 
-Methods, tuning and scores are those of ``bench_wang_examples.py`` (imported from it):
+Methods, tuning and scores are those of ``hiercvx.reproduce.wang`` (section 4.1's protocol):
 SVM (Liu & Shen's multi-class SVM), psi-learning, HSVM_c (Cai & Hofmann, with a regularized
 intercept), SHSVM, HSVM and HPSI; C tuned on the tuning part over the paper's grid
 ``10^(l/10)`` (every ``--grid-step``-th point) by the l_{0-1} tuning error; the Gaussian
@@ -72,9 +72,7 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark module
-
-from bench_wang_examples import LOSSES, METHODS, scores, tune_and_test  # noqa: E402
+from hiercvx.reproduce.wang import LOSSES, METHODS, scores, tune_and_test
 
 DATA = Path(__file__).resolve().parents[2] / "shared/data/hmc"
 FILES = [f"cellcycle_FUN.{part}.arff" for part in ("train", "valid", "test")]

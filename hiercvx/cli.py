@@ -1,4 +1,5 @@
-"""The ``hiercvx`` command: ``info``, ``data FILE``, ``methods``, ``show METHOD``, ``verify``, ``demo``."""
+"""The ``hiercvx`` command: ``info``, ``data FILE``, ``methods``, ``show METHOD``, ``verify``, ``demo``,
+``reproduce TABLE``."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import os
 import sys
 from importlib import metadata
 
-from . import datasets, methods
+from . import datasets, methods, reproduce
 from .demo import run_demo
-from .exceptions import HierCVXError
+from .exceptions import HierCVXError, InputError
 from .reference import SOLVER_PREFERENCE, gurobi_limit_text, usable_solvers
 from .verify import format_table, verify, write_json
 
@@ -94,6 +95,23 @@ def cmd_demo(args) -> int:
     return 0 if all(r.ok for r in result["verify"]) else 1
 
 
+def cmd_reproduce(args) -> int:
+    """``--list``: the registered tables; else one table rebuilt, printed beside the paper's
+    numbers, CSV + PNG written to ``--out``."""
+    if args.list:
+        for t in reproduce.TABLES.values():
+            print(f"{t.name:<13} {t.title}\n{'':<13} {t.paper}, {t.reference}")
+        return 0
+    if args.table is None:
+        raise InputError("name a table (`hiercvx reproduce --list` shows them)")
+    result = reproduce.run_table(args.table, quick=args.quick, replications=args.replications,
+                                 n_jobs=args.n_jobs, scheduler=args.scheduler, out=args.out,
+                                 seed=args.seed, verbose=not args.quiet)
+    print(result)
+    print("wrote " + ", ".join(str(f) for f in result.files))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hiercvx", description="Hierarchical classification as "
                                      "convex optimization: exact references with certificates.")
@@ -124,6 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="verify --quick, then one fit / predict on real data")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("reproduce", help="rebuild a paper's table: ours beside the paper's numbers, "
+                       "CSV + PNG; replications on local cores or a Dask cluster")
+    p.add_argument("table", nargs="?", metavar="TABLE", help=f"one of {', '.join(reproduce.names())}")
+    p.add_argument("--list", action="store_true", help="the registered tables")
+    p.add_argument("--quick", action="store_true", help="a reduced version that runs in seconds")
+    p.add_argument("--replications", type=int, default=None, metavar="N",
+                   help="replications (default: 2 with --quick, else the paper's number)")
+    p.add_argument("--n-jobs", type=int, default=1, metavar="J",
+                   help="local worker processes (joblib; -1 = all cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run the replications on the Dask cluster at ADDRESS (tcp://host:8786)")
+    p.add_argument("--out", metavar="DIR", default="reproduce", help="where the CSV and PNG go "
+                   "(default: ./reproduce)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the whole table (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_reproduce)
     return parser
 
 

@@ -1,0 +1,29 @@
+"""Papers' tables rebuilt from the package: ``hiercvx reproduce TABLE`` (issue 14).
+
+Each registered :class:`Table` holds the paper's reported numbers (with where they were read)
+and a ``run(replication, quick, seed)`` computing one replication; :func:`run_table` runs the
+replications through joblib (local processes, or a Dask cluster with ``scheduler=``), prints
+ours beside the paper's and writes CSV + PNG.
+
+    >>> from hiercvx.reproduce import run_table
+    >>> result = run_table("wang-table3", quick=True, verbose=False)   # doctest: +SKIP
+    >>> print(result)                                                  # doctest: +SKIP
+"""
+
+from ._runner import (
+                      TABLES,
+                      TableResult,
+                      aggregate,
+                      format_result,
+                      get,
+                      names,
+                      plot,
+                      replication_seeds,
+                      run_table,
+                      within_spread,
+                      write,
+)
+from ._table import Reported, Table, parse_reported
+
+__all__ = ["TABLES", "Reported", "Table", "TableResult", "aggregate", "format_result", "get", "names",
+           "parse_reported", "plot", "replication_seeds", "run_table", "within_spread", "write"]

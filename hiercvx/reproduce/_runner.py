@@ -1,0 +1,239 @@
+"""Running a registered table: replications through joblib (locally or on a Dask cluster),
+mean ± standard deviation per cell, the paper's number beside ours, CSV and PNG output."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed, parallel_config
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from tqdm.auto import tqdm
+
+from ..exceptions import HierCVXError, InputError
+from . import nhsvm, wang
+from ._table import Table
+
+try:  # only --scheduler needs it; the local path works without Dask installed
+    from distributed import Client
+except ImportError:  # pragma: no cover
+    Client = None
+
+TABLES: dict[str, Table] = {t.name: t for t in wang.TABLES + nhsvm.TABLES}
+SPREAD_WIDTH = 2.0   # "within the paper's spread": |ours - paper| <= 2 sd_paper + rounding
+CONNECT_TIMEOUT = "20s"   # how long to wait for a Dask scheduler given by address
+
+
+def names() -> list[str]:
+    return list(TABLES)
+
+
+def get(name: str) -> Table:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise InputError(f"unknown table {name!r}; `hiercvx reproduce --list` shows the "
+                         f"registered ones: {', '.join(TABLES)}") from None
+
+
+def replication_seeds(seed: int, replications: int) -> list[int]:
+    """The seed of replication r is drawn from ``(seed, r)`` alone: the same whatever the
+    number of replications, the order they finish in or the machine they run on."""
+    return [int(np.random.SeedSequence([int(seed), r]).generate_state(1)[0]) for r in range(replications)]
+
+
+@dataclass
+class TableResult:
+    """What :func:`run_table` returns: ``cells`` (one dict per setting, method and metric:
+    ``n``, ``mean``, ``std``, ``paper_mean``, ``paper_sd``, ``within``), the per-replication
+    ``rows``, and the files written."""
+
+    table: Table
+    quick: bool
+    replications: int
+    seed: int
+    cells: list[dict]
+    rows: list[dict]
+    files: list[Path] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return format_result(self)
+
+
+def within_spread(ours: float, ours_sd: float, paper, resolution: float):
+    """Whether our mean lies within the paper's mean ± 2 sd (its replication spread), widened
+    by the paper's rounding.  For an exact row (a Bayes error: no sd printed) the spread is
+    ours: the paper's value within our mean ± 2 sd.  ``None`` where the paper has no number."""
+    if paper is None or not math.isfinite(ours):
+        return None
+    spread = paper.sd if paper.sd is not None else ours_sd
+    return bool(abs(ours - paper.mean) <= SPREAD_WIDTH * spread + resolution + 1e-12)
+
+
+def aggregate(table: Table, rows: list[dict]) -> list[dict]:
+    """Mean and standard deviation (ddof = 1; 0 for one replication) of each
+    (setting, method, metric) over the replications, in first-seen order, with the paper's."""
+    groups: dict[tuple, list[float]] = {}
+    for row in rows:
+        groups.setdefault((row["setting"], row["method"], row["metric"]), []).append(row["value"])
+    cells = []
+    for (setting, method, metric), values in groups.items():
+        v = np.asarray(values, dtype=float)
+        mean, std = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+        paper = table.paper_value(setting, method, metric)
+        cells.append({"setting": setting, "method": method, "metric": metric, "n": int(v.size),
+                      "mean": mean, "std": std,
+                      "paper_mean": paper.mean if paper else float("nan"),
+                      "paper_sd": paper.sd if paper and paper.sd is not None else float("nan"),
+                      "within": within_spread(mean, std, paper, table.resolution)})
+    return cells
+
+
+@contextlib.contextmanager
+def _backend(n_jobs, scheduler):
+    """joblib's backend: local processes (``n_jobs``) or, with ``scheduler`` (an address such
+    as ``tcp://host:8786`` or a ``dask.distributed.Client``), the Dask cluster behind it."""
+    if scheduler is None:
+        yield n_jobs
+        return
+    if Client is None:
+        raise HierCVXError("--scheduler needs Dask: pip install dask distributed")
+    if isinstance(scheduler, Client):
+        client, own = scheduler, False
+    else:
+        try:
+            client, own = Client(str(scheduler), timeout=CONNECT_TIMEOUT), True
+        except (OSError, TimeoutError) as exc:
+            raise HierCVXError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}; start "
+                               "one with `dask scheduler` and `dask worker ADDRESS`, or drop "
+                               "--scheduler to run locally") from exc
+    try:
+        with parallel_config(backend="dask", client=client):
+            yield -1
+    finally:
+        if own:
+            client.close()
+
+
+def execute(table: Table, quick: bool, seeds: list[int], n_jobs=1, scheduler=None,
+            verbose=True) -> list[dict]:
+    """All replications' rows, in replication order, with a progress bar unless quiet."""
+    tasks = (delayed(table.run)(r, quick, s) for r, s in enumerate(seeds))
+    with _backend(n_jobs, scheduler) as jobs:
+        results = Parallel(n_jobs=jobs, return_as="generator")(tasks)
+        rows = []
+        for r, part in enumerate(tqdm(results, total=len(seeds), desc=table.name,
+                                      unit="replication", disable=not verbose)):
+            rows += [dict(replication=r, **row) for row in part]
+    return rows
+
+
+def run_table(name: str, *, quick: bool = False, replications: int | None = None, n_jobs: int = 1,
+              scheduler=None, out=None, seed: int = 0, verbose: bool = True) -> TableResult:
+    """Rebuild table ``name``: ``replications`` runs (default: 2 with ``quick``, else the
+    paper's number), each seeded from ``(seed, r)``, through joblib with ``n_jobs`` local
+    workers or on the Dask cluster ``scheduler``; aggregated, compared with the paper and,
+    if ``out`` is given, written there as ``<name>.csv``, ``<name>_replications.csv`` and
+    ``<name>.png``.  The numbers depend on ``seed`` and ``replications`` only."""
+    table = get(name)
+    if replications is None:
+        replications = table.quick_replications if quick else table.paper_replications
+    if int(replications) != replications or replications < 1:
+        raise InputError(f"replications must be a positive integer, got {replications!r}")
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    rows = execute(table, quick, replication_seeds(seed, int(replications)), n_jobs, scheduler,
+                   verbose)
+    result = TableResult(table, quick, int(replications), int(seed), aggregate(table, rows), rows)
+    if out is not None:
+        result.files = write(result, Path(out))
+    return result
+
+
+# ----------------------------------------------------------------------------- output
+def _cell_text(cell, digits: int) -> str:
+    ours = f"{cell['mean']:.{digits}f}±{cell['std']:.{digits}f}"
+    if math.isnan(cell["paper_mean"]):
+        return f"{ours} (paper -)"
+    sd = "" if math.isnan(cell["paper_sd"]) else f"±{cell['paper_sd']:.{digits}f}"
+    flag = "ok" if cell["within"] else "NO"
+    return f"{ours} ({cell['paper_mean']:.{digits}f}{sd}) {flag}"
+
+
+def format_result(result: TableResult) -> str:
+    """One line per setting and method, one column per metric: ``ours mean±sd (paper
+    mean±sd) ok|NO``, ``ok`` meaning within the paper's spread."""
+    t = result.table
+    head = [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}", f"  numbers read from: {t.source}",
+            (f"  {t.quick_protocol if result.quick else t.protocol}; {result.replications} "
+             f"replications (paper: {t.paper_replications}), seed {result.seed}"),
+            (f"  cells: ours mean±sd over replications (paper mean±sd); ok = ours within the "
+             f"paper's mean ± {SPREAD_WIDTH:g} sd (+ its rounding; exact rows: ± {SPREAD_WIDTH:g} "
+             "of our sd)")]
+    by_row: dict[tuple, dict] = {}
+    for cell in result.cells:
+        by_row.setdefault((cell["setting"], cell["method"]), {})[cell["metric"]] = cell
+    digits = min(3, round(-math.log10(2 * t.resolution)) + 1)   # one more than the paper prints
+    texts = {key: [_cell_text(row[m], digits) if m in row else "-" for m in t.metrics]
+             for key, row in by_row.items()}
+    w_set = max(len("setting"), *(len(k[0]) for k in texts))
+    w_met = max(len("method"), *(len(k[1]) for k in texts))
+    widths = [max(len(m), *(len(v[j]) for v in texts.values())) for j, m in enumerate(t.metrics)]
+    lines = head + ["", "  ".join([f"{'setting':<{w_set}}", f"{'method':<{w_met}}"]
+                                  + [f"{m:<{w}}" for m, w in zip(t.metrics, widths)])]
+    for (setting, method), values in texts.items():
+        lines.append("  ".join([f"{setting:<{w_set}}", f"{method:<{w_met}}"]
+                               + [f"{v:<{w}}" for v, w in zip(values, widths)]))
+    flags = [c["within"] for c in result.cells if c["within"] is not None]
+    lines.append(f"\n{sum(flags)} of {len(flags)} cells within the paper's spread")
+    if t.notes:
+        lines.append(f"note: {t.notes}")
+    return "\n".join(lines)
+
+
+def write(result: TableResult, out: Path) -> list[Path]:
+    """``<name>.csv`` (the cells), ``<name>_replications.csv`` (every replication's values)
+    and ``<name>.png`` (ours vs the paper's, error bars one sd) in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    name = result.table.name
+    files = [out / f"{name}.csv", out / f"{name}_replications.csv", out / f"{name}.png"]
+    _write_csv(files[0], result.cells)
+    _write_csv(files[1], result.rows)
+    plot(result).savefig(files[2], dpi=110)
+    return files
+
+
+def _write_csv(path: Path, rows: list[dict]):
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot(result: TableResult) -> Figure:
+    """One panel per metric: ours (mean ± sd) and the paper's at every setting and method."""
+    t = result.table
+    labels = list(dict.fromkeys((c["setting"], c["method"]) for c in result.cells))
+    fig = Figure(figsize=(max(6.0, 0.45 * len(labels) + 2), 2.6 * len(t.metrics)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(t.metrics), 1, squeeze=False, sharex=True)[:, 0]
+    x = np.arange(len(labels))
+    for ax, metric in zip(axes, t.metrics):
+        cells = {(c["setting"], c["method"]): c for c in result.cells if c["metric"] == metric}
+        column = {k: [cells[key][k] if key in cells else np.nan for key in labels]
+                  for k in ("mean", "std", "paper_mean", "paper_sd")}
+        ax.errorbar(x - 0.12, column["mean"], yerr=column["std"], fmt="o", capsize=3, label="hiercvx")
+        ax.errorbar(x + 0.12, column["paper_mean"], yerr=np.nan_to_num(column["paper_sd"]), fmt="s",
+                    capsize=3, label="paper")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xticks(x, [f"{s}\n{m}" for s, m in labels], fontsize=7, rotation=90)
+    axes[0].legend(loc="best", fontsize=8)
+    axes[0].set_title(f"{t.name}: {t.reference} ({result.replications} replications"
+                      f"{', quick' if result.quick else ''})", fontsize=9)
+    return fig

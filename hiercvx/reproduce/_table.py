@@ -1,0 +1,65 @@
+"""The registry's data types: a reproducible table and a number a paper reports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..exceptions import InputError
+
+
+@dataclass(frozen=True)
+class Reported:
+    """One cell of a paper's table: its mean and, where the paper gives one, the standard
+    deviation over the paper's replications (``None`` for exact rows such as a Bayes error)."""
+
+    mean: float
+    sd: float | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a paper that ``hiercvx reproduce`` can rebuild.
+
+    ``run(replication, quick, seed)`` computes ONE replication and returns its rows, dicts
+    with keys ``setting``, ``method``, ``metric``, ``value``; it must depend on ``seed`` only
+    (not on ``replication``, which is for messages) so that the numbers do not depend on where
+    it runs.  ``reported`` maps ``(setting, method, metric)`` to the paper's :class:`Reported`
+    number; ``source`` says where those numbers were read.  ``resolution`` is half a unit in
+    the last digit the paper prints (its rounding), added to the spread when comparing.
+    """
+
+    name: str
+    title: str
+    paper: str
+    reference: str
+    source: str
+    run: Callable[[int, bool, int], list[dict]]
+    metrics: tuple[str, ...]
+    reported: Mapping[tuple[str, str, str], Reported]
+    paper_replications: int
+    resolution: float
+    quick_replications: int = 2
+    protocol: str = ""
+    quick_protocol: str = ""
+    notes: str = ""
+    settings: tuple[str, ...] = field(default=())
+
+    def paper_value(self, setting: str, method: str, metric: str) -> Reported | None:
+        return self.reported.get((setting, method, metric))
+
+
+def parse_reported(text: str, metrics: tuple[str, ...]) -> dict[tuple[str, str, str], Reported]:
+    """Read a block of ``setting | method | cell | cell ...`` lines, one cell per metric,
+    each cell ``mean`` or ``mean (sd)``, into ``{(setting, method, metric): Reported}``.
+    Keeping the paper's numbers as text in the layout they are printed in makes them easy
+    to check against the paper."""
+    out = {}
+    for line in text.strip().splitlines():
+        setting, method, *cells = (part.strip() for part in line.split("|"))
+        if len(cells) != len(metrics):
+            raise InputError(f"reported row {line!r} has {len(cells)} cells, expected {len(metrics)}")
+        for metric, cell in zip(metrics, cells):
+            mean, _, sd = cell.partition("(")
+            out[(setting, method, metric)] = Reported(float(mean), float(sd.rstrip(")")) if sd else None)
+    return out
