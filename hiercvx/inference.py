@@ -50,6 +50,8 @@ into added node scores), :func:`is_valid_label_set` and :func:`enumerate_label_s
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -421,6 +423,30 @@ def _constraint_matrix(H: Hierarchy):
     return A, lower, upper, col_lower, np.ones(M)
 
 
+def new_highs() -> "highspy.Highs":
+    """A silent ``highspy.Highs``.  HiGHS writes its banner to file descriptor 1 from C++ when
+    the first instance of a process is built (before ``silent()`` can act), so stdout is sent
+    to ``/dev/null`` at the descriptor level around the constructor only."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):  # no usable descriptor 1: nothing to protect
+        h = highspy.Highs()
+        h.silent()
+        return h
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            try:
+                h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+    finally:
+        os.close(saved)
+    h.silent()
+    return h
+
+
 class _HighsModel:
     """Program (19) (or its relaxation) loaded into one ``highspy.Highs``; only costs change."""
 
@@ -442,8 +468,7 @@ class _HighsModel:
         lp.a_matrix_.value_ = A.data.astype(float)
         if integer:
             lp.integrality_ = [highspy.HighsVarType.kInteger] * M
-        h = highspy.Highs()
-        h.silent()
+        h = new_highs()
         # HiGHS's default reduced-cost tolerance (1e-7) accepts sets that lose up to ~1e-7 in
         # score; 1e-10 (its smallest) keeps near-ties exact, as the brute-force tests demand
         h.setOptionValue("dual_feasibility_tolerance", 1e-10)

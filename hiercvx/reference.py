@@ -9,7 +9,8 @@ duality.  :meth:`ReferenceProblem.solve` returns a :class:`ReferenceSolution` on
 * the solver reports ``optimal``,
 * every returned value is finite,
 * the primal point is feasible (where the formulation supplies a residual), and
-* the relative gap ``(objective - lower_bound) / max(1, |objective|)`` is within ``gap_tol``;
+* the relative gap ``(objective - lower_bound) / max(|objective|, |lower_bound|)``
+  (:func:`hiercvx.result.relative_gap`, scale-aware) is within ``gap_tol``;
 
 otherwise it raises :class:`~hiercvx.exceptions.SolverError` naming the status, the solver
 and the gap.
@@ -447,6 +448,18 @@ def _render_latex(d: dict) -> str:
 ReferenceSolution = Solution
 
 
+def _check_tolerance(value, name: str) -> float:
+    """A certificate tolerance as a positive finite float, or an ``InputError`` (a NaN would
+    make every comparison false and certify anything)."""
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a positive number, got {value!r}") from None
+    if isinstance(value, bool) or not (np.isfinite(t) and t > 0):
+        raise InputError(f"{name} must be positive and finite (e.g. 1e-6), got {value!r}")
+    return t
+
+
 class ReferenceProblem:
     """A CVXPY problem declared from a paper, with its certification routes.
 
@@ -582,6 +595,7 @@ class ReferenceProblem:
         solution says what failed first); the ``SolverError`` raised when all fail lists each
         one's reason.  A named ``solver`` is the only one tried.
         """
+        gap_tol, feas_tol = _check_tolerance(gap_tol, "gap_tol"), _check_tolerance(feas_tol, "feas_tol")
         if solver is not None or solver_options:  # options are solver-specific: no fallback
             return self._solve_with(choose_solver(self.problem, solver), gap_tol, feas_tol, verbose,
                                     solver_options)

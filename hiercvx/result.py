@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .exceptions import InputError
 
-__all__ = ["Solution", "relative_gap", "reached", "check_iteration_options", "OPTIMAL",
+__all__ = ["Solution", "relative_gap", "gap_scale", "reached", "check_iteration_options", "OPTIMAL",
            "ITERATION_LIMIT"]
 
 #: ``status`` of a certified answer (reference: the solver said optimal and the gap holds;
@@ -33,9 +33,42 @@ OPTIMAL = "optimal"
 ITERATION_LIMIT = "iteration_limit"
 
 
-def relative_gap(objective: float, lower_bound: float) -> float:
-    """``(objective - lower_bound) / max(1, |objective|)``: the certificate's relative gap."""
-    return (float(objective) - float(lower_bound)) / max(1.0, abs(float(objective)))
+def gap_scale(objective: float, lower_bound: float) -> float:
+    """The denominator of :func:`relative_gap`: ``max(|objective|, |lower_bound|)``.
+
+    Scale-aware on purpose: multiplying the data term and the regulariser by any factor (``C``
+    tiny, ``X`` scaled by 1e6 with ``C`` scaled by 1e-12) multiplies the objective, the bound
+    and this scale alike, so the relative gap and every stopping test built on it do not
+    change.  (A floor of 1, as before, let the all-zero weights pass as "converged" whenever
+    the objective was below ``tol``.)  Solvers that derive inner tolerances from the objective
+    use this number too, so no test hides an absolute threshold."""
+    return max(abs(float(objective)), abs(float(lower_bound)))
+
+
+def relative_gap(objective: float, lower_bound: float, at_zero: float | None = None) -> float:
+    """``(objective - lower_bound) / max(|objective|, |lower_bound|)``: the certificate's
+    relative gap (``0`` when both are ``0``, the certified optimum of a problem whose every
+    loss vanishes at zero weights).
+
+    Every model's objective is its primal value (non-negative for all hiercvx models), so the
+    gap is at most 1 for any bound in ``[0, objective]`` and at least 1 for a negative bound:
+    the all-zero starting point of a dual method (bound 0) never passes, at any scale.
+
+    ``at_zero``, the objective at zero weights (``C`` times the losses at zero), when the
+    solver knows it: the gap is then also measured against the decrease still possible from
+    zero, ``at_zero - lower_bound``, as the square of that ratio, so ``gap <= tol`` also
+    means ``objective - lower_bound <= sqrt(tol) (at_zero - lower_bound)``: at least a
+    fraction ``1 - sqrt(tol)`` of the decrease from ``W = 0`` is certified.  With a tiny ``C``
+    the objective is ``C sum loss(0)`` up to ``O(C^2)``, so the first ratio alone would
+    certify ``W = 0``; at ordinary scales the square is far below the first ratio and changes
+    nothing.  Only for points below ``at_zero``: at ``W = 0`` itself the first ratio decides
+    (so a problem whose optimum is ``W = 0`` is certified as usual)."""
+    objective, lower_bound = float(objective), float(lower_bound)
+    scale = gap_scale(objective, lower_bound)
+    gap = 0.0 if scale == 0.0 else (objective - lower_bound) / scale
+    if at_zero is not None and lower_bound < objective < float(at_zero):
+        gap = max(gap, ((objective - lower_bound) / (float(at_zero) - lower_bound)) ** 2)
+    return gap
 
 
 def reached(gap: float, tol: float) -> bool:
@@ -115,8 +148,10 @@ class Solution:
 
     @property
     def gap(self) -> float:
-        """``(objective - lower_bound) / max(1, |objective|)``."""
-        return relative_gap(self.objective, self.lower_bound)
+        """``relative_gap(objective, lower_bound, extras.get("at_zero"))``: ``(objective -
+        lower_bound) / max(|objective|, |lower_bound|)``, and against the decrease from zero
+        weights when the solver recorded the objective there (``extras["at_zero"]``)."""
+        return relative_gap(self.objective, self.lower_bound, self.extras.get("at_zero"))
 
     def duality_gap(self) -> float:
         """Absolute gap ``objective - lower_bound`` (qpsolvers' name)."""

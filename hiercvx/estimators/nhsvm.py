@@ -21,9 +21,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import methods
-from ..exceptions import LabelError
+from ..exceptions import InputError, LabelError
 from ..formulations import nhsvm
+from ..inference import METHODS as INFERENCE_METHODS
 from ..inference import LabelSetOracle, best_leaf
+from ..result import check_iteration_options
 from ..models.nhsvm import scaled_alpha
 from ._base import (LabelSetScoreMixin, check_solver_options, resolve_training_targets,
                     validate_training_X)
@@ -35,7 +37,8 @@ class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
     def _check_common(self):
-        check_solver_options(self.lam, "lam", self.tol, self.solver)
+        check_solver_options(self.lam, "lam", self.tol, self.solver, self.max_iter,
+                             who=type(self).__name__)
 
     def _targets(self, X, y):
         X = validate_training_X(self, X)
@@ -155,6 +158,8 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one leaf per sample, or sets of leaves for multi-label)."""
         self._check_common()
+        if not isinstance(self.inference, str) or self.inference not in INFERENCE_METHODS:
+            raise InputError(f"inference must be one of {INFERENCE_METHODS}, got {self.inference!r}")
         X, H, classes, labels, multilabel = self._targets(X, y)
         alpha, T = self._path_weights(H)
         lam = float(self.lam)
@@ -225,6 +230,7 @@ class SharedNormSVC(_NodeScoreClassifier):
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one leaf per sample)."""
         self._check_common()
+        check_iteration_options(None, self.inner_max_iter, who="SharedNormSVC (inner_max_iter)")
         X, H, classes, labels, multilabel = self._targets(X, y)
         if multilabel:
             raise LabelError("SharedNormSVC is single-label (the shared-norm SVM (14) is multi-class); "

@@ -22,6 +22,7 @@ from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations.orthogonal import primal_from_model
 from ..models import orthogonal as otm
+from ..result import check_iteration_options
 from ._base import SOLVERS, resolve_training_targets, validate_training_X
 
 __all__ = ["OrthogonalTransferSVC"]
@@ -89,6 +90,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         if self.method not in otm.METHODS:
             raise InputError(f"method must be one of {otm.METHODS}, got {self.method!r}")
         check_positive(self.alpha, "alpha")
+        check_iteration_options(self.tol, self.max_iter, who=type(self).__name__)
         if self.treeloss_classes not in ("nodes", "leaves"):
             raise InputError(f"treeloss_classes must be 'nodes' or 'leaves', got {self.treeloss_classes!r}")
 

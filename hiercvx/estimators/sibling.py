@@ -111,7 +111,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def _check_params(self):
-        check_solver_options(self.C, "C", self.tol, self.solver)
+        check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
 
     @property
     def _precomputed(self):
@@ -264,7 +264,8 @@ class HierarchicalPsiClassifier(_SiblingBase):
     from the HSVM solution.  On a one-level hierarchy (``hierarchy=None``) it is the flat
     psi-learning of Liu & Shen (the paper's "psi-learning").
 
-    Parameters as :class:`SiblingMarginSVC`, plus ``dc_tol`` (stop when the psi cost changes
+    Parameters as :class:`SiblingMarginSVC` (``max_iter`` bounds every convex step of the fast
+    solver), plus ``dc_tol`` (stop when the psi cost changes
     by at most this much, absolute, as in the paper) and ``dc_max_iter``.  ``tol`` is the
     certified gap of every convex step.
 
@@ -303,7 +304,7 @@ class HierarchicalPsiClassifier(_SiblingBase):
         if self.solver == "fast":
             res = sibling_qp.solve_dc(model, C, tol=float(self.dc_tol),
                                       max_iter=int(self.dc_max_iter), gap_tol=float(self.tol),
-                                      **self._engine_options())
+                                      step_max_iter=self.max_iter, **self._engine_options())
         else:
             res = hpsi.dc_from_model(model, C, tol=float(self.dc_tol),
                                      max_iter=int(self.dc_max_iter), solver=self.reference_solver,

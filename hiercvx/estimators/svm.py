@@ -40,7 +40,7 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         return False
 
     def _check_params(self):
-        check_solver_options(self.C, "C", self.tol, self.solver)
+        check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
 
     def _warm_dual(self, n_dual: int, solver_name: str):
         """The previous fit's dual variables as the starting point when ``warm_start`` is set and

@@ -163,7 +163,7 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """Fit one :class:`MulticlassSVC` per internal node (thesis 7.4.2, steps 1-3)."""
-        check_solver_options(self.C, "C", self.tol, self.solver)
+        check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
         precomputed = self._precomputed()
         X = validate_training_X(self, X, precomputed=precomputed)
         y = ravel_column_target(y)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from .._sparse import expand_ranges
 from .._validation import check_features, check_positive
@@ -46,7 +47,8 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "METHODS", "EQUATIONS", "PairModel", "prepare", "NonConvexKError", "heuristic_K", "comparison_matrix",
     "check_convexity", "strong_convexity", "validate_K", "check_tree", "omega", "omega_subgradient",
-    "edge_incidence", "transfer_matrix", "tree_distance", "label_indices", "half_inverse_quadratic",
+    "edge_incidence", "transfer_matrix", "coupled_blocks", "blockwise_eigenvalue",
+    "block_cholesky_solve", "tree_distance", "label_indices", "half_inverse_quadratic",
     "quadratic_lower_bound", "predict_top_down", "predict_flat", "top_down_errors",
 ]
 
@@ -95,9 +97,39 @@ def comparison_matrix(K) -> np.ndarray:
     return Kbar
 
 
+def coupled_blocks(A) -> tuple[np.ndarray, list]:
+    """The rows of a square matrix that no off-diagonal entry couples (``isolated``, a bool
+    mask) and the index arrays of its other connected components (``blocks``).  A symmetric
+    matrix is block diagonal over them, so its eigenvalues, Cholesky factor and solves are
+    those of the blocks: a wide sibling group (K = I on a star) costs O(m), not O(m^3)."""
+    A = sp.csr_matrix(A)
+    A = A - sp.diags(A.diagonal())
+    A.eliminate_zeros()
+    n_comp, labels = connected_components(abs(A) + abs(A).T, directed=False)
+    sizes = np.bincount(labels, minlength=n_comp)
+    isolated = sizes[labels] == 1
+    order = np.argsort(labels, kind="stable")
+    bounds = np.r_[0, np.cumsum(sizes)]
+    blocks = [order[bounds[c]:bounds[c + 1]] for c in range(n_comp) if sizes[c] > 1]
+    return isolated, blocks
+
+
+def blockwise_eigenvalue(A: np.ndarray, largest: bool = False) -> float:
+    """The smallest (largest) eigenvalue of a symmetric ``A``, block by block (:func:`coupled_blocks`)."""
+    A = np.asarray(A, dtype=float)
+    if A.shape[0] == 0:
+        return 0.0
+    isolated, blocks = coupled_blocks(A)
+    values = list(np.diag(A)[isolated])
+    for b in blocks:
+        ev = np.linalg.eigvalsh(A[np.ix_(b, b)])
+        values.append(ev[-1] if largest else ev[0])
+    return float(max(values) if largest else min(values))
+
+
 def _smallest_eigenvalue(K: np.ndarray) -> float:
     Kbar = comparison_matrix(K)
-    return float(np.linalg.eigvalsh(0.5 * (Kbar + Kbar.T))[0])
+    return blockwise_eigenvalue(0.5 * (Kbar + Kbar.T))
 
 
 def _psd_tolerance(K: np.ndarray) -> float:
@@ -201,11 +233,11 @@ def heuristic_K(H: Hierarchy, alpha: float = 1.0, return_alpha: bool = False):
     desc = np.asarray(H.descendant_matrix.sum(axis=1)).ravel()[1:].astype(float)  # |D^+(i)|
     A = _ancestor_pairs(H)
     scale = 1.0 / np.sqrt(desc)
-    rho = float(np.linalg.eigvalsh(scale[:, None] * A * scale[None, :])[-1]) if len(desc) > 0 else 0.0
+    rho = blockwise_eigenvalue(scale[:, None] * A * scale[None, :], largest=True) if len(desc) > 0 else 0.0
     used = alpha
     if alpha * rho >= 1.0 - 1e-12:
         used = 0.5 / rho
-        lam = float(np.linalg.eigvalsh(np.diag(desc) - alpha * A)[0])
+        lam = blockwise_eigenvalue(np.diag(desc) - alpha * A)
         logger.warning("heuristic (6): with alpha=%g the comparison matrix of K is not positive definite "
                        "(smallest eigenvalue %.3g); lowering alpha to %.6g (half the largest admissible "
                        "value %.6g)", alpha, lam, used, 1.0 / rho)
@@ -441,15 +473,25 @@ def label_indices(y, H: Hierarchy, n: int) -> np.ndarray:
 
 
 
-def _path_pair_table(H: Hierarchy):
+def _path_pair_table(H: Hierarchy, labels=None):
     """Per node v (CSR layout): the pairs ``(i, j)``, ``i in A^+(v)``, ``j in S(i)`` of (4),
-    root side first, and each pair's level group (pairs of one ``i`` share a group)."""
+    root side first, and each pair's level group (pairs of one ``i`` share a group).  Only
+    the nodes on the paths of ``labels`` (default: all) get their pairs; the others stay
+    empty, so a wide hierarchy costs what its used paths hold."""
     parent = H.parent_index
     children = H.children_indices
     M = len(H)
     pos, neg, grp = [[] for _ in range(M)], [[] for _ in range(M)], [[] for _ in range(M)]
     n_groups = np.zeros(M, dtype=np.int64)
-    for v in range(1, M):  # parents come first in H.nodes
+    needed = np.ones(M, dtype=bool)
+    if labels is not None:
+        needed[:] = False
+        for v in np.unique(labels).tolist():
+            while v > 0 and not needed[v]:
+                needed[v] = True
+                v = int(parent[v])
+    for v in np.flatnonzero(needed[1:]) + 1:  # parents come first in H.nodes
+        v = int(v)
         p = int(parent[v])
         sib = [int(c) for c in children[p] if c != v]
         pos[v] = pos[p] + [v] * len(sib)
@@ -533,7 +575,7 @@ def prepare(X, y, H: Hierarchy, method: str = "orthogonal", classes: str = "node
 def _path_pairs(H: Hierarchy, yi: np.ndarray, per_node: bool):
     """(4)'s rows along each label's path; ``per_node``: HIERMULT's slack per internal node."""
     n, M = len(yi), len(H)
-    ptr, counts, tpos, tneg, tgrp, n_groups = _path_pair_table(H)
+    ptr, counts, tpos, tneg, tgrp, n_groups = _path_pair_table(H, yi)
     c = counts[yi]
     pair_k = np.repeat(np.arange(n), c)
     at = expand_ranges(ptr[yi], c)
@@ -597,8 +639,34 @@ def _treeloss_pairs(H: Hierarchy, yi: np.ndarray, classes: str):
     return data, np.arange(n), nonroot, cls
 
 
-def half_inverse_quadratic(U: np.ndarray, S: np.ndarray) -> float:
-    """``sup_W <U, W> - 1/2 tr(W^T S W) = 1/2 tr(U^T S^{-1} U)`` (``+inf`` if S is not PD)."""
+def block_cholesky_solve(S, U, structure=None):
+    """``S^{-1} U`` for a sparse symmetric ``S``, block by block (:func:`coupled_blocks`, or
+    ``structure``, its result for a pattern containing S's): isolated rows divide by their
+    diagonal, each coupled block is a dense Cholesky solve.  ``None`` when ``S`` is not
+    positive definite."""
+    S = sp.csr_matrix(S)
+    isolated, blocks = coupled_blocks(S) if structure is None else structure
+    diag = S.diagonal()
+    if np.any(diag[isolated] <= 0):
+        return None
+    U = np.asarray(U, dtype=float)
+    Z = np.zeros_like(U)
+    Z[isolated] = U[isolated] / diag[isolated][:, None]
+    for b in blocks:
+        try:
+            L = np.linalg.cholesky(S[b][:, b].toarray())
+        except np.linalg.LinAlgError:
+            return None
+        Z[b] = np.linalg.solve(L.T, np.linalg.solve(L, U[b]))
+    return Z
+
+
+def half_inverse_quadratic(U: np.ndarray, S) -> float:
+    """``sup_W <U, W> - 1/2 tr(W^T S W) = 1/2 tr(U^T S^{-1} U)`` (``+inf`` if S is not PD);
+    ``S`` dense or sparse (then solved block by block)."""
+    if sp.issparse(S):
+        Z = block_cholesky_solve(S, U)
+        return float("inf") if Z is None else 0.5 * float(np.sum(np.asarray(U) * Z))
     try:
         L = np.linalg.cholesky(S)
     except np.linalg.LinAlgError:

@@ -51,7 +51,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.multiclass import MulticlassModel
-from ..result import Solution, check_iteration_options, reached, relative_gap
+from ..result import Solution, check_iteration_options, gap_scale, reached, relative_gap
 from .margin_dual import ROW_FASTMATH, MarginDualState
 from .primitives import (MODE_CSR, MODE_DENSE, CertificateSchedule, isotropic_budget_step, row_axpy,
                          row_data, row_dot, row_sq_norms)
@@ -240,7 +240,7 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
             if reached(gap, tol):
                 converged = True
                 break
-            psi_ok = tol * max(1.0, abs(primal)) / max(float(budget.sum()), np.finfo(float).tiny)
+            psi_ok = tol * gap_scale(primal, dual) / max(float(budget.sum()), np.finfo(float).tiny)
             # Like LIBLINEAR, a fixed small violation threshold (here one that certifies tol:
             # gap <= sum_i C_i psi_i) with shrinking; unlike it, shrunk examples found violated
             # at a certificate come back at once.

@@ -55,7 +55,7 @@ def check_dc_options(tol, max_iter) -> None:
 
 
 def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step,
-                  who: str, tie_rtol: float = TIE_RTOL) -> Solution:
+                  who: str, tie_rtol: float = TIE_RTOL, stacklevel: int = 3) -> Solution:
     """The DC algorithm (3): start from HSVM, re-linearize, stop on a small cost change.
 
     ``step(pair_weights)`` solves (8) with the DC term ``pair_weights`` (``None``: HSVM) to a
@@ -63,7 +63,8 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
     ``solution.lower_bound`` its certificate).  Step ``m`` takes :func:`linearization` at
     ``f^(m-1)`` with near-ties (``tie_rtol``) resolved to the first pair.  The loop stops when
     ``|s(f^(m)) - s(f^(m-1))| <= tol`` (absolute, as in the paper) or after ``max_iter`` steps
-    (logged as a warning) and returns the best iterate (lowest psi cost) as a
+    (one ``ConvergenceWarning``, ``stacklevel`` counted from the caller of this function) and
+    returns the best iterate (lowest psi cost) as a
     :class:`~hiercvx.result.Solution`: ``objective`` its psi cost, ``lower_bound`` the last
     step's certified bound (see the module docstring), ``status`` ``"fixed_point"`` or
     ``"iteration_limit"``; extras ``biases``, ``dc_objectives`` (the cost at every iterate,
@@ -85,11 +86,9 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
         if abs(costs[-1] - costs[-2]) <= tol:
             converged = True
             break
-    if not converged and max_iter > 0:
-        logger.warning("%s: no convergence within max_iter=%d (last change %.3g > tol=%g)",
-                       who, max_iter, abs(costs[-1] - costs[-2]), tol)
+    last_change = abs(costs[-1] - costs[-2]) if len(costs) > 1 else 0.0
     converged = converged or max_iter == 0
-    return Solution(
+    out = Solution(
         objective=float(best[0]), lower_bound=float(steps[-1].lower_bound), weights=best[2],
         status=FIXED_POINT if converged else ITERATION_LIMIT, n_iter=it, converged=converged,
         tol=float(tol), name=f"HPSI DC algorithm (3), {who}",
@@ -97,3 +96,8 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
         extras={"biases": best[3], "dc_objectives": np.asarray(costs),
                 "best_iteration": int(best[1]), "step_gaps": np.asarray([s.gap for s in steps]),
                 "steps": steps, "hsvm": steps[0]})
+    # the one ConvergenceWarning; a DC path has no gap, so the reason is the last cost change
+    out.warn_unless_converged("DC steps", stacklevel=stacklevel, reason=(
+        f"without reaching a fixed point: the psi cost still changed by {last_change:.3g} "
+        f"> tol={tol:g}; raise max_iter"))
+    return out

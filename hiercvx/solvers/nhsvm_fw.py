@@ -37,7 +37,8 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     compiled; multi-label sweeps call the oracle once per sample from Python.
 ``"sgd"``  The paper's optimizer (section 7, Pegasos, Shalev-Shwartz et al. 2007): step
     ``1 / (lam' t)`` with ``lam' = 2 lam / n``, projection on the ball that holds the optimum.
-    It has no dual: its ``lower_bound`` is the trivial 0 and it runs ``max_iter`` epochs.
+    It has no dual: its ``lower_bound`` is the trivial 0, it runs ``max_iter`` epochs and
+    always ends with the one ``ConvergenceWarning`` (uncertified).
 ``"working_set"``  Single-label (10) only: the pair model ``model.margin`` (``C = 1/(2 lam)``,
     objective times ``2 lam``) handed to :func:`hiercvx.solvers.working_set.solve`.
 
@@ -848,7 +849,12 @@ def _sgd(model, lam, max_iter, time_limit, random_state, verbose):
     finally:
         bar.close()
     P, W, H = best
-    return _finish("sgd", W, P, 0.0, H, it, False, 0.0, history, t0, n_oracle, warn=False)
+    res = _finish("sgd", W, P, 0.0, H, it, False, 0.0, history, t0, n_oracle, warn=False)
+    # no dual, so never certified: say so once (user-facing stack: _sgd <- solve <- caller)
+    res.warn_unless_converged("epochs", stacklevel=3, reason=(
+        "without a certificate (SGD has no dual bound; its lower_bound is the trivial 0): use "
+        "method='pairwise' or 'bcfw' for a certified gap"))
+    return res
 
 
 def _sgd_epoch_python(model, order, Wraw, state, lam_p, radius):

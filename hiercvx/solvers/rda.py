@@ -41,7 +41,9 @@ below holds for any positive weights):
   It is never below the paper's (which linearizes the convex quadratic
   ``1/2 tr(W^T (S - P) W)`` that this one keeps); for the baselines the two coincide.
 
-It stops when ``relative_gap(upper, lower) <= tol`` (``Solution.gap``).  Cost per
+It stops when ``relative_gap(upper, lower, J(0)) <= tol`` (at most ``Solution.gap``: the gap
+relative to the decrease possible from ``W = 0`` when that is smaller, so a tiny ``C`` does not
+certify ``W = 0``).  Cost per
 iteration: one product ``X W^T`` (``O(nnz(X) m)``), one scatter of the chosen rows of X
 (``O(nnz(X))``, numba) and ``O(m^2 d + m^3)`` for the regularizer and the bounds.
 """
@@ -64,9 +66,13 @@ from ..result import Solution, check_iteration_options, reached, relative_gap
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "Regularizer", "regularizer_for", "Hinge", "PSI_CHOICES", "AVERAGING"]
+__all__ = ["solve", "Regularizer", "SPARSE_OMEGA_DENSITY", "regularizer_for", "Hinge", "PSI_CHOICES", "AVERAGING"]
 
 PSI_CHOICES = ("identity", "diagonal", "averaged")
+#: Omega's ``S(W)`` is kept sparse (K's pattern) when K has more than ``SPARSE_OMEGA_MIN``
+#: rows and at most this fraction of nonzeros: wide sibling groups (K = I on a star) then
+#: cost O(nnz(K) d) per iteration instead of a dense m x m product and Cholesky
+SPARSE_OMEGA_DENSITY, SPARSE_OMEGA_MIN = 0.1, 200
 AVERAGING = ("uniform", "linear")
 
 
@@ -99,6 +105,32 @@ class Regularizer:
         if kind == "quadratic":
             self._S_chol = sla.cho_factor(self.matrix, lower=True)
         self.averaged = bool(averaged)  # step 2 from the averaged quadratic minorant
+        m = self.matrix.shape[0]
+        self.sparse = (kind == "omega" and m > SPARSE_OMEGA_MIN
+                       and np.count_nonzero(self.matrix) <= SPARSE_OMEGA_DENSITY * m * m)
+        if self.sparse:  # K's pattern, fixed: S(W) only changes its off-diagonal signs
+            Ks = sp.csr_matrix(self.matrix + 0.0 * np.eye(m))  # keep the diagonal stored
+            Ks.sort_indices()
+            self._Ks = Ks
+            self._rows = np.repeat(np.arange(m), np.diff(Ks.indptr))
+            self._cols = Ks.indices
+            self._offdiag = self._rows != self._cols
+            self._blocks = otm.coupled_blocks(Ks)
+
+    def empty_S(self):
+        """The zero matrix in ``S(W)``'s storage (dense, or K's sparse pattern)."""
+        if self.sparse:
+            out = self._Ks.copy()
+            out.data = np.zeros_like(out.data)
+            return out
+        return np.zeros((self.size, self.size))
+
+    def average_into(self, Sbar, S, beta: float) -> None:
+        """``Sbar += beta (S - Sbar)`` in place (same storage)."""
+        if self.sparse:
+            Sbar.data += beta * (S.data - Sbar.data)
+        else:
+            Sbar += beta * (S - Sbar)
 
     @property
     def size(self) -> int:
@@ -108,6 +140,11 @@ class Regularizer:
         """``(S(W), R(W))``: the matrix whose ``S W`` is the subgradient (Theorem 4 for Omega)."""
         if self.kind == "quadratic":
             return self.matrix, 0.5 * float(np.sum(W * (self.matrix @ W)))
+        if self.sparse:  # <w_i, w_j> only where K_ij != 0
+            gram = np.einsum("ij,ij->i", W[self._rows], W[self._cols])
+            S = self._Ks.copy()
+            S.data = np.where(self._offdiag, S.data * np.sign(gram), S.data)
+            return S, 0.5 * float(np.sum(self._Ks.data * np.abs(gram)))
         gram = W @ W.T
         S = self.matrix * np.sign(gram)
         np.fill_diagonal(S, np.diag(self.matrix))
@@ -123,6 +160,10 @@ class Regularizer:
         """``(S^{-1} U, 1/2 tr(U^T S^{-1} U))``; ``(None, +inf)`` when S is not positive definite."""
         if self.kind == "quadratic":
             Z = sla.cho_solve(self._S_chol, U)
+        elif self.sparse:
+            Z = otm.block_cholesky_solve(S, U, self._blocks)
+            if Z is None:
+                return None, float("inf")
         else:
             try:
                 L = np.linalg.cholesky(S)
@@ -147,7 +188,7 @@ def _omega_regularizer(K: np.ndarray, psi: str) -> Regularizer:
         return Regularizer("omega", K, np.full(K.shape[0], sigma), averaged=psi == "averaged")
     d = np.sqrt(np.diag(K))
     Kbar = otm.comparison_matrix(K)
-    mu = float(np.linalg.eigvalsh(Kbar / d[:, None] / d[None, :])[0])
+    mu = otm.blockwise_eigenvalue(Kbar / d[:, None] / d[None, :])
     return Regularizer("omega", K, mu * (1.0 - 1e-12) * np.diag(K))
 
 
@@ -286,7 +327,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
         only).  Algorithm 1 needs a positive definite comparison matrix (Corollary 2)
     psi : the splitting for (4), one of :data:`PSI_CHOICES` (module doc); ``"identity"`` is the
         paper's.  The baselines always put their whole quadratic regularizer in Psi
-    tol : stop when ``relative_gap(upper, lower) <= tol``
+    tol : stop when ``relative_gap(upper, lower, J(0)) <= tol`` (:func:`hiercvx.result.relative_gap`)
     max_iter : subgradient steps; the ``ConvergenceWarning`` is issued when they run out
     averaging : ``"uniform"`` (Algorithm 1: ``gbar`` and ``delta`` are plain averages) or
         ``"linear"`` (weights ``a_t = t``; the same bounds hold for any positive weights, and
@@ -330,7 +371,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
     # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
     # machine), so the whole loop runs single-threaded
     with threadpool_limits(limits=1, user_api="blas"):
-        upper, lower, best, t, converged, hist, abar, Sbar = _iterate(model, hinge, reg, float(tol),
+        upper, lower, best, t, converged, hist, abar, Sbar, at_zero = _iterate(model, hinge, reg, float(tol),
                                                                      int(max_iter), averaging, dual_bound,
                                                                      log, t_start)
     history = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
@@ -338,7 +379,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
                    solver="rda", n_iter=t, converged=converged, tol=float(tol),
                    dual=abar if dual_bound else None, history=history,
                    solve_time=time.perf_counter() - t_start, name=name or f"RDA (Alg. 1) for {model.method}",
-                   extras={"sigma": reg.sigma,
+                   extras={"sigma": reg.sigma, "at_zero": float(at_zero),
                            # the averaged S(W(t)) (box of K), or the fixed S
                            "dual_S": Sbar if dual_bound else None,
                            "K": K_used,
@@ -367,7 +408,7 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, tol, max_iter, averaging, du
     gbar = np.zeros((m, d))
     delta = 0.0
     Ubar = np.zeros((m, d))  # averaged U(alpha): -gbar of the hinge part
-    Sbar = np.zeros((m, m))
+    Sbar = reg.empty_S()
     abar_sum = 0.0
     abar = np.zeros(hinge.n_pairs)
     weight_sum = 0.0
@@ -382,9 +423,12 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, tol, max_iter, averaging, du
         S, R = reg.pattern(W)
         H_val, U, a_sum, chosen, alpha = hinge.evaluate(W)
         J = R + H_val
+        last = (J, W)
         if J < upper:  # step 3
             upper, best = J, W
-        gap = relative_gap(upper, lower)
+        if t == 0:  # J(0): the gap is taken relative to the decrease possible from W = 0
+            at_zero = J
+        gap = relative_gap(upper, lower, at_zero)
         for key, val in (("upper", upper), ("lower", lower), ("lower_rda", lb_rda),
                          ("lower_dual", lb_dual), ("time", time.perf_counter() - t_start)):
             hist[key].append(val)
@@ -420,7 +464,7 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, tol, max_iter, averaging, du
             abar *= 1.0 - beta
             np.add.at(abar, chosen, beta * alpha)
             if reg.kind == "omega":
-                Sbar += beta * (S - Sbar)
+                reg.average_into(Sbar, S, beta)
             W_min, half = reg.minorant_solve(Sbar, Ubar)
             lb_dual = abar_sum - half
             if dual_bound:
@@ -428,4 +472,9 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, tol, max_iter, averaging, du
             if reg.averaged and W_min is not None:
                 W = W_min
 
-    return upper, lower, best, t, converged, hist, abar, (Sbar if reg.kind == "omega" else reg.matrix)
+    if converged and t > 0 and not np.any(best) and reached(relative_gap(last[0], lower), tol):
+        # W = 0 certified, but so is the last iterate (the dual's minimizer): return that one.
+        # With a tiny C both are within tol, and only the second points where the data do
+        upper, best = last
+    return (upper, lower, best, t, converged, hist, abar, (Sbar if reg.kind == "omega" else reg.matrix),
+            at_zero)

@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 from numba import njit
 from threadpoolctl import threadpool_limits
 
@@ -78,7 +79,7 @@ from scipy.optimize import linprog
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
-from ..result import Solution, check_iteration_options, relative_gap
+from ..result import Solution, check_iteration_options, gap_scale, relative_gap
 from .dc import check_dc_options, dc_iterations
 from .primitives import MODE_GRAM, row_axpy, row_data, row_dot, row_sq_norms
 
@@ -428,7 +429,7 @@ def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
         res_d = max(float(np.abs(rd_Z).max()), float(np.abs(rd_x).max())) / scale_d
         value = 0.5 * float(np.sum(qdiag * Z * Z)) + C * float(xi.sum()) + float(np.sum(lin * Z))
         # the certificate is worth computing once the complementarity gap is small
-        if res_p <= 1e-6 and res_d <= 1e-6 and mu * m_total <= 0.1 * tol * max(1.0, abs(value)):
+        if res_p <= 1e-6 and res_d <= 1e-6 and mu * m_total <= 0.1 * tol * gap_scale(value, 0.0):
             if accept(Z, lm):
                 accepted = True
                 break
@@ -489,6 +490,42 @@ def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
 METHODS = ("auto", "ipm", "alm")
 
 
+#: up to this many bias rows and entries the repair is solved dense (SVD least squares);
+#: above, sparse (wide hierarchies: thousands of nodes, one pair per example and sibling)
+DENSE_REPAIR_ROWS, DENSE_REPAIR_SIZE = 300, 4_000_000
+
+
+def least_norm_step(A, rhs):
+    """The least-norm ``s`` with ``A s = rhs`` for a sparse ``A`` (rows: independent bias
+    equations, columns: the support's moves): ``s = A^T y`` with ``(A A^T) y = rhs``.
+
+    Small systems: dense least squares on ``A A^T`` (exact on rank-deficient supports).  Wide
+    ones: the normal matrix is sparse (a node meets only the pairs of the examples below its
+    parent), so only the rows the support touches are factored (sparse LU, with a ridge
+    ``1e-13 max diag`` against a singular support; the caller's loop re-measures the
+    residual and refines).  Returns ``None`` when the sparse factorization fails."""
+    if A.shape[0] <= DENSE_REPAIR_ROWS and A.shape[0] * A.shape[1] <= DENSE_REPAIR_SIZE:
+        Ad = A.toarray()
+        y, *_ = np.linalg.lstsq(Ad @ Ad.T, rhs, rcond=None)
+        return Ad.T @ y
+    normal = (A @ A.T).tocsc()
+    diag = normal.diagonal()
+    touched = np.flatnonzero(diag > 0)
+    y = np.zeros(A.shape[0])
+    if touched.size:
+        sub = normal[touched][:, touched]
+        ridge = 1e-13 * float(diag.max())
+        try:
+            lu = spla.splu((sub + ridge * sp.identity(touched.size, format="csc")).tocsc())
+        except RuntimeError:  # pragma: no cover - singular even with the ridge
+            return None
+        b = rhs[touched]
+        yt = lu.solve(b)
+        yt += lu.solve(b - sub @ yt)  # one refinement step against the unridged matrix
+        y[touched] = yt
+    return np.asarray(A.T @ y).ravel()
+
+
 class SiblingQPSolver:
     """The engine behind :func:`solve` and :func:`solve_dc` on one prepared model.
 
@@ -528,8 +565,10 @@ class SiblingQPSolver:
         self.hierarchy = pr.hierarchy
         self.kernel = m.kernel
         self.n, self.M, self.P = m.n, m.M, pr.n_pairs
-        self._basis = _group_basis(pr)
-        Mr = self._basis.shape[1]
+        # the IPM's reduced coordinates (a dense (M, M') basis) are built only when it runs:
+        # on a wide sibling group the ALM never needs them
+        self._basis = None
+        Mr = sum(len(g) - 1 for g in pr.groups if len(g) >= 2)
         self._Bm = sp.csr_matrix((np.ones(self.P), (pr.pair_i, np.arange(self.P))),
                                  shape=(self.n, self.P))
         self._pivots = None
@@ -553,6 +592,7 @@ class SiblingQPSolver:
             if Phi is not None:
                 self.rank = Phi.shape[1]
                 self._Phi1 = np.hstack([Phi, np.ones((self.n, 1))])
+                self._basis = _group_basis(pr)
                 self._Delta = self._basis[pr.pair_pos] - self._basis[pr.pair_neg]
                 method = "ipm"
             else:
@@ -635,11 +675,12 @@ class SiblingQPSolver:
             cols = [E[:, free_cols]]
             if bound.size:
                 cols.append(E[:, bound] - E[:, ref[pr.pair_i[bound]]])
-            A = sp.hstack(cols).toarray()
+            A = sp.hstack(cols).tocsr()
             if A.shape[1] == 0:
                 return None
-            y_, *_ = np.linalg.lstsq(A @ A.T, -r[keep], rcond=None)
-            step = A.T @ y_
+            step = least_norm_step(A, -r[keep])
+            if step is None:
+                return None
             new = beta.copy()
             new[free_cols] += step[:free_cols.size]
             if bound.size:
@@ -830,21 +871,23 @@ class SiblingQPSolver:
                 converged = True
                 break
             # tighten the sweeps as the gap closes (a violation eps costs about C eps per example)
-            eps = max(1e-3 * tol, min(0.5 * eps, gap * max(1.0, abs(best[0])) / (C * max(1, self.n))))
+            eps = max(1e-3 * tol, min(0.5 * eps, gap * gap_scale(best[0], best_lower[0]) / (C * max(1, self.n))))
         if best_lower[1] is None:
             lower, feas = self._lower_bound(beta, lam, C)
             best_lower = (lower, feas)
         return (best[1], best[2], best[0], best_lower[0], best_lower[1], n_passes, converged,
                 history, beta.copy())
 
-    def solve_dc(self, C=1.0, tol=1e-6, max_iter=50, gap_tol=1e-6) -> Solution:
+    def solve_dc(self, C=1.0, tol=1e-6, max_iter=50, gap_tol=1e-6,
+                 step_max_iter=None) -> Solution:
         """HPSI: the DC loop :func:`hiercvx.solvers.dc.dc_iterations` with every convex step
         solved by :meth:`solve` (HSVM cold, then each step warm-started by the previous one
-        under ALM) and certified to ``gap_tol``."""
+        under ALM), certified to ``gap_tol`` within ``step_max_iter`` iterations."""
         t0 = time.perf_counter()
 
         def step(pair_weights):
-            res = self.solve(C, pair_weights, tol=gap_tol, warm_start=pair_weights is not None)
+            res = self.solve(C, pair_weights, tol=gap_tol, max_iter=step_max_iter,
+                             warm_start=pair_weights is not None)
             return res.weights, res.biases, res
 
         out = dc_iterations(self.model, float(C), tol, max_iter, step, "sibling_qp.solve_dc")
@@ -880,22 +923,24 @@ def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
 
 
 def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False, gap_tol=1e-6,
-             method="auto", rank_rtol=1e-10, max_ipm_size=2000, rho=None,
+             step_max_iter=None, method="auto", rank_rtol=1e-10, max_ipm_size=2000, rho=None,
              random_state=0) -> Solution:
     """HPSI by the DC algorithm (3) on ``model``, every convex step by one
     :class:`SiblingQPSolver` (options as :func:`solve`) certified to ``gap_tol``.
 
     ``tol`` (absolute change of the psi cost) and ``max_iter`` (DC steps, 0: HSVM only) are the
-    DC loop's.  Returns the :class:`~hiercvx.result.Solution` of
+    DC loop's; ``step_max_iter`` bounds every convex step (as ``max_iter`` of :func:`solve`).
+    Returns the :class:`~hiercvx.result.Solution` of
     :func:`hiercvx.solvers.dc.dc_iterations` (a certified DC fixed point; extras ``biases``,
     ``dc_objectives``, ``best_iteration``, ``step_gaps``, ``steps``, ``hsvm``, ``method``).
     """
     C = check_positive(C, "C")
     check_dc_options(tol, max_iter)
-    check_iteration_options(gap_tol, None, who="sibling_qp.solve_dc (gap_tol)")
+    check_iteration_options(gap_tol, step_max_iter, who="sibling_qp.solve_dc (gap_tol, step_max_iter)")
     engine = SiblingQPSolver(model, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
                              rho=rho, random_state=random_state)
-    res = engine.solve_dc(C, tol=tol, max_iter=int(max_iter), gap_tol=float(gap_tol))
+    res = engine.solve_dc(C, tol=tol, max_iter=int(max_iter), gap_tol=float(gap_tol),
+                          step_max_iter=step_max_iter)
     if verbose:
         logger.info("%s", res.certificate())
     return res

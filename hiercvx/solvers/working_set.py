@@ -74,7 +74,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginModel
-from ..result import Solution, check_iteration_options, reached, relative_gap
+from ..result import Solution, check_iteration_options, gap_scale, reached, relative_gap
 from .margin_dual import BUDGET_RTOL, ROW_FASTMATH, MarginDualState, violation_scores
 from .primitives import (MODE_CSR, MODE_DENSE, MODE_GRAM, CertificateSchedule, budget_qp, row_axpy,
                          row_data, row_dot)
@@ -464,7 +464,7 @@ class _Threshold:
 
     def update(self, psi, budget, primal, max_psi, pass_max) -> float:
         # every psi_i <= psi_ok would certify tol, since gap <= sum_i C_i psi_i
-        psi_ok = self.tol * max(1.0, abs(primal)) / self.total_budget
+        psi_ok = self.tol * gap_scale(primal, 0.0) / self.total_budget
         if self.eps is None:
             self.eps = _EPS_INIT * max_psi
         elif pass_max <= self.eps:  # the last pass met nothing above eps: tighten it
