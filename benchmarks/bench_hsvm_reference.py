@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
 
 import hiercvx as hc
 from hiercvx.datasets import make_cai_synthetic

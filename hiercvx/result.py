@@ -23,7 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .exceptions import InputError
 
-__all__ = ["Solution", "relative_gap", "gap_scale", "reached", "check_iteration_options", "OPTIMAL",
+__all__ = ["Solution", "relative_gap", "gap_scale", "comparison_scale", "reached",
+           "check_iteration_options", "OPTIMAL",
            "ITERATION_LIMIT"]
 
 #: ``status`` of a certified answer (reference: the solver said optimal and the gap holds;
@@ -43,6 +44,13 @@ def gap_scale(objective: float, lower_bound: float) -> float:
     the objective was below ``tol``.)  Solvers that derive inner tolerances from the objective
     use this number too, so no test hides an absolute threshold."""
     return max(abs(float(objective)), abs(float(lower_bound)))
+
+
+def comparison_scale(*values: float) -> float:
+    """The scale at which two objectives are compared (agreement tests, ``verify``, the
+    testing oracle): the largest magnitude, like :func:`gap_scale`, so that a comparison means
+    the same at every scale of ``C`` and ``X``; ``1`` when all are ``0``."""
+    return max(abs(float(v)) for v in values) or 1.0
 
 
 def relative_gap(objective: float, lower_bound: float, at_zero: float | None = None) -> float:

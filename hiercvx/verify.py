@@ -6,7 +6,7 @@ reference primal and, where declared, the dual, run each fast solver on the meth
 and compare:
 
 - the reference is certified (``Solution`` raises otherwise) and its primal and dual optima
-  agree: ``|primal - dual| <= DUAL_RTOL * max(1, |primal|)``;
+  agree: ``|primal - dual| <= DUAL_RTOL * max(|primal|, |dual|)``;
 - each fast solver converged, its objective is within the solver's registered ``rtol`` of
   the reference optimum, and weak duality holds across the two
   (:func:`hiercvx.testing.fast_vs_reference`).
@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from . import methods as registry
 from .exceptions import HierCVXError, SolverUnavailableError
 from .reference import gurobi_licence
+from .result import comparison_scale
 from .testing import fast_vs_reference
 
 __all__ = ["Row", "verify", "verify_method", "format_table", "write_json", "DUAL_RTOL"]
@@ -85,7 +86,7 @@ def _reference(method, case):
     if "dual" in method.references:
         dual = method.build("dual", case).solve(verbose=False)
         diff = primal.objective - dual.lower_bound
-        if abs(diff) > DUAL_RTOL * max(1.0, abs(primal.objective)):
+        if abs(diff) > DUAL_RTOL * comparison_scale(primal.objective, dual.lower_bound):
             problem = (f"primal optimum {primal.objective:.10g} and dual optimum "
                        f"{dual.lower_bound:.10g} differ by {diff:.3e}")
     return primal, diff, problem, seconds
@@ -106,7 +107,7 @@ def gurobi_route(method, case, primal) -> tuple[str, str]:
             exc.status, "unavailable"), ""
     except HierCVXError as exc:
         return "failed", f"Gurobi route failed: {exc}"
-    diff = abs(sol.objective - primal.objective) / max(1.0, abs(primal.objective))
+    diff = abs(sol.objective - primal.objective) / comparison_scale(sol.objective, primal.objective)
     problem = "" if diff <= DUAL_RTOL else (f"Gurobi's certified optimum {sol.objective:.10g} and the "
                                             f"reference's {primal.objective:.10g} differ by {diff:.3e}")
     return f"{diff:.1e}", problem
@@ -146,7 +147,7 @@ def verify_method(method, quick: bool = True, progress=None, gurobi: bool = Fals
                                 gurobi=grb))
                 continue
             reason = problem or fast_vs_reference(fast, ref, fast_solver.rtol)
-            rel = abs(fast.objective - ref.objective) / max(1.0, abs(ref.objective))
+            rel = abs(fast.objective - ref.objective) / comparison_scale(fast.objective, ref.objective)
             rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, name,
                             float(fast.objective), rel, t_ref / max(t_fast, 1e-9),
                             "ok" if not reason else f"DISAGREE: {reason}", t_ref, t_fast, gurobi=grb))

@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import networkx as nx
-import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
 

@@ -8,6 +8,8 @@ import pytest
 
 from hiercvx import cli, reproduce
 from hiercvx.exceptions import InputError
+from hiercvx.hierarchy import Hierarchy
+from hiercvx.reproduce import leaderboard, zhou
 
 
 def comparable(dicts):
@@ -17,12 +19,13 @@ def comparable(dicts):
 
 
 TABLE_NAMES = ["wang-table1", "wang-table2", "wang-table3", "wang-table4", "nhsvm-table3"]
+OURS_ONLY = ["leaderboard", "zhou-comparison"]   # no comparable paper numbers
 
 
 def test_list_shows_every_table(capsys):
     assert cli.main(["reproduce", "--list"]) == 0
     out = capsys.readouterr().out
-    for name in TABLE_NAMES:
+    for name in TABLE_NAMES + OURS_ONLY:
         assert name in out
     assert "Table 3" in out and "section 4.1" in out and "section 8.1" in out
 
@@ -121,3 +124,69 @@ def test_dask_cluster_gives_the_serial_table(tmp_path):
     assert comparable(serial.cells) == comparable(on_address.cells) == comparable(on_client.cells)
     assert all(math.isfinite(c["mean"]) for c in serial.cells)
     assert (tmp_path / "wang-table3.png").exists()
+
+
+def needs_data(name):
+    if name == "leaderboard" and leaderboard.data_missing():
+        pytest.skip(leaderboard.data_missing())
+
+
+@pytest.mark.parametrize("name", OURS_ONLY)
+def test_quick_run_of_a_table_without_paper_numbers(name, tmp_path, capsys):
+    """Ours only: exit 0, empty paper columns (no cell compared), CSV + PNG written."""
+    needs_data(name)
+    assert cli.main(["reproduce", name, "--quick", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    table = reproduce.get(name)
+    assert table.reported == {} and "(paper -)" in out and "0 of 0 cells" in out
+    with open(tmp_path / f"{name}.csv") as fh:
+        cells = list(csv.DictReader(fh))
+    assert {c["metric"] for c in cells} == set(table.metrics)
+    assert {c["setting"] for c in cells} <= set(table.settings)
+    assert all(c["paper_mean"] == "nan" and c["within"] == "" for c in cells)
+    assert all(int(c["n"]) == table.quick_replications for c in cells)
+    assert all(math.isfinite(float(c["mean"])) for c in cells)
+    assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_leaderboard_is_deterministic_but_for_fit_time():
+    needs_data("leaderboard")
+    first = leaderboard.run_leaderboard(0, True, 11)
+    again = leaderboard.run_leaderboard(1, True, 11)
+    assert [r for r in first if r["metric"] != "fit s"] == [r for r in again if r["metric"] != "fit s"]
+    methods = {r["method"] for r in first}
+    assert {"LinearSVC-cs", "LinearSVC-ovr", "HierarchicalSVC", "NormalizedHierarchicalSVC"} <= methods
+    hf1 = [r["value"] for r in first if r["metric"] == "hF1"]
+    assert all(0.0 < v <= 1.0 for v in hf1)
+
+
+def test_leaderboard_without_data_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(leaderboard, "DATA_DIR", tmp_path)
+    assert "not found" in leaderboard.data_missing()
+    assert cli.main(["reproduce", "leaderboard", "--quick", "--quiet", "--out", str(tmp_path)]) == 2
+    assert "skipped" in capsys.readouterr().err
+
+
+def test_zhou_runs_on_synthetic_data_without_the_data_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(leaderboard, "DATA_DIR", tmp_path)
+    rows = zhou.run_comparison(0, True, 5)
+    assert {r["setting"] for r in rows} == {"balanced", "unbalanced"}
+    assert {r["method"] for r in rows} == set(zhou.METHODS)
+    assert rows == zhou.run_comparison(1, True, 5)       # depends on the seed only
+
+
+def test_zhou_stores_the_papers_rcv1_numbers_as_a_note_only():
+    table = reproduce.get("zhou-comparison")
+    assert table.reported == {} and "RCV1" in table.notes and "not compared" in table.source
+    assert zhou.RCV1_REPORTED["MCAT.H"]["ORTHOGONAL"] == (3.00, 3.56)
+    assert zhou.RCV1_REPORTED["CCAT"]["TREELOSS"] == (37.57, 50.45)
+
+
+def test_single_path_subset_and_leaf_classes():
+    H = Hierarchy.from_edges([("r", "a"), ("a", "a1"), ("a", "a2"), ("r", "b"), ("b", "b1")], root="r")
+    keep, classes = leaderboard.single_path_classes(H, [{"a", "a1"}, {"a1", "b1"}, {"b"}, {"a2"}])
+    assert keep.tolist() == [0, 2, 3] and classes.tolist() == ["a1", "b", "a2"]
+    pruned, to_leaf = leaderboard.leaf_classes(H, ["a1", "a", "b"])
+    assert "b1" not in pruned.nodes and "a2" not in pruned.nodes   # only the classes' ancestors
+    assert to_leaf["a1"] == "a1" and to_leaf["b"] == "b"             # b is a leaf once b1 goes
+    assert to_leaf["a"] != "a" and pruned.is_leaf(to_leaf["a"])      # a keeps a child: self leaf

@@ -1,7 +1,6 @@
 """Every runnable snippet in formulations/*.md and every script in examples/ runs (smoke tests)."""
 
 import re
-import runpy
 import subprocess
 import sys
 from pathlib import Path

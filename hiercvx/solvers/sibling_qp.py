@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla

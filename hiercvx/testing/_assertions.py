@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..reference import installed_solvers
+from ..result import comparison_scale
 
 __all__ = [
     "assert_bounds_bracket",
@@ -31,8 +32,7 @@ def _lower_bound(sol) -> float:
     return float(getattr(sol, "lower_bound", _objective(sol)))
 
 
-def _scale(*values) -> float:
-    return max(1.0, *(abs(v) for v in values))
+_scale = comparison_scale  # the largest magnitude: a comparison means the same at every scale
 
 
 def assert_certified(sol, gap_tol: float = 1e-6) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..exceptions import InputError
 from ..hierarchy import class_attributes
+from ..result import comparison_scale
 from ..methods import Case
 from .diagnostics import UserResult, build_report, objective_at, read_result, row_labels
 from .problems import Problem, as_method, problems_for
@@ -47,7 +48,8 @@ class Outcome:
 
     @property
     def relative_difference(self) -> float:
-        return abs(self.user_objective - self.reference_objective) / max(1.0, abs(self.reference_objective))
+        return (abs(self.user_objective - self.reference_objective)
+                / comparison_scale(self.user_objective, self.reference_objective))
 
     def __repr__(self):  # compact: never the arrays
         verdict = "ok" if self.ok else "; ".join(self.reasons)[:200]
@@ -101,7 +103,7 @@ def _check_registry(problem: Problem, ref, rtol: float) -> None:
     if ref.weights is None:
         return
     at_ref = objective_at(problem.model(), read_result(ref), problem.params)
-    slack = rtol * max(1.0, abs(float(ref.objective))) + float(ref.objective - ref.lower_bound)
+    slack = rtol * comparison_scale(float(ref.objective)) + float(ref.objective - ref.lower_bound)
     if abs(at_ref - float(ref.objective)) > slack:
         raise InputError(f"method {problem.method.name!r}: its model's objective at the reference's "
                          f"own weights is {at_ref:.8g}, the reference reports {float(ref.objective):.8g} "
@@ -124,7 +126,8 @@ def run_one(fit, problem: Problem, rtol: float) -> Outcome:
         outcome.reasons.append(f"fit raised {type(exc).__name__}: {str(exc)[:300]}")
         return outcome
     outcome.user = user
-    slack = rtol * max(1.0, abs(outcome.reference_objective)) + (outcome.reference_objective - outcome.lower_bound)
+    slack = (rtol * comparison_scale(outcome.reference_objective)
+             + (outcome.reference_objective - outcome.lower_bound))
     if user.weights is not None:
         reason = _weight_reason(problem, user, ref, slack) if np.shape(user.weights) != np.shape(ref.weights) else ""
         if reason:
@@ -289,7 +292,7 @@ def diagnose(outcome: Outcome, rtol: float) -> list:
                 mine = objective_at(variant.model(), user, p.params)
             except Exception:  # noqa: BLE001, S112 -- a variant the method refuses on this data says nothing
                 continue
-            slack = rtol * max(1.0, abs(ref.objective)) + (ref.objective - ref.lower_bound)
+            slack = rtol * comparison_scale(ref.objective) + (ref.objective - ref.lower_bound)
             if abs(mine - ref.objective) <= slack:
                 out.append(f"diagnosis: {mistake.what} -- your weights are optimal for {p.method.name} "
                            f"with {_describe(change)} (objective {mine:.8g}, that problem's "
@@ -391,7 +394,7 @@ def check_solver(fit, method, *, problems=None, rtol: float = 1e-4, random_state
     ``problems``: None (one generated problem per built-in case of every supported structure,
     at seed ``random_state``), a number of seeds per case, or a list of
     :class:`~hiercvx.testing.Problem` (see :func:`~hiercvx.testing.problems_for`).  A problem
-    passes when ``|f_user - f_ref| <= rtol * max(1, |f_ref|) + gap_ref``, the solver (when it
+    passes when ``|f_user - f_ref| <= rtol * |f_ref| + gap_ref``, the solver (when it
     says) converged, and for strongly convex methods the weights are within the distance of
     the unique optimum the objective allows.  On failure raises ``AssertionError``: the first
     line names the method, the problem (structure, seed, n, d), your objective and the

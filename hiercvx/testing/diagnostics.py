@@ -17,6 +17,7 @@ import numpy as np
 
 from ..exceptions import InputError
 from ..models.margin import MarginModel, class_scores
+from ..result import comparison_scale
 from .problems import Problem, as_method
 
 __all__ = [
@@ -172,8 +173,8 @@ class KKTReport:
 
     @property
     def suboptimality(self) -> float:
-        """``(objective - optimum) / max(1, |optimum|)`` (NaN without a reference)."""
-        return (self.objective - self.reference_objective) / max(1.0, abs(self.reference_objective))
+        """``(objective - optimum) / |optimum|`` (NaN without a reference)."""
+        return (self.objective - self.reference_objective) / comparison_scale(self.reference_objective)
 
     @property
     def max_slack_difference(self) -> float:
@@ -185,7 +186,7 @@ class KKTReport:
 
     def ok(self, rtol: float = 1e-4) -> bool:
         """Whether the objective is optimal within ``rtol`` (plus the reference's gap)."""
-        slack = rtol + (self.reference_objective - self.lower_bound) / max(1.0, abs(self.reference_objective))
+        slack = rtol + (self.reference_objective - self.lower_bound) / comparison_scale(self.reference_objective)
         return abs(self.suboptimality) <= slack
 
     def lines(self) -> list:
