@@ -99,8 +99,9 @@ def cmd_reproduce(args) -> int:
     """``--list``: the registered tables; else one table rebuilt, printed beside the paper's
     numbers, CSV + PNG written to ``--out``."""
     if args.list:
+        width = max(len(name) for name in reproduce.TABLES) + 2
         for t in reproduce.TABLES.values():
-            print(f"{t.name:<13} {t.title}\n{'':<13} {t.paper}, {t.reference}")
+            print(f"{t.name:<{width}}{t.title}\n{'':<{width}}{t.paper}, {t.reference}")
         return 0
     if args.table is None:
         raise InputError("name a table (`hiercvx reproduce --list` shows them)")

@@ -159,7 +159,7 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
 def _cell_text(cell, digits: int) -> str:
     ours = f"{cell['mean']:.{digits}f}±{cell['std']:.{digits}f}"
     if math.isnan(cell["paper_mean"]):
-        return f"{ours} (paper -)"
+        return ours
     sd = "" if math.isnan(cell["paper_sd"]) else f"±{cell['paper_sd']:.{digits}f}"
     flag = "ok" if cell["within"] else "NO"
     return f"{ours} ({cell['paper_mean']:.{digits}f}{sd}) {flag}"
@@ -190,7 +190,8 @@ def format_result(result: TableResult) -> str:
         lines.append("  ".join([f"{setting:<{w_set}}", f"{method:<{w_met}}"]
                                + [f"{v:<{w}}" for v, w in zip(values, widths)]))
     flags = [c["within"] for c in result.cells if c["within"] is not None]
-    lines.append(f"\n{sum(flags)} of {len(flags)} cells within the paper's spread")
+    lines.append(f"\n{sum(flags)} of {len(flags)} cells within the paper's spread" if flags
+                 else "\n(no paper numbers to compare with: ours only)")
     if t.notes:
         lines.append(f"note: {t.notes}")
     return "\n".join(lines)
