@@ -41,7 +41,8 @@ SETS = ("cellcycle_FUN", "Enron_corr")
 
 def make_svm(H, flat: bool, C: float, tol: float, max_iter: int) -> HierarchicalSVC:
     hierarchy = flat_hierarchy(list(H.leaves)) if flat else H
-    return HierarchicalSVC(hierarchy=hierarchy, C=C, tol=tol, max_iter=max_iter)
+    return HierarchicalSVC(hierarchy=hierarchy, C=C, tol=tol, max_iter=max_iter,
+                           fit_intercept=False)  # runner.preprocessing adds the constant column
 
 
 def holdout(split, share: float = 0.2, random_state=0):

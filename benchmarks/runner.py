@@ -278,21 +278,24 @@ for _prefix, _flat in (("F", True), ("H", False)):
                  f"{'flat' if _flat else 'hierarchical'} perceptron, {_variant} (thesis Alg. 3-7); "
                  "20 epochs (quick: 5), Minover one pass of n steps")(
             lambda H, quick, f=_flat, v=_variant: HierarchicalPerceptron(
-                hierarchy=_hier(f, H), variant=v, max_epochs=1 if v == "minover" else (5 if quick else 20)))
+                hierarchy=_hier(f, H), variant=v, fit_intercept=False,  # the pipeline's constant column
+                max_epochs=1 if v == "minover" else (5 if quick else 20)))
     for _variant in ("online", "averaged"):
         register(f"{_prefix}-Hieron {_variant}", f"Hieron (thesis 7.5.2), {_variant}")(
             lambda H, quick, f=_flat, v=_variant: HierarchicalPerceptron(
-                hierarchy=_hier(f, H), variant=v, update="hieron", max_epochs=5 if quick else 20))
+                hierarchy=_hier(f, H), variant=v, update="hieron", fit_intercept=False,
+                max_epochs=5 if quick else 20))
     register(f"{_prefix}-SVM", f"{'flat' if _flat else 'hierarchical'} SVM (thesis (4.10)), C=1 on "
              "unit-length rows, working set, gap tol 1e-3")(
-        lambda H, quick, f=_flat: UnitRows(HierarchicalSVC(hierarchy=_hier(f, H), C=1.0, tol=1e-3,
+        lambda H, quick, f=_flat: UnitRows(HierarchicalSVC(hierarchy=_hier(f, H), C=1.0, tol=1e-3, fit_intercept=False,
                                                            max_iter=200 if quick else 5000)))
 
 
 @register("DNC-SVM", "divide-and-conquer SVM (thesis 7.4.2): a Crammer-Singer SVM per node, top-down, "
           "C=1 on unit-length rows")
 def _dnc_svm(H, quick):
-    return UnitRows(TopDownSVC(hierarchy=H, C=1.0, tol=1e-3, max_iter=200 if quick else 5000))
+    return UnitRows(TopDownSVC(hierarchy=H, C=1.0, tol=1e-3, fit_intercept=False,  # constant column
+                                max_iter=200 if quick else 5000))
 
 
 @register("tree (CCP, CV)", "decision tree, cost-complexity pruning, ccp_alpha by 3-fold CV "

@@ -28,8 +28,6 @@ import warnings
 from functools import partial
 
 import numpy as np
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer
 from threadpoolctl import threadpool_limits
 
 from ..datasets import make_wang_example1, make_wang_example2, make_wang_example3
@@ -41,7 +39,6 @@ from ..estimators.sibling import (
     paper_sigma,
 )
 from ..estimators.tuning import tune_on_holdout, wang_C_grid
-from ..kernels import make_kernel
 from ..metrics import test_errors, weighted_f1
 from ._table import Table, parse_reported
 
@@ -71,23 +68,14 @@ def make_data(example: int, n: int, seed: int, n_test: int):
     return tuple(make(size, random_state=int(state)) for size, state in zip((n, n, n_test), states))
 
 
-def with_ones(X):
-    """``X`` with a constant feature appended (a regularized intercept for linear HSVM_c)."""
-    return np.hstack([X, np.ones((X.shape[0], 1))])
-
-
-def rbf_plus_one(A, B, sigma):
-    """Gaussian kernel plus a constant (a regularized intercept for Gaussian HSVM_c)."""
-    return make_kernel("rbf", sigma=sigma)(A, B) + 1.0
-
-
 def make_hsvm_c(H, kernel, sigma):
     """Cai & Hofmann's HSVM (thesis (4.10)) has no intercept; the other methods have one per
-    node.  Give it one the usual way: a constant feature (linear) or a constant added to the
-    kernel (Gaussian), i.e. a regularized intercept."""
+    node.  The estimator's ``fit_intercept=True`` (its default) gives it one the usual way: a
+    constant feature (linear) or a constant 1 added to the kernel (Gaussian), i.e. a
+    regularized intercept."""
     if kernel == "gaussian":
-        return HierarchicalSVC(hierarchy=H, kernel=partial(rbf_plus_one, sigma=sigma))
-    return make_pipeline(FunctionTransformer(with_ones), HierarchicalSVC(hierarchy=H))
+        return HierarchicalSVC(hierarchy=H, kernel="rbf", sigma=sigma, fit_intercept=True)
+    return HierarchicalSVC(hierarchy=H, fit_intercept=True)
 
 
 def make_estimator(method, H, kernel, sigma):
