@@ -47,7 +47,7 @@ else:  # a path of size - 2 nodes with two leaves at its bottom: depth size - 2
     spine = {"n0": None, **{f"n{i}": f"n{i - 1}" for i in range(1, size - 2)}}
     H = Hierarchy.from_parents({**spine, "a": f"n{size - 3}", "b": f"n{size - 3}"})
     y = np.array(["a" if i % 2 else "b" for i in range(60)], dtype=object)
-kw = {"lam": 1.0} if name in ("SharedNormSVC", "NormalizedHierarchicalSVC") else {}
+kw = {"C": 0.5} if name in ("SharedNormSVC", "NormalizedHierarchicalSVC") else {}  # lam = 1
 est = getattr(E, name)(hierarchy=H, **kw)
 t0 = time.perf_counter()
 with warnings.catch_warnings(record=True) as caught:

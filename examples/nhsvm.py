@@ -55,9 +55,9 @@ print(f"shared-norm SVM: reference {shared_ref.objective:.6f}, alternating {shar
 print("learned alpha:", dict(zip(H.nodes, shared.alpha.round(3).tolist())))
 
 # 5. Estimators: NHSVM and SSVM against a flat multi-class SVM on held-out data.
-for est in (MulticlassSVC(C=5.0, tol=1e-4), NormalizedHierarchicalSVC(hierarchy=H, lam=0.1),
-            SharedNormSVC(hierarchy=H, lam=0.1)):
+for est in (MulticlassSVC(C=5.0, tol=1e-4), NormalizedHierarchicalSVC(hierarchy=H, C=5.0),
+            SharedNormSVC(hierarchy=H, C=5.0)):
     est.fit(Xtr, ytr)
     print(f"{type(est).__name__:<28} test accuracy {est.score(Xte, yte):.3f}")
-est = NormalizedHierarchicalSVC(hierarchy=H, lam=0.5).fit(Xtr[:80], Y)
+est = NormalizedHierarchicalSVC(hierarchy=H, C=1.0).fit(Xtr[:80], Y)
 print("multi-label predictions (best label set of Y_m):", est.predict(Xte[:3]))

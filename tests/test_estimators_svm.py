@@ -2,15 +2,18 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV
+from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
 import hiercvx as hc
 from hiercvx import testing
 from hiercvx.estimators import HierarchicalSVC, MulticlassSVC
 from hiercvx.formulations import hsvm, multiclass
+from hiercvx.models.multiclass import prepare as prepare_multiclass
 
 # Justified exceptions to scikit-learn's checks:
 # - sample-weight equivalence compares decision functions at rtol=1e-7, atol=1e-9; weighting
@@ -42,8 +45,9 @@ def test_check_estimator(Est, solver):
 
 def test_fast_matches_reference_and_certificate(data):
     X, yl, _, H = data
-    ref = HierarchicalSVC(hierarchy=H, solver="reference").fit(X, yl)
-    fast = HierarchicalSVC(hierarchy=H, solver="fast", tol=1e-8, max_iter=20000).fit(X, yl)
+    ref = HierarchicalSVC(hierarchy=H, solver="reference", fit_intercept=False).fit(X, yl)
+    fast = HierarchicalSVC(hierarchy=H, solver="fast", tol=1e-8, max_iter=20000,
+                           fit_intercept=False).fit(X, yl)
     assert ref.gap_ <= 1e-6 and fast.gap_ <= 1e-8
     testing.assert_fast_matches_reference(fast.result_, ref.result_, rtol=1e-6)
     # predictions agree except on exact ties at the optimum (scores agree to ~1e-7)
@@ -58,10 +62,25 @@ def test_fast_matches_reference_and_certificate(data):
 
 def test_multiclass_equals_crammer_singer_reference(data):
     X, _, y, _ = data
-    est = MulticlassSVC(solver="reference", C=0.5).fit(X, y)
+    est = MulticlassSVC(solver="reference", C=0.5, fit_intercept=False).fit(X, y)
     sol = multiclass.primal(X, y, C=0.5).solve()
     testing.assert_same_optimum(est.result_, sol, rtol=1e-6)
     assert np.allclose(est.coef_class_, sol.weights, atol=1e-4)
+    assert np.array_equal(est.intercept_, np.zeros(len(est.classes_)))
+
+
+@pytest.mark.parametrize("solver", ["reference", "fast"])
+def test_multiclass_intercept_equals_crammer_singer_reference(data, solver):
+    """The default fit_intercept=True is the notes' primal with LIBLINEAR's bias feature."""
+    X, _, y, _ = data
+    est = MulticlassSVC(solver=solver, C=0.5, intercept_scaling=2.0, tol=1e-8).fit(X, y)
+    sol = multiclass.primal(X, y, C=0.5, fit_intercept=True, intercept_scaling=2.0).solve()
+    testing.assert_same_optimum(est.result_, sol, rtol=1e-6)
+    assert np.allclose(est.coef_class_, sol.weights, atol=1e-4)
+    assert est.intercept_.shape == (len(est.classes_),)
+    assert np.allclose(est.intercept_, sol.values["intercept"], atol=1e-4)
+    S = X @ est.coef_class_.T + est.intercept_
+    assert np.allclose(est.class_scores(X), S, atol=1e-10)
 
 
 def test_multilabel_dag_predicts_label_sets():
@@ -72,7 +91,7 @@ def test_multilabel_dag_predicts_label_sets():
     classes = np.array(["x", "y", "z"])
     Y = [set(classes[rng.random(3) < 0.4]) or {classes[i % 3]} for i in range(60)]
     Y = [s if len(s) < 3 else {"x"} for s in Y]
-    est = HierarchicalSVC(hierarchy=H, solver="reference").fit(X, Y)
+    est = HierarchicalSVC(hierarchy=H, solver="reference", fit_intercept=False).fit(X, Y)
     pred = est.predict(X)
     assert est.multilabel_ and all(isinstance(p, frozenset) and p for p in pred)
     assert est.class_scores(X).shape == (60, 3) and est.decision_function(X).shape == (60, 3)
@@ -136,3 +155,65 @@ def test_warm_start_along_a_C_path(make):
     # a different training set (other number of dual variables): a cold start, not an error
     warm.fit(X[:60], y[:60])
     assert warm.gap_ <= 1e-6
+
+
+def test_multiclass_defaults_match_linearsvc_crammer_singer():
+    """MulticlassSVC() and LinearSVC(multi_class="crammer_singer") at their defaults (C=1,
+    fit_intercept=True, intercept_scaling=1: LIBLINEAR's regularized bias column) solve the
+    same problem: same LIBLINEAR objective (LinearSVC run to tol=1e-8 so that its stopping
+    rule does not limit the comparison) and the same predictions."""
+    X, y = make_classification(150, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               n_clusters_per_class=1, random_state=1)
+    X = X + 2.0  # a bias matters: the classes are not centred at the origin
+    ours = MulticlassSVC(tol=1e-8).fit(X, y)
+    lib = LinearSVC(multi_class="crammer_singer", tol=1e-8, max_iter=200_000).fit(X, y)
+    model = prepare_multiclass(X, y, fit_intercept=True, intercept_scaling=1.0)
+    obj_lib = model.objective(lib.coef_, 1.0, intercept=lib.intercept_)
+    obj_ours = model.objective(ours.coef_class_, 1.0, intercept=ours.intercept_)
+    assert abs(obj_ours - ours.objective_) <= 1e-8 * max(1.0, ours.objective_)
+    # ours is certified within tol; LIBLINEAR's dual stopping rule leaves it slightly above
+    assert obj_ours <= obj_lib * (1 + 1e-6)
+    assert obj_lib <= obj_ours * (1 + 1e-4)
+    np.testing.assert_allclose(ours.coef_class_, lib.coef_, atol=1e-2)
+    np.testing.assert_allclose(ours.intercept_, lib.intercept_, atol=1e-2)
+    assert np.array_equal(ours.predict(X), lib.predict(X))
+
+
+def test_hierarchical_intercept_is_the_bias_column(data):
+    """fit_intercept=True is the model on [X, s]; intercept_ is that column times s, per node;
+    fit_intercept=False is the model on X itself (the former behaviour)."""
+    X, yl, _, H = data
+    s = 3.0
+    est = HierarchicalSVC(hierarchy=H, intercept_scaling=s, tol=1e-8, max_iter=20000).fit(X, yl)
+    ref = hsvm.primal(np.hstack([X, np.full((len(X), 1), s)]), yl, H,
+                      classes=tuple(est.classes_)).solve()
+    testing.assert_same_optimum(est.result_, ref, rtol=1e-5)
+    assert est.coef_.shape == (len(H), X.shape[1]) and est.intercept_.shape == (len(H),)
+    W = np.hstack([est.coef_, est.intercept_[:, None] / s])
+    assert np.allclose(W, ref.weights, atol=1e-3)
+    off = HierarchicalSVC(hierarchy=H, fit_intercept=False, tol=1e-8, max_iter=20000).fit(X, yl)
+    testing.assert_same_optimum(off.result_, hsvm.primal(X, yl, H, classes=tuple(off.classes_)).solve(),
+                                rtol=1e-5)
+    assert np.array_equal(off.intercept_, np.zeros(len(H)))
+    # sparse input: the bias column is appended to the CSR matrix alike
+    sparse = HierarchicalSVC(hierarchy=H, intercept_scaling=s, tol=1e-8, max_iter=20000).fit(
+        sp.csr_matrix(X), yl)
+    np.testing.assert_allclose(sparse.objective_, est.objective_, rtol=1e-6)
+    assert np.allclose(sparse.class_scores(sp.csr_matrix(X)), est.class_scores(X), atol=1e-4)
+
+
+def test_kernel_intercept_is_a_constant_in_the_kernel(data):
+    """With a non-linear kernel the bias feature enters the kernel: rbf + s^2, the same as a
+    precomputed Gram matrix K + s^2 (both at fit and at predict)."""
+    X, yl, _, H = data
+    rbf = HierarchicalSVC(hierarchy=H, kernel="rbf", intercept_scaling=2.0, solver="reference").fit(X, yl)
+    K = rbf.kernel_(X)
+    shifted = HierarchicalSVC(hierarchy=H, kernel="precomputed", fit_intercept=False,
+                              solver="reference").fit(K + 4.0, yl)
+    testing.assert_same_optimum(rbf.result_, shifted.result_, rtol=1e-5)
+    assert np.allclose(rbf.decision_function(X), shifted.decision_function(K + 4.0), atol=1e-4)
+    pre = HierarchicalSVC(hierarchy=H, kernel="precomputed", intercept_scaling=2.0,
+                          solver="reference").fit(K, yl)
+    assert np.allclose(pre.decision_function(K), rbf.decision_function(X), atol=1e-4)
+    with pytest.raises(ValueError, match="intercept_scaling"):
+        HierarchicalSVC(hierarchy=H, intercept_scaling=0.0).fit(X, yl)

@@ -255,8 +255,8 @@ def test_check_estimator(est):
 
 def test_nhsvm_estimator_fast_vs_reference_single_label():
     X, y = planted(TREE, n=60, seed=9)
-    ref = NormalizedHierarchicalSVC(hierarchy=TREE, lam=0.5, solver="reference").fit(X, y)
-    fast = NormalizedHierarchicalSVC(hierarchy=TREE, lam=0.5, tol=1e-8).fit(X, y)
+    ref = NormalizedHierarchicalSVC(hierarchy=TREE, C=1.0, solver="reference").fit(X, y)
+    fast = NormalizedHierarchicalSVC(hierarchy=TREE, C=1.0, tol=1e-8).fit(X, y)
     assert fast.gap_ <= 1e-8 and ref.gap_ <= 1e-6
     testing.assert_fast_matches_reference(fast.result_, ref.result_, rtol=1e-6)
     assert np.array_equal(fast.predict(X), ref.predict(X))
@@ -270,8 +270,8 @@ def test_nhsvm_estimator_fast_vs_reference_single_label():
 
 def test_nhsvm_estimator_multilabel_dag_predicts_label_sets():
     X, Y = planted(DAG, n=30, d=3, seed=10, multilabel=True)
-    fast = NormalizedHierarchicalSVC(hierarchy=DAG, lam=0.5, tol=1e-7, inference="lp").fit(X, Y)
-    ref = NormalizedHierarchicalSVC(hierarchy=DAG, lam=0.5, solver="reference", inference="lp").fit(X, Y)
+    fast = NormalizedHierarchicalSVC(hierarchy=DAG, C=1.0, tol=1e-7, inference="lp").fit(X, Y)
+    ref = NormalizedHierarchicalSVC(hierarchy=DAG, C=1.0, solver="reference", inference="lp").fit(X, Y)
     testing.assert_fast_matches_reference(fast.result_, ref.result_, rtol=1e-5)
     pred = fast.predict(X)
     assert fast.multilabel_ and all(isinstance(p, frozenset) and p for p in pred)
@@ -300,8 +300,8 @@ def test_nhsvm_estimator_options():
 
 def test_shared_norm_estimator():
     X, y = planted(TREE, n=50, seed=12)
-    fast = SharedNormSVC(hierarchy=TREE, lam=1.0, tol=1e-5).fit(X, y)
-    ref = SharedNormSVC(hierarchy=TREE, lam=1.0, solver="reference").fit(X, y)
+    fast = SharedNormSVC(hierarchy=TREE, C=0.5, tol=1e-5).fit(X, y)
+    ref = SharedNormSVC(hierarchy=TREE, C=0.5, solver="reference").fit(X, y)
     testing.assert_fast_matches_reference(fast.result_, ref.result_, rtol=1e-5)
     assert np.mean(fast.predict(X) == ref.predict(X)) >= 0.95   # near-ties may flip
     assert fast.alpha_.shape == (len(TREE),) and fast.coef_.shape == (len(TREE), 4)

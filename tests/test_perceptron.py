@@ -236,7 +236,7 @@ def test_flat_perceptron_is_algorithm_3():
                 Wc[yb] -= X[i]
     res = P.flat_perceptron(X, Y, max_epochs=3, shuffle=False)
     assert np.allclose(res.weights, Wc) and np.allclose(res.class_weights, Wc)
-    est = HierarchicalPerceptron(max_epochs=3, shuffle=False).fit(X, y)
+    est = HierarchicalPerceptron(max_epochs=3, shuffle=False, fit_intercept=False).fit(X, y)
     assert np.allclose(est.decision_function(X), X @ Wc.T)
     assert np.array_equal(est.predict(X), np.argmax(X @ Wc.T, axis=1))
 
@@ -362,7 +362,7 @@ def test_estimator_hierarchy_multilabel_dag():
     Y = _labels(rng, H.leaves, 60, multilabel=True)
     for params in (dict(), dict(variant="averaged"), dict(variant="minover"), dict(update="hieron"),
                    dict(kernel="rbf"), dict(variant="averaged", kernel="rbf", update="hieron")):
-        est = HierarchicalPerceptron(hierarchy=H, **params).fit(X, Y)
+        est = HierarchicalPerceptron(hierarchy=H, fit_intercept=False, **params).fit(X, Y)
         pred = est.predict(X)
         assert est.multilabel_ and all(isinstance(p, frozenset) and p for p in pred)
         assert est.decision_function(X).shape == (60, 3)
@@ -411,8 +411,8 @@ def test_bad_input(monkeypatch):
         HierarchicalPerceptron(hierarchy=H, max_epochs=None).fit(Xd, y)
     Xz = X.copy()
     Xz[3] = 0
-    with pytest.raises(ValueError, match="zero feature vector"):
-        HierarchicalPerceptron(hierarchy=H, max_epochs=None).fit(Xz, y)
+    with pytest.raises(ValueError, match="zero feature vector"):  # the bias feature is not zero
+        HierarchicalPerceptron(hierarchy=H, max_epochs=None, fit_intercept=False).fit(Xz, y)
     # non-separable data that no cheap test detects: capped, with a ConvergenceWarning
     monkeypatch.setattr(P, "MAX_EPOCHS_CAP", 5)
     Xx = np.array([[1, 1], [-1, -1], [1, -1], [-1, 1]] * 3, dtype=float)  # XOR: not linear
@@ -458,3 +458,23 @@ def test_batch_hieron_stops_on_the_margin_rescaled_constraints():
     sqrt_model = _margin.margin_data(data.Y, np.sqrt(data.loss), Lam=data.Lam, rescaling="margin")
     assert np.all(_margin.slacks(last.class_scores(X), sqrt_model) <= 1e-8)
     assert _log_rows(last.log) == _log_rows(res.log)  # the same iterates; only the output differs
+
+
+def test_estimator_intercept_is_the_constant_feature():
+    """fit_intercept=True trains on [X, s] (the bias updated like any weight); intercept_ is
+    the constant feature's weight times s per node, coef_ the rest; rbf gets k + s^2."""
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 5)) + 1.5
+    Y = _labels(rng, H.leaves, 60, multilabel=True)
+    s = 2.0
+    est = HierarchicalPerceptron(hierarchy=H, intercept_scaling=s, shuffle=False).fit(X, Y)
+    Xs = np.hstack([X, np.full((60, 1), s)])
+    assert np.allclose(est.result_.class_scores(Xs), est.class_scores(X))
+    assert est.coef_.shape == (len(H), 5) and est.intercept_.shape == (len(H),)
+    raw = HierarchicalPerceptron(hierarchy=H, fit_intercept=False, shuffle=False).fit(Xs, Y)
+    assert np.allclose(raw.coef_[:, :-1], est.coef_) and np.allclose(raw.coef_[:, -1] * s, est.intercept_)
+    rbf = HierarchicalPerceptron(hierarchy=H, kernel="rbf", intercept_scaling=s, shuffle=False).fit(X, Y)
+    pre = HierarchicalPerceptron(hierarchy=H, kernel="precomputed", fit_intercept=False,
+                                 shuffle=False).fit(rbf.kernel_(X) + s ** 2, Y)
+    assert np.allclose(rbf.class_scores(X), pre.class_scores(rbf.kernel_(X) + s ** 2))

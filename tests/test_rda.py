@@ -358,8 +358,9 @@ def test_estimator_fast_matches_reference(method, deep_problem):
     H, X, y = deep_problem
     if method == "flatmult":
         y = to_leaves(H, y)
-    ref = OrthogonalTransferSVC(H, C=2.0, method=method, solver="reference").fit(X, y)
-    fast = OrthogonalTransferSVC(H, C=2.0, method=method, tol=1e-4, max_iter=50_000).fit(X, y)
+    C = 2.0 / len(X)  # the papers' C = 2 (the estimator's C sums the hinge, C_paper = C N)
+    ref = OrthogonalTransferSVC(H, C=C, method=method, solver="reference").fit(X, y)
+    fast = OrthogonalTransferSVC(H, C=C, method=method, tol=1e-4, max_iter=50_000).fit(X, y)
     assert ref.gap_ <= 1e-6 and fast.gap_ <= 1e-4
     testing.assert_fast_matches_reference(fast.result_, ref.result_, rtol=1e-4)
     assert ref.coef_.shape == fast.coef_.shape == (len(H), X.shape[1])
@@ -368,13 +369,16 @@ def test_estimator_fast_matches_reference(method, deep_problem):
     S = fast.decision_function(X)
     assert S.shape == (len(X), len(fast.classes_))
     assert np.array_equal(fast.classes_[np.argmax(S, axis=1)], pf)
+    # the fitted bias (fit_intercept=True) enters as a unit feature
+    W1 = np.hstack([fast.coef_, fast.intercept_[:, None]])
+    X1 = np.hstack([X, np.ones((len(X), 1))])
     if method == "treeloss":  # the paper's TREELOSS ranks every non-root node
         assert list(fast.classes_) == list(H.nodes[1:])
-        assert np.array_equal(pf, ot.predict_flat(fast.coef_, X, H, "nodes", cumulative=True))
+        assert np.array_equal(pf, ot.predict_flat(W1, X1, H, "nodes", cumulative=True))
     else:
         assert list(fast.classes_) == list(H.leaves) and set(pf) <= set(H.leaves)
         predict = ot.predict_flat if method == "flatmult" else ot.predict_top_down
-        assert np.array_equal(pf, predict(fast.coef_, X, H))
+        assert np.array_equal(pf, predict(W1, X1, H))
     # score = 1 - the paper's error rate; 'a' and 'b' are internal labels (partial paths)
     assert fast.score(X, y) == pytest.approx(1 - ot.top_down_errors(H, y, pf).mean())
     if method == "orthogonal":

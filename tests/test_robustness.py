@@ -41,9 +41,10 @@ def test_relative_gap_is_scale_free():
 
 
 def _scaled(make, X, y, C, scale):
-    """The same estimator on ``X * scale`` with ``C / scale^2``: the same problem, every
-    objective scaled by ``1 / scale^2``, the same predictions."""
-    return make(C=C / scale ** 2).fit(X * scale, y)
+    """The same estimator on ``X * scale`` with ``C / scale^2`` (and the intercept's constant
+    feature scaled too, ``intercept_scaling=scale``): the same problem, every objective scaled
+    by ``1 / scale^2``, the same predictions."""
+    return make(C=C / scale ** 2, intercept_scaling=scale).fit(X * scale, y)
 
 
 SCALE_CASES = {

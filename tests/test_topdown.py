@@ -300,3 +300,18 @@ def test_samples_with_every_child_constrain_nothing():
     assert np.allclose(S[:, :2], ref.class_scores(X), atol=1e-8) and np.all(S[:, 2] == -np.inf)
     assert np.all(est.class_scores(X)[:, 2] == 0)  # c is ranked last
     assert list(est.child_counts_["r"]) == [25, 25, 5]
+
+
+def test_intercept_is_passed_to_every_node(tree_data):
+    """fit_intercept / intercept_scaling reach each node's MulticlassSVC: a one-level
+    hierarchy is MulticlassSVC with the same bias; fit_intercept=False the former model."""
+    X, y = tree_data
+    for options in ({}, {"intercept_scaling": 3.0}, {"fit_intercept": False}):
+        ref = MulticlassSVC(C=0.5, **options, **OPTS).fit(X, y)
+        est = TopDownSVC(C=0.5, **options, **OPTS).fit(X, y)
+        node = est.estimators_[est.hierarchy_.root]
+        assert node.fit_intercept == options.get("fit_intercept", True)
+        assert np.allclose(node.intercept_, ref.intercept_, atol=1e-8)
+        assert np.allclose(est.local_scores(X)[est.hierarchy_.root], ref.class_scores(X), atol=1e-8)
+    assert np.any(TopDownSVC(C=0.5, **OPTS).fit(X, y).estimators_[est.hierarchy_.root].intercept_ != 0)
+    assert np.all(node.intercept_ == 0)

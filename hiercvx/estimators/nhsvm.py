@@ -16,11 +16,15 @@ label set of ``Y_m`` (:func:`hiercvx.inference.best_label_set`) for multi-label 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import methods
+from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations import nhsvm
 from ..inference import METHODS as INFERENCE_METHODS
@@ -30,15 +34,57 @@ from ..models.nhsvm import scaled_alpha
 from ._base import (LabelSetScoreMixin, check_solver_options, resolve_training_targets,
                     validate_training_X)
 
-__all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
+__all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC", "append_constant_feature"]
+
+
+def append_constant_feature(X, value: float):
+    """``[X, value * 1]``: LIBLINEAR's regularized bias, a constant feature of value
+    ``intercept_scaling`` (dense or CSR, the format kept)."""
+    column = np.full((X.shape[0], 1), float(value))
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(column)], format="csr")
+    return np.hstack([np.asarray(X), column])
 
 
 class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
-    def _check_common(self):
-        check_solver_options(self.lam, "lam", self.tol, self.solver, self.max_iter,
-                             who=type(self).__name__)
+    def _check_common(self) -> float:
+        """Validate the shared options; return the paper's ``lam = 1 / (2 C)`` (or the
+        deprecated ``lam`` when given)."""
+        if self.lam is not None:
+            warnings.warn(f"{type(self).__name__}(lam=...) is deprecated and will be removed in the "
+                          "next release: pass C = 1 / (2 lam) (the LIBLINEAR meaning, "
+                          "1/2 ||W||^2 + C sum loss)", FutureWarning, stacklevel=3)
+            check_solver_options(self.lam, "lam", self.tol, self.solver, self.max_iter,
+                                 who=type(self).__name__)
+            lam = float(self.lam)
+        else:
+            check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter,
+                                 who=type(self).__name__)
+            lam = 1.0 / (2.0 * float(self.C))
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise InputError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        if self.fit_intercept:
+            check_positive(self.intercept_scaling, "intercept_scaling")
+        return lam
+
+    def _augment(self, X):
+        """``X`` with the constant feature of the regularized bias (``fit_intercept``)."""
+        return append_constant_feature(X, self.intercept_scaling) if self.fit_intercept else X
+
+    def _set_weights(self, W, lam):
+        """``coef_`` / ``intercept_`` from the solver's weights (the bias column split off:
+        ``intercept_ = W[:, -1] * intercept_scaling``); ``objective_`` on the C scale,
+        ``1/2 ||W||^2 + C sum loss = C * (10)`` with ``C = 1 / (2 lam)``."""
+        W = np.asarray(W, dtype=float)
+        if self.fit_intercept:
+            self.coef_ = W[:, :-1]
+            self.intercept_ = W[:, -1] * float(self.intercept_scaling)
+        else:
+            self.coef_ = W
+            self.intercept_ = np.zeros(W.shape[0])
+        self.C_ = 1.0 / (2.0 * lam)
 
     def _targets(self, X, y):
         X = validate_training_X(self, X)
@@ -105,7 +151,13 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     Parameters
     ----------
     hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``)
-    lam : the regularization weight ``lam`` of (10)
+    C : the LIBLINEAR meaning, ``1/2 ||W||^2 + C sum_i loss_i``; the paper's (10) is solved with
+        ``lam = 1 / (2 C)`` (its objective times ``C``)
+    fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
+        value ``intercept_scaling`` appended to ``X`` at fit and predict (LIBLINEAR's treatment);
+        node scores ``sqrt(alpha_n) (W_n . x + b_n)``
+    lam : deprecated (one release): the paper's ``lam`` of (10); when given it overrides ``C``
+        with a FutureWarning
     alpha : node weights: ``"power"`` ((6), ``rho``), ``"maxmin"`` ((7)), ``"dag"`` ((6) under (8),
         ``T`` default 1.5), an array over ``hierarchy.nodes``, or None (``"power"`` on trees,
         ``"dag"`` on DAGs)
@@ -120,15 +172,22 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
 
     Attributes
     ----------
-    coef_ : node weights ``W`` ``(n_nodes, n_features)``; alpha_ : the node weights used;
-    objective_, gap_ : the certificate of the training problem; n_iter_; result_ : the solver's
-    result; hierarchy_, classes_ (the leaves), multilabel_
+    coef_ : node weights ``W`` ``(n_nodes, n_features)`` (without the bias column);
+    intercept_ : ``(n_nodes,)`` node biases (zeros without ``fit_intercept``); alpha_ : the node
+    weights used; objective_ : ``1/2 ||W||^2 + C sum loss`` at the fit (``C`` times (10); with
+    the bias in ``W``), gap_ : its certified relative gap; C_ : the C used; n_iter_; result_ :
+    the solver's result (on the paper's scale, (10) with ``lam``); hierarchy_, classes_ (the
+    leaves), multilabel_
     """
 
-    def __init__(self, hierarchy=None, lam=1.0, alpha=None, rho=2.0, T=None, directional=None,
-                 variant="nhsvm", loss=None, solver="fast", method="pairwise", tol=1e-5, max_iter=1000,
-                 inference="auto", reference_solver=None, random_state=0, verbose=False):
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, alpha=None,
+                 rho=2.0, T=None, directional=None, variant="nhsvm", loss=None, solver="fast",
+                 method="pairwise", tol=1e-5, max_iter=1000, inference="auto", reference_solver=None,
+                 random_state=0, verbose=False, lam=None):
         self.hierarchy = hierarchy
+        self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.lam = lam
         self.alpha = alpha
         self.rho = rho
@@ -157,12 +216,12 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
 
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one leaf per sample, or sets of leaves for multi-label)."""
-        self._check_common()
+        lam = self._check_common()
         if not isinstance(self.inference, str) or self.inference not in INFERENCE_METHODS:
             raise InputError(f"inference must be one of {INFERENCE_METHODS}, got {self.inference!r}")
         X, H, classes, labels, multilabel = self._targets(X, y)
         alpha, T = self._path_weights(H)
-        lam = float(self.lam)
+        X = self._augment(X)
         registered = methods.get("nhsvm")
         model = registered.prepare(X, labels, H, alpha=alpha, variant=self.variant,
                                    multilabel=multilabel, loss=self.loss, T=T, check_input=False)
@@ -179,15 +238,16 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         else:
             res = nhsvm.primal_from_model(model, lam).solve(solver=self.reference_solver)
             self.n_iter_ = 1
-        self.objective_, self.gap_ = res.objective, res.gap
-        self.coef_ = np.asarray(res.weights, dtype=float)
+        self.objective_, self.gap_ = res.objective / (2.0 * lam), res.gap
+        self._set_weights(res.weights, lam)
         self.result_ = res
         self.alpha_ = np.asarray(alpha, dtype=float)
         self._set_classes(H, classes, multilabel)
         return self
 
     def _node_scores(self, X):
-        return nhsvm.node_scores(self.coef_, X, self.alpha_)
+        S = nhsvm.node_scores(self.coef_, X, self.alpha_)
+        return S + (np.sqrt(self.alpha_) * self.intercept_)[None, :]
 
 
 class SharedNormSVC(_NodeScoreClassifier):
@@ -200,7 +260,13 @@ class SharedNormSVC(_NodeScoreClassifier):
     Parameters
     ----------
     hierarchy : Hierarchy or None (None: flat)
-    lam : regularization weight of (14)
+    C : the LIBLINEAR meaning, ``1/2 sum_n ||U_n||^2 / alpha_n + C sum_i loss_i``; (14) is solved
+        with ``lam = 1 / (2 C)`` (its objective times ``C``)
+    fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
+        value ``intercept_scaling`` appended to ``X`` at fit and predict; node scores
+        ``U_n . x + b_n``
+    lam : deprecated (one release): the paper's ``lam`` of (14); overrides ``C`` with a
+        FutureWarning
     loss : ``Delta``: a loss name of :mod:`hiercvx.losses` (default ``"zero_one"``) or a
         ``(q, q)`` array over ``hierarchy.leaves``
     solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve`,
@@ -210,13 +276,19 @@ class SharedNormSVC(_NodeScoreClassifier):
 
     Attributes
     ----------
-    coef_ : ``U`` ``(n_nodes, n_features)`` (node scores ``X U^T``); alpha_ : learned sharing
-    weights; objective_, gap_, n_iter_, result_, hierarchy_, classes_, multilabel_ (False)
+    coef_ : ``U`` ``(n_nodes, n_features)`` (node scores ``X U^T + intercept_``); intercept_ :
+    ``(n_nodes,)``; alpha_ : learned sharing weights; objective_ : ``C`` times (14) (the C
+    scale), gap_, C_, n_iter_, result_ (the paper's scale), hierarchy_, classes_, multilabel_
+    (False)
     """
 
-    def __init__(self, hierarchy=None, lam=1.0, loss="zero_one", solver="fast", tol=1e-4, max_iter=300,
-                 inner_max_iter=1000, reference_solver=None, random_state=0, verbose=False):
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 loss="zero_one", solver="fast", tol=1e-4, max_iter=300, inner_max_iter=1000,
+                 reference_solver=None, random_state=0, verbose=False, lam=None):
         self.hierarchy = hierarchy
+        self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.lam = lam
         self.loss = loss
         self.solver = solver
@@ -229,13 +301,13 @@ class SharedNormSVC(_NodeScoreClassifier):
 
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one leaf per sample)."""
-        self._check_common()
+        lam = self._check_common()
         check_iteration_options(None, self.inner_max_iter, who="SharedNormSVC (inner_max_iter)")
         X, H, classes, labels, multilabel = self._targets(X, y)
         if multilabel:
             raise LabelError("SharedNormSVC is single-label (the shared-norm SVM (14) is multi-class); "
                              "give one leaf per sample, or use NormalizedHierarchicalSVC for label sets")
-        lam = float(self.lam)
+        X = self._augment(X)
         registered = methods.get("shared_norm")
         model = registered.prepare(X, labels, H, loss=self.loss, check_input=False)
         if self.solver == "fast":
@@ -248,12 +320,13 @@ class SharedNormSVC(_NodeScoreClassifier):
             res = nhsvm.shared_primal_from_model(model, lam).solve(solver=self.reference_solver)
             self.n_iter_ = 1
             self.alpha_ = scaled_alpha(res.values["alpha"], model.A)
-        self.objective_, self.gap_ = res.objective, res.gap
-        self.coef_ = np.asarray(res.weights, dtype=float)
+        self.objective_, self.gap_ = res.objective / (2.0 * lam), res.gap
+        self._set_weights(res.weights, lam)
         self.result_ = res
         self._set_classes(H, classes, multilabel)
         return self
 
     def _node_scores(self, X):
         XU = X @ self.coef_.T
-        return XU.toarray() if hasattr(XU, "toarray") else np.asarray(XU)
+        XU = XU.toarray() if hasattr(XU, "toarray") else np.asarray(XU)
+        return XU + self.intercept_[None, :]

@@ -24,6 +24,7 @@ from ..formulations.orthogonal import primal_from_model
 from ..models import orthogonal as otm
 from ..result import check_iteration_options
 from ._base import SOLVERS, resolve_training_targets, validate_training_X
+from .nhsvm import append_constant_feature
 
 __all__ = ["OrthogonalTransferSVC"]
 
@@ -36,7 +37,12 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     hierarchy : Hierarchy (a tree) or None (a flat hierarchy over the labels seen in ``fit``)
-    C : the C of (4) / (12); the hinge is scaled by C/N as in the paper
+    C : the LIBLINEAR meaning, ``Omega(W) + C sum_k xi_k`` (``Omega = 1/2 ||W||^2`` for the
+        baselines); the papers' (4) / (12) scale the hinge by ``C_paper / N``, so the solver and
+        the reference get ``C_paper = C * N`` (N training samples)
+    fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
+        value ``intercept_scaling`` appended to ``X`` at fit and predict (LIBLINEAR's treatment;
+        under ``K`` like every other feature)
     K : ``(m, m)`` matrix over ``hierarchy.nodes[1:]`` satisfying Theorem 1 (method
         ``"orthogonal"`` only); default heuristic (6) with ``alpha`` (lowered, with a logged
         warning, when its comparison matrix is not positive definite)
@@ -60,17 +66,20 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : ``(n_nodes, n_features)`` weights in ``hierarchy_.nodes`` order (TREELOSS: the
-        increments u); ``objective_``, ``lower_bound_``, ``gap_``: the certificate;
+        increments u), without the bias column; ``intercept_`` : ``(n_nodes,)`` node biases
+        (zeros without ``fit_intercept``); ``objective_`` (``Omega(W) + C sum xi``), ``lower_bound_``, ``gap_``: the certificate;
     n_iter_ : RDA iterations (reference: the conic solver's iterations); ``result_`` : the
         :class:`~hiercvx.result.Solution` (RDA's or the reference's);
     K_ : the K used (orthogonal); ``hierarchy_``, ``classes_``, ``n_features_in_``.
     """
 
-    def __init__(self, hierarchy=None, C=1.0, K=None, alpha=1.0, method="orthogonal", solver="fast",
-                 tol=1e-4, max_iter=20000, treeloss_classes="nodes", reference_solver=None,
-                 verbose=False):
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, K=None,
+                 alpha=1.0, method="orthogonal", solver="fast", tol=1e-4, max_iter=20000,
+                 treeloss_classes="nodes", reference_solver=None, verbose=False):
         self.hierarchy = hierarchy
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.K = K
         self.alpha = alpha
         self.method = method
@@ -83,8 +92,14 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def _check_params(self):
-        """The estimator's own switches; C, tol, max_iter and K are checked once, where they
-        are used (RDA, the reference builder, ``prepare``)."""
+        """The estimator's own switches and C (scaled to the paper's ``C * N`` here); tol,
+        max_iter and K are checked once, where they are used (RDA, the reference builder,
+        ``prepare``)."""
+        check_positive(self.C, "C")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise InputError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        if self.fit_intercept:
+            check_positive(self.intercept_scaling, "intercept_scaling")
         if self.solver not in SOLVERS:
             raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         if self.method not in otm.METHODS:
@@ -111,19 +126,26 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
             raise LabelError("orthogonal transfer and its baselines are single-label: give one node "
                              "name per sample (a tree's single deepest label), not label sets")
         method = methods.get(self.method)
+        C_paper = float(self.C) * X.shape[0]  # (4) / (12) weigh the hinge by C_paper / N
+        if self.fit_intercept:
+            X = append_constant_feature(X, self.intercept_scaling)
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
         if self.solver == "fast":
-            self.result_ = method.fast_solvers["rda"].solve(model, C=self.C, tol=self.tol,
+            self.result_ = method.fast_solvers["rda"].solve(model, C=C_paper, tol=self.tol,
                                                             max_iter=self.max_iter, verbose=self.verbose)
             self.n_iter_ = self.result_.n_iter
         else:
-            prob = primal_from_model(model, C=self.C)
+            prob = primal_from_model(model, C=C_paper)
             self.result_ = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
             self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)
         res = self.result_
         self.objective_, self.lower_bound_, self.gap_ = res.objective, res.lower_bound, res.gap
         self.K_ = model.K
-        self.coef_ = np.asarray(res.weights, dtype=float)
+        W = np.asarray(res.weights, dtype=float)
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = W[:, :-1], W[:, -1] * float(self.intercept_scaling)
+        else:
+            self.coef_, self.intercept_ = W, np.zeros(W.shape[0])
         self.hierarchy_ = H
         if self.method == "treeloss" and self.treeloss_classes == "nodes" and self.hierarchy is not None:
             classes = np.empty(len(H) - 1, dtype=object)
@@ -141,7 +163,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         S = X @ self.coef_.T
-        return np.asarray(S.toarray() if hasattr(S, "toarray") else S)
+        return np.asarray(S.toarray() if hasattr(S, "toarray") else S) + self.intercept_[None, :]
 
     def _path_margins(self, S):
         """Per leaf, the smallest margin ``<w_i, x> - max_{j in S(i)} <w_j, x>`` over
@@ -189,7 +211,9 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if self.method in _TOP_DOWN:
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            node = otm.predict_top_down(self.coef_, X, self.hierarchy_, return_index=True)
+            W = np.hstack([self.coef_, self.intercept_[:, None]])  # the bias as a unit feature
+            node = otm.predict_top_down(W, append_constant_feature(X, 1.0), self.hierarchy_,
+                                        return_index=True)
         else:
             node = self._class_nodes[np.argmax(self.class_scores(X), axis=1)]
         return self.classes_[self._position[node]]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from ..exceptions import InputError
 from ..formulations import hsvm
+from ..kernels import make_kernel
 from ..solvers.perceptron import UPDATES, VARIANTS, perceptron
 from ._base import ravel_column_target, resolve_training_targets, validate_training_X
-from .svm import MarginSVC
+from .svm import MarginSVC, with_bias
 
 __all__ = ["HierarchicalPerceptron"]
 
@@ -30,6 +31,12 @@ class HierarchicalPerceptron(MarginSVC):
     update : ``"perceptron"`` (step ``Delta(y, ybar) dPhi``) or ``"hieron"`` (the step (7.8)).
     loss, attributes : as for :class:`~hiercvx.estimators.HierarchicalSVC` (default half the
         symmetric difference of ancestor sets and ``t_v(y) = 1/sqrt(depth(y))``, thesis 7.2).
+    fit_intercept, intercept_scaling : a bias per node through a constant feature of value
+        ``intercept_scaling`` appended to X (LIBLINEAR's treatment, as for
+        :class:`~hiercvx.estimators.HierarchicalSVC`; the perceptron updates it like any
+        weight); ``intercept_`` ``(n_nodes,)`` is its weight times ``intercept_scaling`` and
+        ``coef_`` excludes it.  Other kernels: ``k + intercept_scaling**2``.
+        ``fit_intercept=False``: the thesis's perceptron on X itself.
     kernel : ``"linear"`` (primal form, Alg. 4), ``"rbf"`` (``sigma`` or the median heuristic),
         ``"precomputed"`` or a callable (dual form, Alg. 5).
     max_epochs : kappa (Minover: at most ``kappa n`` steps).  ``None`` trains until an epoch
@@ -39,15 +46,19 @@ class HierarchicalPerceptron(MarginSVC):
 
     Attributes
     ----------
-    coef_ : node weights ``(n_nodes, n_features)`` (linear kernel) or the expansion
+    coef_ : node weights ``(n_nodes, n_features)`` (linear kernel, without the bias column) or the expansion
         coefficients ``(n_support, n_classes)`` (other kernels; all examples for precomputed)
+    intercept_ : the bias per node (linear kernel), or the constant part of each class score
     n_updates_, n_iter_ (epochs), converged_, classes_, hierarchy_, threshold_, result_
     """
 
     def __init__(self, hierarchy=None, variant="online", update="perceptron", loss="half_symmetric",
-                 attributes="class_depth", kernel="linear", sigma=None, max_epochs=20, shuffle=True,
-                 random_state=0, verbose=False):
+                 attributes="class_depth", fit_intercept=True, intercept_scaling=1.0,
+                 kernel="linear", sigma=None, max_epochs=20, shuffle=True, random_state=0,
+                 verbose=False):
         self.hierarchy = hierarchy
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.variant = variant
         self.update = update
         self.loss = loss
@@ -73,14 +84,21 @@ class HierarchicalPerceptron(MarginSVC):
         X = validate_training_X(self, X, precomputed=precomputed, check_kernel=False)
         y = ravel_column_target(y)
         H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
-        classes_t, Lam, data = hsvm.prepare(X, labels, H, loss=self.loss, attributes=self.attributes,
+        scaling = self._bias_scaling()
+        kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
+        X_fit, kernel_fit = with_bias(X, kernel, scaling)
+        classes_t, Lam, data = hsvm.prepare(X_fit, labels, H, loss=self.loss,
+                                            attributes=self.attributes,
                                             classes=tuple(classes.tolist()))
-        res = perceptron(X, data, variant=self.variant, update=self.update, kernel=self.kernel,
-                         sigma=self.sigma, max_epochs=self.max_epochs, shuffle=self.shuffle,
+        res = perceptron(X_fit, data, variant=self.variant, update=self.update, kernel=kernel_fit,
+                         max_epochs=self.max_epochs, shuffle=self.shuffle,
                          random_state=self.random_state, verbose=self.verbose)
-        linear = res.kernel.is_linear
+        linear = kernel.is_linear
+        node_bias = None
         if linear:
             coef, X_train = res.weights, None
+            if scaling is not None:  # the constant feature's column
+                coef, node_bias = coef[:, :-1], scaling * coef[:, -1]
         elif precomputed:
             coef, X_train = res.coefficients.toarray(), None
         else:
@@ -90,6 +108,7 @@ class HierarchicalPerceptron(MarginSVC):
         self.n_iter_ = res.n_epochs
         self.converged_ = res.converged
         self.result_ = res
-        self._store_model(X, H, classes, multilabel, data, class_attributes=Lam, kernel=res.kernel,
-                          linear=linear, coef=coef, X_train=X_train)
+        self._store_model(X, H, classes, multilabel, data, class_attributes=Lam, kernel=kernel,
+                          linear=linear, coef=coef, X_train=X_train, node_bias=node_bias,
+                          scaling=scaling)
         return self

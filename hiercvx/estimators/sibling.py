@@ -43,7 +43,7 @@ from ..solvers.dc import check_dc_options
 from ._base import check_solver_options, resolve_training_targets, validate_training_X
 
 __all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
-           "paper_sigma"]
+           "paper_sigma", "check_fit_intercept"]
 
 SIGMA_RULES = ("median_between_classes",)
 
@@ -92,15 +92,28 @@ def _set_leaf_classes(est, pairs: SiblingPairs):
     est._leaf_to_class = lookup
 
 
+def check_fit_intercept(fit_intercept, who: str) -> None:
+    """Only ``fit_intercept=True``: (2)'s node functions ``f_v = w_v . x + b_v`` carry
+    unregularized biases, and the dual (9) and the bias recoveries of Appendix B (the model and
+    both solvers) are written for them; fixing ``b = 0`` would change the dual's constraints."""
+    if fit_intercept is not True and not (isinstance(fit_intercept, np.bool_) and fit_intercept):
+        raise InputError(f"{who}: fit_intercept must be True (Wang et al.'s (2) has unregularized "
+                         f"node biases b_v, fitted always; the solvers do not fix b = 0), "
+                         f"got {fit_intercept!r}")
+
+
 class _SiblingBase(ClassifierMixin, BaseEstimator):
     """Shared fit / predict plumbing (subclasses implement ``fit``).  ``__init__`` takes the
     parameters of :class:`SiblingMarginSVC`, which inherits it; a subclass with more
     parameters declares its own (scikit-learn reads them from the signature)."""
 
-    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
-                 method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
+                 reference_solver=None, random_state=0):
         self.hierarchy = hierarchy
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.kernel = kernel
         self.sigma = sigma
         self.solver = solver
@@ -112,6 +125,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
 
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
+        check_fit_intercept(self.fit_intercept, type(self).__name__)
 
     @property
     def _precomputed(self):
@@ -225,7 +239,12 @@ class SiblingMarginSVC(_SiblingBase):
     ----------
     hierarchy : Hierarchy (a tree) or None -- None: one level over the labels seen in ``fit``,
         which is the multi-class SVM of Liu & Shen (the paper's flat "SVM")
-    C : the tuning parameter of (2)
+    C : the tuning parameter of (2), ``J(f) + C sum_i loss_i`` with ``J(f) = 1/2 sum_v ||w_v||^2``:
+        already the LIBLINEAR meaning (no mapping)
+    fit_intercept : must be True: (2) has an unregularized bias ``b_v`` per node, always fitted
+        (``intercept_``); the model and solvers do not support ``b = 0``
+    intercept_scaling : unused (the biases are unregularized, so their scale does not matter);
+        kept for the same signature as the other hiercvx estimators
     kernel : ``"linear"``, ``"rbf"``, ``"precomputed"`` or a callable ``k(A, B)``
     sigma : Gaussian bandwidth; None or ``"median_between_classes"``: section 4.1's rule
         (see the module docstring), a number: ``exp(-||x - z||^2 / (2 sigma^2))``
@@ -276,11 +295,13 @@ class HierarchicalPsiClassifier(_SiblingBase):
     ``best_iteration_``, ``result_`` the HSVM start's solver result.
     """
 
-    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
-                 method="auto", tol=1e-6, max_iter=None, dc_tol=1e-6, dc_max_iter=50,
-                 reference_solver=None, random_state=0):
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
+                 dc_tol=1e-6, dc_max_iter=50, reference_solver=None, random_state=0):
         self.hierarchy = hierarchy
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.kernel = kernel
         self.sigma = sigma
         self.solver = solver
@@ -327,7 +348,8 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
     per parent node, trained on the examples whose label lies below that node (labelled by
     the child they pass through), applied top-down.
 
-    Every node's SVM uses the same ``C``, kernel and ``sigma_`` (resolved once on the whole
+    ``C``, ``fit_intercept`` (True only) and ``intercept_scaling`` (unused) as in
+    :class:`SiblingMarginSVC`.  Every node's SVM uses the same ``C``, kernel and ``sigma_`` (resolved once on the whole
     training set).  A node whose training examples all go to one child predicts that child;
     a node no training example reaches predicts its first child.  Labels on internal nodes
     go to a self leaf, as in :class:`SiblingMarginSVC`.
@@ -338,10 +360,13 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
     ``n_iter_`` (their total solver iterations), ``sigma_``.
     """
 
-    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast",
-                 method="auto", tol=1e-6, max_iter=None, reference_solver=None, random_state=0):
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
+                 reference_solver=None, random_state=0):
         self.hierarchy = hierarchy
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.kernel = kernel
         self.sigma = sigma
         self.solver = solver
@@ -356,6 +381,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         if isinstance(self.kernel, str) and self.kernel == "precomputed":
             raise InputError("SequentialHierarchicalSVC trains on subsets of the examples and "
                              "does not take kernel='precomputed'; pass the features and a kernel")
+        check_fit_intercept(self.fit_intercept, type(self).__name__)
         base = SiblingMarginSVC(hierarchy=self.hierarchy, C=self.C, kernel=self.kernel,
                                 sigma=self.sigma, solver=self.solver,
                                 method=self.method, tol=self.tol, max_iter=self.max_iter,

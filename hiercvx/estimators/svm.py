@@ -17,15 +17,43 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import methods
+from .._validation import check_positive
 from ..formulations import hsvm
-from ..kernels import make_kernel
+from ..kernels import Kernel, make_kernel
 from ..models import margin as _margin
+from ..models.multiclass import augment
 from ..models.hsvm import resolve_attributes
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
                     fit_label_set_threshold, predict_from_scores, resolve_training_targets,
                     validate_training_X)
 
-__all__ = ["HierarchicalSVC", "MulticlassSVC", "MarginSVC"]
+__all__ = ["HierarchicalSVC", "MulticlassSVC", "MarginSVC", "ShiftedKernel", "with_bias"]
+
+
+class ShiftedKernel:
+    """``k(A, B) + shift``: a kernel whose feature map carries one more constant coordinate
+    of value ``sqrt(shift)`` (the kernel form of LIBLINEAR's bias feature)."""
+
+    def __init__(self, kernel: Kernel, shift: float):
+        self.kernel = kernel
+        self.shift = float(shift)
+
+    def __call__(self, A, B=None):
+        return self.kernel(A, B) + self.shift
+
+
+def with_bias(X, kernel: Kernel, scaling):
+    """``(X, kernel)`` with LIBLINEAR's regularized bias: for the linear kernel the constant
+    feature ``scaling`` appended to ``X`` (dense or CSR); for a precomputed Gram matrix
+    ``K + scaling**2``; for any other kernel ``k + scaling**2`` (the same constant feature in
+    the kernel's feature space).  ``scaling=None``: no bias, inputs unchanged."""
+    if scaling is None:
+        return X, kernel
+    if kernel.is_linear:
+        return augment(X, scaling), kernel
+    if kernel.name == "precomputed":
+        return np.asarray(X, dtype=float) + scaling ** 2, kernel
+    return X, Kernel("callable", function=ShiftedKernel(kernel, scaling ** 2))
 
 
 class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
@@ -39,8 +67,17 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         """Whether the dedicated Crammer–Singer solver applies (MulticlassSVC, linear)."""
         return False
 
+    #: whether ``intercept_`` is reported per class (MulticlassSVC) rather than per node
+    _intercept_per_class = False
+
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
+
+    def _bias_scaling(self):
+        """``intercept_scaling`` (checked) when ``fit_intercept``, else None."""
+        if not getattr(self, "fit_intercept", False):
+            return None
+        return check_positive(self.intercept_scaling, "intercept_scaling")
 
     def _warm_dual(self, n_dual: int, solver_name: str):
         """The previous fit's dual variables as the starting point when ``warm_start`` is set and
@@ -67,12 +104,14 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         H, classes, labels, multilabel = resolve_training_targets(y, hierarchy, X.shape[0])
         sample_weight = check_training_weights(sample_weight, X)
         kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
+        scaling = self._bias_scaling()
         if self.solver == "fast" and kernel.is_linear and self._flat_crammer_singer(multilabel):
-            self._fit_crammer_singer(X, H, classes, labels, sample_weight)
+            self._fit_crammer_singer(X, H, classes, labels, sample_weight, scaling)
             return self
+        X_fit, kernel_fit = with_bias(X, kernel, scaling)
         model = methods.get("hsvm").prepare(
-            X, labels, H, loss=loss, attributes=attributes, classes=tuple(classes.tolist()),
-            rescaling=rescaling, sample_weight=sample_weight, kernel=kernel,
+            X_fit, labels, H, loss=loss, attributes=attributes, classes=tuple(classes.tolist()),
+            rescaling=rescaling, sample_weight=sample_weight, kernel=kernel_fit,
             class_kernel=class_kernel, check_input=False)
         if self.solver == "fast":
             res = methods.get("hsvm").fast_solvers["working_set"].solve(
@@ -86,16 +125,23 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             coef = res.weights if model.node_weights else _margin.coefficients(res.values["alpha"],
                                                                               model.data)
         self.objective_, self.gap_, self.n_iter_, self.result_ = res.objective, res.gap, n_iter, res
+        node_bias = None
+        if scaling is not None and model.node_weights:  # the constant feature's column
+            coef, node_bias = coef[:, :-1], scaling * coef[:, -1]
         self._store_model(X, H, classes, multilabel, model.data, class_attributes=model.Lam,
                           kernel=kernel, linear=model.node_weights, coef=coef,
-                          X_train=None if (model.node_weights or precomputed) else X)
+                          X_train=None if (model.node_weights or precomputed) else X,
+                          node_bias=node_bias, scaling=scaling)
         return self
 
-    def _fit_crammer_singer(self, X, H, classes, labels, sample_weight):
-        """The flat linear single-label fit by the ``multiclass`` method's fast solver."""
+    def _fit_crammer_singer(self, X, H, classes, labels, sample_weight, scaling=None):
+        """The flat linear single-label fit by the ``multiclass`` method's fast solver (its
+        model appends LIBLINEAR's bias feature itself when ``scaling`` is given)."""
         method = methods.get("multiclass")
         model = method.prepare(X, np.asarray(labels), None, classes=classes,
-                               sample_weight=sample_weight, check_input=False)
+                               sample_weight=sample_weight, fit_intercept=scaling is not None,
+                               intercept_scaling=1.0 if scaling is None else scaling,
+                               check_input=False)
         res = method.fast_solvers["crammer_singer"].solve(
             model, C=float(self.C), **self._fast_options(model, "crammer_singer"))
         self.objective_, self.gap_, self.n_iter_, self.result_ = res.objective, res.gap, res.n_iter, res
@@ -104,15 +150,17 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         coef = np.vstack([np.zeros((1, X.shape[1])), res.weights])
         Lam = resolve_attributes(H, self._model_options()[2], tuple(classes.tolist()))
         data = dataclasses.replace(model.data, Lam=Lam, Q=Lam @ Lam.T)
+        node_bias = None if scaling is None else np.concatenate([[0.0], res.intercept])
         self._store_model(X, H, classes, False, data, class_attributes=Lam, kernel=model.kernel,
-                          linear=True, coef=coef, X_train=None)
+                          linear=True, coef=coef, X_train=None, node_bias=node_bias, scaling=scaling)
 
     def _store_model(self, X, H, classes, multilabel, data, *, class_attributes, kernel, linear,
-                     coef, X_train):
+                     coef, X_train, node_bias=None, scaling=None):
         """Keep what scoring needs (``coef``: node weights ``W`` ``(M, d)`` when ``linear``, else
         expansion coefficients over the rows of ``X_train``, or of the precomputed kernel's
-        columns when ``X_train`` is None) and, for a multi-label fit, fit the label-set
-        threshold on the training data ``X`` (``data.Y`` the true label sets)."""
+        columns when ``X_train`` is None), the bias (``node_bias`` ``(M,)``: per node, linear;
+        for other kernels it lives in the shifted kernel) and, for a multi-label fit, fit the
+        label-set threshold on the training data ``X`` (``data.Y`` the true label sets)."""
         self.hierarchy_ = H
         self.classes_ = classes
         self.multilabel_ = multilabel
@@ -122,14 +170,31 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         self._linear = linear
         self.coef_ = coef
         self._X_train = X_train
+        self._scaling = scaling
+        self._node_bias = node_bias
+        self.intercept_ = self._intercept(coef, data.Q)
         self.threshold_ = 0.0
         if multilabel:
             self.threshold_ = fit_label_set_threshold(self._scores(X), data.Y)
 
+    def _intercept(self, coef, Q):
+        """``intercept_``: linear kernel, the bias per node (per class for MulticlassSVC);
+        other kernels, the constant part of each class score, ``scaling**2 1^T coef Q``;
+        zeros without ``fit_intercept``."""
+        if not self._linear:
+            if self._scaling is None:
+                return np.zeros(Q.shape[0])
+            return self._scaling ** 2 * np.asarray(coef).sum(axis=0) @ Q
+        b = np.zeros(coef.shape[0]) if self._node_bias is None else self._node_bias
+        return self.class_attributes_ @ b if self._intercept_per_class else b
+
     def _scores(self, X):
         if self._linear:
-            return _margin.class_scores(self.coef_, X, self.class_attributes_)
+            S = _margin.class_scores(self.coef_, X, self.class_attributes_)
+            return S if self._node_bias is None else S + self.class_attributes_ @ self._node_bias
         K = self.kernel_(X) if self.kernel_.name == "precomputed" else self.kernel_(X, self._X_train)
+        if self._scaling is not None:  # the bias feature in the kernel (see with_bias)
+            K = K + self._scaling ** 2
         return K @ self.coef_ @ self.class_gram_
 
     def class_scores(self, X):
@@ -167,7 +232,14 @@ class HierarchicalSVC(MarginSVC):
     Parameters
     ----------
     hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``)
-    C : slack penalty of (4.10)
+    C : slack penalty of (4.10): the objective is ``1/2 ||W||^2 + C sum_i xi_i`` (LIBLINEAR's
+        meaning of C)
+    fit_intercept, intercept_scaling : LIBLINEAR's regularized bias (default on, as in
+        ``LinearSVC``): a constant feature of value ``intercept_scaling`` appended to ``X`` at
+        fit and predict; ``intercept_`` ``(n_nodes,)`` is its weight column times
+        ``intercept_scaling`` and ``coef_`` excludes it.  With a non-linear kernel the same
+        feature enters the kernel, ``k + intercept_scaling**2``, and ``intercept_`` is the
+        constant part of each class score.
     loss : name of a loss in ``hiercvx.losses`` (default half symmetric difference, thesis
         7.2), a ``(q, q)`` array or a callable
     attributes : class-attribute scheme (default ``"class_depth"``: unit-norm rows)
@@ -180,12 +252,15 @@ class HierarchicalSVC(MarginSVC):
         the new problem (same training labels; e.g. a path of increasing ``C``)
     """
 
-    def __init__(self, hierarchy=None, C=1.0, loss="half_symmetric", attributes="class_depth",
-                 rescaling="slack", kernel="linear", sigma=None, class_kernel=None, solver="fast",
-                 tol=1e-6, max_iter=10000, reference_solver=None, warm_start=False, random_state=0,
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 loss="half_symmetric", attributes="class_depth", rescaling="slack",
+                 kernel="linear", sigma=None, class_kernel=None, solver="fast", tol=1e-6,
+                 max_iter=10000, reference_solver=None, warm_start=False, random_state=0,
                  verbose=False):
         self.hierarchy = hierarchy
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.loss = loss
         self.attributes = attributes
         self.rescaling = rescaling
@@ -207,14 +282,25 @@ class HierarchicalSVC(MarginSVC):
 class MulticlassSVC(MarginSVC):
     """The Crammer–Singer multi-class SVM (flat; 0/1 loss, one weight vector per class).
 
-    The objective is LIBLINEAR's ``crammer_singer`` one without intercept (see
-    ``formulations/multiclass.md``); ``solver="reference"`` solves it with CVXPY and
-    certifies it, ``solver="fast"`` uses the working-set solver with a certified gap.
+    The objective is LIBLINEAR's ``crammer_singer`` one, ``1/2 ||W||^2 + C sum_i xi_i`` (C in
+    LIBLINEAR's meaning; see ``formulations/multiclass.md``); at the defaults
+    (``fit_intercept=True``, ``intercept_scaling=1.0``, ``C=1.0``) it is the problem of
+    ``sklearn.svm.LinearSVC(multi_class="crammer_singer")``: a regularized bias through a
+    constant feature ``intercept_scaling`` appended to ``X``; ``intercept_`` ``(n_classes,)``
+    is that feature's weight times ``intercept_scaling`` and ``coef_`` excludes it.  With a
+    non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
+    ``solver="reference"`` solves it with CVXPY and certifies it, ``solver="fast"`` uses the
+    dedicated sequential dual solver (linear) or the working-set solver, with a certified gap.
     """
 
-    def __init__(self, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
-                 reference_solver=None, warm_start=False, random_state=0, verbose=False):
+    _intercept_per_class = True
+
+    def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, kernel="linear",
+                 sigma=None, solver="fast", tol=1e-6, max_iter=10000, reference_solver=None,
+                 warm_start=False, random_state=0, verbose=False):
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.kernel = kernel
         self.sigma = sigma
         self.solver = solver

@@ -122,8 +122,13 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     ----------
     hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``;
         the model is then exactly one :class:`MulticlassSVC`)
-    C, kernel, sigma, solver, tol, max_iter, reference_solver, random_state, verbose :
-        passed to every node's :class:`MulticlassSVC` (``solver="fast"``: working-set solver
+    C, fit_intercept, intercept_scaling, kernel, sigma, solver, tol, max_iter,
+    reference_solver, random_state, verbose :
+        passed to every node's :class:`MulticlassSVC`: C in LIBLINEAR's meaning
+        (``1/2 ||W||^2 + C sum_i xi_i`` per node), ``fit_intercept=True`` (default, as in
+        ``LinearSVC``) a regularized bias per node's class through a constant feature
+        ``intercept_scaling`` appended to X (``k + intercept_scaling**2`` for other kernels),
+        each node's ``intercept_`` on its estimator (``solver="fast"``: working-set solver
         with certified gap ``tol``; ``"reference"``: CVXPY).  For ``kernel="rbf"`` without
         ``sigma`` the median heuristic is taken once on all training data, so every node
         uses the same kernel.
@@ -144,10 +149,13 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     n_iter_ : total solver iterations over all nodes
     """
 
-    def __init__(self, hierarchy=None, C=1.0, kernel="linear", sigma=None, solver="fast", tol=1e-6,
-                 max_iter=10000, reference_solver=None, random_state=0, verbose=False):
+    def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
+                 reference_solver=None, random_state=0, verbose=False):
         self.hierarchy = hierarchy
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.kernel = kernel
         self.sigma = sigma
         self.solver = solver
@@ -217,7 +225,9 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             else:
                 targets = np.argmax(T, axis=1)
             Xv = X[np.ix_(rows, rows)] if precomputed else X[rows]
-            clf = MulticlassSVC(C=self.C, kernel=self.kernel, sigma=sigma, solver=self.solver,
+            clf = MulticlassSVC(C=self.C, fit_intercept=self.fit_intercept,
+                                intercept_scaling=self.intercept_scaling, kernel=self.kernel,
+                                sigma=sigma, solver=self.solver,
                                 tol=self.tol, max_iter=self.max_iter,
                                 reference_solver=self.reference_solver,
                                 random_state=self.random_state, verbose=self.verbose)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_positive
 from ..exceptions import InputError
 from ..formulations import multiclass as mc
 from ..models import multiclass as mcm
@@ -37,15 +38,20 @@ def primal_flat(X, Y, H=None, **options):
     return mc.primal(X, Y, **options)
 
 
-def dual_flat(X, Y, H=None, **options):
-    """The registry's signature of :func:`hiercvx.formulations.multiclass.dual` (``H`` None)."""
+def dual_flat(X, Y, H=None, *, fit_intercept=False, intercept_scaling=1.0, **options):
+    """The registry's signature of :func:`hiercvx.formulations.multiclass.dual` (``H`` None).
+    With ``fit_intercept`` (LIBLINEAR's regularized bias) the primal is the notes' primal on
+    ``[X, intercept_scaling]``, so its dual is the notes' dual on those augmented features."""
     _flat(H)
+    if fit_intercept:
+        X = mcm.augment(X, check_positive(intercept_scaling, "intercept_scaling"))
     return mc.dual(X, Y, **options)
 
 
 def cases(quick: bool = True) -> list[Case]:
     """Flat Gaussian clusters (plain, and with sample and balanced class weights) and the
-    leaves of the tree problem with a CSR ``X`` of density about 0.4."""
+    leaves of the tree problem with a CSR ``X`` of density about 0.4; both also with
+    LIBLINEAR's bias feature (``fit_intercept``)."""
     n, d = (36, 4) if quick else (150, 8)
     X, y, _ = problem("flat", n=n, d=d, seed=0)
     weights = np.random.default_rng(1).uniform(0.2, 2.0, n)
@@ -53,7 +59,11 @@ def cases(quick: bool = True) -> list[Case]:
     return [Case(f"flat n={n} d={d}", "flat", X, y, None, {}, {"C": 1.0}),
             Case(f"flat n={n} d={d}, sample and class weights", "flat", X, y, None,
                  {"sample_weight": weights, "class_weight": "balanced"}, {"C": 0.5}),
-            Case(f"sparse n={n} d={d}", "sparse", Xs, np.asarray(ys), None, {}, {"C": 1.0})]
+            Case(f"sparse n={n} d={d}", "sparse", Xs, np.asarray(ys), None, {}, {"C": 1.0}),
+            Case(f"flat n={n} d={d}, intercept (LinearSVC's defaults, scaling 2)", "flat", X, y,
+                 None, {"fit_intercept": True, "intercept_scaling": 2.0}, {"C": 1.0}),
+            Case(f"sparse n={n} d={d}, intercept", "sparse", Xs, np.asarray(ys), None,
+                 {"fit_intercept": True}, {"C": 1.0})]
 
 
 METHODS = (

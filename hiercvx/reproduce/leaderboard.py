@@ -9,7 +9,8 @@ part), C picked for every method by the same K-fold cross-validation on the trai
 scored on the test part: hierarchical F1 (``hiercvx.metrics.hierarchical_f1``), exact match,
 mean tree distance (``test_errors``' ``TE_Delta`` = |anc(y) (-) anc(y')|, the number of edges
 between the true and predicted nodes on a tree) and fit time of the refit.  The spread is over
-replications.  NHSVM / SSVM are regularized by ``lam ||W||^2``: ``lam = 1 / (2 C)``.
+replications.  Every estimator's C has LIBLINEAR's meaning (1/2 ||W||^2 + C sum loss); NHSVM / SSVM
+map it to their papers' ``lam = 1 / (2 C)`` themselves.
 
 Data sets (Clus-HMC ARFF files under ``DATA_DIR``, ``$HIERCVX_HMC_DATA`` if set; the table is skipped, saying so, when
 they are absent):
@@ -82,7 +83,6 @@ SKIPPED_IN_QUICK = {
 
 def make_method(name: str, H, C: float):
     """Estimator ``name`` at C, standardized features first."""
-    lam = 1.0 / (2.0 * C)
     estimators = {
         "LinearSVC-cs": lambda: LinearSVC(C=C, multi_class="crammer_singer", max_iter=2000),
         "LinearSVC-ovr": lambda: LinearSVC(C=C, max_iter=2000),
@@ -91,9 +91,9 @@ def make_method(name: str, H, C: float):
         "TopDownSVC": lambda: TopDownSVC(hierarchy=H, C=C, tol=1e-3, max_iter=2000),
         "SiblingMarginSVC": lambda: SiblingMarginSVC(hierarchy=H, C=C, tol=1e-4),
         "OrthogonalTransferSVC": lambda: OrthogonalTransferSVC(hierarchy=H, C=C, tol=1e-3, max_iter=5000),
-        "NormalizedHierarchicalSVC": lambda: NormalizedHierarchicalSVC(hierarchy=H, lam=lam, tol=1e-3,
+        "NormalizedHierarchicalSVC": lambda: NormalizedHierarchicalSVC(hierarchy=H, C=C, tol=1e-3,
                                                                        max_iter=1000),
-        "SharedNormSVC": lambda: SharedNormSVC(hierarchy=H, lam=lam, tol=1e-3, max_iter=100,
+        "SharedNormSVC": lambda: SharedNormSVC(hierarchy=H, C=C, tol=1e-3, max_iter=100,
                                                inner_max_iter=300),
     }
     return make_pipeline(StandardScaler(), estimators[name]())

@@ -49,15 +49,15 @@ PAPER_TABLE_3 = {m: tuple((r.mean, r.sd) for (s, mm, _), r in parse_reported(TAB
 
 
 def table3_models(H, lam):
-    """The four methods at regularization ``lam``; the margin models' 1/2 ||W||^2 + C sum xi
-    is lam ||W||^2 + sum xi with C = 1 / (2 lam)."""
+    """The four methods at regularization ``lam``: every estimator takes C (1/2 ||W||^2 + C sum
+    xi, ``C`` times lam ||W||^2 + sum xi) with C = 1 / (2 lam)."""
     C = 1.0 / (2.0 * lam)
     return {
         "FlatSVM": MulticlassSVC(C=C, tol=1e-3, max_iter=2000),
         "HSVM": HierarchicalSVC(hierarchy=H, C=C, attributes="indicator", rescaling="margin",
                                 loss="symmetric_difference", tol=1e-3, max_iter=2000),
-        "NHSVM": NormalizedHierarchicalSVC(hierarchy=H, lam=lam, tol=1e-3, max_iter=2000),
-        "SSVM": SharedNormSVC(hierarchy=H, lam=lam, tol=1e-3, max_iter=100, inner_max_iter=300),
+        "NHSVM": NormalizedHierarchicalSVC(hierarchy=H, C=C, tol=1e-3, max_iter=2000),
+        "SSVM": SharedNormSVC(hierarchy=H, C=C, tol=1e-3, max_iter=100, inner_max_iter=300),
     }
 
 
