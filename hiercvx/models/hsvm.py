@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_features, check_label_sets
+from .._validation import check_label_sets
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy, class_attributes
-from ..kernels import Kernel, check_psd, make_kernel
+from ..kernels import Kernel, check_psd
 from ..losses import loss_matrix
-from .margin import RESCALINGS, MarginData, MarginModel, check_gram, margin_data
+from .margin import RESCALINGS, MarginData, MarginModel, margin_data, resolve_inputs
 
 __all__ = ["HSVMModel", "prepare", "resolve_classes", "resolve_loss", "resolve_attributes",
            "resolve_class_kernel", "DEFAULT_LOSS", "DEFAULT_ATTRIBUTES"]
@@ -148,22 +148,6 @@ def _example_weights(sample_weight, n: int) -> np.ndarray:
     return Cw
 
 
-def _inputs(X, kernel, sigma, check_input: bool):
-    """``(X, kernel)``: features (or the Gram matrix) checked once, the kernel resolved."""
-    resolved = isinstance(kernel, Kernel)
-    precomputed = (kernel.name if resolved else kernel) == "precomputed"
-    if check_input:
-        X = check_features(X, "X (the precomputed Gram matrix)" if precomputed else "X",
-                           allow_sparse=not precomputed)
-    if precomputed:
-        if X.shape[0] != X.shape[1]:
-            raise InputError("with kernel='precomputed' X must be the square (n, n) Gram matrix, "
-                             f"got shape {X.shape}")
-        X = check_gram(X, X.shape[0])
-    kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
-    return X, kern
-
-
 def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
             rescaling="slack", sample_weight=None, kernel="linear", sigma=None, class_kernel=None,
             check_input: bool = True) -> HSVMModel:
@@ -183,7 +167,7 @@ def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=N
     """
     if rescaling not in RESCALINGS:
         raise InputError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
-    X, kern = _inputs(X, kernel, sigma, check_input)
+    X, kern = resolve_inputs(X, kernel, sigma, check_input)
     classes = resolve_classes(H, classes)
     Ybool = check_label_sets(Y, H, classes, X.shape[0])
     L = resolve_loss(H, loss, classes)

@@ -39,9 +39,10 @@ from ..exceptions import InputError
 from ..kernels import Kernel, make_kernel
 from ._base import Model, Variable
 
-__all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "slacks", "class_scores",
-           "primal_objective", "coefficients", "weights_from_coefficients", "kernel_objective",
-           "project_dual", "dual_objective", "dual_objective_linear", "check_gram", "model_from_data"]
+__all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "resolve_inputs", "slacks",
+           "class_scores", "primal_objective", "coefficients", "weights_from_coefficients",
+           "kernel_objective", "project_dual", "dual_objective", "dual_objective_linear",
+           "check_gram", "model_from_data"]
 
 RESCALINGS = ("slack", "margin")
 
@@ -339,3 +340,22 @@ def model_from_data(X, data: MarginData, kernel="linear", sigma=None, classes=No
             X.sort_indices()
     kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
     return MarginModel(X, data, kern, classes=classes)
+
+
+def resolve_inputs(X, kernel, sigma, check_input: bool):
+    """``(X, kernel)`` of a margin model: the features (or the precomputed Gram matrix) checked
+    once when ``check_input``, the kernel resolved (shared by the multiclass and hsvm models)."""
+    resolved = isinstance(kernel, Kernel)
+    precomputed = (kernel.name if resolved else kernel) == "precomputed"
+    if check_input:
+        X = check_features(X, "X (the precomputed Gram matrix)" if precomputed else "X",
+                           allow_sparse=not precomputed)
+    if precomputed:
+        if X.shape[0] != X.shape[1]:
+            raise InputError("with kernel='precomputed' X must be the square (n, n) Gram matrix, "
+                             f"got shape {X.shape}")
+        X = check_gram(X, X.shape[0])
+    kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
+    return X, kern
+
+

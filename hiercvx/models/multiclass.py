@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_features, check_positive
+from .._validation import check_positive
 from ..exceptions import InputError, LabelError
-from ..kernels import Kernel, make_kernel
-from .margin import MarginData, MarginModel, check_gram, margin_data
+from ..kernels import Kernel
+from .margin import MarginData, MarginModel, margin_data, resolve_inputs
 
 __all__ = ["MulticlassModel", "prepare", "encode_labels", "example_weights", "flat_margin_data",
            "augment"]
@@ -174,21 +174,6 @@ class MulticlassModel(MarginModel):
         return S if intercept is None else S + np.asarray(intercept)[None, :]
 
 
-def _inputs(X, kernel, sigma, check_input: bool):
-    resolved = isinstance(kernel, Kernel)
-    precomputed = (kernel.name if resolved else kernel) == "precomputed"
-    if check_input:
-        X = check_features(X, name="the precomputed Gram matrix" if precomputed else "X",
-                           allow_sparse=not precomputed)
-    if precomputed:
-        if X.shape[0] != X.shape[1]:
-            raise InputError("with kernel='precomputed' X must be the square (n, n) Gram matrix, "
-                             f"got shape {X.shape}")
-        X = check_gram(X, X.shape[0])
-    kern = kernel if resolved else make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
-    return X, kern
-
-
 def prepare(X, y, H=None, *, classes=None, sample_weight=None, class_weight=None,
             fit_intercept: bool = False, intercept_scaling: float = 1.0, kernel="linear",
             sigma=None, check_input: bool = True) -> MulticlassModel:
@@ -206,7 +191,7 @@ def prepare(X, y, H=None, *, classes=None, sample_weight=None, class_weight=None
     if H is not None:
         raise InputError("the Crammer-Singer SVM is flat: pass H=None (for a hierarchy use the "
                          "hierarchical SVM, hiercvx.models.hsvm.prepare)")
-    X, kern = _inputs(X, kernel, sigma, check_input)
+    X, kern = resolve_inputs(X, kernel, sigma, check_input)
     if fit_intercept and not kern.is_linear:
         raise InputError("fit_intercept needs the linear kernel (the dual of the notes has no "
                          "intercept); add a constant to the kernel instead")
