@@ -19,7 +19,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -29,21 +28,17 @@ from ..exceptions import InputError, LabelError
 from ..formulations import nhsvm
 from ..inference import METHODS as INFERENCE_METHODS
 from ..inference import LabelSetOracle, best_leaf
-from ..result import check_iteration_options
+from ..models.multiclass import augment  # LIBLINEAR's bias feature, written once
 from ..models.nhsvm import scaled_alpha
-from ._base import (LabelSetScoreMixin, check_solver_options, resolve_training_targets,
-                    validate_training_X)
+from ..result import check_iteration_options
+from ._base import (
+    LabelSetScoreMixin,
+    check_solver_options,
+    resolve_training_targets,
+    validate_training_X,
+)
 
-__all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC", "append_constant_feature"]
-
-
-def append_constant_feature(X, value: float):
-    """``[X, value * 1]``: LIBLINEAR's regularized bias, a constant feature of value
-    ``intercept_scaling`` (dense or CSR, the format kept)."""
-    column = np.full((X.shape[0], 1), float(value))
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(column)], format="csr")
-    return np.hstack([np.asarray(X), column])
+__all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
 
 
 class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
@@ -71,7 +66,7 @@ class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def _augment(self, X):
         """``X`` with the constant feature of the regularized bias (``fit_intercept``)."""
-        return append_constant_feature(X, self.intercept_scaling) if self.fit_intercept else X
+        return augment(X, self.intercept_scaling) if self.fit_intercept else X
 
     def _set_weights(self, W, lam):
         """``coef_`` / ``intercept_`` from the solver's weights (the bias column split off:

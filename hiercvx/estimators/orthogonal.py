@@ -22,9 +22,9 @@ from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations.orthogonal import primal_from_model
 from ..models import orthogonal as otm
+from ..models.multiclass import augment  # LIBLINEAR's bias feature, written once
 from ..result import check_iteration_options
 from ._base import SOLVERS, resolve_training_targets, validate_training_X
-from .nhsvm import append_constant_feature
 
 __all__ = ["OrthogonalTransferSVC"]
 
@@ -128,7 +128,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         method = methods.get(self.method)
         C_paper = float(self.C) * X.shape[0]  # (4) / (12) weigh the hinge by C_paper / N
         if self.fit_intercept:
-            X = append_constant_feature(X, self.intercept_scaling)
+            X = augment(X, self.intercept_scaling)
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
         if self.solver == "fast":
             self.result_ = method.fast_solvers["rda"].solve(model, C=C_paper, tol=self.tol,
@@ -212,7 +212,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         if self.method in _TOP_DOWN:
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
             W = np.hstack([self.coef_, self.intercept_[:, None]])  # the bias as a unit feature
-            node = otm.predict_top_down(W, append_constant_feature(X, 1.0), self.hierarchy_,
+            node = otm.predict_top_down(W, augment(X, 1.0), self.hierarchy_,
                                         return_index=True)
         else:
             node = self._class_nodes[np.argmax(self.class_scores(X), axis=1)]
