@@ -4,7 +4,8 @@ Classification over Category Taxonomies*, thesis 2008, chapters 3, 4 and 7).
 Model :func:`hiercvx.models.hsvm.prepare`; references the primal (4.10)
 (:func:`hiercvx.formulations.hsvm.primal`) and the dual (4.15)
 (:func:`hiercvx.formulations.hsvm.dual`); fast solver the variable-selection method of
-Algorithm 2 (:func:`hiercvx.solvers.working_set.solve`); estimator
+Algorithm 2 (:func:`hiercvx.solvers.working_set.solve`) and a primal-dual interior-point method
+(:func:`hiercvx.solvers.interior_point.solve`, for noisy labels and few features); estimator
 :class:`~hiercvx.estimators.HierarchicalSVC`.  Classes are leaves: labels that stop at an
 internal node go through ``H.with_self_leaves()`` (the ``partial`` problem).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from ..formulations import hsvm
 from ..models import hsvm as hsvm_model
-from ..solvers import working_set
+from ..solvers import interior_point, working_set
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
@@ -52,7 +53,11 @@ METHODS = (
         fast_solvers={"working_set": FastSolver(
             "working_set", working_set.solve,
             algorithm="variable selection, thesis Algorithm 2",
-            options={"tol": 1e-8}, rtol=1e-6)},
+            options={"tol": 1e-8}, rtol=1e-6),
+            "interior_point": FastSolver(
+                "interior_point", interior_point.solve,
+                algorithm="primal-dual interior point (Mehrotra) on the factored primal",
+                options={"tol": 1e-9}, rtol=1e-6)},
         estimator="hiercvx.estimators.HierarchicalSVC",
         sheet="formulations/hsvm.md",
         params={"C": 1.0},

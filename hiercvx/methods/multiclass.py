@@ -16,7 +16,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..formulations import multiclass as mc
 from ..models import multiclass as mcm
-from ..solvers import crammer_singer
+from ..solvers import crammer_singer, interior_point
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
@@ -77,7 +77,11 @@ METHODS = (
         fast_solvers={"crammer_singer": FastSolver(
             "crammer_singer", crammer_singer.solve,
             algorithm="sequential dual block coordinate ascent with shrinking (Keerthi et al.)",
-            options={"tol": 1e-8}, rtol=1e-6)},
+            options={"tol": 1e-8}, rtol=1e-6),
+            "interior_point": FastSolver(
+                "interior_point", interior_point.solve,
+                algorithm="primal-dual interior point (Mehrotra) on the factored primal",
+                options={"tol": 1e-9}, rtol=1e-6)},
         estimator="hiercvx.estimators.MulticlassSVC",
         sheet="formulations/multiclass.md",
         params={"C": 1.0},

@@ -1,0 +1,162 @@
+"""The interior-point method of the margin family (:mod:`hiercvx.solvers.interior_point`).
+
+The registry's tests (test_against_reference.py) compare it with the CVXPY references on every
+built-in problem of Crammer–Singer and the hierarchical SVM.  Here: the options the registry's
+cases do not reach (kernels, class kernels, zero weights, extreme C, random labels), its dual
+point, its agreement with the working-set solver, and its refusals.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from hiercvx import methods, testing
+from sklearn.exceptions import ConvergenceWarning
+
+from hiercvx.exceptions import InputError
+from hiercvx.formulations import hsvm as hsvm_ref
+from hiercvx.methods.cases import TREE, problem
+from hiercvx.models import hsvm as hsvm_model
+from hiercvx.models import margin as _margin
+from hiercvx.models import multiclass as mc_model
+from hiercvx.solvers import interior_point, working_set
+
+
+def _tree(n=40, d=4, seed=0):
+    return problem("tree", n=n, d=d, seed=seed)
+
+
+def _agrees(model, C, ref_objective, rtol=1e-6):
+    res = interior_point.solve(model, C=C, tol=1e-9)
+    assert res.converged and res.gap <= 1e-9
+    assert res.objective == pytest.approx(ref_objective, rel=rtol, abs=1e-9)
+    # the certificate is the model's own: recomputed objective and a valid bound
+    assert res.objective == pytest.approx(model.objective(res.weights, C), rel=1e-12)
+    assert res.lower_bound <= ref_objective * (1 + 1e-9) + 1e-12
+    return res
+
+
+@pytest.mark.parametrize("options", [{"kernel": "rbf", "sigma": 1.5}, {"rescaling": "margin"},
+                                     {"loss": "zero_one", "attributes": "indicator"}])
+def test_hsvm_options_match_the_reference(options):
+    X, Y, H = _tree()
+    model = hsvm_model.prepare(X, Y, H, **options)
+    build = hsvm_ref.dual_from_model if not model.node_weights else hsvm_ref.primal_from_model
+    ref = build(model, C=1.0).solve()
+    _agrees(model, 1.0, ref.objective)
+
+
+def test_precomputed_kernel_and_class_kernel():
+    X, Y, H = _tree()
+    K = X @ X.T + 1.0
+    model = hsvm_model.prepare(K, Y, H, kernel="precomputed")
+    ref = hsvm_ref.dual_from_model(model, C=2.0).solve()
+    _agrees(model, 2.0, ref.objective)
+    Qc = np.eye(len(H.leaves)) + 0.5
+    model = hsvm_model.prepare(X, Y, H, class_kernel=Qc)
+    ref = hsvm_ref.dual_from_model(model, C=1.0).solve()
+    _agrees(model, 1.0, ref.objective)
+
+
+@pytest.mark.parametrize("C", [1e-4, 1e3])
+def test_extreme_C(C):
+    X, Y, H = _tree(seed=3)
+    model = hsvm_model.prepare(X, Y, H)
+    ref = hsvm_ref.primal_from_model(model, C=C).solve()
+    _agrees(model, C, ref.objective, rtol=1e-5)
+
+
+def test_zero_sample_weights_and_sparse_input():
+    X, Y, H = _tree(n=30)
+    w = np.ones(30)
+    w[::4] = 0.0
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    model = hsvm_model.prepare(Xs, Y, H, sample_weight=w)
+    ref = hsvm_ref.primal_from_model(model, C=1.0).solve()
+    res = _agrees(model, 1.0, ref.objective)
+    # examples with no budget keep alpha = 0 (thesis (4.13) with C_i = 0)
+    assert np.all(res.dual[np.isin(model.data.pair_i, np.flatnonzero(w == 0))] == 0)
+
+
+def test_random_labels_agree_with_working_set_and_reference():
+    """The regime the method is for: labels independent of X, most examples support vectors."""
+    rng = np.random.default_rng(5)
+    X, _, H = _tree(n=120, d=5)
+    Y = np.array(TREE.leaves, dtype=object)[rng.integers(0, len(TREE.leaves), 120)]
+    model = hsvm_model.prepare(X, Y, H)
+    ref = hsvm_ref.primal_from_model(model, C=1.0).solve()
+    ipm = _agrees(model, 1.0, ref.objective)
+    ws = working_set.solve(model, C=1.0, tol=1e-9, max_iter=100000)
+    assert ws.objective == pytest.approx(ipm.objective, rel=1e-7)
+    testing.assert_fast_matches_reference(ipm, ref, rtol=1e-6)
+
+
+def test_dual_point_is_feasible_and_bounds_every_primal_point():
+    X, Y, H = _tree(seed=2)
+    model = hsvm_model.prepare(X, Y, H)
+    res = interior_point.solve(model, C=0.7, tol=1e-8)
+    alpha, data = res.dual, model.data
+    assert alpha.shape == (data.n_pairs,) and np.all(alpha >= 0)
+    used = np.bincount(data.pair_i, weights=data.pair_cost * alpha, minlength=data.n_samples)
+    assert np.all(used <= 0.7 * data.Cw * (1 + 1e-12))
+    # weak duality against primal points other than the optimum
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        W = res.weights + 0.1 * rng.standard_normal(res.weights.shape)
+        assert model.objective(W, 0.7) >= res.lower_bound
+    G = _margin.coefficients(alpha, data)
+    assert np.allclose(res.coefficients, G)
+
+
+def test_crammer_singer_with_intercept_matches_the_dedicated_solver():
+    X, y, _ = problem("flat", n=60, d=3, seed=4)
+    model = mc_model.prepare(X, y, fit_intercept=True, intercept_scaling=2.0)
+    cs = methods.get("multiclass").fast_solvers["crammer_singer"].solve(model, C=1.0, tol=1e-10)
+    ipm = interior_point.solve(model, C=1.0, tol=1e-10)
+    assert ipm.weights.shape == cs.weights.shape and ipm.intercept.shape == cs.intercept.shape
+    assert ipm.objective == pytest.approx(cs.objective, rel=1e-8)
+    assert model.objective(ipm.weights, 1.0, intercept=ipm.intercept) == pytest.approx(
+        ipm.objective, rel=1e-12)
+
+
+def test_not_converged_warns_once_and_reports_the_best_certified_point():
+    X, Y, H = _tree()
+    model = hsvm_model.prepare(X, Y, H)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = interior_point.solve(model, C=1.0, tol=1e-12, max_iter=3)
+    assert not res.converged and res.gap > 1e-12
+    assert [w.category for w in caught] == [ConvergenceWarning]
+    assert res.objective == pytest.approx(model.objective(res.weights, 1.0))
+    assert res.lower_bound <= res.objective
+
+
+def test_refusals_and_applicability():
+    X, Y, H = _tree()
+    model = hsvm_model.prepare(X, Y, H)
+    assert interior_point.applicable(model)
+    assert not interior_point.applicable(object())
+    with pytest.raises(InputError, match="margin model"):
+        interior_point.solve(object())
+    with pytest.raises(ValueError):
+        interior_point.solve(model, C=-1.0)
+    with pytest.raises(ValueError):
+        interior_point.solve(model, tol=float("nan"))
+
+
+def test_more_features_than_samples_runs_on_the_gram_factor(monkeypatch):
+    """d > n: the primal dimension is q * n (features from the Gram matrix), not q * d."""
+    X, Y, H = _tree(n=30)
+    rng = np.random.default_rng(1)
+    wide = sp.csr_matrix(np.hstack([X, 0.3 * rng.standard_normal((30, 200))]))
+    model = hsvm_model.prepare(wide, Y, H)
+    assert interior_point.applicable(model)
+    ref = hsvm_ref.primal_from_model(model, C=1.0).solve()
+    res = _agrees(model, 1.0, ref.objective)
+    assert res.weights.shape == ref.weights.shape
+    monkeypatch.setattr(interior_point, "MAX_DIMENSION", 50)
+    assert not interior_point.applicable(model)
+    with pytest.raises(InputError, match="working-set"):
+        interior_point.solve(model)
