@@ -1,0 +1,65 @@
+"""One entry point for the margin family: the solver chosen by the shape of the problem.
+
+Crammer–Singer and the Cai–Hofmann hierarchical SVM are one model
+(:mod:`hiercvx.models.margin`) with three fast solvers that win in different regimes:
+
+- :mod:`.interior_point` — 15-30 Newton steps whatever the noise; a step factorizes a dense
+  matrix of the primal dimension (classes x features, or classes x samples when the features
+  outnumber them), so it is chosen when that step is affordable (:func:`.interior_point.applicable`):
+  few features or few samples, up to a few thousand primal variables;
+- :mod:`.crammer_singer` — LIBLINEAR-style sequential dual coordinate descent with shrinking,
+  for the flat single-label linear problem with many features;
+- :mod:`.working_set` — thesis Algorithm 2 for everything else (many classes x features,
+  kernels on many samples, label sets).
+
+A warm start (``alpha0``) is a dual point: only the coordinate methods use it, so it selects
+them.  :func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
+"""
+
+from __future__ import annotations
+
+from ..exceptions import InputError
+from ..models.margin import MarginModel
+from ..models.multiclass import MulticlassModel
+from ..result import Solution
+from . import crammer_singer, interior_point, working_set
+
+__all__ = ["SOLVERS", "choose", "solve"]
+
+SOLVERS = ("auto", "interior_point", "crammer_singer", "working_set")
+
+
+def choose(model: MarginModel, *, warm: bool = False) -> str:
+    """The solver :func:`solve` runs on ``model`` with ``solver="auto"``."""
+    if not warm and interior_point.applicable(model):
+        return "interior_point"
+    if isinstance(model, MulticlassModel) and model.node_weights:
+        return "crammer_singer"
+    return "working_set"
+
+
+def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: float = 1e-6,
+          max_iter: int | None = None, verbose: bool = False, alpha0=None,
+          random_state=0) -> Solution:
+    """Solve the margin model (thesis (4.10) / (4.15), Crammer–Singer) to a certified gap.
+
+    ``solver``: one of :data:`SOLVERS` (``"auto"``: :func:`choose`); ``max_iter``: passes for
+    the coordinate methods, Newton steps for the interior-point method (each solver's own
+    default when None; the interior-point method takes at most its own default, since it
+    never needs thousands of steps); ``alpha0``: a warm start for the coordinate methods.
+    """
+    if not isinstance(model, MarginModel):
+        raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...) "
+                         f"or hiercvx.models.multiclass.prepare(...), got {type(model).__name__}")
+    if solver not in SOLVERS:
+        raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    name = choose(model, warm=alpha0 is not None) if solver == "auto" else solver
+    if name == "interior_point":
+        steps = 100 if max_iter is None else min(int(max_iter), 100)
+        return interior_point.solve(model, C, tol=tol, max_iter=steps, verbose=verbose)
+    options = dict(tol=tol, verbose=verbose, alpha0=alpha0, random_state=random_state)
+    if max_iter is not None:
+        options["max_iter"] = max_iter
+    if name == "crammer_singer":
+        return crammer_singer.solve(model, C, **options)
+    return working_set.solve(model, C, **options)
