@@ -113,10 +113,10 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             X_fit, labels, H, loss=loss, attributes=attributes, classes=tuple(classes.tolist()),
             rescaling=rescaling, sample_weight=sample_weight, kernel=kernel_fit,
             class_kernel=class_kernel, check_input=False)
-        if self.solver == "fast":
-            res = methods.get("hsvm").fast_solvers["working_set"].solve(
-                model, C=float(self.C), **self._fast_options(model, "working_set"))
-            self._dual_solver, n_iter = "working_set", res.n_iter
+        if self.solver == "fast":  # the margin engine picks the solver (margin_engine.choose)
+            res = methods.get("hsvm").fast_solvers["auto"].solve(
+                model, C=float(self.C), **self._fast_options(model, "hsvm"))
+            self._dual_solver, n_iter = "hsvm", res.n_iter
             coef = res.weights if model.node_weights else res.coefficients
         else:
             declare = hsvm.primal_from_model if model.node_weights else hsvm.dual_from_model
@@ -142,10 +142,10 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
                                sample_weight=sample_weight, fit_intercept=scaling is not None,
                                intercept_scaling=1.0 if scaling is None else scaling,
                                check_input=False)
-        res = method.fast_solvers["crammer_singer"].solve(
-            model, C=float(self.C), **self._fast_options(model, "crammer_singer"))
+        res = method.fast_solvers["auto"].solve(
+            model, C=float(self.C), **self._fast_options(model, "multiclass"))
         self.objective_, self.gap_, self.n_iter_, self.result_ = res.objective, res.gap, res.n_iter, res
-        self._dual_solver = "crammer_singer"
+        self._dual_solver = "multiclass"
         # node weights of the flat hierarchy: root row 0 (shared by every class), then classes
         coef = np.vstack([np.zeros((1, X.shape[1])), res.weights])
         Lam = resolve_attributes(H, self._model_options()[2], tuple(classes.tolist()))
@@ -246,8 +246,11 @@ class HierarchicalSVC(MarginSVC):
     rescaling : ``"slack"`` (thesis (4.10)) or ``"margin"``
     kernel : ``"linear"``, ``"rbf"`` (``sigma`` or the median heuristic), ``"precomputed"``
         or a callable; ``class_kernel`` optionally replaces ``Lam Lam^T`` (thesis (4.17))
-    solver : ``"fast"`` (working-set Algorithm 2, certified gap ``tol``) or ``"reference"``
-        (CVXPY, certified; ``reference_solver`` picks the QP solver)
+    solver : ``"fast"`` (the margin engine, :mod:`hiercvx.solvers.margin_engine`: the
+        interior-point method when a Newton step is affordable — few features or samples —,
+        else the working-set Algorithm 2; certified gap ``tol``) or ``"reference"`` (CVXPY,
+        certified; ``reference_solver`` picks the QP solver).  ``max_iter`` counts passes of
+        the working-set method (the interior-point method stops at 100 Newton steps)
     warm_start : fast solver only: start from the previous fit's dual variables when they fit
         the new problem (same training labels; e.g. a path of increasing ``C``)
     """
@@ -290,7 +293,9 @@ class MulticlassSVC(MarginSVC):
     is that feature's weight times ``intercept_scaling`` and ``coef_`` excludes it.  With a
     non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
     ``solver="reference"`` solves it with CVXPY and certifies it, ``solver="fast"`` uses the
-    dedicated sequential dual solver (linear) or the working-set solver, with a certified gap.
+    margin engine (:mod:`hiercvx.solvers.margin_engine`): the interior-point method when a
+    Newton step is affordable, else the sequential dual solver (linear) or the working-set
+    solver, with a certified gap.
     """
 
     _intercept_per_class = True
