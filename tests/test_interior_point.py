@@ -160,3 +160,45 @@ def test_more_features_than_samples_runs_on_the_gram_factor(monkeypatch):
     assert not interior_point.applicable(model)
     with pytest.raises(InputError, match="working-set"):
         interior_point.solve(model)
+
+
+# --- the margin engine ------------------------------------------------------------------------
+
+def test_engine_choice_and_fallbacks(monkeypatch):
+    from hiercvx.solvers import margin_engine
+    X, Y, H = _tree()
+    model = hsvm_model.prepare(X, Y, H)
+    assert margin_engine.choose(model) == "interior_point"
+    assert margin_engine.choose(model, warm=True) == "working_set"
+    flat = mc_model.prepare(*problem("flat", n=40, d=3, seed=0)[:2])
+    assert margin_engine.choose(flat, warm=True) == "crammer_singer"
+    ref = hsvm_ref.primal_from_model(model, C=1.0).solve()
+    for solver in margin_engine.SOLVERS[:2] + ("working_set",):
+        res = margin_engine.solve(model, 1.0, solver=solver, tol=1e-9, max_iter=100000)
+        assert res.converged and res.objective == pytest.approx(ref.objective, rel=1e-6)
+    warm = margin_engine.solve(model, 1.0, tol=1e-9, alpha0=res.dual, max_iter=100000)
+    assert warm.solver == "working_set" and warm.converged
+    with pytest.raises(InputError, match="solver must be"):
+        margin_engine.solve(model, solver="newton")
+    with pytest.raises(InputError, match="margin model"):
+        margin_engine.solve(object())
+
+
+def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monkeypatch):
+    """Above TRY_COORDINATES_ABOVE the coordinate method gets a quarter of the predicted
+    interior-point work: an easy problem ends there, a noisy one switches (no warning)."""
+    from hiercvx.solvers import margin_engine
+    monkeypatch.setattr(margin_engine, "TRY_COORDINATES_ABOVE", 0.0)
+    X, Y, H = _tree(n=40)
+    easy = hsvm_model.prepare(10 * X, Y, H)  # well separated: few support vectors
+    monkeypatch.setattr(margin_engine, "NEWTON_STEPS", 1e4)  # a budget of many passes
+    res = margin_engine.solve(easy, 1.0, tol=1e-8)
+    assert res.solver == "working_set" and res.converged
+    rng = np.random.default_rng(0)
+    noisy = hsvm_model.prepare(rng.standard_normal((200, 6)),
+                               np.array(TREE.leaves, dtype=object)[rng.integers(0, 5, 200)], H)
+    monkeypatch.setattr(margin_engine, "NEWTON_STEPS", 1e-3)  # a budget of about one pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = margin_engine.solve(noisy, 1.0, tol=1e-9)
+    assert res.solver == "interior_point" and res.converged

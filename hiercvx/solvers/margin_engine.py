@@ -14,9 +14,18 @@ Crammer–Singer and the Cai–Hofmann hierarchical SVM are one model
 
 A warm start (``alpha0``) is a dual point: only the coordinate methods use it, so it selects
 them.  :func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
+
+When the interior-point method is chosen but its predicted work (:data:`NEWTON_STEPS` steps of
+:func:`.interior_point.step_cost`) is large, the coordinate method runs first with a quarter
+of that work in passes: well-separated problems (few support vectors) converge within it, and
+a noisy one loses at most a quarter of the interior-point time before the switch.
 """
 
 from __future__ import annotations
+
+import warnings
+
+import scipy.sparse as sp
 
 from ..exceptions import InputError
 from ..models.margin import MarginModel
@@ -27,6 +36,18 @@ from . import crammer_singer, interior_point, working_set
 __all__ = ["SOLVERS", "choose", "solve"]
 
 SOLVERS = ("auto", "interior_point", "crammer_singer", "working_set")
+#: Newton steps the interior-point method typically takes (for the work prediction)
+NEWTON_STEPS = 25
+#: predicted interior-point work (multiply-adds) above which the coordinate method goes first
+TRY_COORDINATES_ABOVE = 2e9
+
+
+def pass_work(model: MarginModel) -> float:
+    """Multiply-adds of one pass of the coordinate methods over every example (scores of the
+    example's classes from the features, and its pairs)."""
+    X = model.X
+    nnz = X.nnz if sp.issparse(X) else X.size
+    return float(2 * nnz * model.data.n_classes + 4 * model.data.n_pairs)
 
 
 def choose(model: MarginModel, *, warm: bool = False) -> str:
@@ -54,12 +75,24 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
     if solver not in SOLVERS:
         raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
     name = choose(model, warm=alpha0 is not None) if solver == "auto" else solver
-    if name == "interior_point":
-        steps = 100 if max_iter is None else min(int(max_iter), 100)
-        return interior_point.solve(model, C, tol=tol, max_iter=steps, verbose=verbose)
     options = dict(tol=tol, verbose=verbose, alpha0=alpha0, random_state=random_state)
     if max_iter is not None:
         options["max_iter"] = max_iter
+    coordinates = (crammer_singer.solve
+                   if isinstance(model, MulticlassModel) and model.node_weights
+                   else working_set.solve)
+    if name == "interior_point":
+        ipm_work = NEWTON_STEPS * interior_point.step_cost(model)
+        if solver == "auto" and ipm_work > TRY_COORDINATES_ABOVE:
+            passes = max(1, int(0.25 * ipm_work / pass_work(model)))
+            with warnings.catch_warnings():  # not converged within the budget: no news
+                warnings.simplefilter("ignore")
+                first = coordinates(model, C, **{**options, "max_iter": min(
+                    passes, options.get("max_iter", passes))})
+            if first.converged:
+                return first
+        steps = 100 if max_iter is None else min(int(max_iter), 100)
+        return interior_point.solve(model, C, tol=tol, max_iter=steps, verbose=verbose)
     if name == "crammer_singer":
         return crammer_singer.solve(model, C, **options)
     return working_set.solve(model, C, **options)
