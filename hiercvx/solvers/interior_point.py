@@ -74,6 +74,7 @@ _BLOCK = 1024
 _KEEP_PRODUCTS = 2e7
 _STEP_FRACTION = 0.99
 _INIT = 0.5
+_CORRECTIONS = 2
 _SHIFT = 1.0
 
 
@@ -423,14 +424,17 @@ def _mehrotra(prob: _Factored, tol, max_iter, verbose, t_start):
             log("step %d: the Newton matrix is not positive definite; stopping", n_iter)
             break
 
-        def direction(r_s, r_mu):
-            e = -D * r_p - r_s / s
+        def direction(r_s, r_mu, linear=True):
+            """Newton direction for the complementarity residuals ``r_s``, ``r_mu``, with the
+            linear residuals (``linear``) or without (a centrality correction)."""
+            rp, rxi, rw = (r_p, r_xi, r_w) if linear else (0.0, 0.0, 0.0)
+            e = -D * rp - r_s / s
             _pair_sums(ptr, c * e, tmp)
-            h = -r_xi - r_mu / xi + tmp
+            h = -rxi - r_mu / xi + tmp
             G = np.empty((n, prob.q))
             _scatter(ptr, prob.py, prob.pb, e, G)
             G -= V * (h / delta)[:, None]
-            rhs = -r_w + prob.class_adjoint(G)
+            rhs = prob.class_adjoint(G) - rw
             dw = sla.cho_solve(chol, rhs.ravel(), check_finite=False).reshape(w.shape)
             Sd = prob.scores(dw)
             dxi = (h - np.einsum("ic,ic->i", V, Sd)) / delta
@@ -451,7 +455,26 @@ def _mehrotra(prob: _Factored, tol, max_iter, verbose, t_start):
         target = sigma * mu_avg
         dw, dxi, dalpha, ds, dmu = direction(alpha * s + dalpha * ds - target,
                                              mu * xi + dmu * dxi - target)
-        t = _STEP_FRACTION * step_length(dxi, dalpha, ds, dmu)
+        t = step_length(dxi, dalpha, ds, dmu)
+        # Gondzio's centrality corrections: aim at a longer step, push the complementarity
+        # products of the trial point back into [0.1, 10] x target, keep what lengthens the step
+        for _ in range(_CORRECTIONS):
+            if t >= 1.0:
+                break
+            aim = min(1.0, 1.5 * t + 0.1)
+            prod_s = (alpha + aim * dalpha) * (s + aim * ds)
+            prod_mu = (mu + aim * dmu) * (xi + aim * dxi)
+            corr_s = np.clip(prod_s, 0.1 * target, 10 * target) - prod_s
+            corr_mu = np.clip(prod_mu, 0.1 * target, 10 * target) - prod_mu
+            np.maximum(corr_s, -10 * target, out=corr_s)
+            np.maximum(corr_mu, -10 * target, out=corr_mu)
+            c_w, c_xi, c_alpha, c_s, c_mu = direction(-corr_s, -corr_mu, linear=False)
+            trial = (dw + c_w, dxi + c_xi, dalpha + c_alpha, ds + c_s, dmu + c_mu)
+            t_trial = step_length(*trial[1:])
+            if t_trial < 1.01 * t:
+                break
+            (dw, dxi, dalpha, ds, dmu), t = trial, t_trial
+        t *= _STEP_FRACTION
         if t < 1e-12:  # blocked at the boundary: round-off has taken over
             log("step %d: step length %.1e; stopping", n_iter, t)
             break
