@@ -202,3 +202,17 @@ def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monk
         warnings.simplefilter("error")
         res = margin_engine.solve(noisy, 1.0, tol=1e-9)
     assert res.solver == "interior_point" and res.converged
+
+
+def test_every_engine_solver_on_crammer_singer_with_intercept():
+    """The working-set solver on a Crammer-Singer model splits off the bias column too."""
+    from hiercvx.solvers import margin_engine
+    X, y, _ = problem("flat", n=50, d=3, seed=2)
+    model = mc_model.prepare(X, y, fit_intercept=True, intercept_scaling=1.5)
+    results = [margin_engine.solve(model, 1.0, solver=s, tol=1e-9, max_iter=100000)
+               for s in margin_engine.SOLVERS]
+    for res in results:
+        assert res.converged and res.weights.shape == (5, 3) and res.intercept.shape == (5,)
+        assert res.objective == pytest.approx(results[0].objective, rel=1e-7)
+        assert model.objective(res.weights, 1.0, intercept=res.intercept) == pytest.approx(
+            res.objective, rel=1e-10)

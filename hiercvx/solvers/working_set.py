@@ -541,14 +541,19 @@ def _result(model, alpha, C, tol, n_iter, converged, history, n_newton, t_start)
     alpha = _margin.project_dual(alpha, model.data, C)
     G = _margin.coefficients(alpha, model.data)
     weights = model.weights_from_dual(alpha)
-    objective = model.objective(weights, C)
+    # over the model's own features (a Crammer-Singer model's include its bias column)
+    objective = (_margin.primal_objective(weights, model.X, model.data, C) if model.node_weights
+                 else model.objective(weights, C))
     lower = model.lower_bound(alpha, C)
     converged = converged and reached(relative_gap(objective, lower), tol)
     history["n_newton"] = n_newton
+    extras = {"coefficients": G, "n_newton": n_newton}
+    split = getattr(model, "split_weights", None)
+    if model.node_weights and split is not None:
+        weights, extras["intercept"] = split(weights)
     res = Solution(weights=weights, objective=float(objective), lower_bound=float(lower),
                    n_iter=n_iter, converged=converged, tol=tol, dual=alpha, history=history,
                    solve_time=time.perf_counter() - t_start, solver="working_set",
-                   name="hsvm working set (Alg. 2)",
-                   extras={"coefficients": G, "n_newton": n_newton})
+                   name="hsvm working set (Alg. 2)", extras=extras)
     res.warn_unless_converged("passes", stacklevel=4)  # points at the caller of solve
     return res
