@@ -45,7 +45,6 @@ import time
 
 import numpy as np
 from numba import njit
-from threadpoolctl import threadpool_limits
 
 from .._validation import check_positive
 from ..exceptions import InputError
@@ -53,8 +52,8 @@ from ..models import margin as _margin
 from ..models.multiclass import MulticlassModel
 from ..result import Solution, check_iteration_options, gap_scale, reached, relative_gap
 from .margin_dual import ROW_FASTMATH, MarginDualState
-from .primitives import (MODE_CSR, MODE_DENSE, CertificateSchedule, isotropic_budget_step, row_axpy,
-                         row_data, row_dot, row_sq_norms)
+from .primitives import (MODE_CSR, MODE_DENSE, CertificateSchedule, blas_threads,
+                         isotropic_budget_step, row_axpy, row_data, row_dot, row_sq_norms)
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +188,7 @@ def solve(model: MulticlassModel, C: float = 1.0, *, tol: float = 1e-6, max_iter
                          "kernels use the hierarchical working-set solver on a flat hierarchy")
     C = check_positive(C)
     check_iteration_options(tol, max_iter, who="crammer_singer.solve")
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads(1):
         return _solve(model, C, float(tol), int(max_iter), alpha0, check_every, polish,
                       random_state, verbose)
 

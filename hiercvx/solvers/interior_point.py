@@ -52,13 +52,13 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
-from threadpoolctl import threadpool_limits
 
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
+from .primitives import blas_threads
 
 logger = logging.getLogger(__name__)
 
@@ -348,19 +348,27 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
     prob = _Factored(model, C)
     # threaded BLAS on small sizes mostly waits on itself (a 400 x 400 Cholesky took 0.5 s
     # instead of 2 ms on a loaded 2-core machine): one thread below _THREADED_DIMENSION
-    with threadpool_limits(limits=1 if prob.dim < _THREADED_DIMENSION else None,
-                           user_api="blas"):
+    with blas_threads(1 if prob.dim < _THREADED_DIMENSION else None):
         w, alpha, n_iter, converged, history = _mehrotra(prob, float(tol), int(max_iter),
                                                          verbose, t_start)
     return _result(model, prob, w, alpha, C, float(tol), n_iter, converged, history, t_start)
 
 
-def _step_to_boundary(x, dx) -> float:
-    """Largest ``t <= 1`` with ``x + t dx >= 0`` (``x > 0``)."""
-    neg = dx < 0
-    if not neg.any():
-        return 1.0
-    return min(1.0, float(np.min(-x[neg] / dx[neg])))
+@njit(cache=True)
+def _step_to_boundary(alpha, dalpha, s, ds, xi, dxi, mu, dmu) -> float:
+    """Largest ``t <= 1`` keeping ``alpha, s, xi, mu`` (all positive) non-negative."""
+    t = 1.0
+    for k in range(alpha.shape[0]):
+        if dalpha[k] < 0.0 and t * dalpha[k] < -alpha[k]:
+            t = -alpha[k] / dalpha[k]
+        if ds[k] < 0.0 and t * ds[k] < -s[k]:
+            t = -s[k] / ds[k]
+    for k in range(xi.shape[0]):
+        if dxi[k] < 0.0 and t * dxi[k] < -xi[k]:
+            t = -xi[k] / dxi[k]
+        if dmu[k] < 0.0 and t * dmu[k] < -mu[k]:
+            t = -mu[k] / dmu[k]
+    return t
 
 
 def _mehrotra(prob: _Factored, tol, max_iter, verbose, t_start):
@@ -447,8 +455,7 @@ def _mehrotra(prob: _Factored, tol, max_iter, verbose, t_start):
             return dw, dxi, dalpha, ds, dmu
 
         def step_length(dxi, dalpha, ds, dmu):
-            return min(_step_to_boundary(alpha, dalpha), _step_to_boundary(s, ds),
-                       _step_to_boundary(xi, dxi), _step_to_boundary(mu, dmu))
+            return _step_to_boundary(alpha, dalpha, s, ds, xi, dxi, mu, dmu)
 
         # predictor (affine scaling), then the corrector with Mehrotra's centring
         dw, dxi, dalpha, ds, dmu = direction(alpha * s, mu * xi)

@@ -68,7 +68,6 @@ import time
 
 import numpy as np
 from numba import njit
-from threadpoolctl import threadpool_limits
 
 from .._validation import check_positive
 from ..exceptions import InputError
@@ -76,8 +75,8 @@ from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, gap_scale, reached, relative_gap
 from .margin_dual import BUDGET_RTOL, ROW_FASTMATH, MarginDualState, violation_scores
-from .primitives import (MODE_CSR, MODE_DENSE, MODE_GRAM, CertificateSchedule, budget_qp, row_axpy,
-                         row_data, row_dot)
+from .primitives import (MODE_CSR, MODE_DENSE, MODE_GRAM, CertificateSchedule, blas_threads,
+                         budget_qp, row_axpy, row_data, row_dot)
 
 logger = logging.getLogger(__name__)
 
@@ -438,7 +437,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     check_iteration_options(tol, max_iter, who="working_set.solve")
     # The products below are small: threaded BLAS only adds synchronisation (badly so on a
     # loaded machine), so the whole solve runs single-threaded.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads(1):
         return _solve(model, C, float(tol), int(max_iter), alpha0, verbose, max_rounds,
                       check_every, polish, random_state)
 
