@@ -216,3 +216,46 @@ def test_every_engine_solver_on_crammer_singer_with_intercept():
         assert res.objective == pytest.approx(results[0].objective, rel=1e-7)
         assert model.objective(res.weights, 1.0, intercept=res.intercept) == pytest.approx(
             res.objective, rel=1e-10)
+
+
+# --- generated problems: the interior point, the working set and the reference agree -----------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from strategies import label_samples, trees  # noqa: E402
+
+
+@st.composite
+def margin_problems(draw):
+    """A small tree with at least two leaves, leaf labels (single or sets), features (dense or
+    integer-valued, ties and duplicates allowed), options and C over six decades."""
+    H = draw(trees(min_nodes=3, max_nodes=9, allow_forest=False).filter(
+        lambda H: len(H.leaves) >= 2))
+    n = draw(st.integers(2, 14))
+    Y = draw(label_samples(H, n_samples=n, leaves_only=True, max_set=2))
+    if any(len(y) == len(H.leaves) for y in Y if isinstance(y, frozenset)):
+        Y = [next(iter(y)) if isinstance(y, frozenset) else y for y in Y]
+    d = draw(st.integers(1, 4))
+    X = np.array(draw(st.lists(st.lists(st.integers(-3, 3), min_size=d, max_size=d),
+                               min_size=n, max_size=n)), dtype=float)
+    options = {"rescaling": draw(st.sampled_from(["slack", "margin"]))}
+    if draw(st.booleans()):
+        options["sample_weight"] = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+                                                          min_size=n, max_size=n)))
+    C = draw(st.sampled_from([1e-3, 0.1, 1.0, 10.0, 1e3]))
+    return X, Y, H, options, C
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(margin_problems())
+def test_interior_point_agrees_with_working_set_on_generated_problems(problem_):
+    X, Y, H, options, C = problem_
+    model = hsvm_model.prepare(X, Y, H, **options)
+    ipm = interior_point.solve(model, C=C, tol=1e-9)
+    ws = working_set.solve(model, C=C, tol=1e-9, max_iter=200000)
+    assert ipm.converged, ipm
+    scale = max(abs(ws.objective), 1e-12)
+    assert abs(ipm.objective - ws.objective) <= 2e-7 * scale + 1e-12
+    # weak duality across the two solvers
+    assert ipm.lower_bound <= ws.objective * (1 + 1e-9) + 1e-12
+    assert ws.lower_bound <= ipm.objective * (1 + 1e-9) + 1e-12
