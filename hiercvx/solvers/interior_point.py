@@ -75,8 +75,6 @@ _KEEP_PRODUCTS = 2e7
 _STEP_FRACTION = 0.99
 _INIT = 0.5
 _CORRECTIONS = 2
-#: primal dimension from which the factorization and the Newton matrix use threaded BLAS
-_THREADED_DIMENSION = 1500
 _SHIFT = 1.0
 
 
@@ -346,9 +344,9 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
                          "(hiercvx.solvers.working_set) for this many classes x features")
     t_start = time.perf_counter()
     prob = _Factored(model, C)
-    # threaded BLAS on small sizes mostly waits on itself (a 400 x 400 Cholesky took 0.5 s
-    # instead of 2 ms on a loaded 2-core machine): one thread below _THREADED_DIMENSION
-    with blas_threads(1 if prob.dim < _THREADED_DIMENSION else None):
+    # one BLAS thread: on a loaded 2-core machine threaded OpenBLAS spins against the other
+    # processes (a 400 x 400 Cholesky: 0.68 s with two threads, 0.011 s with one)
+    with blas_threads(1):
         w, alpha, n_iter, converged, history = _mehrotra(prob, float(tol), int(max_iter),
                                                          verbose, t_start)
     return _result(model, prob, w, alpha, C, float(tol), n_iter, converged, history, t_start)
