@@ -292,18 +292,16 @@ class _Factored:
             Tb = packed[:hi - lo]
             _example_blocks(lo, hi, self.ptr, self.py, self.pb, D, cD, delta, Tb, T, V[lo:hi])
             Zp += Tb.T @ self._feature_products(lo, hi, idd, jdd)
-        # unpack the symmetric triangles: Z[c, j, c', j'] = sum_i T_i[c, c'] F_ij F_ij'
+        # to the factored class space on the packed feature triangles, then unpack:
+        # H[(a, j), (b, j')] = sum_{c, e} Lam'_ca Zp[(c, e), (j, j')] Lam'_eb
         cq = np.empty((q, q), dtype=np.int64)
         cq[iq, jq] = np.arange(iq.size)
         cq[jq, iq] = np.arange(iq.size)
         cd = np.empty((d, d), dtype=np.int64)
         cd[idd, jdd] = np.arange(idd.size)
         cd[jdd, idd] = np.arange(idd.size)
-        Z = Zp[cq[:, None, :, None], cd[None, :, None, :]]  # (q, d, q, d)
-        # to the factored class space: Lam'^T Z Lam' on both class indices
-        Z = np.tensordot(self.Lf, Z, axes=([0], [0]))        # (r, d, q, d)
-        Z = np.tensordot(Z, self.Lf, axes=([2], [0]))        # (r, d, d, r)
-        H = Z.transpose(0, 1, 3, 2).reshape(r * d, r * d)
+        Zr = np.einsum("ca,cek,eb->abk", self.Lf, Zp[cq], self.Lf, optimize=True)  # (r, r, .)
+        H = Zr[:, :, cd].transpose(0, 2, 1, 3).reshape(r * d, r * d)
         H[np.diag_indices_from(H)] += 1.0
         return H, V
 
