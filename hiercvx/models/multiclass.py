@@ -34,6 +34,9 @@ def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarr
                          "multi-label targets belong to hsvm.primal")
     if y.shape[0] != n_samples:
         raise InputError(f"y has {y.shape[0]} labels but X has {n_samples} rows; give one label per sample")
+    if (y.dtype.kind == "f" and np.isnan(y).any()) or (
+            y.dtype.kind == "O" and any(isinstance(v, float) and v != v for v in y.tolist())):
+        raise LabelError("y contains NaN labels; drop or impute them")
     if classes is not None:
         classes = np.asarray(classes)
         position = {c: k for k, c in enumerate(classes.tolist())}
@@ -47,8 +50,6 @@ def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarr
         except TypeError as exc:
             raise LabelError(f"the labels in y cannot be sorted ({exc}); use labels of one type "
                              "(all strings or all numbers)") from None
-    if classes.dtype.kind == "f" and np.any(np.isnan(classes)):
-        raise LabelError("y contains NaN labels; drop or impute them")
     if len(classes) < 2:
         raise LabelError(f"y has a single class ({classes[0]!r}); a multi-class SVM needs at least two")
     return classes, np.asarray(y_index, dtype=np.int64).ravel()

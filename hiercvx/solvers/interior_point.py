@@ -62,12 +62,15 @@ from .primitives import blas_threads
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "step_cost", "applicable", "MAX_DIMENSION", "MAX_STEP_COST"]
+__all__ = ["solve", "step_cost", "applicable", "MAX_DIMENSION", "MAX_STEP_COST",
+           "MAX_FEATURE_ENTRIES"]
 
 #: the largest primal dimension ``r d`` factorized densely (memory ``8 (r d)^2`` bytes)
 MAX_DIMENSION = 4000
 #: above this many multiply-adds per Newton step the coordinate methods are preferred
 MAX_STEP_COST = 4e10
+#: the dense features (or kernel factor) the method keeps: at most this many numbers
+MAX_FEATURE_ENTRIES = 1e8
 #: examples per block when the Newton matrix is accumulated (bounds the memory of T_i)
 _BLOCK = 1024
 #: feature products kept between Newton steps up to this many numbers
@@ -92,28 +95,33 @@ def _psd_factor(M: np.ndarray, what: str):
     return U * np.sqrt(e), U, e
 
 
+def _own_features(model: MarginModel) -> bool:
+    """Whether the method runs on the model's own features (linear kernel, no more features
+    than samples); otherwise on a factor of the ``(n, n)`` training kernel."""
+    X = model.X
+    return (model.kernel.is_linear and not model.precomputed
+            and X.shape[1] <= max(X.shape[0], 1))
+
+
 def _features(model: MarginModel):
     """The features ``F`` ``(n, d_f)`` with ``F F^T`` the training kernel, and whether they are
     the model's own ``X`` (then the node weights can be read off ``w`` directly)."""
     X = model.X
-    n = X.shape[0]
+    if _own_features(model):
+        return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=float), True
     if model.kernel.is_linear and not model.precomputed:
-        d = X.shape[1]
-        if d <= max(n, 1) and (not sp.issparse(X) or n * d <= 5e7):
-            return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=float), True
-    F, _, _ = _psd_factor(model.K if not model.kernel.is_linear or model.precomputed
-                          else np.asarray((X @ X.T).toarray() if sp.issparse(X) else X @ X.T),
-                          "training kernel")
+        K = X @ X.T
+        K = np.asarray(K.toarray() if sp.issparse(K) else K)
+    else:
+        K = model.K
+    F, _, _ = _psd_factor(K, "training kernel")
     return np.ascontiguousarray(F), False
 
 
 def _feature_dimension(model: MarginModel) -> int:
-    n = model.X.shape[0]
-    if model.kernel.is_linear and not model.precomputed:
-        return min(model.X.shape[1], n)
-    return n
-
-
+    """``d_f``: the number of features the method works with (at most)."""
+    X = model.X
+    return X.shape[1] if _own_features(model) else X.shape[0]
 def step_cost(model: MarginModel) -> float:
     """Multiply-adds of one Newton step (the packed Hessian product and the factorization),
     for a model whose class kernel has full rank (an upper estimate otherwise)."""
@@ -129,8 +137,10 @@ def applicable(model) -> bool:
     fits :data:`MAX_DIMENSION` and whose Newton step costs at most :data:`MAX_STEP_COST`."""
     if not isinstance(model, MarginModel):
         return False
-    dim = model.data.n_classes * _feature_dimension(model)
-    return dim <= MAX_DIMENSION and step_cost(model) <= MAX_STEP_COST
+    d_f = _feature_dimension(model)
+    dim = model.data.n_classes * d_f
+    return (dim <= MAX_DIMENSION and step_cost(model) <= MAX_STEP_COST
+            and model.X.shape[0] * d_f <= MAX_FEATURE_ENTRIES)
 
 
 # --------------------------------------------------------------------------------------------
