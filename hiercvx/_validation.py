@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import InputError, LabelError
+from .exceptions import InputError, InputTypeError, LabelError
+from .hierarchy import Hierarchy
 
-__all__ = ["check_features", "check_not_complex", "check_positive", "check_label_sets"]
+__all__ = [
+    "check_features",
+    "check_hierarchy_argument",
+    "check_label_sets",
+    "check_not_complex",
+    "check_positive",
+    "check_target",
+]
 
 
 def check_not_complex(X, name: str = "X") -> None:
@@ -54,10 +64,14 @@ def check_features(X, name: str = "X", allow_sparse: bool = True, dtype=float):
 
 
 def check_positive(value, name: str = "C") -> float:
-    """A finite positive scalar (C, lambda, ...)."""
+    """A finite positive scalar (C, lambda, ...); a value of the wrong type (a list, a
+    complex number, a dict) raises :class:`InputTypeError`."""
     try:
         v = float(value)
-    except (TypeError, ValueError):
+    except TypeError:
+        raise InputTypeError(f"{name} must be a positive number, got {type(value).__name__} "
+                             f"{value!r}") from None
+    except ValueError:
         raise InputError(f"{name} must be a positive number, got {value!r}") from None
     if not (np.isfinite(v) and v > 0):
         raise InputError(f"{name} must be positive and finite, got {value!r}")
@@ -70,6 +84,8 @@ def check_label_sets(Y, H, classes, n_samples: int, name: str = "Y"):
     ``Y``: single labels or label sets of node names.  Every label must be one of
     ``classes``; every sample needs at least one label and at least one non-label.
     """
+    check_target(Y, name, allow_mixed=True)
+    check_hierarchy_argument(H, "H", allow_none=False)
     classes = tuple(classes)
     pos = {c: k for k, c in enumerate(classes)}
     ind = H.label_indicator(Y)  # unknown node names raise here
@@ -94,3 +110,86 @@ def check_label_sets(Y, H, classes, n_samples: int, name: str = "Y"):
         raise LabelError(f"sample {int(np.flatnonzero(counts == len(classes))[0])} has every class as a "
                          "label, so it constrains nothing; remove it")
     return out
+
+
+def _is_label_set(item) -> bool:
+    return isinstance(item, (set, frozenset, list, tuple)) or (
+        isinstance(item, np.ndarray) and item.ndim > 0)
+
+
+def _check_label(value, where: str) -> None:
+    """One node name: hashable, not None, not NaN."""
+    if value is None:
+        raise LabelError(f"{where} is None: every sample needs a label (a node name)")
+    if isinstance(value, (float, np.floating)) and np.isnan(value):
+        raise LabelError(f"{where} is NaN: every sample needs a label (a node name); drop or "
+                         "impute unlabelled samples first")
+    try:
+        hash(value)
+    except TypeError:
+        raise InputTypeError(f"{where} is a {type(value).__name__}, which cannot be a node name "
+                             "(names are hashable: strings, numbers, tuples)") from None
+
+
+def check_target(y, name: str = "y", allow_mixed: bool = False) -> None:
+    """Refuse what no classification target can be, before any label logic runs (which would
+    fail deep inside with a ``TypeError`` of ``sorted`` or scikit-learn's "Unknown label
+    type"): ``None``, a string, a mapping or a set, a scalar, an array of more than 2
+    dimensions, entries that are ``None``, NaN or unhashable, and a mix of single labels and
+    label sets (unless ``allow_mixed``: the formulations read a lone label as its singleton
+    set; the estimators decide single- or multi-label from ``y``, so they refuse the mix).  A
+    1-D sequence of labels, a list of label sets and a 2-D 0/1 indicator (dense or sparse)
+    pass.  Unknown names are the hierarchy's to refuse."""
+    if y is None:  # scikit-learn's wording, which its estimator checks look for
+        raise LabelError(f"this estimator requires {name} to be passed, but the target {name} is "
+                         "None; pass one label per sample (or a list of label sets)")
+    if sp.issparse(y):
+        return
+    if hasattr(y, "__array__") and not isinstance(y, np.ndarray):  # array-likes (pandas, ...)
+        y = np.asarray(y)
+    if isinstance(y, (str, bytes)):
+        raise InputTypeError(f"{name} must be a sequence with one label per sample, got a single "
+                             "string; wrap it in a list")
+    if isinstance(y, (Mapping, set, frozenset)) or not isinstance(y, Iterable):
+        raise InputTypeError(f"{name} must be a sequence with one label per sample (or a list of "
+                             f"label sets), got {type(y).__name__}")
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        if y.ndim not in (1, 2):
+            raise LabelError(f"{name} must be 1-D (one label per sample) or a 2-D indicator, got "
+                             f"shape {y.shape}")
+        if np.issubdtype(y.dtype, np.complexfloating):
+            raise LabelError(f"{name} is complex ({y.dtype}); labels are node names or 0/1")
+        if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
+            raise LabelError(f"{name} has NaN or infinite entries; every sample needs a label")
+        return
+    if isinstance(y, np.ndarray):
+        if y.ndim > 2 or y.ndim == 0:
+            raise LabelError(f"{name} must be 1-D or a list of label sets, got shape {y.shape}")
+        if y.ndim == 2 and y.shape[1] == 1:  # a column of labels (raveled with a warning later)
+            y = y.ravel()
+    items = list(y)
+    sets = [_is_label_set(item) for item in items]
+    if any(sets) and not all(sets) and not allow_mixed:
+        i = sets.index(not sets[0])
+        raise LabelError(f"{name} mixes single labels and label sets ({name}[0] is "
+                         f"{type(items[0]).__name__}, {name}[{i}] is {type(items[i]).__name__}); "
+                         "pass one label per sample or a label set per sample")
+    for i, item in enumerate(items):
+        if sets[i]:
+            for value in item:
+                _check_label(value, f"a label of {name}[{i}]")
+        else:
+            _check_label(item, f"{name}[{i}]")
+
+
+def check_hierarchy_argument(hierarchy, name: str = "hierarchy", allow_none: bool = True) -> None:
+    """A :class:`~hiercvx.hierarchy.Hierarchy` (or ``None`` when ``allow_none``: flat
+    classification); anything else is refused naming the constructors."""
+    if hierarchy is None and allow_none:
+        return
+    if not isinstance(hierarchy, Hierarchy):
+        hint = (" (a dict of parents: Hierarchy.from_parents(it))" if isinstance(hierarchy, Mapping)
+                else "")
+        raise InputTypeError(f"{name} must be a hiercvx.Hierarchy{' or None' if allow_none else ''}, "
+                             f"got {type(hierarchy).__name__}{hint}; build one with "
+                             "Hierarchy.from_parents, Hierarchy.from_edges or Hierarchy.from_paths")

@@ -2,7 +2,11 @@
 
 One base class, :class:`HierCVXError`.  Everything caused by the caller's input also
 subclasses :class:`ValueError`, so ``except ValueError`` keeps working for code that does
-not know about hiercvx.  :class:`SolverError` is raised when an optimization cannot be
+not know about hiercvx; an argument of the wrong type raises :class:`InputTypeError`, which
+is also a ``TypeError`` (Python's convention).  No public entry point lets a raw numpy,
+scipy or CVXPY exception through for bad input (``tests/test_fuzz_entry_points.py``); the
+one foreign error kept is scikit-learn's ``NotFittedError`` (also a ``ValueError``) for
+``predict`` before ``fit``.  :class:`SolverError` is raised when an optimization cannot be
 certified (bad status, gap over tolerance, non-finite values, licence limits).
 """
 
@@ -15,6 +19,13 @@ class HierCVXError(Exception):
 
 class InputError(HierCVXError, ValueError):
     """Invalid input: the message says what is wrong, where, and how to fix it."""
+
+
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (a dict for ``X``, a sparse matrix where only dense data
+    works, a string for ``C``).  Python's convention for a wrong type is ``TypeError``, the
+    package's for bad input is :class:`InputError` (a ``ValueError``): this error is both, so
+    either ``except`` clause catches it."""
 
 
 class HierarchyError(InputError):
@@ -72,6 +83,7 @@ class SolverUnavailableError(SolverError):
 __all__ = [
     "HierCVXError",
     "InputError",
+    "InputTypeError",
     "HierarchyError",
     "LabelError",
     "DataFormatError",

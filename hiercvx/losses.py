@@ -29,9 +29,10 @@ from functools import lru_cache
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import HierarchyError, InputError, LabelError
-from .hierarchy import Hierarchy, label_positions
 from ._sparse import expand_ranges
+from ._validation import check_not_complex, check_target
+from .exceptions import HierarchyError, InputError, InputTypeError, LabelError
+from .hierarchy import Hierarchy, label_positions
 
 __all__ = [
     "zero_one",
@@ -307,7 +308,10 @@ _ALIASES = {"0-1": "zero_one", "0/1": "zero_one", "delta": "symmetric_difference
 
 
 def _loss_function(loss: str):
-    name = _ALIASES.get(loss, loss) if isinstance(loss, str) else loss
+    if not isinstance(loss, str):  # a list is unhashable: refuse it before the lookup
+        raise InputTypeError(f"loss must be a loss name (a string), got {type(loss).__name__}; "
+                             f"choose one of {sorted(LOSSES)}")
+    name = _ALIASES.get(loss, loss)
     if name not in LOSSES:
         raise InputError(f"unknown loss {loss!r}; choose one of {sorted(LOSSES)}")
     return LOSSES[name]
@@ -512,6 +516,7 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
         return R != 0
     if isinstance(y_true, (str, bytes)):
         raise LabelError(f"{what} must have one entry per sample, got a single string; wrap it in a list")
+    check_target(y_true, what, allow_mixed=True)  # None, a dict, None / NaN labels
     pos = {c: j for j, c in enumerate(classes)}
     items = list(y_true)
     rows, cols, unknown = label_positions(items, pos)
@@ -526,7 +531,9 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
 
 
 def check_scores(scores, n_samples: int, n_classes: int) -> np.ndarray:
-    """A finite float ``(n_samples, n_classes)`` score matrix."""
+    """A finite float ``(n_samples, n_classes)`` score matrix (complex scores are refused, not
+    cut to their real part)."""
+    check_not_complex(scores, "scores")
     try:
         S = np.asarray(scores, dtype=float)
     except (TypeError, ValueError):

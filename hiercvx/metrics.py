@@ -26,6 +26,7 @@ from scipy.stats import rankdata
 from sklearn.metrics import make_scorer
 
 from . import losses as _losses
+from ._validation import check_not_complex
 from .exceptions import InputError, LabelError
 from .hierarchy import Hierarchy
 
@@ -63,7 +64,11 @@ def _need_hierarchy(hierarchy, metric: str) -> Hierarchy:
 def _sample_weight(sample_weight, n: int) -> np.ndarray | None:
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=float)
+    check_not_complex(sample_weight, "sample_weight")
+    try:
+        w = np.asarray(sample_weight, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"sample_weight must be numeric, one entry per sample ({n})") from None
     if w.shape != (n,):
         raise InputError(f"sample_weight must have one entry per sample ({n}), got shape {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
@@ -488,7 +493,7 @@ def make_hierarchical_scorer(name: str, hierarchy=None, **kwargs):
     built with :func:`sklearn.metrics.make_scorer`, so any classifier whose ``predict``
     returns node names or label sets works in ``GridSearchCV(..., scoring=...)``.
     """
-    if name not in SCORERS:
+    if not isinstance(name, str) or name not in SCORERS:
         raise InputError(f"unknown scorer {name!r}; choose one of {sorted(SCORERS)}")
     metric, greater, kind, fixed = SCORERS[name]
     kw = dict(fixed)

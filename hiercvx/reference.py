@@ -6,14 +6,18 @@ weights (never trusting the solver's number), and a numpy function that evaluate
 *dual feasible point* built from the solver's duals, which gives a lower bound by weak
 duality.  :meth:`ReferenceProblem.solve` returns a :class:`ReferenceSolution` only when
 
-* the solver reports ``optimal``,
+* the solver returned a point (``optimal``, or ``optimal_inaccurate`` / ``user_limit`` with
+  values: the certificate below judges it, not the solver's status),
 * every returned value is finite,
 * the primal point is feasible (where the formulation supplies a residual), and
-* the relative gap ``(objective - lower_bound) / max(|objective|, |lower_bound|)``
-  (:func:`hiercvx.result.relative_gap`, scale-aware) is within ``gap_tol``;
+* the relative gap ``(objective - lower_bound) / max(|objective|, |lower_bound|)``, also
+  measured against the decrease still possible from zero weights (``at_zero``, the objective
+  recomputed with every variable at zero; :func:`hiercvx.result.relative_gap`), is within
+  ``gap_tol`` -- meaningful at every scale of ``C`` and ``X``;
 
-otherwise it raises :class:`~hiercvx.exceptions.SolverError` naming the status, the solver
-and the gap.
+otherwise it retries (tight tolerances, then the objective divided by its magnitude) and
+then raises :class:`~hiercvx.exceptions.SolverError` naming the status, the solver, the gap
+and each try's reason.
 """
 
 from __future__ import annotations
@@ -35,8 +39,13 @@ try:  # optional: the pip wheel carries a size-limited licence
 except ImportError:  # pragma: no cover - gurobipy is installed by default
     gp = None
 
+try:  # CVXPY's default QP/SOCP solver; read for its default settings
+    import clarabel
+except ImportError:  # pragma: no cover - a CVXPY dependency
+    clarabel = None
+
 from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUnavailableError
-from .result import OPTIMAL, Solution, relative_gap
+from .result import OPTIMAL, Solution, gap_scale, relative_gap
 
 logger = logging.getLogger(__name__)
 
@@ -494,6 +503,7 @@ class ReferenceProblem:
         self.name = name
         self.declare_time = float(build_time)
         self.data = dict(data or {})  # what the numpy routes need (X, Y, H, ...), for inspection
+        self._settings_changed: set = set()  # solvers whose cached settings a retry tightened
 
     def __repr__(self):
         return (f"ReferenceProblem({self.name!r}, {len(self.variables)} variables, "
@@ -593,7 +603,11 @@ class ReferenceProblem:
         problem's class in order and returns the first certified answer (the certificate does
         not depend on the solver, so a fallback cannot weaken it; ``failed_solvers`` on the
         solution says what failed first); the ``SolverError`` raised when all fail lists each
-        one's reason.  A named ``solver`` is the only one tried.
+        one's reason.  A named ``solver`` is the only one tried.  Each solver is tried with its
+        default settings, then :data:`TIGHT_SETTINGS`, then with the objective divided by its
+        magnitude (see :meth:`_solve_with`); ``solver_options`` given by the caller are the only
+        settings tried.  ``sol.extras`` records ``at_zero``, the solver's own ``solver_status``
+        and the ``settings`` that certified.
         """
         gap_tol, feas_tol = _check_tolerance(gap_tol, "gap_tol"), _check_tolerance(feas_tol, "feas_tol")
         if solver is not None or solver_options:  # options are solver-specific: no fallback
@@ -630,13 +644,79 @@ class ReferenceProblem:
 
     def _solve_with(self, name: str, gap_tol: float, feas_tol: float, verbose: bool,
                     solver_options: dict) -> ReferenceSolution:
-        """One solve with the solver ``name``, then the certificate (see :meth:`solve`)."""
+        """Solve with the solver ``name`` and certify (see :meth:`solve`), retrying when the
+        certificate fails: first the solver's defaults (or the caller's ``solver_options``,
+        then the only try), then :data:`TIGHT_SETTINGS`, then the objective divided by its
+        magnitude (an interior-point solver measures its gap against ``max(1, |objective|)``,
+        so a tiny objective, ``C n`` tiny, stops it early).  Raises the last try's
+        ``SolverError``, naming every try's reason."""
         klass = problem_class(self.problem)
-        t0 = time.perf_counter()
         if name == "GUROBI":  # CVXPY hides the licence's "model too large": check first
             check_gurobi_size(self.problem, what=self.name or "the reference problem")
+        at_zero = self._objective_at_zero()
+        tries = [("as asked" if solver_options else "default settings", self.problem, 1.0,
+                  dict(solver_options) or self._default_settings(name))]
+        if not solver_options:
+            tries.append(("tight tolerances", self.problem, 1.0, dict(TIGHT_SETTINGS.get(name, {}))))
+        failures, t0 = [], time.perf_counter()
+        scale = at_zero
+        for label, problem, dual_scale, options in tries:
+            if problem is self.problem and label == "tight tolerances":
+                self._settings_changed.add(name)  # a later solve starts from the defaults again
+            try:
+                return self._certify(name, klass, problem, dual_scale, options, gap_tol, feas_tol,
+                                     verbose, at_zero, t0, label)
+            except SolverError as exc:
+                if exc.status in ("not-dcp", "licence", "unsupported"):
+                    raise
+                failures.append((label, exc))
+                scale = getattr(exc, "objective_scale", None) or scale
+            if label == "tight tolerances" and _worth_rescaling(scale):
+                # the same constraints (so the same variables and dual values), the objective
+                # divided by its magnitude; the duals come back divided by it too
+                sense = type(self.problem.objective)
+                rescaled = cp.Problem(sense(self.problem.objective.expr * (1.0 / scale)),
+                                      self.problem.constraints)
+                tries.append((f"objective divided by {scale:.3g}", rescaled, scale,
+                              dict(TIGHT_SETTINGS.get(name, {}))))
+        last = failures[-1][1]
+        if len(failures) > 1:
+            last.args = (f"{last} -- tried " + "; ".join(
+                f"{label}: {_reason(exc)}" for label, exc in failures),)
+        raise last
+
+    def _default_settings(self, name: str) -> dict:
+        """``{}``, or the solver's own defaults of what :data:`TIGHT_SETTINGS` changes when an
+        earlier try changed them (CVXPY keeps a warm-started solver's settings)."""
+        if name not in self._settings_changed:
+            return {}
+        self._settings_changed.discard(name)
+        return dict(_solver_defaults(name))
+
+    def _objective_at_zero(self) -> float | None:
+        """The objective recomputed with every variable at zero: for every hiercvx formulation
+        the primal objective at zero weights (a dual's ``alpha = 0`` gives ``W = 0``), used as
+        ``at_zero`` of :func:`~hiercvx.result.relative_gap`; ``None`` when it is not a finite
+        number (a formulation whose zero point has no value)."""
+        zeros = {k: np.zeros(v.shape) for k, v in self.variables.items()}
         try:
-            self.problem.solve(solver=name, verbose=verbose, **solver_options)
+            with np.errstate(all="ignore"):
+                value = float(self._objective(zeros))
+        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError,
+                np.linalg.LinAlgError):
+            return None
+        return value if np.isfinite(value) else None
+
+    def _certify(self, name, klass, problem, dual_scale, options, gap_tol, feas_tol, verbose,
+                 at_zero, t0, label) -> ReferenceSolution:
+        """One solve of ``problem`` (``self.problem`` or its rescaled copy) and the certificate:
+        finite values, feasibility, and the recomputed gap against the dual bound.  The solver's
+        status only says whether it returned a point: an ``optimal_inaccurate`` point whose
+        recomputed objective and dual bound prove the gap is certified."""
+        try:
+            with warnings.catch_warnings():  # "solution may be inaccurate": judged below
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver=name, verbose=verbose, **options)
         except cp.error.SolverError as exc:
             msg = str(exc)
             if name == "GUROBI" and any(k in msg for k in _GUROBI_LIMIT_MARKERS):
@@ -648,11 +728,16 @@ class ReferenceProblem:
         except cp.error.DCPError as exc:  # a declaration bug, not a user error
             raise SolverError(f"{self.name}: problem is not DCP: {exc}", status="not-dcp",
                               solver=name) from exc
-        wall = time.perf_counter() - t0
-        status = self.problem.status
-        if status != cp.OPTIMAL:
-            raise SolverError(f"{self.name}: the solver did not reach an optimal solution; try "
-                              "another solver or rescale the data", status=status, solver=name)
+        except (TypeError, ValueError) as exc:  # CVXPY's answer to an unknown solver option
+            if label == "as asked":
+                raise InputError(f"{self.name}: solver {name} refused the options "
+                                 f"{sorted(options)}: {exc}") from exc
+            raise SolverError(f"{self.name}: the solver refused the settings {sorted(options)}: "
+                              f"{exc}", status="error", solver=name) from exc
+        status = problem.status
+        if status not in _POINT_RETURNED:
+            raise SolverError(f"{self.name}: the solver returned no solution; try another solver "
+                              "or rescale the data", status=status, solver=name)
         values = {k: (None if v.value is None else np.array(v.value, dtype=float))
                   for k, v in self.variables.items()}
         for k, v in values.items():
@@ -665,7 +750,7 @@ class ReferenceProblem:
             if dv is None:
                 raise SolverError(f"{self.name}: constraint {k} has no dual value", status=status,
                                   solver=name)
-            duals[k] = np.array(dv, dtype=float)
+            duals[k] = np.array(dv, dtype=float) * dual_scale
             if not np.all(np.isfinite(duals[k])):
                 raise SolverError(f"{self.name}: dual of {k} is not finite", status=status, solver=name)
         if self._infeasibility is not None:
@@ -675,23 +760,70 @@ class ReferenceProblem:
                                   f"(> feas_tol={feas_tol:g})", status=status, solver=name)
         objective = float(self._objective(values))
         lower = float(self._lower_bound(values, duals))
-        gap = relative_gap(objective, lower)
         if not (np.isfinite(objective) and np.isfinite(lower)):
             raise SolverError(f"{self.name}: objective or lower bound is not finite "
                               f"({objective}, {lower})", status=status, solver=name)
-        if gap > gap_tol:
-            raise SolverError(f"{self.name}: the duality gap is over gap_tol={gap_tol:g}; tighten the "
-                              "solver's tolerances or try another solver", status=status, solver=name,
-                              gap=gap)
-        if gap < -max(gap_tol, 1e-7):
+        gap = relative_gap(objective, lower, at_zero)
+        if not gap <= gap_tol:
+            what = "the duality gap" if relative_gap(objective, lower) > gap_tol else \
+                ("the gap against the decrease from zero weights (the objective is almost its "
+                 "value at zero: C tiny or X scaled down)")
+            exc = SolverError(f"{self.name}: {what} is over gap_tol={gap_tol:g}; tighten the "
+                              "solver's tolerances or try another solver", status=status,
+                              solver=name, gap=gap)
+            exc.objective_scale = gap_scale(objective, lower)
+            raise exc
+        if relative_gap(objective, lower) < -max(gap_tol, 1e-7):
             raise SolverError(f"{self.name}: the lower bound exceeds the recomputed objective, which "
                               "weak duality forbids: the certificate is inconsistent", status=status,
                               solver=name, gap=gap)
-        stats = self.problem.solver_stats
+        stats = problem.solver_stats
+        wall = time.perf_counter() - t0
         solve_time = stats.solve_time if stats is not None and stats.solve_time is not None else wall
-        compile_time = getattr(self.problem, "compilation_time", None) or 0.0
+        compile_time = getattr(problem, "compilation_time", None) or 0.0
+        extras = {"solver_status": status, "settings": label}
+        if at_zero is not None:
+            extras["at_zero"] = at_zero
         return Solution(
             objective=objective, lower_bound=lower, status=OPTIMAL, solver=name, tol=gap_tol,
             build_time=self.declare_time + compile_time, solve_time=float(solve_time),
             weights=self._weights(values), values=values, duals=duals,
-            solver_objective=float(self.problem.value), problem_class=klass, name=self.name)
+            solver_objective=float(problem.value) * dual_scale, problem_class=klass,
+            name=self.name, extras=extras)
+
+
+#: CVXPY statuses with a primal and dual point to certify
+_POINT_RETURNED = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE, cp.USER_LIMIT)
+
+#: Solver settings of the second try of :meth:`ReferenceProblem.solve`, when the defaults'
+#: answer does not certify.  Absolute gap tolerances are effectively off (the certificate is
+#: relative); CLARABEL's ``accept_unknown`` returns the best iterate on "insufficient
+#: progress", which the certificate then judges.
+TIGHT_SETTINGS = {
+    "CLARABEL": {"tol_gap_abs": 1e-30, "tol_gap_rel": 1e-14, "tol_feas": 1e-14,
+                 "tol_ktratio": 1e-12, "max_iter": 500, "accept_unknown": True},
+    "ECOS": {"abstol": 1e-30, "reltol": 1e-12, "feastol": 1e-12, "max_iters": 500},
+    "OSQP": {"eps_abs": 1e-12, "eps_rel": 1e-12, "polish": True, "max_iter": 20_000},
+    "SCS": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iters": 20_000},
+}
+
+
+def _solver_defaults(name: str) -> dict:
+    """The solver's own values of the settings :data:`TIGHT_SETTINGS` changes."""
+    if name == "CLARABEL" and clarabel is not None:
+        defaults = clarabel.DefaultSettings()
+        return {k: getattr(defaults, k) for k in TIGHT_SETTINGS["CLARABEL"] if k != "accept_unknown"}
+    return {}
+
+
+def _worth_rescaling(scale) -> bool:
+    """Whether dividing the objective by ``scale`` changes what a solver's ``max(1, |obj|)``
+    tests see (a magnitude far from 1)."""
+    return scale is not None and np.isfinite(scale) and scale > 0 and not 1e-2 <= scale <= 1e2
+
+
+def _reason(exc: SolverError) -> str:
+    """A failed try's reason without the problem's name (said once in the message)."""
+    text = str(exc)
+    _, sep, rest = text.partition(": ")
+    return rest if sep else text

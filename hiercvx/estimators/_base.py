@@ -6,15 +6,21 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from .._validation import check_not_complex, check_positive
-from ..exceptions import InputError
+from .. import targets
+from .._validation import check_hierarchy_argument, check_not_complex, check_positive, check_target
+from ..exceptions import InputError, InputTypeError
 from ..kernels import check_psd
 from ..result import check_iteration_options
 # target handling lives in the core (hiercvx.targets); re-exported for the estimators
 from ..targets import (class_array, flat_hierarchy, is_multilabel_target,  # noqa: F401
-                       ravel_column_target, resolve_targets, resolve_training_targets, sort_key)
+                       ravel_column_target, resolve_targets, sort_key)
 
 SOLVERS = ("fast", "reference")
+
+#: The largest regularization constant an estimator takes: ``C`` times the losses, and its
+#: square in the dual quadratic terms, stay far inside float64 (a hard margin is reached long
+#: before; above this the solvers would meet overflow, not a harder problem).
+MAX_PENALTY = 1e100
 
 
 def check_solver_options(penalty, penalty_name: str, tol, solver, max_iter=None,
@@ -23,11 +29,49 @@ def check_solver_options(penalty, penalty_name: str, tol, solver, max_iter=None,
     in the message) or tolerance ``tol``, a ``max_iter`` that is not a positive integer
     (:func:`hiercvx.result.check_iteration_options`; ``None`` allowed) and a ``solver`` not in
     :data:`SOLVERS`.  Called at ``fit`` whichever solver runs, so no option is ignored."""
-    check_positive(penalty, penalty_name)
+    if check_positive(penalty, penalty_name) > MAX_PENALTY:
+        raise InputError(f"{penalty_name}={penalty!r} is over {MAX_PENALTY:g}: C times the losses "
+                         "(and its square in the duals) would overflow float64 in the solvers; "
+                         f"a hard-margin fit is reached long before (use {penalty_name} <= "
+                         f"{MAX_PENALTY:g})")
     check_positive(tol, "tol")
     check_iteration_options(tol, max_iter, who=who)
     if solver not in SOLVERS:
         raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
+
+
+def validate_X(estimator, X, **options):
+    """scikit-learn's ``validate_data(estimator, X, **options)`` with hiercvx's errors: the one
+    boundary for ``X`` in every estimator's ``fit``, ``predict`` and ``decision_function``.
+    Complex ``X`` is refused naming the fix (scikit-learn's refusal names neither);
+    scikit-learn's ``ValueError`` (NaN or inf, wrong number of features, not 2-D, empty,
+    strings) becomes :class:`InputError` and its ``TypeError`` (sparse where dense is needed,
+    an object that is no array) :class:`InputTypeError`, with the same message."""
+    check_not_complex(X, "X")
+    try:
+        return validate_data(estimator, X, **options)
+    except InputError:
+        raise
+    except TypeError as exc:
+        raise InputTypeError(f"X: {exc}") from exc
+    except ValueError as exc:
+        hint = ("; impute or drop them, e.g. with sklearn.impute.SimpleImputer in a pipeline"
+                if "NaN" in str(exc) or "infinity" in str(exc) else "")
+        raise InputError(f"X: {exc}{hint}") from exc
+
+
+def check_no_overflow(X) -> None:
+    """Refuse features so large that squared norms and inner products ``<x, x'>`` (every linear
+    model's scores, every kernel, every Gram matrix) overflow float64: found here rather than as
+    an ``inf`` deep in a solver."""
+    data = X.data if hasattr(X, "toarray") else X
+    largest = float(np.max(np.abs(data))) if data.size else 0.0
+    with np.errstate(over="ignore"):
+        overflow = not np.isfinite(largest * largest * X.shape[1])
+    if overflow:
+        raise InputError(f"X has entries up to {largest:.3g} in absolute value: squared norms of its "
+                         "rows overflow float64. Rescale X (e.g. sklearn.preprocessing."
+                         "StandardScaler or MaxAbsScaler in a pipeline)")
 
 
 def validate_training_X(estimator, X, *, precomputed: bool = False, check_kernel: bool = True):
@@ -35,12 +79,22 @@ def validate_training_X(estimator, X, *, precomputed: bool = False, check_kernel
     CSR kept unless ``X`` is a precomputed kernel).  A precomputed kernel must be square,
     symmetric and PSD (:func:`hiercvx.kernels.check_psd`); ``check_kernel=False`` leaves that
     to a solver that checks it itself.  Complex ``X`` is refused (InputError)."""
-    check_not_complex(X, "X")  # scikit-learn's own refusal names neither the input nor a fix
-    X = validate_data(estimator, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
-                      ensure_min_samples=2)
+    X = validate_X(estimator, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
+                   ensure_min_samples=2)
+    check_no_overflow(X)
     if precomputed and check_kernel:
         check_psd(X, what="precomputed kernel matrix")
     return X
+
+
+def resolve_training_targets(y, hierarchy, n_samples: int):
+    """:func:`hiercvx.targets.resolve_training_targets` behind the estimators' boundary checks:
+    the ``hierarchy`` parameter is a :class:`~hiercvx.hierarchy.Hierarchy` or ``None``
+    (:func:`~hiercvx._validation.check_hierarchy_argument`) and ``y`` is a usable target
+    (:func:`~hiercvx._validation.check_target`), each refused with what to pass instead."""
+    check_hierarchy_argument(hierarchy)
+    check_target(y)
+    return targets.resolve_training_targets(y, hierarchy, n_samples)
 
 
 def check_training_weights(sample_weight, X):

@@ -29,11 +29,11 @@ import logging
 import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..exceptions import InputError
-from ..targets import ravel_column_target, resolve_training_targets, sort_key
-from ._base import check_training_weights
+from ..targets import ravel_column_target, sort_key
+from ._base import check_training_weights, resolve_training_targets, validate_X
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         if not (isinstance(self.n_rounds, (int, np.integer)) and self.n_rounds >= 1):
             raise InputError(f"n_rounds must be a positive integer, got {self.n_rounds!r}")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)  # dense: sorted columns
+        X = validate_X(self, X, dtype=np.float64, ensure_min_samples=2)  # dense: sorted columns
         y = ravel_column_target(y)
         _, classes, labels, multilabel = resolve_training_targets(y, None, X.shape[0])
         if multilabel and classes.dtype != object and not np.issubdtype(classes.dtype, np.number):
@@ -198,7 +198,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """``g(x, l) = sum_t alpha_t h_t(x, l)`` ``(n_samples, n_classes)``."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_X(self, X, dtype=np.float64, reset=False)
         g = self._g(X)
         if g.shape[1] == 2 and not self.multilabel_:
             return g[:, 1] - g[:, 0]
@@ -206,7 +206,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_X(self, X, dtype=np.float64, reset=False)
         g = self._g(X)
         if not self.multilabel_:
             return self.classes_[np.argmax(g, axis=1)]

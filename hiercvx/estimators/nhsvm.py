@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from .._validation import check_positive
@@ -36,6 +36,7 @@ from ._base import (
     check_solver_options,
     resolve_training_targets,
     validate_training_X,
+    validate_X,
 )
 
 __all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
@@ -99,7 +100,7 @@ class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         """Node scores ``(n_samples, n_nodes)`` over ``hierarchy_.nodes``; a label set's score is
         the sum over its nodes (eq. (10))."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return self._node_scores(X)
 
     def class_scores(self, X):

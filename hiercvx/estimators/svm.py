@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from .._validation import check_positive
@@ -25,7 +25,7 @@ from ..models.multiclass import augment
 from ..models.hsvm import resolve_attributes
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
                     fit_label_set_threshold, predict_from_scores, resolve_training_targets,
-                    validate_training_X)
+                    validate_training_X, validate_X)
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC", "MarginSVC", "ShiftedKernel", "with_bias"]
 
@@ -201,8 +201,8 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         """Class scores ``(n_samples, n_classes)`` in ``classes_`` order (thesis (3.8))."""
         check_is_fitted(self)
         precomputed = self.kernel_.name == "precomputed"
-        X = validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
-                          reset=False)
+        X = validate_X(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
+                       reset=False)
         return self._scores(X)
 
     def decision_function(self, X):

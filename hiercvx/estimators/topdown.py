@@ -27,13 +27,14 @@ import logging
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from ..exceptions import LabelError, ProblemTooLargeError
 from ..kernels import median_heuristic
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    ravel_column_target, resolve_training_targets, validate_training_X)
+                    ravel_column_target, resolve_training_targets, validate_training_X,
+                    validate_X)
 from .svm import MulticlassSVC
 
 logger = logging.getLogger(__name__)
@@ -266,8 +267,8 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     def _check_X(self, X):
         check_is_fitted(self)
         precomputed = self._precomputed()
-        return validate_data(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
-                             reset=False)
+        return validate_X(self, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
+                          reset=False)
 
     def _local(self, X) -> dict:
         """Local scores per internal node: ``(n, n_children)`` over ``children(v)`` order;
