@@ -3,7 +3,9 @@
 One estimator, :class:`OrthogonalTransferSVC`, with a ``method`` switch over the five problems
 of the paper: ``"orthogonal"`` (4), ``"flatmult"`` (12) over the leaves, ``"hiermult"`` (12)
 at every internal node, ``"transfer"`` and ``"treeloss"`` (section 5).  Training is done by
-RDA with optimality bounds (:mod:`hiercvx.solvers.rda`, ``solver="fast"``) or by the certified
+dual block-coordinate ascent (:mod:`hiercvx.solvers.orthogonal_dual`, ``solver="fast"``, the
+default ``fast_solver="dual_cd"``), by RDA with optimality bounds (:mod:`hiercvx.solvers.rda`,
+``fast_solver="rda"``, the paper's Algorithm 1) or by the certified
 CVXPY reference (:func:`hiercvx.formulations.orthogonal.primal_from_model`, ``solver="reference"``),
 both on the model the registry's ``prepare`` builds (:mod:`hiercvx.models.orthogonal`); either way
 the certificate is kept (``objective_``, ``gap_``).  Prediction follows the paper: the recursive
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from .._validation import check_positive
@@ -24,11 +26,13 @@ from ..formulations.orthogonal import primal_from_model
 from ..models import orthogonal as otm
 from ..models.multiclass import augment  # LIBLINEAR's bias feature, written once
 from ..result import check_iteration_options
-from ._base import SOLVERS, resolve_training_targets, validate_training_X
+from ._base import SOLVERS, resolve_training_targets, validate_training_X, validate_X
 
 __all__ = ["OrthogonalTransferSVC"]
 
 _TOP_DOWN = ("orthogonal", "hiermult", "transfer")
+#: the registered fast solvers of the five methods (``hiercvx.methods.orthogonal``)
+FAST_SOLVERS = ("dual_cd", "rda")
 
 
 class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
@@ -49,9 +53,12 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     alpha : heuristic (6)'s off-diagonal value
     method : ``"orthogonal"``, ``"flatmult"``, ``"hiermult"``, ``"transfer"`` or ``"treeloss"``
         (the registered methods of the paper, ``hiercvx.methods.get(method)``)
-    solver : ``"fast"`` (RDA, Algorithm 1, stops on a certified relative gap ``tol``) or
+    solver : ``"fast"`` (``fast_solver``, stops on a certified relative gap ``tol``) or
         ``"reference"`` (the exact SDP / QP, certified; ``reference_solver`` picks the solver)
-    tol, max_iter : RDA's certified relative gap and iteration budget
+    fast_solver : the registered fast solver of ``solver="fast"``: ``"dual_cd"`` (dual
+        block-coordinate ascent; ``max_iter`` counts passes over the samples) or ``"rda"``
+        (Algorithm 1; ``max_iter`` counts subgradient steps)
+    tol, max_iter : the fast solver's certified relative gap and iteration budget
     treeloss_classes : TREELOSS's classes, ``"nodes"`` (the paper: every non-root node) or
         ``"leaves"``
     reference_solver : the conic solver of ``solver="reference"`` (default: chosen by hiercvx)
@@ -68,14 +75,15 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     coef_ : ``(n_nodes, n_features)`` weights in ``hierarchy_.nodes`` order (TREELOSS: the
         increments u), without the bias column; ``intercept_`` : ``(n_nodes,)`` node biases
         (zeros without ``fit_intercept``); ``objective_`` (``Omega(W) + C sum xi``), ``lower_bound_``, ``gap_``: the certificate;
-    n_iter_ : RDA iterations (reference: the conic solver's iterations); ``result_`` : the
-        :class:`~hiercvx.result.Solution` (RDA's or the reference's);
+    n_iter_ : the fast solver's passes / iterations (reference: the conic solver's
+        iterations); ``result_`` : the :class:`~hiercvx.result.Solution` (the fast solver's or
+        the reference's);
     K_ : the K used (orthogonal); ``hierarchy_``, ``classes_``, ``n_features_in_``.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, K=None,
                  alpha=1.0, method="orthogonal", solver="fast", tol=1e-4, max_iter=20000,
-                 treeloss_classes="nodes", reference_solver=None, verbose=False):
+                 treeloss_classes="nodes", reference_solver=None, verbose=False, fast_solver="dual_cd"):
         self.hierarchy = hierarchy
         self.C = C
         self.fit_intercept = fit_intercept
@@ -89,6 +97,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         self.treeloss_classes = treeloss_classes
         self.reference_solver = reference_solver
         self.verbose = verbose
+        self.fast_solver = fast_solver
 
     # ------------------------------------------------------------------ fit
     def _check_params(self):
@@ -106,6 +115,8 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
             raise InputError(f"method must be one of {otm.METHODS}, got {self.method!r}")
         check_positive(self.alpha, "alpha")
         check_iteration_options(self.tol, self.max_iter, who=type(self).__name__)
+        if self.fast_solver not in FAST_SOLVERS:
+            raise InputError(f"fast_solver must be one of {FAST_SOLVERS}, got {self.fast_solver!r}")
         if self.treeloss_classes not in ("nodes", "leaves"):
             raise InputError(f"treeloss_classes must be 'nodes' or 'leaves', got {self.treeloss_classes!r}")
 
@@ -131,8 +142,8 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
             X = augment(X, self.intercept_scaling)
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
         if self.solver == "fast":
-            self.result_ = method.fast_solvers["rda"].solve(model, C=C_paper, tol=self.tol,
-                                                            max_iter=self.max_iter, verbose=self.verbose)
+            self.result_ = method.fast_solvers[self.fast_solver].solve(
+                model, C=C_paper, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose)
             self.n_iter_ = self.result_.n_iter
         else:
             prob = primal_from_model(model, C=C_paper)
@@ -161,7 +172,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def _node_scores(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         S = X @ self.coef_.T
         return np.asarray(S.toarray() if hasattr(S, "toarray") else S) + self.intercept_[None, :]
 
@@ -210,7 +221,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         for FLATMULT and TREELOSS."""
         check_is_fitted(self)
         if self.method in _TOP_DOWN:
-            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+            X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
             W = np.hstack([self.coef_, self.intercept_[:, None]])  # the bias as a unit feature
             node = otm.predict_top_down(W, augment(X, 1.0), self.hierarchy_,
                                         return_index=True)

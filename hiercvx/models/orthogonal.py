@@ -18,8 +18,8 @@ of the hinge, the regularizer, the primal objective (7) at given weights, the La
 bound ``sum alpha - 1/2 tr(U(alpha)^T S^{-1} U(alpha))`` at a dual point (valid for any
 feasible ``alpha`` and any ``S`` in the box ``S_ii = K_ii, |S_ij| <= K_ij`` when the comparison
 matrix is PSD), class scores and the most violated pair of every slack.  The CVXPY
-declarations (:mod:`hiercvx.formulations.orthogonal`) and RDA (:mod:`hiercvx.solvers.rda`) are
-built on it.  Also here: Theorem 1 (:func:`check_convexity`), Corollary 2
+declarations (:mod:`hiercvx.formulations.orthogonal`), dual coordinate ascent
+(:mod:`hiercvx.solvers.orthogonal_dual`) and RDA (:mod:`hiercvx.solvers.rda`) are built on it.  Also here: Theorem 1 (:func:`check_convexity`), Corollary 2
 (:func:`strong_convexity`), heuristic (6) (:func:`heuristic_K`), the classifiers (1)
 (:func:`predict_top_down`) and (2) (:func:`predict_flat`) and the paper's error rule
 (:func:`top_down_errors`).
@@ -516,7 +516,8 @@ def _pair_data(n_slacks: int, Lam: np.ndarray, pair_i, pair_pos, pair_neg, Cw,
     Y[pair_i, pair_pos] = True
     ptr = np.zeros(n_slacks + 1, dtype=np.int64)
     np.cumsum(np.bincount(pair_i, minlength=n_slacks), out=ptr[1:])
-    return MarginData(Y=Y, Q=Lam @ Lam.T, loss=np.ones((q, q)), rescaling="slack",
+    L = sp.csr_matrix(Lam)  # 0/1 rows: the sparse product avoids a dense (q, q, M) matmul
+    return MarginData(Y=Y, Q=(L @ L.T).toarray(), loss=np.ones((q, q)), rescaling="slack",
                       Cw=np.asarray(Cw, dtype=float), pair_i=pair_i, pair_y=pair_pos, pair_ybar=pair_neg,
                       pair_loss=pair_loss, pair_ptr=ptr, Lam=Lam)
 

@@ -249,12 +249,13 @@ class Hinge:
         self.n_slacks = d.n_samples
         var = np.asarray(model.var_nodes)
         n_vars = len(var)
-        Lam = d.Lam[:, var]  # (q, n_vars)
+        Lam = sp.csr_matrix(d.Lam)[:, var]  # (q, n_vars), sparse: a wide tree's Lam is mostly 0
+        Lam.eliminate_zeros()
         col = np.full(d.n_classes, -1)
-        selection = bool(np.all(np.isin(Lam, (0.0, 1.0))) and np.all(Lam.sum(axis=1) <= 1)
-                         and np.all(Lam.sum(axis=0) == 1))
+        selection = bool(np.all(Lam.data == 1.0) and np.all(np.diff(Lam.indptr) <= 1)
+                         and np.all(np.bincount(Lam.indices, minlength=n_vars) == 1))
         if selection:  # classes are nodes: a class score is one column of X W^T
-            rows, cols = np.nonzero(Lam)
+            rows, cols = Lam.nonzero()
             col[rows] = cols
             pos, neg = col[d.pair_y], col[d.pair_ybar]
             if np.any(pos < 0) or np.any(neg < 0):
@@ -282,10 +283,8 @@ class Hinge:
         self._viol = np.empty(P + 1)
         self._viol[P] = -np.inf
 
-    def evaluate(self, W: np.ndarray):
-        """``(H(W), U, alpha_sum, chosen, alpha)``: the hinge value, ``U = sum_p alpha_p
-        (Lam_pos - Lam_neg)^T x_p`` over the variable rows (so ``-U`` is a subgradient of H),
-        ``sum_p alpha_p`` and the chosen pairs with their multipliers."""
+    def _most_violated(self, W: np.ndarray):
+        """Per slack: the position of its most violated pair in ``pad`` and that violation."""
         Z = self.X @ W.T
         Z = np.asarray(Z.toarray() if sp.issparse(Z) else Z)
         if self.B is not None:
@@ -295,7 +294,19 @@ class Hinge:
         viol[:-1] = self.delta * (1.0 - (flat[self.flat_pos] - flat[self.flat_neg]))
         padded = viol[self.pad]
         j = np.argmax(padded, axis=1)
-        top = padded[self._rows, j]
+        return j, padded[self._rows, j]
+
+    def value(self, W: np.ndarray) -> float:
+        """``H(W)`` alone."""
+        top = self._most_violated(W)[1]
+        active = top > 0
+        return float(self.weight[active] @ top[active])
+
+    def evaluate(self, W: np.ndarray):
+        """``(H(W), U, alpha_sum, chosen, alpha)``: the hinge value, ``U = sum_p alpha_p
+        (Lam_pos - Lam_neg)^T x_p`` over the variable rows (so ``-U`` is a subgradient of H),
+        ``sum_p alpha_p`` and the chosen pairs with their multipliers."""
+        j, top = self._most_violated(W)
         active = top > 0
         value = float(self.weight[active] @ top[active])
         s = self._rows[active]

@@ -1,0 +1,238 @@
+"""Dual block-coordinate ascent (``hiercvx.solvers.orthogonal_dual``) for orthogonal transfer
+(4) and its four baselines.
+
+Independent routes:
+* the certified CVXPY references (lifted SDP for (4), QPs for the baselines) on the
+  registry's cases, quick and full (the full ones under ``slow``);
+* the certificate recomputed by the model: ``model.objective`` at the returned weights,
+  ``quadratic_lower_bound`` / ``model.lower_bound`` at the returned multipliers and S, which
+  are checked to be feasible (alpha >= 0 within the budgets, S in the box of K);
+* the block inverse against ``numpy.linalg.inv``; the Crammer--Singer block step against the
+  general working-set step (``budget_qp``) on the same slack;
+* RDA (the paper's Algorithm 1) reaching the same objective.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from strategies import clustered_data
+
+import hiercvx as hc
+from hiercvx import methods
+from hiercvx.estimators.orthogonal import OrthogonalTransferSVC
+from hiercvx.models import orthogonal as otm
+from hiercvx.result import relative_gap
+from hiercvx.solvers import orthogonal_dual as od
+from hiercvx.solvers import rda
+
+T8 = {"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b", "b2": "b", "b3": "b"}
+DEEP = {"r": None, "a": "r", "b": "r", "c": "r", "a1": "a", "a2": "a", "b1": "b", "b2": "b",
+        "a11": "a1", "a12": "a1", "c1": "c"}
+
+
+def tree(spec):
+    return hc.Hierarchy.from_parents(spec)
+
+
+def star(n_leaves):
+    return hc.Hierarchy.from_parents({"r": None, **{f"c{i}": "r" for i in range(n_leaves)}})
+
+
+def _agree(method, case, tol=1e-8):
+    ref = method.build("primal", case).solve()
+    fast = od.solve(method.model(case), **case.params, tol=tol, max_iter=50_000)
+    assert fast.converged, (method.name, case.name)
+    slack = 1e-6 * max(1.0, abs(ref.objective)) + (ref.objective - ref.lower_bound)
+    assert abs(fast.objective - ref.objective) <= slack, (method.name, case.name, fast, ref)
+    assert fast.lower_bound <= ref.objective * (1 + 1e-9) + 1e-12
+    assert ref.lower_bound <= fast.objective * (1 + 1e-9) + 1e-12
+    assert fast.weights.shape == ref.weights.shape
+
+
+@pytest.mark.parametrize("name", otm.METHODS)
+def test_registry_quick_cases_agree_with_reference(name):
+    method = methods.get(name)
+    for case in method.cases(True):
+        _agree(method, case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", otm.METHODS)
+def test_registry_full_cases_agree_with_reference(name):
+    method = methods.get(name)
+    for case in method.cases(False):
+        _agree(method, case)
+
+
+@pytest.mark.parametrize("name", otm.METHODS)
+def test_certificate_is_recomputed_by_the_model(name):
+    """Objective = model.objective at the weights; lower bound = the model's Lagrangian bound at
+    the returned (alpha, S), which are feasible."""
+    H = tree(DEEP)
+    X, y = clustered_data(H, n=30, d=4, seed=3)
+    if name == "flatmult":
+        y = np.array([v if H.is_leaf(v) else next(c for c in H.descendants(v) if H.is_leaf(c))
+                      for v in y], dtype=object)
+    model = otm.prepare(X, y, H, name)
+    C = 3.0
+    res = od.solve(model, C, tol=1e-6)
+    assert res.converged and res.gap <= 1e-6
+    assert res.objective == pytest.approx(model.objective(res.weights, C), rel=1e-10, abs=1e-12)
+    d = model.data
+    alpha = res.dual
+    assert np.all(alpha >= 0)
+    used = np.bincount(d.pair_i, weights=alpha * d.pair_cost, minlength=d.n_samples)
+    assert np.all(used <= C * d.Cw * (1 + 1e-9) + 1e-12)
+    S = res.dual_S
+    if name == "orthogonal":
+        K = model.K
+        assert np.allclose(np.diag(S), np.diag(K))
+        assert np.all(np.abs(S) <= K + 1e-12)
+        assert np.allclose(S, S.T)
+    lb = otm.quadratic_lower_bound(model, alpha, S)
+    assert lb == pytest.approx(res.lower_bound, rel=1e-9, abs=1e-10)
+    assert model.lower_bound((alpha, S) if name == "orthogonal" else alpha, C) == pytest.approx(
+        res.lower_bound, rel=1e-9, abs=1e-10)
+    assert relative_gap(res.objective, res.lower_bound, res.at_zero) == res.gap
+
+
+@pytest.mark.parametrize("name", ["orthogonal", "treeloss"])
+def test_matches_rda(name):
+    H = tree(T8)
+    X, y = clustered_data(H, n=24, d=3, seed=1)
+    model = otm.prepare(X, y, H, name)
+    fast = od.solve(model, 2.0, tol=1e-8)
+    slow = rda.solve(model, 2.0, tol=1e-5, max_iter=200_000)
+    assert fast.converged and slow.converged
+    assert fast.objective <= slow.objective * (1 + 1e-8)
+    assert fast.objective >= slow.lower_bound * (1 - 1e-9)
+    assert slow.objective - fast.objective <= 1e-5 * slow.objective
+
+
+def test_sparse_X_is_the_dense_problem():
+    H = tree(DEEP)
+    X, y = clustered_data(H, n=30, d=5, seed=4)
+    X[np.abs(X) < 0.7] = 0.0
+    dense = od.solve(otm.prepare(X, y, H, "orthogonal"), 1.5, tol=1e-9)
+    csr = od.solve(otm.prepare(sp.csr_matrix(X), y, H, "orthogonal"), 1.5, tol=1e-9)
+    assert csr.objective == pytest.approx(dense.objective, rel=1e-7)
+    assert np.allclose(csr.weights, dense.weights, atol=1e-4)
+
+
+def test_explicit_K_and_refusals():
+    H = tree(T8)
+    X, y = clustered_data(H, n=20, d=3, seed=2)
+    model = otm.prepare(X, y, H, "orthogonal")
+    K = otm.heuristic_K(H, alpha=0.3)
+    res = od.solve(model, 1.0, K=K, tol=1e-8)
+    ref = od.solve(otm.prepare(X, y, H, "orthogonal", K=K), 1.0, tol=1e-8)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-6)
+    assert res.alpha is None and np.array_equal(res.K, K)
+    with pytest.raises(hc.InputError, match="does not take it"):
+        od.solve(otm.prepare(X, y, H, "transfer"), K=np.eye(7))
+    with pytest.raises(hc.InputError, match=r"\(7, 7\)"):
+        od.solve(model, K=np.eye(8))
+    with pytest.raises(hc.InputError, match="PairModel"):
+        od.solve(object())
+    for bad in ({"tol": float("nan")}, {"max_iter": 0}, {"n_enter": 0}, {"s_steps": -1},
+                {"check_every": 1.5}):
+        with pytest.raises(hc.InputError):
+            od.solve(model, **bad)
+
+
+def test_one_convergence_warning_when_passes_run_out():
+    H = tree(DEEP)
+    X, y = clustered_data(H, n=40, d=4, seed=5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = od.solve(otm.prepare(X, y, H, "orthogonal"), 10.0, tol=1e-12, max_iter=2)
+    conv = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(conv) == 1 and "passes" in str(conv[0].message)
+    assert not res.converged and res.n_iter == 2 and res.gap > 1e-12
+
+
+def test_tiny_C_is_not_certified_at_zero():
+    """Issue 15 item 2: with a tiny C the objective at W = 0 is within tol of the bound, but
+    the gap is also taken against the decrease from zero."""
+    H = tree(T8)
+    X, y = clustered_data(H, n=30, d=3, seed=6)
+    model = otm.prepare(X, y, H, "orthogonal")
+    res = od.solve(model, 1e-6, tol=1e-4)
+    assert res.converged and np.any(res.weights)
+    big = od.solve(model, 1.0, tol=1e-6)
+    pred_small = otm.predict_top_down(res.weights, X, H)
+    pred_big = otm.predict_top_down(big.weights, X, H)
+    assert np.mean(pred_small == y) >= 0.5 * np.mean(pred_big == y)
+
+
+def test_block_inverse_matches_numpy():
+    rng = np.random.default_rng(0)
+    m = 90
+    A = np.zeros((m, m))
+    for b in (np.arange(0, 5), np.arange(10, 80), np.arange(85, 88)):  # one block > SMALL_BLOCK
+        B = rng.standard_normal((len(b), len(b)))
+        A[np.ix_(b, b)] = B @ B.T + len(b) * np.eye(len(b))
+    A[np.diag_indices(m)] = np.where(np.diag(A) == 0, 2.0, np.diag(A))
+    pattern = sp.csr_matrix(A)
+    blocks = od.BlockInverse(pattern)
+    assert blocks.factor(pattern.data)
+    U = rng.standard_normal((m, 3))
+    assert np.allclose(blocks.solve(U), np.linalg.solve(A, U))
+    bad = pattern.copy()
+    bad.data = -bad.data
+    assert not blocks.factor(bad.data)
+    assert np.allclose(blocks.solve(U), np.linalg.solve(A, U))  # unchanged after a refusal
+
+
+def test_crammer_singer_step_matches_the_general_step():
+    """The closed-form step of a Crammer--Singer-shaped slack against budget_qp on its Hessian."""
+    rng = np.random.default_rng(1)
+    for trial in range(50):
+        n = int(rng.integers(1, 8))
+        g = rng.standard_normal(n)
+        a0 = np.maximum(rng.standard_normal(n), 0.0) * 0.3
+        qn = rng.uniform(0.5, 2.0, n)
+        A, q0 = rng.uniform(0.5, 3.0), rng.uniform(0.5, 2.0)
+        budget = a0.sum() + rng.uniform(0.0, 1.0)
+        out = np.zeros(n)
+        assert od._cs_block(g, a0.copy(), qn, A, q0, budget, n, out)
+        Hk = A * (q0 + np.diag(qn))
+        a = a0.copy()
+        od.budget_qp(Hk, g.copy(), a, np.ones(n), budget - a0.sum(), n, 1e-13, 100_000)
+
+        def gain(x, g=g, a0=a0, Hk=Hk):
+            dx = x - a0
+            return g @ dx - 0.5 * dx @ Hk @ dx
+
+        assert np.all(out >= 0) and out.sum() <= budget * (1 + 1e-12)
+        assert gain(out) == pytest.approx(gain(a), rel=1e-9, abs=1e-12)
+
+
+def test_wide_star_has_no_coupled_block():
+    """A star: K is diagonal, so S^{-1} is a vector (no dense m x m factorization), every slack
+    takes the closed-form step, and the problem converges."""
+    H = star(300)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 4))
+    y = np.array([f"c{i % 3}" for i in range(30)], dtype=object)
+    model = otm.prepare(X, y, H, "orthogonal")
+    prob = od._Problem(model, 30.0, model.K)
+    assert prob.blocks.blocks == [] and prob.cs_slack.all()
+    res = od.solve(model, 30.0, tol=1e-4)
+    assert res.converged
+    assert res.objective == pytest.approx(model.objective(res.weights, 30.0), rel=1e-10)
+
+
+def test_estimator_defaults_to_dual_cd():
+    H = tree(DEEP)
+    X, y = clustered_data(H, n=40, d=4, seed=7)
+    est = OrthogonalTransferSVC(hierarchy=H).fit(X, y)
+    assert est.result_.solver == "orthogonal_dual" and est.gap_ <= 1e-4
+    paper = OrthogonalTransferSVC(hierarchy=H, fast_solver="rda", tol=1e-4, max_iter=200_000).fit(X, y)
+    assert paper.result_.solver == "rda"
+    assert abs(est.objective_ - paper.objective_) <= 2e-4 * paper.objective_
+    with pytest.raises(hc.InputError, match="fast_solver"):
+        OrthogonalTransferSVC(hierarchy=H, fast_solver="nope").fit(X, y)
