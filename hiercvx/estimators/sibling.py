@@ -28,10 +28,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
-from .._sparse import expand_ranges
 from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations import hpsi
@@ -40,7 +39,7 @@ from ..kernels import median_heuristic
 from ..models.sibling import SiblingPairs, node_pair_table, predict_top_down, sibling_pairs
 from ..solvers import sibling_qp
 from ..solvers.dc import check_dc_options
-from ._base import check_solver_options, resolve_training_targets, validate_training_X
+from ._base import check_solver_options, resolve_training_targets, validate_training_X, validate_X
 
 __all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
            "paper_sigma", "check_fit_intercept"]
@@ -167,11 +166,13 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         """``classes_``: the leaves of the working hierarchy as the caller's names (a self
         leaf stands for its internal node), sorted when they are comparable."""
         _set_leaf_classes(self, pairs)
-        Hw = pairs.hierarchy
-        ptr, pos, neg = node_pair_table(Hw)
-        counts = ptr[self._class_leaf + 1] - ptr[self._class_leaf]
-        sel = expand_ranges(ptr[self._class_leaf], counts)
-        self._class_pairs = (pos[sel], neg[sel], np.r_[0, np.cumsum(counts)[:-1]], counts)
+
+    def _pairs_of_classes(self):
+        """``Q(c)`` of every class as (pos, neg, start, counts).  Built by
+        :meth:`decision_function` at each call, not kept by ``fit``: its size is that of the
+        computation (on a 5000-leaf star, 25 million pairs that ``fit`` does not need)."""
+        ptr, pos, neg = node_pair_table(self.working_hierarchy_, self._class_leaf)
+        return pos, neg, ptr[:-1], np.diff(ptr)
 
     def _store_functions(self, X, coef, biases, linear):
         """Keep what prediction needs: weights (linear) or the support points (kernel)."""
@@ -191,8 +192,8 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         """``f_v(x)`` ``(n_samples, len(working_hierarchy_))`` in ``working_hierarchy_.nodes``
         order (the root's column is 0)."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=False if self._precomputed else "csr",
-                          dtype=np.float64, reset=False)
+        X = validate_X(self, X, accept_sparse=False if self._precomputed else "csr",
+                       dtype=np.float64, reset=False)
         if self._linear:
             out = X @ self.coef_.T
             out = out.toarray() if sp.issparse(out) else np.asarray(out)
@@ -209,7 +210,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         (section 3.1): by Lemma 1 it is positive exactly for the class ``d^H`` picks (without
         ties), so ``argmax`` is the prediction.  Two classes: ``u(classes_[1]) - u(classes_[0])``."""
         S = self.node_scores(X)
-        pos, neg, start, counts = self._class_pairs
+        pos, neg, start, counts = self._pairs_of_classes()
         U = np.full((S.shape[0], len(self.classes_)), np.inf)
         if len(pos):
             m = S[:, pos] - S[:, neg]
@@ -250,7 +251,8 @@ class SiblingMarginSVC(_SiblingBase):
         (see the module docstring), a number: ``exp(-||x - z||^2 / (2 sigma^2))``
     solver : ``"fast"`` (:mod:`hiercvx.solvers.sibling_qp`, certified) or ``"reference"``
         (CVXPY, certified; ``reference_solver`` picks the QP solver)
-    method : the fast solver's method, ``"auto"`` | ``"ipm"`` | ``"alm"``
+    method : the fast solver's method, ``"auto"`` | ``"ipm"`` | ``"dual_ipm"`` | ``"working_set"`` |
+        ``"alm"`` (see :class:`hiercvx.solvers.sibling_qp.SiblingQPSolver`)
     tol : certified relative duality gap
 
     Attributes: ``classes_``, ``hierarchy_`` (the caller's tree), ``working_hierarchy_``
@@ -317,7 +319,7 @@ class HierarchicalPsiClassifier(_SiblingBase):
         """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
         try:
             check_dc_options(self.dc_tol, self.dc_max_iter)
-        except InputError as exc:
+        except (InputError, TypeError, ValueError) as exc:  # int("x"), a list's truth value
             raise InputError(f"dc_tol / dc_max_iter: {exc}") from None
         X, labels, H, sigma = self._prepare(X, y)
         C = float(self.C)
@@ -434,7 +436,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Top-down: at each parent node, the node's SVM picks the child."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         Hw = self.working_hierarchy_
         current = np.zeros(X.shape[0], dtype=np.int64)
         children = Hw.children_indices

@@ -97,6 +97,13 @@ METHODS = (
             "alm": FastSolver("alm", sibling_qp.solve, algorithm="dual block coordinate ascent "
                               "with an augmented Lagrangian",
                               options={"tol": 1e-8, "method": "alm"}, rtol=1e-6),
+            "dual_ipm": FastSolver("dual_ipm", sibling_qp.solve, algorithm="dense dual interior "
+                                   "point on the live pairs", options={"tol": 1e-8,
+                                                                       "method": "dual_ipm"},
+                                   rtol=1e-6),
+            "working_set": FastSolver("working_set", sibling_qp.solve, algorithm="dense dual "
+                                      "interior point on a growing working set of pairs",
+                                      options={"tol": 1e-8, "method": "working_set"}, rtol=1e-6),
         },
         estimator="hiercvx.estimators.sibling.SiblingMarginSVC",
         sheet="formulations/hpsi.md",
@@ -114,6 +121,10 @@ METHODS = (
         fast_solvers={
             "solve_dc": FastSolver("solve_dc", sibling_qp.solve_dc, algorithm="DC loop (3), fast "
                                    "QP steps", options={"tol": 1e-8, "gap_tol": 1e-8}, rtol=1e-6),
+            "solve_dc_dual_ipm": FastSolver("solve_dc_dual_ipm", sibling_qp.solve_dc,
+                                            algorithm="DC loop (3), dense dual interior point "
+                                            "steps", options={"tol": 1e-8, "gap_tol": 1e-8,
+                                                              "method": "dual_ipm"}, rtol=1e-6),
         },
         estimator="hiercvx.estimators.sibling.HierarchicalPsiClassifier",
         sheet="formulations/hpsi.md",

@@ -72,25 +72,45 @@ def check_tree(H) -> Hierarchy:
 
 
 
-def node_pair_table(H: Hierarchy):
-    """For every node v, the pairs ``Q(v)`` as CSR: ``ptr`` (M + 1), ``pos``, ``neg``.
+def node_pair_table(H: Hierarchy, nodes=None):
+    """The pairs ``Q(v)`` of the nodes ``v`` in ``nodes`` (node indices; default: every node)
+    as CSR over that list: ``ptr`` (len(nodes) + 1), ``pos``, ``neg``.
 
-    Built root-first: ``Q(v) = Q(par(v)) + {(v, t): t in sib(v)}`` (one pass over the nodes).
+    ``Q(v) = Q(par(v)) + {(v, t): t in sib(v)}``, each node's own part listed once and the
+    paths built from the parts of its ancestors, root first.  Only the requested nodes and
+    their ancestors are visited, so the work is the size of the output (on a star with a few
+    labelled leaves, not the square of the number of leaves).
     """
     M = len(H)
     parent = H.parent_index
     children = H.children_indices
-    pos_lists: list = [np.zeros(0, np.int64)] * M
-    neg_lists: list = [np.zeros(0, np.int64)] * M
-    for v in range(1, M):  # nodes are topologically ordered, root first
-        p = parent[v]
-        sib = np.asarray(children[p], dtype=np.int64)
-        sib = sib[sib != v]
-        pos_lists[v] = np.concatenate([pos_lists[p], np.full(len(sib), v, dtype=np.int64)])
-        neg_lists[v] = np.concatenate([neg_lists[p], sib])
-    counts = np.fromiter((len(a) for a in pos_lists), dtype=np.int64, count=M)
-    ptr = np.zeros(M + 1, dtype=np.int64)
+    nodes = np.arange(M) if nodes is None else np.asarray(nodes, dtype=np.int64)
+    own: dict = {0: (np.zeros(0, np.int64), np.zeros(0, np.int64))}
+
+    def own_part(v):
+        if v not in own:
+            sib = np.asarray(children[parent[v]], dtype=np.int64)
+            sib = sib[sib != v]
+            own[v] = (np.full(len(sib), v, dtype=np.int64), sib)
+        return own[v]
+
+    def path(v):
+        out = []
+        while v != 0:
+            out.append(v)
+            v = parent[v]
+        return out[::-1]
+
+    pos_lists, neg_lists = [], []
+    for v in nodes:
+        parts = [own_part(a) for a in path(int(v))]
+        pos_lists.append(np.concatenate([p for p, _ in parts]) if parts else own[0][0])
+        neg_lists.append(np.concatenate([q for _, q in parts]) if parts else own[0][1])
+    counts = np.fromiter((len(a) for a in pos_lists), dtype=np.int64, count=len(nodes))
+    ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr[1:])
+    if not len(nodes):
+        return ptr, np.zeros(0, np.int64), np.zeros(0, np.int64)
     return ptr, np.concatenate(pos_lists), np.concatenate(neg_lists)
 
 
@@ -221,9 +241,10 @@ def sibling_pairs(y, H: Hierarchy, partial_paths: bool = True) -> SiblingPairs:
             W = pp.hierarchy
             idx = W.indices(pp.transform([H.nodes[v] for v in idx]))
             H = W
-    ptr, qpos, qneg = node_pair_table(H)
-    counts = ptr[idx + 1] - ptr[idx]
-    sel = expand_ranges(ptr[idx], counts)
+    used, slot = np.unique(idx, return_inverse=True)
+    ptr, qpos, qneg = node_pair_table(H, used)       # only the labels' paths
+    counts = ptr[slot + 1] - ptr[slot]
+    sel = expand_ranges(ptr[slot], counts)
     pair_i = np.repeat(np.arange(len(idx), dtype=np.int64), counts)
     sample_ptr = np.zeros(len(idx) + 1, dtype=np.int64)
     np.cumsum(counts, out=sample_ptr[1:])

@@ -62,7 +62,9 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
     certified gap and returns ``(weights, biases, solution)`` (``solution.gap`` and
     ``solution.lower_bound`` its certificate).  Step ``m`` takes :func:`linearization` at
     ``f^(m-1)`` with near-ties (``tie_rtol``) resolved to the first pair.  The loop stops when
-    ``|s(f^(m)) - s(f^(m-1))| <= tol`` (absolute, as in the paper) or after ``max_iter`` steps
+    ``|s(f^(m)) - s(f^(m-1))| <= tol`` (absolute, as in the paper; a step whose linearization
+    equals the last one's is the same QP, so its solution is reused, not recomputed, and the
+    cost change is 0) or after ``max_iter`` steps
     (one ``ConvergenceWarning``, ``stacklevel`` counted from the caller of this function) and
     returns the best iterate (lowest psi cost) as a
     :class:`~hiercvx.result.Solution`: ``objective`` its psi cost, ``lower_bound`` the last
@@ -76,8 +78,18 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
     best = (costs[0], 0, coef, b)
     converged = False
     it = 0
+    lam_prev = None
     for it in range(1, int(max_iter) + 1):
-        coef, b, res = step(linearization(model, model.train_scores(coef, b), C, tie_rtol))
+        lam = linearization(model, model.train_scores(coef, b), C, tie_rtol)
+        if lam_prev is not None and np.array_equal(lam, lam_prev):
+            # the same convex step (8) as the last one: its certified solution again, so the
+            # cost does not change and the loop stops (no second solve of one QP)
+            costs.append(costs[-1])
+            steps.append(res)
+            converged = True
+            break
+        lam_prev = lam
+        coef, b, res = step(lam)
         costs.append(model.psi_value(coef, b, C))
         steps.append(res)
         logger.debug("%s step %d: cost %.10g (gap %.2e)", who, it, costs[-1], res.gap)
