@@ -109,7 +109,8 @@ def cmd_reproduce(args) -> int:
                                  n_jobs=args.n_jobs, scheduler=args.scheduler, out=args.out,
                                  seed=args.seed, verbose=not args.quiet)
     print(result)
-    print("wrote " + ", ".join(str(f) for f in result.files))
+    if result.files:
+        print("wrote " + ", ".join(str(f) for f in result.files))
     return 0
 
 

@@ -4,12 +4,22 @@ Dask path (issue 14)."""
 import csv
 import math
 
+import numpy as np
 import pytest
 
 from hiercvx import cli, reproduce
+from hiercvx.datasets import make_cai_synthetic
 from hiercvx.exceptions import InputError
 from hiercvx.hierarchy import Hierarchy
-from hiercvx.reproduce import leaderboard, zhou
+from hiercvx.metrics import hierarchical_f1
+from hiercvx.reproduce import (
+    cai,
+    flat_hierarchical,
+    hmc,
+    leaderboard,
+    wang_funcat,
+    zhou,
+)
 
 
 def comparable(dicts):
@@ -20,12 +30,15 @@ def comparable(dicts):
 
 TABLE_NAMES = ["wang-table1", "wang-table2", "wang-table3", "wang-table4", "nhsvm-table3"]
 OURS_ONLY = ["leaderboard", "zhou-comparison"]   # no comparable paper numbers
+# registered in session 4; their quick runs are tested with one replication (cost)
+NEW_TABLES = ["wang-table5", "cai-table7.5"]
+NEEDS_DATA = {"leaderboard", "wang-table5", "flat-vs-hierarchical"}
 
 
 def test_list_shows_every_table(capsys):
     assert cli.main(["reproduce", "--list"]) == 0
     out = capsys.readouterr().out
-    for name in TABLE_NAMES + OURS_ONLY:
+    for name in TABLE_NAMES + OURS_ONLY + NEW_TABLES + ["flat-vs-hierarchical"]:
         assert name in out
     assert "Table 3" in out and "section 4.1" in out and "section 8.1" in out
 
@@ -127,8 +140,10 @@ def test_dask_cluster_gives_the_serial_table(tmp_path):
 
 
 def needs_data(name):
-    if name == "leaderboard" and leaderboard.data_missing():
-        pytest.skip(leaderboard.data_missing())
+    table = reproduce.get(name)
+    reason = table.missing_data() if table.missing_data else None
+    if reason:
+        pytest.skip(reason)
 
 
 @pytest.mark.parametrize("name", OURS_ONLY)
@@ -160,15 +175,34 @@ def test_leaderboard_is_deterministic_but_for_fit_time():
     assert all(0.0 < v <= 1.0 for v in hf1)
 
 
-def test_leaderboard_without_data_says_so(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(leaderboard, "DATA_DIR", tmp_path)
-    assert "not found" in leaderboard.data_missing()
-    assert cli.main(["reproduce", "leaderboard", "--quick", "--quiet", "--out", str(tmp_path)]) == 2
-    assert "skipped" in capsys.readouterr().err
+@pytest.mark.parametrize("name", sorted(NEEDS_DATA))
+def test_a_table_without_its_data_is_skipped_not_an_error(name, tmp_path, monkeypatch, capsys):
+    """Missing data files: exit 0, a "skipped" line naming a missing file, nothing written."""
+    monkeypatch.setattr(hmc, "DATA_DIR", tmp_path)
+    assert "not found" in reproduce.get(name).missing_data()
+    out_dir = tmp_path / "out"
+    assert cli.main(["reproduce", name, "--quick", "--quiet", "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: data files not found" in out and str(tmp_path) in out
+    assert not out_dir.exists()
+    result = reproduce.run_table(name, quick=True, verbose=False)
+    assert result.skipped and result.cells == [] and result.rows == [] and result.files == []
+
+
+def test_a_replication_raising_data_unavailable_skips_the_table(monkeypatch, capsys):
+    """The runner also turns a DataUnavailable raised inside a replication into a skip."""
+    def run(replication, quick, seed):
+        raise reproduce.DataUnavailable("data files not found: /nowhere/x.arff")
+    base = reproduce.get("cai-table7.5")
+    fake = reproduce.Table(name="fake", title="t", paper="p", reference="r", source="s", run=run,
+                           metrics=base.metrics, reported={}, paper_replications=1, resolution=0.05)
+    monkeypatch.setitem(reproduce.TABLES, "fake", fake)
+    assert cli.main(["reproduce", "fake", "--quick", "--quiet"]) == 0
+    assert "skipped: data files not found: /nowhere/x.arff" in capsys.readouterr().out
 
 
 def test_zhou_runs_on_synthetic_data_without_the_data_directory(tmp_path, monkeypatch):
-    monkeypatch.setattr(leaderboard, "DATA_DIR", tmp_path)
+    monkeypatch.setattr(hmc, "DATA_DIR", tmp_path)
     rows = zhou.run_comparison(0, True, 5)
     assert {r["setting"] for r in rows} == {"balanced", "unbalanced"}
     assert {r["method"] for r in rows} == set(zhou.METHODS)
@@ -190,3 +224,104 @@ def test_single_path_subset_and_leaf_classes():
     assert "b1" not in pruned.nodes and "a2" not in pruned.nodes   # only the classes' ancestors
     assert to_leaf["a1"] == "a1" and to_leaf["b"] == "b"             # b is a leaf once b1 goes
     assert to_leaf["a"] != "a" and pruned.is_leaf(to_leaf["a"])      # a keeps a child: self leaf
+
+
+# ------------------------------------------------------------------ tables added in session 4
+@pytest.mark.parametrize("name, jobs", [("wang-table5", 1), ("cai-table7.5", 2)])
+def test_quick_run_of_a_new_table_end_to_end(name, jobs, tmp_path, capsys):
+    """One quick replication: exit 0, ours beside the paper's, CSV + PNG, and the replication's
+    rows are those of the table's serial run at that replication's seed (deterministic; with
+    two jobs and one replication the cross-validation folds run in two processes)."""
+    needs_data(name)
+    assert cli.main(["reproduce", name, "--quick", "--replications", "1", "--seed", "3",
+                     "--n-jobs", str(jobs), "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    table = reproduce.get(name)
+    assert table.reference in out and "within the paper's spread" in out
+    assert " NO" in out or " ok" in out
+    with open(tmp_path / f"{name}.csv") as fh:
+        cells = list(csv.DictReader(fh))
+    assert {c["metric"] for c in cells} == set(table.metrics)
+    compared = [c for c in cells if c["paper_mean"] != "nan"]
+    assert compared and all(c["within"] in ("True", "False") for c in compared)
+    assert all(math.isfinite(float(c["mean"])) for c in cells)
+    assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(tmp_path / f"{name}_replications.csv") as fh:
+        values = [float(r["value"]) for r in csv.DictReader(fh)]
+    again = table.run(0, True, reproduce.replication_seeds(3, 1)[0])
+    assert values == [r["value"] for r in again]
+
+
+def test_paper_numbers_of_the_new_tables():
+    t5 = reproduce.get("wang-table5").reported
+    assert t5[("linear", "HPSI", "TE_0-1")] == reproduce.Reported(0.958, 0.008)
+    assert t5[("gaussian", "SHSVM", "F1")] == reproduce.Reported(0.016, 0.002)
+    assert len(t5) == 2 * 5 * 5 and "section 4.2" in reproduce.get("wang-table5").reference
+    t75 = reproduce.get("cai-table7.5").reported
+    assert t75[("fan-out 3, depth 3", "H-SVM", "max loss")] == reproduce.Reported(1.39)
+    assert t75[("fan-out 6, depth 2", "F-SVM", "rloss %")] == reproduce.Reported(3.09)
+    assert len(t75) == 2 * 2 * 5 and "Table 7.5" in reproduce.get("cai-table7.5").reference
+    assert reproduce.get("flat-vs-hierarchical").reported == {}
+
+
+def test_cai_svms_are_the_thesis_flat_and_hierarchical_models():
+    ds = make_cai_synthetic(30, 5, branching=2, depth=2, random_state=0)
+    flat, hier = cai.make_svm("F-SVM", ds.hierarchy), cai.make_svm("H-SVM", ds.hierarchy)
+    assert len(flat.hierarchy.nodes) == len(ds.hierarchy.leaves) + 1 and flat.C == hier.C == 1e4
+    assert hier.hierarchy is ds.hierarchy and not flat.fit_intercept and not hier.fit_intercept
+
+
+def test_funcat_two_branches_rebuild():
+    needs_data("wang-table5")
+    X, y, H = wang_funcat.load_two_branches()
+    assert X.shape[0] == len(y) > 1000 and all(H.is_leaf(v) for v in set(y))
+    assert {str(c).split("/")[0] for c in H.children(H.root)} <= set(wang_funcat.BRANCHES)
+    tr, tu, te = wang_funcat.partition(len(y), np.random.default_rng(0))
+    assert len(set(tr) | set(tu) | set(te)) == len(y)
+    assert abs(len(tr) / len(y) - 303 / 1103) < 0.01
+
+
+def test_flat_vs_hierarchical_quick_rows():
+    needs_data("flat-vs-hierarchical")
+    rows = flat_hierarchical.run_flat_vs_hierarchical(0, True, 5)
+    assert {(r["setting"], r["method"]) for r in rows} == {
+        (s, m) for s in flat_hierarchical.SETS for m in flat_hierarchical.METHODS}
+    assert {r["metric"] for r in rows} == set(flat_hierarchical.METRICS)
+    values = {(r["setting"], r["method"], r["metric"]): r["value"] for r in rows}
+    assert all(0 <= values[(s, m, "acc %")] <= values[(s, m, "pacc %")] <= 100
+               for s in flat_hierarchical.SETS for m in flat_hierarchical.METHODS)
+
+
+def test_leaderboard_multilabel_methods_on_label_sets():
+    """The multi-label rows' machinery on a small synthetic multi-label problem: the same CV
+    picks C for every method, binary relevance predicts non-empty label sets."""
+    ds = make_cai_synthetic(60, 6, branching=2, depth=2, random_state=1)
+    X, y, H = ds.X, list(ds.y), ds.hierarchy
+    for name, grid in (("LinearSVC-ovr", (0.1, 1.0)), ("HierarchicalSVC", (1.0,))):
+        C = leaderboard.cross_validated_C(name, H, X[:40], y[:40], grid, 2, 0, multilabel=True)
+        values = leaderboard.evaluate(name, H, X[:40], y[:40], X[40:], y[40:], C, multilabel=True)
+        assert C in grid and 0 < values["hF1"] <= 1 and 0 <= values["exact match"] <= 1
+    pred = leaderboard.BinaryRelevanceSVC(C=1.0).fit(X, y).predict(X[:5])
+    assert all(isinstance(p, frozenset) and p for p in pred)
+    assert leaderboard.methods_for("Enron_corr") == leaderboard.MULTILABEL_METHODS
+    assert "LinearSVC-cs" not in leaderboard.MULTILABEL_METHODS
+    assert leaderboard.exact_match([frozenset({1}), 2], [frozenset({1}), 3]) == 0.5
+    assert np.isfinite(values["tree distance"])
+
+
+def test_leaderboard_hiclass_rows_only_when_hiclass_is_importable():
+    single = leaderboard.methods_for("ImageCLEF07A")
+    if leaderboard.LocalClassifierPerNode is None:
+        assert not set(leaderboard.HICLASS) & set(single) and "not installed" in leaderboard.HICLASS_NOTE
+        assert "not installed" in reproduce.get("leaderboard").notes
+        return
+    assert set(leaderboard.HICLASS) <= set(single)
+    H = Hierarchy.from_edges([("r", "a"), ("a", "a1"), ("a", "a2"), ("r", "b")], root="r")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))
+    y = np.array(["a1" if x[0] > 0.5 else "a2" if x[0] > 0 else "b" for x in X], dtype=object)
+    for kind in ("node", "parent", "level"):
+        pred = leaderboard.HiclassPaths(H, kind, 1.0).fit(X, y).predict(X)
+        # hiclass may stop at an internal node (a partial path): a node of H, scored as such
+        assert set(pred) <= {"a", "a1", "a2", "b"}
+        assert np.mean(pred == y) > 0.6 and hierarchical_f1(list(y), list(pred), hierarchy=H) > 0.7

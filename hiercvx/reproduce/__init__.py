@@ -10,7 +10,7 @@ ours beside the paper's and writes CSV + PNG.
     >>> print(result)                                                  # doctest: +SKIP
 """
 
-from . import leaderboard, zhou
+from . import cai, flat_hierarchical, leaderboard, wang_funcat, zhou
 from ._runner import (
                       TABLES,
                       TableResult,
@@ -24,10 +24,11 @@ from ._runner import (
                       within_spread,
                       write,
 )
-from ._table import Reported, Table, parse_reported
+from ._table import DataUnavailable, Reported, Table, parse_reported
 
 # tables registered beside _runner's (wang, nhsvm): the runner's ``get`` reads this dict
-TABLES.update({t.name: t for t in leaderboard.TABLES + zhou.TABLES})
+TABLES.update({t.name: t for t in wang_funcat.TABLES + cai.TABLES + flat_hierarchical.TABLES
+               + leaderboard.TABLES + zhou.TABLES})
 
-__all__ = ["TABLES", "Reported", "Table", "TableResult", "aggregate", "format_result", "get", "names",
+__all__ = ["TABLES", "DataUnavailable", "Reported", "Table", "TableResult", "aggregate", "format_result", "get", "names",
            "parse_reported", "plot", "replication_seeds", "run_table", "within_spread", "write"]

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from joblib import Parallel, delayed, parallel_config
+from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from ..exceptions import HierCVXError, InputError
 from . import nhsvm, wang
-from ._table import Table
+from ._table import DataUnavailable, Table
 
 try:  # only --scheduler needs it; the local path works without Dask installed
     from distributed import Client
@@ -51,7 +51,8 @@ def replication_seeds(seed: int, replications: int) -> list[int]:
 class TableResult:
     """What :func:`run_table` returns: ``cells`` (one dict per setting, method and metric:
     ``n``, ``mean``, ``std``, ``paper_mean``, ``paper_sd``, ``within``), the per-replication
-    ``rows``, and the files written."""
+    ``rows``, and the files written.  ``skipped`` says why the table did not run (its data
+    files are absent); then there are no cells, rows or files."""
 
     table: Table
     quick: bool
@@ -60,6 +61,7 @@ class TableResult:
     cells: list[dict]
     rows: list[dict]
     files: list[Path] = field(default_factory=list)
+    skipped: str | None = None
 
     def __str__(self) -> str:
         return format_result(self)
@@ -122,9 +124,16 @@ def _backend(n_jobs, scheduler):
 
 def execute(table: Table, quick: bool, seeds: list[int], n_jobs=1, scheduler=None,
             verbose=True) -> list[dict]:
-    """All replications' rows, in replication order, with a progress bar unless quiet."""
+    """All replications' rows, in replication order, with a progress bar unless quiet.
+
+    With fewer replications than local jobs, the replications run one after another and the
+    jobs go to the joblib tasks inside them (grid and cross-validation fits of the tables that
+    declare them with ``Parallel(n_jobs=None)``); the numbers are the same either way."""
     tasks = (delayed(table.run)(r, quick, s) for r, s in enumerate(seeds))
-    with _backend(n_jobs, scheduler) as jobs:
+    inner = contextlib.nullcontext()
+    if scheduler is None and len(seeds) < effective_n_jobs(n_jobs):
+        inner, n_jobs = parallel_config(n_jobs=n_jobs), 1
+    with _backend(n_jobs, scheduler) as jobs, inner:
         results = Parallel(n_jobs=jobs, return_as="generator")(tasks)
         rows = []
         for r, part in enumerate(tqdm(results, total=len(seeds), desc=table.name,
@@ -139,7 +148,9 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     paper's number), each seeded from ``(seed, r)``, through joblib with ``n_jobs`` local
     workers or on the Dask cluster ``scheduler``; aggregated, compared with the paper and,
     if ``out`` is given, written there as ``<name>.csv``, ``<name>_replications.csv`` and
-    ``<name>.png``.  The numbers depend on ``seed`` and ``replications`` only."""
+    ``<name>.png``.  The numbers depend on ``seed`` and ``replications`` only.  A table whose
+    data files are absent (``Table.missing_data``, or a replication raising
+    :class:`DataUnavailable`) is not an error: the result says ``skipped`` and why."""
     table = get(name)
     if replications is None:
         replications = table.quick_replications if quick else table.paper_replications
@@ -147,8 +158,14 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
         raise InputError(f"replications must be a positive integer, got {replications!r}")
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    rows = execute(table, quick, replication_seeds(seed, int(replications)), n_jobs, scheduler,
-                   verbose)
+    reason = table.missing_data() if table.missing_data is not None else None
+    if reason:
+        return TableResult(table, quick, int(replications), int(seed), [], [], skipped=reason)
+    try:
+        rows = execute(table, quick, replication_seeds(seed, int(replications)), n_jobs, scheduler,
+                       verbose)
+    except DataUnavailable as exc:
+        return TableResult(table, quick, int(replications), int(seed), [], [], skipped=str(exc))
     result = TableResult(table, quick, int(replications), int(seed), aggregate(table, rows), rows)
     if out is not None:
         result.files = write(result, Path(out))
@@ -169,6 +186,8 @@ def format_result(result: TableResult) -> str:
     """One line per setting and method, one column per metric: ``ours mean±sd (paper
     mean±sd) ok|NO``, ``ok`` meaning within the paper's spread."""
     t = result.table
+    if result.skipped:
+        return f"{t.name}: {t.title}\nskipped: {result.skipped}"
     head = [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}", f"  numbers read from: {t.source}",
             (f"  {t.quick_protocol if result.quick else t.protocol}; {result.replications} "
              f"replications (paper: {t.paper_replications}), seed {result.seed}"),

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..exceptions import InputError
+from ..exceptions import HierCVXError, InputError
+
+
+class DataUnavailable(HierCVXError):
+    """A table's data files are not on this machine: ``run_table`` reports the table as
+    skipped (``hiercvx reproduce`` prints a "skipped" line and exits 0)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,8 @@ class Table:
     it runs.  ``reported`` maps ``(setting, method, metric)`` to the paper's :class:`Reported`
     number; ``source`` says where those numbers were read.  ``resolution`` is half a unit in
     the last digit the paper prints (its rounding), added to the spread when comparing.
+    ``missing_data()``, when given, says why the table cannot run here (a data file that is
+    absent) or returns None; the runner then skips the table instead of failing.
     """
 
     name: str
@@ -44,6 +51,7 @@ class Table:
     quick_protocol: str = ""
     notes: str = ""
     settings: tuple[str, ...] = field(default=())
+    missing_data: Callable[[], str | None] | None = None
 
     def paper_value(self, setting: str, method: str, metric: str) -> Reported | None:
         return self.reported.get((setting, method, metric))
