@@ -18,7 +18,8 @@ from hiercvx.estimators.tuning import tune_on_holdout, wang_C_grid
 from hiercvx.formulations import hpsi
 from hiercvx.kernels import median_heuristic
 
-ESTIMATORS = [SiblingMarginSVC, HierarchicalPsiClassifier, SequentialHierarchicalSVC]
+ESTIMATORS = [SiblingMarginSVC, pytest.param(HierarchicalPsiClassifier, marks=pytest.mark.slow),
+              SequentialHierarchicalSVC]
 
 
 def _failed(results):
@@ -30,7 +31,7 @@ def test_check_estimator_fast(Est):
     assert not _failed(check_estimator(Est(), on_fail=None))
 
 
-@pytest.mark.parametrize("Est", [SiblingMarginSVC,
+@pytest.mark.parametrize("Est", [pytest.param(SiblingMarginSVC, marks=pytest.mark.slow),
                                  pytest.param(HierarchicalPsiClassifier, marks=pytest.mark.slow),
                                  pytest.param(SequentialHierarchicalSVC, marks=pytest.mark.slow)])
 def test_check_estimator_reference(Est):

@@ -35,7 +35,7 @@ def data():
 
 
 @pytest.mark.parametrize("Est", [HierarchicalSVC, MulticlassSVC])
-@pytest.mark.parametrize("solver", ["reference", "fast"])
+@pytest.mark.parametrize("solver", [pytest.param("reference", marks=pytest.mark.slow), "fast"])
 def test_check_estimator(Est, solver):
     results = check_estimator(Est(solver=solver, tol=1e-7, max_iter=5000), on_fail=None,
                               expected_failed_checks=EXPECTED_FAILURES)

@@ -241,9 +241,9 @@ def test_alternating_bad_input():
 # set, ill-conditioned without an intercept); the certificate is tested above.
 @pytest.mark.parametrize("est", [
     NormalizedHierarchicalSVC(tol=1e-4, max_iter=200),
-    NormalizedHierarchicalSVC(solver="reference"),
-    SharedNormSVC(tol=1e-3, max_iter=20, inner_max_iter=100),
-    SharedNormSVC(solver="reference"),
+    pytest.param(NormalizedHierarchicalSVC(solver="reference"), marks=pytest.mark.slow),
+    pytest.param(SharedNormSVC(tol=1e-3, max_iter=20, inner_max_iter=100), marks=pytest.mark.slow),
+    pytest.param(SharedNormSVC(solver="reference"), marks=pytest.mark.slow),
 ], ids=["nhsvm-fast", "nhsvm-reference", "shared-fast", "shared-reference"])
 def test_check_estimator(est):
     with warnings.catch_warnings():

@@ -343,7 +343,8 @@ EXPECTED_FAILURES = {}
 
 
 @pytest.mark.parametrize("method,solver", [("orthogonal", "fast"), ("treeloss", "fast"),
-                                           ("orthogonal", "reference")])
+                                           pytest.param("orthogonal", "reference",
+                                                        marks=pytest.mark.slow)])
 def test_check_estimator(method, solver):
     est = OrthogonalTransferSVC(method=method, solver=solver, tol=1e-3, max_iter=2000)
     with warnings.catch_warnings():

@@ -116,6 +116,7 @@ def test_unreachable_scheduler_is_a_clear_error(capsys, monkeypatch):
     assert "Dask scheduler" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the LocalCluster test checks the same in the default run
 def test_local_processes_give_the_serial_numbers():
     serial = reproduce.run_table("wang-table3", quick=True, verbose=False, seed=1)
     parallel = reproduce.run_table("wang-table3", quick=True, verbose=False, seed=1, n_jobs=2)
@@ -164,6 +165,7 @@ def test_quick_run_of_a_table_without_paper_numbers(name, tmp_path, capsys):
     assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # 22 s; determinism is checked on the paper tables in the default run
 def test_leaderboard_is_deterministic_but_for_fit_time():
     needs_data("leaderboard")
     first = leaderboard.run_leaderboard(0, True, 11)

@@ -118,6 +118,7 @@ def assert_first_line(message: str, method: str):
 
 
 # ------------------------------------------------------------------ the correct solvers pass
+@pytest.mark.slow  # 37 s loaded; the project solvers pass check_solver below
 def test_correct_small_solvers_pass():
     outcomes = check_solver(fit_multiclass, "multiclass")
     assert all(o.ok for o in outcomes) and not any(o.skipped for o in outcomes)
@@ -136,6 +137,7 @@ def test_bias_forgotten_is_caught():
     assert "diagnosis: the intercept (bias) is not fitted" in msg
 
 
+@pytest.mark.slow  # 14 s; the other planted bugs are caught in the default run
 def test_C_not_scaled_by_sample_weight_is_caught():
     msg = failure(partial(fit_multiclass, bug="sample_weight"), "multiclass")
     assert_first_line(msg, "multiclass")
@@ -218,10 +220,13 @@ def test_a_solver_that_raises_or_takes_no_C_is_reported():
 
 
 # ------------------------------------------------------------------ the project's own solvers
-FAST = [(name, solver) for name in methods.names() for solver in methods.get(name).fast_solvers]
+# RDA (Zhou et al. Alg. 1) is slow to a tight gap; dual_cd checks its methods in the default run
+FAST = [pytest.param(name, solver, marks=[pytest.mark.slow] if solver == "rda" else [],
+                     id=f"{name}-{solver}")
+        for name in methods.names() for solver in methods.get(name).fast_solvers]
 
 
-@pytest.mark.parametrize("name,solver", FAST, ids=[f"{n}-{s}" for n, s in FAST])
+@pytest.mark.parametrize("name,solver", FAST)
 def test_project_fast_solvers_pass_check_solver(name, solver):
     method = methods.get(name)
     fast = method.fast_solvers[solver]
