@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ..formulations import hsvm
 from ..models import hsvm as hsvm_model
-from ..solvers import interior_point, margin_engine, working_set
+from ..solvers import working_set
+from ._margin import ENGINE_SOLVERS
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
@@ -54,15 +55,7 @@ METHODS = (
             "working_set", working_set.solve,
             algorithm="variable selection, thesis Algorithm 2",
             options={"tol": 1e-8}, rtol=1e-6),
-            "interior_point": FastSolver(
-                "interior_point", interior_point.solve,
-                algorithm="primal-dual interior point (Mehrotra) on the factored primal",
-                options={"tol": 1e-9}, rtol=1e-6),
-            "auto": FastSolver(
-                "auto", margin_engine.solve,
-                algorithm="the margin engine's choice: interior point when a Newton step is "
-                          "affordable, else dual coordinate ascent",
-                options={"tol": 1e-9}, rtol=1e-6)},
+            **ENGINE_SOLVERS},
         estimator="hiercvx.estimators.HierarchicalSVC",
         sheet="formulations/hsvm.md",
         params={"C": 1.0},

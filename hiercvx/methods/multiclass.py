@@ -16,7 +16,8 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..formulations import multiclass as mc
 from ..models import multiclass as mcm
-from ..solvers import crammer_singer, interior_point, margin_engine
+from ..solvers import crammer_singer
+from ._margin import ENGINE_SOLVERS
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
@@ -78,15 +79,7 @@ METHODS = (
             "crammer_singer", crammer_singer.solve,
             algorithm="sequential dual block coordinate ascent with shrinking (Keerthi et al.)",
             options={"tol": 1e-8}, rtol=1e-6),
-            "interior_point": FastSolver(
-                "interior_point", interior_point.solve,
-                algorithm="primal-dual interior point (Mehrotra) on the factored primal",
-                options={"tol": 1e-9}, rtol=1e-6),
-            "auto": FastSolver(
-                "auto", margin_engine.solve,
-                algorithm="the margin engine's choice: interior point when a Newton step is "
-                          "affordable, else dual coordinate ascent",
-                options={"tol": 1e-9}, rtol=1e-6)},
+            **ENGINE_SOLVERS},
         estimator="hiercvx.estimators.MulticlassSVC",
         sheet="formulations/multiclass.md",
         params={"C": 1.0},
