@@ -9,6 +9,10 @@ returned weights, certified lower bound, gap, status, iterations, times, per-sol
   budget-constrained block steps, certificate scheduling
 - :mod:`.crammer_singer` — flat Crammer–Singer, sequential dual with shrinking
 - :mod:`.working_set` — Cai–Hofmann hierarchical SVM, variable selection (thesis Alg. 2)
+- :mod:`.interior_point` — the margin family (Crammer–Singer, Cai–Hofmann) by a primal-dual
+  interior-point method; :mod:`.margin_engine` chooses among the three margin solvers
+- :mod:`.orthogonal_dual` — the orthogonal-transfer family by dual block-coordinate ascent on
+  the SDP lifting (the estimators' default)
 - :mod:`.rda` — regularized dual averaging with optimality bounds (Zhou et al., Alg. 1)
 - :mod:`.nhsvm_fw`, :mod:`.shared_norm` — NHSVM: block-coordinate Frank–Wolfe; closed-form
   alpha step and the alternating shared-norm SVM
