@@ -20,7 +20,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import HierarchyError, LabelError
+from .exceptions import HierarchyError, InputTypeError, LabelError
 
 ARTIFICIAL_ROOT = "<root>"
 
@@ -64,6 +64,14 @@ def label_positions(labels, index: Mapping):
     return rows, cols, unknown
 
 
+
+def _not_none(value, name: str, where: str) -> None:
+    """Refuse ``None`` where a collection is expected (iterating it gives no name)."""
+    if value is None:
+        raise InputTypeError(f"{where}: {name} is None; pass a collection "
+                             f"({'a mapping or pairs' if name == 'parents' else 'a list'})")
+
+
 class Hierarchy:
     """A rooted class hierarchy: a tree or a DAG with a single root.
 
@@ -80,6 +88,7 @@ class Hierarchy:
         Prefer the ``from_*`` class methods.  ``root`` names the artificial root used when
         the graph has several sources (default ``"<root>"``).
         """
+        _not_none(edges, "edges", "Hierarchy")
         order: dict = {}
         for v in nodes:
             order.setdefault(v, len(order))
@@ -221,6 +230,7 @@ class Hierarchy:
         listed twice is an error (use a list of parents instead).  Every parent must itself
         be declared as a child key (an undeclared parent is an orphan reference).
         """
+        _not_none(parents, "parents", "Hierarchy.from_parents")
         if isinstance(parents, Mapping):
             items = list(parents.items())
         else:
@@ -259,6 +269,7 @@ class Hierarchy:
     @classmethod
     def from_edges(cls, edges, nodes: Iterable[Hashable] = (), root: Hashable | None = None) -> "Hierarchy":
         """From ``(parent, child)`` pairs; a node with several parents makes a DAG."""
+        _not_none(edges, "edges", "Hierarchy.from_edges")
         edges = list(edges)
         nodes = list(nodes)
         if not edges and not nodes:
@@ -271,6 +282,7 @@ class Hierarchy:
 
         The top-level names hang under an artificial root unless there is exactly one.
         """
+        _not_none(paths, "paths", "Hierarchy.from_paths")
         if isinstance(paths, (str, bytes)):
             raise HierarchyError(f"from_paths takes a list of path strings, got the single string "
                                  f"{paths[:60]!r}; wrap it in a list: from_paths([{paths[:60]!r}])")
@@ -482,6 +494,7 @@ class Hierarchy:
         ``labels``: a 1-D sequence of node names (one label per sample), a list of
         iterables of node names (multi-label), or an indicator matrix over ``H.nodes``.
         """
+        _not_none(labels, "labels", "Hierarchy.label_indicator")
         n = len(self._nodes)
         if sp.issparse(labels) or (isinstance(labels, np.ndarray) and labels.ndim == 2):
             return self._indicator_matrix(labels)
@@ -535,6 +548,7 @@ class Hierarchy:
         (the caller decides whether that is allowed).  ``sparse=True`` returns CSR, which
         is what 10^5 samples on 10^4 nodes need.
         """
+        _not_none(labels, "labels", "Hierarchy.closure")
         ind = self.label_indicator(labels).astype(np.int32)
         closed = (ind @ self._anc.astype(np.int32)).tocsr()
         closed.data = closed.data > 0

@@ -529,8 +529,6 @@ _Y_NONE_MODELS = {
         "references.flatmult.primal", "references.flatmult.dual", "references.hiermult.primal",
         "references.hiermult.dual", "references.transfer.primal", "references.transfer.dual",
         "references.treeloss.primal", "references.treeloss.dual"),
-    "hiercvx/hierarchy.py Hierarchy.label_indicator: list(None)": (
-        "models.sibling.prepare", "models.sibling.prepare_psi"),
 }
 _SIBLING_TREE = "hiercvx/methods/sibling.py _tree: sorts and hashes y before any check"
 
@@ -544,10 +542,6 @@ KNOWN_RAW = {
        for ref in ("sibling_svm.primal", "sibling_svm.dual", "hpsi.primal")
        for c in ("None", "None label", "empty label set", "label set with unknown", "3-D",
                  "column vector")},
-    **{(entry, arg, "None"): "hiercvx/hierarchy.py: iterates None (TypeError, no argument named)"
-       for entry, arg in (("Hierarchy.from_parents", "parents"), ("Hierarchy.from_edges", "edges"),
-                          ("Hierarchy", "edges"), ("Hierarchy.from_paths", "paths"),
-                          ("Hierarchy.closure", "labels"), ("Hierarchy.label_indicator", "labels"))},
     ("NormalizedHierarchicalSVC.fit", "rho", "huge"):
         "hiercvx/models/nhsvm.py path_weights_problem: cp.power(alpha, 1e300) -> ZeroDivisionError "
         "in CVXPY's rational approximation; bound rho",
