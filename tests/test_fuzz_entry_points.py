@@ -520,16 +520,7 @@ def _reference_entries():
 ENTRIES = (_estimator_entries() + _hierarchy_entries() + _metric_entries() + _loss_entries()
            + _prepare_entries() + _reference_entries())
 
-_Y_NONE_MODELS = {
-    "hiercvx/models/nhsvm.py closed_labels: list(None)": (
-        "models.nhsvm.prepare", "models.nhsvm.prepare_shared", "references.nhsvm.primal",
-        "references.nhsvm.dual", "references.shared_norm.primal", "references.shared_norm.dual"),
-    "hiercvx/models/orthogonal.py label_indices: list(None)": (
-        "models.orthogonal.prepare", "references.orthogonal.primal", "references.orthogonal.dual",
-        "references.flatmult.primal", "references.flatmult.dual", "references.hiermult.primal",
-        "references.hiermult.dual", "references.transfer.primal", "references.transfer.dual",
-        "references.treeloss.primal", "references.treeloss.dual"),
-}
+_Y_NONE_MODELS: dict = {}
 _SIBLING_TREE = "hiercvx/methods/sibling.py _tree: sorts and hashes y before any check"
 
 #: Raw exceptions the fuzzer finds in modules outside this suite's boundary fixes (their fix

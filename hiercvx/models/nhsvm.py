@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from .._validation import check_features
+from .._validation import check_features, check_target
 from ..exceptions import HierarchyError, InputError, LabelError, SolverError
 from ..hierarchy import Hierarchy, class_attributes, is_label_set
 from ..inference import DecomposableLoss, LabelSetOracle, as_loss
@@ -461,6 +461,7 @@ def min_path_cover(b, H: Hierarchy) -> tuple[np.ndarray, float]:
 def closed_labels(Y, H: Hierarchy, n_samples: int, multilabel: bool | None):
     """``(T, leaf_pos, multilabel)``: closed label sets ``T`` ``(n, M)`` bool, each sample's leaf
     (position in ``H.leaves``; single-label only) and the label space used."""
+    check_target(Y, "Y", allow_mixed=True)
     if sp.issparse(Y) or (isinstance(Y, np.ndarray) and Y.ndim == 2):
         inferred = True
     else:
@@ -537,7 +538,11 @@ def _leaf_oracle(S: np.ndarray, T: np.ndarray, leaf_pos: np.ndarray, paths, offs
     leaves ``l != t = leaf_pos[i]`` and its maximizer (``-1`` when nothing is violated)."""
     own = np.where(T, S, 0.0).sum(axis=1)
     rows = np.arange(S.shape[0])
-    C = S @ paths.T                                        # leaf path sums (n, q)
+    if paths.size and np.count_nonzero(paths) <= 0.1 * paths.size:
+        # leaf path sums through the sparse ancestor rows: O(n nnz) instead of O(n q M)
+        C = np.asarray((sp.csr_matrix(paths) @ S.T).T)
+    else:
+        C = S @ paths.T                                    # leaf path sums (n, q)
     viol = offset[leaf_pos] + scale[leaf_pos] * (C - own[:, None])
     viol[rows, leaf_pos] = 0.0                              # the true leaf: 0
     best = np.argmax(viol, axis=1)

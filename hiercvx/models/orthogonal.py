@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .._sparse import expand_ranges
-from .._validation import check_features, check_positive
+from .._validation import check_features, check_positive, check_target
 from ..exceptions import HierarchyError, InputError, LabelError
 from ..hierarchy import Hierarchy
 from . import margin
@@ -449,6 +449,7 @@ class PairModel(Model):
 def label_indices(y, H: Hierarchy, n: int) -> np.ndarray:
     """Node indices of ``n`` single labels (node names, not the root); set-valued or unknown
     labels are refused with the sample's position."""
+    check_target(y, "y", allow_mixed=True)
     if isinstance(y, (str, bytes)):
         raise LabelError("y must hold one label per sample, got a single string; wrap it in a list")
     y = list(y.tolist() if isinstance(y, np.ndarray) else y)
