@@ -521,7 +521,6 @@ ENTRIES = (_estimator_entries() + _hierarchy_entries() + _metric_entries() + _lo
            + _prepare_entries() + _reference_entries())
 
 _Y_NONE_MODELS: dict = {}
-_SIBLING_TREE = "hiercvx/methods/sibling.py _tree: sorts and hashes y before any check"
 
 #: Raw exceptions the fuzzer finds in modules outside this suite's boundary fixes (their fix
 #: belongs to the module named; :func:`test_known_raw_exceptions_are_listed_until_fixed` says
@@ -529,10 +528,6 @@ _SIBLING_TREE = "hiercvx/methods/sibling.py _tree: sorts and hashes y before any
 KNOWN_RAW = {
     **{(entry, "y", "None"): where for where, entries in _Y_NONE_MODELS.items()
        for entry in entries},
-    **{(f"references.{ref}", "y", c): _SIBLING_TREE
-       for ref in ("sibling_svm.primal", "sibling_svm.dual", "hpsi.primal")
-       for c in ("None", "None label", "empty label set", "label set with unknown", "3-D",
-                 "column vector")},
     ("NormalizedHierarchicalSVC.fit", "rho", "huge"):
         "hiercvx/models/nhsvm.py path_weights_problem: cp.power(alpha, 1e300) -> ZeroDivisionError "
         "in CVXPY's rational approximation; bound rho",

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_target
+from ..exceptions import LabelError
 from ..formulations import hpsi
 from ..models.sibling import SiblingModel
 from ..models.sibling import PsiModel, prepare_psi
@@ -40,7 +42,16 @@ def _tree(Y, H):
     Shen, the paper's "SVM" / "psi-learning" baselines)."""
     if H is not None:
         return H
-    return flat_hierarchy(sorted(set(np.asarray(Y).tolist())))
+    check_target(Y, "Y")  # before sorting the labels: None, sets and 3-D arrays are refused
+    labels = np.asarray(Y)
+    if labels.ndim != 1:
+        raise LabelError(f"Y must hold one label per sample (a 1-D sequence), got shape "
+                         f"{labels.shape}")
+    items = labels.tolist()
+    if any(isinstance(v, (set, frozenset, list, tuple)) for v in items):
+        raise LabelError("the sibling-margin SVM is single-label: give one label per sample, "
+                         "not label sets")
+    return flat_hierarchy(sorted(set(items)))
 
 
 def prepare(X, Y, H=None, kernel="linear", sigma=None) -> SiblingModel:
