@@ -520,18 +520,11 @@ def _reference_entries():
 ENTRIES = (_estimator_entries() + _hierarchy_entries() + _metric_entries() + _loss_entries()
            + _prepare_entries() + _reference_entries())
 
-_Y_NONE_MODELS: dict = {}
 
 #: Raw exceptions the fuzzer finds in modules outside this suite's boundary fixes (their fix
 #: belongs to the module named; :func:`test_known_raw_exceptions_are_listed_until_fixed` says
 #: when one is fixed).  (entry, argument, corruption) -> where to fix.
-KNOWN_RAW = {
-    **{(entry, "y", "None"): where for where, entries in _Y_NONE_MODELS.items()
-       for entry in entries},
-    ("NormalizedHierarchicalSVC.fit", "rho", "huge"):
-        "hiercvx/models/nhsvm.py path_weights_problem: cp.power(alpha, 1e300) -> ZeroDivisionError "
-        "in CVXPY's rational approximation; bound rho",
-}
+KNOWN_RAW: dict = {}  # every raw exception the suite found is fixed (session 4)
 
 #: every (entry, argument, corruption) triple the contract holds for
 ALL_CASES = [(entry, arg, cname) for entry in ENTRIES for arg, kind in entry.kinds.items()

@@ -161,6 +161,10 @@ def _lagrangian_power_min(r: np.ndarray, rho: float, upper: float) -> np.ndarray
 
 
 # ====================================================================== path weights (6)-(8)
+#: the largest exponent of (6) accepted (CVXPY's rational approximation of a^rho fails beyond)
+MAX_RHO = 1e3
+
+
 def _check_rho(rho) -> float:
     try:
         r = float(rho)
@@ -169,6 +173,9 @@ def _check_rho(rho) -> float:
     if not (np.isfinite(r) and r > 1.0):
         raise InputError(f"rho must be finite and > 1 (problem (6) is not strictly convex at rho = 1; "
                          f"use method='maxmin' for the rho = 1 alternative (7)), got {rho!r}")
+    if r > MAX_RHO:  # CVXPY's power cone approximates a^rho by rationals: huge rho overflows
+        raise InputError(f"rho must be at most {MAX_RHO:g} (got {rho!r}); as rho grows (6) tends to "
+                         "the max-min weights (7): use method='maxmin'")
     return r
 
 
@@ -535,12 +542,12 @@ def _leaf_vertices(H: Hierarchy, offset: np.ndarray, scale: np.ndarray):
 
 def _leaf_oracle(S: np.ndarray, T: np.ndarray, leaf_pos: np.ndarray, paths, offset, scale):
     """``(xi, best)``: ``xi_i = max(0, max_l b_{t l} - sigma_{t l} (s(t_i) - s(l)))`` over the
-    leaves ``l != t = leaf_pos[i]`` and its maximizer (``-1`` when nothing is violated)."""
+    leaves ``l != t = leaf_pos[i]`` and its maximizer (``-1`` when nothing is violated).
+    ``paths``: the ``(q, M)`` leaf paths, dense or sparse."""
     own = np.where(T, S, 0.0).sum(axis=1)
     rows = np.arange(S.shape[0])
-    if paths.size and np.count_nonzero(paths) <= 0.1 * paths.size:
-        # leaf path sums through the sparse ancestor rows: O(n nnz) instead of O(n q M)
-        C = np.asarray((sp.csr_matrix(paths) @ S.T).T)
+    if sp.issparse(paths):  # leaf path sums through the ancestor rows: O(n nnz), not O(n q M)
+        C = np.asarray((paths @ S.T).T)
     else:
         C = S @ paths.T                                    # leaf path sums (n, q)
     viol = offset[leaf_pos] + scale[leaf_pos] * (C - own[:, None])
@@ -635,7 +642,10 @@ class NHSVMModel(Model):
                                          verbose=False)
             own = np.where(T, scores, 0.0).sum(axis=1)
             return np.maximum(info.objective - own, 0.0), Z
-        return _leaf_oracle(scores, T, self.leaf_pos[rows], self.paths, self.offset, self.scale)
+        if "_paths_csr" not in self.__dict__:  # built once: the dense paths are (q, M)
+            self._paths_csr = sp.csr_matrix(self.paths)
+        return _leaf_oracle(scores, T, self.leaf_pos[rows], self._paths_csr, self.offset,
+                            self.scale)
 
     def vertex_terms(self, i: int, vertex) -> tuple[np.ndarray, float]:
         """``(c, b)`` of one vertex for sample ``i``: ``c = sigma (t_i - z)`` over the nodes
