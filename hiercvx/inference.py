@@ -59,6 +59,7 @@ import cvxpy as cp
 import highspy
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from tqdm.auto import tqdm
 
 try:  # optional (extra "gurobi"): needs a licence
@@ -337,7 +338,8 @@ class InferenceInfo:
     plus ``Delta(y, t)`` when a loss was given.  ``relaxation_objective``: the LP optimum
     (an upper bound on ``objective``; method ``"lp"`` only, else ``None``).  ``fractional``:
     the LP optimum was not integral; ``fell_back``: the integer program was solved instead;
-    ``n_fractional``: how many samples fell back.
+    ``n_fractional``: how many samples fell back.  ``n_bounded`` (method ``"ilp"``): how many
+    samples the bound certificate answered without the solver (see :class:`LabelSetOracle`).
     """
 
     method: str
@@ -348,6 +350,7 @@ class InferenceInfo:
     fell_back: np.ndarray
     n_fractional: int
     solve_time: float
+    n_bounded: int = 0  # samples answered by the bound certificate, without the solver
 
 
 # ---------------------------------------------------------------------- tree DP
@@ -395,6 +398,278 @@ class _TreeDP:
         for _, children, par, _, _ in self.levels:
             chosen[children] = chosen[par] & ((f[children] > 0) | (forced[par] == children[:, None]))
         return chosen.T, f[0]
+
+
+# ---------------------------------------------------------------------- bounds before (19)
+#: Relative tolerance (times ``1 + sum |s|``) of the bound certificate: far above the rounding
+#: of the sums, far below HiGHS's own 1e-10.
+BOUND_RTOL = 1e-12
+#: Subgradient steps on the multipliers of the non-tree edges per uncertified sample.
+LAGRANGE_STEPS = 10
+
+
+class _DagBounds:
+    """Index arrays of a hierarchy for :func:`_bound_kernel`, built once per oracle."""
+
+    def __init__(self, H: Hierarchy, steps: int = LAGRANGE_STEPS):
+        M = len(H)
+        anc = H.ancestor_matrix
+        self.anc_ptr = np.asarray(anc.indptr, dtype=np.int64)
+        self.anc_idx = np.asarray(anc.indices, dtype=np.int64)
+        self.child_ptr, self.child_idx = _csr_lists(H.children_indices, M)
+        parents = H.parent_indices
+        self.parent_ptr, self.parent_idx = _csr_lists(parents, M)
+        # the spanning tree T of the tree relaxation: each node under its first parent; the
+        # other edges (extra_parent -> extra_child) get Lagrange multipliers
+        self.first_parent = np.array([ps[0] if len(ps) else -1 for ps in parents], dtype=np.int64)
+        extra = [(int(p), v) for v, ps in enumerate(parents) for p in ps[1:]]
+        self.extra_parent = np.array([e[0] for e in extra], dtype=np.int64)
+        self.extra_child = np.array([e[1] for e in extra], dtype=np.int64)
+        self.leaves = np.asarray(H.leaf_indices, dtype=np.int64)
+        self.steps = int(steps)
+
+    def run(self, S: np.ndarray):
+        """``(value, Z, certified, keep, ub)`` per row of ``S``: see :func:`_bound_kernel`."""
+        n, M = S.shape
+        value = np.empty(n)
+        Z = np.zeros((n, M), dtype=np.bool_)
+        certified = np.zeros(n, dtype=np.bool_)
+        keep = np.ones((n, M), dtype=np.bool_)
+        ub = np.empty((n, M))
+        _bound_kernel(np.ascontiguousarray(S, dtype=float), self.anc_ptr, self.anc_idx,
+                      self.child_ptr, self.child_idx, self.parent_ptr, self.parent_idx,
+                      self.first_parent, self.extra_parent, self.extra_child, self.leaves,
+                      self.steps, BOUND_RTOL, value, Z, certified, keep, ub)
+        return value, Z, certified, keep, ub
+
+
+def _csr_lists(lists, M: int) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(M + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=ptr[1:])
+    idx = np.concatenate(lists).astype(np.int64) if ptr[-1] else np.zeros(0, dtype=np.int64)
+    return ptr, idx
+
+
+@njit(cache=True)
+def _tree_values(s, first_parent, f, g):
+    """Tree relaxation over T: ``f(v) = s_v + sum_{T-children c} max(f(c), 0)`` (best T-closed
+    set inside v's T-subtree that contains v), ``g(v) = g(T-parent) + min(f(v), 0)`` (best
+    T-closed set containing v)."""
+    M = s.shape[0]
+    for v in range(M):
+        f[v] = s[v]
+    for v in range(M - 1, 0, -1):
+        f[first_parent[v]] += max(f[v], 0.0)
+    g[0] = f[0]
+    for v in range(1, M):
+        g[v] = g[first_parent[v]] + min(f[v], 0.0)
+
+
+@njit(cache=True)
+def _repaired_set(s, f, first_parent, parent_ptr, parent_idx, child_ptr, child_idx, anc_ptr,
+                  anc_idx, cand) -> float:
+    """The tree relaxation's best set (``v`` in iff its T-parent is and ``f(v) > 0``) made a
+    label set of the DAG: closed upward, then every chosen internal node without a chosen child
+    extended by its child of largest ``f`` (with that child's ancestors).  Returns its value."""
+    M = s.shape[0]
+    cand[0] = True
+    for v in range(1, M):
+        cand[v] = cand[first_parent[v]] and f[v] > 0.0
+    for v in range(M - 1, 0, -1):
+        if cand[v]:
+            for k in range(parent_ptr[v], parent_ptr[v + 1]):
+                cand[parent_idx[k]] = True
+    for v in range(M):
+        if not cand[v] or child_ptr[v + 1] == child_ptr[v]:
+            continue
+        best_c = -1
+        for k in range(child_ptr[v], child_ptr[v + 1]):
+            c = child_idx[k]
+            if cand[c]:
+                best_c = -2
+                break
+            if best_c == -1 or f[c] > f[best_c]:
+                best_c = c
+        if best_c >= 0:
+            for k in range(anc_ptr[best_c], anc_ptr[best_c + 1]):
+                cand[anc_idx[k]] = True
+    total = 0.0
+    for v in range(M):
+        if cand[v]:
+            total += s[v]
+    return total
+
+
+@njit(cache=True)
+def _node_bounds(s, positive, up, g, child_ptr, child_idx, ub):
+    """``ub(v)``: the smallest bound that applies (leaf bound, tree bound ``g``, the largest
+    bound of the children), children first."""
+    M = s.shape[0]
+    for v in range(M - 1, -1, -1):
+        if child_ptr[v + 1] == child_ptr[v]:
+            bound = s[0] + positive + up[v]
+        else:
+            bound = -np.inf
+            for k in range(child_ptr[v], child_ptr[v + 1]):
+                bound = max(bound, ub[child_idx[k]])
+        ub[v] = min(bound, g[v], ub[v])
+
+
+@njit(cache=True)
+def _bound_kernel(S, anc_ptr, anc_idx, child_ptr, child_idx, parent_ptr, parent_idx,
+                  first_parent, extra_parent, extra_child, leaves, steps, rtol, value, Z,
+                  certified, keep, ub_out):
+    """Per sample: a label set of (19) (lower bound), upper bounds per node, and the nodes that
+    can be in no optimal set.
+
+    Upper bounds on the value of a label set containing node ``v``:
+
+    * leaves, ``P = sum_{j != root} max(s_j, 0)``: a set containing leaf ``l`` contains
+      ``anc(l)`` and at most the positive scores beyond it, so its value is at most
+      ``s_root + P + sum_{j in anc(l), j != root} min(s_j, 0)``;
+    * tree relaxation (:func:`_tree_values`): with every node under its first parent only (a
+      spanning tree T) each label set is T-closed, so ``g(v)`` bounds it; with multipliers
+      ``lam >= 0`` on the other edges ``p -> c`` (score ``+lam`` at p, ``-lam`` at c: a label
+      set has ``z_c <= z_p``, so its value can only grow) the same holds for the moved scores.
+      The multipliers take ``steps`` subgradient steps (Polyak step towards the lower bound)
+      on uncertified samples; every bound met is kept, node by node;
+    * a set containing ``v`` contains a leaf below ``v`` (extendability): at most the largest
+      bound of ``v``'s children.
+
+    Lower bound: the best of the leaf of largest path score and the repaired tree-relaxation
+    sets met on the way (:func:`_repaired_set`), grown by two sweeps that add every leaf
+    (in decreasing path score) whose uncovered ancestors add a positive score.
+    ``certified``: the lower bound reaches ``ub(root)`` within ``rtol * (1 + sum |s|)``;
+    ``keep``: ``ub(v) >= value - tol`` (outside it, a node lowers every set containing it below
+    the value found).  ``ub_out`` receives ``ub``.
+    """
+    n, M = S.shape
+    up = np.empty(M)
+    path = np.empty(M)
+    f = np.empty(M)
+    g = np.empty(M)
+    moved = np.empty(M)
+    cand = np.zeros(M, dtype=np.bool_)
+    n_extra = extra_parent.shape[0]
+    lam = np.zeros(n_extra)
+    direction = np.zeros(n_extra)
+    n_leaves = leaves.shape[0]
+    leaf_path = np.empty(n_leaves)
+    for i in range(n):
+        s = S[i]
+        ub = ub_out[i]
+        z = Z[i]
+        total = 0.0
+        positive = 0.0
+        for j in range(M):
+            total += abs(s[j])
+            if j > 0 and s[j] > 0.0:
+                positive += s[j]
+        tol = rtol * (1.0 + total)
+        # negative mass (root excluded) and full score of each ancestor set
+        up[0] = 0.0
+        path[0] = s[0]
+        for v in range(1, M):
+            if parent_ptr[v + 1] - parent_ptr[v] == 1:
+                p = first_parent[v]
+                up[v] = up[p] + min(s[v], 0.0)
+                path[v] = path[p] + s[v]
+            else:
+                a = 0.0
+                b = 0.0
+                for k in range(anc_ptr[v], anc_ptr[v + 1]):
+                    j = anc_idx[k]
+                    b += s[j]
+                    if j > 0:
+                        a += min(s[j], 0.0)
+                up[v] = a
+                path[v] = b
+        _tree_values(s, first_parent, f, g)
+        for v in range(M):
+            ub[v] = np.inf
+        _node_bounds(s, positive, up, g, child_ptr, child_idx, ub)
+        # lower bound: best leaf or repaired tree set
+        for r in range(n_leaves):
+            leaf_path[r] = path[leaves[r]]
+        order = np.argsort(-leaf_path, kind="mergesort")
+        first = leaves[order[0]]
+        val = path[first]
+        cand_val = _repaired_set(s, f, first_parent, parent_ptr, parent_idx, child_ptr,
+                                 child_idx, anc_ptr, anc_idx, cand)
+        if cand_val > val:
+            val = cand_val
+            for v in range(M):
+                z[v] = cand[v]
+        else:
+            for k in range(anc_ptr[first], anc_ptr[first + 1]):
+                z[anc_idx[k]] = True
+        # Lagrange multipliers on the non-tree edges
+        if n_extra and val < ub[0] - tol:
+            for e in range(n_extra):
+                lam[e] = 0.0
+            best = ub[0]
+            theta = 1.0
+            stall = 0
+            for _ in range(steps):
+                for v in range(M):
+                    moved[v] = s[v]
+                for e in range(n_extra):
+                    moved[extra_parent[e]] += lam[e]
+                    moved[extra_child[e]] -= lam[e]
+                _tree_values(moved, first_parent, f, g)
+                _node_bounds(s, positive, up, g, child_ptr, child_idx, ub)
+                cand_val = _repaired_set(s, f, first_parent, parent_ptr, parent_idx, child_ptr,
+                                         child_idx, anc_ptr, anc_idx, cand)
+                if cand_val > val:
+                    val = cand_val
+                    for v in range(M):
+                        z[v] = cand[v]
+                if ub[0] < best - 1e-9 * (1.0 + abs(best)):
+                    best = ub[0]
+                    stall = 0
+                else:
+                    stall += 1
+                    if stall >= 4:
+                        theta *= 0.5
+                        stall = 0
+                if ub[0] <= val + tol:
+                    break
+                # subgradient of the bound f(root): z_p - z_c at the tree optimum (in cand before
+                # the repair: recompute it)
+                norm = 0.0
+                cand[0] = True
+                for v in range(1, M):
+                    cand[v] = cand[first_parent[v]] and f[v] > 0.0
+                for e in range(n_extra):
+                    d = (1.0 if cand[extra_parent[e]] else 0.0) - (1.0 if cand[extra_child[e]] else 0.0)
+                    direction[e] = d
+                    norm += d * d
+                if norm == 0.0:
+                    break  # the tree optimum is closed in the DAG: the multipliers are optimal
+                step = theta * (f[0] - val) / norm
+                for e in range(n_extra):
+                    lam[e] = max(0.0, lam[e] - step * direction[e])
+        # grow the set leaf by leaf
+        for _ in range(2):
+            if val >= ub[0] - tol:
+                break
+            for r in range(n_leaves):
+                leaf = leaves[order[r]]
+                if z[leaf]:
+                    continue
+                gain = 0.0
+                for k in range(anc_ptr[leaf], anc_ptr[leaf + 1]):
+                    j = anc_idx[k]
+                    if not z[j]:
+                        gain += s[j]
+                if gain > 0.0:
+                    for k in range(anc_ptr[leaf], anc_ptr[leaf + 1]):
+                        z[anc_idx[k]] = True
+                    val += gain
+        value[i] = val
+        certified[i] = val >= ub[0] - tol
+        for v in range(M):
+            keep[i, v] = ub[v] >= val - tol
 
 
 # ---------------------------------------------------------------------- program (19)
@@ -447,54 +722,95 @@ def new_highs() -> "highspy.Highs":
     return h
 
 
+def _highs_options(integer: bool):
+    """HiGHS options of the inference programs."""
+    # HiGHS's default reduced-cost tolerance (1e-7) accepts sets that lose up to ~1e-7 in
+    # score; 1e-10 (its smallest) keeps near-ties exact, as the brute-force tests demand
+    yield "dual_feasibility_tolerance", 1e-10
+    if integer:  # exact optimum, not HiGHS's default 1e-4 relative MIP gap; the MIP
+        # feasibility tolerance also serves as its epsilon when comparing objectives
+        yield "mip_rel_gap", 0.0
+        yield "mip_abs_gap", 1e-10
+        yield "mip_feasibility_tolerance", 1e-10
+
+
+def _pass_program(h, A, lower, upper, col_lower, col_upper, integer: bool) -> None:
+    """Load the program with rows ``A`` (CSC, sorted) and these bounds into ``h`` (zero costs)."""
+    M = A.shape[1]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = M, A.shape[0]
+    lp.col_cost_ = np.zeros(M)
+    lp.col_lower_, lp.col_upper_ = col_lower, col_upper
+    lp.row_lower_, lp.row_upper_ = lower, upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = M, A.shape[0]
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * M
+    status = h.passModel(lp)
+    if status == highspy.HighsStatus.kError:  # pragma: no cover
+        raise SolverError("HiGHS refused the inference model", status=str(status), solver="HIGHS")
+
+
 class _HighsModel:
     """Program (19) (or its relaxation) loaded into one ``highspy.Highs``; only costs change."""
 
     name = "highs"
 
     def __init__(self, H: Hierarchy, integer: bool):
-        self._highspy = highspy
-        A, lower, upper, col_lower, col_upper = _constraint_matrix(H)
-        M = A.shape[1]
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = M, A.shape[0]
-        lp.col_cost_ = np.zeros(M)
-        lp.col_lower_, lp.col_upper_ = col_lower, col_upper
-        lp.row_lower_, lp.row_upper_ = lower, upper
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = M, A.shape[0]
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data.astype(float)
-        if integer:
-            lp.integrality_ = [highspy.HighsVarType.kInteger] * M
-        h = new_highs()
-        # HiGHS's default reduced-cost tolerance (1e-7) accepts sets that lose up to ~1e-7 in
-        # score; 1e-10 (its smallest) keeps near-ties exact, as the brute-force tests demand
-        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
-        if integer:  # exact optimum, not HiGHS's default 1e-4 relative MIP gap; the MIP
-            # feasibility tolerance also serves as its epsilon when comparing objectives
-            h.setOptionValue("mip_rel_gap", 0.0)
-            h.setOptionValue("mip_abs_gap", 1e-10)
-            h.setOptionValue("mip_feasibility_tolerance", 1e-10)
-        status = h.passModel(lp)
-        if status == highspy.HighsStatus.kError:  # pragma: no cover
-            raise SolverError("HiGHS refused the inference model", status=str(status), solver="HIGHS")
-        self._h = h
-        self._cols = np.arange(M, dtype=np.int32)
-        self._M = M
+        self._rows = _constraint_matrix(H)
+        self._integer = integer
+        self._h, self._M = self._load(*self._rows, integer)
+        self._cols = np.arange(self._M, dtype=np.int32)
+        self._small = None  # a second instance for the programs restricted to a subset of nodes
 
-    def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
-        """Minimize ``cost . z``; returns ``(z, cost . z)``."""
-        h = self._h
-        h.changeColsCost(self._M, self._cols, cost)
+    @staticmethod
+    def _load(A, lower, upper, col_lower, col_upper, integer: bool):
+        """A silent ``Highs`` holding the program with rows ``A`` (CSC) and these bounds."""
+        h = new_highs()
+        for name, value in _highs_options(integer):
+            h.setOptionValue(name, value)
+        _pass_program(h, A, lower, upper, col_lower, col_upper, integer)
+        return h, A.shape[1]
+
+    @staticmethod
+    def _run(h) -> tuple[np.ndarray, float]:
         h.run()
         status = h.getModelStatus()
-        if status != self._highspy.HighsModelStatus.kOptimal:
+        if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError("HiGHS did not solve the inference program to optimality",
                               status=h.modelStatusToString(status), solver="HIGHS")
         z = np.asarray(h.getSolution().col_value, dtype=float)
         return z, float(h.getInfo().objective_function_value)
+
+    def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
+        """Minimize ``cost . z``; returns ``(z, cost . z)``."""
+        self._h.changeColsCost(self._M, self._cols, cost)
+        return self._run(self._h)
+
+    def solve_subset(self, cost: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, float]:
+        """:meth:`solve` with ``z_j = 0`` for the nodes outside ``keep`` (bool over the nodes),
+        as a program over the kept columns only (rows left empty are dropped)."""
+        A, lower, upper, col_lower, col_upper = self._rows
+        cols = np.flatnonzero(keep)
+        sub = A[:, cols].tocsr()
+        used = np.diff(sub.indptr) > 0
+        sub = sub[used].tocsc()
+        sub.sort_indices()
+        if self._small is None:
+            self._small = new_highs()
+            for name, value in _highs_options(self._integer):
+                self._small.setOptionValue(name, value)
+        h = self._small
+        _pass_program(h, sub, lower[used], upper[used], col_lower[cols], col_upper[cols],
+                      self._integer)
+        h.changeColsCost(len(cols), np.arange(len(cols), dtype=np.int32), cost[cols])
+        zs, value = self._run(h)
+        z = np.zeros(self._M)
+        z[cols] = zs
+        return z, value
 
 
 class _GurobiModel:  # pragma: no cover - needs gurobipy and a licence
@@ -526,6 +842,15 @@ class _GurobiModel:  # pragma: no cover - needs gurobipy and a licence
                                          "solver='highs' (the default, open source)",
                                          solver="GUROBI") from None
         self._m, self._z = m, z
+        self._upper = np.asarray(col_upper, dtype=float)
+
+    def solve_subset(self, cost: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, float]:
+        """:meth:`solve` with ``z_j = 0`` outside ``keep`` (Gurobi's presolve drops them)."""
+        self._z.UB = np.where(keep, self._upper, 0.0)
+        try:
+            return self.solve(cost)
+        finally:
+            self._z.UB = self._upper
 
     def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
         gp = self._gp
@@ -554,11 +879,22 @@ class LabelSetOracle:
     The tree levels, the enumerated sets and the solver models are built on first use and
     kept; for the solvers only the objective changes from one sample to the next (the LP
     re-solve warm-starts from the previous basis).
+
+    ``presolve`` (method ``"ilp"``): before the integer program, every sample gets a label
+    set and per-node upper bounds in O(nodes + ancestor entries) (plus a few subgradient steps
+    of a tree relaxation), batched over the samples (:func:`_bound_kernel`).  A sample whose
+    set reaches the bound is answered without a solver (``InferenceInfo.n_bounded``); the
+    others get the LP relaxation (an integral LP optimum is optimal for (19)), and where it is
+    fractional, (19) restricted to the nodes whose bound reaches the set's value (the rest are
+    in no optimal set).  Exact either way; ``presolve=False`` solves (19) on the whole
+    hierarchy for every sample.
     """
 
     def __init__(self, H: Hierarchy, method: str = "auto", *, solver: str | None = None,
-                 max_nodes: int = ENUMERATE_MAX_NODES, integrality_tol: float = INTEGRALITY_TOL):
+                 max_nodes: int = ENUMERATE_MAX_NODES, integrality_tol: float = INTEGRALITY_TOL,
+                 presolve: bool = True):
         self.H = _check_hierarchy(H)
+        self.presolve = bool(presolve)
         if method not in METHODS:
             raise InputError(f"unknown inference method {method!r}; choose one of {METHODS}")
         if method == "auto":
@@ -593,7 +929,7 @@ class LabelSetOracle:
     # lazily built pieces; dropped when pickling (solver handles are not picklable)
     def __getstate__(self):
         state = self.__dict__.copy()
-        for key in ("_ilp", "_lp", "_dp"):
+        for key in ("_ilp", "_lp", "_dp", "_bounds"):
             state.pop(key, None)
         return state
 
@@ -656,7 +992,8 @@ class LabelSetOracle:
             method=self.method, solver=self.solver, objective=objective,
             relaxation_objective=None if relaxation is None else relaxation + constant,
             fractional=fractional, fell_back=fractional.copy(),
-            n_fractional=int(fractional.sum()), solve_time=time.perf_counter() - t0)
+            n_fractional=int(fractional.sum()), solve_time=time.perf_counter() - t0,
+            n_bounded=int(self.__dict__.get("_n_bounded", 0)) if self.method == "ilp" else 0)
         return out, info
 
     def _enumerate(self, S: np.ndarray) -> np.ndarray:
@@ -676,6 +1013,9 @@ class LabelSetOracle:
         Z = np.zeros((n, M), dtype=bool)
         relaxation = None if integer else np.empty(n)
         fractional = np.zeros(n, dtype=bool)
+        self._n_bounded = 0
+        if integer and self.presolve and n:
+            return self._solve_bounded(S, model, verbose), relaxation, fractional
         show = (n >= 2000) if verbose is None else bool(verbose)
         rows = range(n)
         if show:
@@ -691,6 +1031,31 @@ class LabelSetOracle:
                     rounded = z > 0.5
             Z[i] = rounded
         return Z, relaxation, fractional
+
+    def _solve_bounded(self, S: np.ndarray, model, verbose) -> np.ndarray:
+        """Program (19) behind the bound certificate of :func:`_bound_kernel`: samples whose
+        lower bound reaches the upper bound keep their set (no solver call); the others get
+        the LP relaxation (warm-started: an integral LP optimum is optimal for (19)), and
+        where it is fractional, (19) restricted to the nodes that can still be in an optimal
+        set."""
+        if "_bounds" not in self.__dict__:
+            self._bounds = _DagBounds(self.H)
+        value, Z, certified, keep, _ = self._bounds.run(S)
+        self._n_bounded = int(certified.sum())
+        rows = np.flatnonzero(~certified)
+        show = (len(rows) >= 2000) if verbose is None else bool(verbose)
+        if show:
+            rows = tqdm(rows, desc="inference (ilp)", unit="sample")
+        for i in rows:
+            z, _ = self._model(integer=False).solve(-S[i])
+            rounded = z > 0.5
+            if np.max(np.abs(z - rounded)) > self.integrality_tol:
+                z, _ = model.solve_subset(-S[i], keep[i])
+                rounded = z > 0.5
+            # the bound's set is feasible in both programs: never return less
+            if label_set_scores(S[i], rounded)[0] >= value[i]:
+                Z[i] = rounded
+        return Z
 
 
 def best_label_set(scores, H: Hierarchy, method: str = "auto", *, loss=None, true_indicator=None,

@@ -459,7 +459,9 @@ def test_oracle_builds_the_solver_model_once(monkeypatch):
     oracle = inf.LabelSetOracle(H, "ilp")
     oracle.solve(rng.normal(size=(6, len(H))))
     oracle.solve(rng.normal(size=len(H)))
-    assert built == [False, True, True]
+    # the ilp oracle builds its integer model once, and its LP (tried first on the samples
+    # the bound certificate leaves open) at most once
+    assert built[:3] == [False, True, True] and built[3:] in ([], [False])
 
 
 def test_oracle_pickles_and_keeps_working():
