@@ -876,8 +876,10 @@ class SharedNormModel(Model):
     def oracle(self, scores, rows=None):
         """``(xi, best leaf or -1)`` at node scores ``scores`` (loss-augmented, over the leaves)."""
         rows = np.arange(scores.shape[0]) if rows is None else rows
-        return _leaf_oracle(scores, self.T[rows], self.leaf_pos[rows], self.paths, self.offset,
-                            self.scale)
+        if "_paths_csr" not in self.__dict__:  # built once: the dense paths are (q, M)
+            self._paths_csr = sp.csr_matrix(self.paths)
+        return _leaf_oracle(scores, self.T[rows], self.leaf_pos[rows], self._paths_csr,
+                            self.offset, self.scale)
 
     def dual_value(self, G: np.ndarray, l: np.ndarray, lam: float) -> float:
         """The dual of (14) at a feasible point in node space: ``sum_i l_i -

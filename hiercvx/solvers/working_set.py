@@ -313,7 +313,9 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, F, alpha, kdiag, pair_ptr,
     a = np.empty(max_pairs)
     gk = np.empty(max_pairs)
     ck = np.empty(max_pairs)
-    Hk = np.empty((max_pairs, max_pairs))
+    # the reduced Hessian grows with the largest working set met, not with the example that
+    # has the most pairs (70k pairs on the GO DAG: a (max_pairs, max_pairs) array is 39 GB)
+    Hk = np.empty((min(max_pairs, 64), min(max_pairs, 64)))
     enter = np.empty(_ENTER, dtype=np.int64)
     entering = np.zeros(max_pairs, dtype=np.bool_)
     visits = 0
@@ -353,6 +355,9 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, F, alpha, kdiag, pair_ptr,
             n_enter = _entering_pairs(alpha, Hp, p0, p1, u_i, enter)
             k, used = _working_set(alpha, Hp, p0, p1, best, cost, enter, n_enter, entering, ws, a,
                                    ck, gk)
+            if k > Hk.shape[0]:
+                size = min(max_pairs, max(2 * Hk.shape[0], k))
+                Hk = np.empty((size, size))
             _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Q)
             budget_qp(Hk, gk, a, ck, max(budget[i] - used, 0.0), k, sub_tol, 200 * k + 1000)
             work += k * k + (p1 - p0)
