@@ -76,13 +76,27 @@ def test_sparse_input_gives_the_same_solution():
     assert np.allclose(dense.weights, sparse.weights, atol=1e-4)
 
 
-@pytest.mark.parametrize("method,tol", [("bcfw", 1e-4), ("working_set", 1e-7)])
+@pytest.mark.parametrize("method,tol", [("bcfw", 1e-4), ("working_set", 1e-7),
+                                        ("interior_point", 1e-9), ("auto", 1e-9)])
 def test_other_dual_methods_are_certified_and_agree(method, tol):
     X, y = planted(TREE, seed=3, d=3)
     ref = nhsvm.primal(X, y, TREE, lam=2.0).solve()
     res = fw(X, y, TREE, lam=2.0, method=method, tol=tol, max_iter=5000)
     assert res.converged  # plain BCFW is sublinear: 1e-4 takes a few hundred passes here
-    testing.assert_fast_matches_reference(res, ref, rtol=2 * tol)
+    testing.assert_fast_matches_reference(res, ref, rtol=max(2 * tol, 1e-7))
+    if method in ("interior_point", "auto"):  # the margin engine ran on the pair model (10)
+        assert res.method == "interior_point"
+
+
+def test_auto_falls_back_to_pairwise_on_label_sets():
+    X, y = planted(TREE, seed=3, d=3)
+    Y = [frozenset({a}) | ({TREE.leaves[0]} if k % 3 == 0 else set()) for k, a in enumerate(y)]
+    model = prepare(X, Y, TREE)
+    assert model.multilabel
+    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-6, max_iter=2000)
+    assert res.converged and res.extras["method"] == "pairwise"
+    with pytest.raises(hc.InputError, match="single-label"):
+        nhsvm_fw.solve(model, lam=2.0, method="interior_point")
 
 
 def test_sgd_is_bracketed_by_the_certificate():

@@ -72,6 +72,11 @@ METHODS = (
             "pairwise": FastSolver("pairwise", nhsvm_fw.solve,
                                    algorithm="pairwise block-coordinate Frank-Wolfe with vertex caches",
                                    options={"tol": 1e-8, "max_iter": 5000}, rtol=1e-6),
+            "auto": FastSolver("auto", nhsvm_fw.solve,
+                               algorithm="single-label (10): the margin engine on its pair model "
+                                         "(interior point when affordable); otherwise pairwise",
+                               options={"tol": 1e-9, "max_iter": 5000, "method": "auto"},
+                               rtol=1e-6),
         },
         estimator="hiercvx.estimators.NormalizedHierarchicalSVC",
         sheet="formulations/nhsvm.md",

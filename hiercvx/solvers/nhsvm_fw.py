@@ -39,8 +39,10 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     ``1 / (lam' t)`` with ``lam' = 2 lam / n``, projection on the ball that holds the optimum.
     It has no dual: its ``lower_bound`` is the trivial 0, it runs ``max_iter`` epochs and
     always ends with the one ``ConvergenceWarning`` (uncertified).
-``"working_set"``  Single-label (10) only: the pair model ``model.margin`` (``C = 1/(2 lam)``,
-    objective times ``2 lam``) handed to :func:`hiercvx.solvers.working_set.solve`.
+``"working_set"``, ``"interior_point"``  Single-label (10) only: the pair model ``model.margin``
+    (``C = 1/(2 lam)``, objective times ``2 lam``) handed to the margin engine
+    (:func:`hiercvx.solvers.margin_engine.solve`) with that solver.
+``"auto"``  the margin engine's choice for single-label (10), ``"pairwise"`` otherwise.
 
 Every method's ``objective`` is recomputed exactly (all samples' loss-augmented inference at
 the returned ``W``); the dual methods' ``lower_bound`` is ``D`` at a feasible ``beta``.
@@ -65,7 +67,7 @@ from ..inference import LabelSetOracle
 from ..models import margin as _margin
 from ..models.nhsvm import NHSVMModel, primal_objective
 from ..result import Solution, check_iteration_options, reached, relative_gap
-from . import working_set
+from . import margin_engine
 from .primitives import RowData, row_data, row_dot, row_sq_norms
 
 logger = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["METHODS", "solve", "DualState", "VertexModel", "vertex_model", "pairwise",
            "certify", "node_products", "add_outer"]
 
-METHODS = ("pairwise", "bcfw", "sgd", "working_set")
+METHODS = ("pairwise", "bcfw", "sgd", "working_set", "interior_point", "auto")
 
 # Reassociation lets LLVM vectorize the dot products and rank-one updates (inputs are finite).
 _FAST = {"reassoc", "contract", "nsz"}
@@ -562,7 +564,8 @@ def solve(model: NHSVMModel, lam: float = 1.0, *, method: str = "pairwise", tol:
     ----------
     model : :class:`~hiercvx.models.nhsvm.NHSVMModel` (single-label (10) or (13), or multi-label (10))
     lam : the regularization weight of (10)
-    method : ``"pairwise"`` (default), ``"bcfw"``, ``"sgd"`` or ``"working_set"`` (module docstring)
+    method : ``"pairwise"`` (default), ``"bcfw"``, ``"sgd"``, ``"working_set"``,
+        ``"interior_point"`` or ``"auto"`` (module docstring)
     tol : certified relative gap ``(P - D) / max(1, |P|)`` at which the dual methods stop
     max_iter : passes over the data (epochs for SGD); a ``ConvergenceWarning`` when they run out
     cache_size : vertices kept per sample (``"pairwise"``)
@@ -590,8 +593,11 @@ def solve(model: NHSVMModel, lam: float = 1.0, *, method: str = "pairwise", tol:
     lam = check_positive(lam, "lam")
     check_iteration_options(tol, max_iter, who="nhsvm_fw.solve")
     tol, max_iter = float(tol), int(max_iter)
-    if method == "working_set":
-        return _solve_working_set(model, lam, tol, max_iter, random_state, verbose)
+    single = not model.multilabel and model.margin is not None and model.variant == "nhsvm"
+    if method in ("working_set", "interior_point") or (method == "auto" and single):
+        return _solve_margin(model, lam, tol, max_iter, random_state, verbose, method)
+    if method == "auto":  # multi-label or (13): the pairwise Frank-Wolfe method
+        method = "pairwise"
     view = vertex_model(model, inference)
     with threadpool_limits(limits=1, user_api="blas"):
         if method == "pairwise":
@@ -888,15 +894,18 @@ def _sgd_epoch_python(model, order, Wraw, state, lam_p, radius):
 
 
 # ============================================================================ working set
-def _solve_working_set(model: NHSVMModel, lam, tol, max_iter, random_state, verbose) -> Solution:
+def _solve_margin(model: NHSVMModel, lam, tol, max_iter, random_state, verbose,
+                  solver: str) -> Solution:
     """Single-label (10) through its pair model (``C = 1 / (2 lam)``, objective times ``2 lam``)
-    and :func:`hiercvx.solvers.working_set.solve`."""
+    and the margin engine (:func:`hiercvx.solvers.margin_engine.solve`: ``solver`` is
+    ``"working_set"``, ``"interior_point"`` or ``"auto"``)."""
     if model.multilabel or model.margin is None:
-        raise InputError("method='working_set' solves single-label NHSVM (10) only (its pairs are "
+        raise InputError(f"method={solver!r} solves single-label NHSVM (10) only (its pairs are "
                          "leaves); use method='pairwise' for multi-label data or variant '13'")
     t0 = time.perf_counter()
-    res = working_set.solve(_margin.model_from_data(model.X, model.margin), C=1.0 / (2.0 * lam),
-                            tol=tol, max_iter=max_iter, random_state=random_state, verbose=verbose)
+    res = margin_engine.solve(_margin.model_from_data(model.X, model.margin), C=1.0 / (2.0 * lam),
+                              solver=solver, tol=tol, max_iter=max_iter,
+                              random_state=random_state, verbose=verbose)
     W = np.asarray(res.weights, dtype=float)
     P, H = primal_objective(W, model, lam, return_slacks=True)
     D = 2.0 * lam * float(res.lower_bound)
@@ -907,5 +916,5 @@ def _solve_working_set(model: NHSVMModel, lam, tol, max_iter, random_state, verb
         history["gap"] = [relative_gap(a, b) for a, b in zip(history["objective"], history["lower_bound"])]
     return Solution(weights=W, objective=float(P), lower_bound=D, n_iter=res.n_iter,
                     converged=reached(relative_gap(P, D), tol), tol=tol, dual=res.dual, history=history,
-                    solve_time=time.perf_counter() - t0, name="NHSVM (working_set)",
-                    solver="nhsvm_fw.working_set", extras={"slacks": H, "method": "working_set"})
+                    solve_time=time.perf_counter() - t0, name=f"NHSVM ({res.solver})",
+                    solver=f"nhsvm_fw.{res.solver}", extras={"slacks": H, "method": res.solver})
