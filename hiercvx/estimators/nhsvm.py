@@ -162,7 +162,9 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
     solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
         ``"reference"`` (CVXPY; cutting planes for multi-label; ``reference_solver`` the QP solver)
-    method : the fast solver's method (``"pairwise"``, ``"bcfw"``, ``"sgd"``, ``"working_set"``)
+    method : the fast solver's method (``"auto"``: the margin engine on single-label (10) —
+        the interior point when affordable —, pairwise Frank-Wolfe otherwise; ``"pairwise"``,
+        ``"bcfw"``, ``"sgd"``, ``"working_set"``, ``"interior_point"``)
     inference : label-set inference for multi-label training and prediction (``"auto"``: tree
         DP, DAG integer program (19); ``"lp"``: LP relaxation with ILP fallback)
 
@@ -178,7 +180,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, alpha=None,
                  rho=2.0, T=None, directional=None, variant="nhsvm", loss=None, solver="fast",
-                 method="pairwise", tol=1e-5, max_iter=1000, inference="auto", reference_solver=None,
+                 method="auto", tol=1e-5, max_iter=1000, inference="auto", reference_solver=None,
                  random_state=0, verbose=False, lam=None):
         self.hierarchy = hierarchy
         self.C = C
