@@ -24,14 +24,11 @@ does not hide the others; a capped row prints ``> cap``):
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_wide import run_row  # the chain / star rows, same child process
+from bench_wide import run_capped, run_row  # the chain / star rows, same child process
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
 GO_ESTIMATORS = ("HierarchicalSVC", "NormalizedHierarchicalSVC")
@@ -80,17 +77,9 @@ def go_row(name: str, n: int, max_iter: int, cap: float) -> str:
     path = DATA / "cellcycle_GO.train.arff"
     if not path.exists():
         return f"data absent ({path})"
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run([sys.executable, "-c", GO_CHILD, name, str(path), str(n), str(max_iter)],
-                              capture_output=True, text=True, timeout=cap, check=False)
-    except subprocess.TimeoutExpired:
-        return f"{f'> {cap:.0f} s':>10}  (capped)"
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if not lines:
-        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        return f"{time.perf_counter() - t0:9.2f}s  crashed: {tail[:100]}"
-    r = json.loads(lines[-1][len("RESULT "):])
+    r = run_capped(GO_CHILD, (name, path, n, max_iter), cap)
+    if isinstance(r, str):
+        return r
     return (f"fit {r['fit']:8.1f}s  predict {r['predict']:7.2f}s  passes {r['n_iter']!s:>6}  "
             f"gap {r['gap']:.1e}  train hF {r['hF']:.3f}  ({r['nodes']} nodes, {r['classes']} classes)"
             + ("  warn (not certified)" if r["warn"] else ""))

@@ -67,18 +67,27 @@ print("RESULT " + json.dumps(out, default=str))
 """
 
 
-def run_row(name: str, row: str, size: int, n_classes: int, cap: float) -> str:
+def run_capped(code: str, args, cap: float):
+    """Run ``code`` in a child Python with ``args``, at most ``cap`` seconds: its last
+    ``RESULT {json}`` line as a dict, or the text of the table cell when it was capped or
+    crashed."""
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", CHILD, name, row, str(size), str(n_classes)],
+        proc = subprocess.run([sys.executable, "-c", code, *map(str, args)],
                               capture_output=True, text=True, timeout=cap, check=False)
     except subprocess.TimeoutExpired:
         return f"{f'> {cap:.0f} s':>10}  (capped)"
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if not lines:
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        return f"{time.perf_counter() - t0:9.2f}s  crashed: {tail[:80]}"
-    r = json.loads(lines[-1][len("RESULT "):])
+        return f"{time.perf_counter() - t0:9.2f}s  crashed: {tail[:100]}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def run_row(name: str, row: str, size: int, n_classes: int, cap: float) -> str:
+    r = run_capped(CHILD, (name, row, size, n_classes), cap)
+    if isinstance(r, str):
+        return r
     if r["error"]:
         return f"{r['time']:9.2f}s  error: {r['error']}"
     return (f"{r['time']:9.2f}s  n_iter {r['n_iter']!s:>6}  train acc {r['accuracy']:.3f}"
