@@ -73,6 +73,13 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from hiercvx.reproduce.wang import LOSSES, METHODS, scores, tune_and_test
+from hiercvx.reproduce.wang_funcat import (
+    apply_fold,
+    lowest_common_ancestor,
+    most_specific_codes,
+    parent_code,
+    prefixes,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared/data/hmc"
 FILES = [f"cellcycle_FUN.{part}.arff" for part in ("train", "valid", "test")]
@@ -97,54 +104,19 @@ PAPER = {
 
 
 # ---------------------------------------------------------------------- data
-def _parent(code: str) -> str | None:
-    """FunCat path ``10/03/01`` -> ``10/03``; a top-level code has no parent (None)."""
-    head, sep, _ = code.rpartition("/")
-    return head if sep else None
-
-
-def _is_ancestor(a: str, b: str) -> bool:
-    return b.startswith(a + "/")
-
-
-def _most_specific(codes) -> frozenset:
-    return frozenset(a for a in codes if not any(_is_ancestor(a, b) for b in codes))
-
-
-def _lowest_common_ancestor(codes) -> str | None:
-    parts = [c.split("/") for c in codes]
-    common = []
-    for level in zip(*parts):
-        if len(set(level)) > 1:
-            break
-        common.append(level[0])
-    return "/".join(common) or None
-
-
 def _fold_rare(label_sets, min_category: int) -> tuple[dict, dict]:
     """Map every category with fewer than ``min_category`` single-path genes to its parent,
     deepest categories first so that a folded category's genes count for its parent.
     Returns the map and, for the report, ``{folded category: single-path genes moved}``."""
     counts = Counter(next(iter(s)) for s in label_sets if len(s) == 1)
-    nodes = {c for s in label_sets for v in s for c in _prefixes(v)}
+    nodes = {c for s in label_sets for v in s for c in prefixes(v)}
     fold = {}
     for code in sorted(nodes, key=lambda c: (-c.count("/"), c)):
-        parent = _parent(code)
+        parent = parent_code(code)
         if parent is not None and counts[code] < min_category:
             fold[code] = parent
             counts[parent] += counts[code]
     return fold, {c: counts[c] for c in fold if counts[c]}
-
-
-def _prefixes(code: str):
-    parts = code.split("/")
-    return ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
-
-
-def _apply_fold(code: str, fold: dict) -> str:
-    while code in fold:
-        code = fold[code]
-    return code
 
 
 def load_two_branches(data_dir=DATA, depth=3, min_category=5, multi_path="merge", min_merged=20):
@@ -164,19 +136,19 @@ def load_two_branches(data_dir=DATA, depth=3, min_category=5, multi_path="merge"
         raise SystemExit(f"FunCat branches {missing} are not top-level nodes of {FILES[0]}")
     trunc = [{"/".join(v.split("/")[:depth]) for v in s if v.split("/")[0] in BRANCHES}
              for s in raw]
-    sets = [_most_specific(s) for s in trunc]
+    sets = [most_specific_codes(s) for s in trunc]
     fold, folded = _fold_rare(sets, min_category) if min_category > 1 else ({}, {})
-    sets = [_most_specific({_apply_fold(v, fold) for v in s}) for s in sets]
+    sets = [most_specific_codes({apply_fold(v, fold) for v in s}) for s in sets]
     in_branches = np.array([len(s) > 0 for s in sets])
     multi = Counter(s for s in sets if len(s) > 1)
     merged = ({s: " & ".join(sorted(s)) for s, c in multi.items() if c >= min_merged}
               if multi_path == "merge" else {})
     keep = np.array([len(s) == 1 or s in merged for s in sets])
     labels = [merged[s] if len(s) > 1 else next(iter(s)) for s, k in zip(sets, keep) if k]
-    codes = sorted({c for s in sets if len(s) == 1 or s in merged for v in s for c in _prefixes(v)})
-    parents = {ROOT: None, **{c: _parent(c) or ROOT for c in codes}}  # sorted: a fixed node order
+    codes = sorted({c for s in sets if len(s) == 1 or s in merged for v in s for c in prefixes(v)})
+    parents = {ROOT: None, **{c: parent_code(c) or ROOT for c in codes}}  # sorted: a fixed node order
     for s, name in sorted(merged.items(), key=lambda item: item[1]):
-        parents[name] = _lowest_common_ancestor(s) or ROOT
+        parents[name] = lowest_common_ancestor(s) or ROOT
     H = Hierarchy.from_parents(parents)
     internal = sorted({v for v in labels if not H.is_leaf(v)}, key=H.index)
     pp = H.with_self_leaves(internal)
