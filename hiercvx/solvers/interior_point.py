@@ -253,7 +253,7 @@ class _Factored:
         """``A^T values`` as an ``(r, d)`` matrix: ``Lam'^T G^T F`` with ``G`` scattered."""
         G = np.empty((self.n, self.q))
         _scatter(self.ptr, self.py, self.pb, values, G)
-        return self.Lf.T @ (G.T @ self.F)
+        return self.class_adjoint(G)
 
     def class_adjoint(self, G):
         """``Lam'^T G^T F`` for per-example class vectors ``G`` ``(n, q)``."""

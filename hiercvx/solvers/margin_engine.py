@@ -96,6 +96,5 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
                 return first
         steps = 100 if max_iter is None else min(int(max_iter), 100)
         return interior_point.solve(model, C, tol=tol, max_iter=steps, verbose=verbose)
-    if name == "crammer_singer":
-        return crammer_singer.solve(model, C, **options)
-    return working_set.solve(model, C, **options)
+    return {"crammer_singer": crammer_singer.solve, "working_set": working_set.solve}[name](
+        model, C, **options)
