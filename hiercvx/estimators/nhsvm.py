@@ -28,7 +28,7 @@ from ..exceptions import InputError, LabelError
 from ..formulations import nhsvm
 from ..inference import METHODS as INFERENCE_METHODS
 from ..inference import LabelSetOracle, best_leaf
-from ..models.multiclass import augment  # LIBLINEAR's bias feature, written once
+from ..bias import append_constant as augment  # LIBLINEAR's bias feature, written once
 from ..models.nhsvm import scaled_alpha
 from ..result import check_iteration_options
 from ._base import (

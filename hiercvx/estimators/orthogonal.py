@@ -24,7 +24,7 @@ from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations.orthogonal import primal_from_model
 from ..models import orthogonal as otm
-from ..models.multiclass import augment  # LIBLINEAR's bias feature, written once
+from ..bias import append_constant as augment  # LIBLINEAR's bias feature, written once
 from ..result import check_iteration_options
 from ._base import SOLVERS, resolve_training_targets, validate_training_X, validate_X
 

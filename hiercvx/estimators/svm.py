@@ -19,41 +19,15 @@ from sklearn.utils.validation import check_is_fitted
 from .. import methods
 from .._validation import check_positive
 from ..formulations import hsvm
-from ..kernels import Kernel, make_kernel
+from ..bias import ShiftedKernel, with_bias
+from ..kernels import make_kernel
 from ..models import margin as _margin
-from ..models.multiclass import augment
 from ..models.hsvm import resolve_attributes
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
                     fit_label_set_threshold, predict_from_scores, resolve_training_targets,
                     validate_training_X, validate_X)
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC", "MarginSVC", "ShiftedKernel", "with_bias"]
-
-
-class ShiftedKernel:
-    """``k(A, B) + shift``: a kernel whose feature map carries one more constant coordinate
-    of value ``sqrt(shift)`` (the kernel form of LIBLINEAR's bias feature)."""
-
-    def __init__(self, kernel: Kernel, shift: float):
-        self.kernel = kernel
-        self.shift = float(shift)
-
-    def __call__(self, A, B=None):
-        return self.kernel(A, B) + self.shift
-
-
-def with_bias(X, kernel: Kernel, scaling):
-    """``(X, kernel)`` with LIBLINEAR's regularized bias: for the linear kernel the constant
-    feature ``scaling`` appended to ``X`` (dense or CSR); for a precomputed Gram matrix
-    ``K + scaling**2``; for any other kernel ``k + scaling**2`` (the same constant feature in
-    the kernel's feature space).  ``scaling=None``: no bias, inputs unchanged."""
-    if scaling is None:
-        return X, kernel
-    if kernel.is_linear:
-        return augment(X, scaling), kernel
-    if kernel.name == "precomputed":
-        return np.asarray(X, dtype=float) + scaling ** 2, kernel
-    return X, Kernel("callable", function=ShiftedKernel(kernel, scaling ** 2))
 
 
 class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):

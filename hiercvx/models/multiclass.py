@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from .._validation import check_positive
 from ..exceptions import InputError, LabelError
+from ..bias import append_constant
 from ..kernels import Kernel
 from .margin import MarginData, MarginModel, margin_data, resolve_inputs
 
@@ -115,10 +116,8 @@ def flat_margin_data(y_index: np.ndarray, n_classes: int, example_weights=None) 
                        sample_weight=example_weights)
 
 
-def augment(X, scaling: float):
-    """LIBLINEAR's bias: a constant feature of value ``intercept_scaling`` appended to X."""
-    col = np.full((X.shape[0], 1), float(scaling))
-    return sp.hstack([X, sp.csr_matrix(col)], format="csr") if sp.issparse(X) else np.hstack([X, col])
+#: LIBLINEAR's bias: a constant feature of value ``intercept_scaling`` appended to X
+augment = append_constant
 
 
 class MulticlassModel(MarginModel):
