@@ -12,6 +12,11 @@ Crammer–Singer and the Cai–Hofmann hierarchical SVM are one model
 - :mod:`.working_set` — thesis Algorithm 2 for everything else (many classes x features,
   kernels on many samples, label sets).
 
+Classes that no example holds and that are interchangeable (a wide hierarchy's unused leaves)
+are first collapsed to one class per group (:mod:`hiercvx.models.symmetry`); the solution is
+lifted back and certified on the full model, so a 5000-leaf star with one class in use costs
+what a two-class problem costs.
+
 A warm start (``alpha0``) is a dual point: only the coordinate methods use it, so it selects
 them.  :func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
 
@@ -23,14 +28,17 @@ a noisy one loses at most a quarter of the interior-point time before the switch
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import scipy.sparse as sp
 
 from ..exceptions import InputError
+from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..models.multiclass import MulticlassModel
-from ..result import Solution
+from ..models.symmetry import CollapsedModel, collapse_interchangeable
+from ..result import Solution, reached, relative_gap
 from . import crammer_singer, interior_point, working_set
 
 __all__ = ["SOLVERS", "choose", "solve"]
@@ -77,6 +85,11 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
                          f"or hiercvx.models.multiclass.prepare(...), got {type(model).__name__}")
     if solver not in SOLVERS:
         raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if alpha0 is None and not isinstance(model, MulticlassModel):
+        collapsed = collapse_interchangeable(model)
+        if collapsed is not None:
+            return _solve_collapsed(collapsed, C, solver=solver, tol=tol, max_iter=max_iter,
+                                    verbose=verbose, random_state=random_state)
     name = choose(model, warm=alpha0 is not None) if solver == "auto" else solver
     options = dict(tol=tol, verbose=verbose, alpha0=alpha0, random_state=random_state)
     if max_iter is not None:
@@ -98,3 +111,34 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
         return interior_point.solve(model, C, tol=tol, max_iter=steps, verbose=verbose)
     return {"crammer_singer": crammer_singer.solve, "working_set": working_set.solve}[name](
         model, C, **options)
+
+
+def _solve_collapsed(collapsed: CollapsedModel, C: float, *, solver: str, tol: float,
+                     max_iter, verbose: bool, random_state) -> Solution:
+    """Solve the collapsed model, spread its ``alpha`` over each group and certify on the
+    full model (its own objective at ``W(alpha)`` (4.12) and its dual bound).  If the lifted
+    gap misses ``tol`` (the groups were equal only to rounding), the full model is solved
+    warm-started from the lifted point."""
+    small = solve(collapsed.model, C, solver=solver, tol=tol, max_iter=max_iter,
+                  verbose=verbose, random_state=random_state)
+    model, data = collapsed.full, collapsed.full.data
+    alpha = _margin.project_dual(collapsed.lift_dual(small.dual), data, C)
+    weights = model.weights_from_dual(alpha)
+    objective = (_margin.primal_objective(weights, model.X, data, C) if model.node_weights
+                 else model.objective(weights, C))
+    lower = model.lower_bound(alpha, C)
+    converged = reached(relative_gap(objective, lower), tol)
+    if small.converged and not converged:
+        return solve(model, C, solver=solver if solver != "interior_point" else "auto", tol=tol,
+                     max_iter=max_iter, verbose=verbose, alpha0=alpha, random_state=random_state)
+    extras = {**small.extras, "coefficients": _margin.coefficients(alpha, data),
+              "collapsed_classes": collapsed.n_removed}
+    split = getattr(model, "split_weights", None)  # a bias column, if the model has one
+    if model.node_weights and split is not None:
+        weights, extras["intercept"] = split(weights)
+    return dataclasses.replace(
+        small, weights=weights, objective=float(objective), lower_bound=float(lower),
+        dual=alpha, converged=small.converged and converged,
+        status="" if converged else small.status, extras=extras,
+        name=f"{small.name} on {collapsed.model.data.n_classes} of {data.n_classes} classes "
+             "(interchangeable classes collapsed)")
