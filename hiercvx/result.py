@@ -53,6 +53,10 @@ def comparison_scale(*values: float) -> float:
     return max(abs(float(v)) for v in values) or 1.0
 
 
+#: the smallest denominator of :func:`relative_gap`, as a fraction of the objective at zero
+ZERO_OPTIMUM = 1e-9
+
+
 def relative_gap(objective: float, lower_bound: float, at_zero: float | None = None) -> float:
     """``(objective - lower_bound) / max(|objective|, |lower_bound|)``: the certificate's
     relative gap (``0`` when both are ``0``, the certified optimum of a problem whose every
@@ -70,9 +74,15 @@ def relative_gap(objective: float, lower_bound: float, at_zero: float | None = N
     the objective is ``C sum loss(0)`` up to ``O(C^2)``, so the first ratio alone would
     certify ``W = 0``; at ordinary scales the square is far below the first ratio and changes
     nothing.  Only for points below ``at_zero``: at ``W = 0`` itself the first ratio decides
-    (so a problem whose optimum is ``W = 0`` is certified as usual)."""
+    (so a problem whose optimum is ``W = 0`` is certified as usual).  The denominator is
+    never below ``ZERO_OPTIMUM * at_zero``: when the optimum is 0, objective and bound are
+    round-off (1e-21 vs 0) whose ratio says nothing."""
     objective, lower_bound = float(objective), float(lower_bound)
     scale = gap_scale(objective, lower_bound)
+    if at_zero is not None and np.isfinite(at_zero) and at_zero > 0:
+        # an optimum of 0 (every loss met with margin, e.g. one class and free biases): the
+        # values are round-off, measured against the problem's own scale, not each other
+        scale = max(scale, ZERO_OPTIMUM * float(at_zero))
     gap = 0.0 if scale == 0.0 else (objective - lower_bound) / scale
     if at_zero is not None and lower_bound < objective < float(at_zero):
         gap = max(gap, ((objective - lower_bound) / (float(at_zero) - lower_bound)) ** 2)

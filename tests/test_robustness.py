@@ -42,6 +42,11 @@ def test_relative_gap_is_scale_free():
     assert relative_gap(1.0, 1.0 - 1e-9, at_zero=1.0 + 1e-9) == pytest.approx(0.25)
     assert relative_gap(10.0, 9.0, at_zero=1000.0) == pytest.approx(0.1)  # ordinary scale: unchanged
     assert relative_gap(1.0, 0.5, at_zero=0.4) == relative_gap(1.0, 0.5)  # zero is optimal: no effect
+    # an optimum of 0: round-off on both sides is measured against the objective at zero
+    # (a reference's 6.5e-21 vs 0, a fast solver's 0 vs 5.9e-199 gave gaps 1 and -1)
+    assert abs(relative_gap(6.5e-21, 0.0, at_zero=60.0)) <= 1e-9
+    assert abs(relative_gap(0.0, 5.9e-199, at_zero=60.0)) <= 1e-9
+    assert relative_gap(1e-3, 0.0, at_zero=60.0) == 1.0  # a real gap is still one
 
 
 def _scaled(make, X, y, C, scale):

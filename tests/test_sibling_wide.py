@@ -121,3 +121,21 @@ def test_working_set_matches_the_reference_and_warm_starts_a_dc_step(C):
     assert step.converged
     ref_step = hpsi.primal(X, y, H, C=C, pair_weights=lam).solve()
     testing.assert_fast_matches_reference(step, ref_step, rtol=1e-5)
+
+
+@pytest.mark.parametrize("n_leaves", [50, 3000])
+@pytest.mark.parametrize("Estimator", [SiblingMarginSVC, HierarchicalPsiClassifier])
+def test_one_class_star_fits_certified(Estimator, n_leaves):
+    """One class in use: free biases meet every margin at zero weights, so the optimum is 0
+    (the QP kept no pair on the wide star and the interior point met an empty system)."""
+    X, y, H = star_problem(n_leaves, n_classes=1, n=60, d=5)
+    est = Estimator(hierarchy=H).fit(X, y)
+    assert abs(est.result_.gap) <= 1e-6
+    assert np.all(est.predict(X) == "c0")
+
+
+def test_one_class_star_reference_certifies_the_zero_optimum():
+    X, y, H = star_problem(50, n_classes=1, n=60, d=5)
+    ref = hpsi.primal(X, y, H, C=1.0).solve()
+    assert ref.objective <= 1e-9 * ref.extras["at_zero"]
+    assert abs(ref.gap) <= 1e-6

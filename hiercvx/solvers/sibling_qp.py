@@ -506,6 +506,8 @@ def _dual_ipm(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6):
     ``y`` of (10) are the biases and ``u`` the slacks ``xi`` (the KKT conditions of (8)).
     Returns ``(x, y, n_iter, accepted)``."""
     k, nb, me = Q.shape[0], Bm.shape[0], E.shape[1]
+    if k == 0:  # no pair kept: nothing to solve (the caller certifies the empty point)
+        return np.zeros(0), np.zeros(me), 0, False
     count = np.asarray(Bm.sum(axis=1)).ravel()
     x = np.asarray(Bm.T @ (C / (count + 1.0))).ravel()
     s = C - Bm @ x
@@ -530,7 +532,7 @@ def _dual_ipm(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6):
         stalled = len(mus) >= 5 and mu > 0.5 * mus[-5] and mu * m_total <= 1e-6 * abs(value)
         mus.append(mu)
         if (float(np.abs(rd).max(initial=0.0)) <= 1e-8 * scale
-                and float(np.abs(re).max(initial=0.0)) <= 1e-10 * (1.0 + float(np.abs(x).max()))
+                and float(np.abs(re).max(initial=0.0)) <= 1e-10 * (1.0 + float(np.abs(x).max(initial=0.0)))
                 and mu * m_total <= target * max(abs(value), 1e-300)) or stalled:
             if accept(x, y, u):
                 accepted = True
@@ -891,13 +893,16 @@ class SiblingQPSolver:
                 out = self._solve_alm(C, lam, tol, 500 if max_iter is None else max_iter,
                                       warm_start, max_passes)
         W, b, primal, lower, feas, n_iter, converged, history, beta = out
+        # (8) at zero functions: the scale of relative_gap when the optimum is 0
+        at_zero = self.model.primal_value(np.zeros_like(W), np.zeros_like(b), C,
+                                          None if pair_weights is None else lam)
         res = Solution(objective=float(primal), lower_bound=float(lower), weights=W,
                        solver="sibling_qp", n_iter=int(n_iter), converged=bool(converged),
                        tol=float(tol), dual=beta, history=history,
                        solve_time=time.perf_counter() - t0,
                        name=f"sibling-margin QP ({self.method})",
                        extras={"biases": b, "dual_feasible": feas, "pair_weights": lam, "C": C,
-                               "method": self.method})
+                               "method": self.method, "at_zero": float(at_zero)})
         res.warn_unless_converged("iterations", stacklevel=2)
         # ALM warm starts from its own last (beta, b); the returned biases are completed and centred
         self._beta, self._C = np.asarray(beta, float).copy(), C
