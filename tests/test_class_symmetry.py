@@ -143,3 +143,15 @@ def test_wide_star_estimator_fits():
     assert est.gap_ <= 1e-6
     assert est.result_.extras["collapsed_classes"] == 1997
     assert np.mean(est.predict(X) == y) >= 59 / 60
+
+
+def test_collapsed_with_intercept_matches_full_solve():
+    H = star(20)
+    X, Y = data_on(H, ["c0", "c1"], seed=3)
+    model = hsvm_model.prepare(X, Y, H, fit_intercept=True, intercept_scaling=2.0)
+    fast = margin_engine.solve(model, C=1.0, tol=1e-8)
+    assert fast.extras["collapsed_classes"] == 17
+    full = working_set.solve(model, C=1.0, tol=1e-8)
+    assert fast.objective == pytest.approx(full.objective, rel=1e-7)
+    np.testing.assert_allclose(fast.extras["intercept"], full.extras["intercept"], atol=1e-4)
+    assert fast.weights.shape == (len(H.nodes), X.shape[1])  # the bias column split off

@@ -1,18 +1,19 @@
 """scikit-learn classifier for the hierarchical perceptrons of Cai thesis chapter 5 and Hieron.
 
-A thin wrapper: the inputs are validated by ``hsvm.prepare`` (the perceptrons share the
-hierarchical SVM's margin model), training is :func:`hiercvx.solvers.perceptron.perceptron`,
-and scoring / prediction are the SVM estimators' (same class scores, same multi-label rule).
+A thin wrapper: the inputs are validated, and the bias added, by
+:func:`hiercvx.models.hsvm.prepare` (the perceptrons share the hierarchical SVM's margin
+model); training is :func:`hiercvx.solvers.perceptron.perceptron`, and scoring / prediction
+are the SVM estimators' (same class scores, same multi-label rule).
 """
 
 from __future__ import annotations
 
 from ..exceptions import InputError
-from ..formulations import hsvm
 from ..kernels import make_kernel
+from ..models.hsvm import prepare as prepare_model
 from ..solvers.perceptron import UPDATES, VARIANTS, perceptron
 from ._base import ravel_column_target, resolve_training_targets, validate_training_X
-from .svm import MarginSVC, with_bias
+from .svm import MarginSVC
 
 __all__ = ["HierarchicalPerceptron"]
 
@@ -86,19 +87,23 @@ class HierarchicalPerceptron(MarginSVC):
         H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
         scaling = self._bias_scaling()
         kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
-        X_fit, kernel_fit = with_bias(X, kernel, scaling)
-        classes_t, Lam, data = hsvm.prepare(X_fit, labels, H, loss=self.loss,
-                                            attributes=self.attributes,
-                                            classes=tuple(classes.tolist()))
-        res = perceptron(X_fit, data, variant=self.variant, update=self.update, kernel=kernel_fit,
-                         max_epochs=self.max_epochs, shuffle=self.shuffle,
+        # the model adds the bias: [X, s] (linear) or k + s^2 (bias.with_bias)
+        model = prepare_model(X, labels, H, loss=self.loss, attributes=self.attributes,
+                              classes=tuple(classes.tolist()), kernel=kernel,
+                              fit_intercept=scaling is not None,
+                              intercept_scaling=1.0 if scaling is None else scaling,
+                              check_input=False)
+        data, Lam = model.data, model.Lam
+        res = perceptron(model.X, data, variant=self.variant, update=self.update,
+                         kernel=model.kernel, max_epochs=self.max_epochs, shuffle=self.shuffle,
                          random_state=self.random_state, verbose=self.verbose)
         linear = kernel.is_linear
         node_bias = None
-        if linear:
-            coef, X_train = res.weights, None
-            if scaling is not None:  # the constant feature's column
-                coef, node_bias = coef[:, :-1], scaling * coef[:, -1]
+        if linear:  # the constant feature's column split off (node biases)
+            coef, node_bias = model.split_weights(res.weights)
+            X_train = None
+            if scaling is None:
+                node_bias = None
         elif precomputed:
             coef, X_train = res.coefficients.toarray(), None
         else:

@@ -17,9 +17,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
-from .._validation import check_positive
+from ..bias import ShiftedKernel, bias_scaling, with_bias
 from ..formulations import hsvm
-from ..bias import ShiftedKernel, with_bias
 from ..kernels import make_kernel
 from ..models import margin as _margin
 from ..models.hsvm import resolve_attributes
@@ -49,9 +48,8 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def _bias_scaling(self):
         """``intercept_scaling`` (checked) when ``fit_intercept``, else None."""
-        if not getattr(self, "fit_intercept", False):
-            return None
-        return check_positive(self.intercept_scaling, "intercept_scaling")
+        return bias_scaling(getattr(self, "fit_intercept", False),
+                            getattr(self, "intercept_scaling", 1.0))
 
     def _warm_dual(self, n_dual: int, solver_name: str):
         """The previous fit's dual variables as the starting point when ``warm_start`` is set and
@@ -82,11 +80,12 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         if self.solver == "fast" and kernel.is_linear and self._flat_crammer_singer(multilabel):
             self._fit_crammer_singer(X, H, classes, labels, sample_weight, scaling)
             return self
-        X_fit, kernel_fit = with_bias(X, kernel, scaling)
+        # the model adds the bias (bias.with_bias); its solutions report it apart
         model = methods.get("hsvm").prepare(
-            X_fit, labels, H, loss=loss, attributes=attributes, classes=tuple(classes.tolist()),
-            rescaling=rescaling, sample_weight=sample_weight, kernel=kernel_fit,
-            class_kernel=class_kernel, check_input=False)
+            X, labels, H, loss=loss, attributes=attributes, classes=tuple(classes.tolist()),
+            rescaling=rescaling, sample_weight=sample_weight, kernel=kernel,
+            class_kernel=class_kernel, fit_intercept=scaling is not None,
+            intercept_scaling=1.0 if scaling is None else scaling, check_input=False)
         if self.solver == "fast":  # the margin engine picks the solver (margin_engine.choose)
             res = methods.get("hsvm").fast_solvers["auto"].solve(
                 model, C=float(self.C), **self._fast_options(model, "hsvm"))
@@ -100,8 +99,8 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
                                                                               model.data)
         self.objective_, self.gap_, self.n_iter_, self.result_ = res.objective, res.gap, n_iter, res
         node_bias = None
-        if scaling is not None and model.node_weights:  # the constant feature's column
-            coef, node_bias = coef[:, :-1], scaling * coef[:, -1]
+        if scaling is not None and model.node_weights:
+            node_bias = np.asarray(model.solution_intercept(res), dtype=float)
         self._store_model(X, H, classes, multilabel, model.data, class_attributes=model.Lam,
                           kernel=kernel, linear=model.node_weights, coef=coef,
                           X_train=None if (model.node_weights or precomputed) else X,

@@ -19,7 +19,11 @@ Three declarations of the same optimum, each a :class:`~hiercvx.ReferenceProblem
 The inputs are validated once, by :func:`hiercvx.models.hsvm.prepare`, which returns the
 :class:`~hiercvx.models.hsvm.HSVMModel`; each public builder prepares it and hands it to its
 declaration ``primal_from_model`` / ``dual_from_model`` / ``class_form_from_model`` (which
-validate nothing again).  The hinge, the dual objective and the certificates come from
+validate nothing again).  ``fit_intercept`` / ``intercept_scaling`` add LIBLINEAR's
+regularized bias, which the thesis' (4.10) does not have: a constant feature ``s`` appended to
+``X`` (a bias ``b_v`` per node, ``values["intercept"]``, penalized by ``1/2 ||b||^2 / s^2``),
+or ``k + s^2`` for other kernels (:class:`~hiercvx.models.margin.MarginModel`).  The hinge,
+the dual objective and the certificates come from
 :mod:`hiercvx.models.margin` (one model shared with Crammer–Singer and the fast solver,
 :func:`hiercvx.solvers.working_set.solve`).  See ``formulations/hsvm.md``.
 """
@@ -88,18 +92,26 @@ def _pair_family(rescaling: str, eq: str) -> tuple:
             "\\forall i,\\ y \\in Y_i,\\ \\bar y \\notin Y_i", eq)
 
 
-def primal_formulation(rescaling: str = "slack") -> Formulation:
-    """Thesis (4.10) as :meth:`ReferenceProblem.describe` shows it."""
+def primal_formulation(rescaling: str = "slack", fit_intercept: bool = False) -> Formulation:
+    """Thesis (4.10) as :meth:`ReferenceProblem.describe` shows it (with LIBLINEAR's
+    regularized node biases ``b`` when ``fit_intercept``)."""
+    reg, reg_tex = "1/2 ||W||_F^2", "\\tfrac12 \\|W\\|_F^2"
+    scores, scores_tex = "S = X U^T", "S = X U^\\top"
+    variables = {"W": "node weights, rows in H.nodes order", "xi": "one slack per example",
+                 "U": "class weights u_y = sum_v Lam_yv w_v", "S": "class scores of the examples"}
+    notation = dict(_NOTATION)
+    if fit_intercept:
+        reg, reg_tex = reg + " + 1/2 ||b||^2 / s^2", reg_tex + " + \\tfrac12 \\|b\\|^2 / s^2"
+        scores, scores_tex = scores + " + 1 (Lam b)^T", scores_tex + " + 1 (\\Lambda b)^\\top"
+        variables["intercept"] = "node biases b_v (LIBLINEAR's, not in the thesis)"
+        notation["s"] = "intercept_scaling: the constant feature whose weight is b / s"
     return Formulation(
-        objective=("1/2 ||W||_F^2 + C sum_i Cw_i xi_i",
-                   "\\tfrac12 \\|W\\|_F^2 + C \\sum_i c_i \\xi_i", "(4.10)"),
+        objective=(reg + " + C sum_i Cw_i xi_i", reg_tex + " + C \\sum_i c_i \\xi_i", "(4.10)"),
         constraints={"pairs": _pair_family(rescaling, "(4.10)"),
                      "xi_nonneg": ("xi_i >= 0", "\\xi_i \\ge 0", "(4.10)"),
                      "class_weights": ("U = Lam W (auxiliary: class weights)", "U = \\Lambda W", "(3.9)"),
-                     "class_scores": ("S = X U^T (auxiliary: class scores)", "S = X U^\\top", "(3.10)")},
-        variables={"W": "node weights, rows in H.nodes order", "xi": "one slack per example",
-                   "U": "class weights u_y = sum_v Lam_yv w_v", "S": "class scores of the examples"},
-        notation=_NOTATION)
+                     "class_scores": (scores + " (auxiliary: class scores)", scores_tex, "(3.10)")},
+        variables=variables, notation=notation)
 
 
 def dual_formulation(rescaling: str = "slack") -> Formulation:
@@ -238,7 +250,8 @@ def _pair_violation(S: np.ndarray, xi: np.ndarray, data: MarginData) -> float:
 
 # ---------------------------------------------------------------------- primal (4.10)
 def primal(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
-           rescaling="slack", sample_weight=None, max_size=None) -> ReferenceProblem:
+           rescaling="slack", sample_weight=None, fit_intercept=False, intercept_scaling=1.0,
+           max_size=None) -> ReferenceProblem:
     """Thesis (4.10), the hierarchical multi-label SVM in node weights::
 
         min_{W, xi}  1/2 ||W||_F^2 + C sum_i Cw_i xi_i
@@ -258,10 +271,16 @@ def primal(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, cla
     xi_i`` the dual would be ``alpha_p / Delta_p`` instead.)  Lower bound: the dual objective
     (4.14) at the projected duals.  ``sol.weights`` is ``W`` ``(M, d)``, rows in ``H.nodes``
     order when the attributes come from ``H``.
+
+    ``fit_intercept`` (not in the thesis; LIBLINEAR's regularized bias): a bias ``b_v`` per
+    node, ``S = X (Lam W)^T + 1 (Lam b)^T`` and ``+ 1/2 ||b||^2 / s^2`` in the objective
+    (``s = intercept_scaling``), i.e. (4.10) on ``[X, s]``; ``sol.values["intercept"]`` is
+    ``b`` ``(M,)`` and ``sol.weights`` excludes it.
     """
     Cval = check_positive(C, "C")
     model = prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
-                          rescaling=rescaling, sample_weight=sample_weight)
+                          rescaling=rescaling, sample_weight=sample_weight,
+                          fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
     return primal_from_model(model, C=Cval, max_size=max_size)
 
 
@@ -273,13 +292,15 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
         raise InputError("the primal (4.10) needs the linear kernel and class attributes; declare "
                          "the dual (4.15) for other kernels or a class kernel")
     t0 = time.perf_counter()
-    X, Lam, data, H, rescaling = model.X, model.Lam, model.data, model.H, model.rescaling
+    X, Lam, data, H, rescaling = model.X_features, model.Lam, model.data, model.H, model.rescaling
+    fit_intercept = model.fit_intercept
     n, d = X.shape
     q, M = Lam.shape
     P = data.n_pairs
     Lam_sp = sp.csr_matrix(Lam)
-    check_size(M * d + q * d + n * q + n, P + n + q * d + n * q,
-               M * d + (Lam_sp.nnz + q) * d + (_nnz(X) + n) * q + 3 * P + n, max_size,
+    bias_nnz = (Lam_sp.nnz + n * q + M) if fit_intercept else 0
+    check_size(M * (d + fit_intercept) + q * d + n * q + n, P + n + q * d + n * q,
+               M * d + (Lam_sp.nnz + q) * d + (_nnz(X) + n) * q + 3 * P + n + bias_nnz, max_size,
                what="the hierarchical SVM primal (4.10)")
     Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
 
@@ -288,35 +309,47 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
     xi = cp.Variable(n, name="xi")
     U = cp.Variable((q, d), name="U")            # class weights, thesis (3.9)
     S = cp.Variable((n, q), name="S")            # class scores, thesis (3.10)
+    variables = {"W": W, "xi": xi}
+    regularizer = 0.5 * cp.sum_squares(W)
+    scores = X @ U.T
+    if fit_intercept:  # LIBLINEAR's bias: b_v = s * (weight of the constant feature s)
+        node_bias = cp.Variable(M, name="intercept")
+        scores = scores + np.ones((n, 1)) @ cp.reshape(Lam_sp @ node_bias, (1, q), order="C")
+        regularizer = regularizer + (0.5 / model.intercept_scaling ** 2) * cp.sum_squares(node_bias)
+        variables["intercept"] = node_bias
     pairs = Sel @ cp.vec(S, order="C") + Exi @ xi >= b
     nonneg = xi >= 0
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(W) + Cp * (data.Cw @ xi)),
-                         [pairs, nonneg, U == Lam_sp @ W, S == X @ U.T])
+    problem = cp.Problem(cp.Minimize(regularizer + Cp * (data.Cw @ xi)),
+                         [pairs, nonneg, U == Lam_sp @ W, S == scores])
 
     def objective(v):
-        return _margin.primal_objective(v["W"], X, data, float(Cp.value))
+        return model.objective(v["W"], float(Cp.value), intercept=v.get("intercept"))
 
     def lower_bound(v, duals):
         alpha = _margin.project_dual(duals["pairs"], data, float(Cp.value))
-        return _margin.dual_objective_linear(alpha, X, data)
+        return _margin.dual_objective_linear(alpha, model.X, data)  # with the bias column
 
     def infeasibility(v):
-        return _pair_violation(_margin.class_scores(v["W"], X, Lam), v["xi"], data)
+        return _pair_violation(model.scores(v["W"], X, v.get("intercept")), v["xi"], data)
 
     return ReferenceProblem(
-        problem, variables={"W": W, "xi": xi}, objective=objective, lower_bound=lower_bound,
+        problem, variables=variables, objective=objective, lower_bound=lower_bound,
         weights=lambda v: v["W"], constraints={"pairs": pairs, "xi_nonneg": nonneg},
         parameters={"C": Cp}, infeasibility=infeasibility,
-        name=f"hierarchical SVM primal (4.10), {rescaling} rescaling",
-        build_time=time.perf_counter() - t0, formulation=primal_formulation(rescaling),
-        data={"X": X, "H": H, "classes": model.classes, "Lam": Lam, "margin_data": data,
-              "model": model})
+        name=f"hierarchical SVM primal (4.10), {rescaling} rescaling"
+             + (", intercept" if fit_intercept else ""),
+        build_time=time.perf_counter() - t0,
+        formulation=primal_formulation(rescaling, fit_intercept),
+        data={"X": X, "X_augmented": model.X, "H": H, "classes": model.classes, "Lam": Lam,
+              "margin_data": data, "model": model, "fit_intercept": fit_intercept,
+              "intercept_scaling": model.intercept_scaling})
 
 
 # ---------------------------------------------------------------------- dual (4.15)
 def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
          attributes=DEFAULT_ATTRIBUTES, classes=None, rescaling="slack", sample_weight=None,
-         sigma=None, max_size=None) -> ReferenceProblem:
+         sigma=None, fit_intercept=False, intercept_scaling=1.0,
+         max_size=None) -> ReferenceProblem:
     """Thesis (4.15) with input and class kernels ((4.16)-(4.17))::
 
         max_alpha  sum_p b_p alpha_p - 1/2 tr(G(alpha)^T K G(alpha) Q)
@@ -343,11 +376,18 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
     linear kernel with attributes, otherwise the coefficient matrix ``G`` (scores of new
     points: :func:`dual_scores`).  Certificate: objective = primal objective at the
     recovered ``G``; lower bound = (4.14) at the projected ``alpha``.
+
+    ``fit_intercept``: the dual of :func:`primal` with LIBLINEAR's bias, i.e. (4.15) with the
+    kernel of ``[X, s]`` (``K + s^2``; ``k + s^2`` for other kernels).  For the linear kernel
+    with attributes the node biases are recovered with ``W`` by (4.12),
+    ``b = s^2 Lam^T G^T 1`` (``sol.values["intercept"]``, linked to ``G`` by an equality);
+    otherwise they stay in the kernel and :func:`dual_scores` adds them.
     """
     Cval = check_positive(C, "C")
     model = prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
                           rescaling=rescaling, sample_weight=sample_weight, kernel=kernel,
-                          sigma=sigma, class_kernel=class_kernel)
+                          sigma=sigma, class_kernel=class_kernel, fit_intercept=fit_intercept,
+                          intercept_scaling=intercept_scaling)
     return dual_from_model(model, C=Cval, max_size=max_size)
 
 
@@ -391,9 +431,16 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
     T_var = cp.Variable((LK.shape[1], q), name="T")  # L_K^T G
     nonneg = alpha >= 0
     budget = Bm @ alpha <= Cp * data.Cw
+    links = [cp.vec(G_var, order="C") == _pair_selection(data).T @ alpha, T_var == LK.T @ G_var]
+    variables = {"alpha": alpha}
+    if node_weights and model.fit_intercept:
+        # (4.12) for the constant feature s: b = s * (s Lam^T G^T 1), an auxiliary variable
+        node_bias = cp.Variable(data.Lam.shape[1], name="intercept")
+        links.append(node_bias == model.intercept_scaling ** 2
+                     * (sp.csr_matrix(data.Lam).T @ cp.sum(G_var, axis=0)))
+        variables["intercept"] = node_bias
     problem = cp.Problem(cp.Maximize(b @ alpha - 0.5 * cp.sum_squares(T_var @ LQ)),
-                         [nonneg, budget, cp.vec(G_var, order="C") == _pair_selection(data).T @ alpha,
-                          T_var == LK.T @ G_var])
+                         [nonneg, budget, *links])
 
     def objective(v):
         G = _margin.coefficients(v["alpha"], data)
@@ -408,9 +455,11 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
             return _margin.dual_objective_linear(a, X, data)
         return _margin.dual_objective(a, K, data)
 
-    def weights(v):
+    def weights(v):  # (4.12); with a bias its column split off (values["intercept"])
         G = _margin.coefficients(v["alpha"], data)
-        return _margin.weights_from_coefficients(G, X, data.Lam) if node_weights else G
+        if not node_weights:
+            return G
+        return model.split_weights(_margin.weights_from_coefficients(G, X, data.Lam))[0]
 
     def infeasibility(v):
         a = v["alpha"]
@@ -418,26 +467,28 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
         return max(0.0, float(-a.min()), float(over.max()))
 
     return ReferenceProblem(
-        problem, variables={"alpha": alpha}, objective=objective, lower_bound=lower_bound,
+        problem, variables=variables, objective=objective, lower_bound=lower_bound,
         weights=weights, constraints={"alpha_nonneg": nonneg, "budget": budget},
         parameters={"C": Cp}, infeasibility=infeasibility,
-        name=f"hierarchical SVM dual (4.15), {kern.name} kernel, {rescaling} rescaling",
+        name=f"hierarchical SVM dual (4.15), {model.input_kernel.name} kernel, {rescaling} rescaling"
+             + (", intercept" if model.fit_intercept else ""),
         formulation=dual_formulation(rescaling),
         build_time=time.perf_counter() - t0,
-        data={"X": X, "H": H, "classes": model.classes, "Lam": data.Lam, "Q": data.Q, "K": K, "model": model,
+        data={"X": model.X_features, "X_augmented": X, "H": H, "classes": model.classes,
+              "Lam": data.Lam, "Q": data.Q, "K": K, "model": model,
               "kernel": kern, "margin_data": data, "weights": "W" if node_weights else "G"})
 
 
 def dual_scores(problem: ReferenceProblem, solution, X_new) -> np.ndarray:
-    """Class scores ``(m, q)`` of new points for a solved :func:`dual`: ``k(X_new, X) G Q``.
+    """Class scores ``(m, q)`` of new points for a solved :func:`dual`: ``k(X_new, X) G Q``
+    (with ``fit_intercept`` the kernel of the bias, ``k + s^2``).
 
     With ``kernel="precomputed"`` pass the ``(m, n)`` kernel rows between the new and the
-    training points.
+    training points (without the ``s^2``).
     """
     data = problem.data["margin_data"]
     G = _margin.coefficients(solution.values["alpha"], data)
-    kern = problem.data["kernel"]
-    Knew = kern(X_new, problem.data["X"]) if kern.name != "precomputed" else np.asarray(X_new, float)
+    Knew = problem.data["model"].kernel_rows(X_new)
     if Knew.shape[1] != data.n_samples:
         raise InputError(f"the kernel rows must have one column per training point ({data.n_samples}), "
                          f"got shape {Knew.shape}")
@@ -512,7 +563,8 @@ def _class_columns(H: Hierarchy, classes, Lam):
 
 
 def class_form(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
-               rescaling="slack", sample_weight=None, max_size=None) -> ReferenceProblem:
+               rescaling="slack", sample_weight=None, fit_intercept=False, intercept_scaling=1.0,
+               max_size=None) -> ReferenceProblem:
     """Thesis (4.48), the same SVM in class weights ``U = Lam W`` ``(q, d)``::
 
         min_{U, xi}  1/2 tr(U^T R U) + C sum_i Cw_i xi_i
@@ -527,16 +579,22 @@ def class_form(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES,
     ``sol.values["U"]`` the class weights.  The recomputed objective is the node-weight
     objective (4.10) at the recovered weights, and the lower bound the dual (4.14) at the
     projected pair duals -- neither uses ``R``, so a wrong regularizer cannot certify.
+
+    ``fit_intercept``: the same on ``[X, s]`` (``U`` ``(q, d + 1)``, its last column the class
+    biases over ``s``); ``sol.weights`` excludes the bias column and ``sol.values["intercept"]``
+    holds the node biases ``b = s * (Lam^+ U)[:, -1]``, as for :func:`primal`.
     """
     Cval = check_positive(C, "C")
     model = prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
-                          rescaling=rescaling, sample_weight=sample_weight)
+                          rescaling=rescaling, sample_weight=sample_weight,
+                          fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
     return class_form_from_model(model, C=Cval, max_size=max_size)
 
 
 def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
     """Thesis (4.48) (see :func:`class_form`) declared from a validated :class:`HSVMModel`
-    with the linear kernel and class attributes; ``C`` becomes a ``cp.Parameter``."""
+    with the linear kernel and class attributes; ``C`` becomes a ``cp.Parameter``.  With a
+    bias the class weights are over the model's ``[X, s]``."""
     if not model.node_weights:
         raise InputError("the class form (4.48) needs the linear kernel and class attributes")
     t0 = time.perf_counter()
@@ -575,6 +633,11 @@ def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferencePr
     cons = [pairs, nonneg, S == X @ U.T]
     if null.shape[0]:
         cons.append(null @ U == 0)               # U = Lam W must be attainable
+    variables = {"U": U, "xi": xi}
+    if model.fit_intercept:  # the node biases of the recovered W~ = Lam^+ U, an auxiliary variable
+        node_bias = cp.Variable(Lam.shape[1], name="intercept")
+        cons.append(node_bias == model.intercept_scaling * (np.linalg.pinv(Lam) @ U[:, -1]))
+        variables["intercept"] = node_bias
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(Rh @ U) + Cp * (data.Cw @ xi)), cons)
 
     def objective(v):
@@ -588,11 +651,11 @@ def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferencePr
         return _pair_violation(np.asarray(X @ v["U"].T), v["xi"], data)
 
     return ReferenceProblem(
-        problem, variables={"U": U, "xi": xi}, infeasibility=infeasibility, objective=objective, lower_bound=lower_bound,
-        weights=lambda v: class_to_node_weights(v["U"], Lam),
+        problem, variables=variables, infeasibility=infeasibility, objective=objective, lower_bound=lower_bound,
+        weights=lambda v: model.split_weights(class_to_node_weights(v["U"], Lam))[0],
         constraints={"pairs": pairs, "xi_nonneg": nonneg}, parameters={"C": Cp},
         name=f"hierarchical SVM class form (4.48), {rescaling} rescaling",
         formulation=class_form_formulation(rescaling),
         build_time=time.perf_counter() - t0,
-        data={"X": X, "H": H, "classes": model.classes, "Lam": Lam, "R": R, "regularizer": how, "model": model,
-              "margin_data": data})
+        data={"X": model.X_features, "X_augmented": X, "H": H, "classes": model.classes, "Lam": Lam,
+              "R": R, "regularizer": how, "model": model, "margin_data": data})

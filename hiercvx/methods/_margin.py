@@ -1,5 +1,10 @@
 """The margin engine's fast solvers, registered alike for Crammer–Singer and the Cai–Hofmann
-hierarchical SVM (both are :class:`hiercvx.models.margin.MarginModel`)."""
+hierarchical SVM (both are :class:`hiercvx.models.margin.MarginModel`).
+
+With ``fit_intercept`` the model runs on ``[X, s]`` and every solver here returns the weights
+without the bias column and the biases in ``extras["intercept"]``: they split the column
+through the model (:meth:`~hiercvx.models.margin.MarginModel.split_weights`), the same for both
+methods, so no adapter is needed."""
 
 from __future__ import annotations
 

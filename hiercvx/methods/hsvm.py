@@ -7,7 +7,9 @@ Model :func:`hiercvx.models.hsvm.prepare`; references the primal (4.10)
 Algorithm 2 (:func:`hiercvx.solvers.working_set.solve`) and a primal-dual interior-point method
 (:func:`hiercvx.solvers.interior_point.solve`, for noisy labels and few features); estimator
 :class:`~hiercvx.estimators.HierarchicalSVC`.  Classes are leaves: labels that stop at an
-internal node go through ``H.with_self_leaves()`` (the ``partial`` problem).
+internal node go through ``H.with_self_leaves()`` (the ``partial`` problem).  With
+``fit_intercept`` (LIBLINEAR's regularized bias, not in the thesis) every builder and fast
+solver reports the node biases apart: ``values["intercept"]`` / ``extras["intercept"]``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ PAPER = "Cai, Multilabel Classification over Category Taxonomies (thesis, 2008),
 
 def cases(quick: bool = True) -> list[Case]:
     """One problem per structure: a tree, a DAG with margin rescaling at C = 0.5, label sets
-    of two leaves, partial paths (internal labels as self-leaves) and a CSR ``X``."""
+    of two leaves, partial paths (internal labels as self-leaves) and a CSR ``X``; then the
+    label sets and the CSR ``X`` again with LIBLINEAR's regularized node biases
+    (``fit_intercept``; the CSR one at ``intercept_scaling=2``)."""
     n, d = (36, 4) if quick else (120, 8)
     out = []
     for structure in ("tree", "dag", "multilabel", "partial", "sparse"):
@@ -40,6 +44,11 @@ def cases(quick: bool = True) -> list[Case]:
             Y, H = paths.transform(Y), paths.hierarchy
             name += ", self-leaves"
         out.append(Case(name, structure, X, Y, H, options, params))
+    for structure, scaling in (("multilabel", 1.0), ("sparse", 2.0)):
+        X, Y, H = problem(structure, n=n, d=d, seed=0)
+        out.append(Case(f"{structure} n={n} d={d}, intercept (scaling {scaling:g})", structure,
+                        X, Y, H, {"fit_intercept": True, "intercept_scaling": scaling},
+                        {"C": 1.0}))
     return out
 
 

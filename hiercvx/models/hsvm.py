@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_label_sets
+from ..bias import bias_scaling
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy, class_attributes
 from ..kernels import Kernel, check_psd
@@ -36,15 +37,20 @@ class HSVMModel(MarginModel):
     ``(q, M)`` (``None`` with a class kernel), ``loss`` ``(q, q)`` and the pair model
     ``data`` (:class:`~hiercvx.models.margin.MarginData`).  Primal variable: node weights
     ``W`` ``(M, d)`` (rows in ``H.nodes`` order with the attribute schemes of
-    :func:`hiercvx.class_attributes`), or ``G`` ``(n, q)`` with a non-linear kernel."""
+    :func:`hiercvx.class_attributes`), or ``G`` ``(n, q)`` with a non-linear kernel.
+
+    With ``fit_intercept`` (not in the thesis: LIBLINEAR's regularized bias, see
+    :class:`~hiercvx.models.margin.MarginModel`) every node ``v`` has a bias ``b_v``
+    (``intercept`` ``(M,)``), a class score is ``sum_v Lam[y, v] (w_v . x + b_v)`` and the
+    objective (4.10) gains ``1/2 ||b||^2 / s^2``: (4.10) on ``[X, s]``."""
 
     method = "hsvm"
     equations = {"primal": "(4.10)", "dual": "(4.15)", "class form": "(4.48)",
                  "recovery": "(4.12)", "violation score": "(4.32)"}
 
     def __init__(self, X, data: MarginData, kernel: Kernel, *, H: Hierarchy, classes: tuple,
-                 loss: np.ndarray):
-        super().__init__(X, data, kernel, classes=classes)
+                 loss: np.ndarray, intercept_scaling: float | None = None):
+        super().__init__(X, data, kernel, classes=classes, intercept_scaling=intercept_scaling)
         self.H = H
         self.loss = loss
 
@@ -150,6 +156,7 @@ def _example_weights(sample_weight, n: int) -> np.ndarray:
 
 def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
             rescaling="slack", sample_weight=None, kernel="linear", sigma=None, class_kernel=None,
+            fit_intercept: bool = False, intercept_scaling: float = 1.0,
             check_input: bool = True) -> HSVMModel:
     """Validate the hierarchical-SVM inputs once and return the :class:`HSVMModel`.
 
@@ -162,11 +169,16 @@ def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=N
     ``"margin"``; ``kernel``: ``"linear"``, ``"rbf"`` (``sigma`` or the median heuristic),
     ``"precomputed"``, a callable ``k(A, B)`` or a resolved :class:`~hiercvx.kernels.Kernel`;
     ``class_kernel``: a PSD ``(q, q)`` array or callable replacing ``Lam Lam^T`` (then the
-    model has no class attributes).  ``check_input=False`` skips the check of ``X`` (for a
-    caller that validated it already, e.g. an estimator).
+    model has no class attributes).  ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's
+    regularized bias (the thesis has none): with the linear kernel a constant feature
+    ``s = intercept_scaling`` appended to ``X`` (node weights ``(M, d + 1)`` inside the model,
+    biases ``b = s * W~[:, -1]``), otherwise the kernel ``k + s^2`` (a precomputed Gram matrix
+    ``K + s^2``).  ``check_input=False`` skips the check of ``X`` (for a caller that validated
+    it already, e.g. an estimator).
     """
     if rescaling not in RESCALINGS:
         raise InputError(f"rescaling must be one of {RESCALINGS}, got {rescaling!r}")
+    scaling = bias_scaling(fit_intercept, intercept_scaling)
     X, kern = resolve_inputs(X, kernel, sigma, check_input)
     classes = resolve_classes(H, classes)
     Ybool = check_label_sets(Y, H, classes, X.shape[0])
@@ -180,4 +192,4 @@ def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=N
                            rescaling=rescaling, sample_weight=Cw)
     if sp.issparse(X):
         X.sort_indices()
-    return HSVMModel(X, data, kern, H=H, classes=classes, loss=L)
+    return HSVMModel(X, data, kern, H=H, classes=classes, loss=L, intercept_scaling=scaling)

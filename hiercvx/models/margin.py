@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from .._validation import check_features
+from ..bias import append_constant, join_bias, split_bias, with_bias
 from ..exceptions import InputError
 from ..kernels import Kernel, make_kernel
 from ._base import Model, Variable
@@ -300,6 +301,16 @@ class MarginModel(Model):
     otherwise it is the coefficient matrix ``G`` ``(n, q)`` of the representer form
     (thesis (4.12): ``f_y = sum_i G_iy' Q_y'y k(x_i, .)``).  The dual variable is ``alpha``,
     one entry per pair of ``data``.
+
+    ``intercept_scaling`` (None: no bias) adds LIBLINEAR's regularized bias
+    (:mod:`hiercvx.bias`; the thesis (4.10) has none): ``X`` and ``kernel`` are the inputs as
+    given (kept as ``X_features`` and ``input_kernel``) and the model runs on ``X`` / ``kernel``
+    with the bias (:func:`hiercvx.bias.with_bias`): ``[X, s]`` for the linear kernel (then the
+    solvers' node weights ``W~`` ``(M, d + 1)`` end in the bias column, split by
+    :meth:`split_weights`), ``K + s^2`` for a precomputed Gram matrix, ``k + s^2`` otherwise.
+    The user-facing ``objective(W, C, intercept=b)`` and ``scores(W, X, intercept=b)`` take
+    the weights without that column and the per-row biases ``b`` (``(M,)``; a class's score
+    gets ``Lam_y . b``).
     """
 
     method = "margin"
@@ -308,13 +319,26 @@ class MarginModel(Model):
         "W": Variable("(M, d)", "node weights (linear kernel with class attributes)"),
         "G": Variable("(n, q)", "expansion coefficients G(alpha) (other kernels)"),
         "xi": Variable("(n,)", "one slack per example"),
+        "intercept": Variable("(M,)", "biases per row of W with fit_intercept (LIBLINEAR's, "
+                                      "not in the thesis)"),
         "alpha": Variable("(P,)", "one multiplier per pair (i, y, ybar)", side="dual"),
     }
 
-    def __init__(self, X, data: MarginData, kernel, classes=None):
-        self.X, self.data, self.kernel = X, data, kernel
+    def __init__(self, X, data: MarginData, kernel, classes=None, *,
+                 intercept_scaling: float | None = None):
+        self.X_features, self.input_kernel = X, kernel
+        self.X, self.kernel = with_bias(X, kernel, intercept_scaling)
+        self.data = data
         self.classes = classes
+        self.fit_intercept = intercept_scaling is not None
+        #: ``s`` of the bias feature (1.0 when there is no bias, as scikit-learn reports it)
+        self.intercept_scaling = 1.0 if intercept_scaling is None else float(intercept_scaling)
         self._K = None
+
+    @property
+    def bias_scaling(self) -> float | None:
+        """``intercept_scaling`` with a bias, None without (what :mod:`hiercvx.bias` takes)."""
+        return self.intercept_scaling if self.fit_intercept else None
 
     # what the model is ----------------------------------------------------------------------
     @property
@@ -338,17 +362,46 @@ class MarginModel(Model):
                        else np.ascontiguousarray(self.kernel(self.X, self.X), dtype=float))
         return self._K
 
+    # LIBLINEAR's bias column ------------------------------------------------------------------
+    def augmented_weights(self, weights, intercept=None) -> np.ndarray:
+        """``W~ = [W, b / s]``: the node (or class) weights of the model's own features from
+        the weights ``W`` without the bias column and the biases ``b`` (None: zeros).  Without
+        a bias ``W`` itself (``intercept`` is ignored: that model has none)."""
+        return join_bias(weights, intercept, self.bias_scaling)
+
+    def split_weights(self, W_aug) -> tuple[np.ndarray, np.ndarray]:
+        """``(W, b)`` of weights over the model's own features: the bias column split off,
+        ``b = s * W~[:, -1]`` (``b`` zeros without a bias)."""
+        return split_bias(W_aug, self.bias_scaling)
+
+    @staticmethod
+    def solution_intercept(solution):
+        """The biases a solution carries: ``values["intercept"]`` (references) or
+        ``extras["intercept"]`` (fast solvers); None when it has none."""
+        values = getattr(solution, "values", None) or {}
+        if values.get("intercept") is not None:
+            return values["intercept"]
+        return (getattr(solution, "extras", None) or {}).get("intercept")
+
     # the Model interface ---------------------------------------------------------------------
     def weights_from_dual(self, alpha) -> np.ndarray:
-        """``W(alpha)`` (thesis (4.12)) or ``G(alpha)``, the primal variable at ``alpha``."""
+        """``W(alpha)`` (thesis (4.12)) or ``G(alpha)``, the primal variable at ``alpha``
+        (over the model's own features: with a bias, its column included)."""
         G = coefficients(alpha, self.data)
         return weights_from_coefficients(G, self.X, self.data.Lam) if self.node_weights else G
 
-    def objective(self, weights, C: float = 1.0) -> float:
-        """Thesis (4.10) at ``W`` (or at the representer coefficients ``G``), slacks recomputed."""
+    def objective(self, weights, C: float = 1.0, intercept=None) -> float:
+        """Thesis (4.10) at ``W`` and the biases ``intercept`` (linear kernel with class
+        attributes; see the class docstring), or at the representer coefficients ``G`` (the
+        bias lives in the kernel), slacks recomputed."""
         if self.node_weights:
-            return primal_objective(np.asarray(weights, dtype=float), self.X, self.data, C)
+            W = self.augmented_weights(np.asarray(weights, dtype=float), intercept)
+            return primal_objective(W, self.X, self.data, C)
         return kernel_objective(np.asarray(weights, dtype=float), self.K, self.data, C)
+
+    def objective_at(self, solution, C: float = 1.0) -> float:
+        """:meth:`objective` at a solution's weights and biases (:meth:`solution_intercept`)."""
+        return self.objective(solution.weights, C, intercept=self.solution_intercept(solution))
 
     def lower_bound(self, dual, C: float = 1.0) -> float:
         """Thesis (4.14) at ``alpha`` projected onto the dual feasible set (weak duality)."""
@@ -357,13 +410,27 @@ class MarginModel(Model):
             return dual_objective_linear(alpha, self.X, self.data)
         return dual_objective(alpha, self.K, self.data)
 
-    def scores(self, weights, X) -> np.ndarray:
-        """Class scores ``(m, q)``: ``X W^T Lam^T`` (thesis (3.8)) or ``k(X, X_train) G Q``
-        (``X`` the ``(m, n)`` kernel rows when precomputed)."""
+    def kernel_rows(self, X) -> np.ndarray:
+        """``k~(X, X_train)`` ``(m, n)``, the kernel with the bias between new inputs as given
+        and the training inputs (``X`` the ``(m, n)`` kernel rows when precomputed)."""
+        if self.precomputed:
+            K = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
+            return K if not self.fit_intercept else K + self.intercept_scaling ** 2
+        if self.kernel.is_linear and self.fit_intercept:
+            X = append_constant(X, self.intercept_scaling)
+        return np.asarray(self.kernel(X, self.X), dtype=float)
+
+    def scores(self, weights, X, intercept=None) -> np.ndarray:
+        """Class scores ``(m, q)``: ``X W^T Lam^T + 1 (Lam b)^T`` (thesis (3.8), ``b`` the
+        per-row biases ``intercept``, if any) or ``k~(X, X_train) G Q`` (the bias in the
+        kernel, :meth:`kernel_rows`)."""
         if self.node_weights:
-            return class_scores(weights, X, self.data.Lam)
-        Knew = np.asarray(X, dtype=float) if self.precomputed else self.kernel(X, self.X)
-        return Knew @ weights @ self.data.Q
+            S = class_scores(weights, X, self.data.Lam)
+            if intercept is None:
+                return S
+            b = np.asarray(intercept, dtype=float)
+            return S + (self.data.Lam @ b)[None, :]
+        return self.kernel_rows(X) @ weights @ self.data.Q
 
     def oracle(self, scores, *args, **kwargs):
         """Per example the most violated pair (thesis (4.24): largest ``(b_p - (S_iy -

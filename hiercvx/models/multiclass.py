@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_positive
+from ..bias import append_constant, bias_scaling
 from ..exceptions import InputError, LabelError
-from ..bias import append_constant
 from ..kernels import Kernel
 from .margin import MarginData, MarginModel, margin_data, resolve_inputs
 
@@ -124,54 +123,28 @@ class MulticlassModel(MarginModel):
     """Crammer–Singer on validated data.
 
     ``X`` holds the features the margin model sees: with ``fit_intercept`` the augmented
-    ``[X, intercept_scaling]`` (LIBLINEAR's bias feature), else the features themselves, or
-    the Gram matrix with ``kernel="precomputed"``; ``X_features`` the features as given;
-    ``classes`` the sorted labels, ``y_index`` each sample's class position, ``Cw`` the
-    multipliers of C.  The primal variable is ``W`` ``(q, d)`` (with ``intercept`` ``(q,)``),
-    the dual one ``alpha`` over the pairs ``(i, y_i, m)``, ``m != y_i``.
+    ``[X, intercept_scaling]`` (LIBLINEAR's bias feature, :class:`MarginModel`), else the
+    features themselves, or the Gram matrix with ``kernel="precomputed"``; ``X_features`` the
+    features as given; ``classes`` the sorted labels, ``y_index`` each sample's class
+    position, ``Cw`` the multipliers of C.  The primal variable is ``W`` ``(q, d)`` (with
+    ``intercept`` ``(q,)``), the dual one ``alpha`` over the pairs ``(i, y_i, m)``,
+    ``m != y_i``.  ``objective(W, C, intercept=b)``, ``scores(W, X, intercept=b)``,
+    ``augmented_weights`` and ``split_weights`` are the margin model's (``Lam = I``: a class's
+    bias is its own row's).
     """
 
     method = "multiclass"
     equations = {"primal": "notes, 'Multi-Class Kernel-Based SVMs' (LIBLINEAR MCSVM_CS)",
                  "dual": "notes, 'Lagrangian Dual Problem for Multi-Class SVM'"}
 
-    def __init__(self, X, data: MarginData, kernel: Kernel, *, X_features, classes, y_index,
-                 fit_intercept: bool, intercept_scaling: float):
-        super().__init__(X, data, kernel, classes=classes)
-        self.X_features = X_features
+    def __init__(self, X, data: MarginData, kernel: Kernel, *, classes, y_index,
+                 intercept_scaling: float | None = None):
+        super().__init__(X, data, kernel, classes=classes, intercept_scaling=intercept_scaling)
         self.y_index = y_index
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
 
     @property
     def Cw(self) -> np.ndarray:
         return self.data.Cw
-
-    def augmented_weights(self, weights, intercept=None) -> np.ndarray:
-        """``[W, b / s]``: the weights of the augmented features (``W`` without intercept)."""
-        W = np.asarray(weights, dtype=float)
-        if not self.fit_intercept:
-            return W
-        b = np.zeros(W.shape[0]) if intercept is None else np.asarray(intercept, dtype=float)
-        return np.hstack([W, b.reshape(-1, 1) / self.intercept_scaling])
-
-    def split_weights(self, W_aug) -> tuple[np.ndarray, np.ndarray]:
-        """``(coef, intercept)`` of the augmented weights (``intercept`` zeros without one)."""
-        if not self.fit_intercept:
-            return np.asarray(W_aug), np.zeros(W_aug.shape[0])
-        return np.asarray(W_aug[:, :-1]), self.intercept_scaling * np.asarray(W_aug[:, -1])
-
-    def objective(self, weights, C: float = 1.0, intercept=None) -> float:
-        """The LIBLINEAR objective at class weights ``W`` ``(q, d)`` and ``intercept``, or at
-        the representer coefficients ``G`` ``(n, q)`` for a non-linear kernel."""
-        if self.node_weights:
-            weights = self.augmented_weights(weights, intercept)
-        return super().objective(weights, C)
-
-    def scores(self, weights, X, intercept=None) -> np.ndarray:
-        """Class scores ``X W^T + b`` (linear), or ``k(X, X_train) G`` (other kernels)."""
-        S = super().scores(weights, X)
-        return S if intercept is None else S + np.asarray(intercept)[None, :]
 
 
 def prepare(X, y, H=None, *, classes=None, sample_weight=None, class_weight=None,
@@ -192,15 +165,14 @@ def prepare(X, y, H=None, *, classes=None, sample_weight=None, class_weight=None
         raise InputError("the Crammer-Singer SVM is flat: pass H=None (for a hierarchy use the "
                          "hierarchical SVM, hiercvx.models.hsvm.prepare)")
     X, kern = resolve_inputs(X, kernel, sigma, check_input)
-    if fit_intercept and not kern.is_linear:
+    scaling = bias_scaling(fit_intercept, intercept_scaling)
+    if scaling is not None and not kern.is_linear:
         raise InputError("fit_intercept needs the linear kernel (the dual of the notes has no "
                          "intercept); add a constant to the kernel instead")
-    scaling = check_positive(intercept_scaling, "intercept_scaling") if fit_intercept else 1.0
     classes, y_index = encode_labels(y, X.shape[0], classes)
     Cw = example_weights(y_index, classes, sample_weight, class_weight)
     data = flat_margin_data(y_index, len(classes), Cw)
     if sp.issparse(X):
         X.sort_indices()
-    X_margin = augment(X, scaling) if fit_intercept else X
-    return MulticlassModel(X_margin, data, kern, X_features=X, classes=classes, y_index=y_index,
-                           fit_intercept=bool(fit_intercept), intercept_scaling=float(scaling))
+    return MulticlassModel(X, data, kern, classes=classes, y_index=y_index,
+                           intercept_scaling=scaling)

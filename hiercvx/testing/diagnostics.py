@@ -214,10 +214,11 @@ class KKTReport:
 def _training_scores(model, user: UserResult) -> np.ndarray:
     """Scores of the training rows the model's oracle expects."""
     W = user.weights
-    if isinstance(model, MarginModel) and model.node_weights:
-        if hasattr(model, "augmented_weights"):  # LIBLINEAR's bias feature (multiclass)
-            W = model.augmented_weights(W, user.extras.get("intercept"))
-        return class_scores(W, model.X, model.Lam)
+    if isinstance(model, MarginModel):  # LIBLINEAR's bias: the column / kernel shift of the model
+        if model.node_weights:
+            return class_scores(model.augmented_weights(W, user.extras.get("intercept")),
+                                model.X, model.Lam)
+        return np.asarray(model.scores(W, model.X_features), dtype=float)
     takes = _keywords(model.scores, {"weights", "X"})
     extra = {k: v for k, v in user.extras.items() if k in takes}
     return np.asarray(model.scores(W, model.X, **extra), dtype=float)
