@@ -24,7 +24,6 @@ from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations.orthogonal import primal_from_model
 from ..models import orthogonal as otm
-from ..bias import append_constant as augment  # LIBLINEAR's bias feature, written once
 from ..result import check_iteration_options
 from ._base import SOLVERS, resolve_training_targets, validate_training_X, validate_X
 
@@ -45,8 +44,9 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         baselines); the papers' (4) / (12) scale the hinge by ``C_paper / N``, so the solver and
         the reference get ``C_paper = C * N`` (N training samples)
     fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
-        value ``intercept_scaling`` appended to ``X`` at fit and predict (LIBLINEAR's treatment;
-        under ``K`` like every other feature)
+        value ``intercept_scaling`` (LIBLINEAR's treatment, :mod:`hiercvx.bias`; under ``K`` like
+        every other feature), passed to the model's ``prepare``; the scores are
+        ``<w_n, x> + b_n``
     K : ``(m, m)`` matrix over ``hierarchy.nodes[1:]`` satisfying Theorem 1 (method
         ``"orthogonal"`` only); default heuristic (6) with ``alpha`` (lowered, with a logged
         warning, when its comparison matrix is not positive definite)
@@ -102,13 +102,9 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     def _check_params(self):
         """The estimator's own switches and C (scaled to the paper's ``C * N`` here); tol,
-        max_iter and K are checked once, where they are used (RDA, the reference builder,
-        ``prepare``)."""
+        max_iter, K, fit_intercept and intercept_scaling are checked once, where they are used
+        (the fast solver, the reference builder, ``prepare``)."""
         check_positive(self.C, "C")
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise InputError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        if self.fit_intercept:
-            check_positive(self.intercept_scaling, "intercept_scaling")
         if self.solver not in SOLVERS:
             raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         if self.method not in otm.METHODS:
@@ -121,11 +117,12 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
             raise InputError(f"treeloss_classes must be 'nodes' or 'leaves', got {self.treeloss_classes!r}")
 
     def _model_options(self) -> dict:
+        bias = {"fit_intercept": self.fit_intercept, "intercept_scaling": self.intercept_scaling}
         if self.method == "treeloss":
-            return {"classes": self.treeloss_classes, "K": self.K}  # K refused by prepare
+            return {"classes": self.treeloss_classes, "K": self.K, **bias}  # K refused by prepare
         if self.method == "orthogonal":  # prepare takes K or alpha, not both
-            return {"K": self.K, "alpha": self.alpha if self.K is None else 1.0}
-        return {"K": self.K}  # refused by prepare unless None
+            return {"K": self.K, "alpha": self.alpha if self.K is None else 1.0, **bias}
+        return {"K": self.K, **bias}  # K refused by prepare unless None
 
     def fit(self, X, y):
         """Fit on ``X`` ``(n_samples, n_features)`` (dense or CSR) and ``y`` (one node name per
@@ -138,25 +135,25 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
                              "name per sample (a tree's single deepest label), not label sets")
         method = methods.get(self.method)
         C_paper = float(self.C) * X.shape[0]  # (4) / (12) weigh the hinge by C_paper / N
-        if self.fit_intercept:
-            X = augment(X, self.intercept_scaling)
+        # the model appends the bias feature itself (fit_intercept): solutions come back
+        # without the bias column, the biases under "intercept"
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
         if self.solver == "fast":
             self.result_ = method.fast_solvers[self.fast_solver].solve(
                 model, C=C_paper, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose)
             self.n_iter_ = self.result_.n_iter
+            intercept = self.result_.extras.get("intercept")
         else:
             prob = primal_from_model(model, C=C_paper)
             self.result_ = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
             self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)
+            intercept = self.result_.values.get("intercept")
         res = self.result_
         self.objective_, self.lower_bound_, self.gap_ = res.objective, res.lower_bound, res.gap
         self.K_ = model.K
-        W = np.asarray(res.weights, dtype=float)
-        if self.fit_intercept:
-            self.coef_, self.intercept_ = W[:, :-1], W[:, -1] * float(self.intercept_scaling)
-        else:
-            self.coef_, self.intercept_ = W, np.zeros(W.shape[0])
+        self.coef_ = np.asarray(res.weights, dtype=float)
+        self.intercept_ = (np.zeros(len(H)) if intercept is None
+                           else np.asarray(intercept, dtype=float).copy())
         self.hierarchy_ = H
         if self.method == "treeloss" and self.treeloss_classes == "nodes" and self.hierarchy is not None:
             classes = np.empty(len(H) - 1, dtype=object)
@@ -222,9 +219,8 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if self.method in _TOP_DOWN:
             X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            W = np.hstack([self.coef_, self.intercept_[:, None]])  # the bias as a unit feature
-            node = otm.predict_top_down(W, augment(X, 1.0), self.hierarchy_,
-                                        return_index=True)
+            node = otm.predict_top_down(self.coef_, X, self.hierarchy_, return_index=True,
+                                        intercept=self.intercept_)
         else:
             node = self._class_nodes[np.argmax(self.class_scores(X), axis=1)]
         return self.classes_[self._position[node]]

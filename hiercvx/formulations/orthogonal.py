@@ -26,6 +26,12 @@ derivations.  The data model (pairs, K, Omega, certificates, classifiers) is
   recovery ``W = S^{-1} U(alpha)``; for the baselines one QP dual, :func:`baseline_dual`
   (``flatmult_dual``, ``hiermult_dual``, ``transfer_dual``, ``treeloss_dual``).
 
+Every builder takes ``fit_intercept`` / ``intercept_scaling`` (LIBLINEAR's regularized bias,
+:mod:`hiercvx.bias`): the problem on ``[X, s]``, declared with a bias variable ``b`` per
+weighted node whose weight ``b / s`` joins the node's weights in the regularizer (Omega (5)
+under K, or ``1/2 tr(W~^T R W~)``); ``sol.weights`` exclude the bias column and
+``sol.values["intercept"]`` holds the biases ``(n_nodes,)`` (root and unweighted nodes 0).
+
 Every problem is the pairwise hinge of :mod:`hiercvx.models.margin` with its own pairs and a
 quadratic-type regularizer; certificates: objective recomputed in numpy from the weights
 (``model.objective``); lower bound = ``model.lower_bound`` at the solver's margin multipliers
@@ -43,6 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive
+from ..bias import append_constant
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..models.orthogonal import (METHODS, NonConvexKError, PairModel, check_convexity, comparison_matrix,
@@ -120,6 +127,25 @@ _EQ = {"orthogonal": "(4)", "flatmult": "(12)", "hiermult": "(12)", "transfer": 
        "treeloss": "section 5, (3)"}
 
 _XI_NONNEG = ("xi >= 0", "\\xi \\ge 0")
+
+
+def _with_bias(form: Formulation, fit_intercept: bool, dual: bool = False) -> Formulation:
+    """``form`` with LIBLINEAR's bias feature named: the features are ``x~ = [x, s]`` and
+    (primal) the variable ``b`` of the node biases."""
+    if not fit_intercept:
+        return form
+    variables = dict(form.variables)
+    notation = {**form.notation, "x~": "[x, s], s = intercept_scaling: the features with the constant "
+                                       "feature of the bias (x_k in the rows stands for x~_k)"}
+    if dual:
+        variables["intercept"] = "node biases b = s * (last column of the recovered W~), recovered"
+        notation["W~"] = "[W, b / s]: the recovered weights of x~"
+    else:
+        notation["W~"] = ("[W, b / s]: the weights of x~; w_i in the rows and the regularizer (V in "
+                          "the lift) stand for the rows of W~")
+        variables["b"] = "biases of the weighted nodes (intercept = b on their rows, 0 elsewhere)"
+    return Formulation(objective=form.objective, constraints=form.constraints, variables=variables,
+                       notation=notation)
 
 
 def sdp_formulation(off_diagonal: bool = True) -> Formulation:
@@ -295,8 +321,48 @@ def _features(X, representer: bool | None):
     return X, None
 
 
+def _node_rows(model: PairModel) -> sp.csr_matrix:
+    """``(n_nodes, n_vars)`` 0/1: puts the values of ``var_nodes`` on their rows of ``H.nodes``."""
+    k = len(model.var_nodes)
+    return sp.csr_matrix((np.ones(k), (model.var_nodes, np.arange(k))), shape=(len(model.H), k))
+
+
+def _bias_columns(model: PairModel, V):
+    """``(V~, intercept)``: with ``fit_intercept`` the weights ``V~ = [V, b / s]`` of the
+    augmented features, ``b`` a new variable (one bias per weighted node), and the per-node
+    intercept expression (``b`` on the rows of ``var_nodes``, 0 elsewhere); without,
+    ``(V, None)``."""
+    s = model.bias_scaling
+    if s is None:
+        return V, None
+    b = cp.Variable(V.shape[0], name="b")
+    V_aug = cp.hstack([V, cp.reshape(b, (V.shape[0], 1), order="C") / s])
+    return V_aug, _node_rows(model) @ b
+
+
+def _objective_augmented(model: PairModel, W_aug, C: float) -> float:
+    """(7) at augmented weights ``[W, b / s]`` (the recovered points of the duals)."""
+    W, b = model.split_weights(W_aug)
+    return model.objective(W, C=C, intercept=b if model.fit_intercept else None)
+
+
+class _Recovered:
+    """A value of ``sol.values`` that no CVXPY variable holds: ``value`` recomputes it from the
+    solved variables (the duals' intercept, ``s`` times the last column of the recovered
+    ``W~``); ``shape`` as a variable's."""
+
+    def __init__(self, shape, compute):
+        self.shape = tuple(shape)
+        self._compute = compute
+
+    @property
+    def value(self):
+        return self._compute()
+
+
 def primal(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
-           max_size: int | None = None) -> ReferenceProblem:
+           max_size: int | None = None, *, fit_intercept: bool = False,
+           intercept_scaling: float = 1.0) -> ReferenceProblem:
     """Problem (4), orthogonal transfer, as an exact semidefinite program.
 
     ``y``: one node name per sample (leaf or internal, not the root).  ``K``: ``(m, m)`` over
@@ -304,23 +370,28 @@ def primal(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, repre
     eigenvalue of its comparison matrix); default heuristic (6) with ``alpha`` (lowered, with
     a warning, when its comparison matrix is not positive definite).  ``representer``: write
     the weights in an orthonormal basis of the rows of X (Theorem 3); default when
-    ``n_features > n_samples``.
+    ``n_features > n_samples``.  ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's
+    regularized bias, (4) on ``x~ = [x, s]``: ``w~_i = [w_i, b_i / s]`` in the margin rows,
+    the lifting and Omega (5) (``<w~_i, w~_j> = <w_i, w_j> + b_i b_j / s^2``).
 
     Declared problem (``W`` = the non-root weights, or ``V Bt`` with the representer)::
 
         min  1/2 sum_i K_ii G_ii + sum_{i<j, K_ij>0} K_ij t_ij + C sum_k xi_k / N
-        s.t. t_ij >= G_ij,  t_ij >= -G_ij,  [[I, W^T], [W, G]] >= 0 (PSD),
-             <w_i - w_j, x_k> + xi_k >= 1  (j in S(i), i in A^+(y_k)),  xi >= 0.
+        s.t. t_ij >= G_ij,  t_ij >= -G_ij,  [[I, W~^T], [W~, G]] >= 0 (PSD),
+             <w~_i - w~_j, x~_k> + xi_k >= 1  (j in S(i), i in A^+(y_k)),  xi >= 0
+        (W~ = W, x~ = x without an intercept).
 
-    ``sol.weights``: ``(n_nodes, n_features)``, rows in ``H.nodes`` order, root row zero;
-    ``sol.values``: ``V`` (the weights in the basis; ``= W[1:]`` without representer),
-    ``G``, ``t`` (when K has off-diagonal entries) and ``xi``.  Certificate: objective =
-    ``omega(W[1:], K) + C/N sum_k xi_k(W)`` recomputed in numpy; lower bound =
+    ``sol.weights``: ``(n_nodes, n_features)``, rows in ``H.nodes`` order, root row zero, no
+    bias column; ``sol.values``: ``V`` (the weights in the basis; ``= W[1:]`` without
+    representer), ``G``, ``t`` (when K has off-diagonal entries), ``xi`` and, with
+    ``fit_intercept``, ``intercept`` ``(n_nodes,)`` (root 0).  Certificate: objective =
+    ``omega(W~[1:], K) + C/N sum_k xi_k(W~)`` recomputed in numpy; lower bound =
     ``sum alpha - 1/2 tr(U^T S^{-1} U)`` with alpha the projected margin duals and
     ``S_ij = clip(mu+_ij - mu-_ij, -K_ij, K_ij)``, ``S_ii = K_ii`` from the duals of the
     absolute-value epigraph (valid for any such S when Kbar is PSD; see the sheet).
     """
-    model = prepare(X, y, H, "orthogonal", K=K, alpha=alpha)
+    model = prepare(X, y, H, "orthogonal", K=K, alpha=alpha, fit_intercept=fit_intercept,
+                    intercept_scaling=intercept_scaling)
     return primal_from_model(model, C, representer=representer, max_size=max_size)
 
 
@@ -328,8 +399,9 @@ def primal_from_model(model: PairModel, C: float = 1.0, *, representer: bool | N
                       max_size: int | None = None) -> ReferenceProblem:
     """The reference of ``model.method`` on a prepared model: the lifted SDP of (4) for
     ``"orthogonal"`` (:func:`primal`), the QP of the baseline otherwise (:func:`flatmult`,
-    :func:`hiermult`, :func:`transfer`, :func:`treeloss`).  ``C`` is a ``cp.Parameter``
-    (``prob.set(C=...)`` re-solves without recompiling)."""
+    :func:`hiermult`, :func:`transfer`, :func:`treeloss`), with the model's intercept
+    (``fit_intercept``).  ``C`` is a ``cp.Parameter`` (``prob.set(C=...)`` re-solves without
+    recompiling)."""
     Cval = check_positive(C, "C")
     if model.method == "orthogonal":
         return _sdp_from_model(model, Cval, representer, max_size)
@@ -341,11 +413,15 @@ def primal_from_model(model: PairModel, C: float = 1.0, *, representer: bool | N
 def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> ReferenceProblem:
     """The lifted SDP of (4) (see :func:`primal`)."""
     t0 = time.perf_counter()
-    X, K = model.X, model.K
+    X, K = model.X_features, model.K
     m = len(model.H) - 1
     n = X.shape[0]
     F, basis = _features(X, representer)
-    r = F.shape[1]
+    # the bias column joins the features: x~ = [F, s] (the representer coordinates of x and
+    # the constant stay orthonormal coordinates of x~, so Theorem 3 loses nothing)
+    s = model.bias_scaling
+    F_aug = F if s is None else (model.X if basis is None else append_constant(F, s))
+    r = F_aug.shape[1]
     pi, pj = np.nonzero(np.triu(K, 1))
     Kp = K[pi, pj]
     _estimate(model, r, "the orthogonal-transfer SDP (4)", max_size,
@@ -353,16 +429,19 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
               extra_nnz=4 * len(pi) + (m + r) ** 2)
 
     Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
-    V = cp.Variable((m, r), name="V")
+    V = cp.Variable((m, F.shape[1]), name="V")
     G = cp.Variable((m, m), symmetric=True, name="G")
     xi = cp.Variable(n, name="xi")
-    margin_rows = _margin_constraint(model, F, V, xi)
+    V_aug, intercept = _bias_columns(model, V)
+    margin_rows = _margin_constraint(model, F_aug, V_aug, xi)
     nonneg = xi >= 0
-    lift = cp.bmat([[np.eye(r), V.T], [V, G]]) >> 0
+    lift = cp.bmat([[np.eye(r), V_aug.T], [V_aug, G]]) >> 0
     penalty = 0.5 * (np.diag(K) @ cp.diag(G))
     constraints = [margin_rows, nonneg, lift]
     named = {"margin": margin_rows, "xi_nonneg": nonneg}
     variables = {"V": V, "G": G, "xi": xi}
+    if intercept is not None:
+        variables["intercept"] = intercept
     if len(pi):
         sel = sp.csr_matrix((np.ones(len(pi)), (np.arange(len(pi)), pi * m + pj)), shape=(len(pi), m * m))
         g = sel @ cp.vec(G, order="C")
@@ -385,53 +464,64 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
             S[pj, pi] = s
         return model.lower_bound((duals["margin"], S), C=float(Cp.value))
 
-    logger.debug("orthogonal SDP: n=%d, d=%d, r=%d, m=%d, pairs=%d, K pairs=%d", n, X.shape[1], r, m,
-                 model.data.n_pairs, len(pi))
+    logger.debug("orthogonal SDP: n=%d, d=%d, r=%d, m=%d, pairs=%d, K pairs=%d, intercept=%s", n,
+                 X.shape[1], r, m, model.data.n_pairs, len(pi), model.fit_intercept)
     return ReferenceProblem(
-        problem, variables=variables, objective=lambda v: model.objective(weights(v), C=float(Cp.value)),
+        problem, variables=variables,
+        objective=lambda v: model.objective(weights(v), C=float(Cp.value), intercept=v.get("intercept")),
         lower_bound=lower_bound, weights=weights, constraints=named, parameters={"C": Cp},
-        infeasibility=lambda v: model.violation(weights(v), v["xi"]),
+        infeasibility=lambda v: model.violation(model.augmented_weights(weights(v), v.get("intercept")),
+                                                v["xi"]),
         name="orthogonal transfer (4), lifted SDP" + ("" if basis is None else " in the representer basis"),
         build_time=time.perf_counter() - t0,
-        formulation=sdp_formulation(off_diagonal=bool(len(pi))),
+        formulation=_with_bias(sdp_formulation(off_diagonal=bool(len(pi))), model.fit_intercept),
         data={"X": X, "H": model.H, "y_index": model.y_index, "K": K, "alpha": model.K_alpha, "model": model,
-              "representer": basis is not None, "basis": basis, "features": F, "psd_block": m + r})
+              "representer": basis is not None, "basis": basis, "features": F, "psd_block": m + r,
+              "fit_intercept": model.fit_intercept, "intercept_scaling": model.intercept_scaling})
 
 
 def _qp_from_model(model: PairModel, Cval: float, name: str, max_size) -> ReferenceProblem:
-    """``min 1/2 ||W||^2 (+ 1/2 ||E W||^2) + C sum_s Cw_s xi_s`` over ``model``'s rows: the
-    regularizer is ``1/2 tr(W^T S W)`` with ``S = I (+ E^T E)`` (``model.S``)."""
+    """``min 1/2 ||W~||^2 (+ 1/2 ||E W~||^2) + C sum_s Cw_s xi_s`` over ``model``'s rows: the
+    regularizer is ``1/2 tr(W~^T S W~)`` with ``S = I (+ E^T E)`` (``model.S``), ``W~ = [W, b / s]``
+    with an intercept (else ``W``)."""
     t0 = time.perf_counter()
-    X = model.X
+    X = model.X_features
     n_vars = len(model.var_nodes)
-    _estimate(model, X.shape[1], name, max_size)
+    _estimate(model, model.X.shape[1], name, max_size)
     Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
     V = cp.Variable((n_vars, X.shape[1]), name="W")
     xi = cp.Variable(model.data.n_samples, name="xi")
-    margin_rows = _margin_constraint(model, X, V, xi)
+    V_aug, intercept = _bias_columns(model, V)
+    margin_rows = _margin_constraint(model, model.X, V_aug, xi)
     nonneg = xi >= 0
-    reg = 0.5 * cp.sum_squares(V)
+    reg = 0.5 * cp.sum_squares(V_aug)
     if model.method == "transfer":  # I + E^T E: a sum of squares, DCP as written
         incidence = edge_incidence(model.H)
         if incidence.shape[0] > 0:
-            reg = reg + 0.5 * cp.sum_squares(incidence @ V)
+            reg = reg + 0.5 * cp.sum_squares(incidence @ V_aug)
     problem = cp.Problem(cp.Minimize(reg + Cp * (model.data.Cw @ xi)), [margin_rows, nonneg])
+    variables = {"W": V, "xi": xi}
+    if intercept is not None:
+        variables["intercept"] = intercept
 
     def weights(v):
         return model.full_weights(v["W"])
 
     return ReferenceProblem(
-        problem, variables={"W": V, "xi": xi},
-        objective=lambda v: model.objective(weights(v), C=float(Cp.value)),
+        problem, variables=variables,
+        objective=lambda v: model.objective(weights(v), C=float(Cp.value), intercept=v.get("intercept")),
         lower_bound=lambda v, duals: model.lower_bound(duals["margin"], C=float(Cp.value)),
         weights=weights, constraints={"margin": margin_rows, "xi_nonneg": nonneg}, parameters={"C": Cp},
-        infeasibility=lambda v: model.violation(weights(v), v["xi"]), name=name,
-        build_time=time.perf_counter() - t0,
-        formulation=baseline_formulation(model.method),
-        data={"X": X, "H": model.H, "y_index": model.y_index, "model": model, "regularizer": model.S})
+        infeasibility=lambda v: model.violation(model.augmented_weights(weights(v), v.get("intercept")),
+                                                v["xi"]),
+        name=name, build_time=time.perf_counter() - t0,
+        formulation=_with_bias(baseline_formulation(model.method), model.fit_intercept),
+        data={"X": X, "H": model.H, "y_index": model.y_index, "model": model, "regularizer": model.S,
+              "fit_intercept": model.fit_intercept, "intercept_scaling": model.intercept_scaling})
 
 
-def flatmult(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+def flatmult(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None, *,
+             fit_intercept: bool = False, intercept_scaling: float = 1.0) -> ReferenceProblem:
     """FLATMULT, (12) over the leaves (Crammer--Singer with the paper's C/N)::
 
         min 1/2 sum_{l in L} ||w_l||^2 + C/N sum_k xi_k
@@ -440,11 +530,15 @@ def flatmult(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) ->
     Labels must be leaves.  Every leaf of H has a weight vector (also leaves without
     training examples).  ``sol.weights`` ``(n_nodes, n_features)``, non-leaf rows zero;
     predict with :func:`predict_flat`.  Lower bound: the Crammer--Singer dual at the
-    projected duals."""
-    return primal_from_model(prepare(X, y, H, "flatmult"), C, max_size=max_size)
+    projected duals.  ``fit_intercept``, ``intercept_scaling``: a regularized bias per
+    weighted node (the problem on ``x~ = [x, s]``, ``sol.values["intercept"]``; see
+    :func:`primal`)."""
+    model = prepare(X, y, H, "flatmult", fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
+    return primal_from_model(model, C, max_size=max_size)
 
 
-def hiermult(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+def hiermult(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None, *,
+             fit_intercept: bool = False, intercept_scaling: float = 1.0) -> ReferenceProblem:
     """HIERMULT: for every internal node j, (12) with ``Y = C(j)`` on the ``N_j`` examples whose
     label lies below j, each child trained on the examples of its subtree::
 
@@ -453,19 +547,28 @@ def hiermult(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) ->
 
     The node problems are independent; they are declared as one problem (one slack per
     example and internal node on its path) whose optimum is their sum.  Predict with
-    :func:`predict_top_down`."""
-    return primal_from_model(prepare(X, y, H, "hiermult"), C, max_size=max_size)
+    :func:`predict_top_down`.  ``fit_intercept``, ``intercept_scaling``: a regularized bias
+    per weighted node (the problem on ``x~ = [x, s]``, ``sol.values["intercept"]``; see
+    :func:`primal`)."""
+    model = prepare(X, y, H, "hiermult", fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
+    return primal_from_model(model, C, max_size=max_size)
 
 
-def transfer(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+def transfer(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None, *,
+             fit_intercept: bool = False, intercept_scaling: float = 1.0) -> ReferenceProblem:
     """TRANSFER: (4)'s constraints with the regularizer
     ``1/2 sum_i (||w_i||^2 + sum_{j in C(i)} ||w_i - w_j||^2)`` (``= 1/2 tr(W^T R W)``,
-    :func:`transfer_matrix`) instead of Omega.  Predict with :func:`predict_top_down`."""
-    return primal_from_model(prepare(X, y, H, "transfer"), C, max_size=max_size)
+    :func:`transfer_matrix`) instead of Omega.  Predict with :func:`predict_top_down`.
+    ``fit_intercept``, ``intercept_scaling``: a regularized bias per weighted node (the
+    problem on ``x~ = [x, s]``, ``sol.values["intercept"]``; see :func:`primal`); the edge
+    differences ``w~_i - w~_j`` include ``(b_i - b_j) / s``."""
+    model = prepare(X, y, H, "transfer", fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
+    return primal_from_model(model, C, max_size=max_size)
 
 
 def treeloss(X, y, H: Hierarchy, C: float = 1.0, classes: str = "nodes",
-             max_size: int | None = None) -> ReferenceProblem:
+             max_size: int | None = None, *, fit_intercept: bool = False,
+             intercept_scaling: float = 1.0) -> ReferenceProblem:
     """TREELOSS (Cai--Hofmann form, section 5), in the increments ``u_i`` of (3)::
 
         min 1/2 sum_i ||u_i||^2 + C/N sum_k xi_k
@@ -474,8 +577,13 @@ def treeloss(X, y, H: Hierarchy, C: float = 1.0, classes: str = "nodes",
 
     ``classes="nodes"`` (the paper: every non-root node) or ``"leaves"``.  ``sol.weights``
     are the increments ``u`` ``(n_nodes, n_features)`` (root row zero); class weights
-    ``w_y = sum_{A^+(y)} u`` -- predict with ``predict_flat(..., cumulative=True)``."""
-    return primal_from_model(prepare(X, y, H, "treeloss", classes=classes), C, max_size=max_size)
+    ``w_y = sum_{A^+(y)} u`` -- predict with ``predict_flat(..., cumulative=True)``.
+    ``fit_intercept``, ``intercept_scaling``: a regularized bias per weighted node (the
+    problem on ``x~ = [x, s]``, ``sol.values["intercept"]``; see :func:`primal`); one bias
+    per increment, class biases ``sum_{A^+(y)} b``."""
+    model = prepare(X, y, H, "treeloss", classes=classes, fit_intercept=fit_intercept,
+                    intercept_scaling=intercept_scaling)
+    return primal_from_model(model, C, max_size=max_size)
 
 
 # =============================================================================== duals
@@ -498,7 +606,8 @@ def _pair_gradient(model: PairModel, F, alpha):
 
 
 def dual(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
-         max_size: int | None = None) -> ReferenceProblem:
+         max_size: int | None = None, *, fit_intercept: bool = False,
+         intercept_scaling: float = 1.0) -> ReferenceProblem:
     """The dual of the lifted SDP of (4) (same signature as :func:`primal`)::
 
         max_{alpha, S, T}  sum_p alpha_p - 1/2 tr(T)
@@ -513,8 +622,13 @@ def dual(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, represe
     as the solver's primal, where ``S^{-1} U`` at an interior point loses digits).
     Certificate: objective = (4) at the better of the two recovered ``W``; lower bound = the
     dual objective ``sum alpha - 1/2 tr(U^T S^{-1} U)`` at the projected ``alpha`` and ``S``
-    clipped to the box (:meth:`PairModel.lower_bound`)."""
-    model = prepare(X, y, H, "orthogonal", K=K, alpha=alpha)
+    clipped to the box (:meth:`PairModel.lower_bound`).
+
+    With ``fit_intercept`` this is the dual of (4) on ``x~ = [x, s]`` (``U(alpha)`` over the
+    augmented features): the recovered ``W~ = [W, b / s]`` gives ``sol.weights`` (``W``) and
+    ``sol.values["intercept"]`` (``b`` per node, recovered from the solved point)."""
+    model = prepare(X, y, H, "orthogonal", K=K, alpha=alpha, fit_intercept=fit_intercept,
+                    intercept_scaling=intercept_scaling)
     return dual_from_model(model, C, representer=representer, max_size=max_size)
 
 
@@ -545,7 +659,10 @@ def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -
     t0 = time.perf_counter()
     K = model.K
     m = K.shape[0]
-    F, basis = _features(model.X, representer)
+    # the dual is (4)'s on the augmented features (x~ = [x, s] with an intercept); the
+    # representer default follows the features as given, as in the primal
+    F, basis = _features(model.X, model.n_features > model.n_samples if representer is None
+                         else representer)
     r = F.shape[1]
     P = model.data.n_pairs
     check_size(P + m * m + r * r, model.n_samples + m * m + (m + r) ** 2, 3 * P * r + (m + r) ** 2,
@@ -579,20 +696,31 @@ def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -
         return [W for W in (from_dual_point(v), from_lift_multiplier()) if W is not None]
 
     def objective(v):  # both recoveries are feasible points of (4): the better one bounds
-        return min(model.objective(W, C=float(Cp.value)) for W in candidates(v))
+        return min(_objective_augmented(model, W, float(Cp.value)) for W in candidates(v))
 
-    def weights(v):
-        return min(candidates(v), key=lambda W: model.objective(W, C=float(Cp.value)))
+    def augmented(v):  # the better recovered W~ = [W, b / s]
+        return min(candidates(v), key=lambda W: _objective_augmented(model, W, float(Cp.value)))
 
+    def intercept():
+        if alpha.value is None or S.value is None:
+            return None
+        return model.split_weights(augmented({"alpha": alpha.value, "S": S.value}))[1]
+
+    variables = {"alpha": alpha, "S": S, "T": T}
+    if model.fit_intercept:
+        variables["intercept"] = _Recovered((len(model.H),), intercept)
     return ReferenceProblem(
-        problem, variables={"alpha": alpha, "S": S, "T": T}, objective=objective,
+        problem, variables=variables, objective=objective,
         lower_bound=lambda v, duals: model.lower_bound((v["alpha"], v["S"]), C=float(Cp.value)),
-        weights=weights, constraints={"budget": budget, "lift": lift}, parameters={"C": Cp},
+        weights=lambda v: model.split_weights(augmented(v))[0], constraints={"budget": budget, "lift": lift},
+        parameters={"C": Cp},
         name="orthogonal transfer (4), dual of the lifted SDP"
              + ("" if basis is None else " in the representer basis"),
         build_time=time.perf_counter() - t0,
-        formulation=sdp_dual_formulation(),
-        data={"X": model.X, "H": model.H, "K": K, "model": model, "basis": basis, "features": F})
+        formulation=_with_bias(sdp_dual_formulation(), model.fit_intercept, dual=True),
+        data={"X": model.X_features, "X_augmented": model.X, "H": model.H, "K": K, "model": model,
+              "basis": basis, "features": F, "fit_intercept": model.fit_intercept,
+              "intercept_scaling": model.intercept_scaling})
 
 
 def _qp_dual_from_model(model: PairModel, Cval: float, max_size) -> ReferenceProblem:
@@ -610,23 +738,32 @@ def _qp_dual_from_model(model: PairModel, Cval: float, max_size) -> ReferencePro
     problem = cp.Problem(cp.Maximize(model.data.pair_offset @ alpha - 0.5 * cp.sum_squares(Ut @ Linv_T)),
                          [budget])
 
-    def weights(v):
-        U = model.node_gradient(v["alpha"])[model.var_nodes]
+    def augmented(a):  # W~ = R^{-1} U(alpha), over the augmented features with an intercept
+        U = model.node_gradient(a)[model.var_nodes]
         return model.full_weights(np.linalg.solve(model.S, U))
 
+    def intercept():
+        return None if alpha.value is None else model.split_weights(augmented(alpha.value))[1]
+
+    variables = {"alpha": alpha}
+    if model.fit_intercept:
+        variables["intercept"] = _Recovered((len(model.H),), intercept)
     return ReferenceProblem(
-        problem, variables={"alpha": alpha},
-        objective=lambda v: model.objective(weights(v), C=float(Cp.value)),
+        problem, variables=variables,
+        objective=lambda v: _objective_augmented(model, augmented(v["alpha"]), float(Cp.value)),
         lower_bound=lambda v, duals: model.lower_bound(v["alpha"], C=float(Cp.value)),
-        weights=weights, constraints={"budget": budget}, parameters={"C": Cp},
-        name=f"{_NAMES.get(model.method, 'TREELOSS (section 5)')}, dual",
+        weights=lambda v: model.split_weights(augmented(v["alpha"]))[0], constraints={"budget": budget},
+        parameters={"C": Cp}, name=f"{_NAMES.get(model.method, 'TREELOSS (section 5)')}, dual",
         build_time=time.perf_counter() - t0,
-        formulation=baseline_dual_formulation(model.method),
-        data={"X": X, "H": model.H, "model": model, "regularizer": model.S})
+        formulation=_with_bias(baseline_dual_formulation(model.method), model.fit_intercept, dual=True),
+        data={"X": model.X_features, "X_augmented": X, "H": model.H, "model": model,
+              "regularizer": model.S, "fit_intercept": model.fit_intercept,
+              "intercept_scaling": model.intercept_scaling})
 
 
 def baseline_dual(X, y, H: Hierarchy, C: float = 1.0, method: str = "flatmult", classes: str = "nodes",
-                  max_size: int | None = None) -> ReferenceProblem:
+                  max_size: int | None = None, *, fit_intercept: bool = False,
+                  intercept_scaling: float = 1.0) -> ReferenceProblem:
     """The QP dual shared by the four baselines (FLATMULT, HIERMULT, TRANSFER, TREELOSS)::
 
         max_alpha  sum_p b_p alpha_p - 1/2 tr(U(alpha)^T R^{-1} U(alpha))
@@ -634,29 +771,41 @@ def baseline_dual(X, y, H: Hierarchy, C: float = 1.0, method: str = "flatmult", 
 
     ``R`` the regularizer's matrix (``I``, or ``I + E^T E`` for TRANSFER), ``b_p = 1``,
     ``cost_p = 1 / Delta_p`` (slack rescaling; ``Delta = 1`` except TREELOSS).  Recovery
-    ``W = R^{-1} U(alpha)``.  ``classes`` is TREELOSS's option."""
+    ``W = R^{-1} U(alpha)``.  ``classes`` is TREELOSS's option.  With ``fit_intercept`` the
+    dual of the baseline on ``x~ = [x, s]``: ``U(alpha)`` over the augmented features, the
+    recovered ``W~ = [W, b / s]`` gives ``sol.weights`` and ``sol.values["intercept"]``."""
     if method == "orthogonal":
         raise InputError("method='orthogonal' has its own SDP dual: use dual(...)")
-    model = prepare(X, y, H, method, classes) if method == "treeloss" else prepare(X, y, H, method)
+    bias = {"fit_intercept": fit_intercept, "intercept_scaling": intercept_scaling}
+    model = (prepare(X, y, H, method, classes, **bias) if method == "treeloss"
+             else prepare(X, y, H, method, **bias))
     return dual_from_model(model, C, max_size=max_size)
 
 
-def flatmult_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+def flatmult_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None, *,
+                  fit_intercept: bool = False, intercept_scaling: float = 1.0) -> ReferenceProblem:
     """The dual of :func:`flatmult` (see :func:`baseline_dual`)."""
-    return baseline_dual(X, y, H, C, "flatmult", max_size=max_size)
+    return baseline_dual(X, y, H, C, "flatmult", max_size=max_size, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling)
 
 
-def hiermult_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+def hiermult_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None, *,
+                  fit_intercept: bool = False, intercept_scaling: float = 1.0) -> ReferenceProblem:
     """The dual of :func:`hiermult` (see :func:`baseline_dual`)."""
-    return baseline_dual(X, y, H, C, "hiermult", max_size=max_size)
+    return baseline_dual(X, y, H, C, "hiermult", max_size=max_size, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling)
 
 
-def transfer_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None) -> ReferenceProblem:
+def transfer_dual(X, y, H: Hierarchy, C: float = 1.0, max_size: int | None = None, *,
+                  fit_intercept: bool = False, intercept_scaling: float = 1.0) -> ReferenceProblem:
     """The dual of :func:`transfer` (see :func:`baseline_dual`)."""
-    return baseline_dual(X, y, H, C, "transfer", max_size=max_size)
+    return baseline_dual(X, y, H, C, "transfer", max_size=max_size, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling)
 
 
 def treeloss_dual(X, y, H: Hierarchy, C: float = 1.0, classes: str = "nodes",
-                  max_size: int | None = None) -> ReferenceProblem:
+                  max_size: int | None = None, *, fit_intercept: bool = False,
+                  intercept_scaling: float = 1.0) -> ReferenceProblem:
     """The dual of :func:`treeloss` (see :func:`baseline_dual`)."""
-    return baseline_dual(X, y, H, C, "treeloss", classes, max_size=max_size)
+    return baseline_dual(X, y, H, C, "treeloss", classes, max_size=max_size,
+                         fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)

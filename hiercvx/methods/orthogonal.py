@@ -11,7 +11,10 @@ All five share one model (:func:`hiercvx.models.orthogonal.prepare`, a
 (:class:`~hiercvx.estimators.OrthogonalTransferSVC`, ``method=...``).  The problems are defined
 on trees with single labels; all but FLATMULT take internal labels (partial paths).  The
 ``flat`` built-in problem is run on the flat tree over its classes (what the estimator builds
-for ``hierarchy=None``), where the five problems reduce to Crammer--Singer with C/N.
+for ``hierarchy=None``), where the five problems reduce to Crammer--Singer with C/N.  Every
+method also has quick cases with LIBLINEAR's regularized bias (``fit_intercept=True``, one
+with ``intercept_scaling != 1``), so the fast solvers are checked against the reference with
+an intercept too.
 """
 
 from __future__ import annotations
@@ -40,29 +43,41 @@ DUAL_CD_RTOL = 1e-6
 
 
 # ---------------------------------------------------------------------- prepare, one per method
-def prepare_orthogonal(X, Y, H, *, K=None, alpha: float = 1.0, check_input: bool = True):
+# ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's regularized bias (the problem on
+# ``[X, s]``; solutions carry ``intercept`` per node), see ``otm.prepare``
+def prepare_orthogonal(X, Y, H, *, K=None, alpha: float = 1.0, fit_intercept: bool = False,
+                       intercept_scaling: float = 1.0, check_input: bool = True):
     """The model of orthogonal transfer (4): ``otm.prepare(X, Y, H, "orthogonal", K=K, alpha=alpha)``."""
-    return otm.prepare(X, Y, H, "orthogonal", K=K, alpha=alpha, check_input=check_input)
+    return otm.prepare(X, Y, H, "orthogonal", K=K, alpha=alpha, fit_intercept=fit_intercept,
+                       intercept_scaling=intercept_scaling, check_input=check_input)
 
 
-def prepare_flatmult(X, Y, H, *, K=None, check_input: bool = True):
+def prepare_flatmult(X, Y, H, *, K=None, fit_intercept: bool = False, intercept_scaling: float = 1.0,
+                     check_input: bool = True):
     """The model of FLATMULT (12) over the leaves (``K`` must stay None)."""
-    return otm.prepare(X, Y, H, "flatmult", K=K, check_input=check_input)
+    return otm.prepare(X, Y, H, "flatmult", K=K, fit_intercept=fit_intercept,
+                       intercept_scaling=intercept_scaling, check_input=check_input)
 
 
-def prepare_hiermult(X, Y, H, *, K=None, check_input: bool = True):
+def prepare_hiermult(X, Y, H, *, K=None, fit_intercept: bool = False, intercept_scaling: float = 1.0,
+                     check_input: bool = True):
     """The model of HIERMULT ((12) at every internal node; ``K`` must stay None)."""
-    return otm.prepare(X, Y, H, "hiermult", K=K, check_input=check_input)
+    return otm.prepare(X, Y, H, "hiermult", K=K, fit_intercept=fit_intercept,
+                       intercept_scaling=intercept_scaling, check_input=check_input)
 
 
-def prepare_transfer(X, Y, H, *, K=None, check_input: bool = True):
+def prepare_transfer(X, Y, H, *, K=None, fit_intercept: bool = False, intercept_scaling: float = 1.0,
+                     check_input: bool = True):
     """The model of TRANSFER (section 5; ``K`` must stay None)."""
-    return otm.prepare(X, Y, H, "transfer", K=K, check_input=check_input)
+    return otm.prepare(X, Y, H, "transfer", K=K, fit_intercept=fit_intercept,
+                       intercept_scaling=intercept_scaling, check_input=check_input)
 
 
-def prepare_treeloss(X, Y, H, *, classes: str = "nodes", K=None, check_input: bool = True):
+def prepare_treeloss(X, Y, H, *, classes: str = "nodes", K=None, fit_intercept: bool = False,
+                     intercept_scaling: float = 1.0, check_input: bool = True):
     """The model of TREELOSS (section 5) over ``classes`` (``"nodes"`` or ``"leaves"``)."""
-    return otm.prepare(X, Y, H, "treeloss", classes, K=K, check_input=check_input)
+    return otm.prepare(X, Y, H, "treeloss", classes, K=K, fit_intercept=fit_intercept,
+                       intercept_scaling=intercept_scaling, check_input=check_input)
 
 
 # ---------------------------------------------------------------------- built-in problems
@@ -86,22 +101,34 @@ def _problems(structures, quick: bool, params=None, **model_options):
     return cases
 
 
-def quick_cases(structures, **model_options):
+def _intercept_cases(intercepts, quick: bool):
+    """The built-in problems with LIBLINEAR's bias: ``intercepts`` maps a structure to its
+    ``intercept_scaling``."""
+    cases = []
+    for structure, scaling in intercepts.items():
+        case = _problems((structure,), quick, fit_intercept=True, intercept_scaling=scaling)[0]
+        case.name += f", intercept (scaling {scaling:g})"
+        cases.append(case)
+    return cases
+
+
+def quick_cases(structures, intercepts=None, **model_options):
     """``cases(quick)`` over ``structures``: the built-in problems with n = 32, d = 3 (quick)
-    or n = 80, d = 6, C = 1 (quick=False adds C = 4 on the first structure).  C stays small:
-    RDA's certified gap closes slowly at large C (issue 12)."""
+    or n = 80, d = 6, C = 1 (quick=False adds C = 4 on the first structure), then the
+    problems of ``intercepts`` (structure -> ``intercept_scaling``) with ``fit_intercept``.
+    C stays small: RDA's certified gap closes slowly at large C (issue 12)."""
     def cases(quick: bool = True):
         out = _problems(structures, quick, **model_options)
         if not quick:
             out += _problems(structures[:1], quick, params={"C": 4.0}, **model_options)
-        return out
+        return out + _intercept_cases(intercepts or {}, quick)
 
     return cases
 
 
 def _orthogonal_cases(quick: bool = True):
     """(4)'s problems, and (quick=False) an explicit K and the representer basis (d > n)."""
-    cases = quick_cases(("tree", "partial", "sparse", "flat"))(quick)
+    cases = quick_cases(("tree", "partial", "sparse", "flat"), _INTERCEPTS["orthogonal"])(quick)
     if not quick:
         X, Y, H = problem("partial", n=24, d=40, seed=1)
         cases.append(Case("partial n=24 d=40 C=1 (representer basis)", "partial", X, Y, H, {}, {"C": 1.0}))
@@ -110,6 +137,11 @@ def _orthogonal_cases(quick: bool = True):
                           {"C": 1.0}))
     return cases
 
+
+#: the problems solved with an intercept, structure -> ``intercept_scaling`` (the bias is
+#: regularized, so the scaling changes the optimum: one case per method away from 1)
+_INTERCEPTS = {"orthogonal": {"tree": 2.0, "sparse": 1.0}, "flatmult": {"tree": 2.0, "sparse": 1.0},
+               "hiermult": {"partial": 2.0}, "transfer": {"partial": 0.5}, "treeloss": {"tree": 2.0}}
 
 #: the equations the registry lists (the model's ``equations`` has them all)
 _TABLE = ("primal", "regularizer", "convexity", "K", "fast solver")
@@ -128,7 +160,8 @@ def _method(name, title, prepare, reference, dual, structures, cases=None):
                                         algorithm="RDA with optimality bounds (Algorithm 1)",
                                         options=dict(RDA_OPTIONS), rtol=RDA_RTOL)},
         estimator="hiercvx.estimators.OrthogonalTransferSVC", sheet="formulations/orthogonal.md",
-        params={"C": 1.0}, structures=structures, cases=cases or quick_cases(structures))
+        params={"C": 1.0}, structures=structures,
+        cases=cases or quick_cases(structures, _INTERCEPTS[name]))
 
 
 METHODS = (

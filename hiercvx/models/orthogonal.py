@@ -14,7 +14,8 @@ pairs and a regularizer of the form ``R(W) = 1/2 tr(W^T S(W) W)``:
   TRANSFER: ``S = I + E^T E`` (:func:`transfer_matrix`).
 
 :func:`prepare` validates ``(X, y, H)`` and K once and returns a :class:`PairModel`: the pairs
-of the hinge, the regularizer, the primal objective (7) at given weights, the Lagrangian lower
+of the hinge, the regularizer, LIBLINEAR's bias feature (``fit_intercept``: the problem on
+``[X, s]``, :mod:`hiercvx.bias`), the primal objective (7) at given weights, the Lagrangian lower
 bound ``sum alpha - 1/2 tr(U(alpha)^T S^{-1} U(alpha))`` at a dual point (valid for any
 feasible ``alpha`` and any ``S`` in the box ``S_ii = K_ii, |S_ij| <= K_ij`` when the comparison
 matrix is PSD), class scores and the most violated pair of every slack.  The CVXPY
@@ -36,6 +37,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .._sparse import expand_ranges
 from .._validation import check_features, check_positive, check_target
+from ..bias import append_constant, bias_scaling, join_bias, split_bias
 from ..exceptions import HierarchyError, InputError, LabelError
 from ..hierarchy import Hierarchy
 from . import margin
@@ -308,6 +310,16 @@ class PairModel(Model):
     ``K``: (4)'s validated matrix over ``H.nodes[1:]`` (orthogonal only; ``K_alpha`` the
     alpha of heuristic (6) after any lowering, ``None`` for an explicit K); ``S``: the fixed
     regularizer matrix of the baselines over ``var_nodes`` (``None`` for orthogonal).
+
+    Intercept (LIBLINEAR's regularized bias, :mod:`hiercvx.bias`): with ``fit_intercept``,
+    ``X`` is ``[X_features, s]`` (``s = intercept_scaling``), the features every solver and
+    certificate sees, so node ``i``'s augmented weight ``w~_i = [w_i, b_i / s]`` carries the
+    bias ``b_i`` under the same regularizer (inside Omega (5), under K, for (4)).  The
+    *augmented* weights ``(n_nodes, X.shape[1])`` are what :meth:`full_weights`,
+    :meth:`slacks`, :meth:`hinge`, :meth:`regularizer`, :meth:`violation` and
+    :meth:`node_gradient` take; the public :meth:`objective` and :meth:`scores` take the
+    weights of the features as given ``(n_nodes, n_features)`` and the ``intercept``
+    ``(n_nodes,)`` (:meth:`augmented_weights`, :meth:`split_weights` convert).
     """
 
     method: str = field()  # a field without default (Model has a class-level default)
@@ -322,8 +334,13 @@ class PairModel(Model):
     K: np.ndarray | None = None
     K_alpha: float | None = None
     S: np.ndarray | None = None
+    X_features: object = None  # the features as given (X without the bias column)
+    fit_intercept: bool = False
+    intercept_scaling: float = 1.0
 
     def __post_init__(self):
+        if self.X_features is None:
+            self.X_features = self.X
         if self.X_slacks is None:
             same = np.array_equal(self.slack_example, np.arange(self.X.shape[0]))
             self.X_slacks = self.X if same else self.X[self.slack_example]
@@ -335,12 +352,16 @@ class PairModel(Model):
     @property
     def variables(self) -> dict:
         v = {"W": Variable("(n_nodes, n_features)", "weight vectors in H.nodes order, zero outside "
-                           "var_nodes" + (" (TREELOSS: the increments u of (3))"
-                                          if self.method == "treeloss" else "")),
+                           "var_nodes, without the bias column" + (" (TREELOSS: the increments u of (3))"
+                                                                    if self.method == "treeloss" else "")),
              "xi": Variable("(n_slacks,)", "hinge slacks, one per example (HIERMULT: per example "
                             "and internal node on its path)"),
              "alpha": Variable("(n_pairs,)", "margin multipliers, alpha >= 0, "
                                "sum_{p of s} alpha_p / Delta_p <= C Cw_s", side="dual")}
+        if self.fit_intercept:
+            v["intercept"] = Variable("(n_nodes,)", "node biases b_i = s * (weight of the constant "
+                                      "feature s = intercept_scaling), regularized with w_i; zero "
+                                      "outside var_nodes")
         if self.method == "orthogonal":
             v["G"] = Variable("(m, m)", "the lifted Gram matrix G >= W W^T of the SDP")
             v["S"] = Variable("(m, m)", "a matrix of the box S_ii = K_ii, |S_ij| <= K_ij "
@@ -351,12 +372,49 @@ class PairModel(Model):
     def n_samples(self) -> int:
         return int(self.X.shape[0])
 
+    @property
+    def n_features(self) -> int:
+        """The number of features as given (without the bias column)."""
+        return int(self.X_features.shape[1])
+
+    @property
+    def bias_scaling(self) -> float | None:
+        """``s = intercept_scaling`` with ``fit_intercept``, else None (no bias feature)."""
+        return float(self.intercept_scaling) if self.fit_intercept else None
+
     def full_weights(self, V: np.ndarray, basis=None) -> np.ndarray:
-        """``(n_nodes, n_features)`` weights from the rows ``V`` of ``var_nodes`` (written in
-        ``basis``, ``(r, n_features)``, when given: ``W = V basis``)."""
-        W = np.zeros((len(self.H), self.X.shape[1]))
-        W[self.var_nodes] = V if basis is None else V @ basis
+        """``(n_nodes, width)`` weights from the rows ``V`` of ``var_nodes`` (written in
+        ``basis``, ``(r, width)``, when given: ``W = V basis``), zero on the other rows."""
+        V = np.asarray(V, dtype=float)
+        rows = V if basis is None else V @ basis
+        W = np.zeros((len(self.H), rows.shape[1]))
+        W[self.var_nodes] = rows
         return W
+
+    def augmented_weights(self, weights, intercept=None) -> np.ndarray:
+        """``[W, b / s]`` ``(n_nodes, X.shape[1])``: the weights of the features every solver
+        sees, from ``weights`` ``(n_nodes, n_features)`` and ``intercept`` ``(n_nodes,)`` (None:
+        zero biases).  Without ``fit_intercept`` the weights themselves (an intercept must then
+        be None or zero)."""
+        W = np.asarray(weights, dtype=float)
+        if W.ndim != 2 or W.shape != (len(self.H), self.n_features):
+            raise InputError(f"weights must be (n_nodes, n_features) = ({len(self.H)}, {self.n_features}), "
+                             f"rows in H.nodes order, without the bias column (pass the biases as "
+                             f"intercept=...); got shape {W.shape}")
+        if intercept is not None:
+            b = np.asarray(intercept, dtype=float)
+            if b.shape != (len(self.H),):
+                raise InputError(f"intercept must hold one bias per node, shape ({len(self.H)},); "
+                                 f"got shape {b.shape}")
+            if not self.fit_intercept and np.any(b != 0):
+                raise InputError("the model has no intercept (prepared with fit_intercept=False); "
+                                 "drop the intercept or prepare with fit_intercept=True")
+        return join_bias(W, intercept, self.bias_scaling)
+
+    def split_weights(self, W_aug) -> tuple[np.ndarray, np.ndarray]:
+        """``(weights, intercept)`` of augmented weights: the feature columns and ``b = s *``
+        the constant feature's weight (zeros without ``fit_intercept``)."""
+        return split_bias(W_aug, self.bias_scaling)
 
     def slacks(self, W) -> np.ndarray:
         """The smallest feasible slacks at node weights ``W`` ``(n_nodes, d)``."""
@@ -373,10 +431,17 @@ class PairModel(Model):
             return omega(Wv, self.K)
         return 0.5 * float(np.sum(Wv * (self.S @ Wv)))
 
-    def objective(self, weights, C: float = 1.0) -> float:
-        """The primal objective (7) ``R(W) + C sum_s Cw_s xi_s(W)`` at ``weights``
-        ``(n_nodes, n_features)``."""
-        return self.regularizer(weights) + self.hinge(weights, C)
+    def objective(self, weights, C: float = 1.0, intercept=None) -> float:
+        """The primal objective (7) ``R(W~) + C sum_s Cw_s xi_s(W~)`` at ``weights``
+        ``(n_nodes, n_features)`` and ``intercept`` ``(n_nodes,)`` (with ``fit_intercept``;
+        ``W~ = [W, b / s]``, :meth:`augmented_weights`)."""
+        W = self.augmented_weights(weights, intercept)
+        return self.regularizer(W) + self.hinge(W, C)
+
+    def objective_at(self, solution, **params) -> float:
+        """:meth:`objective` at a solution's weights and intercept (``values`` or ``extras``)."""
+        intercept = solution.values.get("intercept", solution.extras.get("intercept"))
+        return self.objective(solution.weights, intercept=intercept, **params)
 
     def violation(self, W, xi) -> float:
         """Largest violation of the margin rows and of ``xi >= 0`` at ``(W, xi)``."""
@@ -413,10 +478,15 @@ class PairModel(Model):
         alpha = margin.project_dual(np.asarray(alpha, dtype=float), self.data, float(C))
         return quadratic_lower_bound(self, alpha, self.box_matrix(S))
 
-    def scores(self, weights, X) -> np.ndarray:
-        """Class scores ``X W^T Lam^T`` ``(n_samples, n_classes)`` (classes: ``data.Lam``'s rows;
-        node scores except for TREELOSS, whose class scores sum the increments over A^+(y))."""
-        return margin.class_scores(np.asarray(weights, dtype=float), X, self.data.Lam)
+    def scores(self, weights, X, intercept=None) -> np.ndarray:
+        """Class scores ``(X W^T + 1 b^T) Lam^T`` ``(n_samples, n_classes)`` (classes:
+        ``data.Lam``'s rows; node scores except for TREELOSS, whose class scores sum the
+        increments over A^+(y)).  ``weights`` ``(n_nodes, n_features)`` and ``intercept`` as in
+        :meth:`objective`; ``X`` the features as given, or the model's own augmented ``X``."""
+        W = self.augmented_weights(weights, intercept)
+        if self.fit_intercept and X.shape[1] == self.n_features:
+            X = append_constant(X, self.intercept_scaling)
+        return margin.class_scores(W, X, self.data.Lam)
 
     def oracle(self, scores, *args, **kwargs):
         """The most violated pair of every slack under ``scores`` (:meth:`scores` of
@@ -523,7 +593,8 @@ def _pair_data(n_slacks: int, Lam: np.ndarray, pair_i, pair_pos, pair_neg, Cw,
                       pair_loss=pair_loss, pair_ptr=ptr, Lam=Lam)
 
 def prepare(X, y, H: Hierarchy, method: str = "orthogonal", classes: str = "nodes", *, K=None,
-            alpha: float = 1.0, check_input: bool = True) -> PairModel:
+            alpha: float = 1.0, fit_intercept: bool = False, intercept_scaling: float = 1.0,
+            check_input: bool = True) -> PairModel:
     """Validate ``(X, y, H)`` (and K) once and build the :class:`PairModel` of ``method``.
 
     ``method`` (one of :data:`METHODS`) sets the pairs of the hinge:
@@ -544,11 +615,23 @@ def prepare(X, y, H: Hierarchy, method: str = "orthogonal", classes: str = "node
     warning, when its comparison matrix is not positive definite).  Labels are node names; the
     root is not a label; the hierarchy must be a tree.  ``check_input=False`` skips the check
     of ``X`` (for callers that validated it already, e.g. the estimator).
+
+    ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's regularized bias, the constant
+    feature ``s = intercept_scaling`` appended to X (:func:`hiercvx.bias.append_constant`).
+    The problem is the paper's on ``[X, s]``: K, heuristic (6) and its alpha only see the
+    hierarchy, ``C/N`` counts the same N examples, and the bias weight is regularized like the
+    other features -- inside Omega (5) ``<w~_i, w~_j> = <w_i, w_j> + b_i b_j / s^2``; for the
+    baselines ``||w~||^2 = ||w||^2 + b^2 / s^2`` (TRANSFER also on the edge differences,
+    TREELOSS per increment, so a class's bias is ``sum_{A^+(y)}`` of them).  The root has no
+    weight vector, so no bias.
     """
     check_tree(H)
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
+    scaling = bias_scaling(fit_intercept, intercept_scaling)
     X = check_features(X) if check_input else X
+    X_features = X
+    X = X if scaling is None else append_constant(X, scaling)
     yi = label_indices(y, H, X.shape[0])
     if method == "flatmult":
         data, slack_example, var_nodes, cls = _flat_pairs(H, yi)
@@ -571,7 +654,8 @@ def prepare(X, y, H: Hierarchy, method: str = "orthogonal", classes: str = "node
     else:
         S = transfer_matrix(H) if method == "transfer" else np.eye(len(var_nodes))
     return PairModel(method, H, X, yi, data, slack_example, var_nodes, cls, K=K_matrix, K_alpha=K_alpha,
-                     S=S)
+                     S=S, X_features=X_features, fit_intercept=scaling is not None,
+                     intercept_scaling=1.0 if scaling is None else scaling)
 
 
 def _path_pairs(H: Hierarchy, yi: np.ndarray, per_node: bool):
@@ -696,7 +780,8 @@ def _node_array(H: Hierarchy) -> np.ndarray:
     return arr
 
 
-def _scores(W, X, H: Hierarchy) -> np.ndarray:
+def _scores(W, X, H: Hierarchy, intercept=None) -> np.ndarray:
+    """Node scores ``X W^T + b``."""
     W = np.asarray(W, dtype=float)
     X = check_features(X)
     if W.ndim != 2 or W.shape[0] != len(H):
@@ -705,15 +790,22 @@ def _scores(W, X, H: Hierarchy) -> np.ndarray:
     if W.shape[1] != X.shape[1]:
         raise InputError(f"X has {X.shape[1]} features but W has {W.shape[1]} columns")
     S = X @ W.T
-    return np.asarray(S.toarray() if sp.issparse(S) else S)
+    S = np.asarray(S.toarray() if sp.issparse(S) else S)
+    if intercept is None:
+        return S
+    b = np.asarray(intercept, dtype=float)
+    if b.shape != (len(H),):
+        raise InputError(f"intercept must hold one bias per node, shape ({len(H)},); got shape {b.shape}")
+    return S + b[None, :]
 
 
-def predict_top_down(W, X, H: Hierarchy, return_index: bool = False):
+def predict_top_down(W, X, H: Hierarchy, return_index: bool = False, intercept=None):
     """The recursive classifier (1): from the root, move to the child ``j`` with the largest
-    ``<w_j, x>`` until a leaf is reached (ties: the first child in ``H.nodes`` order).
+    ``<w_j, x> (+ b_j)`` until a leaf is reached (ties: the first child in ``H.nodes`` order).
+    ``intercept``: the node biases ``(n_nodes,)`` of a model fitted with ``fit_intercept``.
     Returns leaf names (or node indices with ``return_index``)."""
     check_tree(H)
-    S = _scores(W, X, H)
+    S = _scores(W, X, H, intercept)
     parent = H.parent_index
     leaf = H.leaf_mask
     cur = np.zeros(S.shape[0], dtype=np.int64)
@@ -727,10 +819,13 @@ def predict_top_down(W, X, H: Hierarchy, return_index: bool = False):
     return cur if return_index else _node_array(H)[cur]
 
 
-def predict_flat(W, X, H: Hierarchy, classes="leaves", cumulative: bool = False, return_index=False):
-    """The flat classifier (2): ``argmax_{y in classes} <w_y, x>`` with ``classes`` ``"leaves"``
-    (FLATMULT), ``"nodes"`` (every non-root node) or node names.  ``cumulative=True`` uses
-    ``w_y = sum_{i in A^+(y)} W_i`` (TREELOSS's increments, parametrization (3))."""
+def predict_flat(W, X, H: Hierarchy, classes="leaves", cumulative: bool = False, return_index=False,
+                 intercept=None):
+    """The flat classifier (2): ``argmax_{y in classes} <w_y, x> (+ b_y)`` with ``classes``
+    ``"leaves"`` (FLATMULT), ``"nodes"`` (every non-root node) or node names.
+    ``cumulative=True`` uses ``w_y = sum_{i in A^+(y)} W_i`` and ``b_y = sum_{i in A^+(y)} b_i``
+    (TREELOSS's increments, parametrization (3)).  ``intercept``: the node biases
+    ``(n_nodes,)`` of a model fitted with ``fit_intercept``."""
     check_tree(H)
     if isinstance(classes, str):
         if classes == "leaves":
@@ -741,7 +836,7 @@ def predict_flat(W, X, H: Hierarchy, classes="leaves", cumulative: bool = False,
             raise InputError(f"classes must be 'leaves', 'nodes' or node names, got {classes!r}")
     else:
         idx = H.indices(classes)
-    S = _scores(W, X, H)
+    S = _scores(W, X, H, intercept)
     if cumulative:  # sum over A^+(y): the ancestor matrix includes the root, whose term is removed
         S = np.asarray(sp.csr_matrix(H.ancestor_matrix, dtype=float) @ S.T).T - S[:, [0]]
     best = idx[np.argmax(S[:, idx], axis=1)]

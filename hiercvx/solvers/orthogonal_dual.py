@@ -810,8 +810,10 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
     Returns
     -------
     :class:`~hiercvx.result.Solution`: ``weights`` ``(n_nodes, n_features)`` (rows in
-    ``H.nodes`` order, zero outside ``var_nodes``), ``objective`` = (7) recomputed at the best
-    certified ``W``, ``lower_bound`` = ``D(alpha, S)``; ``dual`` the pair multipliers (in
+    ``H.nodes`` order, zero outside ``var_nodes``; with the model's ``fit_intercept`` without
+    the bias column, the biases in extras ``intercept`` ``(n_nodes,)``: the solver runs on
+    ``model.X = [X, s]`` and splits ``W~ = [W, b / s]`` at the end), ``objective`` = (7)
+    recomputed at the best certified ``W``, ``lower_bound`` = ``D(alpha, S)``; ``dual`` the pair multipliers (in
     ``model.data``'s pair order); extras ``dual_S`` (the S of the bound: dense ``(m, m)`` over
     ``var_nodes``, so that ``quadratic_lower_bound(model, res.dual, res.dual_S)`` recomputes it;
     sparse on K's pattern when ``m > 2000``), ``at_zero`` (J at ``W = 0``), ``K``, ``alpha``
@@ -845,14 +847,16 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
     W, upper, lower, alpha, n_pass, converged, hist, at_zero, n_newton = out
     S_out = prob.S if prob.K is not None else prob.S_fixed
     S_out = S_out.toarray() if prob.m <= 2000 else S_out
-    res = Solution(weights=model.full_weights(W), objective=float(upper), lower_bound=float(lower),
+    weights, intercept = model.split_weights(model.full_weights(W))
+    res = Solution(weights=weights, objective=float(upper), lower_bound=float(lower),
                    solver="orthogonal_dual", n_iter=n_pass, converged=converged, tol=float(tol),
                    dual=alpha, history={k: np.asarray(v, dtype=float) for k, v in hist.items()},
                    solve_time=time.perf_counter() - t_start,
                    name=name or f"dual coordinate ascent for {model.method}",
                    extras={"at_zero": float(at_zero), "dual_S": S_out, "K": K_used,
                            "alpha": model.K_alpha if (model.method == "orthogonal" and K is None) else None,
-                           "n_passes": n_pass, "n_newton": n_newton, "model": model})
+                           "n_passes": n_pass, "n_newton": n_newton, "model": model,
+                           **({"intercept": intercept} if model.fit_intercept else {})})
     res.warn_unless_converged("passes", stacklevel=2)
     log("%s", res)
     return res

@@ -351,7 +351,10 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
     Returns
     -------
     :class:`~hiercvx.result.Solution`: ``weights`` ``(n_nodes, n_features)`` (rows in
-    ``H.nodes`` order, zero for nodes without a weight vector, the reference's convention),
+    ``H.nodes`` order, zero for nodes without a weight vector, the reference's convention;
+    with the model's ``fit_intercept`` without the bias column, the biases in extras
+    ``intercept`` ``(n_nodes,)``: RDA runs on ``model.X = [X, s]`` and splits
+    ``W~ = [W, b / s]`` at the end),
     ``objective`` = J at the best iterate (the upper bound), ``lower_bound``; ``history``
     arrays per check (entry k: the upper bound over ``W(1..k+1)`` and the lower bounds from
     the first k subgradients): ``upper``, ``lower`` (running max), ``lower_rda`` (the paper's
@@ -386,7 +389,8 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
                                                                      int(max_iter), averaging, dual_bound,
                                                                      log, t_start)
     history = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
-    res = Solution(weights=model.full_weights(best), objective=float(upper), lower_bound=float(lower),
+    weights, intercept = model.split_weights(model.full_weights(best))
+    res = Solution(weights=weights, objective=float(upper), lower_bound=float(lower),
                    solver="rda", n_iter=t, converged=converged, tol=float(tol),
                    dual=abar if dual_bound else None, history=history,
                    solve_time=time.perf_counter() - t_start, name=name or f"RDA (Alg. 1) for {model.method}",
@@ -395,7 +399,8 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
                            "dual_S": Sbar if dual_bound else None,
                            "K": K_used,
                            "alpha": model.K_alpha if (model.method == "orthogonal" and K is None) else None,
-                           "model": model})
+                           "model": model,
+                           **({"intercept": intercept} if model.fit_intercept else {})})
     res.warn_unless_converged("iterations", stacklevel=2)
     log("%s", res)
     return res
