@@ -23,12 +23,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
-from .._validation import check_positive
 from ..exceptions import InputError, LabelError
 from ..formulations import nhsvm
 from ..inference import METHODS as INFERENCE_METHODS
 from ..inference import LabelSetOracle, best_leaf
-from ..bias import append_constant as augment  # LIBLINEAR's bias feature, written once
 from ..models.nhsvm import scaled_alpha
 from ..result import check_iteration_options
 from ._base import (
@@ -59,28 +57,17 @@ class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter,
                                  who=type(self).__name__)
             lam = 1.0 / (2.0 * float(self.C))
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise InputError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        if self.fit_intercept:
-            check_positive(self.intercept_scaling, "intercept_scaling")
         return lam
 
-    def _augment(self, X):
-        """``X`` with the constant feature of the regularized bias (``fit_intercept``)."""
-        return augment(X, self.intercept_scaling) if self.fit_intercept else X
-
-    def _set_weights(self, W, lam):
-        """``coef_`` / ``intercept_`` from the solver's weights (the bias column split off:
-        ``intercept_ = W[:, -1] * intercept_scaling``); ``objective_`` on the C scale,
-        ``1/2 ||W||^2 + C sum loss = C * (10)`` with ``C = 1 / (2 lam)``."""
-        W = np.asarray(W, dtype=float)
-        if self.fit_intercept:
-            self.coef_ = W[:, :-1]
-            self.intercept_ = W[:, -1] * float(self.intercept_scaling)
-        else:
-            self.coef_ = W
-            self.intercept_ = np.zeros(W.shape[0])
+    def _set_weights(self, model, res, lam):
+        """``coef_`` / ``intercept_`` from the solution (weights without the bias column and
+        the node biases, :meth:`~hiercvx.models.nhsvm.NHSVMModel.solution_weights`; zeros
+        without ``fit_intercept``); ``objective_`` on the C scale, ``1/2 ||W||^2 + C sum loss
+        = C * (10)`` with ``C = 1 / (2 lam)``."""
+        self.coef_, self.intercept_ = model.solution_weights(res)
+        self.objective_, self.gap_ = res.objective / (2.0 * lam), res.gap
         self.C_ = 1.0 / (2.0 * lam)
+        self.result_ = res
 
     def _targets(self, X, y):
         X = validate_training_X(self, X)
@@ -219,10 +206,11 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             raise InputError(f"inference must be one of {INFERENCE_METHODS}, got {self.inference!r}")
         X, H, classes, labels, multilabel = self._targets(X, y)
         alpha, T = self._path_weights(H)
-        X = self._augment(X)
         registered = methods.get("nhsvm")
         model = registered.prepare(X, labels, H, alpha=alpha, variant=self.variant,
-                                   multilabel=multilabel, loss=self.loss, T=T, check_input=False)
+                                   multilabel=multilabel, loss=self.loss, T=T,
+                                   fit_intercept=self.fit_intercept,
+                                   intercept_scaling=self.intercept_scaling, check_input=False)
         if self.solver == "fast":
             res = registered.fast_solvers["pairwise"].solve(
                 model, lam, method=self.method, tol=float(self.tol), max_iter=self.max_iter,
@@ -236,9 +224,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         else:
             res = nhsvm.primal_from_model(model, lam).solve(solver=self.reference_solver)
             self.n_iter_ = 1
-        self.objective_, self.gap_ = res.objective / (2.0 * lam), res.gap
-        self._set_weights(res.weights, lam)
-        self.result_ = res
+        self._set_weights(model, res, lam)
         self.alpha_ = np.asarray(alpha, dtype=float)
         self._set_classes(H, classes, multilabel)
         return self
@@ -305,9 +291,9 @@ class SharedNormSVC(_NodeScoreClassifier):
         if multilabel:
             raise LabelError("SharedNormSVC is single-label (the shared-norm SVM (14) is multi-class); "
                              "give one leaf per sample, or use NormalizedHierarchicalSVC for label sets")
-        X = self._augment(X)
         registered = methods.get("shared_norm")
-        model = registered.prepare(X, labels, H, loss=self.loss, check_input=False)
+        model = registered.prepare(X, labels, H, loss=self.loss, fit_intercept=self.fit_intercept,
+                                   intercept_scaling=self.intercept_scaling, check_input=False)
         if self.solver == "fast":
             res = registered.fast_solvers["alternating"].solve(
                 model, lam, tol=float(self.tol), max_iter=self.max_iter,
@@ -318,9 +304,7 @@ class SharedNormSVC(_NodeScoreClassifier):
             res = nhsvm.shared_primal_from_model(model, lam).solve(solver=self.reference_solver)
             self.n_iter_ = 1
             self.alpha_ = scaled_alpha(res.values["alpha"], model.A)
-        self.objective_, self.gap_ = res.objective / (2.0 * lam), res.gap
-        self._set_weights(res.weights, lam)
-        self.result_ = res
+        self._set_weights(model, res, lam)
         self._set_classes(H, classes, multilabel)
         return self
 

@@ -181,8 +181,8 @@ def shared_dual_formulation() -> Formulation:
 
 # ====================================================================== NHSVM primal (10) / (13)
 def primal(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm", *,
-           multilabel: bool | None = None, loss=None, T=None, inference: str = "auto",
-           max_size: int | None = None):
+           multilabel: bool | None = None, loss=None, T=None, fit_intercept: bool = False,
+           intercept_scaling: float = 1.0, inference: str = "auto", max_size: int | None = None):
     """NHSVM (10) (equivalently (11) / (12)) or its variant (13), as an exact reference.
 
     Eq. (10): ``min_W lam sum_n ||W_n||^2 + sum_i max_y [s_i(y) - s_i(y_i) + Delta(y, y_i)]``
@@ -204,11 +204,16 @@ def primal(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhs
     ``multilabel`` forces the label space (``None`` infers it from ``Y``); ``inference`` the
     separation oracle's method (``"auto"``: tree DP / DAG integer program (19)); ``max_size``
     raises the size limit.  ``lam`` is a ``cvxpy.Parameter`` (``prob.set(lam=...)``).
-    ``sol.weights`` is ``W`` ``(M, d)``; score new points with :func:`node_scores`.
+    ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's regularized bias, one per node (node
+    scores ``sqrt(alpha_n) (W_n . x + b_n)``, penalty ``lam b_n^2 / s^2``; see
+    :mod:`hiercvx.models.nhsvm`); ``sol.values["intercept"]`` holds the ``b_n``.
+    ``sol.weights`` is ``W`` ``(M, d)`` (without the bias column); score new points with
+    ``model.scores(W, X, intercept=b)`` or :func:`node_scores`.
     """
     t0 = time.perf_counter()
     lam = check_positive(lam, "lam")
-    model = prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss, T=T)
+    model = prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss, T=T,
+                    fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
     if model.multilabel:
         return cutting_plane_from_model(model, lam, inference=inference, max_size=max_size, started=t0)
     return primal_from_model(model, lam, max_size=max_size, started=t0)
@@ -223,12 +228,12 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
         raise InputError("primal_from_model declares single-label NHSVM; a multi-label model is "
                          "solved by the cutting-plane reference (cutting_plane_from_model)")
     data = model
-    X, Lam, H = data.X, data.Lam, data.H
+    X, X_aug, Lam, H = data.X_features, data.X, data.Lam, data.H
     n, d = X.shape
     M = len(H)
     q = Lam.shape[0]
     path_len = float((Lam != 0).sum(axis=1).mean())
-    check_size(M * d + n, n * q, int(2 * q * _nnz(X) * path_len) + 2 * n * q, max_size,
+    check_size(M * X_aug.shape[1] + n, n * q, int(2 * q * _nnz(X_aug) * path_len) + 2 * n * q, max_size,
                what=f"the NHSVM primal ({'(10)' if data.variant == 'nhsvm' else '(13)'})")
 
     rows = np.arange(n * q)
@@ -251,9 +256,17 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
     lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
     W = cp.Variable((M, d), name="W")
     xi = cp.Variable(n, name="xi")
-    S = X @ W.T @ Lam.T
+    variables = {"W": W, "xi": xi}
+    node_part = X @ W.T
+    regularizer = cp.sum_squares(W)
+    if data.fit_intercept:  # LIBLINEAR's bias: b_n on every node score, penalized as (b_n / s)^2
+        b = cp.Variable(M, name="intercept")
+        node_part = node_part + np.ones((n, 1)) @ cp.reshape(b, (1, M), order="C")
+        regularizer = regularizer + cp.sum_squares(b) / data.intercept_scaling ** 2
+        variables["intercept"] = b
+    S = node_part @ Lam.T
     margin = D @ cp.vec(S, order="C") + R @ xi >= e
-    problem = cp.Problem(cp.Minimize(lam_p * cp.sum_squares(W) + cp.sum(xi)), [margin])
+    problem = cp.Problem(cp.Minimize(lam_p * regularizer + cp.sum(xi)), [margin])
 
     def current_lam() -> float:
         value = float(lam_p.value)
@@ -261,32 +274,37 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
             raise InputError(f"lam must be positive, got {value!r}")
         return value
 
+    def augmented(values):
+        return data.augmented_weights(values["W"], values.get("intercept"))
+
     def objective(values):
-        return primal_objective(values["W"], data, current_lam())
+        return primal_objective(augmented(values), data, current_lam())
 
     def lower_bound(values, duals):
         # the rows' duals are masses on the leaves: projected and valued by the model
         return data.lower_bound(np.asarray(duals["margin"], dtype=float).reshape(n, q), current_lam())
 
     def infeasibility(values):
-        Sv = _margin.class_scores(values["W"], X, Lam).ravel()
+        Sv = _margin.class_scores(augmented(values), X_aug, Lam).ravel()
         resid = e - D @ Sv - R @ values["xi"]
         return max(0.0, float(resid.max()))
 
     label = "(10)" if data.variant == "nhsvm" else "(13)"
     return ReferenceProblem(
-        problem, variables={"W": W, "xi": xi}, objective=objective, lower_bound=lower_bound,
+        problem, variables=variables, objective=objective, lower_bound=lower_bound,
         weights=lambda values: np.asarray(values["W"], dtype=float), constraints={"margin": margin},
         parameters={"lam": lam_p}, infeasibility=infeasibility,
         name=f"NHSVM primal {label}, single-label", build_time=time.perf_counter() - t0,
         formulation=nhsvm_formulation(data.variant),
-        data={"nhsvm": data, "X": X, "H": H, "alpha": data.alpha, "Lam": Lam,
-              "structural": data.structural, "margin_data": data.margin, "selection": (D, R, e)})
+        data={"nhsvm": data, "X": X, "X_augmented": X_aug, "H": H, "alpha": data.alpha, "Lam": Lam,
+              "structural": data.structural, "margin_data": data.margin, "selection": (D, R, e),
+              "fit_intercept": data.fit_intercept, "intercept_scaling": data.intercept_scaling})
 
 
 
 # ====================================================================== shared-norm SVM (14)
-def shared_primal(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one",
+def shared_primal(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one", *,
+                  fit_intercept: bool = False, intercept_scaling: float = 1.0,
                   max_size: int | None = None) -> ReferenceProblem:
     """The shared-norm SVM (14), jointly convex in the node weights ``U`` and ``alpha``::
 
@@ -303,10 +321,14 @@ def shared_primal(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one",
     from the dual ``max sum beta Delta - 1^T mu`` s.t. ``(A^T mu)_n >= ||(Phi^T beta)_n||^2 /
     (4 lam)`` (derived in the sheet), at the projected pair duals ``beta`` and the path duals
     ``mu`` repaired to cover.  ``sol.weights`` is ``U`` ``(M, d)``; ``sol.values["alpha"]``.
+    ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's regularized bias, one per node (node
+    scores ``U_n . x + b_n``, the bias inside node ``n``'s term: ``(||U_n||^2 + b_n^2 / s^2) /
+    alpha_n``); ``sol.values["intercept"]`` holds the ``b_n``, ``sol.weights`` has no bias column.
     """
     t0 = time.perf_counter()
     lam = check_positive(lam, "lam")
-    model = prepare_shared(X, y, H, loss=loss)
+    model = prepare_shared(X, y, H, loss=loss, fit_intercept=fit_intercept,
+                           intercept_scaling=intercept_scaling)
     return shared_primal_from_model(model, lam, max_size=max_size, started=t0)
 
 
@@ -314,12 +336,14 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
                              started: float | None = None) -> ReferenceProblem:
     """The shared-norm SVM (14) (see :func:`shared_primal`) declared from a prepared model."""
     t0 = time.perf_counter() if started is None else started
-    X, H, leaf_pos, L, A, Lam, md = (model.X, model.H, model.leaf_pos, model.loss, model.A,
-                                     model.Lam, model.margin)
+    X, X_aug, H, leaf_pos, L, A, Lam, md = (model.X_features, model.X, model.H, model.leaf_pos,
+                                            model.loss, model.A, model.Lam, model.margin)
     n, d = X.shape
+    d_aug = X_aug.shape[1]
     M = len(H)
     q = len(H.leaves)
-    check_size(M * d + M + n, n * q + q + M, int(2 * q * _nnz(X) * A.sum() / q) + 2 * n * q + M * d,
+    check_size(M * d_aug + M + n, n * q + q + M,
+               int(2 * q * _nnz(X_aug) * A.sum() / q) + 2 * n * q + M * d_aug,
                max_size, what="the shared-norm SVM (14)")
 
     rows = np.arange(n * q)
@@ -336,8 +360,17 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
     U = cp.Variable((M, d), name="U")
     alpha = cp.Variable(M, name="alpha")
     xi = cp.Variable(n, name="xi")
-    regularizer = cp.sum(cp.hstack([cp.quad_over_lin(U[k, :], alpha[k]) for k in range(M)]))
-    margin = D @ cp.vec(X @ U.T @ Lam.T, order="C") + R @ xi >= e
+    variables = {"U": U, "alpha": alpha, "xi": xi}
+    node_part = X @ U.T
+    rows = [U[k, :] for k in range(M)]
+    if model.fit_intercept:  # LIBLINEAR's bias: b_n / s is one more coordinate of node n's weights
+        b = cp.Variable(M, name="intercept")
+        node_part = node_part + np.ones((n, 1)) @ cp.reshape(b, (1, M), order="C")
+        rows = [cp.hstack([U[k, :], cp.reshape(b[k] / model.intercept_scaling, (1,), order="C")])
+                for k in range(M)]
+        variables["intercept"] = b
+    regularizer = cp.sum(cp.hstack([cp.quad_over_lin(rows[k], alpha[k]) for k in range(M)]))
+    margin = D @ cp.vec(node_part @ Lam.T, order="C") + R @ xi >= e
     paths = A @ alpha <= 1
     problem = cp.Problem(cp.Minimize(lam_p * regularizer + cp.sum(xi)), [margin, paths, alpha >= 0])
 
@@ -347,8 +380,11 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
             raise InputError(f"lam must be positive, got {value!r}")
         return value
 
+    def augmented(values):
+        return model.augmented_weights(values["U"], values.get("intercept"))
+
     def objective(values):
-        Uv = np.asarray(values["U"], dtype=float)
+        Uv = augmented(values)
         a = scaled_alpha(values["alpha"], A)
         norms = np.einsum("ij,ij->i", Uv, Uv)
         reg = ratio_sum(norms, a)
@@ -362,28 +398,38 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
         lam_v = lam_value()
         beta_full = np.asarray(duals["margin"], dtype=float).reshape(n, q)
         beta = _margin.project_dual(beta_full[md.pair_i, md.pair_ybar], md, 1.0)
-        V = _margin.weights_from_coefficients(_margin.coefficients(beta, md), X, Lam)
+        V = _margin.weights_from_coefficients(_margin.coefficients(beta, md), X_aug, Lam)
         need = np.einsum("ij,ij->i", V, V) / (4.0 * lam_v)
         mu = cover(duals["paths"], need, H, A)
         return float(md.pair_loss @ beta) - float(mu.sum())
 
     def infeasibility(values):
-        Sv = _margin.class_scores(values["U"], X, Lam).ravel()
+        Sv = _margin.class_scores(augmented(values), X_aug, Lam).ravel()
         a = np.asarray(values["alpha"], dtype=float)
         return max(0.0, float((e - D @ Sv - R @ values["xi"]).max()), float((A @ a).max()) - 1.0,
                    float(-a.min()))
 
     return ReferenceProblem(
-        problem, variables={"U": U, "alpha": alpha, "xi": xi}, objective=objective,
+        problem, variables=variables, objective=objective,
         lower_bound=lower_bound, weights=lambda values: np.asarray(values["U"], dtype=float),
         constraints={"margin": margin, "paths": paths}, parameters={"lam": lam_p},
         infeasibility=infeasibility, name="shared-norm SVM (14)", build_time=time.perf_counter() - t0,
         formulation=shared_formulation(),
-        data={"X": X, "H": H, "leaf_pos": leaf_pos, "loss": L, "Lam": Lam, "margin_data": md,
-              "leaf_paths": A})
+        data={"X": X, "X_augmented": X_aug, "H": H, "leaf_pos": leaf_pos, "loss": L, "Lam": Lam,
+              "margin_data": md, "leaf_paths": A, "fit_intercept": model.fit_intercept,
+              "intercept_scaling": model.intercept_scaling})
 
 
 # ====================================================================== duals of (10), (13), (14)
+def _split_into(values: dict, model, W_aug) -> np.ndarray:
+    """The weights without the bias column; the node biases go to ``values["intercept"]`` (a
+    dual has no intercept variable: its recovered biases are reported with the values)."""
+    W, b = model.split_weights(W_aug)
+    if model.fit_intercept:
+        values["intercept"] = b
+    return W
+
+
 def _leaf_coefficients(n: int, q: int, leaf_pos: np.ndarray, scale: np.ndarray):
     """The dual masses ``beta`` ``(n, q)`` over the leaves (none on a sample's own leaf, a
     simplex with slack per sample) and their class-space coefficients as CVXPY expressions:
@@ -414,8 +460,8 @@ def _coefficients_value(beta: np.ndarray, leaf_pos: np.ndarray, scale: np.ndarra
 
 
 def dual(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm", *,
-         multilabel: bool | None = None, loss=None, T=None, inference: str = "auto",
-         max_size: int | None = None):
+         multilabel: bool | None = None, loss=None, T=None, fit_intercept: bool = False,
+         intercept_scaling: float = 1.0, inference: str = "auto", max_size: int | None = None):
     """The dual of NHSVM (10) / (13) (same signature as :func:`primal`).  Single-label::
 
         max_beta  sum_{i, l} beta_il e_il - 1/(4 lam) ||Lam^T Gc(beta)^T X||_F^2
@@ -426,7 +472,9 @@ def dual(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm
     (10), ``1 / (9)`` for (13)).  Declared scaled by ``lam`` (``lam e.beta - 1/4 ||.||^2``, the
     same maximizer) so that ``lam`` stays a DPP parameter.  Recovery ``W = Lam^T Gc^T X /
     (2 lam)``.  Certificate: objective = (10) / (13) at the recovered ``W``; lower bound = the
-    dual objective at the projected ``beta`` (:meth:`NHSVMModel.lower_bound`).
+    dual objective at the projected ``beta`` (:meth:`NHSVMModel.lower_bound`).  With
+    ``fit_intercept`` it is the same dual on ``X~ = [X, s]`` (LIBLINEAR's bias); the recovered
+    ``W~`` is split into ``sol.weights`` (no bias column) and ``sol.values["intercept"]``.
 
     Multi-label: the label space is exponential, so its dual is only ever the restricted
     dual of the cutting-plane loop (:class:`CuttingPlaneProblem`, whose lower bound is that
@@ -434,7 +482,8 @@ def dual(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm
     """
     t0 = time.perf_counter()
     lam = check_positive(lam, "lam")
-    model = prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss, T=T)
+    model = prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss, T=T,
+                    fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
     if model.multilabel:
         return cutting_plane_from_model(model, lam, inference=inference, max_size=max_size, started=t0)
     return dual_from_model(model, lam, max_size=max_size, started=t0)
@@ -461,22 +510,24 @@ def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None
     problem = cp.Problem(cp.Maximize(lam_p * cp.sum(cp.multiply(e, beta)) - 0.25 * cp.sum_squares(V)),
                          rows)
 
-    def weights(values):
+    def augmented(values):
         Gv = _coefficients_value(values["beta"], model.leaf_pos, scale)
         return _margin.weights_from_coefficients(Gv, X, Lam) / (2.0 * float(lam_p.value))
 
     label = "(10)" if model.variant == "nhsvm" else "(13)"
     return ReferenceProblem(
         problem, variables={"beta": beta},
-        objective=lambda values: primal_objective(weights(values), model, float(lam_p.value)),
+        objective=lambda values: primal_objective(augmented(values), model, float(lam_p.value)),
         lower_bound=lambda values, duals: model.lower_bound(values["beta"], float(lam_p.value)),
-        weights=weights, constraints={"simplex": rows[0]}, parameters={"lam": lam_p},
+        weights=lambda values: _split_into(values, model, augmented(values)),
+        constraints={"simplex": rows[0]}, parameters={"lam": lam_p},
         name=f"NHSVM dual of {label}, single-label", build_time=time.perf_counter() - t0,
         formulation=nhsvm_dual_formulation(model.variant),
         data={"nhsvm": model, "X": X, "H": H, "alpha": model.alpha, "Lam": Lam})
 
 
-def shared_dual(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one",
+def shared_dual(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one", *,
+                fit_intercept: bool = False, intercept_scaling: float = 1.0,
                 max_size: int | None = None) -> ReferenceProblem:
     """The dual of the shared-norm SVM (14) (same signature as :func:`shared_primal`)::
 
@@ -493,11 +544,14 @@ def shared_dual(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one",
     point loses digits).  Certificate: objective = (14) at the better of the two recovered
     ``(U, alpha)`` (alpha scaled to feasibility; on trees also at the optimal alpha (20) for
     ``U``); lower bound = the dual objective at the projected
-    ``beta`` with the cheapest covering ``mu`` (:meth:`SharedNormModel.lower_bound`).
+    ``beta`` with the cheapest covering ``mu`` (:meth:`SharedNormModel.lower_bound`).  With
+    ``fit_intercept`` the same dual on ``X~ = [X, s]``; ``sol.weights`` has no bias column,
+    ``sol.values["intercept"]`` the node biases and ``sol.values["alpha"]`` the alpha used.
     """
     t0 = time.perf_counter()
     lam = check_positive(lam, "lam")
-    model = prepare_shared(X, y, H, loss=loss)
+    model = prepare_shared(X, y, H, loss=loss, fit_intercept=fit_intercept,
+                           intercept_scaling=intercept_scaling)
     return shared_dual_from_model(model, lam, max_size=max_size, started=t0)
 
 
@@ -538,16 +592,18 @@ def shared_dual_from_model(model: SharedNormModel, lam: float = 1.0, *, max_size
 
     def value(U, a):
         lam_v = float(lam_p.value)
-        v = model.objective(U, lam_v, alpha=a)
+        v = model.augmented_objective(U, lam_v, alpha=a)
         if H.is_tree:  # the alpha step (20) for U is feasible too
-            v = min(v, model.objective(U, lam_v))
+            v = min(v, model.augmented_objective(U, lam_v))
         return v
 
     def objective(values):
         return min((value(U, a) for U, a in candidates(values)), default=float("inf"))
 
     def weights(values):
-        return min(candidates(values), key=lambda c: value(*c))[0]
+        U, a = min(candidates(values), key=lambda c: value(*c))
+        values["alpha"] = a
+        return _split_into(values, model, U)
 
     return ReferenceProblem(
         problem, variables={"beta": beta, "mu": mu}, objective=objective,

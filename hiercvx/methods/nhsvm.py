@@ -32,8 +32,9 @@ PAPER = "NHSVM paper, seed 001_387b6b34a68f4b02 (normalized hierarchical SVM, sh
 
 def nhsvm_cases(quick: bool = True) -> list[Case]:
     """A tree (eq. (10), and the variant (13)), a CSR ``X``, label sets of two leaves (cutting
-    planes, tree DP) and a DAG with single and multi-label samples (cutting planes, the DAG
-    program (19), path weights from (8))."""
+    planes, tree DP), a DAG with single and multi-label samples (cutting planes, the DAG
+    program (19), path weights from (8)) and a tree with LIBLINEAR's bias (``fit_intercept``,
+    ``intercept_scaling = 2``)."""
     n, d = (36, 4) if quick else (120, 8)
     out = []
     for structure in ("tree", "sparse", "multilabel", "dag"):
@@ -42,12 +43,15 @@ def nhsvm_cases(quick: bool = True) -> list[Case]:
     X, Y, H = problem("tree", n=n, d=d, seed=1)
     out.append(Case(f"tree n={n} d={d}, variant (13)", "tree", X, Y, H, {"variant": "13"},
                     {"lam": 0.1}))
+    X, Y, H = problem("tree", n=n, d=d, seed=2)
+    out.append(Case(f"tree n={n} d={d}, intercept (scaling 2)", "tree", X, Y, H,
+                    {"fit_intercept": True, "intercept_scaling": 2.0}, {"lam": 0.1}))
     return out
 
 
 def shared_norm_cases(quick: bool = True) -> list[Case]:
-    """A tree, a CSR ``X`` and a DAG with one leaf per sample (the alpha step (20) is then a
-    program), ``lam = 1``."""
+    """A tree, a CSR ``X``, a DAG with one leaf per sample (the alpha step (20) is then a
+    program) and a CSR ``X`` with LIBLINEAR's bias (``fit_intercept``), ``lam = 1``."""
     n, d = (36, 4) if quick else (120, 8)
     out = []
     for structure in ("tree", "sparse", "dag"):
@@ -55,6 +59,9 @@ def shared_norm_cases(quick: bool = True) -> list[Case]:
         if structure == "dag":  # (14) is multi-class: keep one leaf of each label set
             Y = [min(labels) for labels in Y]
         out.append(Case(f"{structure} n={n} d={d}", structure, X, Y, H, {}, {"lam": 1.0}))
+    X, Y, H = problem("sparse", n=n, d=d, seed=1)
+    out.append(Case(f"sparse n={n} d={d}, intercept", "sparse", X, Y, H, {"fit_intercept": True},
+                    {"lam": 1.0}))
     return out
 
 

@@ -19,12 +19,31 @@ validated once:
   (:func:`node_scores`), the loss-augmented oracle (leaves, or label sets through
   :class:`~hiercvx.inference.LabelSetOracle`, the DAG program (19));
 * :func:`prepare_shared` -> :class:`SharedNormModel` (the shared-norm SVM (14)).
+
+Wide hierarchies (issue 15): single-label models keep only what the data use, the rows of the
+margin / loss from the leaves some sample holds (``held_leaves``, ``offset_rows``,
+``loss_rows``), the sparse leaf-path matrix ``A`` and oracles through it; the dense pieces over
+all leaves (``Lam``, (9) as a matrix, the pair model) are built on first use (the CVXPY
+references).  ``collapsed()`` replaces each group of interchangeable idle leaves by one leaf of
+that multiplicity (:class:`CollapsedLeaves`): the fast solvers run on it and lift the solution
+and the dual point back, certified on the full model.
+
+Intercept (both models): LIBLINEAR's regularized bias (:mod:`hiercvx.bias`).  With
+``fit_intercept`` the model's ``X`` is ``[X, s]`` (``s = intercept_scaling``, the features as
+given are ``X_features``), so the paper's primal, dual, oracles and certificates run unchanged
+on the augmented features with augmented weights ``W~_n = [W_n, b_n / s]``: one bias per node,
+node scores ``sqrt(alpha_n) (W_n . x + b_n)`` for (10) / (13) and ``U_n . x + b_n`` for (14),
+regularized as ``lam (||W_n||^2 + b_n^2 / s^2)`` (resp. ``/ alpha_n``).  The user-facing
+:meth:`~NHSVMModel.objective` and :meth:`~NHSVMModel.scores` take weights without the bias
+column and ``intercept=``; :meth:`~NHSVMModel.split_weights` / :meth:`~NHSVMModel.augmented_weights`
+convert.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import cvxpy as cp
 import numpy as np
@@ -32,10 +51,11 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from .._validation import check_features, check_target
+from ..bias import append_constant, bias_scaling, join_bias, split_bias
 from ..exceptions import HierarchyError, InputError, LabelError, SolverError
-from ..hierarchy import Hierarchy, class_attributes, is_label_set
+from ..hierarchy import Hierarchy, is_label_set
 from ..inference import DecomposableLoss, LabelSetOracle, as_loss
-from ..losses import loss_matrix
+from ..losses import loss_matrix, pairwise_loss
 from ..reference import ReferenceProblem, check_size
 from . import margin as _margin
 from ._base import Model, Variable
@@ -48,7 +68,7 @@ __all__ = [
     "optimal_alpha", "min_path_cover",
     "closed_labels", "class_loss",
     "NHSVMModel", "NHSVMData", "prepare", "node_scores", "primal_objective", "multilabel_slacks",
-    "SharedNormModel", "prepare_shared",
+    "SharedNormModel", "CollapsedLeaves", "prepare_shared",
 ]
 
 PATH_METHODS = ("power", "maxmin", "dag")
@@ -541,34 +561,219 @@ def _leaf_vertices(H: Hierarchy, offset: np.ndarray, scale: np.ndarray):
 
 
 def _leaf_oracle(S: np.ndarray, T: np.ndarray, leaf_pos: np.ndarray, paths, offset, scale):
-    """``(xi, best)``: ``xi_i = max(0, max_l b_{t l} - sigma_{t l} (s(t_i) - s(l)))`` over the
-    leaves ``l != t = leaf_pos[i]`` and its maximizer (``-1`` when nothing is violated).
-    ``paths``: the ``(q, M)`` leaf paths, dense or sparse."""
-    own = np.where(T, S, 0.0).sum(axis=1)
+    """:func:`_leaf_violations` with ``b`` / ``sigma`` given as ``(q, q)`` matrices over the
+    (true, candidate) leaves and the ``(q, M)`` leaf paths dense or sparse (``T`` unused: the
+    own path sum is read off the leaf sums)."""
+    A = paths if sp.issparse(paths) else sp.csr_matrix(paths)
+    return _leaf_violations(S, leaf_pos, A, offset[leaf_pos], scale[leaf_pos])
+
+
+def _leaf_violations(S: np.ndarray, leaf_pos: np.ndarray, A: sp.csr_matrix, offset: np.ndarray,
+                     scale: np.ndarray):
+    """``(xi, best)``: ``xi_i = max(0, max_l b_il - sigma_il (s_i(t) - s_i(l)))`` over the leaves
+    ``l != t = leaf_pos[i]`` and its maximizer (``-1`` when nothing is violated); ``b``,
+    ``sigma``: ``(n, q)`` per sample (rows of its true leaf).  Leaf path sums through the
+    sparse leaf-path matrix ``A``: ``O(n nnz(A))``, no dense ``(q, M)`` product."""
     rows = np.arange(S.shape[0])
-    if sp.issparse(paths):  # leaf path sums through the ancestor rows: O(n nnz), not O(n q M)
-        C = np.asarray((paths @ S.T).T)
-    else:
-        C = S @ paths.T                                    # leaf path sums (n, q)
-    viol = offset[leaf_pos] + scale[leaf_pos] * (C - own[:, None])
-    viol[rows, leaf_pos] = 0.0                              # the true leaf: 0
+    C = np.asarray((A @ np.asarray(S, dtype=float).T).T)       # leaf path sums (n, q)
+    viol = offset + scale * (C - C[rows, leaf_pos][:, None])
+    viol[rows, leaf_pos] = 0.0                                  # the true leaf: 0
     best = np.argmax(viol, axis=1)
     value = viol[rows, best]
     return np.maximum(value, 0.0), np.where(value > 0, best, -1)
 
 
+def _held_rows(leaf_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(held_leaves, held_row)``: the leaves some sample holds (sorted) and each sample's row
+    among them."""
+    held = np.unique(leaf_pos)
+    return held, np.searchsorted(held, leaf_pos)
+
+
+def _leaf_pair_loss(H: Hierarchy, held: np.ndarray, loss: str, **kwargs) -> np.ndarray:
+    """``loss`` from each held leaf (positions ``held`` in ``H.leaves``) to every leaf,
+    ``(len(held), q)``, evaluated on those pairs only (``O(len(held) q)``, not ``(q, q)``) from
+    the closed leaf indicators; when most leaves are held, the whole matrix's rows."""
+    q = len(H.leaves)
+    if 4 * len(held) > q:  # the (q, q) matrix is computed on all pairs at once: cheaper then
+        return loss_matrix(H, loss, classes=H.leaves, **kwargs)[held]
+    paths = sp.csr_matrix(H.ancestor_matrix[H.leaf_indices]).astype(bool)
+    rows = pairwise_loss(H, paths[np.repeat(held, q)], paths[np.tile(np.arange(q), len(held))],
+                         loss, **kwargs)
+    return np.asarray(rows, dtype=float).reshape(len(held), q)
+
+
+@dataclass
+class CollapsedLeaves:
+    """A model (``full``) and its collapsed model (``model``): each group of interchangeable
+    idle leaves (no sample holds them; same parents; the same problem data from every held
+    leaf) replaced by its first leaf, of multiplicity the group's size.
+
+    ``kept`` the full node of each collapsed node (``H.nodes`` positions; the collapsed
+    hierarchy keeps their order), ``node_map[n]`` the collapsed node of full node ``n``,
+    ``multiplicity[n]`` the size of ``n``'s group (1 outside), ``leaf_map[l]`` the collapsed
+    leaf of full leaf ``l`` (``H.leaves`` positions), ``kept_leaves`` the full leaf of each
+    collapsed leaf.  A node of multiplicity ``k`` scores ``w'_n . x / sqrt(k)`` in the
+    collapsed model: ``w' = sqrt(k) w`` carries the group's regularizer ``k ||w||^2`` as
+    ``||w'||^2`` (see :meth:`SharedNormModel.collapsed`, :meth:`NHSVMModel.collapsed`)."""
+
+    full: object
+    model: object
+    kept: np.ndarray
+    node_map: np.ndarray
+    multiplicity: np.ndarray
+    leaf_map: np.ndarray
+    kept_leaves: np.ndarray
+
+    @staticmethod
+    def structure(H: Hierarchy, groups: list):
+        """``(Hc, kept, node_map, multiplicity, leaf_map, kept_leaves)`` for leaf ``groups``
+        (arrays of positions in ``H.leaves``, two or more each)."""
+        M = len(H)
+        leaf_nodes = H.leaf_indices
+        node_map = np.arange(M)
+        multiplicity = np.ones(M)
+        drop = np.zeros(M, dtype=bool)
+        for members in groups:
+            nodes = leaf_nodes[members]
+            node_map[nodes] = nodes[0]
+            multiplicity[nodes] = len(nodes)
+            drop[nodes[1:]] = True
+        kept = np.flatnonzero(~drop)
+        position = np.full(M, -1, dtype=np.int64)
+        position[kept] = np.arange(kept.size)
+        names = [H.nodes[k] for k in kept.tolist()]
+        edges = [(H.nodes[p], H.nodes[c]) for p, c in H.edge_index.tolist() if not drop[c]]
+        Hc = Hierarchy(edges, nodes=names)    # keeps the order of `nodes`: node k is kept[k]
+        leaf_of_node = np.full(M, -1, dtype=np.int64)
+        leaf_of_node[leaf_nodes] = np.arange(len(leaf_nodes))
+        kept_leaves = leaf_of_node[[H.index(v) for v in Hc.leaves]]
+        leaf_of_kept = np.full(M, -1, dtype=np.int64)
+        leaf_of_kept[kept[[Hc.index(v) for v in Hc.leaves]]] = np.arange(len(kept_leaves))
+        leaf_map = leaf_of_kept[node_map[leaf_nodes]]
+        return Hc, kept, position[node_map], multiplicity, leaf_map, kept_leaves
+
+    @property
+    def n_removed(self) -> int:
+        return len(self.node_map) - len(self.kept)
+
+    def lift_weights(self, W_collapsed) -> np.ndarray:
+        """The full model's node weights: a group's leaves get ``w'_r / sqrt(k)``."""
+        W = np.asarray(W_collapsed, dtype=float)[self.node_map]
+        return W / np.sqrt(self.multiplicity)[:, None]
+
+    def lift_nodes(self, values) -> np.ndarray:
+        """Per-node values (``alpha``) of the full model: a group's leaves share their value."""
+        return np.asarray(values, dtype=float)[self.node_map]
+
+    def lift_dual(self, G_collapsed: np.ndarray) -> np.ndarray:
+        """The full model's node-space dual point: a group's masses spread evenly over its
+        ``k`` leaves (each leaf's coefficient ``g_r / k``); same dual value."""
+        return np.asarray(G_collapsed, dtype=float)[:, self.node_map] / self.multiplicity[None, :]
+
+    def lift_masses(self, beta_collapsed: np.ndarray) -> np.ndarray:
+        """The full model's ``(n, q)`` leaf masses: a group's mass spread evenly (``beta_r / k``)."""
+        k = self.multiplicity[self.full.H.leaf_indices]
+        return np.asarray(beta_collapsed, dtype=float)[:, self.leaf_map] / k[None, :]
+
+
+def _interchangeable_groups(H: Hierarchy, held: np.ndarray, *columns) -> list:
+    """Groups (two or more) of idle leaves with the same parents and equal ``columns`` (arrays
+    with one column per leaf of ``H.leaves``, or one entry per leaf)."""
+    q = len(H.leaves)
+    idle = np.setdiff1d(np.arange(q), held)
+    if idle.size < 2:
+        return []
+    leaf_nodes = H.leaf_indices
+    groups: dict = {}
+    for l in idle.tolist():
+        key = (tuple(sorted(H.index(p) for p in H.parents(H.nodes[leaf_nodes[l]]))),
+               b"".join(np.ascontiguousarray(c[..., l]).tobytes() for c in columns))
+        groups.setdefault(key, []).append(l)
+    return [np.asarray(g) for g in groups.values() if len(g) >= 2]
+
+
+# ====================================================================== LIBLINEAR's bias
+class _NodeBias:
+    """LIBLINEAR's regularized bias of a node-weight model (module docstring, "Intercept").
+
+    The model has ``X`` (the features the solvers see: ``[X, s]`` with a bias), ``X_features``
+    (as given), ``fit_intercept`` and ``intercept_scaling``."""
+
+    @property
+    def bias_scaling(self) -> float | None:
+        """``intercept_scaling`` with a bias, None without (what :mod:`hiercvx.bias` takes)."""
+        return self.intercept_scaling if self.fit_intercept else None
+
+    @property
+    def n_features_in(self) -> int:
+        """Columns of the features as given (without the bias column)."""
+        return self.X_features.shape[1]
+
+    def augmented_weights(self, weights, intercept=None) -> np.ndarray:
+        """``W~ = [W, b / s]``: weights over the model's own features ``X`` from the node weights
+        ``W`` without the bias column and the node biases ``b`` (None: zeros).  Without a bias
+        ``W`` itself."""
+        W = np.asarray(weights, dtype=float)
+        if W.ndim != 2 or W.shape[1] != self.n_features_in:
+            raise InputError(f"node weights must have shape (n_nodes, {self.n_features_in}) (one "
+                             f"column per feature, without the bias column), got {W.shape}")
+        return join_bias(W, intercept, self.bias_scaling)
+
+    def split_weights(self, W_aug) -> tuple[np.ndarray, np.ndarray]:
+        """``(W, b)`` of weights over the model's own features: the bias column split off,
+        ``b = s * W~[:, -1]`` (``b`` zeros without a bias)."""
+        return split_bias(W_aug, self.bias_scaling)
+
+    def solution_weights(self, solution) -> tuple[np.ndarray, np.ndarray]:
+        """``(W, b)`` of a solution: its ``weights`` (without the bias column) and its
+        ``values["intercept"]`` / ``extras["intercept"]``; a solution without them (e.g. the
+        multi-label cutting-plane reference) holds weights over ``X`` itself, split here."""
+        W = np.asarray(solution.weights, dtype=float)
+        found = [getattr(solution, k, None) or {} for k in ("values", "extras")]
+        b = next((f["intercept"] for f in found if f.get("intercept") is not None), None)
+        if b is None and W.shape[1] == self.X.shape[1]:
+            return self.split_weights(W)
+        return W, (np.zeros(W.shape[0]) if b is None else np.asarray(b, dtype=float))
+
+    def _scored(self, weights, X, intercept):
+        """``(W~, X~)``: augmented weights and the rows to score.  ``X``: None (the training
+        rows), rows as given, or rows with the bias column already appended (``self.X``)."""
+        W = self.augmented_weights(weights, intercept)
+        if X is None:
+            return W, self.X
+        if self.fit_intercept and X.shape[1] == self.n_features_in:
+            return W, append_constant(X, self.intercept_scaling)
+        return W, X
+
+    def objective_at(self, solution, **params) -> float:
+        """:meth:`objective` at a solution's weights and biases (:meth:`solution_weights`)."""
+        W, b = self.solution_weights(solution)
+        return self.objective(W, intercept=b, **params)
+
+
 # ====================================================================== NHSVM (10) / (13)
 @dataclass(eq=False)
-class NHSVMModel(Model):
+class NHSVMModel(_NodeBias, Model):
     """Validated NHSVM inputs (:func:`prepare`); what the references and fast solvers share.
 
     ``T`` ``(n, M)`` bool: each sample's closed label set ``y_i``; ``leaf_pos``: its leaf
-    (position in ``H.leaves``, single-label); ``Lam`` ``(|L|, M)``: normalized class attributes
-    (5) of the leaves; ``structural`` ``(|L|, |L|)``: the normalized margin (9) between leaves;
-    ``loss``: the decomposable loss of section 7.1 (multi-label); ``margin``: the pair model of
-    :mod:`hiercvx.models.margin` (single-label (10)); ``paths``, ``offset``, ``scale``: the leaf
-    vertices with ``b`` and ``sigma`` of each (true, candidate) pair (single-label; ``b = (9)``,
-    ``sigma = 1`` for (10), ``b = 1``, ``sigma = 1 / (9)`` for (13)).
+    (position in ``H.leaves``, single-label); ``loss``: the decomposable loss of section 7.1
+    (multi-label).  ``X``: the features the solvers see (``[X, s]`` with ``fit_intercept``),
+    ``X_features``: as given (module docstring).
+
+    Single-label: ``held_leaves`` the leaves some sample holds (sorted), ``held_row[i]``
+    sample ``i``'s row among them; ``offset_rows`` / ``scale_rows`` ``(len(held_leaves), q)``:
+    ``b`` and ``sigma`` from each held leaf to every leaf (``b = (9)``, ``sigma = 1`` for (10);
+    ``b = 1``, ``sigma = 1 / (9)`` for (13); 0 on the own leaf), the only rows the problem
+    uses.  The dense pieces over all leaves are built on first use (the fast path on a wide
+    hierarchy never needs them): ``Lam`` ``(|L|, M)`` the normalized class attributes (5),
+    ``structural`` ``(|L|, |L|)`` the normalized margin (9), ``margin`` the pair model of
+    :mod:`hiercvx.models.margin` ((10)), ``paths`` / ``offset`` / ``scale`` the leaf vertices.
+
+    ``multiplicity`` (None: all 1) makes node ``n`` stand for ``k_n`` interchangeable leaves
+    (:meth:`collapsed`): its score is ``sqrt(alpha_n / k_n) W_n . x`` while the margin (9)
+    keeps ``alpha``.
     """
 
     X: object
@@ -578,13 +783,19 @@ class NHSVMModel(Model):
     multilabel: bool
     variant: str
     leaf_pos: np.ndarray | None = None
-    Lam: np.ndarray | None = None
-    structural: np.ndarray | None = None
     loss: DecomposableLoss | None = None
-    margin: _margin.MarginData | None = None
-    paths: np.ndarray | None = None
-    offset: np.ndarray | None = None
-    scale: np.ndarray | None = None
+    held_leaves: np.ndarray | None = None
+    held_row: np.ndarray | None = None
+    offset_rows: np.ndarray | None = None
+    scale_rows: np.ndarray | None = None
+    multiplicity: np.ndarray | None = None
+    X_features: object = None
+    fit_intercept: bool = False
+    intercept_scaling: float = 1.0
+
+    def __post_init__(self):
+        if self.X_features is None:
+            self.X_features = self.X
 
     method = "nhsvm"
     equations = {"attributes": "(5)", "path weights": "(6)-(8)", "margin": "(9)",
@@ -592,13 +803,74 @@ class NHSVMModel(Model):
     variables = {
         "W": Variable("(n_nodes, n_features)", "node weights; node score sqrt(alpha_n) W_n . x"),
         "xi": Variable("(n_samples,)", "hinge slack of each sample"),
+        "intercept": Variable("(n_nodes,)", "node biases b_n with fit_intercept (LIBLINEAR's, "
+                                            "not in the paper)"),
         "beta": Variable("(n_samples, n_vertices)", "mass of each sample on its candidate labels "
                          "(leaves, or label sets found by the oracle), in a simplex with slack", "dual"),
     }
 
     @property
+    def scored_alpha(self) -> np.ndarray:
+        """The weights of the node scores ``sqrt(alpha_n / k_n) W_n . x`` (``alpha`` itself
+        without ``multiplicity``)."""
+        return self.alpha if self.multiplicity is None else self.alpha / self.multiplicity
+
+    @property
     def sqrt_alpha(self) -> np.ndarray:
-        return np.sqrt(self.alpha)
+        return np.sqrt(self.scored_alpha)
+
+    @cached_property
+    def A(self) -> sp.csr_matrix:
+        """The leaf-path matrix (sparse)."""
+        return leaf_paths(self.H)
+
+    # the dense single-label pieces, built on first use -------------------------------------
+    @cached_property
+    def Lam(self) -> np.ndarray | None:
+        """The normalized attributes (5) of the leaves (score weights ``sqrt(alpha / k)``)."""
+        if self.multilabel:
+            return None
+        return self.A.toarray() * self.sqrt_alpha[None, :]
+
+    @cached_property
+    def structural(self) -> np.ndarray | None:
+        """The normalized margin (9) between all leaves ``(|L|, |L|)``."""
+        if self.multilabel:
+            return None
+        return loss_matrix(self.H, "structural", classes=self.H.leaves, alpha=self.alpha)
+
+    @cached_property
+    def margin(self) -> _margin.MarginData | None:
+        """The pair model of single-label (10) (margin rescaling, ``Lam`` (5), loss (9))."""
+        if self.multilabel or self.variant != "nhsvm":
+            return None
+        n = self.n_samples
+        Yb = np.zeros((n, len(self.H.leaves)), dtype=bool)
+        Yb[np.arange(n), self.leaf_pos] = True
+        return _margin.margin_data(Yb, self.structural, Lam=self.Lam, rescaling="margin")
+
+    @cached_property
+    def _vertices(self):
+        if self.multilabel:
+            return None, None, None
+        dist = np.asarray(self.structural, dtype=float)
+        if self.variant == "nhsvm":
+            return _leaf_vertices(self.H, dist, np.ones_like(dist))
+        off = ~np.eye(len(dist), dtype=bool)
+        return _leaf_vertices(self.H, off.astype(float),
+                              np.where(off, 1.0 / np.where(off, dist, 1.0), 0.0))
+
+    @property
+    def paths(self) -> np.ndarray | None:
+        return self._vertices[0]
+
+    @property
+    def offset(self) -> np.ndarray | None:
+        return self._vertices[1]
+
+    @property
+    def scale(self) -> np.ndarray | None:
+        return self._vertices[2]
 
     @property
     def n_samples(self) -> int:
@@ -612,13 +884,17 @@ class NHSVMModel(Model):
     def n_nodes(self) -> int:
         return len(self.H)
 
-    def scores(self, weights, X=None) -> np.ndarray:
-        """Node scores ``sqrt(alpha_n) W_n . x`` ``(n, M)`` of ``X`` (default: the training rows)."""
-        return node_scores(weights, self.X if X is None else X, self.alpha)
+    def scores(self, weights, X=None, intercept=None) -> np.ndarray:
+        """Node scores ``sqrt(alpha_n) (W_n . x + b_n)`` ``(n, M)`` of ``X`` (default: the
+        training rows) at ``W`` without the bias column and ``intercept`` ``b`` (None: zeros)."""
+        W, X = self._scored(weights, X, intercept)
+        return node_scores(W, X, self.scored_alpha)
 
-    def objective(self, weights, lam: float = 1.0, oracle: LabelSetOracle | None = None) -> float:
-        """The primal objective of (10) / (13) at ``W`` (:func:`primal_objective`)."""
-        return primal_objective(weights, self, lam, oracle)
+    def objective(self, weights, lam: float = 1.0, oracle: LabelSetOracle | None = None,
+                  intercept=None) -> float:
+        """The primal objective of (10) / (13) at ``W`` (without the bias column) and the node
+        biases ``intercept`` (:func:`primal_objective` at the augmented weights)."""
+        return primal_objective(self.augmented_weights(weights, intercept), self, lam, oracle)
 
     def label_oracle(self, inference: str = "auto") -> LabelSetOracle:
         """The exact label-set oracle (tree DP, DAG program (19)); one per method, cached."""
@@ -642,10 +918,9 @@ class NHSVMModel(Model):
                                          verbose=False)
             own = np.where(T, scores, 0.0).sum(axis=1)
             return np.maximum(info.objective - own, 0.0), Z
-        if "_paths_csr" not in self.__dict__:  # built once: the dense paths are (q, M)
-            self._paths_csr = sp.csr_matrix(self.paths)
-        return _leaf_oracle(scores, T, self.leaf_pos[rows], self._paths_csr, self.offset,
-                            self.scale)
+        held = self.held_row[rows]
+        return _leaf_violations(scores, self.leaf_pos[rows], self.A, self.offset_rows[held],
+                                self.scale_rows[held])
 
     def vertex_terms(self, i: int, vertex) -> tuple[np.ndarray, float]:
         """``(c, b)`` of one vertex for sample ``i``: ``c = sigma (t_i - z)`` over the nodes
@@ -655,8 +930,9 @@ class NHSVMModel(Model):
             return t - np.asarray(vertex, dtype=float), float(self.loss(vertex, self.T[i]))
         if vertex < 0:
             return np.zeros_like(t), 0.0
-        li = self.leaf_pos[i]
-        return self.scale[li, vertex] * (t - self.paths[vertex]), float(self.offset[li, vertex])
+        h = self.held_row[i]
+        path = self.A[vertex].toarray().ravel()
+        return self.scale_rows[h, vertex] * (t - path), float(self.offset_rows[h, vertex])
 
     def dual_value(self, G: np.ndarray, l: np.ndarray, lam: float) -> float:
         """``sum_i l_i - ||V||^2 / (4 lam)``, ``V = sqrt(alpha) * (X^T G)^T``: the dual of (10) at a
@@ -686,42 +962,90 @@ class NHSVMModel(Model):
         beta = np.maximum(np.asarray(dual, dtype=float), 0.0).copy()
         beta[np.arange(n), self.leaf_pos] = 0.0
         beta /= np.maximum(beta.sum(axis=1), 1.0)[:, None]
-        w = beta * self.scale[self.leaf_pos]
-        G = w.sum(axis=1)[:, None] * self.T - w @ self.paths
-        l = (beta * self.offset[self.leaf_pos]).sum(axis=1)
+        w = beta * self.scale_rows[self.held_row]
+        G = w.sum(axis=1)[:, None] * self.T - np.asarray(self.A.T @ w.T).T
+        l = (beta * self.offset_rows[self.held_row]).sum(axis=1)
         return self.dual_value(G, l, lam)
+
+    def collapsed(self) -> CollapsedLeaves | None:
+        """Single-label (10) / (13) with every group of interchangeable leaves replaced by one
+        leaf, or None when no two leaves are interchangeable (or the model is multi-label).
+
+        Leaves ``a, b`` are interchangeable when no sample holds them, they have the same
+        parents, ``alpha_a = alpha_b`` and the same ``b``, ``sigma`` from every held leaf (then
+        (9) agrees too).  Swapping them maps the problem onto itself; its optimal ``W`` is
+        unique (``lam ||W||^2``), so ``W_a = W_b``.  On such points a group of ``k`` leaves is
+        one leaf of multiplicity ``k``: ``W'_r = sqrt(k) W_a`` carries ``k ||W_a||^2`` as
+        ``||W'_r||^2`` and scores ``sqrt(alpha_a / k) W'_r . x``; the margin (9) is
+        unchanged.  The collapsed optimum is the full one, and the solution and dual point
+        lift exactly (:class:`CollapsedLeaves`).  (The margin engine collapses the same way
+        on class kernels, :mod:`hiercvx.models.symmetry`; doing it here first means the dense
+        pieces over all leaves are never built.)"""
+        if self.multilabel:
+            return None
+        a_leaf = self.alpha[self.H.leaf_indices]
+        groups = _interchangeable_groups(self.H, self.held_leaves, a_leaf, self.offset_rows,
+                                         self.scale_rows)
+        if not groups:
+            return None
+        Hc, kept, node_map, mult, leaf_map, kept_leaves = CollapsedLeaves.structure(self.H, groups)
+        leaf_pos = leaf_map[self.leaf_pos]
+        held, held_row = _held_rows(leaf_pos)
+        rows = np.searchsorted(self.held_leaves, kept_leaves[held])
+        model = NHSVMModel(
+            X=self.X, H=Hc, alpha=self.alpha[kept], T=np.ascontiguousarray(self.T[:, kept]),
+            multilabel=False, variant=self.variant, leaf_pos=leaf_pos, held_leaves=held,
+            held_row=held_row, offset_rows=self.offset_rows[np.ix_(rows, kept_leaves)],
+            scale_rows=self.scale_rows[np.ix_(rows, kept_leaves)], multiplicity=mult[kept],
+            X_features=self.X_features, fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling)
+        return CollapsedLeaves(full=self, model=model, kept=kept, node_map=node_map,
+                               multiplicity=mult, leaf_map=leaf_map, kept_leaves=kept_leaves)
 
 
 #: the name the data model had before the model layer (kept: tests and scripts use it)
 NHSVMData = NHSVMModel
 
 
+def _check_leaves_apart(H: Hierarchy, alpha: np.ndarray) -> None:
+    """Refuse two leaves at normalized distance (9) 0.  Leaves are in each other's symmetric
+    difference, so that happens exactly when both have ``alpha = 0`` and the same ancestors
+    with ``alpha > 0``: checked in ``O(q depth)``, never on the ``(q, q)`` matrix."""
+    leaves = H.leaves
+    zero = np.flatnonzero(alpha[H.leaf_indices] <= 0)
+    if zero.size < 2:
+        return
+    anc = sp.csr_matrix(H.ancestor_matrix[H.leaf_indices[zero]])
+    seen: dict = {}
+    for k, l in enumerate(zero.tolist()):
+        cols = anc.indices[anc.indptr[k]:anc.indptr[k + 1]]
+        key = tuple(sorted(cols[alpha[cols] > 0].tolist()))
+        if key in seen:
+            raise InputError(f"leaves {leaves[seen[key]]!r} and {leaves[l]!r} have normalized "
+                             "distance (9) equal to 0: alpha is 0 on every node that separates "
+                             "them, so no margin can tell them apart; use weights with alpha > 0 "
+                             "on the leaves")
+        seen[key] = l
+
+
 def _single_label_pieces(model: NHSVMModel) -> None:
-    """Attributes (5), margin (9), the pair model and the leaf vertices of a single-label model."""
-    H, a, leaves = model.H, model.alpha, model.H.leaves
-    model.Lam = class_attributes(H, leaves, scheme="normalized", alpha=a)
-    model.structural = loss_matrix(H, "structural", classes=leaves, alpha=a)
-    off = ~np.eye(len(leaves), dtype=bool)
-    if np.any(model.structural[off] <= 0):
-        i, j = np.argwhere(off & (model.structural <= 0))[0]
-        raise InputError(f"leaves {leaves[i]!r} and {leaves[j]!r} have normalized distance (9) equal "
-                         "to 0: alpha is 0 on every node that separates them, so no margin can tell "
-                         "them apart; use weights with alpha > 0 on the leaves")
-    dist = np.asarray(model.structural, dtype=float)
+    """The rows of ``b`` and ``sigma`` from the held leaves (margin (9), or (13)), checked."""
+    H, a = model.H, model.alpha
+    _check_leaves_apart(H, a)
+    model.held_leaves, model.held_row = _held_rows(model.leaf_pos)
+    dist = _leaf_pair_loss(H, model.held_leaves, "structural", alpha=a)   # (9), held rows
+    own = np.arange(len(H.leaves))[None, :] == model.held_leaves[:, None]
+    dist[own] = 0.0
     if model.variant == "nhsvm":
-        n = model.n_samples
-        Yb = np.zeros((n, len(leaves)), dtype=bool)
-        Yb[np.arange(n), model.leaf_pos] = True
-        model.margin = _margin.margin_data(Yb, model.structural, Lam=model.Lam, rescaling="margin")
-        offset, scale = dist, np.ones_like(dist)
+        model.offset_rows, model.scale_rows = dist, np.ones_like(dist)
     else:  # (13): each row divided by the normalized distance, required margin 1
-        offset = off.astype(float)
-        scale = np.where(off, 1.0 / np.where(off, dist, 1.0), 0.0)
-    model.paths, model.offset, model.scale = _leaf_vertices(H, offset, scale)
+        model.offset_rows = (~own).astype(float)
+        model.scale_rows = np.where(own, 0.0, 1.0 / np.where(own, 1.0, dist))
 
 
 def prepare(X, Y, H: Hierarchy, alpha=None, variant: str = "nhsvm", *, multilabel: bool | None = None,
-            loss=None, T=None, check_input: bool = True) -> NHSVMModel:
+            loss=None, T=None, fit_intercept: bool = False, intercept_scaling: float = 1.0,
+            check_input: bool = True) -> NHSVMModel:
     """Validate NHSVM inputs once (the references and the fast solvers run on the result).
 
     ``alpha``: an array over ``H.nodes`` (checked by :func:`check_path_weights` with ``T``), a
@@ -730,19 +1054,23 @@ def prepare(X, Y, H: Hierarchy, alpha=None, variant: str = "nhsvm", *, multilabe
     (multi-label; ``multilabel=None`` infers it from ``Y``).  ``loss`` (multi-label only): a
     :class:`~hiercvx.inference.DecomposableLoss`, ``"leaf_hamming"`` (default, the paper's
     ``Delta_L``), ``"hamming"`` or per-node costs.  ``variant``: ``"nhsvm"`` (alias ``"10"``)
-    or ``"13"``.  ``check_input=False`` skips the check of ``X`` (for a caller that validated
-    it already, e.g. an estimator).
+    or ``"13"``.  ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's regularized bias, one
+    per node (module docstring).  ``check_input=False`` skips the check of ``X`` (for a caller
+    that validated it already, e.g. an estimator).
     """
     H = check_hierarchy(H)
     X = check_features(X) if check_input else X
+    scaling = bias_scaling(fit_intercept, intercept_scaling)
     if variant == "10":
         variant = "nhsvm"
     if variant not in VARIANTS:
         raise InputError(f"unknown NHSVM variant {variant!r}; choose 'nhsvm' (eq. (10)) or '13' (eq. (13))")
     Tm, leaf_pos, multilabel = closed_labels(Y, H, X.shape[0], multilabel)
     a = resolve_alpha(alpha, H, check_T(T) if T is not None else None)
-    model = NHSVMModel(X=X, H=H, alpha=a, T=Tm, multilabel=multilabel, variant=variant,
-                       leaf_pos=leaf_pos)
+    model = NHSVMModel(X=X if scaling is None else append_constant(X, scaling), H=H, alpha=a,
+                       T=Tm, multilabel=multilabel, variant=variant, leaf_pos=leaf_pos,
+                       X_features=X, fit_intercept=scaling is not None,
+                       intercept_scaling=1.0 if scaling is None else scaling)
     if multilabel:
         if variant == "13":
             raise InputError("variant '13' is single-label only: its normalized margin does not "
@@ -773,35 +1101,24 @@ def primal_objective(W, data: NHSVMModel, lam: float, oracle: LabelSetOracle | N
     over the leaves with the margin (9) (variant ``"nhsvm"``, eq. (10)), over the leaves with
     the normalized difference of (13) (variant ``"13"``), or over the multi-label space with
     the decomposable loss, maximized exactly by ``oracle`` (a
-    :class:`~hiercvx.inference.LabelSetOracle`; built when not given).
+    :class:`~hiercvx.inference.LabelSetOracle`; built when not given).  ``W`` is over the
+    model's own features ``data.X`` (with ``fit_intercept``, the bias column included:
+    :meth:`NHSVMModel.objective` takes the weights and biases apart).
     """
     W = np.asarray(W, dtype=float)
     reg = lam * float(np.sum(W * W))
     if data.multilabel:
         oracle = oracle if oracle is not None else LabelSetOracle(data.H)
         xi = multilabel_slacks(W, data, oracle)[0]
-    elif data.variant == "nhsvm":
-        xi = _margin.slacks(_margin.class_scores(W, data.X, data.Lam), data.margin)
-    else:
-        xi = _slacks_13(W, data)
+    else:  # (10) or (13): the loss-augmented argmax over the leaves, through the sparse paths
+        xi = data.oracle(node_scores(W, data.X, data.scored_alpha))[0]
     value = reg + float(xi.sum())
     return (value, xi) if return_slacks else value
 
 
-def _slacks_13(W, data: NHSVMModel) -> np.ndarray:
-    S = _margin.class_scores(W, data.X, data.Lam)
-    n = S.shape[0]
-    rows = np.arange(n)
-    own = S[rows, data.leaf_pos][:, None]
-    dist = data.structural[data.leaf_pos]           # (n, q), 0 at the true leaf
-    safe = np.where(dist > 0, dist, 1.0)
-    viol = np.where(dist > 0, 1.0 - (own - S) / safe, 0.0)
-    return np.maximum(viol.max(axis=1), 0.0)
-
-
 def multilabel_slacks(W, data: NHSVMModel, oracle: LabelSetOracle):
     """``(xi, Z)``: exact slacks and the most violating label sets (loss-augmented inference)."""
-    S = node_scores(W, data.X, data.alpha)
+    S = node_scores(W, data.X, data.scored_alpha)
     Z, info = oracle.solve(S, loss=data.loss, true_indicator=data.T, return_info=True, verbose=False)
     own = np.where(data.T, S, 0.0).sum(axis=1)
     return np.maximum(info.objective - own, 0.0), Z
@@ -809,26 +1126,44 @@ def multilabel_slacks(W, data: NHSVMModel, oracle: LabelSetOracle):
 
 # ====================================================================== shared-norm SVM (14)
 @dataclass(eq=False)
-class SharedNormModel(Model):
+class SharedNormModel(_NodeBias, Model):
     """Validated inputs of the shared-norm SVM (14) (:func:`prepare_shared`), single-label.
 
     ``leaf_pos``: each sample's leaf (position in ``H.leaves``); ``T`` ``(n, M)``: its closed
-    label set; ``loss`` ``(q, q)``: ``Delta`` over ``H.leaves`` (``[true, predicted]``);
-    ``A``: the leaf-path matrix; ``Lam``: its dense copy (indicator attributes (1)); ``margin``:
-    the pair model of :mod:`hiercvx.models.margin` (class scores ``X U^T A^T``).
+    label set; ``A``: the leaf-path matrix (sparse); ``held_leaves``: the leaves some sample
+    holds (positions in ``H.leaves``, sorted), ``held_row[i]``: sample ``i``'s row among them;
+    ``loss_rows`` ``(len(held_leaves), q)``: ``Delta`` from each held leaf to every leaf (the
+    only rows of the loss the problem uses).  ``X``: the features the solvers see (``[X, s]``
+    with ``fit_intercept``), ``X_features``: as given.
+
+    ``multiplicity`` (None: all 1) makes node ``n`` stand for ``k_n`` interchangeable leaves
+    (:meth:`collapsed`): its score is ``U_n . x / sqrt(k_n)`` (so ``Lam = A diag(k)^(-1/2)``),
+    and the regularizer keeps the form ``sum_n ||U_n||^2 / alpha_n``.
+
+    The dense pieces over all leaves are built on first use only (a wide hierarchy never
+    needs them on the fast path): ``loss`` ``(q, q)`` (``Delta`` over ``H.leaves``,
+    ``[true, predicted]``), ``Lam`` (the dense attributes (1)), ``margin`` (the pair model of
+    :mod:`hiercvx.models.margin`, class scores ``X U^T Lam^T``, used by the CVXPY
+    references), ``paths`` / ``offset`` / ``scale`` (the leaf vertices of the weight step).
     """
 
     X: object
     H: Hierarchy
     leaf_pos: np.ndarray
     T: np.ndarray
-    loss: np.ndarray
     A: sp.csr_matrix
-    Lam: np.ndarray
-    margin: _margin.MarginData
-    paths: np.ndarray
-    offset: np.ndarray
-    scale: np.ndarray
+    held_leaves: np.ndarray
+    held_row: np.ndarray
+    loss_rows: np.ndarray
+    loss_spec: object = "zero_one"
+    multiplicity: np.ndarray | None = None
+    X_features: object = None
+    fit_intercept: bool = False
+    intercept_scaling: float = 1.0
+
+    def __post_init__(self):
+        if self.X_features is None:
+            self.X_features = self.X
 
     method = "shared_norm"
     equations = {"primal": "(14)", "alpha step": "(20)", "shared norm": "(16)"}
@@ -836,6 +1171,8 @@ class SharedNormModel(Model):
         "U": Variable("(n_nodes, n_features)", "node weights; class scores X U^T A^T"),
         "alpha": Variable("(n_nodes,)", "sharing weights, every leaf's path sum <= 1"),
         "xi": Variable("(n_samples,)", "multi-class hinge slack of each sample"),
+        "intercept": Variable("(n_nodes,)", "node biases b_n with fit_intercept (LIBLINEAR's, "
+                                            "regularized as b_n^2 / (s^2 alpha_n))"),
         "beta": Variable("(n_samples, n_leaves)", "pair multipliers of the margin rows", "dual"),
         "mu": Variable("(n_leaves,)", "multipliers of the path constraints A alpha <= 1", "dual"),
     }
@@ -848,18 +1185,65 @@ class SharedNormModel(Model):
     def n_nodes(self) -> int:
         return len(self.H)
 
-    def scores(self, weights, X=None) -> np.ndarray:
-        """Node scores ``U_n . x`` ``(n, M)``."""
-        return _dense((self.X if X is None else X) @ np.asarray(weights, dtype=float).T)
+    @property
+    def node_scale(self) -> np.ndarray:
+        """``1 / sqrt(k_n)``: the factor of node ``n``'s score (ones without ``multiplicity``)."""
+        if self.multiplicity is None:
+            return np.ones(self.n_nodes)
+        return 1.0 / np.sqrt(self.multiplicity)
+
+    # the dense pieces, built on first use ----------------------------------------------------
+    @cached_property
+    def loss(self) -> np.ndarray:
+        """``Delta`` ``(q, q)`` over ``H.leaves`` (``[true, predicted]``)."""
+        return class_loss(self.H, self.loss_spec)
+
+    @cached_property
+    def Lam(self) -> np.ndarray:
+        """The attributes (1), dense: ``A`` with node ``n``'s column times ``1 / sqrt(k_n)``."""
+        return self.A.toarray() * self.node_scale[None, :]
+
+    @cached_property
+    def margin(self) -> _margin.MarginData:
+        n = self.n_samples
+        Yb = np.zeros((n, len(self.H.leaves)), dtype=bool)
+        Yb[np.arange(n), self.leaf_pos] = True
+        return _margin.margin_data(Yb, self.loss, Lam=self.Lam, rescaling="margin")
+
+    @cached_property
+    def _vertices(self):
+        L = self.loss
+        return _leaf_vertices(self.H, L, np.ones_like(L))
+
+    @property
+    def paths(self) -> np.ndarray:
+        return self._vertices[0]
+
+    @property
+    def offset(self) -> np.ndarray:
+        return self._vertices[1]
+
+    @property
+    def scale(self) -> np.ndarray:
+        return self._vertices[2]
+
+    # the problem -------------------------------------------------------------------------------
+    def scores(self, weights, X=None, intercept=None) -> np.ndarray:
+        """Node scores ``U_n . x + b_n`` ``(n, M)`` of ``X`` (default: the training rows) at ``U``
+        without the bias column and ``intercept`` ``b`` (None: zeros)."""
+        U, X = self._scored(weights, X, intercept)
+        return _dense(X @ U.T) * self.node_scale
 
     def hinge(self, U) -> np.ndarray:
-        """Each sample's multi-class hinge ``max_l [S_il - S_{i l_i} + Delta(l_i, l)]``, ``S = X U^T A^T``."""
-        return _margin.slacks(_margin.class_scores(np.asarray(U, dtype=float), self.X, self.Lam),
-                              self.margin)
+        """Each sample's multi-class hinge ``max_l [S_il - S_{i l_i} + Delta(l_i, l)]``, ``S = X U^T A^T``
+        (``U`` over the model's own features ``X``: with a bias, its column included)."""
+        S = _dense(self.X @ np.asarray(U, dtype=float).T) * self.node_scale
+        return self.oracle(S)[0]
 
     def regularizer(self, U, alpha=None) -> float:
         """``sum_n ||U_n||^2 / alpha_n`` at ``alpha`` scaled to feasibility; ``alpha=None``: the
-        optimal alpha (20) for ``U`` (closed form, trees only)."""
+        optimal alpha (20) for ``U`` (closed form, trees only).  ``U`` over the model's own
+        features (with a bias, its column included)."""
         U = np.asarray(U, dtype=float)
         b = np.einsum("ij,ij->i", U, U)
         if alpha is None:
@@ -869,23 +1253,37 @@ class SharedNormModel(Model):
             alpha = optimal_alpha(U, self.H)
         return ratio_sum(b, scaled_alpha(alpha, self.A))
 
-    def objective(self, weights, lam: float = 1.0, alpha=None) -> float:
-        """(14) at ``(U, alpha)``: ``lam sum_n ||U_n||^2 / alpha_n + sum_i hinge_i``."""
-        return lam * self.regularizer(weights, alpha) + float(self.hinge(weights).sum())
+    def objective(self, weights, lam: float = 1.0, alpha=None, intercept=None) -> float:
+        """(14) at ``(U, alpha)`` and the node biases ``intercept``: ``lam sum_n ||U~_n||^2 /
+        alpha_n + sum_i hinge_i`` with ``U~ = [U, b / s]`` (``U`` without the bias column)."""
+        return self.augmented_objective(self.augmented_weights(weights, intercept), lam, alpha)
+
+    def augmented_objective(self, U, lam: float = 1.0, alpha=None) -> float:
+        """(14) at ``U`` over the model's own features ``X`` (with a bias, its column included)."""
+        return lam * self.regularizer(U, alpha) + float(self.hinge(U).sum())
+
+    def objective_at(self, solution, **params) -> float:
+        """:meth:`objective` at a solution's weights, biases and ``alpha`` (``values`` or
+        ``extras``; without one, the optimal alpha (20) for the weights)."""
+        W, b = self.solution_weights(solution)
+        found = [getattr(solution, k, None) or {} for k in ("values", "extras")]
+        alpha = next((f["alpha"] for f in found if f.get("alpha") is not None), None)
+        return self.objective(W, intercept=b, alpha=alpha, **params)
 
     def oracle(self, scores, rows=None):
-        """``(xi, best leaf or -1)`` at node scores ``scores`` (loss-augmented, over the leaves)."""
-        rows = np.arange(scores.shape[0]) if rows is None else rows
-        if "_paths_csr" not in self.__dict__:  # built once: the dense paths are (q, M)
-            self._paths_csr = sp.csr_matrix(self.paths)
-        return _leaf_oracle(scores, self.T[rows], self.leaf_pos[rows], self._paths_csr,
-                            self.offset, self.scale)
+        """``(xi, best leaf or -1)`` at node scores ``scores`` (loss-augmented, over the leaves):
+        ``xi_i = max(0, max_{l != l_i} Delta(l_i, l) + s_i(l) - s_i(l_i))``, the leaf path sums
+        through the sparse ``A`` (``O(n nnz(A))``, no dense class-by-class array but the
+        ``(n, q)`` violations)."""
+        rows = np.arange(scores.shape[0]) if rows is None else np.asarray(rows)
+        offset = self.loss_rows[self.held_row[rows]]
+        return _leaf_violations(scores, self.leaf_pos[rows], self.A, offset, np.ones_like(offset))
 
     def dual_value(self, G: np.ndarray, l: np.ndarray, lam: float) -> float:
         """The dual of (14) at a feasible point in node space: ``sum_i l_i -
-        min_path_cover(||(G^T X)_n||^2 / (4 lam))`` (``formulations/nhsvm.md``)."""
+        min_path_cover(||(G^T X)_n||^2 / (4 lam k_n))`` (``formulations/nhsvm.md``)."""
         V = np.asarray(self.X.T @ G).T
-        need = np.einsum("ij,ij->i", V, V) / (4.0 * lam)
+        need = np.einsum("ij,ij->i", V, V) * self.node_scale ** 2 / (4.0 * lam)
         return float(np.sum(l)) - min_path_cover(need, self.H)[1]
 
     def lower_bound(self, dual, lam: float = 1.0) -> float:
@@ -895,26 +1293,74 @@ class SharedNormModel(Model):
         beta = np.maximum(np.asarray(dual, dtype=float), 0.0).copy()
         beta[np.arange(n), self.leaf_pos] = 0.0
         beta /= np.maximum(beta.sum(axis=1), 1.0)[:, None]
-        G = beta.sum(axis=1)[:, None] * self.T - beta @ self.paths
-        l = (beta * self.offset[self.leaf_pos]).sum(axis=1)
+        G = beta.sum(axis=1)[:, None] * self.T - np.asarray(self.A.T @ beta.T).T
+        l = (beta * self.loss_rows[self.held_row]).sum(axis=1)
         return self.dual_value(G, l, lam)
 
+    # interchangeable leaves ----------------------------------------------------------------------
+    def collapsed(self) -> CollapsedLeaves | None:
+        """This problem with every group of interchangeable leaves replaced by one leaf, or
+        None when no two leaves are interchangeable.
 
-def prepare_shared(X, y, H: Hierarchy, loss="zero_one", *, check_input: bool = True) -> SharedNormModel:
+        Leaves ``a, b`` are interchangeable when no sample holds them, they have the same
+        parents and the same loss from every held leaf (``Delta(t, a) = Delta(t, b)``).  Then
+        swapping them maps (14) onto itself, and by convexity an optimum with ``U_a = U_b``,
+        ``alpha_a = alpha_b`` exists (average an optimum over the group's permutations).  On
+        such points a group of ``k`` leaves is one leaf of multiplicity ``k``: ``U'_r =
+        sqrt(k) U_a`` gives ``sum_{a in G} ||U_a||^2 / alpha_a = ||U'_r||^2 / alpha_r`` and
+        the score ``U_a . x = U'_r . x / sqrt(k)``, and its path constraint is theirs.  So
+        the optimum of the collapsed model is that of (14), and its solution and dual point
+        lift exactly (:class:`CollapsedLeaves`).  This is what makes a wide hierarchy cost
+        what its data use (:mod:`hiercvx.models.symmetry` does the same for margin models)."""
+        groups = _interchangeable_groups(self.H, self.held_leaves, self.loss_rows)
+        if not groups:
+            return None
+        Hc, kept, node_map, mult, leaf_map, kept_leaves = CollapsedLeaves.structure(self.H, groups)
+        leaf_pos = leaf_map[self.leaf_pos]
+        held, held_row = _held_rows(leaf_pos)
+        rows = np.searchsorted(self.held_leaves, kept_leaves[held])
+        loss_rows = self.loss_rows[np.ix_(rows, kept_leaves)]
+        loss = np.zeros((len(kept_leaves), len(kept_leaves)))   # rows of idle leaves unused
+        loss[held] = loss_rows
+        model = SharedNormModel(
+            X=self.X, H=Hc, leaf_pos=leaf_pos, T=np.ascontiguousarray(self.T[:, kept]),
+            A=leaf_paths(Hc), held_leaves=held, held_row=held_row, loss_rows=loss_rows,
+            loss_spec=loss, multiplicity=mult[kept], X_features=self.X_features,
+            fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling)
+        return CollapsedLeaves(full=self, model=model, kept=kept, node_map=node_map,
+                               multiplicity=mult, leaf_map=leaf_map, kept_leaves=kept_leaves)
+
+
+def _held_loss_rows(H: Hierarchy, loss, held: np.ndarray) -> np.ndarray:
+    """``Delta`` from each held leaf (positions ``held`` in ``H.leaves``) to every leaf:
+    ``(len(held), q)``, the only rows of the loss (14) uses.  A loss name is evaluated on those
+    pairs only (``O(len(held) q)``, not the ``(q, q)`` matrix); an array is checked whole."""
+    if not isinstance(loss, str):
+        return class_loss(H, loss)[held]
+    rows = _leaf_pair_loss(H, held, loss)
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise InputError("the loss matrix must be finite and non-negative")
+    return rows
+
+
+def prepare_shared(X, y, H: Hierarchy, loss="zero_one", *, fit_intercept: bool = False,
+                   intercept_scaling: float = 1.0, check_input: bool = True) -> SharedNormModel:
     """Validate the shared-norm SVM's inputs once: ``y`` one leaf per sample, ``loss`` a name of
-    :data:`hiercvx.losses.LOSSES` or a ``(q, q)`` array over ``H.leaves`` (``check_input=False``:
-    ``X`` validated by the caller)."""
+    :data:`hiercvx.losses.LOSSES` or a ``(q, q)`` array over ``H.leaves``; ``fit_intercept``,
+    ``intercept_scaling``: LIBLINEAR's regularized bias, one per node (module docstring);
+    ``check_input=False``: ``X`` validated by the caller.  Only the loss rows of the held
+    leaves and the sparse leaf paths are built (the ``(q, q)`` / ``(q, M)`` pieces on first use,
+    :class:`SharedNormModel`)."""
     H = check_hierarchy(H)
     X = check_features(X) if check_input else X
-    n = X.shape[0]
-    T, leaf_pos, _ = closed_labels(y, H, n, multilabel=False)
-    L = class_loss(H, loss)
-    A = leaf_paths(H)
-    Lam = A.toarray()                                   # indicator attributes (1)
-    Yb = np.zeros((n, len(H.leaves)), dtype=bool)
-    Yb[np.arange(n), leaf_pos] = True
-    md = _margin.margin_data(Yb, L, Lam=Lam, rescaling="margin")
-    paths, offset, scale = _leaf_vertices(H, L, np.ones_like(L))
-    return SharedNormModel(X=X, H=H, leaf_pos=np.ascontiguousarray(leaf_pos, dtype=np.int64),
-                           T=np.asarray(T), loss=L, A=A, Lam=Lam, margin=md, paths=paths,
-                           offset=offset, scale=scale)
+    scaling = bias_scaling(fit_intercept, intercept_scaling)
+    T, leaf_pos, _ = closed_labels(y, H, X.shape[0], multilabel=False)
+    leaf_pos = np.ascontiguousarray(leaf_pos, dtype=np.int64)
+    held, held_row = _held_rows(leaf_pos)
+    loss_rows = _held_loss_rows(H, loss, held)
+    return SharedNormModel(X=X if scaling is None else append_constant(X, scaling), H=H,
+                           leaf_pos=leaf_pos, T=np.asarray(T), A=leaf_paths(H), held_leaves=held,
+                           held_row=held_row, loss_rows=loss_rows,
+                           loss_spec=loss if isinstance(loss, str) else np.asarray(loss, dtype=float),
+                           X_features=X, fit_intercept=scaling is not None,
+                           intercept_scaling=1.0 if scaling is None else scaling)

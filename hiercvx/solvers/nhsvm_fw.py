@@ -47,6 +47,16 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
 Every method's ``objective`` is recomputed exactly (all samples' loss-augmented inference at
 the returned ``W``); the dual methods' ``lower_bound`` is ``D`` at a feasible ``beta``.
 ``benchmarks/bench_nhsvm.py`` measures which reaches a 1e-4 gap first.
+
+Single-label models are first collapsed (:meth:`~hiercvx.models.nhsvm.NHSVMModel.collapsed`:
+each group of interchangeable idle leaves becomes one leaf of that multiplicity), solved, and
+lifted back: the objective is recomputed and the dual point (node-space ``g``, or the margin
+engine's pair multipliers) evaluated on the full model, so a 5000-leaf star whose samples sit
+on a few leaves costs what those leaves cost (``extras["n_collapsed"]``: nodes removed).
+
+With ``fit_intercept`` the model's ``X`` carries LIBLINEAR's bias column (``[X, s]``): every
+method runs on it unchanged and :func:`split_intercept` reports ``weights`` without that
+column and ``extras["intercept"]`` (``b_n = s * W~[n, -1]``).
 """
 
 from __future__ import annotations
@@ -65,7 +75,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..inference import LabelSetOracle
 from ..models import margin as _margin
-from ..models.nhsvm import NHSVMModel, primal_objective
+from ..models.nhsvm import CollapsedLeaves, NHSVMModel, primal_objective
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import margin_engine
 from .primitives import RowData, row_data, row_dot, row_sq_norms
@@ -73,7 +83,7 @@ from .primitives import RowData, row_data, row_dot, row_sq_norms
 logger = logging.getLogger(__name__)
 
 __all__ = ["METHODS", "solve", "DualState", "VertexModel", "vertex_model", "pairwise",
-           "certify", "node_products", "add_outer"]
+           "certify", "node_products", "add_outer", "split_intercept"]
 
 METHODS = ("pairwise", "bcfw", "sgd", "working_set", "interior_point", "auto")
 
@@ -412,7 +422,7 @@ def vertex_model(model, inference: str = "auto", sqrt_alpha=None) -> VertexModel
     weight step of (14) for fixed alpha)."""
     X, rows = _row_ready(model.X)
     if sqrt_alpha is None:
-        sqrt_alpha = np.sqrt(np.asarray(model.alpha, dtype=float))
+        sqrt_alpha = model.sqrt_alpha
     out = VertexModel(source=model, X=X, rows=rows, sqrt_alpha=np.asarray(sqrt_alpha, dtype=float),
                       T=np.asarray(model.T), multilabel=bool(getattr(model, "multilabel", False)))
     if out.multilabel:
@@ -593,19 +603,62 @@ def solve(model: NHSVMModel, lam: float = 1.0, *, method: str = "pairwise", tol:
     lam = check_positive(lam, "lam")
     check_iteration_options(tol, max_iter, who="nhsvm_fw.solve")
     tol, max_iter = float(tol), int(max_iter)
-    single = not model.multilabel and model.margin is not None and model.variant == "nhsvm"
+    single = not model.multilabel and model.variant == "nhsvm"
+    # interchangeable idle leaves solved as one, unless warm-started from a full-model state
+    collapse = model.collapsed()
+    if collapse is not None and state is not None and state.G.shape[1] != collapse.model.n_nodes:
+        collapse = None
+    work = model if collapse is None else collapse.model
     if method in ("working_set", "interior_point") or (method == "auto" and single):
-        return _solve_margin(model, lam, tol, max_iter, random_state, verbose, method)
-    if method == "auto":  # multi-label or (13): the pairwise Frank-Wolfe method
-        method = "pairwise"
-    view = vertex_model(model, inference)
-    with threadpool_limits(limits=1, user_api="blas"):
-        if method == "pairwise":
-            return pairwise(view, lam, tol, max_iter, cache_size, max_steps, state, time_limit,
-                            random_state, verbose)
-        if method == "bcfw":
-            return _bcfw(view, lam, tol, max_iter, time_limit, random_state, verbose)
-        return _sgd(view, lam, max_iter, time_limit, random_state, verbose)
+        res = _solve_margin(work, lam, tol, max_iter, random_state, verbose, method)
+    else:
+        if method == "auto":  # multi-label or (13): the pairwise Frank-Wolfe method
+            method = "pairwise"
+        view = vertex_model(work, inference)
+        with threadpool_limits(limits=1, user_api="blas"):
+            if method == "pairwise":
+                res = pairwise(view, lam, tol, max_iter, cache_size, max_steps, state, time_limit,
+                               random_state, verbose)
+            elif method == "bcfw":
+                res = _bcfw(view, lam, tol, max_iter, time_limit, random_state, verbose)
+            else:
+                res = _sgd(view, lam, max_iter, time_limit, random_state, verbose)
+    if collapse is not None:
+        res = _lift(collapse, res, lam, tol)
+    return split_intercept(model, res)
+
+
+def _lift(collapse: CollapsedLeaves, res: Solution, lam: float, tol: float) -> Solution:
+    """A solution of the collapsed model as the full model's, certified on the full model:
+    the objective recomputed at the lifted ``W`` and the lower bound the full model's dual at
+    the lifted dual point (node-space ``g`` of the Frank-Wolfe methods, or the margin engine's
+    pair multipliers ``alpha``, ``beta = 2 lam alpha``; SGD has none)."""
+    full, small = collapse.full, collapse.model
+    W = collapse.lift_weights(res.weights)
+    P, H = primal_objective(W, full, lam, return_slacks=True)
+    method = res.extras.get("method")
+    if method in ("pairwise", "bcfw"):
+        D = full.dual_value(collapse.lift_dual(res.dual), np.array([res.extras["loss_term"]]), lam)
+    elif method == "sgd":
+        D = 0.0
+    else:
+        md = small.margin
+        beta = np.zeros((small.n_samples, len(small.H.leaves)))
+        beta[md.pair_i, md.pair_ybar] = 2.0 * lam * np.asarray(res.dual, dtype=float)
+        D = full.lower_bound(collapse.lift_masses(beta), lam)
+    res.weights, res.objective, res.lower_bound = W, float(P), float(D)
+    res.extras["slacks"] = H
+    res.extras["n_collapsed"] = collapse.n_removed
+    res.converged = bool(res.converged and reached(relative_gap(P, D), tol))
+    return res
+
+
+def split_intercept(model, result: Solution) -> Solution:
+    """``result`` with ``weights`` over the features as given and, when the model has
+    ``fit_intercept``, ``extras["intercept"]`` (the bias column split off, ``b = s * W~[:, -1]``)."""
+    if model.fit_intercept:
+        result.weights, result.extras["intercept"] = model.split_weights(result.weights)
+    return result
 
 
 # ============================================================================ certificate
@@ -899,7 +952,7 @@ def _solve_margin(model: NHSVMModel, lam, tol, max_iter, random_state, verbose,
     """Single-label (10) through its pair model (``C = 1 / (2 lam)``, objective times ``2 lam``)
     and the margin engine (:func:`hiercvx.solvers.margin_engine.solve`: ``solver`` is
     ``"working_set"``, ``"interior_point"`` or ``"auto"``)."""
-    if model.multilabel or model.margin is None:
+    if model.multilabel or model.variant != "nhsvm":
         raise InputError(f"method={solver!r} solves single-label NHSVM (10) only (its pairs are "
                          "leaves); use method='pairwise' for multi-label data or variant '13'")
     t0 = time.perf_counter()

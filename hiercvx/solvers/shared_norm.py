@@ -42,8 +42,8 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..formulations.nhsvm import alpha_step
 from ..hierarchy import Hierarchy
-from ..models.nhsvm import (SharedNormModel, depth_levels, min_path_cover, node_matrix,
-                            optimal_alpha, scaled_alpha)
+from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, depth_levels, min_path_cover,
+                            node_matrix, optimal_alpha, scaled_alpha)
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import nhsvm_fw
 
@@ -96,9 +96,18 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
     unit rows on trees, uniform ``1 / longest path`` on DAGs); ``max_iter``: alternations;
     ``inner_max_iter``: passes of each weight step.
 
-    Returns a :class:`~hiercvx.result.Solution`: ``weights`` ``U`` ``(M, d)``; extras ``alpha``
-    (optimal for ``U``) and ``n_inner`` (weight-step passes in total); ``history`` per
-    alternation: ``objective``, ``lower_bound``, ``gap``, ``inner_gap``, ``time``.
+    Wide hierarchies cost what the data use: leaves no sample holds that are interchangeable
+    (same parents, same loss from every held leaf) are solved as one leaf of that multiplicity
+    (:meth:`~hiercvx.models.nhsvm.SharedNormModel.collapsed`), and the solution and dual point
+    are lifted and certified on the full model (objective (14) and its dual recomputed there).
+    On a 5000-leaf star with the samples on a few leaves the alternation runs on a handful of
+    nodes.
+
+    Returns a :class:`~hiercvx.result.Solution`: ``weights`` ``U`` ``(M, d)`` (with
+    ``fit_intercept``, without the bias column; the node biases in ``extras["intercept"]``);
+    extras ``alpha`` (optimal for ``U``), ``n_inner`` (weight-step passes in total) and, when
+    leaves were collapsed, ``n_collapsed`` (nodes removed);
+    ``history`` per alternation: ``objective``, ``lower_bound``, ``gap``, ``inner_gap``, ``time``.
     """
     if not isinstance(model, SharedNormModel):
         raise InputError("model must be a SharedNormModel from hiercvx.models.nhsvm.prepare_shared"
@@ -106,39 +115,70 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
     lam = check_positive(lam, "lam")
     check_iteration_options(tol, max_iter, who="shared_norm.solve")
     check_iteration_options(None, inner_max_iter, who="shared_norm.solve (inner_max_iter)")
-    alpha = _first_alpha(model, alpha0)
+    alpha = None if alpha0 is None else _first_alpha(model, alpha0)
     t0 = time.perf_counter()
+    collapse = model.collapsed()
+    work = model if collapse is None else collapse.model
+    if alpha is None:
+        alpha = _first_alpha(work, None)
+    elif collapse is not None:  # a group's leaves share one path constraint: keep the first's
+        alpha = alpha[collapse.kept]
     with threadpool_limits(limits=1, user_api="blas"):
-        out = _alternate(model, float(lam), float(tol), int(max_iter), int(inner_max_iter), alpha,
-                         cache_size, time_limit, random_state, verbose, t0)
+        out, dual_point = _alternate(work, float(lam), float(tol), int(max_iter),
+                                     int(inner_max_iter), alpha, cache_size, time_limit,
+                                     random_state, verbose, t0)
+        if collapse is not None:
+            out = _lift(collapse, out, dual_point, float(lam), float(tol))
     out.warn_unless_converged("alternations", stacklevel=2)
+    return nhsvm_fw.split_intercept(model, out)
+
+
+def _lift(collapse: CollapsedLeaves, out: Solution, dual_point, lam: float,
+          tol: float) -> Solution:
+    """The collapsed model's solution as the full model's, certified on the full model: the
+    objective (14) recomputed at the lifted ``(U, alpha)`` and the dual of (14) at the lifted
+    dual point (:meth:`~hiercvx.models.nhsvm.CollapsedLeaves.lift_dual`)."""
+    full = collapse.full
+    U, alpha = collapse.lift_weights(out.weights), collapse.lift_nodes(out.extras["alpha"])
+    ub = full.augmented_objective(U, lam, alpha)
+    lb = -np.inf if dual_point is None else full.dual_value(collapse.lift_dual(dual_point[0]),
+                                                           dual_point[1], lam)
+    out.weights, out.objective, out.lower_bound = U, float(ub), float(lb)
+    out.converged = bool(out.converged and reached(relative_gap(ub, lb), tol))
+    out.extras.update(alpha=alpha, n_collapsed=collapse.n_removed)
     return out
 
 
 def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, time_limit,
-               random_state, verbose, t0) -> Solution:
-    """The alternation loop of :func:`solve` (options checked there)."""
-    view = nhsvm_fw.vertex_model(model, sqrt_alpha=np.sqrt(alpha))
+               random_state, verbose, t0) -> tuple[Solution, tuple | None]:
+    """The alternation loop of :func:`solve` (options checked there); returns the solution and
+    the dual point ``(G, l)`` of its lower bound.  A node of multiplicity ``k`` scores
+    ``U_n . x / sqrt(k)`` (:class:`~hiercvx.models.nhsvm.SharedNormModel`), so the weight
+    step's node factors are ``sqrt(alpha_n / k_n)``."""
+    scale = model.node_scale
+    view = nhsvm_fw.vertex_model(model, sqrt_alpha=np.sqrt(alpha) * scale)
     state = None
     history: dict = {}
     best_ub, best_lb = (np.inf, None, None), -np.inf
+    dual_point = None
     inner_tol = max(tol, 1e-3)
     n_inner = 0
     converged = False
     bar = tqdm(total=max_iter, desc="shared-norm SVM (alternating)", unit="step", disable=not verbose)
     try:
         for it in range(1, max_iter + 1):
-            view.sqrt_alpha = np.sqrt(np.maximum(alpha, 0.0))
+            view.sqrt_alpha = np.sqrt(np.maximum(alpha, 0.0)) * scale
             res = nhsvm_fw.pairwise(view, lam, inner_tol, inner_max_iter, cache_size, 50, state,
                                     None, random_state, False, quiet=True)
             state, n_inner = res.state, n_inner + res.n_iter
-            U = view.sqrt_alpha[:, None] * res.weights
+            U = np.sqrt(np.maximum(alpha, 0.0))[:, None] * res.weights
             new_alpha, value = alpha_for(U, model.H)
             ub = lam * value + float(res.slacks.sum())
             lb = model.dual_value(state.G, state.l, lam)
             if ub < best_ub[0]:
                 best_ub = (ub, U, new_alpha)
-            best_lb = max(best_lb, lb)
+            if lb > best_lb:
+                best_lb, dual_point = lb, (state.G.copy(), state.l.copy())
             gap = relative_gap(best_ub[0], best_lb)
             for key, val in (("objective", best_ub[0]), ("lower_bound", best_lb), ("gap", gap),
                              ("inner_gap", res.gap), ("time", time.perf_counter() - t0)):
@@ -158,4 +198,5 @@ def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, tim
     return Solution(weights=U, objective=float(ub), lower_bound=float(best_lb), n_iter=it,
                     converged=converged, tol=tol, history=history,
                     solve_time=time.perf_counter() - t0, name="shared-norm SVM (alternating)",
-                    solver="shared_norm.alternating", extras={"alpha": alpha, "n_inner": n_inner})
+                    solver="shared_norm.alternating",
+                    extras={"alpha": alpha, "n_inner": n_inner}), dual_point

@@ -261,7 +261,8 @@ def _other_rescaling(p: Problem):
 KNOWN_MISTAKES = (
     Mistake(("multiclass", "hsvm"), "C is not scaled per sample: sample_weight / class_weight are "
             "ignored (C_i = C * sample_weight_i * class_weight[y_i])", _without_weights),
-    Mistake(("multiclass", "hsvm", "orthogonal", "flatmult", "hiermult", "transfer", "treeloss"),
+    Mistake(("multiclass", "hsvm", "orthogonal", "flatmult", "hiermult", "transfer", "treeloss",
+             "nhsvm", "shared_norm"),
             "the intercept (bias) is not fitted", _without_intercept),
     Mistake(("hsvm",), "the wrong loss Delta", _other_losses),
     Mistake(("hsvm",), "ancestors missing: each class's attribute row / label set holds only its own "
