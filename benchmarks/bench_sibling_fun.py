@@ -15,7 +15,9 @@ defaults), of ``SiblingMarginSVC`` and ``HierarchicalPsiClassifier`` with their 
 (``tol=1e-6``, ``solver="fast"``), the certified relative gap (HPSI: the largest gap over its
 convex steps), the solver method chosen, whether it converged (a ``ConvergenceWarning`` prints
 ``warn``) and the ratio to LIBLINEAR's time.  Targets (issue 12): sibling SVM <= 30x, HPSI
-<= 100x LIBLINEAR on cellcycle_FUN.
+<= 100x LIBLINEAR on cellcycle_FUN.  Measured 2026-11-24 (three runs, load ~3 on 2 cores):
+sibling 7.9x / 10.1x / 10.1x, HPSI 18.8x / 18.2x / 27.6x (before the dual interior point
+method's group route, its probe and the DC steps' warm sweeps: 16x and 76-98x).
 
     .venv/bin/python benchmarks/bench_sibling_fun.py             # both rows (HPSI on FunCat is long)
     .venv/bin/python benchmarks/bench_sibling_fun.py --quick     # no HPSI on cellcycle_FUN
