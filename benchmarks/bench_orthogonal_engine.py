@@ -12,17 +12,21 @@ Rows (one run, ratios against LIBLINEAR's Crammer-Singer measured in the same ru
   (default ``orthogonal,treeloss``), and ``LinearSVC(multi_class="crammer_singer")`` (defaults)
   on the same data;
 * ``star``: a ``--leaves``-leaf star (default 5000), 60 samples x 5 features labelled with 3
-  leaves (the row of issue 15), ``OrthogonalTransferSVC()`` with its defaults (``dual_cd``);
-  RDA is not run there (it did not finish in 7 minutes, issue 15).
+  leaves and with 1 leaf (the rows of issue 15), and ``chain``: a path of ``--depth`` nodes
+  (default 1000) whose two deepest nodes are the leaves, labelled alternately;
+  ``OrthogonalTransferSVC()`` with its defaults (``dual_cd``), the ``rows`` column the weight
+  rows of the problem it solved after :func:`hiercvx.models.orthogonal.reduce_model` (the used
+  rows, interchangeable negatives merged); RDA is not run there (it did not finish in 7
+  minutes, issue 15).
 
 Each row prints the fit time, its ratio to LIBLINEAR's, the passes / iterations, the
 certified relative gap, whether the solver converged (a ``ConvergenceWarning`` otherwise) and
 the objective (the dual_cd and rda rows of one method solve the same problem: compare).
 
     .venv/bin/python benchmarks/bench_orthogonal_engine.py [--methods orthogonal,treeloss]
-        [--solvers dual_cd,rda] [--rda-max-iter 20000] [--leaves 5000] [--quick]
+        [--solvers dual_cd,rda] [--rda-max-iter 20000] [--leaves 5000] [--depth 1000] [--quick]
 
-``--quick``: RDA capped at 2000 iterations and a 500-leaf star.
+``--quick``: RDA capped at 2000 iterations, a 500-leaf star and a 100-node chain.
 """
 
 from __future__ import annotations
@@ -65,10 +69,12 @@ def main(argv=None):
     ap.add_argument("--solvers", default="dual_cd,rda")
     ap.add_argument("--rda-max-iter", type=int, default=20000)
     ap.add_argument("--leaves", type=int, default=5000)
+    ap.add_argument("--depth", type=int, default=1000)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     rda_max_iter = min(args.rda_max_iter, 2000) if args.quick else args.rda_max_iter
     leaves = min(args.leaves, 500) if args.quick else args.leaves
+    depth = min(args.depth, 100) if args.quick else args.depth
     logging.basicConfig(level=logging.WARNING)
     print(f"{'data':28s} {'solver':30s} {'fit s':>9s} {'/ LIBLIN':>9s} {'n_iter':>7s} {'gap':>10s} "
           f"{'converged':>9s} {'objective':>14s}")
@@ -95,11 +101,17 @@ def main(argv=None):
         rng = np.random.default_rng(0)
         Xs = rng.standard_normal((60, 5))
         Hs = Hierarchy.from_parents({"r": None, **{f"c{i}": "r" for i in range(leaves)}})
-        ys = np.array([f"c{i % 3}" for i in range(60)], dtype=object)
-        est = OrthogonalTransferSVC(hierarchy=Hs)
-        seconds, warned = timed_fit(est, Xs, ys)
-        row(f"star {leaves} leaves 60x5", "orthogonal dual_cd", seconds, None, est.n_iter_, est.gap_,
-            "warn" if warned else "yes", est.objective_)
+        spine = {"n0": None, **{f"n{i}": f"n{i - 1}" for i in range(1, depth - 2)}}
+        Hc = Hierarchy.from_parents({**spine, "a": f"n{depth - 3}", "b": f"n{depth - 3}"})
+        wide = [(f"star {leaves} leaves, 3 labels", Hs, [f"c{i % 3}" for i in range(60)]),
+                (f"star {leaves} leaves, 1 label", Hs, ["c0"] * 60),
+                (f"chain {depth} nodes", Hc, ["a" if i % 2 else "b" for i in range(60)])]
+        for name, H, labels in wide:
+            est = OrthogonalTransferSVC(hierarchy=H)
+            seconds, warned = timed_fit(est, Xs, np.array(labels, dtype=object))
+            solved = est.result_.extras.get("n_rows_solved")
+            row(name, f"orthogonal dual_cd, rows {solved}", seconds, None, est.n_iter_, est.gap_,
+                "warn" if warned else "yes", est.objective_)
 
 
 if __name__ == "__main__":

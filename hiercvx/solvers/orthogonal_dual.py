@@ -14,6 +14,17 @@ jointly concave (``(U, S) -> tr(U^T S^{-1} U)`` is the matrix-fractional functio
 on the box: under Corollary 2 every ``S`` of the box has ``lambda_min(S) >= lambda_min(Kbar)
 > 0``.  The primal point is ``W = S^{-1} U``.
 
+The solver first restricts the problem to what the data use
+(:func:`hiercvx.models.orthogonal.reduce_model`, proofs there): weight rows on no margin row
+are zero at the optimum and dropped (for (4) always: Omega (5) only loses non-negative terms;
+for a baseline's fixed S, the components of its pattern without a used row), and each group
+of interchangeable negatives (never a positive, the same pairs, the same entries of K or S)
+becomes one row with ``K'_GG = g K_aa + g (g - 1) c_G``.  It solves the reduced problem and
+lifts ``W``, ``alpha`` (spread evenly over a group) and ``S`` exactly: the certified bounds of
+the reduced problem are those of the full one at the lifted point.  A chain of 1000 nodes
+labelled at its two leaves is a two-row problem; a 5000-leaf star with three labelled leaves
+a four-row one.
+
 The solver ascends ``D`` by blocks:
 
 * **alpha**, one slack at a time (LIBLINEAR-style dual coordinate ascent, random order):
@@ -40,7 +51,9 @@ The solver ascends ``D`` by blocks:
   support only); the point, made feasible (clipped and scaled into the budgets, or the
   longest non-negative step towards it), is kept when it raises the certified bound.  It
   removes the long tail of coordinate ascent on degenerate problems (thousands of passes
-  to 1e-8 become tens on the registry's cases).
+  to 1e-8 become tens on the registry's cases).  A support that never holds still (a
+  degenerate dual moving on its optimal face, e.g. ``W = 0`` optimal) still gets the step
+  after ``STALL_PASSES`` passes without one, that wait doubling after each such attempt.
 
 Certificate (scheduled to cost about a quarter of the passes' work,
 :class:`~hiercvx.solvers.primitives.CertificateSchedule`): ``U`` recomputed from ``alpha``,
@@ -87,8 +100,14 @@ N_ENTER = 4
 #: accepted projected-gradient steps on S per pass (orthogonal transfer)
 S_STEPS = 2
 #: the Newton (support) step: tried when at most SUPPORT_CHANGE of the support changed
-#: between two certificates, with at most MAX_CG Hessian products
+#: between two certificates (or at most SUPPORT_CHANGE_MIN pairs: a small support, e.g. a
+#: reduced wide star's, rarely holds still to the pair), with at most MAX_CG Hessian products
 SUPPORT_CHANGE, MAX_CG = 0.01, 50
+SUPPORT_CHANGE_MIN = 3
+#: ... and, whatever the support did, after STALL_PASSES passes without an attempt (doubled
+#: after each such attempt): a degenerate dual (e.g. W = 0 optimal) whose support keeps
+#: moving on its optimal face
+STALL_PASSES = 100
 #: shrinking: between full passes (every FULL_EVERY passes) only the slacks whose KKT
 #: violation exceeds SHRINK times the last full pass's largest are visited
 FULL_EVERY, SHRINK = 5, 0.2
@@ -801,9 +820,11 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
     check_every : least number of passes between certificates (more when a certificate costs
         more than a quarter of a pass, :class:`~hiercvx.solvers.primitives.CertificateSchedule`)
     polish : at a certificate where the support of alpha barely changed since the last one
-        (at most ``SUPPORT_CHANGE`` of it), the final exact step: conjugate gradients on the
-        dual restricted to that support with the tight budgets as equalities (``MAX_CG``
-        products), kept when it raises the certified lower bound
+        (at most ``SUPPORT_CHANGE`` of it, or ``SUPPORT_CHANGE_MIN`` pairs; or after
+        ``STALL_PASSES`` passes without an attempt, doubled after each such), the final exact
+        step: conjugate gradients on the dual restricted to that support with the tight
+        budgets as equalities (``MAX_CG`` products), kept when it raises the certified lower
+        bound
     random_state : seed of the order in which the slacks are visited
     verbose : log progress at INFO level (DEBUG otherwise)
 
@@ -818,7 +839,8 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
     ``var_nodes``, so that ``quadratic_lower_bound(model, res.dual, res.dual_S)`` recomputes it;
     sparse on K's pattern when ``m > 2000``), ``at_zero`` (J at ``W = 0``), ``K``, ``alpha``
     (heuristic (6)'s alpha after any lowering), ``n_passes``, ``n_newton`` (final-step
-    attempts); ``history``: ``upper``,
+    attempts), ``n_rows_solved`` (the weight rows of the reduced problem,
+    :func:`hiercvx.models.orthogonal.reduce_model`); ``history``: ``upper``,
     ``lower``, ``gap``, ``time`` per certificate.
     """
     t_start = time.perf_counter()
@@ -840,13 +862,20 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
     if isinstance(s_steps, bool) or not isinstance(s_steps, (int, np.integer)) or s_steps < 0:
         raise InputError(f"s_steps must be a non-negative integer, got {s_steps!r}")
     log = logger.info if verbose else logger.debug
+    # the rows the data use, interchangeable negatives merged: solved small, lifted exactly
+    K_sparse = None if K_used is None else (model.sparse_K() if K is None else sp.csr_matrix(K_used))
+    reduced = otm.reduce_model(model, K_sparse if model.method == "orthogonal" else model.S)
+    small = model if reduced is None else reduced.model
     with threadpool_limits(limits=1, user_api="blas"):
-        prob = _Problem(model, C, K_used)
+        prob = _Problem(small, C, small.sparse_K() if reduced is not None else K_sparse)
         out = _iterate(prob, float(tol), int(max_iter), int(n_enter), int(s_steps), int(check_every),
                        bool(polish), random_state, log, t_start)
     W, upper, lower, alpha, n_pass, converged, hist, at_zero, n_newton = out
     S_out = prob.S if prob.K is not None else prob.S_fixed
-    S_out = S_out.toarray() if prob.m <= 2000 else S_out
+    if reduced is not None:
+        W, alpha = reduced.lift_weights(W), reduced.lift_dual(alpha)
+        S_out = reduced.lift_box(S_out, K_sparse) if prob.K is not None else sp.csr_matrix(model.S)
+    S_out = S_out.toarray() if len(model.var_nodes) <= 2000 else S_out
     weights, intercept = model.split_weights(model.full_weights(W))
     res = Solution(weights=weights, objective=float(upper), lower_bound=float(lower),
                    solver="orthogonal_dual", n_iter=n_pass, converged=converged, tol=float(tol),
@@ -856,6 +885,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
                    extras={"at_zero": float(at_zero), "dual_S": S_out, "K": K_used,
                            "alpha": model.K_alpha if (model.method == "orthogonal" and K is None) else None,
                            "n_passes": n_pass, "n_newton": n_newton, "model": model,
+                           "n_rows_solved": prob.m,
                            **({"intercept": intercept} if model.fit_intercept else {})})
     res.warn_unless_converged("passes", stacklevel=2)
     log("%s", res)
@@ -888,7 +918,8 @@ def _iterate(prob: _Problem, tol, max_iter, n_enter, s_steps, check_every, polis
     n_pass = 0
     blk = prob.blocks
     schedule = CertificateSchedule(check_every, prob.certificate_work())
-    last_support, next_polish, backoff, n_newton = None, 0, 1, 0
+    last_support, next_polish, backoff, n_newton, last_newton = None, 0, 1, 0, 0
+    stall_wait = STALL_PASSES
     active = np.ones(prob.n_slacks, dtype=bool)
     slack_viol = np.zeros(prob.n_slacks)
     next_full, shrink_at = 0, 0.0
@@ -902,9 +933,14 @@ def _iterate(prob: _Problem, tol, max_iter, n_enter, s_steps, check_every, polis
             support = alpha > 0
             if (polish and n_pass > 0 and n_pass >= next_polish and last_support is not None
                     and not reached(relative_gap(upper, max(lower, low), at_zero), tol)
-                    and np.count_nonzero(support != last_support) <= SUPPORT_CHANGE * max(1, support.sum())):
+                    and (np.count_nonzero(support != last_support)
+                         <= max(SUPPORT_CHANGE * support.sum(), SUPPORT_CHANGE_MIN)
+                         or n_pass - last_newton >= stall_wait)):
+                if n_pass - last_newton >= stall_wait:  # the stalled attempts thin out
+                    stall_wait *= 2
                 candidates, work = prob.newton_candidates(alpha, MAX_CG)
                 n_newton += 1
+                last_newton = n_pass
                 improved = False
                 for cand in candidates:
                     Wn, up_n, low_n = prob.certify(cand)
