@@ -7,10 +7,10 @@ does not hide the others; a capped row prints ``> cap``):
   samples, 77 features, mean-imputed and standardized; GO DAG of 4126 nodes).  GO labels often
   stop at internal terms, so every internal term used as a label gets a "self" leaf
   (``Hierarchy.with_self_leaves``): 4227+ nodes, ~2500 classes, ~20 million (relevant,
-  irrelevant) pairs for the hierarchical SVM.  ``HierarchicalSVC`` and
-  ``NormalizedHierarchicalSVC`` are fitted with their defaults (``--max-iter`` caps the
-  passes) and predict the training set; printed: the model building (``prepare``), fit and
-  predict times, passes, certified gap, training hierarchical F1.
+  irrelevant) pairs for the hierarchical SVM.  Every estimator of ``bench_wide`` is fitted
+  with its defaults (``--max-iter`` caps the passes) and predicts the training set; printed:
+  fit and predict times, passes, certified gap, training hierarchical F1 -- or the
+  ``ValueError`` with which a tree-only or single-label method refuses the multi-label DAG.
 * ``chain`` / ``star``: ``benchmarks/bench_wide.py``'s rows (1000-node chain, 5000-leaf star
   with ``--classes`` labelled leaves; ``1`` is issue 15's one-class case) for
   ``HierarchicalSVC``, ``NormalizedHierarchicalSVC`` and ``SharedNormSVC``.
@@ -28,10 +28,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_wide import run_capped, run_row  # the chain / star rows, same child process
+from bench_wide import ESTIMATORS, run_capped, run_row  # the chain / star rows, same child process
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
-GO_ESTIMATORS = ("HierarchicalSVC", "NormalizedHierarchicalSVC")
+GO_ESTIMATORS = ESTIMATORS  # every estimator: fitted, or refused with its ValueError
 WIDE_ESTIMATORS = ("HierarchicalSVC", "NormalizedHierarchicalSVC", "SharedNormSVC")
 
 GO_CHILD = r"""
@@ -54,12 +54,18 @@ used = {v for s in labels for v in s}
 pp = H.with_self_leaves([v for v in used if not H.is_leaf(v)])
 y = pp.transform(labels)
 F = pp.hierarchy
-kw = {} if max_iter <= 0 else {"max_iter": max_iter}
-est = getattr(E, name)(hierarchy=F, **kw)
+est = getattr(E, name)(hierarchy=F)
+if max_iter > 0 and "max_iter" in est.get_params():  # the perceptron counts epochs instead
+    est.set_params(max_iter=max_iter)
 t0 = time.perf_counter()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", ConvergenceWarning)
-    est.fit(X, y)
+    try:
+        est.fit(X, y)
+    except ValueError as exc:  # a clean refusal (tree-only or single-label method) is the row
+        print("RESULT " + json.dumps({"refused": f"{type(exc).__name__}: {exc}",
+                                      "fit": time.perf_counter() - t0}))
+        sys.exit(0)
 t_fit = time.perf_counter() - t0
 t0 = time.perf_counter()
 pred = est.predict(X)
@@ -80,6 +86,8 @@ def go_row(name: str, n: int, max_iter: int, cap: float) -> str:
     r = run_capped(GO_CHILD, (name, path, n, max_iter), cap)
     if isinstance(r, str):
         return r
+    if "refused" in r:
+        return f"refused in {r['fit']:.2f}s: {r['refused'][:110]}"
     return (f"fit {r['fit']:8.1f}s  predict {r['predict']:7.2f}s  passes {r['n_iter']!s:>6}  "
             f"gap {r['gap']:.1e}  train hF {r['hF']:.3f}  ({r['nodes']} nodes, {r['classes']} classes)"
             + ("  warn (not certified)" if r["warn"] else ""))

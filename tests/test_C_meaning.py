@@ -23,6 +23,9 @@ ESTIMATORS = {
     "OrthogonalTransferSVC-flatmult": lambda **kw: E.OrthogonalTransferSVC(
         hierarchy=TREE, method="flatmult", tol=1e-4, max_iter=50_000, **kw),
     "SiblingMarginSVC": lambda **kw: E.SiblingMarginSVC(hierarchy=TREE, **kw),
+    # LIBLINEAR's own convention, the yardstick the others are measured against
+    "HierarchicalSVC": lambda **kw: E.HierarchicalSVC(hierarchy=TREE, **kw),
+    "MulticlassSVC": lambda **kw: E.MulticlassSVC(**kw),
 }
 
 
@@ -37,8 +40,11 @@ def test_objective_is_C_times_the_summed_loss_near_zero_weights(name):
     """At small C the optimum is near W = 0, so ``objective_ ~ C sum_i loss_i(0)``: linear in C
     with a slope of order N (one loss of order 1 per sample).  The papers' scalings would show
     here: NHSVM's ``lam ||W||^2 + sum loss`` has no factor C (slope ~ 1/C), orthogonal
-    transfer's ``C / N`` hinge a slope of order 1."""
-    small, smaller = 1e-3, 1e-4
+    transfer's ``C / N`` hinge a slope of order 1.  HierarchicalSVC and MulticlassSVC follow
+    LIBLINEAR by construction and are the yardstick."""
+    # the taxonomy loss (about 2 per sample here) leaves W = 0 at a smaller C
+    small = 1e-4 if name == "HierarchicalSVC" else 1e-3
+    smaller = small / 10
     slope = _fit(name, C=small).objective_ / small
     slope_smaller = _fit(name, C=smaller).objective_ / smaller
     assert slope == pytest.approx(slope_smaller, rel=0.05)
