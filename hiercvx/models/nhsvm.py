@@ -700,6 +700,10 @@ class _NodeBias:
     The model has ``X`` (the features the solvers see: ``[X, s]`` with a bias), ``X_features``
     (as given), ``fit_intercept`` and ``intercept_scaling``."""
 
+    def __post_init__(self):  # run by the dataclass __init__ of each model
+        if self.X_features is None:
+            self.X_features = self.X
+
     @property
     def bias_scaling(self) -> float | None:
         """``intercept_scaling`` with a bias, None without (what :mod:`hiercvx.bias` takes)."""
@@ -792,10 +796,6 @@ class NHSVMModel(_NodeBias, Model):
     X_features: object = None
     fit_intercept: bool = False
     intercept_scaling: float = 1.0
-
-    def __post_init__(self):
-        if self.X_features is None:
-            self.X_features = self.X
 
     method = "nhsvm"
     equations = {"attributes": "(5)", "path weights": "(6)-(8)", "margin": "(9)",
@@ -1160,10 +1160,6 @@ class SharedNormModel(_NodeBias, Model):
     X_features: object = None
     fit_intercept: bool = False
     intercept_scaling: float = 1.0
-
-    def __post_init__(self):
-        if self.X_features is None:
-            self.X_features = self.X
 
     method = "shared_norm"
     equations = {"primal": "(14)", "alpha step": "(20)", "shared norm": "(16)"}
