@@ -1,0 +1,119 @@
+"""Pair shrinking in the working-set passes (``working_set.solve(..., shrink=True)``, the default).
+
+Shrinking only changes which pairs a pass looks at, never the problem: with and without it the
+solver reaches the same certified optimum, which is also the CVXPY reference's; the compiled
+helpers that keep an example's live pairs agree with brute force.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hiercvx as hc
+from hiercvx import testing
+from hiercvx.formulations import hsvm
+from hiercvx.kernels import make_kernel
+from hiercvx.models import hsvm as hsvm_model
+from hiercvx.solvers import working_set
+from hiercvx.solvers.working_set import (_example_violation, _needed_classes,
+                                         _shrink_pairs)
+
+
+def tree():
+    return hc.Hierarchy.from_parents({"r": None, "a": "r", "a1": "a", "a2": "a", "b": "r",
+                                      "b1": "b", "b11": "b1", "b12": "b1", "b2": "b", "c": "r",
+                                      "c1": "c", "c2": "c", "c3": "c"})
+
+
+def data(H, n=80, d=6, seed=0, multi=0.2, scale=1.0):
+    rng = np.random.default_rng(seed)
+    leaves = list(H.leaves)
+    means = rng.standard_normal((len(leaves), d)) * 1.5
+    first = rng.integers(len(leaves), size=n)
+    second = np.where(rng.random(n) < multi, rng.integers(len(leaves), size=n), first)
+    X = scale * (0.5 * (means[first] + means[second]) + rng.standard_normal((n, d)))
+    return X, [frozenset({leaves[a], leaves[b]}) for a, b in zip(first, second)]
+
+
+@pytest.mark.parametrize("case", ["slack", "margin", "intercept", "sparse", "rbf", "C10"])
+def test_shrinking_reaches_the_same_certified_optimum(case):
+    H = tree()
+    X, Y = data(H, seed=len(case))
+    kw, C = {}, 1.0
+    if case == "margin":
+        kw["rescaling"] = "margin"
+    elif case == "intercept":
+        kw["fit_intercept"] = True
+    elif case == "sparse":
+        X[np.abs(X) < 0.8] = 0.0
+        X = sp.csr_matrix(X)
+    elif case == "rbf":
+        kw["kernel"] = make_kernel("rbf", sigma=1.5)
+    elif case == "C10":
+        C = 10.0
+    model = hsvm_model.prepare(X, Y, H, **kw)
+    on = working_set.solve(model, C=C, tol=1e-9, shrink=True)
+    off = working_set.solve(model, C=C, tol=1e-9, shrink=False)
+    for res in (on, off):
+        assert res.converged and res.gap <= 1e-9
+        assert res.lower_bound <= res.objective + 1e-9 * abs(res.objective)
+    testing.assert_same_optimum(on, off, rtol=1e-9)
+    # the certificate is the model's own: objective at the reported weights, bound at the dual
+    assert np.isclose(model.lower_bound(on.dual, C), on.lower_bound, rtol=1e-12)
+    if case in ("slack", "margin"):
+        ref = hsvm.primal(X, Y, H, C=C, **kw).solve()
+        testing.assert_fast_matches_reference(on, ref, rtol=1e-6)
+
+
+def test_shrinking_on_a_nearly_separable_problem_with_many_classes():
+    """Well-separated classes: most pairs are far from their margins and get shrunk."""
+    H = hc.Hierarchy.from_paths([f"{a}/{b}" for a in range(6) for b in range(5)])
+    X, Y = data(H, n=300, d=10, seed=7, multi=0.0, scale=3.0)
+    model = hsvm_model.prepare(X, Y, H, fit_intercept=True)
+    on = working_set.solve(model, C=1.0, tol=1e-8)
+    off = working_set.solve(model, C=1.0, tol=1e-8, shrink=False)
+    assert on.converged and off.converged
+    testing.assert_same_optimum(on, off, rtol=1e-8)
+    n_pairs = model.data.n_pairs
+    assert min(on.history["live_pairs"]) < 0.5 * n_pairs  # shrinking did happen
+    assert set(off.history["live_pairs"]) == {n_pairs}
+
+
+@given(st.integers(0, 10_000), st.integers(1, 30), st.floats(0.0, 0.5))
+@settings(max_examples=60, deadline=None)
+def test_shrink_pairs_keeps_support_and_near_violations(seed, m, margin):
+    """``_shrink_pairs``: brute force = keep the support and every pair with
+    ``H_p >= min(0, min_{alpha_p > 0} H_p) - margin``, in their order."""
+    rng = np.random.default_rng(seed)
+    p0 = 3
+    L = np.arange(p0, p0 + m, dtype=np.int64)
+    alpha = np.zeros(p0 + m)
+    alpha[L] = np.where(rng.random(m) < 0.3, rng.random(m), 0.0)
+    Hp = np.round(rng.standard_normal(m), 1)
+    support = alpha[L] > 0
+    u = min(0.0, Hp[support].min()) if support.any() else 0.0
+    expected = L[support | (Hp >= u - margin)]
+    k = _shrink_pairs(alpha, Hp, L, m, margin)
+    np.testing.assert_array_equal(L[:k], expected)
+
+
+def test_live_pair_helpers_against_brute_force():
+    rng = np.random.default_rng(0)
+    q, P = 7, 40
+    pair_y = rng.integers(q, size=P)
+    pair_ybar = (pair_y + 1 + rng.integers(q - 1, size=P)) % q
+    L = np.sort(rng.choice(P, size=12, replace=False)).astype(np.int64)
+    mark, need = np.zeros(q, dtype=bool), np.empty(q, dtype=np.int64)
+    k = _needed_classes(L, L.size, pair_y, pair_ybar, mark, need)
+    assert set(need[:k]) == set(pair_y[L]) | set(pair_ybar[L]) and k == len(set(need[:k]))
+    assert not mark.any()
+    alpha = np.where(rng.random(P) < 0.4, rng.random(P), 0.0)
+    cost = rng.uniform(0.5, 2.0, P)
+    Hp = rng.standard_normal(L.size)
+    budget = 10.0  # not exhausted: u_i is capped at 0
+    psi, best = _example_violation(alpha, Hp, L, L.size, cost, budget)
+    sup = alpha[L] > 0
+    u = min(0.0, Hp[sup].min()) if sup.any() else 0.0
+    assert np.isclose(psi, max(0.0, Hp.max()) - u) and Hp[best] == Hp.max()
