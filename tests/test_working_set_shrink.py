@@ -117,3 +117,36 @@ def test_live_pair_helpers_against_brute_force():
     sup = alpha[L] > 0
     u = min(0.0, Hp[sup].min()) if sup.any() else 0.0
     assert np.isclose(psi, max(0.0, Hp.max()) - u) and Hp[best] == Hp.max()
+
+
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+def test_certificate_kernel_equals_the_numpy_definitions(rescaling):
+    """``MarginDualState.certify``'s one-pass kernel: the slacks of ``models.margin.slacks``
+    and the psi of ``violation_scores`` (budgets exhausted, free, and zero)."""
+    from hiercvx.models import margin as _margin
+    from hiercvx.solvers.margin_dual import MarginDualState, violation_scores
+    from hiercvx.solvers.primitives import row_data
+
+    H = tree()
+    X, Y = data(H, n=60, seed=3, multi=0.3)
+    w = np.ones(len(Y))
+    w[:5] = 0.0  # C_i = 0
+    model = hsvm_model.prepare(X, Y, H, rescaling=rescaling, sample_weight=w)
+    d = model.data
+    rng = np.random.default_rng(1)
+    for C in (0.3, 2.0):
+        alpha = np.where(rng.random(d.n_pairs) < 0.2, rng.random(d.n_pairs), 0.0)
+        alpha = _margin.project_dual(alpha, d, C)
+        full = np.flatnonzero(np.bincount(d.pair_i, minlength=d.n_samples) > 0)[5:12]
+        for i in full:  # some exhausted budgets
+            seg = slice(d.pair_ptr[i], d.pair_ptr[i + 1])
+            used = float(d.pair_cost[seg] @ alpha[seg])
+            if used > 0:
+                alpha[seg] *= C * d.Cw[i] / used
+        state = MarginDualState(model, row_data(X=model.X), C)
+        primal, dual, psi = state.certify(alpha)
+        S = state.scores
+        np.testing.assert_allclose(psi, violation_scores(alpha, S, d, C), rtol=1e-12, atol=1e-12)
+        W = _margin.weights_from_coefficients(_margin.coefficients(alpha, d), model.X, d.Lam)
+        assert np.isclose(primal, _margin.primal_objective(W, model.X, d, C), rtol=1e-12)
+        assert np.isclose(dual, model.lower_bound(alpha, C), rtol=1e-12)

@@ -168,6 +168,38 @@ def primal_point(model: MarginModel, G, C: float, best_G=None):
     return G, weights, objective
 
 
+@njit(cache=True)
+def _slacks_and_psi(S, pair_ptr, pair_y, pair_ybar, loss, offset, cost, alpha, budget, slack,
+                    rtol, xi, psi):
+    """One pass over the pairs for the certificate: the slacks ``xi_i`` of
+    :func:`hiercvx.models.margin.slacks` and the scores ``psi_i`` of :func:`violation_scores`
+    at the class scores ``S`` (both written to ``xi`` / ``psi``; the numpy functions index
+    the P pairs several times, a third of a certificate on ImageCLEF07A)."""
+    for i in range(pair_ptr.shape[0] - 1):
+        x = 0.0
+        lo = 0.0
+        up = np.inf
+        used = 0.0
+        for p in range(pair_ptr[i], pair_ptr[i + 1]):
+            diff = S[i, pair_y[p]] - S[i, pair_ybar[p]]
+            v = loss[p] * (1.0 - diff) if slack else loss[p] - diff
+            if v > x:
+                x = v
+            h = (offset[p] - diff) / cost[p]
+            if h > lo:
+                lo = h
+            if alpha[p] > 0.0:
+                used += cost[p] * alpha[p]
+                if h < up:
+                    up = h
+        if used < budget[i] * (1.0 - rtol) and up > 0.0:
+            up = 0.0
+        if up == np.inf:
+            up = 0.0
+        xi[i] = x
+        psi[i] = 0.0 if budget[i] <= 0.0 else lo - up
+
+
 def _segment_min(values, ptr):
     """Per example the smallest of its entries (``inf`` when it has none)."""
     return -_margin.segment_max(-values, ptr)
@@ -256,9 +288,12 @@ class MarginDualState:
         # S^T for a Gram matrix (row_dot reads F[c, i] = S[i, c]), else class weights Q G^T X
         self.F = np.ascontiguousarray(S.T if W is None else data.Lam @ W)
         self.W = W
-        primal = 0.5 * norm2 + self.C * float(data.Cw @ _margin.slacks(S, data))
-        dual = float(data.pair_offset @ alpha) - 0.5 * norm2
-        psi = violation_scores(alpha, S, data, self.C)
+        xi, psi = np.empty(data.n_samples), np.empty(data.n_samples)
+        _slacks_and_psi(np.ascontiguousarray(S), data.pair_ptr, data.pair_y, data.pair_ybar,
+                        data.pair_loss, self.offset, self.cost, alpha, self.budget,
+                        data.rescaling == "slack", BUDGET_RTOL, xi, psi)
+        primal = 0.5 * norm2 + self.C * float(data.Cw @ xi)
+        dual = float(self.offset @ alpha) - 0.5 * norm2
         self.scores = S
         return primal, dual, psi
 
