@@ -31,9 +31,10 @@ ImageCLEF07A, one run (2026-11-24, loaded 2-core machine, before -> after the fa
 10000 passes, gap 2.6e-5, not converged -> 14 s, 2970 passes, gap 1e-12 (0.16x LIBLINEAR);
 ``HierarchicalSVC()`` 608 s, gap 3.9e-4, not converged -> 107 s, 5140 passes, gap 6e-8
 (1.22x); Crammer–Singer to LIBLINEAR's objective 9.5 s (0.11x).  Then pair shrinking in
-:mod:`hiercvx.solvers.working_set` (one run, 2026-11-24, loaded machine): LIBLINEAR 95.7 s,
-``MulticlassSVC()`` 15.0 s (0.16x), ``HierarchicalSVC()`` 81.2 s, 5895 passes, gap 7.9e-7,
-converged (0.85x: target met).
+:mod:`hiercvx.solvers.working_set` and the one-pass certificate (one run, 2026-11-24):
+LIBLINEAR 67.1 s, ``MulticlassSVC()`` 9.9 s (0.15x), ``HierarchicalSVC()`` 57.0 s, 5895
+passes, gap 7.9e-7, converged (0.85x: target met; 81.2 s vs 95.7 s in an earlier, more
+loaded run); Crammer–Singer to LIBLINEAR's objective 9.1 s (0.14x).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ Implementation choices where the thesis leaves room (each checked against the re
   Coordinate ascent crawls near the optimum (ImageCLEF07A, 63 classes: 10000 passes left a
   4e-4 gap); the face step ends the run from a gap of about 2e-3 (5140 passes) in ten rounds
   of about a second (gap 6e-8, 107 s in all; with pair shrinking 5895 passes, gap 7.9e-7,
-  81 s where LIBLINEAR's Crammer–Singer took 96 s in the same run).  Faces too large to factorize get a Newton step on the union of the working
+  57 s where LIBLINEAR's Crammer–Singer took 67 s in the same run).  Faces too large to factorize get a Newton step on the union of the working
   sets by projected conjugate gradients instead, kept only if the dual improves.
 * certificates are spaced by counted work (multiply-adds), not time, so runs are reproducible.
 
