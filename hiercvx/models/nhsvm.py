@@ -560,6 +560,32 @@ def _leaf_vertices(H: Hierarchy, offset: np.ndarray, scale: np.ndarray):
             np.ascontiguousarray(scale, dtype=float))
 
 
+def _one_leaf_margin(leaf_pos: np.ndarray, n_leaves: int, loss: np.ndarray,
+                     Lam) -> _margin.MarginData:
+    """The margin-rescaled pair model of a single-label problem: sample i's relevant class is
+    its leaf ``leaf_pos[i]``, every other leaf an irrelevant one, ``Delta = loss``."""
+    Y = np.zeros((len(leaf_pos), n_leaves), dtype=bool)
+    Y[np.arange(len(leaf_pos)), leaf_pos] = True
+    return _margin.margin_data(Y, loss, Lam=Lam, rescaling="margin")
+
+
+class _LeafVertices:
+    """``paths``, ``offset``, ``scale`` of a single-label model, read off its cached
+    ``_vertices`` (:func:`_leaf_vertices`; None for multi-label NHSVM)."""
+
+    @property
+    def paths(self) -> np.ndarray | None:
+        return self._vertices[0]
+
+    @property
+    def offset(self) -> np.ndarray | None:
+        return self._vertices[1]
+
+    @property
+    def scale(self) -> np.ndarray | None:
+        return self._vertices[2]
+
+
 def _leaf_oracle(S: np.ndarray, T: np.ndarray, leaf_pos: np.ndarray, paths, offset, scale):
     """:func:`_leaf_violations` with ``b`` / ``sigma`` given as ``(q, q)`` matrices over the
     (true, candidate) leaves and the ``(q, M)`` leaf paths dense or sparse (``T`` unused: the
@@ -758,7 +784,7 @@ class _NodeBias:
 
 # ====================================================================== NHSVM (10) / (13)
 @dataclass(eq=False)
-class NHSVMModel(_NodeBias, Model):
+class NHSVMModel(_NodeBias, _LeafVertices, Model):
     """Validated NHSVM inputs (:func:`prepare`); what the references and fast solvers share.
 
     ``T`` ``(n, M)`` bool: each sample's closed label set ``y_i``; ``leaf_pos``: its leaf
@@ -844,10 +870,7 @@ class NHSVMModel(_NodeBias, Model):
         """The pair model of single-label (10) (margin rescaling, ``Lam`` (5), loss (9))."""
         if self.multilabel or self.variant != "nhsvm":
             return None
-        n = self.n_samples
-        Yb = np.zeros((n, len(self.H.leaves)), dtype=bool)
-        Yb[np.arange(n), self.leaf_pos] = True
-        return _margin.margin_data(Yb, self.structural, Lam=self.Lam, rescaling="margin")
+        return _one_leaf_margin(self.leaf_pos, len(self.H.leaves), self.structural, self.Lam)
 
     @cached_property
     def _vertices(self):
@@ -859,18 +882,6 @@ class NHSVMModel(_NodeBias, Model):
         off = ~np.eye(len(dist), dtype=bool)
         return _leaf_vertices(self.H, off.astype(float),
                               np.where(off, 1.0 / np.where(off, dist, 1.0), 0.0))
-
-    @property
-    def paths(self) -> np.ndarray | None:
-        return self._vertices[0]
-
-    @property
-    def offset(self) -> np.ndarray | None:
-        return self._vertices[1]
-
-    @property
-    def scale(self) -> np.ndarray | None:
-        return self._vertices[2]
 
     @property
     def n_samples(self) -> int:
@@ -1126,7 +1137,7 @@ def multilabel_slacks(W, data: NHSVMModel, oracle: LabelSetOracle):
 
 # ====================================================================== shared-norm SVM (14)
 @dataclass(eq=False)
-class SharedNormModel(_NodeBias, Model):
+class SharedNormModel(_NodeBias, _LeafVertices, Model):
     """Validated inputs of the shared-norm SVM (14) (:func:`prepare_shared`), single-label.
 
     ``leaf_pos``: each sample's leaf (position in ``H.leaves``); ``T`` ``(n, M)``: its closed
@@ -1201,27 +1212,12 @@ class SharedNormModel(_NodeBias, Model):
 
     @cached_property
     def margin(self) -> _margin.MarginData:
-        n = self.n_samples
-        Yb = np.zeros((n, len(self.H.leaves)), dtype=bool)
-        Yb[np.arange(n), self.leaf_pos] = True
-        return _margin.margin_data(Yb, self.loss, Lam=self.Lam, rescaling="margin")
+        return _one_leaf_margin(self.leaf_pos, len(self.H.leaves), self.loss, self.Lam)
 
     @cached_property
     def _vertices(self):
         L = self.loss
         return _leaf_vertices(self.H, L, np.ones_like(L))
-
-    @property
-    def paths(self) -> np.ndarray:
-        return self._vertices[0]
-
-    @property
-    def offset(self) -> np.ndarray:
-        return self._vertices[1]
-
-    @property
-    def scale(self) -> np.ndarray:
-        return self._vertices[2]
 
     # the problem -------------------------------------------------------------------------------
     def scores(self, weights, X=None, intercept=None) -> np.ndarray:
