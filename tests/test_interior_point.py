@@ -259,3 +259,41 @@ def test_interior_point_agrees_with_working_set_on_generated_problems(problem_):
     # weak duality across the two solvers
     assert ipm.lower_bound <= ws.objective * (1 + 1e-9) + 1e-12
     assert ws.lower_bound <= ipm.objective * (1 + 1e-9) + 1e-12
+
+
+# ------------------------------------------------------------------ low-rank kernel factors
+def _two_dimensional(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 2))
+    leaves = TREE.leaves
+    Y = [frozenset([leaves[i]]) for i in rng.integers(0, len(leaves), n)]
+    return X, Y
+
+
+def test_low_rank_factor_reproduces_the_kernel_or_says_none():
+    X, _ = _two_dimensional(300)
+    K = np.exp(-((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 2.0)
+    F = interior_point.low_rank_factor(K, max_rank=300)
+    assert F is not None and F.shape[1] < 150  # a smooth kernel on 2-D inputs
+    R = K - F @ F.T
+    assert np.trace(R) <= interior_point.LOW_RANK_RTOL * np.trace(K) * (1 + 1e-6) + 1e-12
+    assert np.linalg.eigvalsh(R).min() >= -1e-9  # the dropped residual is PSD
+    assert interior_point.low_rank_factor(K, max_rank=F.shape[1] - 5) is None
+    assert interior_point.low_rank_factor(np.eye(50), max_rank=49) is None
+    assert interior_point.low_rank_factor(np.eye(50), max_rank=50).shape == (50, 50)
+    assert interior_point.low_rank_factor(np.zeros((5, 5)), max_rank=5) is None
+
+
+def test_a_low_rank_kernel_runs_in_its_rank_and_matches_the_reference():
+    """An RBF kernel on 2-D inputs: the Newton step works in q x rank(K) (not q x n), so the
+    method applies where q x n is above MAX_DIMENSION, and its certified optimum is the
+    reference's (the certificate is evaluated on the model's own kernel)."""
+    X, Y = _two_dimensional(120, seed=1)
+    model = hsvm_model.prepare(X, Y, TREE, kernel="rbf", sigma=1.0, fit_intercept=True)
+    rank = interior_point.feature_dimension(model)
+    assert rank < 100
+    ref = hsvm_ref.dual_from_model(model, C=100.0).solve()
+    _agrees(model, 100.0, ref.objective, rtol=1e-6)
+    wide = hsvm_model.prepare(*_two_dimensional(1500, seed=2), TREE, kernel="rbf", sigma=1.0)
+    assert wide.data.n_classes * 1500 > interior_point.MAX_DIMENSION
+    assert interior_point.applicable(wide)

@@ -11,7 +11,10 @@ few (``n >> d``, the regime where the dual methods struggle most).
 The primal, thesis (4.10) and its margin-rescaled analogue (:mod:`hiercvx.models.margin`),
 with the class kernel factored as ``Q = Lam' Lam'^T`` (``Lam'`` ``(q, r)`` from the
 eigenvalues of ``Q``; any factor gives the same scores and the same ``||W||``) and the input
-features ``F`` (``X`` itself for the linear kernel, ``K = F F^T`` otherwise)::
+features ``F`` (``X`` itself for the linear kernel; otherwise a factor ``K = F F^T + R`` of
+the training kernel by pivoted Cholesky, :func:`low_rank_factor`, with the dropped PSD residual
+``R`` of trace at most ``1e-12 trace(K)``: ``rank(K)`` columns, a few hundred for a smooth
+kernel on low-dimensional inputs, instead of ``n``)::
 
     min_{w, xi}  1/2 ||w||^2 + sum_i C_i xi_i
     s.t.  a_p . w + c_p xi_i >= b_p   for every pair p = (i, y, ybar),     xi >= 0,
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 
 import numpy as np
 import scipy.linalg as sla
@@ -62,8 +66,8 @@ from .primitives import blas_threads
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "step_cost", "applicable", "MAX_DIMENSION", "MAX_STEP_COST",
-           "MAX_FEATURE_ENTRIES"]
+__all__ = ["solve", "step_cost", "applicable", "feature_dimension", "low_rank_factor",
+           "MAX_DIMENSION", "MAX_STEP_COST", "MAX_FEATURE_ENTRIES", "LOW_RANK_RTOL"]
 
 #: the largest primal dimension ``r d`` factorized densely (memory ``8 (r d)^2`` bytes)
 MAX_DIMENSION = 4000
@@ -71,6 +75,12 @@ MAX_DIMENSION = 4000
 MAX_STEP_COST = 4e10
 #: the dense features (or kernel factor) the method keeps: at most this many numbers
 MAX_FEATURE_ENTRIES = 1e8
+#: a kernel factor may drop a PSD residual of this trace, relative to the kernel's
+LOW_RANK_RTOL = 1e-12
+#: multiply-adds the search for a low-rank kernel factor may spend (n * max_rank^2)
+LOW_RANK_SEARCH_COST = 4e9
+#: the low-rank kernel factor found for each model (or None), while the model lives
+_FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: examples per block when the Newton matrix is accumulated (bounds the memory of T_i)
 _BLOCK = 1024
 #: feature products kept between Newton steps up to this many numbers
@@ -103,31 +113,77 @@ def _own_features(model: MarginModel) -> bool:
             and X.shape[1] <= max(X.shape[0], 1))
 
 
+def _training_kernel(model: MarginModel) -> np.ndarray:
+    X = model.X
+    if model.kernel.is_linear and not model.precomputed:
+        K = X @ X.T
+        return np.asarray(K.toarray() if sp.issparse(K) else K)
+    return model.K
+
+
+def low_rank_factor(K: np.ndarray, max_rank: int, rtol: float = LOW_RANK_RTOL):
+    """``F`` ``(n, r)`` with ``K = F F^T + R``, ``R`` PSD of trace ``<= rtol * trace(K)``, by
+    Cholesky with complete pivoting stopped at that residual; None when it needs more than
+    ``max_rank`` columns.  A smooth kernel on low-dimensional inputs (an RBF kernel on
+    Wang et al.'s 2-D Example 3: rank 133 of 1500 at 1e-12) is a few hundred columns, so the
+    Newton step works in ``q x r`` instead of ``q x n``; the certificate is evaluated on the
+    model's own kernel, so the truncation cannot pass unnoticed."""
+    n = K.shape[0]
+    resid = np.array(np.diag(K), dtype=float)
+    total = resid.sum()
+    if n == 0 or total <= 0:
+        return None
+    F = np.zeros((n, min(max_rank, n)))
+    for k in range(F.shape[1] + 1):
+        if resid.sum() <= rtol * total:
+            return F[:, :k]
+        if k == F.shape[1]:
+            return None
+        j = int(np.argmax(resid))
+        column = np.asarray(K[:, j], dtype=float) - F[:, :k] @ F[j, :k]
+        F[:, k] = column / np.sqrt(resid[j])
+        resid = np.maximum(resid - F[:, k] ** 2, 0.0)
+        resid[j] = 0.0
+    return None
+
+
+def _kernel_factor(model: MarginModel):
+    """A low-rank factor of the training kernel when one with at most
+    ``MAX_DIMENSION / q`` columns exists and is cheap to look for, else None (looked for once
+    per model: :func:`applicable`, :func:`step_cost` and :func:`solve` all ask)."""
+    if model not in _FACTORS:
+        n = model.X.shape[0]
+        max_rank = min(MAX_DIMENSION // max(model.data.n_classes, 1), n)
+        _FACTORS[model] = (None if n * max_rank ** 2 > LOW_RANK_SEARCH_COST
+                           else low_rank_factor(_training_kernel(model), max_rank))
+    return _FACTORS[model]
+
+
 def _features(model: MarginModel):
     """The features ``F`` ``(n, d_f)`` with ``F F^T`` the training kernel, and whether they are
     the model's own ``X`` (then the node weights can be read off ``w`` directly)."""
     X = model.X
     if _own_features(model):
         return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=float), True
-    if model.kernel.is_linear and not model.precomputed:
-        K = X @ X.T
-        K = np.asarray(K.toarray() if sp.issparse(K) else K)
-    else:
-        K = model.K
-    F, _, _ = _psd_factor(K, "training kernel")
+    F = _kernel_factor(model)
+    if F is None:
+        F, _, _ = _psd_factor(_training_kernel(model), "training kernel")
     return np.ascontiguousarray(F), False
 
 
-def _feature_dimension(model: MarginModel) -> int:
+def feature_dimension(model: MarginModel) -> int:
     """``d_f``: the number of features the method works with (at most)."""
     X = model.X
-    return X.shape[1] if _own_features(model) else X.shape[0]
+    if _own_features(model):
+        return X.shape[1]
+    F = _kernel_factor(model)
+    return X.shape[0] if F is None else F.shape[1]
 def step_cost(model: MarginModel) -> float:
     """Multiply-adds of one Newton step (the packed Hessian product and the factorization),
     for a model whose class kernel has full rank (an upper estimate otherwise)."""
     data = model.data
     n, q = data.n_samples, data.n_classes
-    d = _feature_dimension(model)
+    d = feature_dimension(model)
     dim = q * d
     return float(n * (q * (q + 1) / 2) * (d * (d + 1) / 2) + dim ** 3 / 3 + 2 * dim ** 2 * q)
 
@@ -137,7 +193,7 @@ def applicable(model) -> bool:
     fits :data:`MAX_DIMENSION` and whose Newton step costs at most :data:`MAX_STEP_COST`."""
     if not isinstance(model, MarginModel):
         return False
-    d_f = _feature_dimension(model)
+    d_f = feature_dimension(model)
     dim = model.data.n_classes * d_f
     return (dim <= MAX_DIMENSION and step_cost(model) <= MAX_STEP_COST
             and model.X.shape[0] * d_f <= MAX_FEATURE_ENTRIES)
@@ -345,7 +401,7 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
                          f"or hiercvx.models.multiclass.prepare(...), got {type(model).__name__}")
     C = check_positive(C)
     check_iteration_options(tol, max_iter, who="interior_point.solve")
-    dim = model.data.n_classes * _feature_dimension(model)
+    dim = model.data.n_classes * feature_dimension(model)
     if dim > MAX_DIMENSION:
         raise InputError(f"the interior-point method factorizes a dense ({dim}, {dim}) matrix, "
                          f"above its limit {MAX_DIMENSION}: use the working-set solver "

@@ -55,10 +55,13 @@ DENSE_SPEEDUP = 3.0
 
 def pass_work(model: MarginModel) -> float:
     """Multiply-adds of one pass of the coordinate methods over every example (scores of the
-    example's classes from the features, and its pairs)."""
-    X = model.X
+    example's classes from the features -- with a kernel, every example's scores through a
+    kernel column -- and its pairs)."""
+    X, data = model.X, model.data
+    if not model.kernel.is_linear or model.precomputed:
+        return float(2 * data.n_samples ** 2 * data.n_classes + 4 * data.n_pairs)
     nnz = X.nnz if sp.issparse(X) else X.size
-    return float(2 * nnz * model.data.n_classes + 4 * model.data.n_pairs)
+    return float(2 * nnz * data.n_classes + 4 * data.n_pairs)
 
 
 def choose(model: MarginModel, *, warm: bool = False) -> str:
