@@ -16,6 +16,7 @@ from hiercvx import testing
 from hiercvx.formulations import hsvm
 from hiercvx.kernels import make_kernel
 from hiercvx.models import hsvm as hsvm_model
+from hiercvx.models import margin as _margin
 from hiercvx.solvers import working_set
 from hiercvx.solvers.working_set import (_example_violation, _needed_classes,
                                          _shrink_pairs)
@@ -123,7 +124,6 @@ def test_live_pair_helpers_against_brute_force():
 def test_certificate_kernel_equals_the_numpy_definitions(rescaling):
     """``MarginDualState.certify``'s one-pass kernel: the slacks of ``models.margin.slacks``
     and the psi of ``violation_scores`` (budgets exhausted, free, and zero)."""
-    from hiercvx.models import margin as _margin
     from hiercvx.solvers.margin_dual import MarginDualState, violation_scores
     from hiercvx.solvers.primitives import row_data
 
