@@ -679,6 +679,18 @@ class CollapsedLeaves:
         leaf_map = leaf_of_kept[node_map[leaf_nodes]]
         return Hc, kept, position[node_map], multiplicity, leaf_map, kept_leaves
 
+    @staticmethod
+    def relabel(H: Hierarchy, groups: list, leaf_pos: np.ndarray, held_leaves: np.ndarray):
+        """:meth:`structure` and the samples on it: ``(structure, (leaf_pos, held, held_row,
+        rows))`` with each sample's leaf in the collapsed tree, the held leaves there and each
+        sample's row among them, and ``rows`` the held leaves' rows in the full model's
+        per-held-leaf arrays."""
+        structure = CollapsedLeaves.structure(H, groups)
+        leaf_map, kept_leaves = structure[4], structure[5]
+        leaf_pos = leaf_map[leaf_pos]
+        held, held_row = _held_rows(leaf_pos)
+        return structure, (leaf_pos, held, held_row, np.searchsorted(held_leaves, kept_leaves[held]))
+
     @property
     def n_removed(self) -> int:
         return len(self.node_map) - len(self.kept)
@@ -999,10 +1011,8 @@ class NHSVMModel(_NodeBias, _LeafVertices, Model):
                                          self.scale_rows)
         if not groups:
             return None
-        Hc, kept, node_map, mult, leaf_map, kept_leaves = CollapsedLeaves.structure(self.H, groups)
-        leaf_pos = leaf_map[self.leaf_pos]
-        held, held_row = _held_rows(leaf_pos)
-        rows = np.searchsorted(self.held_leaves, kept_leaves[held])
+        (Hc, kept, node_map, mult, leaf_map, kept_leaves), (leaf_pos, held, held_row, rows) = \
+            CollapsedLeaves.relabel(self.H, groups, self.leaf_pos, self.held_leaves)
         model = NHSVMModel(
             X=self.X, H=Hc, alpha=self.alpha[kept], T=np.ascontiguousarray(self.T[:, kept]),
             multilabel=False, variant=self.variant, leaf_pos=leaf_pos, held_leaves=held,
@@ -1307,10 +1317,8 @@ class SharedNormModel(_NodeBias, _LeafVertices, Model):
         groups = _interchangeable_groups(self.H, self.held_leaves, self.loss_rows)
         if not groups:
             return None
-        Hc, kept, node_map, mult, leaf_map, kept_leaves = CollapsedLeaves.structure(self.H, groups)
-        leaf_pos = leaf_map[self.leaf_pos]
-        held, held_row = _held_rows(leaf_pos)
-        rows = np.searchsorted(self.held_leaves, kept_leaves[held])
+        (Hc, kept, node_map, mult, leaf_map, kept_leaves), (leaf_pos, held, held_row, rows) = \
+            CollapsedLeaves.relabel(self.H, groups, self.leaf_pos, self.held_leaves)
         loss_rows = self.loss_rows[np.ix_(rows, kept_leaves)]
         loss = np.zeros((len(kept_leaves), len(kept_leaves)))   # rows of idle leaves unused
         loss[held] = loss_rows
