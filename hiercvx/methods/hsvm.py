@@ -3,10 +3,11 @@ Classification over Category Taxonomies*, thesis 2008, chapters 3, 4 and 7).
 
 Model :func:`hiercvx.models.hsvm.prepare`; references the primal (4.10)
 (:func:`hiercvx.formulations.hsvm.primal`) and the dual (4.15)
-(:func:`hiercvx.formulations.hsvm.dual`); fast solver the variable-selection method of
-Algorithm 2 (:func:`hiercvx.solvers.working_set.solve`) and a primal-dual interior-point method
-(:func:`hiercvx.solvers.interior_point.solve`, for noisy labels and few features); estimator
-:class:`~hiercvx.estimators.HierarchicalSVC`.  Classes are leaves: labels that stop at an
+(:func:`hiercvx.formulations.hsvm.dual`); fast solvers the variable-selection method of
+Algorithm 2 (:func:`hiercvx.solvers.working_set.solve`), a primal-dual interior-point method
+(:func:`hiercvx.solvers.interior_point.solve`, for noisy labels and few features) and L-BFGS
+on the smoothed primal (:func:`hiercvx.solvers.smoothing.solve`, for thousands of pairs per
+example); estimator :class:`~hiercvx.estimators.HierarchicalSVC`.  Classes are leaves: labels that stop at an
 internal node go through ``H.with_self_leaves()`` (the ``partial`` problem).  With
 ``fit_intercept`` (LIBLINEAR's regularized bias, not in the thesis) every builder and fast
 solver reports the node biases apart: ``values["intercept"]`` / ``extras["intercept"]``.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from ..formulations import hsvm
 from ..models import hsvm as hsvm_model
-from ..solvers import working_set
+from ..solvers import smoothing, working_set
 from ._margin import ENGINE_SOLVERS
 from ._registry import Case, FastSolver, Method
 from .cases import problem
@@ -63,6 +64,11 @@ METHODS = (
         fast_solvers={"working_set": FastSolver(
             "working_set", working_set.solve,
             algorithm="variable selection, thesis Algorithm 2",
+            options={"tol": 1e-8}, rtol=1e-6),
+            "smoothing": FastSolver(
+            "smoothing", smoothing.solve,
+            algorithm="L-BFGS on the soft-max smoothed primal (continuation in mu), the dual "
+                      "finished by Algorithm 2 warm-started at the soft multipliers",
             options={"tol": 1e-8}, rtol=1e-6),
             **ENGINE_SOLVERS},
         estimator="hiercvx.estimators.HierarchicalSVC",

@@ -1,0 +1,140 @@
+"""The smoothing solver of the margin family (``hiercvx.solvers.smoothing``).
+
+The soft maximum is checked against its defining inequalities and a finite-difference
+gradient; its multipliers against the dual feasible set and the recovery map (4.12); the
+solver against the working-set solver and the CVXPY reference, with and without the dual
+phase; the margin engine's choice of it on many pairs per example.
+"""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import hiercvx as hc
+from hiercvx import testing
+from hiercvx.exceptions import InputError
+from hiercvx.formulations import hsvm
+from hiercvx.models import hsvm as hsvm_model
+from hiercvx.models import margin as _margin
+from hiercvx.solvers import margin_engine, smoothing, working_set
+
+
+def wide_tree(n_leaves=12):
+    parents = {"r": None}
+    for g in range(3):
+        parents[f"g{g}"] = "r"
+    for k in range(n_leaves):
+        parents[f"l{k}"] = f"g{k % 3}"
+    return hc.Hierarchy.from_parents(parents)
+
+
+def label_sets(H, n, d, size, seed=0):
+    rng = np.random.default_rng(seed)
+    leaves = list(H.leaves)
+    means = rng.standard_normal((len(leaves), d))
+    Y = [frozenset(rng.choice(leaves, size=size, replace=False)) for _ in range(n)]
+    X = np.array([means[[leaves.index(v) for v in s]].mean(axis=0) for s in Y])
+    return X + 0.7 * rng.standard_normal(X.shape), Y
+
+
+@pytest.fixture(scope="module")
+def model():
+    H = wide_tree()
+    X, Y = label_sets(H, n=30, d=4, size=3)
+    return hsvm_model.prepare(X, Y, H, fit_intercept=True)
+
+
+def test_soft_maximum_brackets_the_slacks(model):
+    rng = np.random.default_rng(1)
+    data, C = model.data, 0.7
+    P_i = np.diff(data.pair_ptr)
+    for mu in (1.0, 0.1, 1e-3):
+        W = rng.standard_normal((data.Lam.shape[1], model.X.shape[1]))
+        exact = _margin.primal_objective(W, model.X, data, C)
+        smooth = smoothing.smoothed_objective(model, W, C, mu)
+        assert exact <= smooth + 1e-9
+        assert smooth <= exact + mu * C * float(data.Cw @ np.log1p(P_i)) + 1e-9
+
+
+def test_gradient_matches_finite_differences(model):
+    rng = np.random.default_rng(2)
+    smooth = smoothing._Smoothed(model, 1.3)
+    w = 0.3 * rng.standard_normal(int(np.prod(smooth.shape)))
+    _, grad = smooth.value_and_gradient(w, 0.5)
+    for _ in range(5):
+        direction = rng.standard_normal(w.size)
+        h = 1e-6
+        up = smooth.value_and_gradient(w + h * direction, 0.5)[0]
+        down = smooth.value_and_gradient(w - h * direction, 0.5)[0]
+        assert (up - down) / (2 * h) == pytest.approx(grad @ direction, rel=1e-5, abs=1e-6)
+
+
+def test_soft_multipliers_are_dual_feasible_and_recover_the_gradient(model):
+    rng = np.random.default_rng(3)
+    data, C, mu = model.data, 2.0, 0.2
+    W = rng.standard_normal((data.Lam.shape[1], model.X.shape[1]))
+    alpha = smoothing.soft_multipliers(model, W, C, mu)
+    assert np.all(alpha >= 0)
+    used = np.bincount(data.pair_i, weights=alpha * data.pair_cost, minlength=data.n_samples)
+    assert np.all(used <= C * data.Cw * (1 + 1e-12))
+    # the smoothed gradient is W - w(alpha) (thesis (4.12)): zero exactly when W = w(alpha)
+    smooth = smoothing._Smoothed(model, C)
+    _, grad = smooth.value_and_gradient(W.ravel(), mu)
+    assert np.allclose(grad.reshape(W.shape), W - model.weights_from_dual(alpha), atol=1e-10)
+    # weak duality: any of them bounds the optimum from below
+    opt = working_set.solve(model, C, tol=1e-10)
+    assert model.lower_bound(alpha, C) <= opt.objective + 1e-8
+
+
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+def test_solver_matches_the_reference(rescaling):
+    H = wide_tree()
+    X, Y = label_sets(H, n=24, d=5, size=2, seed=4)
+    model = hsvm_model.prepare(3 * X, Y, H, rescaling=rescaling)
+    fast = smoothing.solve(model, 2.0, tol=1e-9)
+    assert fast.converged and fast.gap <= 1e-9
+    assert fast.objective == pytest.approx(model.objective(fast.weights, 2.0), rel=1e-12)
+    ref = hsvm.primal(3 * X, Y, H, C=2.0, rescaling=rescaling).solve()
+    testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
+
+
+def test_dual_phase_finishes_what_lbfgs_leaves(model):
+    # ten L-BFGS iterations cannot certify 1e-9: the working set, warm-started, has to
+    with pytest.warns(ConvergenceWarning):
+        short = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=0)
+    assert short.extras["dual_passes"] == 0 and short.gap > 1e-6
+    full = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=5000)
+    assert full.converged and full.extras["dual_passes"] > 0
+    ref = working_set.solve(model, 1.0, tol=1e-10)
+    assert full.objective == pytest.approx(ref.objective, rel=1e-7)
+    assert full.objective == pytest.approx(model.objective_at(full, 1.0), rel=1e-12)
+    assert full.lower_bound == pytest.approx(model.lower_bound(full.dual, 1.0), rel=1e-12)
+
+
+def test_warm_start_keeps_feasibility(model):
+    rng = np.random.default_rng(5)
+    alpha = smoothing.soft_multipliers(
+        model, rng.standard_normal((model.data.Lam.shape[1], model.X.shape[1])), 1.0, 1.0)
+    warm = smoothing._sparsified(alpha, model.data)
+    assert np.all((warm == 0) | (warm == alpha)) and np.count_nonzero(warm) < alpha.size
+    assert np.allclose(_margin.project_dual(warm, model.data, 1.0), warm)
+
+
+def test_engine_chooses_smoothing_for_many_pairs_per_example():
+    H = wide_tree(n_leaves=120)  # 120 classes x 40 features: no affordable Newton step
+    X, Y = label_sets(H, n=60, d=40, size=30, seed=6)
+    model = hsvm_model.prepare(X, Y, H)
+    assert model.data.n_pairs >= margin_engine.SMOOTH_FROM_PAIRS * 60
+    assert margin_engine.choose(model) == "smoothing"
+    assert margin_engine.choose(model, warm=True) == "working_set"
+    few = hsvm_model.prepare(*label_sets(wide_tree(), n=20, d=3, size=2), wide_tree())
+    assert margin_engine.choose(few) != "smoothing"
+    with pytest.raises(InputError, match="warm start"):
+        margin_engine.solve(model, 1.0, solver="smoothing", alpha0=np.zeros(model.data.n_pairs))
+
+
+def test_refuses_models_without_node_weights():
+    H = wide_tree()
+    X, Y = label_sets(H, n=20, d=3, size=2)
+    with pytest.raises(InputError, match="node weights"):
+        smoothing.solve(hsvm_model.prepare(X, Y, H, kernel="rbf"), 1.0)
