@@ -295,11 +295,15 @@ def test_flat_vs_hierarchical_quick_rows():
 
 
 def test_leaderboard_multilabel_methods_on_label_sets():
-    """The multi-label rows' machinery on a small synthetic multi-label problem: the same CV
-    picks C for every method, binary relevance predicts non-empty label sets."""
-    ds = make_cai_synthetic(60, 6, branching=2, depth=2, random_state=1)
+    """The multi-label rows' machinery on a small synthetic multi-label problem: every method
+    of the rows takes label sets (a single-label one would end a full replication with its
+    refusal), the same CV picks C for every method, binary relevance predicts non-empty
+    label sets."""
+    ds = make_cai_synthetic(60, 6, branching=3, depth=2, random_state=1)
     X, y, H = ds.X, list(ds.y), ds.hierarchy
-    for name, grid in (("LinearSVC-ovr", (0.1, 1.0)), ("HierarchicalSVC", (1.0,))):
+    assert any(len(labels) > 1 for labels in y)
+    for name in leaderboard.MULTILABEL_METHODS:
+        grid = (0.1, 1.0) if name == "LinearSVC-ovr" else (1.0,)
         C = leaderboard.cross_validated_C(name, H, X[:40], y[:40], grid, 2, 0, multilabel=True)
         values = leaderboard.evaluate(name, H, X[:40], y[:40], X[40:], y[40:], C, multilabel=True)
         assert C in grid and 0 < values["hF1"] <= 1 and 0 <= values["exact match"] <= 1
