@@ -221,9 +221,11 @@ class HierarchicalSVC(MarginSVC):
         or a callable; ``class_kernel`` optionally replaces ``Lam Lam^T`` (thesis (4.17))
     solver : ``"fast"`` (the margin engine, :mod:`hiercvx.solvers.margin_engine`: the
         interior-point method when a Newton step is affordable — few features or samples —,
-        else the working-set Algorithm 2; certified gap ``tol``) or ``"reference"`` (CVXPY,
-        certified; ``reference_solver`` picks the QP solver).  ``max_iter`` counts passes of
-        the working-set method (the interior-point method stops at 100 Newton steps)
+        L-BFGS on the smoothed primal for thousands of pairs per example (label sets over a
+        large DAG), else the working-set Algorithm 2; certified gap ``tol``) or
+        ``"reference"`` (CVXPY, certified; ``reference_solver`` picks the QP solver).
+        ``max_iter`` counts passes of the working-set method, L-BFGS iterations of the
+        smoothing solver (the interior-point method stops at 100 Newton steps)
     warm_start : fast solver only: start from the previous fit's dual variables when they fit
         the new problem (same training labels; e.g. a path of increasing ``C``)
     """
