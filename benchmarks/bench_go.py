@@ -7,8 +7,10 @@ does not hide the others; a capped row prints ``> cap``):
   samples, 77 features, mean-imputed and standardized; GO DAG of 4126 nodes).  GO labels often
   stop at internal terms, so every internal term used as a label gets a "self" leaf
   (``Hierarchy.with_self_leaves``): 4227+ nodes, ~2500 classes, ~20 million (relevant,
-  irrelevant) pairs for the hierarchical SVM.  Every estimator of ``bench_wide`` is fitted
-  with its defaults (``--max-iter`` caps the passes) and predicts the training set; printed:
+  irrelevant) pairs for the hierarchical SVM (12000 per example: the margin engine runs
+  :mod:`hiercvx.solvers.smoothing` on it).  Every estimator of ``bench_wide`` is fitted
+  with its defaults (``--max-iter`` caps the passes, or the smoothing solver's L-BFGS
+  iterations) and predicts the training set; printed:
   fit and predict times, passes, certified gap, training hierarchical F1 -- or the
   ``ValueError`` with which a tree-only or single-label method refuses the multi-label DAG.
 * ``chain`` / ``star``: ``benchmarks/bench_wide.py``'s rows (1000-node chain, 5000-leaf star
