@@ -74,6 +74,9 @@ MU_SHRINK = 3.0
 MU_START = 0.03
 #: L-BFGS iterations per stage
 STAGE_ITER = 300
+#: L-BFGS memory (pairs of steps and gradient changes kept; GO n = 200, 600 iterations: 20 / 10 / 5
+#: reach the same primal and bound to 0.2%, in 68 / 60 / 47 s)
+MEMORY = 10
 #: the primal stalled when a stage lowered it by less than this fraction of the gap
 STALL = 0.05
 #: multipliers below this fraction of their example's largest are dropped from the warm start
@@ -86,27 +89,35 @@ def _soft_slacks(S, pair_ptr, pair_y, pair_ybar, offset, cost, budget, mu, G, al
                  want_alpha):
     """``(sum_i budget_i xi_i^mu, sum_p offset_p alpha_p)`` at class scores ``S``; adds
     ``G(alpha)`` of the soft multipliers to ``G`` ``(n, q)`` and, with ``want_alpha``, writes
-    them to ``alpha``."""
+    them to ``alpha``.  Each example's violations and exponentials are computed once, into a
+    buffer (the scores are read at random: the pairs' loop is the cost of an evaluation)."""
     total = 0.0
     linear = 0.0
-    for i in range(pair_ptr.shape[0] - 1):
+    n = pair_ptr.shape[0] - 1
+    longest = 0
+    for i in range(n):
+        longest = max(longest, pair_ptr[i + 1] - pair_ptr[i])
+    buf = np.empty(longest)
+    for i in range(n):
         a, b = pair_ptr[i], pair_ptr[i + 1]
         top = 0.0  # the soft maximum includes 0 (an example within its margins)
         for p in range(a, b):
             v = (offset[p] - (S[i, pair_y[p]] - S[i, pair_ybar[p]])) / cost[p]
+            buf[p - a] = v
             if v > top:
                 top = v
         z = np.exp(-top / mu)
-        for p in range(a, b):
-            t = ((offset[p] - (S[i, pair_y[p]] - S[i, pair_ybar[p]])) / cost[p] - top) / mu
-            if t > -40.0:  # exp(-40) = 4e-18: below rounding of the sum
-                z += np.exp(t)
+        for k in range(b - a):
+            t = (buf[k] - top) / mu
+            e = np.exp(t) if t > -40.0 else 0.0  # exp(-40) = 4e-18: below rounding of the sum
+            buf[k] = e
+            z += e
         total += budget[i] * (top + mu * np.log(z))
+        scale = budget[i] / z
         for p in range(a, b):
-            t = ((offset[p] - (S[i, pair_y[p]] - S[i, pair_ybar[p]])) / cost[p] - top) / mu
             value = 0.0
-            if t > -40.0:
-                value = budget[i] * np.exp(t) / z / cost[p]
+            if buf[p - a] > 0.0:
+                value = scale * buf[p - a] / cost[p]
                 G[i, pair_y[p]] += value
                 G[i, pair_ybar[p]] -= value
                 linear += offset[p] * value
@@ -273,7 +284,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     n_iter, gap = 0, relative_gap(best_primal, best_lower)
     while n_iter < max_iter and not reached(gap, tol):
         run = minimize(smooth.value_and_gradient, w, args=(mu,), jac=True, method="L-BFGS-B",
-                       options=dict(maxiter=min(STAGE_ITER, max_iter - n_iter), maxcor=20,
+                       options=dict(maxiter=min(STAGE_ITER, max_iter - n_iter), maxcor=MEMORY,
                                     gtol=0.0, ftol=0.0))
         n_iter += max(int(run.nit), 1)
         w = run.x
