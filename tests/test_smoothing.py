@@ -103,6 +103,9 @@ def test_dual_phase_finishes_what_lbfgs_leaves(model):
     with pytest.warns(ConvergenceWarning):
         short = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=0)
     assert short.extras["dual_passes"] == 0 and short.gap > 1e-6
+    # the bound is the model's own dual (4.14) at the returned point, not a running sum
+    assert short.lower_bound == pytest.approx(model.lower_bound(short.dual, 1.0), rel=1e-10)
+    assert short.objective == pytest.approx(model.objective_at(short, 1.0), rel=1e-12)
     full = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=5000)
     assert full.converged and full.extras["dual_passes"] > 0
     ref = working_set.solve(model, 1.0, tol=1e-10)

@@ -291,8 +291,10 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         W = w.reshape(smooth.shape)
         primal = float(_margin.primal_objective(W, model.X, data, C))
         lower, alpha = _scaled_bound(model, smooth.multipliers(W, mu))
-        if smooth.bound > lower:
-            lower, alpha = smooth.bound, smooth.alpha_hat.copy()
+        if smooth.bound > lower:  # recomputed by the model from the point, not the running sums
+            running = model.lower_bound(smooth.alpha_hat, C)
+            if running > lower:
+                lower, alpha = running, smooth.alpha_hat.copy()
         drop = best_primal - primal
         if primal < best_primal:
             best_W, best_primal, best_mu = W.copy(), primal, mu
