@@ -44,7 +44,8 @@ from ._base import Model, Variable
 __all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "label_pairs", "class_gram",
            "segment_max",
            "resolve_inputs", "slacks",
-           "class_scores", "primal_objective", "coefficients", "weights_from_coefficients",
+           "class_scores", "sparse_attributes", "primal_objective", "coefficients",
+           "weights_from_coefficients",
            "kernel_objective", "project_dual", "dual_objective", "dual_objective_linear",
            "check_gram", "model_from_data"]
 
@@ -177,11 +178,8 @@ def _fill_pairs(Y, ptr, pair_i, pair_y, pair_ybar):
 def class_gram(Lam: np.ndarray) -> np.ndarray:
     """``Q = Lam Lam^T`` ``(q, q)`` through a sparse product when ``Lam`` is mostly zeros (class
     attributes are: a class's row holds its ancestors only)."""
-    Lam = np.asarray(Lam, dtype=float)
-    if Lam.size and np.count_nonzero(Lam) <= 0.1 * Lam.size:
-        L = sp.csr_matrix(Lam)
-        return np.asarray((L @ L.T).toarray())
-    return Lam @ Lam.T
+    L = sparse_attributes(np.asarray(Lam, dtype=float))
+    return np.asarray((L @ L.T).toarray()) if sp.issparse(L) else L @ L.T
 
 
 def slacks(S: np.ndarray, data: MarginData) -> np.ndarray:
@@ -206,13 +204,20 @@ def segment_max(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     return out
 
 
+def sparse_attributes(Lam):
+    """``Lam`` as CSR when at most a tenth of it is non-zero (class attributes are: a class's
+    row holds its ancestors), else as given; callers that multiply by it often convert once."""
+    if not sp.issparse(Lam) and Lam.size and np.count_nonzero(Lam) <= 0.1 * Lam.size:
+        return sp.csr_matrix(Lam)
+    return Lam
+
+
 def class_scores(W: np.ndarray, X, Lam: np.ndarray) -> np.ndarray:
     """``S = X W^T Lam^T`` for node weights ``W`` ``(M, d)`` (``Lam`` applied as a sparse
     matrix when mostly zeros: O(n nnz(Lam)) instead of O(n q M))."""
     XW = X @ W.T
     XW = XW.toarray() if sp.issparse(XW) else np.asarray(XW)
-    if not sp.issparse(Lam) and Lam.size and np.count_nonzero(Lam) <= 0.1 * Lam.size:
-        Lam = sp.csr_matrix(Lam)
+    Lam = sparse_attributes(Lam)
     if sp.issparse(Lam):
         return np.asarray((Lam @ XW.T).T)
     return XW @ Lam.T
@@ -237,9 +242,7 @@ def coefficients(alpha: np.ndarray, data: MarginData) -> np.ndarray:
 def weights_from_coefficients(G: np.ndarray, X, Lam: np.ndarray) -> np.ndarray:
     """Node weights ``W = Lam^T G^T X`` (``(M, d)``), thesis (4.12)."""
     GX = np.asarray((X.T @ G).T if sp.issparse(X) else G.T @ X)
-    if not sp.issparse(Lam) and Lam.size and np.count_nonzero(Lam) <= 0.1 * Lam.size:
-        Lam = sp.csr_matrix(Lam)  # class attributes are sparse: O(nnz d), not O(q M d)
-    return np.asarray(Lam.T @ GX)
+    return np.asarray(sparse_attributes(Lam).T @ GX)  # O(nnz d), not O(q M d)
 
 
 def kernel_objective(G: np.ndarray, K: np.ndarray, data: MarginData, C: float) -> float:

@@ -52,7 +52,6 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit
 from scipy.optimize import minimize
 
@@ -141,9 +140,7 @@ class _Smoothed:
         self.n_eval = 0
         self.alpha_k = np.zeros(data.n_pairs)  # the last evaluation's soft multipliers
         self.alpha_hat, self.linear_hat, self.W_hat = None, 0.0, None
-        # class attributes are sparse (a class's ancestors): converted once, not per evaluation
-        Lam = data.Lam
-        self.Lam = sp.csr_matrix(Lam) if np.count_nonzero(Lam) <= 0.1 * Lam.size else Lam
+        self.Lam = _margin.sparse_attributes(data.Lam)  # converted once, not per evaluation
 
     def scores(self, W):
         return np.ascontiguousarray(_margin.class_scores(W, self.X, self.Lam))
