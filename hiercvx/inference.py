@@ -406,6 +406,8 @@ class _TreeDP:
 BOUND_RTOL = 1e-12
 #: Subgradient steps on the multipliers of the non-tree edges per uncertified sample.
 LAGRANGE_STEPS = 10
+#: Fraction of the nodes below which an uncertified sample's LP is built on its kept nodes.
+RESTRICT_BELOW = 0.5
 
 
 class _DagBounds:
@@ -1046,8 +1048,12 @@ class LabelSetOracle:
         show = (len(rows) >= 2000) if verbose is None else bool(verbose)
         if show:
             rows = tqdm(rows, desc="inference (ilp)", unit="sample")
+        relaxation = self._model(integer=False)
         for i in rows:
-            z, _ = self._model(integer=False).solve(-S[i])
+            # a program over the kept nodes only when they are few: rebuilding it costs a load,
+            # the whole-graph LP only a warm-started re-solve
+            few = keep[i].sum() <= RESTRICT_BELOW * len(keep[i])
+            z, _ = relaxation.solve_subset(-S[i], keep[i]) if few else relaxation.solve(-S[i])
             rounded = z > 0.5
             if np.max(np.abs(z - rounded)) > self.integrality_tol:
                 z, _ = model.solve_subset(-S[i], keep[i])

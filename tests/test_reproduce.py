@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from sklearn.preprocessing import Normalizer, StandardScaler
 
 from hiercvx import cli, reproduce
 from hiercvx.datasets import make_cai_synthetic
@@ -313,6 +314,24 @@ def test_leaderboard_multilabel_methods_on_label_sets():
     assert "LinearSVC-cs" not in leaderboard.MULTILABEL_METHODS
     assert leaderboard.exact_match([frozenset({1}), 2], [frozenset({1}), 3]) == 0.5
     assert np.isfinite(values["tree distance"])
+    assert values["converged"] in (0.0, 1.0)
+
+
+def test_leaderboard_reports_unconverged_refits_and_normalizes_documents(monkeypatch):
+    """A refit stopped by max_iter counts as not converged (its warning is recorded, not
+    lost); Enron's pipeline scales documents to unit length, the others standardize."""
+    ds = make_cai_synthetic(60, 6, branching=3, depth=2, random_state=2)
+    X, y, H = ds.X, list(ds.y), ds.hierarchy
+    make = leaderboard.make_method
+    converged = leaderboard.evaluate("HierarchicalSVC", H, X[:40], y[:40], X[40:], y[40:], 1.0, True)
+    assert converged["converged"] == 1.0
+    monkeypatch.setattr(leaderboard, "make_method", lambda *a: make(*a).set_params(
+        hierarchicalsvc__max_iter=1, hierarchicalsvc__tol=1e-12))
+    stopped = leaderboard.evaluate("HierarchicalSVC", H, X[:40], y[:40], X[40:], y[40:], 1.0, True)
+    assert stopped["converged"] == 0.0 and 0 < stopped["hF1"] <= 1
+    assert isinstance(make("HierarchicalSVC", H, 1.0, True, True).steps[1][1], Normalizer)
+    assert isinstance(make("HierarchicalSVC", H, 1.0, True).steps[1][1], StandardScaler)
+    assert leaderboard.NORMALIZED_ROWS == {"Enron_corr"} and "converged" in leaderboard.METRICS
 
 
 def test_leaderboard_hiclass_rows_only_when_hiclass_is_importable():

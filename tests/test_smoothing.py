@@ -136,6 +136,20 @@ def test_engine_chooses_smoothing_for_many_pairs_per_example():
         margin_engine.solve(model, 1.0, solver="smoothing", alpha0=np.zeros(model.data.n_pairs))
 
 
+def test_engine_chooses_smoothing_for_millions_of_pairs(monkeypatch):
+    # hundreds of pairs per example: the working set below the total, smoothing above it
+    H = wide_tree(n_leaves=120)
+    model = hsvm_model.prepare(*label_sets(H, n=60, d=40, size=5, seed=7), H)
+    per_example = model.data.n_pairs / 60
+    assert margin_engine.SMOOTH_LABEL_SETS_FROM_PAIRS <= per_example < margin_engine.SMOOTH_FROM_PAIRS
+    assert margin_engine.choose(model) == "working_set"
+    monkeypatch.setattr(margin_engine, "SMOOTH_FROM_TOTAL_PAIRS", model.data.n_pairs)
+    assert margin_engine.choose(model) == "smoothing"
+    assert margin_engine.choose(model, warm=True) == "working_set"
+    monkeypatch.setattr(margin_engine, "SMOOTH_LABEL_SETS_FROM_PAIRS", int(per_example) + 1)
+    assert margin_engine.choose(model) == "working_set"
+
+
 def test_refuses_models_without_node_weights():
     H = wide_tree()
     X, Y = label_sets(H, n=20, d=3, size=2)

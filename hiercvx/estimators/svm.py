@@ -222,7 +222,8 @@ class HierarchicalSVC(MarginSVC):
     solver : ``"fast"`` (the margin engine, :mod:`hiercvx.solvers.margin_engine`: the
         interior-point method when a Newton step is affordable — few features or samples —,
         L-BFGS on the smoothed primal for thousands of pairs per example (label sets over a
-        large DAG), else the working-set Algorithm 2; certified gap ``tol``) or
+        large DAG) or hundreds per example on a million pairs in all, else the working-set
+        Algorithm 2; certified gap ``tol``) or
         ``"reference"`` (CVXPY, certified; ``reference_solver`` picks the QP solver).
         ``max_iter`` counts passes of the working-set method, L-BFGS iterations of the
         smoothing solver (the interior-point method stops at 100 Newton steps)
