@@ -149,3 +149,28 @@ def test_leaf_oracle_sparse_and_dense_paths_agree():
     sparse = nh_model._leaf_oracle(S, T, leaf_pos, sp.csr_matrix(paths), offset, scale)
     np.testing.assert_allclose(dense[0], sparse[0], atol=1e-12)
     np.testing.assert_array_equal(dense[1], sparse[1])
+
+
+@pytest.mark.parametrize("restrict_below", [0.0, 1.0])
+@pytest.mark.parametrize("seed", range(6))
+def test_relaxation_on_the_kept_nodes_or_the_whole_graph_reaches_the_optimum(seed, restrict_below,
+                                                                             monkeypatch):
+    """An uncertified sample's LP is built on its kept nodes when they are few
+    (``RESTRICT_BELOW``), on the whole graph otherwise: both routes return optimal sets."""
+    monkeypatch.setattr(inf, "RESTRICT_BELOW", restrict_below)
+    rng = np.random.default_rng(1300 + seed)
+    H = random_hierarchy(rng, int(rng.integers(6, 14)), dag=True)
+    S = score_rows(rng, len(H), 4)
+    optimum = (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
+    oracle = inf.LabelSetOracle(H, "ilp")
+    relaxation = oracle._model(integer=False)
+    routes = []
+    for name in ("solve", "solve_subset"):
+        method = getattr(relaxation, name)
+        monkeypatch.setattr(relaxation, name,
+                            lambda *a, _m=method, _n=name: routes.append(_n) or _m(*a))
+    Z, info = oracle.solve(S, return_info=True)
+    assert inf.is_valid_label_set(Z, H).all()
+    np.testing.assert_allclose(info.objective, optimum, atol=1e-8)
+    expected = "solve_subset" if restrict_below == 1.0 else "solve"
+    assert set(routes) <= {expected} and len(routes) == len(S) - info.n_bounded
