@@ -6,6 +6,8 @@ solver against the working-set solver and the CVXPY reference, with and without 
 phase; the margin engine's choice of it on many pairs per example.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -112,6 +114,25 @@ def test_dual_phase_finishes_what_lbfgs_leaves(model):
     assert full.objective == pytest.approx(ref.objective, rel=1e-7)
     assert full.objective == pytest.approx(model.objective_at(full, 1.0), rel=1e-12)
     assert full.lower_bound == pytest.approx(model.lower_bound(full.dual, 1.0), rel=1e-12)
+
+
+def test_a_stall_leaves_its_iterations_to_the_dual_phase(model, monkeypatch):
+    # every stage counts as a stall: the L-BFGS iterations left over become dual passes
+    monkeypatch.setattr(smoothing, "STALL", np.inf)
+    budgets = []
+    solve = working_set.solve
+    monkeypatch.setattr(working_set, "solve",
+                        lambda *a, **k: budgets.append(k["max_iter"]) or solve(*a, **k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = smoothing.solve(model, 1.0, tol=1e-15, max_iter=700, dual_passes=3)
+    assert res.n_iter <= smoothing.STAGE_ITER and budgets == [700 - res.n_iter]
+    assert res.extras["dual_passes"] <= budgets[0]
+    budgets.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        smoothing.solve(model, 1.0, tol=1e-15, max_iter=700, dual_passes=0)
+    assert budgets == []  # dual_passes=0: no dual phase at all
 
 
 def test_warm_start_keeps_feasibility(model):

@@ -226,7 +226,8 @@ class HierarchicalSVC(MarginSVC):
         Algorithm 2; certified gap ``tol``) or
         ``"reference"`` (CVXPY, certified; ``reference_solver`` picks the QP solver).
         ``max_iter`` counts passes of the working-set method, L-BFGS iterations of the
-        smoothing solver (the interior-point method stops at 100 Newton steps)
+        smoothing solver (those a stall leaves unused go to its dual passes; the
+        interior-point method stops at 100 Newton steps)
     warm_start : fast solver only: start from the previous fit's dual variables when they fit
         the new problem (same training labels; e.g. a path of increasing ``C``)
     """

@@ -249,7 +249,9 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     C : positive float; example i's budget is ``C * data.Cw[i]``
     tol : certified relative duality gap to reach
     max_iter : L-BFGS iterations over all stages
-    dual_passes : passes of the working-set solver after the primal phase (0: none)
+    dual_passes : passes of the working-set solver after the primal phase, at least (0: none);
+        the L-BFGS iterations a stall left unused are added to them, so that raising
+        ``max_iter`` buys work on whichever side lags
     mu : the first smoothing parameter (default: :data:`MU_START` times the largest loss)
     random_state : the working-set solver's visiting order
 
@@ -308,10 +310,12 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
             break  # the primal stalled: the dual side finishes
         mu /= MU_SHRINK
     passes = 0
-    if not reached(gap, tol) and dual_passes > 0:
+    # a pass costs about two evaluations: the budget a stall leaves goes to the dual side
+    budget = max(int(dual_passes), max_iter - n_iter) if dual_passes > 0 else 0
+    if not reached(gap, tol) and budget > 0:
         with warnings.catch_warnings():  # the combined certificate below decides
             warnings.simplefilter("ignore")
-            dual = working_set.solve(model, C, tol=tol, max_iter=int(dual_passes),
+            dual = working_set.solve(model, C, tol=tol, max_iter=budget,
                                      alpha0=_warm_start(model, C, best_alpha,
                                                         smooth.multipliers(best_W, best_mu)),
                                      verbose=verbose,
