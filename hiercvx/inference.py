@@ -729,6 +729,9 @@ def _highs_options(integer: bool):
     # HiGHS's default reduced-cost tolerance (1e-7) accepts sets that lose up to ~1e-7 in
     # score; 1e-10 (its smallest) keeps near-ties exact, as the brute-force tests demand
     yield "dual_feasibility_tolerance", 1e-10
+    # (19) has nothing for presolve to remove but what the bounds already dropped: on GO's
+    # kept-node programs it was 60% of the time (LP 27 -> 11 ms, ILP 400 -> 150 ms, same optima)
+    yield "presolve", "off"
     if integer:  # exact optimum, not HiGHS's default 1e-4 relative MIP gap; the MIP
         # feasibility tolerance also serves as its epsilon when comparing objectives
         yield "mip_rel_gap", 0.0
