@@ -891,7 +891,8 @@ class LabelSetOracle:
     set reaches the bound is answered without a solver (``InferenceInfo.n_bounded``); the
     others get the LP relaxation (an integral LP optimum is optimal for (19)), and where it is
     fractional, (19) restricted to the nodes whose bound reaches the set's value (the rest are
-    in no optimal set).  Exact either way; ``presolve=False`` solves (19) on the whole
+    in no optimal set; the LP too is built on them when they are under :data:`RESTRICT_BELOW`
+    of the graph).  Exact either way; ``presolve=False`` solves (19) on the whole
     hierarchy for every sample.
     """
 
@@ -1040,9 +1041,9 @@ class LabelSetOracle:
     def _solve_bounded(self, S: np.ndarray, model, verbose) -> np.ndarray:
         """Program (19) behind the bound certificate of :func:`_bound_kernel`: samples whose
         lower bound reaches the upper bound keep their set (no solver call); the others get
-        the LP relaxation (warm-started: an integral LP optimum is optimal for (19)), and
-        where it is fractional, (19) restricted to the nodes that can still be in an optimal
-        set."""
+        the LP relaxation (an integral LP optimum is optimal for (19)) -- on the nodes that
+        can still be in an optimal set when they are few, else on the whole graph,
+        warm-started -- and where it is fractional, (19) restricted to those nodes."""
         if "_bounds" not in self.__dict__:
             self._bounds = _DagBounds(self.H)
         value, Z, certified, keep, _ = self._bounds.run(S)
