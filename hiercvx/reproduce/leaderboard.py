@@ -5,8 +5,9 @@ cellcycle_FUN (its single-path subset and the multi-label set) and Enron_corr.
 
 One replication, for each data set: a random training / test subsample (seeded by the
 replication), features mean-imputed and standardized in a Pipeline (fitted on the training
-part; Enron_corr's word indicators are scaled to unit length per document instead), C picked for every method by the same K-fold cross-validation on the training part
-(the same folds and the same grid for every method; criterion exact-match accuracy on the
+part; Enron_corr's word indicators are scaled to unit length per document instead,
+:data:`NORMALIZED_ROWS`), C picked for every method by the same K-fold cross-validation on
+the training part (the same folds and the same grid for every method; criterion exact-match accuracy on the
 single-label sets, hierarchical F1 on the multi-label ones), the model refit on the whole
 training part with that C and scored on the test part: hierarchical F1
 (``hiercvx.metrics.hierarchical_f1``), exact match (the predicted class, or label set, equals
@@ -394,11 +395,12 @@ TABLES = (
           protocol="full: " + _protocol_text(FULL_PROTOCOL),
           quick_protocol="quick: " + _protocol_text(QUICK_PROTOCOL),
           notes="Ours only: the paper columns are empty.  OrthogonalTransferSVC's K: heuristic (6) "
-                "with alpha lowered where alpha = 1 is not admissible (both trees here).  The multi-label "
-                "rows run the methods that take label sets (not LinearSVC-cs, SiblingMarginSVC, "
-                "OrthogonalTransferSVC, SharedNormSVC, hiclass).  converged: the fraction of refits that "
-                "ended without a ConvergenceWarning (certified gap at tol for hiercvx).  Fit time "
-                "is wall clock (not reproducible bit for bit; every other column is, given the seed).  Quick runs skip "
+                "with alpha lowered where alpha = 1 is not admissible (both trees here).  The "
+                "multi-label rows run the methods that take label sets (not LinearSVC-cs, "
+                "SiblingMarginSVC, OrthogonalTransferSVC, SharedNormSVC, hiclass).  converged: the "
+                "fraction of refits that ended without a ConvergenceWarning (certified gap at tol "
+                "for hiercvx).  Fit time is wall clock (not reproducible bit for bit; every other "
+                "column is, given the seed).  Quick runs skip "
                 + "; ".join(f"{m}{'' if s == '*' else ' on ' + s} ({why})"
                            for (s, m), why in SKIPPED_IN_QUICK.items()) + ".  " + HICLASS_NOTE + "."),
 )

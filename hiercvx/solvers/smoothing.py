@@ -310,7 +310,8 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
             break  # the primal stalled: the dual side finishes
         mu /= MU_SHRINK
     passes = 0
-    # a pass costs about two evaluations: the budget a stall leaves goes to the dual side
+    # the iterations a stall leaves go to the dual side, one pass each (a pass costs about two
+    # evaluations: the dual phase may take up to twice the time the primal phase left)
     budget = max(int(dual_passes), max_iter - n_iter) if dual_passes > 0 else 0
     if not reached(gap, tol) and budget > 0:
         with warnings.catch_warnings():  # the combined certificate below decides
