@@ -29,7 +29,9 @@ Methods (all share one entry point, :func:`best_label_set`, and one reusable obj
 ``"lp"``         its LP relaxation; samples whose LP optimum is fractional are re-solved with
                  the integer program and reported (``InferenceInfo.fell_back``).
 ``"enumerate"``  brute force over ``Y_m`` (one set per non-empty leaf subset), tiny graphs only.
-``"auto"``       ``"dp"`` on trees, ``"ilp"`` on DAGs.
+``"auto"``       ``"dp"`` on trees; on DAGs ``"enumerate"`` when there are at most
+                 :data:`ENUMERATE_AUTO_LEAVES` leaves (at most 1023 sets: one matrix product
+                 beats a program per sample by orders of magnitude), else ``"ilp"``.
 
 Ties are broken deterministically: the DP adds an optional child only when its subtree
 gains strictly (> 0) and, when it must add one, takes the first best child in ``H.nodes``
@@ -90,6 +92,7 @@ __all__ = [
     "loss_augmented_scores",
     "is_valid_label_set",
     "enumerate_label_sets",
+    "auto_method",
     "label_set_scores",
     "reference",
 ]
@@ -99,6 +102,8 @@ SOLVERS = ("highs", "gurobi")
 
 #: Largest hierarchy :func:`enumerate_label_sets` accepts by default (2^leaves sets).
 ENUMERATE_MAX_NODES = 20
+#: ``"auto"`` enumerates a DAG's label sets up to this many leaves (``2^10 - 1`` sets).
+ENUMERATE_AUTO_LEAVES = 10
 
 #: Distance from {0, 1} above which an LP coordinate counts as fractional.
 INTEGRALITY_TOL = 1e-6
@@ -192,6 +197,16 @@ def is_valid_label_set(indicator, H: Hierarchy) -> np.ndarray:
     extendable = ~np.any(Z[:, internal] & (n_chosen_children[:, internal] == 0), axis=1)
     has_leaf = np.any(Z[:, H.leaf_mask], axis=1)
     return Z[:, 0] & closed & extendable & has_leaf
+
+
+def auto_method(H: Hierarchy, max_nodes: int = ENUMERATE_MAX_NODES) -> str:
+    """What ``method="auto"`` runs on ``H``: ``"dp"`` on trees, ``"enumerate"`` on DAGs with at
+    most :data:`ENUMERATE_AUTO_LEAVES` leaves and ``max_nodes`` nodes, ``"ilp"`` otherwise."""
+    if H.is_tree:
+        return "dp"
+    if len(H.leaf_indices) <= ENUMERATE_AUTO_LEAVES and len(H) <= max_nodes:
+        return "enumerate"
+    return "ilp"
 
 
 def enumerate_label_sets(H: Hierarchy, max_nodes: int = ENUMERATE_MAX_NODES) -> np.ndarray:
@@ -904,7 +919,7 @@ class LabelSetOracle:
         if method not in METHODS:
             raise InputError(f"unknown inference method {method!r}; choose one of {METHODS}")
         if method == "auto":
-            method = "dp" if H.is_tree else "ilp"
+            method = auto_method(H, max_nodes)
         if method == "dp" and not H.is_tree:
             some = next(v for v, ps in zip(H.nodes, H.parent_indices) if len(ps) > 1)
             raise HierarchyError(

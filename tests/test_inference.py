@@ -175,13 +175,20 @@ def test_ilp_lp_enumerate_agree_on_random_dags(seed):
     np.testing.assert_allclose(lp_info.relaxation_objective[integral], optimum[integral], atol=1e-7)
 
 
-def test_auto_picks_dp_on_trees_and_ilp_on_dags():
+def test_auto_picks_dp_on_trees_enumeration_on_small_dags_and_ilp_on_large_ones():
     rng = np.random.default_rng(7)
     T, D = random_hierarchy(rng, 8, dag=False), random_dag(rng, 8)
     assert inf.LabelSetOracle(T).method == "dp"
-    assert inf.LabelSetOracle(D).method == "ilp"
-    S = rng.normal(size=(4, len(D)))
-    np.testing.assert_array_equal(inf.best_label_set(S, D), inf.best_label_set(S, D, "enumerate"))
+    assert len(D.leaf_indices) <= inf.ENUMERATE_AUTO_LEAVES
+    assert inf.LabelSetOracle(D).method == "enumerate"
+    S = rng.normal(size=(40, len(D)))
+    np.testing.assert_allclose(inf.label_set_scores(S, inf.best_label_set(S, D)),
+                               inf.label_set_scores(S, inf.best_label_set(S, D, "ilp")), atol=1e-9)
+    # past the leaf limit, or the node limit, the integer program
+    big = random_dag(rng, 40)
+    assert len(big.leaf_indices) > inf.ENUMERATE_AUTO_LEAVES
+    assert inf.LabelSetOracle(big).method == "ilp"
+    assert inf.LabelSetOracle(D, max_nodes=len(D) - 1).method == "ilp"
 
 
 def test_hand_computed_tree():

@@ -297,3 +297,32 @@ def test_a_low_rank_kernel_runs_in_its_rank_and_matches_the_reference():
     wide = hsvm_model.prepare(*_two_dimensional(1500, seed=2), TREE, kernel="rbf", sigma=1.0)
     assert wide.data.n_classes * 1500 > interior_point.MAX_DIMENSION
     assert interior_point.applicable(wide)
+
+
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+def test_explicit_pair_rows_solve_the_margin_model_they_spell_out(rescaling):
+    # the same hierarchical SVM, once through the class factor and once with every pair's row
+    # Lam_y - Lam_ybar written out: the same optimum, and a certificate valid for both
+    X, y, H = problem("tree", n=60, d=3, seed=4)
+    rng = np.random.default_rng(4)
+    y = rng.permutation(y)  # random labels: most examples are support vectors
+    model = hsvm_model.prepare(X, y, H, rescaling=rescaling)
+    C = 2.0
+    ref = interior_point.solve(model, C=C, tol=1e-10)
+    data = model.data
+    R = data.Lam[data.pair_y] - data.Lam[data.pair_ybar]
+    rows = interior_point.solve_pair_rows(np.asarray(X), R, data.pair_ptr, data.pair_offset,
+                                          data.pair_cost, C * data.Cw, tol=1e-10)
+    assert rows.converged and rows.gap <= 1e-10
+    assert rows.objective == pytest.approx(ref.objective, rel=1e-8)
+    # the rows' w is the node weights: the model recomputes the same objective at it
+    assert model.objective(rows.weights, C) == pytest.approx(rows.objective, rel=1e-10)
+    assert model.lower_bound(rows.dual, C) == pytest.approx(rows.lower_bound, rel=1e-10)
+    assert rows.lower_bound <= ref.objective * (1 + 1e-12)
+
+
+def test_explicit_pair_rows_refuse_inconsistent_shapes():
+    F = np.ones((2, 2))
+    with pytest.raises(InputError, match="pair rows"):
+        interior_point.solve_pair_rows(F, np.ones((3, 2)), np.array([0, 1, 3]), np.ones(2),
+                                       np.ones(3), np.ones(2))

@@ -88,11 +88,21 @@ def test_other_dual_methods_are_certified_and_agree(method, tol):
         assert res.method == "interior_point"
 
 
-def test_auto_falls_back_to_pairwise_on_label_sets():
+def test_auto_runs_cutting_planes_on_label_sets_and_pairwise_past_the_master_limit(monkeypatch):
     X, y = planted(TREE, seed=3, d=3)
-    Y = [frozenset({a}) | ({TREE.leaves[0]} if k % 3 == 0 else set()) for k, a in enumerate(y)]
+    rng = np.random.default_rng(3)
+    Y = [frozenset({a}) | ({TREE.leaves[0]} if k % 3 == 0 else set())
+         for k, a in enumerate(rng.permutation(y))]  # noisy label sets
     model = prepare(X, Y, TREE)
     assert model.multilabel
+    ref = nhsvm.primal(X, Y, TREE, lam=2.0).solve(gap_tol=1e-9)
+    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=200)
+    assert res.converged and res.extras["method"] == "cutting_plane"
+    testing.assert_fast_matches_reference(res, ref, rtol=1e-8)
+    # the certificate is the model's: the primal recomputed, the bound valid for the reference
+    assert res.objective == pytest.approx(model.objective(res.weights, lam=2.0), rel=1e-12)
+    assert res.lower_bound <= ref.objective * (1 + 1e-12)
+    monkeypatch.setattr(nhsvm_fw.interior_point, "MAX_DIMENSION", 2)
     res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-6, max_iter=2000)
     assert res.converged and res.extras["method"] == "pairwise"
     with pytest.raises(hc.InputError, match="single-label"):

@@ -4,10 +4,12 @@ hierarchical SVM (10) / (13) and the shared-norm SVM (14).
 ``nhsvm``: model :func:`hiercvx.models.nhsvm.prepare`; reference
 :func:`hiercvx.formulations.nhsvm.primal` (single-label: one QP; multi-label: the certified
 cutting-plane loop of :mod:`hiercvx.formulations._nhsvm_cutting_plane`); fast solvers the
-pairwise block-coordinate Frank–Wolfe of :mod:`hiercvx.solvers.nhsvm_fw` (its other
-methods, ``"bcfw"``, ``"sgd"``, ``"working_set"``, are not registered: plain BCFW does not
-reach a tight certified gap in reasonable time, SGD has no certificate and the working-set
-route is single-label (10) only); estimator :class:`~hiercvx.estimators.NormalizedHierarchicalSVC`.
+pairwise block-coordinate Frank–Wolfe of :mod:`hiercvx.solvers.nhsvm_fw`, its n-slack cutting
+planes with an interior-point master, and ``auto`` (the margin engine for single-label (10),
+cutting planes or pairwise otherwise); its other methods, ``"bcfw"``, ``"sgd"``,
+``"working_set"``, are not registered: plain BCFW does not reach a tight certified gap in
+reasonable time, SGD has no certificate and the working-set route is single-label (10) only;
+estimator :class:`~hiercvx.estimators.NormalizedHierarchicalSVC`.
 
 ``shared_norm``: model :func:`hiercvx.models.nhsvm.prepare_shared`; reference
 :func:`hiercvx.formulations.nhsvm.shared_primal`; fast solver the alternating algorithm of
@@ -79,9 +81,15 @@ METHODS = (
             "pairwise": FastSolver("pairwise", nhsvm_fw.solve,
                                    algorithm="pairwise block-coordinate Frank-Wolfe with vertex caches",
                                    options={"tol": 1e-8, "max_iter": 5000}, rtol=1e-6),
+            "cutting_plane": FastSolver("cutting_plane", nhsvm_fw.solve,
+                                        algorithm="n-slack cutting planes, master by the interior "
+                                                  "point on explicit pair rows",
+                                        options={"tol": 1e-9, "max_iter": 500,
+                                                 "method": "cutting_plane"}, rtol=1e-6),
             "auto": FastSolver("auto", nhsvm_fw.solve,
                                algorithm="single-label (10): the margin engine on its pair model "
-                                         "(interior point when affordable); otherwise pairwise",
+                                         "(interior point when affordable); otherwise cutting "
+                                         "planes when their master is affordable, else pairwise",
                                options={"tol": 1e-9, "max_iter": 5000, "method": "auto"},
                                rtol=1e-6),
         },

@@ -66,8 +66,8 @@ from .primitives import blas_threads
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "step_cost", "applicable", "feature_dimension", "low_rank_factor",
-           "MAX_DIMENSION", "MAX_STEP_COST", "MAX_FEATURE_ENTRIES", "LOW_RANK_RTOL"]
+__all__ = ["solve", "solve_pair_rows", "PairRows", "row_step_cost", "step_cost", "applicable",
+           "feature_dimension", "low_rank_factor", "MAX_DIMENSION", "MAX_STEP_COST", "MAX_FEATURE_ENTRIES", "LOW_RANK_RTOL"]
 
 #: the largest primal dimension ``r d`` factorized densely (memory ``8 (r d)^2`` bytes)
 MAX_DIMENSION = 4000
@@ -265,7 +265,46 @@ def _scatter(ptr, py, pb, values, G):
 # The problem in factored form
 # --------------------------------------------------------------------------------------------
 
-class _Factored:
+class _PairProblem:
+    """What the Newton iteration needs of a primal with pair rows, whatever their form: the
+    pair data (``ptr``, ``pi``, ``b``, ``c``, budgets ``C``), the certificate pieces here, and
+    ``scores``, ``pair_products``, ``scatter``, ``class_adjoint``, ``newton_matrix`` from the
+    subclass.  ``reports_iterate``: the iterate ``w`` is itself the answer's weights, so its
+    primal value may certify too."""
+
+    reports_iterate = False
+
+    def adjoint(self, values):
+        """``A^T values`` as an ``(r, d)`` matrix."""
+        return self.class_adjoint(self.scatter(values))
+
+    def primal(self, w, S=None):
+        S = self.scores(w) if S is None else S
+        viol = (self.b - self.pair_products(S)) / self.c
+        xi = np.empty(self.n)
+        _pair_max(self.ptr, viol, xi)
+        return 0.5 * float(np.sum(w * w)) + float(self.C @ xi)
+
+    def dual(self, alpha):
+        """The dual at ``alpha`` projected onto its feasible set (thesis (4.14) / (4.15))."""
+        a_hat = self.project(alpha)
+        w_hat = self.adjoint(a_hat)
+        return float(self.b @ a_hat) - 0.5 * float(np.sum(w_hat * w_hat)), a_hat, w_hat
+
+    def project(self, alpha):
+        """``alpha`` clipped at 0 and scaled into every example's budget."""
+        a = np.maximum(alpha, 0.0)
+        used = np.empty(self.n)
+        _pair_sums(self.ptr, self.c * a, used)
+        over = used > self.C
+        if over.any():
+            scale = np.ones(self.n)
+            scale[over] = self.C[over] / used[over]
+            a *= scale[self.pi]
+        return a
+
+
+class _Factored(_PairProblem):
     """The primal in the factored class space: pair data of the examples with a positive
     budget and at least one pair, the features ``F`` and the class factor ``Lam'``."""
 
@@ -294,6 +333,7 @@ class _Factored:
         self.n, self.q = self.examples.size, data.n_classes
         self.r, self.d = self.Lf.shape[1], self.F.shape[1]
         self.dim = self.r * self.d
+        self.reports_iterate = self.O is not None
         self._products = None
 
     # products with the constraint matrix A (rows a_p) ---------------------------------------
@@ -305,35 +345,15 @@ class _Factored:
         """``a_p . w = S_iy - S_iybar`` for every pair."""
         return S[self.pi, self.py] - S[self.pi, self.pb]
 
-    def adjoint(self, values):
-        """``A^T values`` as an ``(r, d)`` matrix: ``Lam'^T G^T F`` with ``G`` scattered."""
+    def scatter(self, values):
+        """Per-example class vectors ``G`` ``(n, q)`` of pair values (thesis (4.12))."""
         G = np.empty((self.n, self.q))
         _scatter(self.ptr, self.py, self.pb, values, G)
-        return self.class_adjoint(G)
+        return G
 
     def class_adjoint(self, G):
         """``Lam'^T G^T F`` for per-example class vectors ``G`` ``(n, q)``."""
         return self.Lf.T @ (G.T @ self.F)
-
-    # certificate -----------------------------------------------------------------------------
-    def primal(self, w, S=None):
-        S = self.scores(w) if S is None else S
-        viol = (self.b - self.pair_products(S)) / self.c
-        xi = np.empty(self.n)
-        _pair_max(self.ptr, viol, xi)
-        return 0.5 * float(np.sum(w * w)) + float(self.C @ xi)
-
-    def project(self, alpha):
-        """``alpha`` clipped at 0 and scaled into every example's budget."""
-        a = np.maximum(alpha, 0.0)
-        used = np.empty(self.n)
-        _pair_sums(self.ptr, self.c * a, used)
-        over = used > self.C
-        if over.any():
-            scale = np.ones(self.n)
-            scale[over] = self.C[over] / used[over]
-            a *= scale[self.pi]
-        return a
 
     # the Newton matrix -----------------------------------------------------------------------
     def _feature_products(self, lo, hi, idd, jdd):
@@ -370,6 +390,165 @@ class _Factored:
         H = Zr[:, :, cd].transpose(0, 2, 1, 3).reshape(r * d, r * d)
         H[np.diag_indices_from(H)] += 1.0
         return H, V
+
+
+@njit(cache=True)
+def _row_blocks(lo, hi, ptr, rptr, ridx, rval, D, cD, delta, packed, T, v):
+    """As :func:`_example_blocks` for explicit sparse pair rows ``R`` (CSR ``rptr``, ``ridx``,
+    ``rval``): ``T_i = R_i^T diag(D) R_i - v_i v_i^T / delta_i``, ``v_i = R_i^T (c D)``."""
+    r = T.shape[0]
+    for i in range(lo, hi):
+        k = i - lo
+        T[:, :] = 0.0
+        v[k, :] = 0.0
+        for p in range(ptr[i], ptr[i + 1]):
+            dp = D[p]
+            for a in range(rptr[p], rptr[p + 1]):
+                ia, va = ridx[a], rval[a]
+                v[k, ia] += cD[p] * va
+                for e in range(rptr[p], rptr[p + 1]):
+                    T[ia, ridx[e]] += dp * va * rval[e]
+        inv = 1.0 / delta[i]
+        m = 0
+        for a in range(r):
+            va = v[k, a] * inv
+            for c in range(a, r):
+                packed[k, m] = T[a, c] - va * v[k, c]
+                m += 1
+
+
+@njit(cache=True)
+def _row_products(pi, rptr, ridx, rval, S, out):
+    """``out_p = R_p . S_{i(p)}``."""
+    for p in range(pi.shape[0]):
+        acc = 0.0
+        for a in range(rptr[p], rptr[p + 1]):
+            acc += rval[a] * S[pi[p], ridx[a]]
+        out[p] = acc
+
+
+@njit(cache=True)
+def _row_scatter(ptr, rptr, ridx, rval, values, G):
+    """``G_i = sum_{p of i} values_p R_p``."""
+    G[:, :] = 0.0
+    for i in range(ptr.shape[0] - 1):
+        for p in range(ptr[i], ptr[i + 1]):
+            for a in range(rptr[p], rptr[p + 1]):
+                G[i, ridx[a]] += values[p] * rval[a]
+
+
+class PairRows(_PairProblem):
+    """The primal with explicit pair rows, for constraints that are not class differences::
+
+        min_{w, xi}  1/2 ||w||^2 + sum_i C_i xi_i
+        s.t.  sum_n R_pn (w_n . F_i) + c_p xi_i >= b_p   for every pair p of example i,   xi >= 0,
+
+    ``R`` ``(P, r)`` (sparse or dense) one coefficient row per pair, ``F`` ``(n, d)`` dense
+    features, pairs sorted by example with CSR-style offsets ``ptr``.  This is the margin
+    model's primal with ``a_p = R_p (x) F_i`` in place of ``(Lam'_y - Lam'_ybar) (x) F_i``, e.g.
+    the working set of a cutting-plane loop over label sets (NHSVM (10), rows ``sqrt(alpha) *
+    (t_i - z)``).  The Newton matrix is ``I + sum_i T_i (x) F_i F_i^T`` with ``T_i`` of the
+    rows, ``n (r^2 / 2)(d^2 / 2)`` multiply-adds and ``(r d)^3 / 3`` for its factorization."""
+
+    reports_iterate = True
+
+    def __init__(self, F, R, ptr, b, c, C):
+        self.F = np.ascontiguousarray(F, dtype=float)
+        self.R = sp.csr_matrix(R, dtype=float)
+        self.R.sort_indices()
+        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+        self.n, self.d = self.F.shape
+        self.r = self.q = self.R.shape[1]
+        self.dim = self.r * self.d
+        counts = np.diff(self.ptr)
+        self.pi = np.repeat(np.arange(self.n), counts)
+        self.b = np.ascontiguousarray(b, dtype=float)
+        self.c = np.ascontiguousarray(c, dtype=float)
+        self.C = np.ascontiguousarray(C, dtype=float)
+        P = self.b.size
+        if not (self.R.shape[0] == P == self.c.size == self.ptr[-1] and self.C.size == self.n):
+            raise InputError(f"pair rows: R has {self.R.shape[0]} rows, b {P}, c {self.c.size}, "
+                             f"ptr ends at {self.ptr[-1]}, C has {self.C.size} of {self.n} examples")
+
+    def scores(self, w):
+        """``S = F w^T`` ``(n, r)``: the row space's scores."""
+        return self.F @ w.T
+
+    def pair_products(self, S):
+        """``a_p . w = R_p . S_i`` for every pair."""
+        R = self.R
+        out = np.empty(self.b.size)
+        _row_products(self.pi, R.indptr, R.indices, R.data, np.ascontiguousarray(S), out)
+        return out
+
+    def scatter(self, values):
+        """``G_i = sum_{p of i} values_p R_p`` ``(n, r)``."""
+        R = self.R
+        G = np.empty((self.n, self.r))
+        _row_scatter(self.ptr, R.indptr, R.indices, R.data, np.ascontiguousarray(values), G)
+        return G
+
+    def class_adjoint(self, G):
+        return G.T @ self.F
+
+    def newton_matrix(self, D, cD, delta):
+        r, d = self.r, self.d
+        ir, jr = np.triu_indices(r)
+        idd, jdd = np.triu_indices(d)
+        Zp = np.zeros((ir.size, idd.size))
+        V = np.empty((self.n, r))
+        T = np.empty((r, r))
+        packed = np.empty((min(_BLOCK, self.n), ir.size))
+        R = self.R
+        for lo in range(0, self.n, _BLOCK):
+            hi = min(lo + _BLOCK, self.n)
+            Tb = packed[:hi - lo]
+            _row_blocks(lo, hi, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tb, T, V[lo:hi])
+            Zp += Tb.T @ (self.F[lo:hi, idd] * self.F[lo:hi, jdd])
+        cr = np.empty((r, r), dtype=np.int64)
+        cr[ir, jr] = np.arange(ir.size)
+        cr[jr, ir] = np.arange(ir.size)
+        cd = np.empty((d, d), dtype=np.int64)
+        cd[idd, jdd] = np.arange(idd.size)
+        cd[jdd, idd] = np.arange(idd.size)
+        H = Zp[cr][:, :, cd].transpose(0, 2, 1, 3).reshape(r * d, r * d)
+        H[np.diag_indices_from(H)] += 1.0
+        return H, V
+
+
+def row_step_cost(n: int, r: int, d: int) -> float:
+    """Multiply-adds of one Newton step of :class:`PairRows` (dense rows: an upper estimate)."""
+    dim = r * d
+    return float(n * (r * (r + 1) / 2) * (d * (d + 1) / 2) + dim ** 3 / 3)
+
+
+def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 100,
+                    verbose: bool = False) -> Solution:
+    """The primal of :class:`PairRows` by the same Mehrotra predictor-corrector as :func:`solve`.
+
+    Returns a :class:`~hiercvx.result.Solution`: ``weights`` ``w`` ``(r, d)`` (the iterate or the
+    dual point's weights, whichever has the lower primal), ``objective`` that primal,
+    ``lower_bound`` the dual at the projected multipliers ``dual`` ``(P,)``; no warning (the
+    caller, a cutting-plane loop, decides what an unconverged master means).
+    """
+    t_start = time.perf_counter()
+    prob = PairRows(F, R, ptr, b, c, C)
+    if prob.dim > MAX_DIMENSION:
+        raise InputError(f"the interior-point method factorizes a dense ({prob.dim}, {prob.dim}) "
+                         f"matrix, above its limit {MAX_DIMENSION}")
+    with blas_threads(1):
+        w, alpha, n_iter, converged, history = _mehrotra(prob, float(tol), int(max_iter), verbose,
+                                                         t_start)
+    lower, alpha, w_dual = prob.dual(alpha)
+    objective = prob.primal(w_dual)
+    obj_w = prob.primal(w)
+    if obj_w < objective:
+        objective, w_dual = obj_w, w
+    return Solution(weights=np.ascontiguousarray(w_dual), objective=float(objective),
+                    lower_bound=float(lower), n_iter=n_iter,
+                    converged=bool(reached(relative_gap(objective, lower), tol)), tol=float(tol),
+                    dual=alpha, history=history, solve_time=time.perf_counter() - t_start,
+                    solver="interior_point.rows", name="pair rows, primal-dual interior point")
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,7 +612,7 @@ def _step_to_boundary(alpha, dalpha, s, ds, xi, dxi, mu, dmu) -> float:
     return t
 
 
-def _mehrotra(prob: _Factored, tol, max_iter, verbose, t_start):
+def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start):
     n, P = prob.n, prob.b.size
     b, c, Cb, ptr = prob.b, prob.c, prob.C, prob.ptr
     log = logger.info if verbose else logger.debug
@@ -466,11 +645,9 @@ def _mehrotra(prob: _Factored, tol, max_iter, verbose, t_start):
         mu_avg = comp / (P + n)
 
         # certificate at the current iterate
-        a_hat = prob.project(alpha)
-        w_hat = prob.adjoint(a_hat)  # the weights of the dual point, thesis (4.12)
-        dual = float(b @ a_hat) - 0.5 * float(np.sum(w_hat * w_hat))
+        dual, a_hat, w_hat = prob.dual(alpha)  # w_hat: the dual point's weights, thesis (4.12)
         primal = prob.primal(w_hat)
-        if prob.O is not None:  # the iterate itself can be reported too
+        if prob.reports_iterate:  # the iterate itself can be reported too
             primal = min(primal, prob.primal(w, S))
         gap = relative_gap(primal, dual)
         for key, val in (("n_iter", n_iter - 1), ("objective", primal), ("lower_bound", dual),
@@ -504,8 +681,7 @@ def _mehrotra(prob: _Factored, tol, max_iter, verbose, t_start):
             e = -D * rp - r_s / s
             _pair_sums(ptr, c * e, tmp)
             h = -rxi - r_mu / xi + tmp
-            G = np.empty((n, prob.q))
-            _scatter(ptr, prob.py, prob.pb, e, G)
+            G = prob.scatter(e)
             G -= V * (h / delta)[:, None]
             rhs = prob.class_adjoint(G) - rw
             dw = sla.cho_solve(chol, rhs.ravel(), check_finite=False).reshape(w.shape)
