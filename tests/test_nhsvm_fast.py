@@ -20,6 +20,7 @@ from hiercvx.formulations import nhsvm
 from hiercvx.inference import best_label_set, is_valid_label_set
 from hiercvx.models.nhsvm import min_path_cover, optimal_alpha, prepare, prepare_shared
 from hiercvx.solvers import nhsvm_fw, shared_norm
+from hiercvx.methods.cases import problem
 
 TREE = hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
                                   "A2a": "A2", "A2b": "A2", "B1": "B", "B2": "B"})
@@ -231,6 +232,33 @@ def test_alternating_matches_shared_primal(H, seed, lam):
     pos = np.array([H.leaves.index(v) for v in y])
     hinge = np.max(S - S[np.arange(len(y)), pos][:, None] + L[pos], axis=1).sum()
     assert alt.objective == pytest.approx(reg + hinge, rel=1e-9)
+
+
+@pytest.mark.parametrize("structure", ["tree", "dag"])
+def test_alternating_certifies_the_zero_optimum_of_random_labels(structure):
+    # random labels: U = 0 is optimal, the alpha step then returns alpha = 0 on a DAG, and a
+    # weight step at alpha = 0 cannot move the dual point; the alternation used to stay at gap
+    # 1.9e-3 for all its iterations
+    X, Y, H = problem(structure, n=300, d=10, seed=0)
+    y = np.random.default_rng(1).permutation([labels if isinstance(labels, str) else min(labels)
+                                              for labels in Y])
+    ref = nhsvm.shared_primal(X, y, H, lam=1.0).solve()
+    alt = alternating(X, y, H, lam=1.0, tol=1e-8, max_iter=50)
+    assert alt.converged and alt.n_iter <= 10
+    testing.assert_fast_matches_reference(alt, ref, rtol=1e-7)
+    assert alt.lower_bound <= ref.objective * (1 + 1e-12)
+
+
+def test_dag_alpha_step_is_scale_free():
+    # (20) for a tiny U: the same alpha as for U scaled up, the value scaled down
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((len(DAG), 3))
+    alpha, value = shared_norm.alpha_for(U, DAG)
+    small, small_value = shared_norm.alpha_for(1e-5 * U, DAG)
+    np.testing.assert_allclose(small, alpha, atol=1e-6)
+    assert small_value == pytest.approx(1e-10 * value, rel=1e-6)
+    zero, zero_value = shared_norm.alpha_for(np.zeros_like(U), DAG)
+    assert zero_value == 0.0 and np.all(zero == 0)
 
 
 @settings(max_examples=20, deadline=None)

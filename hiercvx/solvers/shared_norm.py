@@ -56,8 +56,13 @@ def alpha_for(U, H: Hierarchy):
     (:func:`hiercvx.formulations.nhsvm.alpha_step`)."""
     if H.is_tree:
         return optimal_alpha(U, H, return_value=True)
-    sol = alpha_step(U, H).solve()
-    return np.asarray(sol.weights, dtype=float), float(sol.objective)
+    U = np.asarray(U, dtype=float)
+    top = float(np.einsum("ij,ij->i", U, U).max()) if U.size else 0.0
+    if top == 0.0:  # every alpha is optimal for U = 0: the closed form's zeros
+        return np.zeros(U.shape[0]), 0.0
+    # (20) scaled so that the largest ||U_n|| is 1: alpha is unchanged, the value scales by top
+    sol = alpha_step(U / np.sqrt(top), H).solve()
+    return np.asarray(sol.weights, dtype=float), float(sol.objective) * top
 
 
 def _first_alpha(model: SharedNormModel, alpha0) -> np.ndarray:
@@ -86,7 +91,11 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
       loss ``Delta`` (the paper's change of variables); solved by the pairwise BCFW of
       :mod:`hiercvx.solvers.nhsvm_fw`, **warm-started** from the previous dual point (the dual
       feasible set does not depend on alpha);
-    * the **alpha step** (20) for the new ``U``: :func:`alpha_for`.
+    * the **alpha step** (20) for the new ``U``: :func:`alpha_for`.  A node whose alpha is 0
+      would never come back (its weights drop out of the next weight step; with random labels
+      ``U = 0`` is optimal and on a DAG every alpha is then 0, which froze the dual bound), so
+      when the step returns zeros the next weight step runs on ``(1 - m) alpha + m alpha0`` with
+      ``m = min(0.1, gap)``; the objective is still valued at the exact alpha step.
 
     Certificate (jointly, for (14)): the objective at ``(U, alpha*(U))`` is
     ``lam min(20) + hinge(U)``; the lower bound is the dual of (14) (``formulations/nhsvm.md``)
@@ -162,6 +171,7 @@ def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, tim
     best_ub, best_lb = (np.inf, None, None), -np.inf
     dual_point = None
     inner_tol = max(tol, 1e-3)
+    start = alpha.copy()
     n_inner = 0
     converged = False
     bar = tqdm(total=max_iter, desc="shared-norm SVM (alternating)", unit="step", disable=not verbose)
@@ -190,7 +200,10 @@ def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, tim
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 break
-            alpha = new_alpha
+            # a node whose alpha is 0 would never come back (its weights vanish from the next
+            # weight step; at U = 0 all do): mix in the starting alpha, less as the gap closes
+            mix = min(0.1, gap)
+            alpha = (1.0 - mix) * new_alpha + mix * start if np.any(new_alpha <= 0) else new_alpha
             inner_tol = max(0.25 * tol, min(inner_tol, 0.1 * gap))
     finally:
         bar.close()
