@@ -337,6 +337,20 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
                    n_iter=n_iter, converged=reached(gap, tol), tol=tol, dual=best_alpha,
                    history=history, solve_time=time.perf_counter() - t_start,
                    solver="smoothing", name="margin model by smoothing + L-BFGS", extras=extras)
-    res.warn_unless_converged("L-BFGS iterations and "
-                              f"{passes} dual passes", stacklevel=2)
+    res.warn_unless_converged("L-BFGS iterations and " f"{passes} dual passes", stacklevel=2,
+                              reason=None if res.converged else _why(res, data, passes, budget))
     return res
+
+
+def _why(res: Solution, data, passes: int, budget: int) -> str:
+    """The warning's sentence: the gap, which side lags, and what to raise."""
+    per_example = data.n_pairs / max(data.n_samples, 1)
+    head = (f"with a certified relative duality gap of {res.gap:.3e} > tol={res.tol:g} "
+            f"({data.n_pairs} pairs, {per_example:.0f} per example)")
+    if passes == 0:
+        return (f"{head}: the primal was still decreasing when max_iter ran out; raise max_iter "
+                "or tol")
+    return (f"{head}: the primal stalled and {passes} working-set passes (of {budget}) did not "
+            "finish the dual side, which lags on label sets with many noisy pairs (the weights "
+            "are certified within the gap); raise max_iter (after a stall each unit is one dual "
+            "pass) or tol")
