@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
@@ -18,7 +18,7 @@ from hiercvx import testing
 from hiercvx.estimators.nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
 from hiercvx.formulations import nhsvm
 from hiercvx.inference import best_label_set, is_valid_label_set
-from hiercvx.models.nhsvm import min_path_cover, optimal_alpha, prepare, prepare_shared
+from hiercvx.models.nhsvm import dag_alpha, min_path_cover, optimal_alpha, prepare, prepare_shared
 from hiercvx.solvers import nhsvm_fw, shared_norm
 from hiercvx.methods.cases import problem
 
@@ -247,6 +247,33 @@ def test_alternating_certifies_the_zero_optimum_of_random_labels(structure):
     assert alt.converged and alt.n_iter <= 10
     testing.assert_fast_matches_reference(alt, ref, rtol=1e-7)
     assert alt.lower_bound <= ref.objective * (1 + 1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(H=st.one_of(trees(min_nodes=3, max_nodes=14), dags(max_nodes=12)), seed=st.integers(0, 10_000))
+def test_alpha_step_by_its_dual_matches_the_program(H, seed):
+    # (20) by dual ascent: feasible and certified; through alpha_for at the CVXPY program's
+    # optimum (on trees the closed form's); weights over many orders of magnitude, some zero
+    assume(len(H.leaf_indices) >= 2)  # (14) needs two classes; both refuse one leaf
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((len(H), 2)) * rng.exponential(size=(len(H), 1)) ** 3
+    U[rng.random(len(H)) < 0.2] = 0.0
+    alpha, value, gap = dag_alpha(U, H)
+    paths = H.ancestor_matrix[H.leaf_indices].toarray()
+    assert np.all(alpha >= 0) and np.all(paths @ alpha <= 1 + 1e-12)
+    b = np.einsum("ij,ij->i", U, U)
+    assert np.all(alpha[b == 0] == 0)
+    if not np.any(b):
+        assert value == 0.0 and gap == 0.0
+        return
+    assert value == pytest.approx(float(np.sum(b[b > 0] / alpha[b > 0])), rel=1e-12)
+    exact = (optimal_alpha(U, H, return_value=True)[1] if H.is_tree
+             else nhsvm.alpha_step(U, H).solve().objective)
+    # an upper bound and a valid certificate, whatever the ascent reached ...
+    assert value >= exact * (1 - 1e-6)
+    assert value * (1 - gap) <= exact * (1 + 1e-6)
+    # ... and alpha_for, which falls back to the program above DAG_ALPHA_GAP, the optimum
+    assert shared_norm.alpha_for(U, H)[1] == pytest.approx(exact, rel=1e-6)
 
 
 def test_dag_alpha_step_is_scale_free():

@@ -42,27 +42,36 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..formulations.nhsvm import alpha_step
 from ..hierarchy import Hierarchy
-from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, depth_levels, min_path_cover,
-                            node_matrix, optimal_alpha, scaled_alpha)
+from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, dag_alpha, depth_levels,
+                            min_path_cover, node_matrix, optimal_alpha, scaled_alpha)
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import nhsvm_fw
 
 __all__ = ["solve", "optimal_alpha", "depth_levels", "min_path_cover", "alpha_for"]
 
 
+#: the certified relative gap at which the DAG alpha step's dual ascent is taken as solved
+DAG_ALPHA_GAP = 1e-9
+
+
 def alpha_for(U, H: Hierarchy):
     """Optimal ``alpha`` for ``U`` and the value ``min (20)``: closed form on trees
-    (:func:`optimal_alpha`), the CVXPY program (20) on DAGs
-    (:func:`hiercvx.formulations.nhsvm.alpha_step`)."""
+    (:func:`optimal_alpha`); on DAGs the certified dual ascent :func:`dag_alpha`, or the CVXPY
+    program (20) (:func:`hiercvx.formulations.nhsvm.alpha_step`) when its gap stays above
+    :data:`DAG_ALPHA_GAP`."""
     if H.is_tree:
         return optimal_alpha(U, H, return_value=True)
+    alpha, value, gap = dag_alpha(U, H)
+    if gap <= DAG_ALPHA_GAP:
+        return alpha, value
+    # the dual ascent fell short: the CVXPY program on U scaled to a largest ||U_n|| of 1
+    # (alpha is unchanged, the value scales by that norm squared), keeping the better point
     U = np.asarray(U, dtype=float)
-    top = float(np.einsum("ij,ij->i", U, U).max()) if U.size else 0.0
-    if top == 0.0:  # every alpha is optimal for U = 0: the closed form's zeros
-        return np.zeros(U.shape[0]), 0.0
-    # (20) scaled so that the largest ||U_n|| is 1: alpha is unchanged, the value scales by top
+    top = float(np.einsum("ij,ij->i", U, U).max())
     sol = alpha_step(U / np.sqrt(top), H).solve()
-    return np.asarray(sol.weights, dtype=float), float(sol.objective) * top
+    if float(sol.objective) * top < value:
+        return np.asarray(sol.weights, dtype=float), float(sol.objective) * top
+    return alpha, value
 
 
 def _first_alpha(model: SharedNormModel, alpha0) -> np.ndarray:
