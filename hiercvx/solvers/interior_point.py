@@ -204,11 +204,30 @@ def applicable(model) -> bool:
 # --------------------------------------------------------------------------------------------
 
 @njit(cache=True)
+def _pack(T, vk, inv, out):
+    """The upper triangle of ``T - vk vk^T inv`` (row by row, as ``np.triu_indices``) into ``out``."""
+    m = 0
+    for a in range(T.shape[0]):
+        va = vk[a] * inv
+        for c in range(a, T.shape[0]):
+            out[m] = T[a, c] - va * vk[c]
+            m += 1
+
+
+def _packed_index(n: int) -> np.ndarray:
+    """``(n, n)``: the position of entry ``(a, b)`` in a packed upper triangle (symmetric)."""
+    i, j = np.triu_indices(n)
+    index = np.empty((n, n), dtype=np.int64)
+    index[i, j] = np.arange(i.size)
+    index[j, i] = np.arange(i.size)
+    return index
+
+
+@njit(cache=True)
 def _example_blocks(lo, hi, ptr, py, pb, D, cD, delta, packed, T, v):
     """``T_i = B_i^T diag(D) B_i - v_i v_i^T / delta_i`` and ``v_i = B_i^T (c D)`` for the
     examples ``lo <= i < hi``: ``T_i``'s upper triangle (row by row, as ``np.triu_indices``)
     goes to ``packed[i - lo]``, ``v_i`` to ``v[i - lo]``; ``T`` ``(q, q)`` is scratch."""
-    q = T.shape[0]
     for i in range(lo, hi):
         k = i - lo
         T[:, :] = 0.0
@@ -221,13 +240,7 @@ def _example_blocks(lo, hi, ptr, py, pb, D, cD, delta, packed, T, v):
             T[b, y] -= dp
             v[k, y] += cD[p]
             v[k, b] -= cD[p]
-        inv = 1.0 / delta[i]
-        m = 0
-        for a in range(q):
-            va = v[k, a] * inv
-            for c in range(a, q):
-                packed[k, m] = T[a, c] - va * v[k, c]
-                m += 1
+        _pack(T, v[k], 1.0 / delta[i], packed[k])
 
 
 @njit(cache=True)
@@ -380,14 +393,9 @@ class _Factored(_PairProblem):
             Zp += Tb.T @ self._feature_products(lo, hi, idd, jdd)
         # to the factored class space on the packed feature triangles, then unpack:
         # H[(a, j), (b, j')] = sum_{c, e} Lam'_ca Zp[(c, e), (j, j')] Lam'_eb
-        cq = np.empty((q, q), dtype=np.int64)
-        cq[iq, jq] = np.arange(iq.size)
-        cq[jq, iq] = np.arange(iq.size)
-        cd = np.empty((d, d), dtype=np.int64)
-        cd[idd, jdd] = np.arange(idd.size)
-        cd[jdd, idd] = np.arange(idd.size)
-        Zr = np.einsum("ca,cek,eb->abk", self.Lf, Zp[cq], self.Lf, optimize=True)  # (r, r, .)
-        H = Zr[:, :, cd].transpose(0, 2, 1, 3).reshape(r * d, r * d)
+        Zr = np.einsum("ca,cek,eb->abk", self.Lf, Zp[_packed_index(q)], self.Lf,
+                       optimize=True)  # (r, r, .)
+        H = Zr[:, :, _packed_index(d)].transpose(0, 2, 1, 3).reshape(r * d, r * d)
         H[np.diag_indices_from(H)] += 1.0
         return H, V
 
@@ -396,7 +404,6 @@ class _Factored(_PairProblem):
 def _row_blocks(lo, hi, ptr, rptr, ridx, rval, D, cD, delta, packed, T, v):
     """As :func:`_example_blocks` for explicit sparse pair rows ``R`` (CSR ``rptr``, ``ridx``,
     ``rval``): ``T_i = R_i^T diag(D) R_i - v_i v_i^T / delta_i``, ``v_i = R_i^T (c D)``."""
-    r = T.shape[0]
     for i in range(lo, hi):
         k = i - lo
         T[:, :] = 0.0
@@ -408,13 +415,7 @@ def _row_blocks(lo, hi, ptr, rptr, ridx, rval, D, cD, delta, packed, T, v):
                 v[k, ia] += cD[p] * va
                 for e in range(rptr[p], rptr[p + 1]):
                     T[ia, ridx[e]] += dp * va * rval[e]
-        inv = 1.0 / delta[i]
-        m = 0
-        for a in range(r):
-            va = v[k, a] * inv
-            for c in range(a, r):
-                packed[k, m] = T[a, c] - va * v[k, c]
-                m += 1
+        _pack(T, v[k], 1.0 / delta[i], packed[k])
 
 
 @njit(cache=True)
@@ -492,26 +493,20 @@ class PairRows(_PairProblem):
         return G.T @ self.F
 
     def newton_matrix(self, D, cD, delta):
+        """``I + sum_i T_i (x) F_i F_i^T`` and the ``v_i`` ``(n, r)``."""
         r, d = self.r, self.d
-        ir, jr = np.triu_indices(r)
         idd, jdd = np.triu_indices(d)
-        Zp = np.zeros((ir.size, idd.size))
+        Zp = np.zeros((r * (r + 1) // 2, idd.size))
         V = np.empty((self.n, r))
         T = np.empty((r, r))
-        packed = np.empty((min(_BLOCK, self.n), ir.size))
+        packed = np.empty((min(_BLOCK, self.n), Zp.shape[0]))
         R = self.R
         for lo in range(0, self.n, _BLOCK):
             hi = min(lo + _BLOCK, self.n)
             Tb = packed[:hi - lo]
             _row_blocks(lo, hi, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tb, T, V[lo:hi])
             Zp += Tb.T @ (self.F[lo:hi, idd] * self.F[lo:hi, jdd])
-        cr = np.empty((r, r), dtype=np.int64)
-        cr[ir, jr] = np.arange(ir.size)
-        cr[jr, ir] = np.arange(ir.size)
-        cd = np.empty((d, d), dtype=np.int64)
-        cd[idd, jdd] = np.arange(idd.size)
-        cd[jdd, idd] = np.arange(idd.size)
-        H = Zp[cr][:, :, cd].transpose(0, 2, 1, 3).reshape(r * d, r * d)
+        H = Zp[_packed_index(r)][:, :, _packed_index(d)].transpose(0, 2, 1, 3).reshape(r * d, r * d)
         H[np.diag_indices_from(H)] += 1.0
         return H, V
 
