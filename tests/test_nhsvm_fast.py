@@ -89,6 +89,21 @@ def test_other_dual_methods_are_certified_and_agree(method, tol):
         assert res.method == "interior_point"
 
 
+@pytest.mark.parametrize("structure", ["multilabel", "dag"])
+@pytest.mark.parametrize("sparse_X", [False, True])
+def test_cutting_planes_with_intercept_and_csr_match_the_reference(structure, sparse_X):
+    X, Y, H = problem(structure, n=80, d=4, seed=3)
+    X = sp.csr_matrix(X) if sparse_X else X
+    kw = {"fit_intercept": True, "intercept_scaling": 2.0}
+    model = prepare(X, Y, H, **kw)
+    res = nhsvm_fw.solve(model, 0.3, method="cutting_plane", tol=1e-9, max_iter=300)
+    ref = nhsvm.primal(X, Y, H, lam=0.3, **kw).solve(gap_tol=1e-7)
+    assert res.converged and res.extras["method"] == "cutting_plane"
+    testing.assert_fast_matches_reference(res, ref, rtol=2e-7)
+    b = res.extras["intercept"]
+    assert model.objective(res.weights, 0.3, intercept=b) == pytest.approx(res.objective, rel=1e-12)
+
+
 def test_auto_runs_cutting_planes_on_label_sets_and_pairwise_past_the_master_limit(monkeypatch):
     X, y = planted(TREE, seed=3, d=3)
     rng = np.random.default_rng(3)

@@ -889,6 +889,9 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
             else:
                 master_tol = min(1e-3, max(0.1 * tol, 0.1 * gap, 1e-12))
             counts = np.array([len(r) for r in rows])
+            if not counts.any():  # nothing was ever violated: W = 0 is optimal, the bound 0
+                best_D = max(best_D, 0.0)
+                continue
             ptr = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(counts, out=ptr[1:])
             cuts = np.vstack([np.asarray(r) for r in rows if r])
