@@ -104,7 +104,7 @@ def test_cutting_planes_with_intercept_and_csr_match_the_reference(structure, sp
     assert model.objective(res.weights, 0.3, intercept=b) == pytest.approx(res.objective, rel=1e-12)
 
 
-def test_auto_runs_cutting_planes_on_label_sets_and_pairwise_past_the_master_limit(monkeypatch):
+def test_auto_hands_label_sets_from_pairwise_to_cutting_planes_below_the_master_limit(monkeypatch):
     X, y = planted(TREE, seed=3, d=3)
     rng = np.random.default_rng(3)
     Y = [frozenset({a}) | ({TREE.leaves[0]} if k % 3 == 0 else set())
@@ -112,15 +112,23 @@ def test_auto_runs_cutting_planes_on_label_sets_and_pairwise_past_the_master_lim
     model = prepare(X, Y, TREE)
     assert model.multilabel
     ref = nhsvm.primal(X, Y, TREE, lam=2.0).solve(gap_tol=1e-9)
+    # pairwise certifies this small problem within the hand-over budget: it stays pairwise
+    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=200)
+    assert res.converged and res.extras["method"] == "pairwise"
+    assert res.n_iter <= nhsvm_fw.HANDOFF_PASSES
+    # with 5 passes allowed, cutting planes finish from the pairwise caches and weights
+    monkeypatch.setattr(nhsvm_fw, "HANDOFF_PASSES", 5)
     res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=200)
     assert res.converged and res.extras["method"] == "cutting_plane"
+    assert res.extras["pairwise_passes"] == 5
     testing.assert_fast_matches_reference(res, ref, rtol=1e-8)
     # the certificate is the model's: the primal recomputed, the bound valid for the reference
     assert res.objective == pytest.approx(model.objective(res.weights, lam=2.0), rel=1e-12)
     assert res.lower_bound <= ref.objective * (1 + 1e-12)
+    # past the master's limit: pairwise alone, all of max_iter
     monkeypatch.setattr(nhsvm_fw.interior_point, "MAX_DIMENSION", 2)
-    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-6, max_iter=2000)
-    assert res.converged and res.extras["method"] == "pairwise"
+    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=2000)
+    assert res.converged and res.extras["method"] == "pairwise" and res.n_iter > 5
     with pytest.raises(hc.InputError, match="single-label"):
         nhsvm_fw.solve(model, lam=2.0, method="interior_point")
 

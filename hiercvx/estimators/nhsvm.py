@@ -150,9 +150,9 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
         ``"reference"`` (CVXPY; cutting planes for multi-label; ``reference_solver`` the QP solver)
     method : the fast solver's method (``"auto"``: the margin engine on single-label (10) —
-        the interior point when affordable —; otherwise n-slack cutting planes with an
-        interior-point master while ``n_nodes * n_features`` is at most 4000, pairwise
-        Frank-Wolfe beyond; ``"pairwise"``, ``"cutting_plane"``, ``"bcfw"``, ``"sgd"``,
+        the interior point when affordable —; otherwise pairwise Frank-Wolfe, finished after
+        50 passes by n-slack cutting planes with an interior-point master while
+        ``n_nodes * n_features`` is at most 4000; ``"pairwise"``, ``"cutting_plane"``, ``"bcfw"``, ``"sgd"``,
         ``"working_set"``, ``"interior_point"``)
     inference : label-set inference for multi-label training and prediction (``"auto"``: tree
         DP; on DAGs enumeration up to 10 leaves, else the integer program (19); ``"lp"``: LP

@@ -51,7 +51,10 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     (``C = 1/(2 lam)``, objective times ``2 lam``) handed to the margin engine
     (:func:`hiercvx.solvers.margin_engine.solve`) with that solver.
 ``"auto"``  the margin engine's choice for single-label (10); otherwise (multi-label, (13))
-    ``"cutting_plane"`` when its master is affordable, else ``"pairwise"`` (GO-sized DAGs).
+    up to ``HANDOFF_PASSES`` (50) pairwise passes -- enough where the labels carry signal --
+    then, if the gap is still above ``tol``, cutting planes started from the support of the
+    pairwise caches and its weights, when the master is affordable; else ``"pairwise"`` alone
+    (GO-sized DAGs).
 
 Every method's ``objective`` is recomputed exactly (all samples' loss-augmented inference at
 the returned ``W``); the dual methods' ``lower_bound`` is ``D`` at a feasible ``beta``.
@@ -96,6 +99,9 @@ __all__ = ["METHODS", "solve", "DualState", "VertexModel", "vertex_model", "pair
            "certify", "node_products", "add_outer", "split_intercept"]
 
 METHODS = ("pairwise", "cutting_plane", "bcfw", "sgd", "working_set", "interior_point", "auto")
+
+#: ``"auto"``: pairwise passes before cutting planes take over (multi-label, (13))
+HANDOFF_PASSES = 50
 
 # Reassociation lets LLVM vectorize the dot products and rank-one updates (inputs are finite).
 _FAST = {"reassoc", "contract", "nsz"}
@@ -623,10 +629,13 @@ def solve(model: NHSVMModel, lam: float = 1.0, *, method: str = "pairwise", tol:
         res = _solve_margin(work, lam, tol, max_iter, random_state, verbose, method)
     else:
         view = vertex_model(work, inference)
-        if method == "auto":  # multi-label or (13): cutting planes when the master is affordable
-            method = "cutting_plane" if cutting_plane_applicable(view) else "pairwise"
+        if method == "auto":  # multi-label or (13): pairwise, finished by cutting planes
+            method = "auto" if cutting_plane_applicable(view) else "pairwise"
         with threadpool_limits(limits=1, user_api="blas"):
-            if method == "cutting_plane":
+            if method == "auto":
+                res = _pairwise_then_cutting_planes(view, lam, tol, max_iter, cache_size, max_steps,
+                                                    state, time_limit, random_state, verbose)
+            elif method == "cutting_plane":
                 res = cutting_plane(view, lam, tol, max_iter, time_limit, verbose)
             elif method == "pairwise":
                 res = pairwise(view, lam, tol, max_iter, cache_size, max_steps, state, time_limit,
@@ -824,7 +833,8 @@ def cutting_plane_applicable(model: VertexModel) -> bool:
             and interior_point.row_step_cost(n, M, d) <= interior_point.MAX_STEP_COST)
 
 
-def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbose=False) -> Solution:
+def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbose=False,
+                  start: Solution | None = None) -> Solution:
     """n-slack cutting planes (SVM-struct, Joachims et al. 2009) with an exact master.
 
     Each round runs exact loss-augmented inference for every sample at the master's ``W``
@@ -837,7 +847,11 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
     alpha`` on the working sets' label sets, are a feasible point of the full dual, valued by
     the model (:meth:`~hiercvx.models.nhsvm.NHSVMModel.dual_value`): the certificate.  The
     master is solved to a tolerance a tenth of the current gap (at most 1e-3, at least a tenth
-    of ``tol``), so early rounds take few Newton steps.  One iteration = one round."""
+    of ``tol``), so early rounds take few Newton steps.  One iteration = one round.
+
+    ``start``: a pairwise Frank-Wolfe result to continue from (``"auto"``): its weights are the
+    first round's ``W``, the vertices its caches hold with mass are the first working sets,
+    and its primal and dual stay in the certificate."""
     t0 = time.perf_counter()
     X = model.X
     F = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=float)
@@ -852,8 +866,28 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
     history: dict = {}
     best = (np.inf, W, None)
     best_D, n_oracle, converged = -np.inf, 0, False
-    G, l = np.zeros((n, M)), np.zeros(n)
+    dual_point = (np.zeros((n, M)), 0.0)  # (g, sum_i l_i) of best_D
     master_tol = 1e-3
+
+    def add_cut(i, vertex) -> bool:
+        key = vertex.tobytes() if model.multilabel else int(vertex)
+        if key in seen[i] or key == -1:
+            return False
+        seen[i].add(key)
+        c, b_i = model.vertex_terms(i, vertex)
+        rows[i].append(c)
+        offsets[i].append(b_i)
+        return True
+
+    if start is not None:
+        W = np.asarray(start.weights, dtype=float)
+        best_D, n_oracle = float(start.lower_bound), int(start.extras.get("n_oracle", 0))
+        dual_point = (np.asarray(start.dual, dtype=float), float(start.extras["loss_term"]))
+        state = start.extras["state"]
+        for i, k in zip(*np.nonzero((state.cid >= 0) & (state.cbeta > 0))):
+            vertex = state.pool[state.cid[i, k]]
+            add_cut(i, vertex.astype(bool) if model.multilabel else int(state.cid[i, k]))
+        master_tol = min(1e-3, max(0.1 * tol, 0.1 * start.gap, 1e-12))
     bar = _progress(verbose, max_iter, "NHSVM cutting planes")
     try:
         for it in range(max_iter + 1):
@@ -874,14 +908,7 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
             added = 0
             margin = 1e-9 * max(1.0, best[0]) / n
             for i in np.flatnonzero(H > master_slack + margin):
-                key = Z[i].tobytes() if model.multilabel else int(Z[i])
-                if key in seen[i] or key == -1:
-                    continue
-                seen[i].add(key)
-                c, b_i = model.vertex_terms(i, Z[i])
-                rows[i].append(c)
-                offsets[i].append(b_i)
-                added += 1
+                added += add_cut(i, Z[i])
             if not added:  # nothing new violated: only a more accurate master can close the gap
                 if master_tol <= 1e-12:
                     break
@@ -905,7 +932,9 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
             G = np.zeros((n, M))
             np.add.at(G, sample, beta[:, None] * cuts)
             l = np.bincount(sample, weights=beta * b, minlength=n)
-            best_D = max(best_D, model.source.dual_value(G, l, lam))
+            D = model.source.dual_value(G, l, lam)
+            if D > best_D:
+                best_D, dual_point = D, (G, float(l.sum()))
             # the master's slack at W: a cut found again below it adds nothing
             pair_values = b - np.einsum("pm,pm->p", cuts, model.node_scores(W)[sample])
             master_slack = np.zeros(n)
@@ -915,7 +944,24 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
         bar.close()
     P, W, H = best
     return _finish("cutting_plane", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
-                   G=G, loss_term=float(l.sum()))
+                   G=dual_point[0], loss_term=dual_point[1])
+
+
+def _pairwise_then_cutting_planes(view, lam, tol, max_iter, cache_size, max_steps, state,
+                                  time_limit, random_state, verbose) -> Solution:
+    """``"auto"`` on label sets and (13): up to :data:`HANDOFF_PASSES` pairwise passes (enough
+    where the labels carry signal), then cutting planes from the support of its caches (where
+    they do not: random labels take pairwise thousands of passes to a 1e-8 gap)."""
+    t0 = time.perf_counter()
+    first = pairwise(view, lam, tol, min(max_iter, HANDOFF_PASSES), cache_size, max_steps, state,
+                     time_limit, random_state, verbose, t0=t0, quiet=True)
+    if first.converged:
+        return first
+    res = cutting_plane(view, lam, tol, max(max_iter - first.n_iter, 0), time_limit, verbose,
+                        start=first)
+    res.extras["pairwise_passes"] = first.n_iter
+    res.solve_time = time.perf_counter() - t0
+    return res
 
 
 # ============================================================================ plain BCFW
