@@ -23,9 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .exceptions import InputError
 
-__all__ = ["Solution", "relative_gap", "gap_scale", "comparison_scale", "reached",
-           "check_iteration_options", "OPTIMAL",
-           "ITERATION_LIMIT"]
+__all__ = ["progress_hint", "Solution", "relative_gap", "gap_scale", "comparison_scale",
+           "reached", "check_iteration_options", "OPTIMAL", "ITERATION_LIMIT"]
 
 #: ``status`` of a certified answer (reference: the solver said optimal and the gap holds;
 #: fast solver: the recomputed gap reached ``tol``)
@@ -87,6 +86,37 @@ def relative_gap(objective: float, lower_bound: float, at_zero: float | None = N
     if at_zero is not None and lower_bound < objective < float(at_zero):
         gap = max(gap, ((objective - lower_bound) / (float(at_zero) - lower_bound)) ** 2)
     return gap
+
+
+def progress_hint(history, tol: float, unit: str = "iterations", window: int = 10) -> str:
+    """What the last certificates say about the rest of the way, for a ``ConvergenceWarning``:
+    ``" (... about K more <unit> at ... each)"`` from the log-linear trend of the recorded gaps
+    (``history["gap"]`` against ``history["n_iter"]`` or the record's index, ``history["time"]``
+    for the time per unit), ``" (... has not decreased ...)"`` when they stalled, ``""`` when
+    fewer than three positive gaps were recorded."""
+    if not isinstance(history, dict):
+        return ""
+    gaps = np.asarray(history.get("gap", ()), dtype=float)[-window:]
+    if gaps.size < 3 or not np.all(np.isfinite(gaps)) or np.any(gaps <= 0):
+        return ""
+    n = len(history["gap"])
+    steps = history.get("n_iter")
+    steps = np.asarray(steps if steps is not None and len(steps) == n else range(n),
+                       dtype=float)[-window:]
+    if steps[-1] <= steps[0]:
+        return ""
+    slope = float(np.polyfit(steps, np.log(gaps), 1)[0])  # log-gap per unit
+    if slope >= -1e-12 or gaps[-1] >= gaps[0]:
+        return (f" (the gap has not decreased over the last {gaps.size} certificates: more "
+                "iterations of this method may not help; raise tol or try another method)")
+    more = int(np.ceil(np.log(tol / gaps[-1]) / slope))
+    hint = f" (at the rate of the last {gaps.size} certificates, about {more} more {unit}"
+    times = history.get("time")
+    if times is not None and len(times) == n:
+        per = (float(times[-1]) - float(np.asarray(times, dtype=float)[-window:][0])) / \
+            (steps[-1] - steps[0])
+        hint += f", {per * more:.3g} s,"
+    return hint + " would reach tol)"
 
 
 def reached(gap: float, tol: float) -> bool:
@@ -182,7 +212,8 @@ class Solution:
         sentence for solvers without a certificate (a perceptron on non-separable data)."""
         if not self.converged:
             what = reason or (f"with a certified relative duality gap of {self.gap:.3e} > "
-                              f"tol={self.tol:g}; raise max_iter or tol")
+                              f"tol={self.tol:g}; raise max_iter or tol"
+                              + progress_hint(self.history, self.tol, unit))
             warnings.warn(f"{self.name or self.solver or 'the solver'} stopped after {self.n_iter} "
                           f"{unit} {what}", ConvergenceWarning, stacklevel=stacklevel + 1)
 

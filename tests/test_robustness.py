@@ -23,7 +23,7 @@ from hiercvx.hierarchy import Hierarchy
 from hiercvx.methods.cases import TREE, problem
 from hiercvx.models import orthogonal as otm
 from hiercvx.models import sibling as sm
-from hiercvx.result import gap_scale, relative_gap
+from hiercvx.result import Solution, gap_scale, progress_hint, relative_gap
 from hiercvx.solvers import rda, sibling_qp
 
 X_TREE, Y_TREE, _ = problem("tree", n=40, d=4)
@@ -31,6 +31,22 @@ X_FLAT, Y_FLAT, _ = problem("flat", n=40, d=4)
 
 
 # ------------------------------------------------------------------ item 2: the gap at every scale
+def test_the_convergence_warning_says_how_far_tol_is():
+    # a gap falling by 10x every 2 passes, 0.5 s a pass: 1e-3 -> 1e-6 takes 6 more passes, 3 s
+    history = {"n_iter": [0, 2, 4, 6], "gap": [1.0, 0.1, 1e-2, 1e-3], "time": [0, 1, 2, 3]}
+    assert progress_hint(history, 1e-6, "passes") == (
+        " (at the rate of the last 4 certificates, about 6 more passes, 3 s, would reach tol)")
+    flat = {"gap": [1e-3, 1e-3, 1e-3]}
+    assert "has not decreased" in progress_hint(flat, 1e-6)
+    assert progress_hint({"gap": [1e-3, 1e-4]}, 1e-6) == ""        # too few to tell
+    assert progress_hint({"gap": [1e-3, 0.0, 1e-4]}, 1e-6) == ""   # not a gap sequence
+    res = Solution(weights=None, objective=1.0, lower_bound=1.0 - 1e-3, n_iter=6, converged=False,
+                   tol=1e-6, history=history, name="demo")
+    with pytest.warns(ConvergenceWarning, match=r"raise max_iter or tol \(at the rate .* 6 more "
+                                                 r"passes"):
+        res.warn_unless_converged("passes")
+
+
 def test_relative_gap_is_scale_free():
     for s in (1e-12, 1e-6, 1.0, 1e6):
         assert relative_gap(3.0 * s, 2.0 * s) == pytest.approx(1 / 3)
