@@ -77,7 +77,9 @@ hf = hierarchical_precision_recall_f1(labels, pred, H)[2]
 print("RESULT " + json.dumps({
     "nodes": len(F), "classes": len(F.leaves), "fit": t_fit, "predict": t_pred,
     "n_iter": getattr(est, "n_iter_", None), "gap": float(getattr(est, "gap_", float("nan"))),
-    "warn": any(issubclass(w.category, ConvergenceWarning) for w in caught), "hF": hf}))
+    "warn": any(issubclass(w.category, ConvergenceWarning) for w in caught), "hF": hf,
+    "warning": next((str(w.message) for w in caught
+                     if issubclass(w.category, ConvergenceWarning)), "")}))
 """
 
 
@@ -92,7 +94,8 @@ def go_row(name: str, n: int, max_iter: int, cap: float) -> str:
         return f"refused in {r['fit']:.2f}s: {r['refused'][:110]}"
     return (f"fit {r['fit']:8.1f}s  predict {r['predict']:7.2f}s  passes {r['n_iter']!s:>6}  "
             f"gap {r['gap']:.1e}  train hF {r['hF']:.3f}  ({r['nodes']} nodes, {r['classes']} classes)"
-            + ("  warn (not certified)" if r["warn"] else ""))
+            + ("  warn (not certified)" if r["warn"] else "")
+            + (f"\n      warning: {r['warning']}" if r.get("warning") else ""))
 
 
 def main(argv=None):
