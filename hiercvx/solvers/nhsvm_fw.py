@@ -841,9 +841,9 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
     (the primal (10) / (13) exactly), adds each sample's most violating vertex (label set or
     leaf) to its working set when it is violated beyond the master's slack, and solves the
     master -- the primal restricted to the working sets, rows ``sqrt(alpha) * c_iy`` and offsets
-    ``b_iy`` (module docstring) -- by the
-    interior point on explicit pair rows (:func:`~hiercvx.solvers.interior_point.solve_pair_rows`,
-    ``C = 1 / (2 lam)``, objective times ``2 lam``).  The master's multipliers, ``beta = 2 lam
+    ``b_iy`` (module docstring) -- by the interior point on explicit pair rows
+    (:func:`~hiercvx.solvers.interior_point.solve_pair_rows`, ``C = 1 / (2 lam)``, objective
+    times ``2 lam``).  The master's multipliers, ``beta = 2 lam
     alpha`` on the working sets' label sets, are a feasible point of the full dual, valued by
     the model (:meth:`~hiercvx.models.nhsvm.NHSVMModel.dual_value`): the certificate.  The
     master is solved to a tolerance a tenth of the current gap (at most 1e-3, at least a tenth
