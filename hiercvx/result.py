@@ -90,16 +90,18 @@ def relative_gap(objective: float, lower_bound: float, at_zero: float | None = N
 
 def progress_hint(history, tol: float, unit: str = "iterations", window: int = 10) -> str:
     """What the last certificates say about the rest of the way, for a ``ConvergenceWarning``:
-    ``" (... about K more <unit> at ... each)"`` from the log-linear trend of the recorded gaps
-    (``history["gap"]`` against ``history["n_iter"]`` or the record's index, ``history["time"]``
-    for the time per unit), ``" (... has not decreased ...)"`` when they stalled, ``""`` when
-    fewer than three positive gaps were recorded."""
+    ``" (... roughly K more <unit>, T s, ...)"`` from the log-linear trend of the recent half of
+    the recorded gaps (at most ``window``; ``history["gap"]`` against ``history["n_iter"]`` or the
+    record's index, ``history["time"]`` for the time per unit) -- an estimate, optimistic for
+    methods that slow down as they converge --, ``" (... has not decreased ...)"`` when they
+    stalled, ``""`` when fewer than three positive gaps were recorded."""
     if not isinstance(history, dict):
         return ""
+    n = len(history.get("gap", ()))
+    window = min(window, max(3, n // 2))  # the recent trend: early certificates fall fastest
     gaps = np.asarray(history.get("gap", ()), dtype=float)[-window:]
     if gaps.size < 3 or not np.all(np.isfinite(gaps)) or np.any(gaps <= 0):
         return ""
-    n = len(history["gap"])
     steps = history.get("n_iter")
     steps = np.asarray(steps if steps is not None and len(steps) == n else range(n),
                        dtype=float)[-window:]
@@ -110,7 +112,7 @@ def progress_hint(history, tol: float, unit: str = "iterations", window: int = 1
         return (f" (the gap has not decreased over the last {gaps.size} certificates: more "
                 "iterations of this method may not help; raise tol or try another method)")
     more = int(np.ceil(np.log(tol / gaps[-1]) / slope))
-    hint = f" (at the rate of the last {gaps.size} certificates, about {more} more {unit}"
+    hint = f" (at the rate of the last {gaps.size} certificates, roughly {more} more {unit}"
     times = history.get("time")
     if times is not None and len(times) == n:
         per = (float(times[-1]) - float(np.asarray(times, dtype=float)[-window:][0])) / \

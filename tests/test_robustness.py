@@ -33,15 +33,19 @@ X_FLAT, Y_FLAT, _ = problem("flat", n=40, d=4)
 # ------------------------------------------------------------------ item 2: the gap at every scale
 def test_the_convergence_warning_says_how_far_tol_is():
     # a gap falling by 10x every 2 passes, 0.5 s a pass: 1e-3 -> 1e-6 takes 6 more passes, 3 s
-    history = {"n_iter": [0, 2, 4, 6], "gap": [1.0, 0.1, 1e-2, 1e-3], "time": [0, 1, 2, 3]}
-    assert progress_hint(history, 1e-6, "passes") == (
-        " (at the rate of the last 4 certificates, about 6 more passes, 3 s, would reach tol)")
+    history = {"n_iter": [0, 2, 4, 6, 8, 10], "gap": [1.0, 0.1, 1e-2, 1e-3, 1e-4, 1e-5],
+               "time": [0, 1, 2, 3, 4, 5]}
+    assert progress_hint(history, 1e-8, "passes") == (
+        " (at the rate of the last 3 certificates, roughly 6 more passes, 3 s, would reach tol)")
+    # the recent half decides: a method that slowed down is not judged by its first steps
+    slowed = {"gap": [1.0, 1e-2, 1e-4, 5e-5, 2.5e-5, 1.25e-5]}
+    assert "roughly 7 more" in progress_hint(slowed, 1e-7)
     flat = {"gap": [1e-3, 1e-3, 1e-3]}
     assert "has not decreased" in progress_hint(flat, 1e-6)
     assert progress_hint({"gap": [1e-3, 1e-4]}, 1e-6) == ""        # too few to tell
     assert progress_hint({"gap": [1e-3, 0.0, 1e-4]}, 1e-6) == ""   # not a gap sequence
-    res = Solution(weights=None, objective=1.0, lower_bound=1.0 - 1e-3, n_iter=6, converged=False,
-                   tol=1e-6, history=history, name="demo")
+    res = Solution(weights=None, objective=1.0, lower_bound=1.0 - 1e-5, n_iter=10,
+                   converged=False, tol=1e-8, history=history, name="demo")
     with pytest.warns(ConvergenceWarning, match=r"raise max_iter or tol \(at the rate .* 6 more "
                                                  r"passes"):
         res.warn_unless_converged("passes")
