@@ -102,7 +102,7 @@ def test_solver_matches_the_reference(rescaling):
 
 def test_dual_phase_finishes_what_lbfgs_leaves(model):
     # ten L-BFGS iterations cannot certify 1e-9: the working set, warm-started, has to
-    with pytest.warns(ConvergenceWarning, match="primal was still decreasing"):
+    with pytest.warns(ConvergenceWarning, match=r"no dual phase ran \(dual_passes=0\)"):
         short = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=0)
     assert short.extras["dual_passes"] == 0 and short.gap > 1e-6
     # the bound is the model's own dual (4.14) at the returned point, not a running sum
@@ -133,6 +133,11 @@ def test_a_stall_leaves_its_iterations_to_the_dual_phase(model, monkeypatch):
         warnings.simplefilter("ignore", ConvergenceWarning)
         smoothing.solve(model, 1.0, tol=1e-15, max_iter=700, dual_passes=0)
     assert budgets == []  # dual_passes=0: no dual phase at all
+    # max_iter runs out in the primal phase (no stall): the warning says so
+    monkeypatch.setattr(smoothing, "STALL", -np.inf)
+    with pytest.warns(ConvergenceWarning, match="max_iter ran out while L-BFGS was still lowering"):
+        smoothing.solve(model, 1.0, tol=1e-12, max_iter=5, dual_passes=0)
+    monkeypatch.setattr(smoothing, "STALL", np.inf)
     # one dual pass cannot finish: the warning says which side lags and what to raise
     with pytest.warns(ConvergenceWarning, match=r"stalled and 1 working-set passes .*dual side"):
         smoothing.solve(model, 1.0, tol=1e-12, max_iter=5, dual_passes=1)

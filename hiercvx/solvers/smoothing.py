@@ -281,6 +281,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     best_mu = mu
     history = {k: [] for k in ("mu", "n_iter", "objective", "lower_bound", "gap", "time")}
     n_iter, gap = 0, relative_gap(best_primal, best_lower)
+    stalled = False
     while n_iter < max_iter and not reached(gap, tol):
         run = minimize(smooth.value_and_gradient, w, args=(mu,), jac=True, method="L-BFGS-B",
                        options=dict(maxiter=min(STAGE_ITER, max_iter - n_iter), maxcor=MEMORY,
@@ -307,6 +308,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         log("mu %.3g, %d L-BFGS iterations: primal %.10g dual %.10g gap %.3e", mu, n_iter,
             best_primal, best_lower, gap)
         if drop < STALL * (best_primal - best_lower):
+            stalled = True
             break  # the primal stalled: the dual side finishes
         mu /= MU_SHRINK
     passes = 0
@@ -338,18 +340,24 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
                    history=history, solve_time=time.perf_counter() - t_start,
                    solver="smoothing", name="margin model by smoothing + L-BFGS", extras=extras)
     res.warn_unless_converged("L-BFGS iterations and " f"{passes} dual passes", stacklevel=2,
-                              reason=None if res.converged else _why(res, data, passes, budget))
+                              reason=None if res.converged else _why(res, data, passes, budget,
+                                                                     stalled))
     return res
 
 
-def _why(res: Solution, data, passes: int, budget: int) -> str:
+def _why(res: Solution, data, passes: int, budget: int, stalled: bool) -> str:
     """The warning's sentence: the gap, which side lags, and what to raise."""
     per_example = data.n_pairs / max(data.n_samples, 1)
     head = (f"with a certified relative duality gap of {res.gap:.3e} > tol={res.tol:g} "
             f"({data.n_pairs} pairs, {per_example:.0f} per example)")
-    if passes == 0:
-        return (f"{head}: the primal was still decreasing when max_iter ran out; raise max_iter "
-                "or tol")
+    if not stalled:
+        dual = (f", and the {passes} working-set passes after it did not close the gap"
+                if passes else "")
+        return (f"{head}: max_iter ran out while L-BFGS was still lowering the primal{dual}; "
+                "raise max_iter or tol")
+    if budget == 0:
+        return (f"{head}: the primal stalled and no dual phase ran (dual_passes=0); raise "
+                "dual_passes, max_iter or tol")
     return (f"{head}: the primal stalled and {passes} working-set passes (of {budget}) did not "
             "finish the dual side, which lags on label sets with many noisy pairs (the weights "
             "are certified within the gap); raise max_iter (after a stall each unit is one dual "
