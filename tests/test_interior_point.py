@@ -326,3 +326,17 @@ def test_explicit_pair_rows_refuse_inconsistent_shapes():
     with pytest.raises(InputError, match="pair rows"):
         interior_point.solve_pair_rows(F, np.ones((3, 2)), np.array([0, 1, 3]), np.ones(2),
                                        np.ones(3), np.ones(2))
+
+
+def test_explicit_pair_rows_with_an_example_without_pairs():
+    # a cutting plane's master before the example's first cut: it takes no budget, raises
+    # no warning, and the others' optimum is unchanged (one pair: w = C a / ... by hand)
+    F = np.array([[1.0, 0.0], [0.0, 2.0]])
+    R = np.array([[1.0], [1.0]])          # one node: two pairs of example 1 (x = (0, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = interior_point.solve_pair_rows(F, R, np.array([0, 0, 2]), np.array([1.0, 0.5]),
+                                             np.ones(2), np.array([1.0, 1.0]), tol=1e-12)
+    # min 1/2 ||w||^2 + max(0, 1 - 2 w_2): w = (0, 1/2) meets the margin at cost 1/8 < 1
+    np.testing.assert_allclose(res.weights, [[0.0, 0.5]], atol=1e-7)
+    assert res.objective == pytest.approx(0.125, rel=1e-9) and res.gap <= 1e-9

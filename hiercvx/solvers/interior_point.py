@@ -622,7 +622,8 @@ def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start):
     s = c * xi[prob.pi] - b
     csum = np.empty(n)
     _pair_sums(ptr, c, csum)
-    alpha = _INIT * (Cb / csum)[prob.pi]
+    # examples without pairs (a cutting plane's master before their first cut) take no share
+    alpha = _INIT * np.divide(Cb, csum, out=np.zeros(n), where=csum > 0)[prob.pi]
     used = np.empty(n)
     _pair_sums(ptr, c * alpha, used)
     mu = Cb - used
