@@ -39,6 +39,12 @@ together with the factorization (``(r d)^3 / 3``): :func:`step_cost` estimates b
 :func:`applicable` and the estimators can choose between this method and the coordinate
 methods.
 
+The same iteration runs on explicit pair rows (:class:`PairRows`, :func:`solve_pair_rows`):
+``a_p = R_p (x) F_i`` with any coefficient row ``R_p`` over ``r`` nodes instead of a difference
+of two classes' attributes, so ``T_i = R_i^T diag(D) R_i - v_i v_i^T / delta_i``.  That is the
+master of a cutting-plane loop whose working sets are label sets (NHSVM (10) in
+:mod:`.nhsvm_fw`).
+
 Stopping is certified as everywhere in hiercvx: the primal objective recomputed at ``w``
 (slacks recomputed from the scores) and the dual (4.14) at ``alpha`` projected onto the dual
 feasible set; ``(P - D) / max(|P|, |D|) <= tol``.  The returned weights are the model's own
@@ -67,7 +73,8 @@ from .primitives import blas_threads
 logger = logging.getLogger(__name__)
 
 __all__ = ["solve", "solve_pair_rows", "PairRows", "row_step_cost", "step_cost", "applicable",
-           "feature_dimension", "low_rank_factor", "MAX_DIMENSION", "MAX_STEP_COST", "MAX_FEATURE_ENTRIES", "LOW_RANK_RTOL"]
+           "feature_dimension", "low_rank_factor", "MAX_DIMENSION", "MAX_STEP_COST",
+           "MAX_FEATURE_ENTRIES", "LOW_RANK_RTOL"]
 
 #: the largest primal dimension ``r d`` factorized densely (memory ``8 (r d)^2`` bytes)
 MAX_DIMENSION = 4000
@@ -205,7 +212,7 @@ def applicable(model) -> bool:
 
 @njit(cache=True)
 def _pack(T, vk, inv, out):
-    """The upper triangle of ``T - vk vk^T inv`` (row by row, as ``np.triu_indices``) into ``out``."""
+    """The upper triangle of ``T - vk vk^T inv`` into ``out`` (row by row, as ``np.triu_indices``)."""
     m = 0
     for a in range(T.shape[0]):
         va = vk[a] * inv
@@ -469,7 +476,8 @@ class PairRows(_PairProblem):
         P = self.b.size
         if not (self.R.shape[0] == P == self.c.size == self.ptr[-1] and self.C.size == self.n):
             raise InputError(f"pair rows: R has {self.R.shape[0]} rows, b {P}, c {self.c.size}, "
-                             f"ptr ends at {self.ptr[-1]}, C has {self.C.size} of {self.n} examples")
+                             f"ptr ends at {self.ptr[-1]}, C has {self.C.size} of {self.n} "
+                             "examples")
 
     def scores(self, w):
         """``S = F w^T`` ``(n, r)``: the row space's scores."""
@@ -504,7 +512,8 @@ class PairRows(_PairProblem):
         for lo in range(0, self.n, _BLOCK):
             hi = min(lo + _BLOCK, self.n)
             Tb = packed[:hi - lo]
-            _row_blocks(lo, hi, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tb, T, V[lo:hi])
+            _row_blocks(lo, hi, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tb, T,
+                        V[lo:hi])
             Zp += Tb.T @ (self.F[lo:hi, idd] * self.F[lo:hi, jdd])
         H = Zp[_packed_index(r)][:, :, _packed_index(d)].transpose(0, 2, 1, 3).reshape(r * d, r * d)
         H[np.diag_indices_from(H)] += 1.0
