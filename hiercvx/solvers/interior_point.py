@@ -212,7 +212,7 @@ def applicable(model) -> bool:
 
 @njit(cache=True)
 def _pack(T, vk, inv, out):
-    """The upper triangle of ``T - vk vk^T inv`` into ``out`` (row by row, as ``np.triu_indices``)."""
+    """The upper triangle of ``T - vk vk^T inv`` into ``out``, row by row (``np.triu_indices``)."""
     m = 0
     for a in range(T.shape[0]):
         va = vk[a] * inv
