@@ -108,8 +108,8 @@ def progress_hint(history, tol: float, unit: str = "iterations", window: int = 1
     if steps[-1] <= steps[0]:
         return ""
     slope = float(np.polyfit(steps, np.log(gaps), 1)[0])  # log-gap per unit
-    if slope >= -1e-12 or gaps[-1] >= gaps[0]:
-        return (f" (the gap has not decreased over the last {gaps.size} certificates: more "
+    if slope >= -1e-12 or gaps[-1] >= 0.99 * gaps[0]:  # less than 1% over the window: stalled
+        return (f" (the gap has not decreased by 1% over the last {gaps.size} certificates: more "
                 "iterations of this method may not help; raise tol or try another method)")
     more = int(np.ceil(np.log(tol / gaps[-1]) / slope))
     hint = f" (at the rate of the last {gaps.size} certificates, roughly {more} more {unit}"

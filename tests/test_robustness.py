@@ -42,6 +42,8 @@ def test_the_convergence_warning_says_how_far_tol_is():
     assert "roughly 7 more" in progress_hint(slowed, 1e-7)
     flat = {"gap": [1e-3, 1e-3, 1e-3]}
     assert "has not decreased" in progress_hint(flat, 1e-6)
+    creeping = {"gap": [9.2644e-7, 9.2643e-7, 9.2642e-7, 9.2641e-7]}  # 8.7 M passes to go
+    assert "has not decreased" in progress_hint(creeping, 1e-8)
     assert progress_hint({"gap": [1e-3, 1e-4]}, 1e-6) == ""        # too few to tell
     assert progress_hint({"gap": [1e-3, 0.0, 1e-4]}, 1e-6) == ""   # not a gap sequence
     res = Solution(weights=None, objective=1.0, lower_bound=1.0 - 1e-5, n_iter=10,
