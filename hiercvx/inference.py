@@ -800,8 +800,22 @@ class _HighsModel:
         h.run()
         status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
-            raise SolverError("HiGHS did not solve the inference program to optimality",
-                              status=h.modelStatusToString(status), solver="HIGHS")
+            # the simplex starts from the previous sample's basis without presolve; on GO that
+            # ended once in thousands of solves with status "Unknown" (600 s into a fit):
+            # solve once more from scratch with presolve before giving up
+            first = h.modelStatusToString(status)
+            h.clearSolver()
+            h.setOptionValue("presolve", "on")
+            try:
+                h.run()
+            finally:
+                h.setOptionValue("presolve", "off")
+            status = h.getModelStatus()
+            if status != highspy.HighsModelStatus.kOptimal:
+                raise SolverError("HiGHS did not solve the inference program to optimality, "
+                                  "warm-started nor from scratch with presolve",
+                                  status=f"{first}, then {h.modelStatusToString(status)}",
+                                  solver="HIGHS")
         z = np.asarray(h.getSolution().col_value, dtype=float)
         return z, float(h.getInfo().objective_function_value)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import pickle
 
+import highspy
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -638,3 +639,41 @@ def test_hypothesis_reference_agrees_with_the_fast_path(case):
     lp = inf.reference(S, H, relaxation=True)
     assert lp.gap <= 1e-7
     assert np.all(lp.extras["value"] >= ref.extras["value"] - 1e-7)   # the LP bounds (19)
+
+
+class _Flaky:
+    """A HiGHS instance whose first ``fails`` statuses read "Unknown" (a stalled warm start)."""
+
+    def __init__(self, real, fails):
+        self._real, self.fails, self.runs = real, fails, 0
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def run(self):
+        self.runs += 1
+        return self._real.run()
+
+    def getModelStatus(self):
+        if self.fails:
+            self.fails -= 1
+            return highspy.HighsModelStatus.kUnknown
+        return self._real.getModelStatus()
+
+
+@pytest.mark.parametrize("method", ["lp", "ilp"])
+def test_a_program_highs_leaves_unsolved_is_solved_again_from_scratch(method, monkeypatch):
+    rng = np.random.default_rng(3)
+    D = random_dag(rng, 8)
+    S = rng.normal(size=(5, len(D)))
+    exact = inf.label_set_scores(S, inf.best_label_set(S, D, "enumerate"))
+    made = []
+    real = inf.new_highs
+    monkeypatch.setattr(inf, "new_highs", lambda: made.append(_Flaky(real(), 1)) or made[-1])
+    Z = inf.LabelSetOracle(D, method, presolve=False).solve(S)
+    np.testing.assert_allclose(inf.label_set_scores(S, Z), exact, atol=1e-9)
+    assert made and made[0].runs == len(S) + 1  # one sample ran twice
+    # a program that stays unsolved is an error that says so, not a wrong set
+    monkeypatch.setattr(inf, "new_highs", lambda: _Flaky(real(), 2))
+    with pytest.raises(hc.SolverError, match="nor from scratch"):
+        inf.LabelSetOracle(D, method, presolve=False).solve(S)
