@@ -908,7 +908,7 @@ _BACKENDS = {"highs": _HighsModel, "gurobi": _GurobiModel}
 class LabelSetOracle:
     """Reusable argmax over ``Y_m`` for one hierarchy: build once, solve many score vectors.
 
-    ``method``: ``"auto"`` (DP on trees, ILP on DAGs), ``"dp"``, ``"ilp"``, ``"lp"`` or
+    ``method``: ``"auto"`` (:func:`auto_method`), ``"dp"``, ``"ilp"``, ``"lp"`` or
     ``"enumerate"``.  ``solver``: ``"highs"`` (default) or ``"gurobi"`` for ``"ilp"``/``"lp"``.
     The tree levels, the enumerated sets and the solver models are built on first use and
     kept; for the solvers only the objective changes from one sample to the next (the LP
@@ -1104,7 +1104,8 @@ def best_label_set(scores, H: Hierarchy, method: str = "auto", *, loss=None, tru
     Solves ``argmax_{y in Y_m} sum_{n in y} s_n`` -- eq. (18) with a decomposable loss, i.e.
     the integer program (19) -- by the tree DP (``"dp"``), program (19) (``"ilp"``), its LP
     relaxation with ILP fallback (``"lp"``) or brute force (``"enumerate"``); ``"auto"``
-    picks ``"dp"`` on trees and ``"ilp"`` on DAGs.
+    picks ``"dp"`` on trees, ``"enumerate"`` on DAGs with at most
+    :data:`ENUMERATE_AUTO_LEAVES` leaves and ``"ilp"`` on larger ones (:func:`auto_method`).
 
     ``scores``: ``(n_nodes,)`` -> ``(n_nodes,)`` bool, or ``(n_samples, n_nodes)`` ->
     ``(n_samples, n_nodes)`` bool, columns in ``H.nodes`` order.  ``loss`` and

@@ -202,7 +202,7 @@ def primal(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhs
     Other arguments: ``alpha`` and ``T`` as in :func:`prepare` (``alpha=None``: (6) with rho 2
     on trees, (8) with T 1.5 on DAGs); ``variant`` ``"nhsvm"`` (alias ``"10"``) or ``"13"``;
     ``multilabel`` forces the label space (``None`` infers it from ``Y``); ``inference`` the
-    separation oracle's method (``"auto"``: tree DP / DAG integer program (19)); ``max_size``
+    separation oracle's method (``"auto"``: :func:`hiercvx.inference.auto_method`); ``max_size``
     raises the size limit.  ``lam`` is a ``cvxpy.Parameter`` (``prob.set(lam=...)``).
     ``fit_intercept``, ``intercept_scaling``: LIBLINEAR's regularized bias, one per node (node
     scores ``sqrt(alpha_n) (W_n . x + b_n)``, penalty ``lam b_n^2 / s^2``; see
