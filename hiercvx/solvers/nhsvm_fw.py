@@ -895,8 +895,9 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
         master_tol = min(1e-3, max(0.1 * tol, 0.1 * start.gap, 1e-12))
     bar = _progress(verbose, max_iter, "NHSVM cutting planes")
     try:
+        S = None  # node scores at W, when the last round computed them already
         for it in range(max_iter + 1):
-            S = model.node_scores(W)
+            S = model.node_scores(W) if S is None else S
             H, Z = model.most_violating(S)
             n_oracle += n
             P = lam * float(np.sum(W * W)) + float(H.sum())
@@ -941,7 +942,8 @@ def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbo
             if D > best_D:
                 best_D, dual_point = D, (G, float(l.sum()))
             # the master's slack at W: a cut found again below it adds nothing
-            pair_values = b - np.einsum("pm,pm->p", cuts, model.node_scores(W)[sample])
+            S = model.node_scores(W)  # also the next round's
+            pair_values = b - np.einsum("pm,pm->p", cuts, S[sample])
             master_slack = np.zeros(n)
             np.maximum.at(master_slack, sample, pair_values)
             bar.update(1)
