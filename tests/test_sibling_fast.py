@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import hiercvx as hc
 from hiercvx import testing
 from hiercvx.datasets import make_wang_example2, make_wang_example3
+from hiercvx.estimators.sibling import paper_sigma
 from hiercvx.formulations import hpsi
 from hiercvx.models.sibling import prepare
 from hiercvx.solvers import sibling_qp
@@ -94,7 +95,8 @@ def test_ipm_dc_step_matches_the_reference(kernel):
     lam = dc_weights(X, y, H, C, kernel, sigma)
     assert lam.sum() > 0
     ref = reference(X, y, H, C, kernel, sigma, lam)
-    fast = fast_qp(X, y, H, C=C, kernel=kernel, sigma=sigma, pair_weights=lam, tol=1e-8)
+    fast = fast_qp(X, y, H, C=C, kernel=kernel, sigma=sigma, pair_weights=lam, tol=1e-8,
+                   method="ipm")
     assert fast.method == "ipm"
     testing.assert_certified(fast, gap_tol=1e-8)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
@@ -106,7 +108,7 @@ def test_ipm_gaussian_kernel_on_wang_example3(C):
     ds = make_wang_example3(40, random_state=3)
     X, y, H = ds.X, ds.y, ds.hierarchy
     ref = reference(X, y, H, C, "rbf", 0.7)
-    solver = engine(X, y, H, kernel="rbf", sigma=0.7)
+    solver = engine(X, y, H, kernel="rbf", sigma=0.7, method="ipm")
     fast = solver.solve(C, tol=1e-8)
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
     # the representer coefficients live on the pivots of the factor; the scores they give
@@ -215,6 +217,34 @@ def test_pivoted_cholesky_is_a_nystrom_factor():
     assert np.abs(np.diag(K - L @ L.T)).max() <= 1e-10
     L2, S2, complete2 = pivoted_cholesky(K, max_rank=3)
     assert L2.shape == (80, 3) and not complete2
+
+
+@pytest.mark.parametrize("max_cache", [12_000_000, 0])
+@pytest.mark.parametrize("n, Mr, q1", [(30, 1, 4), (50, 3, 5), (40, 7, 9)])
+def test_ipm_normal_matrix_is_the_kronecker_sum(n, Mr, q1, max_cache):
+    """``sum_i T_i (x) phi_i phi_i^T + diag`` in the ``(a, f)`` ordering, from the cached
+    triangle products (one gather) and from the block-by-block route."""
+    rng = np.random.default_rng(n + Mr)
+    Phi = rng.standard_normal((n, q1))
+    T = rng.standard_normal((n, Mr, Mr))
+    T = T + T.transpose(0, 2, 1)
+    diag = rng.random(Mr * q1)
+    N = sibling_qp._NormalBuilder(Phi, Mr, max_cache=max_cache)(T, diag)
+    expected = np.einsum("iab,if,ig->afbg", T, Phi, Phi).reshape(Mr * q1, Mr * q1) + np.diag(diag)
+    np.testing.assert_allclose(N, expected, atol=1e-12)
+
+
+def test_auto_takes_the_cheaper_newton_system():
+    """A Gaussian kernel of high rank on few samples: the dual's Newton matrix (one row per
+    pair) is smaller than the interior point's (``M' (rank + 1)`` rows), so ``auto`` runs the
+    dual; a linear model on the same data stays in reduced coordinates.  Both certify."""
+    data = make_wang_example2(60, random_state=0)
+    sigma = paper_sigma(data.X, data.y)
+    gauss = engine(data.X, data.y, data.hierarchy, "rbf", sigma)
+    linear = engine(data.X, data.y, data.hierarchy)
+    assert gauss.method == "dual_ipm" and linear.method == "ipm"
+    for solver in (gauss, linear):
+        assert solver.solve(10.0, tol=1e-8).gap <= 1e-8
 
 
 def test_repair_gives_a_dual_feasible_point():

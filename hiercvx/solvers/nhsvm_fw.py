@@ -80,7 +80,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from .._validation import check_positive
@@ -90,7 +89,7 @@ from ..models import margin as _margin
 from ..models.nhsvm import CollapsedLeaves, NHSVMModel, primal_objective
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import interior_point, margin_engine
-from .primitives import RowData, row_data, row_dot, row_sq_norms
+from .primitives import RowData, blas_threads, row_data, row_dot, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
@@ -636,7 +635,7 @@ def solve(model: NHSVMModel, lam: float = 1.0, *, method: str = "pairwise", tol:
         view = vertex_model(work, inference)
         if method == "auto":  # multi-label or (13): pairwise, finished by cutting planes
             method = "auto" if cutting_plane_applicable(view) else "pairwise"
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             if method == "auto":
                 res = _pairwise_then_cutting_planes(view, lam, tol, max_iter, cache_size, max_steps,
                                                     state, time_limit, random_state, verbose)

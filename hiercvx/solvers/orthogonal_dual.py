@@ -73,7 +73,6 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
-from threadpoolctl import threadpool_limits
 
 from .._validation import check_positive
 from ..exceptions import InputError
@@ -83,6 +82,7 @@ from ..result import Solution, check_iteration_options, reached, relative_gap
 from .margin_dual import ROW_FASTMATH, scatter_coefficients
 from .primitives import (
     CertificateSchedule,
+    blas_threads,
     budget_qp,
     row_axpy,
     row_data,
@@ -866,7 +866,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
     K_sparse = None if K_used is None else (model.sparse_K() if K is None else sp.csr_matrix(K_used))
     reduced = otm.reduce_model(model, K_sparse if model.method == "orthogonal" else model.S)
     small = model if reduced is None else reduced.model
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads(1):
         prob = _Problem(small, C, small.sparse_K() if reduced is not None else K_sparse)
         out = _iterate(prob, float(tol), int(max_iter), int(n_enter), int(s_steps), int(check_every),
                        bool(polish), random_state, log, t_start)

@@ -57,12 +57,12 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
-from threadpoolctl import threadpool_limits
 
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import orthogonal as otm
 from ..result import Solution, check_iteration_options, reached, relative_gap
+from .primitives import blas_threads
 
 logger = logging.getLogger(__name__)
 
@@ -384,7 +384,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
     log = logger.info if verbose else logger.debug
     # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
     # machine), so the whole loop runs single-threaded
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads(1):
         upper, lower, best, t, converged, hist, abar, Sbar, at_zero = _iterate(model, hinge, reg, float(tol),
                                                                      int(max_iter), averaging, dual_bound,
                                                                      log, t_start)

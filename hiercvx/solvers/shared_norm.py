@@ -35,7 +35,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from .._validation import check_positive
@@ -46,6 +45,7 @@ from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, dag_alpha, depth_l
                             min_path_cover, node_matrix, optimal_alpha, scaled_alpha)
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import nhsvm_fw
+from .primitives import blas_threads
 
 __all__ = ["solve", "optimal_alpha", "depth_levels", "min_path_cover", "alpha_for"]
 
@@ -141,7 +141,7 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
         alpha = _first_alpha(work, None)
     elif collapse is not None:  # a group's leaves share one path constraint: keep the first's
         alpha = alpha[collapse.kept]
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads(1):
         out, dual_point = _alternate(work, float(lam), float(tol), int(max_iter),
                                      int(inner_max_iter), alpha, cache_size, time_limit,
                                      random_state, verbose, t0)

@@ -89,7 +89,6 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components
 from numba import njit
-from threadpoolctl import threadpool_limits
 
 from scipy.optimize import linprog
 
@@ -98,7 +97,7 @@ from ..exceptions import InputError
 from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
 from ..result import Solution, check_iteration_options, gap_scale, relative_gap
 from .dc import check_dc_options, dc_iterations
-from .primitives import MODE_GRAM, row_axpy, row_data, row_dot, row_sq_norms
+from .primitives import MODE_GRAM, blas_threads, row_axpy, row_data, row_dot, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
@@ -350,30 +349,48 @@ class _NormalBuilder:
         self.K2 = None
         if n * len(self.jf) <= max_cache:
             self.K2 = Phi1[:, self.jf] * Phi1[:, self.jg]          # (n, q1(q1+1)/2)
+            # every block sum_i T_i[a, b] phi_i phi_i^T is symmetric and N is: entry
+            # ((a, f), (b, g)) of N is entry (tri(a, b), tri(f, g)) of the product R below
+            self.gather = (self._tri(Mr)[:, None, :, None] * len(self.jf)
+                           + self._tri(q1)[None, :, None, :]).ravel()
+
+    @staticmethod
+    def _tri(m):
+        """``(m, m)``: the position of ``(min(a, b), max(a, b))`` in ``np.triu_indices(m)``."""
+        a = np.arange(m)
+        lo, hi = np.minimum.outer(a, a), np.maximum.outer(a, a)
+        return lo * m - lo * (lo - 1) // 2 + hi - lo
 
     def __call__(self, T, diag):
         Mr, q1, Phi1 = self.Mr, self.q1, self.Phi1
-        N = np.zeros((Mr, q1, Mr, q1))
         if self.K2 is not None:
             R = T[:, self.ia, self.ib].T @ self.K2                # (Mr(Mr+1)/2, q1(q1+1)/2)
-            for k, (a, b) in enumerate(zip(self.ia, self.ib)):
-                N[a, self.jf, b, self.jg] = R[k]
-                N[a, self.jg, b, self.jf] = R[k]
-                if a != b:
-                    N[b, self.jf, a, self.jg] = R[k]
-                    N[b, self.jg, a, self.jf] = R[k]
-        else:
-            for a, b in zip(self.ia, self.ib):
-                t = T[:, a, b]
-                if not t.any():
-                    continue
-                blk = (Phi1 * t[:, None]).T @ Phi1
-                N[a, :, b, :] = blk
-                if a != b:
-                    N[b, :, a, :] = blk.T
+            N = R.ravel().take(self.gather).reshape(Mr * q1, Mr * q1)
+            N[np.diag_indices_from(N)] += diag
+            return N
+        N = np.zeros((Mr, q1, Mr, q1))
+        for a, b in zip(self.ia, self.ib):
+            t = T[:, a, b]
+            if not t.any():
+                continue
+            blk = (Phi1 * t[:, None]).T @ Phi1
+            N[a, :, b, :] = blk
+            if a != b:
+                N[b, :, a, :] = blk.T
         N = N.reshape(Mr * q1, Mr * q1)
         N[np.diag_indices_from(N)] += diag
         return N
+
+
+def ipm_step_cost(n, Mr, q1):
+    """Flops of one Newton step of :func:`_ipm`: the Cholesky of the ``(Mr q1)``-square matrix
+    and its assembly from the ``n`` samples' triangles (:class:`_NormalBuilder`).  Compared
+    with :meth:`_DenseNewton.cost` by ``method="auto"``: on Wang et al.'s Example 2 with a
+    Gaussian kernel (n = 100, rank 73, 7 free directions, 300 pairs) the dual's Newton matrix
+    is 300 rows against 518 and HPSI's C grid runs 2.5x faster on it; at n = 500 (rank 84,
+    1000 pairs) the interior point in reduced coordinates is 3x faster."""
+    rows = Mr * q1
+    return rows ** 3 / 3.0 + n * Mr * (Mr + 1) * q1 * (q1 + 1) / 2.0
 
 
 def _factor(N):
@@ -824,7 +841,8 @@ class SiblingQPSolver:
     ``"alm"`` (dual block coordinate ascent, warm-started) or ``"auto"``: IPM when its Newton
     system has at most ``max_ipm_size`` rows -- ``M' (q + 1)`` with ``M'`` the number of free
     function directions and ``q`` the input dimension (linear) or the numerical rank of ``K``
-    (kernel, pivoted Cholesky to ``rank_rtol``) -- else ``"dual_ipm"`` when the live pairs
+    (kernel, pivoted Cholesky to ``rank_rtol``) -- and its step costs no more flops than the
+    dual's on all pairs (:func:`ipm_step_cost`); else ``"dual_ipm"`` when the live pairs
     are at most ``max_dual_pairs``, else ``"working_set"``.  Measured on the cellcycle_FUN
     single-path subset (480 x 77, 9995 pairs, C = 1): ALM 162 s unconverged at 25000 sweeps
     (gap 2.9e-6); the working set 6-10 s to gap 4e-10, 8-10x LIBLINEAR Crammer-Singer in the
@@ -846,7 +864,7 @@ class SiblingQPSolver:
             raise InputError(f"method must be one of {METHODS}, got {method!r}")
         # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
         # machine), so setup and solves run single-threaded
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             self._setup(model, method, rank_rtol, max_ipm_size, rho, random_state, max_dual_pairs)
 
     def _setup(self, model, method, rank_rtol, max_ipm_size, rho, random_state, max_dual_pairs):
@@ -881,6 +899,10 @@ class SiblingQPSolver:
                     self._pivots = S
                     self._factor_inv = S.size and sla.solve_triangular(
                         L[S], np.eye(S.size), lower=True, check_finite=False)
+            if Phi is not None and method == "auto" and \
+                    self.P <= max_dual_pairs and \
+                    _DenseNewton.cost(self.P, Mr) < ipm_step_cost(self.n, Mr, Phi.shape[1] + 1):
+                Phi = None  # few pairs, a wide kernel factor: the dual's Newton matrix is smaller
             if Phi is not None:
                 self.rank = Phi.shape[1]
                 self._Phi1 = np.hstack([Phi, np.ones((self.n, 1))])
@@ -1073,7 +1095,7 @@ class SiblingQPSolver:
         t0 = time.perf_counter()
         C = float(C)
         lam = np.ascontiguousarray(check_pair_weights(pair_weights, self.model), dtype=float)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             if self.method == "ipm":
                 out = self._solve_ipm(C, lam, tol, 100 if max_iter is None else max_iter)
             elif self.method == "dual_ipm":
