@@ -107,7 +107,7 @@ def cmd_reproduce(args) -> int:
         raise InputError("name a table (`hiercvx reproduce --list` shows them)")
     result = reproduce.run_table(args.table, quick=args.quick, replications=args.replications,
                                  n_jobs=args.n_jobs, scheduler=args.scheduler, out=args.out,
-                                 seed=args.seed, verbose=not args.quiet)
+                                 seed=args.seed, verbose=not args.quiet, resume=args.resume)
     print(result)
     if result.files:
         print("wrote " + ", ".join(str(f) for f in result.files))
@@ -158,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", default="reproduce", help="where the CSV and PNG go "
                    "(default: ./reproduce)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole table (default 0)")
+    p.add_argument("--resume", action="store_true", help="reuse the replications an earlier run "
+                   "with the same --out, --seed and --quick finished (kept in "
+                   "DIR/TABLE.replications/); run only the others")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce)
     return parser

@@ -2,6 +2,8 @@
 Dask path (issue 14)."""
 
 import csv
+import dataclasses
+import json
 import math
 
 import numpy as np
@@ -83,6 +85,40 @@ def test_same_seed_same_numbers_other_seed_other_numbers():
     other = reproduce.run_table("wang-table3", quick=True, verbose=False, seed=4)
     assert first.rows == again.rows and comparable(first.cells) == comparable(again.cells)
     assert [r["value"] for r in first.rows] != [r["value"] for r in other.rows]
+
+
+def test_an_interrupted_run_resumes_from_its_finished_replications(tmp_path, monkeypatch):
+    """Every finished replication is kept under ``out``; ``resume`` runs only the others and
+    gives the numbers of an uninterrupted run.  Files of another seed or a damaged file are
+    not read back."""
+    full = reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False, seed=5,
+                               out=tmp_path)
+    kept = sorted((tmp_path / "wang-table3.replications").glob("*.json"))
+    assert [json.loads(p.read_text())["replication"] for p in kept] == [0, 1, 2]
+    kept[1].unlink()                                   # replication 1 was in flight
+    kept[2].write_text(kept[2].read_text()[:40])       # a damaged file is run again
+    table = reproduce.get("wang-table3")
+    ran = []
+
+    def counting(r, quick, seed):
+        ran.append(r)
+        return table.run(r, quick, seed)
+
+    monkeypatch.setitem(reproduce.TABLES, "wang-table3", dataclasses.replace(table, run=counting))
+    resumed = reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False,
+                                  seed=5, out=tmp_path, resume=True)
+    assert ran == [1, 2] and resumed.resumed == 1
+    assert comparable(resumed.rows) == comparable(full.rows)
+    assert "1 of them read back" in str(resumed)
+    ran.clear()
+    again = reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False,
+                                seed=5, out=tmp_path, resume=True)
+    assert ran == [] and again.resumed == 3 and comparable(again.cells) == comparable(full.cells)
+    other_seed = reproduce.run_table("wang-table3", quick=True, replications=1, verbose=False,
+                                     seed=6, out=tmp_path, resume=True)
+    assert ran == [0] and other_seed.resumed == 0
+    with pytest.raises(InputError, match="give out"):
+        reproduce.run_table("wang-table3", quick=True, resume=True)
 
 
 def test_replication_seeds_do_not_depend_on_the_count():

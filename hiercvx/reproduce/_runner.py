@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import math
+import os
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +65,7 @@ class TableResult:
     rows: list[dict]
     files: list[Path] = field(default_factory=list)
     skipped: str | None = None
+    resumed: int = 0
 
     def __str__(self) -> str:
         return format_result(self)
@@ -122,36 +126,94 @@ def _backend(n_jobs, scheduler):
             client.close()
 
 
+def _hiercvx_version() -> str:
+    try:
+        return metadata.version("hiercvx")
+    except metadata.PackageNotFoundError:  # pragma: no cover (run from a source tree)
+        return "unknown"
+
+
+class Checkpoints:
+    """Finished replications of one table, one JSON file each in ``out/<name>.replications/``,
+    so that an interrupted run (a killed job, a preempted cluster) loses at most the
+    replications in flight: :func:`run_table` with ``resume=True`` reads them back instead of
+    running them again.  A file names its table, ``quick``, ``seed``, replication and
+    replication seed, and is read back only when all five match; it also records the hiercvx
+    version that computed it.  Files are written whole (a temporary file, then a rename)."""
+
+    def __init__(self, out, table: Table, quick: bool, seed: int):
+        self.dir = Path(out) / f"{table.name}.replications"
+        self.key = {"table": table.name, "quick": bool(quick), "seed": int(seed)}
+
+    def path(self, r: int) -> Path:
+        return self.dir / f"{'quick' if self.key['quick'] else 'full'}-seed{self.key['seed']}-r{r:04d}.json"
+
+    def load(self, r: int, replication_seed: int) -> list[dict] | None:
+        """The rows of replication ``r`` if its file is there and matches, else ``None``."""
+        try:
+            with open(self.path(r)) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        expected = dict(self.key, replication=r, replication_seed=int(replication_seed))
+        if any(data.get(k) != v for k, v in expected.items()):
+            return None
+        return data["rows"]
+
+    def save(self, r: int, replication_seed: int, rows: list[dict]):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = dict(self.key, replication=r, replication_seed=int(replication_seed),
+                    version=_hiercvx_version(), rows=rows)
+        tmp = self.path(r).with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, self.path(r))
+
+
 def execute(table: Table, quick: bool, seeds: list[int], n_jobs=1, scheduler=None,
-            verbose=True) -> list[dict]:
+            verbose=True, done: dict[int, list[dict]] | None = None, on_done=None) -> list[dict]:
     """All replications' rows, in replication order, with a progress bar unless quiet.
 
-    With fewer replications than local jobs, the replications run one after another and the
-    jobs go to the joblib tasks inside them (grid and cross-validation fits of the tables that
-    declare them with ``Parallel(n_jobs=None)``); the numbers are the same either way."""
-    tasks = (delayed(table.run)(r, quick, s) for r, s in enumerate(seeds))
+    ``done``: rows of replications already finished (by index), not run again; ``on_done(r,
+    rows)`` is called as each other replication finishes.  With fewer replications to run
+    than local jobs, the replications run one after another and the jobs go to the joblib
+    tasks inside them (grid and cross-validation fits of the tables that declare them with
+    ``Parallel(n_jobs=None)``); the numbers are the same either way."""
+    done = dict(done or {})
+    todo = [r for r in range(len(seeds)) if r not in done]
+    tasks = (delayed(table.run)(r, quick, seeds[r]) for r in todo)
     inner = contextlib.nullcontext()
-    if scheduler is None and len(seeds) < effective_n_jobs(n_jobs):
+    if scheduler is None and len(todo) < effective_n_jobs(n_jobs):
         inner, n_jobs = parallel_config(n_jobs=n_jobs), 1
     with _backend(n_jobs, scheduler) as jobs, inner:
         results = Parallel(n_jobs=jobs, return_as="generator")(tasks)
-        rows = []
-        for r, part in enumerate(tqdm(results, total=len(seeds), desc=table.name,
+        for r, part in zip(todo, tqdm(results, total=len(todo), desc=table.name,
                                       unit="replication", disable=not verbose)):
-            rows += [dict(replication=r, **row) for row in part]
-    return rows
+            done[r] = part
+            if on_done is not None:
+                on_done(r, part)
+    return [dict(replication=r, **row) for r in range(len(seeds)) for row in done[r]]
 
 
 def run_table(name: str, *, quick: bool = False, replications: int | None = None, n_jobs: int = 1,
-              scheduler=None, out=None, seed: int = 0, verbose: bool = True) -> TableResult:
+              scheduler=None, out=None, seed: int = 0, verbose: bool = True,
+              resume: bool = False) -> TableResult:
     """Rebuild table ``name``: ``replications`` runs (default: 2 with ``quick``, else the
     paper's number), each seeded from ``(seed, r)``, through joblib with ``n_jobs`` local
     workers or on the Dask cluster ``scheduler``; aggregated, compared with the paper and,
     if ``out`` is given, written there as ``<name>.csv``, ``<name>_replications.csv`` and
     ``<name>.png``.  The numbers depend on ``seed`` and ``replications`` only.  A table whose
     data files are absent (``Table.missing_data``, or a replication raising
-    :class:`DataUnavailable`) is not an error: the result says ``skipped`` and why."""
+    :class:`DataUnavailable`) is not an error: the result says ``skipped`` and why.
+
+    With ``out``, every finished replication is also kept in ``out/<name>.replications/``
+    (:class:`Checkpoints`); ``resume=True`` reads back those of the same table, ``quick`` and
+    ``seed`` and runs only the others (``result.resumed`` counts them).  A paper-scale table
+    can so be run in pieces: stop it any time, run the same command with ``--resume``."""
     table = get(name)
+    if resume and out is None:
+        raise InputError("resume=True reads the finished replications from out: give out (the "
+                         "directory of the interrupted run)")
     if replications is None:
         replications = table.quick_replications if quick else table.paper_replications
     if int(replications) != replications or replications < 1:
@@ -161,12 +223,21 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     reason = table.missing_data() if table.missing_data is not None else None
     if reason:
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=reason)
+    seeds = replication_seeds(seed, int(replications))
+    done, on_done = {}, None
+    if out is not None:
+        checkpoints = Checkpoints(out, table, quick, seed)
+        if resume:
+            done = {r: rows for r, s in enumerate(seeds)
+                    if (rows := checkpoints.load(r, s)) is not None}
+        def on_done(r, rows):
+            checkpoints.save(r, seeds[r], rows)
     try:
-        rows = execute(table, quick, replication_seeds(seed, int(replications)), n_jobs, scheduler,
-                       verbose)
+        rows = execute(table, quick, seeds, n_jobs, scheduler, verbose, done, on_done)
     except DataUnavailable as exc:
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=str(exc))
-    result = TableResult(table, quick, int(replications), int(seed), aggregate(table, rows), rows)
+    result = TableResult(table, quick, int(replications), int(seed), aggregate(table, rows), rows,
+                         resumed=len(done))
     if out is not None:
         result.files = write(result, Path(out))
     return result
@@ -190,7 +261,9 @@ def format_result(result: TableResult) -> str:
         return f"{t.name}: {t.title}\nskipped: {result.skipped}"
     head = [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}", f"  numbers read from: {t.source}",
             (f"  {t.quick_protocol if result.quick else t.protocol}; {result.replications} "
-             f"replications (paper: {t.paper_replications}), seed {result.seed}"),
+             f"replications (paper: {t.paper_replications}), seed {result.seed}"
+             + (f"; {result.resumed} of them read back from an earlier run" if result.resumed
+                else "")),
             (f"  cells: ours mean±sd over replications (paper mean±sd); ok = ours within the "
              f"paper's mean ± {SPREAD_WIDTH:g} sd (+ its rounding; exact rows: ± {SPREAD_WIDTH:g} "
              "of our sd)")]
