@@ -19,6 +19,7 @@ from hiercvx.formulations import hpsi
 from hiercvx.models.sibling import prepare
 from hiercvx.solvers import sibling_qp
 from hiercvx.solvers.sibling_qp import SiblingQPSolver, pivoted_cholesky
+from hiercvx.targets import flat_hierarchy
 from strategies import trees
 
 FAST = settings(max_examples=12, deadline=None,
@@ -245,6 +246,21 @@ def test_auto_takes_the_cheaper_newton_system():
     assert gauss.method == "dual_ipm" and linear.method == "ipm"
     for solver in (gauss, linear):
         assert solver.solve(10.0, tol=1e-8).gap <= 1e-8
+
+
+@pytest.mark.parametrize("method", ["ipm", "dual_ipm", "working_set"])
+def test_converged_means_the_reported_gap_at_tiny_C(method):
+    """With a tiny C the reported gap also measures the decrease from zero functions
+    (``at_zero``); the solvers stop on that same gap.  On Wang et al.'s Example 2 (flat,
+    C = 1e-3) the interior point used to stop at a relative gap of 1e-6 and report 3.9e-6
+    as converged, without a warning."""
+    data = make_wang_example2(100, random_state=11)
+    model = prepare(data.X, data.y, flat_hierarchy(sorted(set(data.y))))
+    for C in (1e-3, 1.26e-3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = sibling_qp.solve(model, C, tol=1e-6, method=method)
+        assert res.converged and res.gap <= 1e-6 * (1 + 1e-6)
 
 
 def test_repair_gives_a_dual_feasible_point():

@@ -560,8 +560,10 @@ class SiblingModel(Model):
         if out is None:
             out = self._lp_repair(b, r, lam, C, tol)
         if out is None:
-            logger.warning("hpsi: could not make the solver's duals satisfy the bias condition (10); "
-                           "using beta = lam, a feasible but weak point")
+            # not a warning: the weak bound shows in the gap, which every caller checks (the
+            # fast solver tries this as one of several repairs, often mid-path)
+            logger.debug("hpsi: could not make the solver's duals satisfy the bias condition (10); "
+                         "using beta = lam, a feasible but weak point")
             return np.asarray(lam, dtype=float).copy()
         logger.debug("hpsi: bias condition repaired: residual %.2e -> %.2e", np.abs(r).max(),
                      np.abs(self.bias_residual(out, lam)).max())

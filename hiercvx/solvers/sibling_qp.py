@@ -923,6 +923,7 @@ class SiblingQPSolver:
         self.max_dual_pairs_ws = 4 * max_dual_pairs
         self.ws_margin = 0.3   # measured: 0 -> 4 rounds, 0.2 -> 3, 0.3 -> 2 (fastest), 0.5 -> 2 larger
         self._ws_pairs = None
+        self._at_zero = None  # (8) at zero functions, set by each solve
         self.random_state = random_state
         self._rng = np.random.default_rng(random_state)
         self._beta: np.ndarray | None = None
@@ -1095,6 +1096,11 @@ class SiblingQPSolver:
         t0 = time.perf_counter()
         C = float(C)
         lam = np.ascontiguousarray(check_pair_weights(pair_weights, self.model), dtype=float)
+        # (8) at zero functions: the scale of relative_gap when the optimum is 0, and the
+        # decrease from zero that a tiny C leaves to certify (the stopping tests use it too)
+        W0 = np.zeros((self.M, self.model.X.shape[1] if self.model.linear else self.n))
+        self._at_zero = self.model.primal_value(W0, np.zeros(self.M), C,
+                                                None if pair_weights is None else lam)
         with blas_threads(1):
             if self.method == "ipm":
                 out = self._solve_ipm(C, lam, tol, 100 if max_iter is None else max_iter)
@@ -1107,9 +1113,7 @@ class SiblingQPSolver:
                 out = self._solve_alm(C, lam, tol, 500 if max_iter is None else max_iter,
                                       warm_start, max_passes)
         W, b, primal, lower, feas, n_iter, converged, history, beta = out
-        # (8) at zero functions: the scale of relative_gap when the optimum is 0
-        at_zero = self.model.primal_value(np.zeros_like(W), np.zeros_like(b), C,
-                                          None if pair_weights is None else lam)
+        at_zero = self._at_zero
         res = Solution(objective=float(primal), lower_bound=float(lower), weights=W,
                        solver="sibling_qp", n_iter=int(n_iter), converged=bool(converged),
                        tol=float(tol), dual=beta, history=history,
@@ -1141,7 +1145,7 @@ class SiblingQPSolver:
             W, b = self._to_functions(Z)
             primal = self.model.primal_value(W, b, C, lam)
             lower, feas = self._lower_bound(lm, lam, C)
-            gap = relative_gap(primal, lower)
+            gap = relative_gap(primal, lower, self._at_zero)
             state.update(W=W, b=b, primal=primal, lower=lower, feas=feas, beta=lm.copy(), gap=gap)
             return gap <= tol
 
@@ -1279,7 +1283,7 @@ class SiblingQPSolver:
             np.minimum.at(reach, ii, margins[idx])
             violated = np.flatnonzero(candidates & (margins < reach[pr.pair_i]
                                                     - 1e-9 * max(1.0, float(np.abs(margins).max()))))
-            gap = relative_gap(primal, lower)
+            gap = relative_gap(primal, lower, self._at_zero)
             if gap > tol:
                 # the multipliers of (10) pin the biases only through the kept pairs (and to
                 # the interior point's accuracy); with the
@@ -1288,7 +1292,7 @@ class SiblingQPSolver:
                 primal2 = m.primal_value(W2, b2, C, lam)
                 if primal2 < primal:
                     bc, primal = b2, primal2
-                    gap = relative_gap(primal, lower)
+                    gap = relative_gap(primal, lower, self._at_zero)
             if gap < state["gap"]:
                 state.update(W=W, b=bc, primal=primal, lower=lower, feas=feas, beta=beta, gap=gap)
             state["violated"] = violated
@@ -1444,7 +1448,7 @@ class SiblingQPSolver:
                 best = (primal, Wc, bc)
             if lower > best_lower[0]:
                 best_lower = (lower, feas)
-            gap = relative_gap(best[0], best_lower[0])
+            gap = relative_gap(best[0], best_lower[0], self._at_zero)
             history["primal"].append(primal)
             history["lower"].append(lower)
             history["gap"].append(gap)
