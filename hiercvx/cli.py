@@ -107,7 +107,8 @@ def cmd_reproduce(args) -> int:
         raise InputError("name a table (`hiercvx reproduce --list` shows them)")
     result = reproduce.run_table(args.table, quick=args.quick, replications=args.replications,
                                  n_jobs=args.n_jobs, scheduler=args.scheduler, out=args.out,
-                                 seed=args.seed, verbose=not args.quiet, resume=args.resume)
+                                 seed=args.seed, verbose=not args.quiet, resume=args.resume,
+                                 collect=args.collect)
     print(result)
     if result.files:
         print("wrote " + ", ".join(str(f) for f in result.files))
@@ -161,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="reuse the replications an earlier run "
                    "with the same --out, --seed and --quick finished (kept in "
                    "DIR/TABLE.replications/); run only the others")
+    p.add_argument("--collect", action="store_true", help="run nothing: the table of the "
+                   "replications already finished in DIR (a run still going, or stopped)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce)
     return parser

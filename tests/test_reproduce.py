@@ -119,6 +119,16 @@ def test_an_interrupted_run_resumes_from_its_finished_replications(tmp_path, mon
     assert ran == [0] and other_seed.resumed == 0
     with pytest.raises(InputError, match="give out"):
         reproduce.run_table("wang-table3", quick=True, resume=True)
+    # collect: the table of what is kept so far, nothing run
+    ran.clear()
+    (tmp_path / "wang-table3.replications" / kept[1].name).unlink()
+    partial = reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False,
+                                  seed=5, out=tmp_path, collect=True)
+    assert ran == [] and partial.replications == 2 and partial.planned == 3
+    assert comparable(partial.rows) == comparable([r for r in full.rows if r["replication"] != 1])
+    assert "2 of the 3 planned" in str(partial)
+    with pytest.raises(InputError, match="no finished replication"):
+        reproduce.run_table("wang-table3", quick=True, seed=9, out=tmp_path, collect=True)
 
 
 def test_replication_seeds_do_not_depend_on_the_count():

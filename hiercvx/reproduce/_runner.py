@@ -66,6 +66,7 @@ class TableResult:
     files: list[Path] = field(default_factory=list)
     skipped: str | None = None
     resumed: int = 0
+    planned: int | None = None   # collect: the replications asked for, of which these finished
 
     def __str__(self) -> str:
         return format_result(self)
@@ -197,7 +198,7 @@ def execute(table: Table, quick: bool, seeds: list[int], n_jobs=1, scheduler=Non
 
 def run_table(name: str, *, quick: bool = False, replications: int | None = None, n_jobs: int = 1,
               scheduler=None, out=None, seed: int = 0, verbose: bool = True,
-              resume: bool = False) -> TableResult:
+              resume: bool = False, collect: bool = False) -> TableResult:
     """Rebuild table ``name``: ``replications`` runs (default: 2 with ``quick``, else the
     paper's number), each seeded from ``(seed, r)``, through joblib with ``n_jobs`` local
     workers or on the Dask cluster ``scheduler``; aggregated, compared with the paper and,
@@ -209,11 +210,14 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     With ``out``, every finished replication is also kept in ``out/<name>.replications/``
     (:class:`Checkpoints`); ``resume=True`` reads back those of the same table, ``quick`` and
     ``seed`` and runs only the others (``result.resumed`` counts them).  A paper-scale table
-    can so be run in pieces: stop it any time, run the same command with ``--resume``."""
+    can so be run in pieces: stop it any time, run the same command with ``--resume``.
+    ``collect=True`` runs nothing: the table of the replications among the first
+    ``replications`` that are already kept there (the state of a run still going, or stopped).
+    """
     table = get(name)
-    if resume and out is None:
-        raise InputError("resume=True reads the finished replications from out: give out (the "
-                         "directory of the interrupted run)")
+    if (resume or collect) and out is None:
+        raise InputError(f"{'collect' if collect else 'resume'}=True reads the finished "
+                         "replications from out: give out (the directory of the run)")
     if replications is None:
         replications = table.quick_replications if quick else table.paper_replications
     if int(replications) != replications or replications < 1:
@@ -225,6 +229,9 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=reason)
     seeds = replication_seeds(seed, int(replications))
     done, on_done = {}, None
+    if collect:
+        return _collected(table, quick, int(seed), seeds, Checkpoints(out, table, quick, seed),
+                          Path(out))
     if out is not None:
         checkpoints = Checkpoints(out, table, quick, seed)
         if resume:
@@ -240,6 +247,19 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
                          resumed=len(done))
     if out is not None:
         result.files = write(result, Path(out))
+    return result
+
+
+def _collected(table, quick, seed, seeds, checkpoints, out) -> TableResult:
+    """The table of the kept replications among ``seeds`` (see ``collect`` of :func:`run_table`)."""
+    done = {r: rows for r, s in enumerate(seeds) if (rows := checkpoints.load(r, s)) is not None}
+    if not done:
+        raise InputError(f"no finished replication of {table.name} (quick={quick}, seed={seed}) "
+                         f"in {checkpoints.dir}: run the table with --out {out} first")
+    rows = [dict(replication=r, **row) for r in sorted(done) for row in done[r]]
+    result = TableResult(table, quick, len(done), seed, aggregate(table, rows), rows,
+                         resumed=len(done), planned=len(seeds))
+    result.files = write(result, out)
     return result
 
 
@@ -262,7 +282,9 @@ def format_result(result: TableResult) -> str:
     head = [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}", f"  numbers read from: {t.source}",
             (f"  {t.quick_protocol if result.quick else t.protocol}; {result.replications} "
              f"replications (paper: {t.paper_replications}), seed {result.seed}"
-             + (f"; {result.resumed} of them read back from an earlier run" if result.resumed
+             + (f"; collected from an unfinished run: {result.replications} of the "
+                f"{result.planned} planned" if result.planned is not None
+                else f"; {result.resumed} of them read back from an earlier run" if result.resumed
                 else "")),
             (f"  cells: ours mean±sd over replications (paper mean±sd); ok = ours within the "
              f"paper's mean ± {SPREAD_WIDTH:g} sd (+ its rounding; exact rows: ± {SPREAD_WIDTH:g} "
