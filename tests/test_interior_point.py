@@ -340,3 +340,31 @@ def test_explicit_pair_rows_with_an_example_without_pairs():
     # min 1/2 ||w||^2 + max(0, 1 - 2 w_2): w = (0, 1/2) meets the margin at cost 1/8 < 1
     np.testing.assert_allclose(res.weights, [[0.0, 0.5]], atol=1e-7)
     assert res.objective == pytest.approx(0.125, rel=1e-9) and res.gap <= 1e-9
+
+
+@pytest.mark.parametrize("n, r, d", [(300, 2, 60), (200, 5, 70), (150, 12, 60), (100, 3, 10)])
+def test_pair_rows_newton_matrix_by_products_and_by_triangles(n, r, d, monkeypatch):
+    """``I + sum_i T_i (x) F_i F_i^T``: one product per entry of the T's (few rows, many
+    features) and the per-example triangles give the same matrix, and both match the sum."""
+    rng = np.random.default_rng(n + r)
+    counts = rng.integers(1, 4, n)
+    ptr = np.r_[0, np.cumsum(counts)]
+    P = int(ptr[-1])
+    R = sp.random(P, r, density=0.6, random_state=r, format="csr")
+    F = rng.standard_normal((n, d))
+    prob = interior_point.PairRows(F, R, ptr, np.ones(P), rng.random(P) + 0.5, np.ones(n))
+    D, cD, delta = rng.random(P), rng.random(P), rng.random(n) + 1.0
+    H_auto, V_auto = prob.newton_matrix(D, cD, delta)
+    monkeypatch.setattr(interior_point, "GEMM_MIN_FEATURES", 10 ** 9)
+    H_tri, V_tri = prob.newton_matrix(D, cD, delta)
+    np.testing.assert_allclose(H_auto, H_tri, atol=1e-11)
+    np.testing.assert_array_equal(V_auto, V_tri)
+    # the definition, example by example
+    Rd = R.toarray()
+    H = np.eye(r * d)
+    for i in range(n):
+        rows = slice(ptr[i], ptr[i + 1])
+        v = Rd[rows].T @ cD[rows]
+        T = Rd[rows].T @ (D[rows, None] * Rd[rows]) - np.outer(v, v) / delta[i]
+        H += np.kron(T, np.outer(F[i], F[i]))
+    np.testing.assert_allclose(H_auto, H, atol=1e-9)

@@ -90,6 +90,9 @@ LOW_RANK_SEARCH_COST = 4e9
 _FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: examples per block when the Newton matrix is accumulated (bounds the memory of T_i)
 _BLOCK = 1024
+#: PairRows with more features and at most GEMM_MAX_ROWS rows: the Newton matrix by products
+GEMM_MIN_FEATURES = 48
+GEMM_MAX_ROWS = 8
 #: feature products kept between Newton steps up to this many numbers
 _KEEP_PRODUCTS = 2e7
 _STEP_FRACTION = 0.99
@@ -501,14 +504,32 @@ class PairRows(_PairProblem):
         return G.T @ self.F
 
     def newton_matrix(self, D, cD, delta):
-        """``I + sum_i T_i (x) F_i F_i^T`` and the ``v_i`` ``(n, r)``."""
+        """``I + sum_i T_i (x) F_i F_i^T`` and the ``v_i`` ``(n, r)``.  Few rows and many
+        features (HIERMULT's node problems: r = 2, d = 200): one product ``F^T diag(T_ab) F``
+        per entry of the ``T``'s, compute-bound; else the entries ``F_if F_ig`` of each
+        example's triangle, formed a block of examples at a time."""
         r, d = self.r, self.d
-        idd, jdd = np.triu_indices(d)
-        Zp = np.zeros((r * (r + 1) // 2, idd.size))
+        n_tri = r * (r + 1) // 2
         V = np.empty((self.n, r))
         T = np.empty((r, r))
-        packed = np.empty((min(_BLOCK, self.n), Zp.shape[0]))
         R = self.R
+        if d > GEMM_MIN_FEATURES and r <= GEMM_MAX_ROWS:
+            Tall = np.empty((self.n, n_tri))
+            _row_blocks(0, self.n, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tall, T, V)
+            index = _packed_index(r)
+            H = np.empty((r, d, r, d))
+            for a in range(r):
+                for b in range(a, r):
+                    block = self.F.T @ (Tall[:, index[a, b], None] * self.F)
+                    H[a, :, b, :] = block
+                    if b != a:
+                        H[b, :, a, :] = block.T
+            H = H.reshape(r * d, r * d)
+            H[np.diag_indices_from(H)] += 1.0
+            return H, V
+        idd, jdd = np.triu_indices(d)
+        Zp = np.zeros((n_tri, idd.size))
+        packed = np.empty((min(_BLOCK, self.n), n_tri))
         for lo in range(0, self.n, _BLOCK):
             hi = min(lo + _BLOCK, self.n)
             Tb = packed[:hi - lo]

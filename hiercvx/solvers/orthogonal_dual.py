@@ -55,6 +55,15 @@ The solver ascends ``D`` by blocks:
   degenerate dual moving on its optimal face, e.g. ``W = 0`` optimal) still gets the step
   after ``STALL_PASSES`` passes without one, that wait doubling after each such attempt.
 
+**Separable baselines** (``blocks="auto"``): with ``S = I`` and weight rows that no slack
+couples -- HIERMULT is one Crammer--Singer problem per internal node, over its children -- the
+problem is a sum of independent small QPs.  Each is solved by the primal-dual interior point
+on its explicit pair rows (:func:`hiercvx.solvers.interior_point.solve_pair_rows`, Newton
+matrix ``|C(j)| d`` square) and the whole is certified once at the blocks' multipliers.
+Coordinate ascent crawls on these problems when labels are noisy or the tree is deep (the
+NHSVM balanced tree at depth 6: 197 s and 20000 passes to gap 2.2e-3; ImageCLEF07A: 48 s to
+9e-4); the blocks take 6.5 s and 4.2 s to gaps of 1e-9.
+
 Certificate (scheduled to cost about a quarter of the passes' work,
 :class:`~hiercvx.solvers.primitives.CertificateSchedule`): ``U`` recomputed from ``alpha``,
 ``W = S^{-1} U``, the lower bound ``D(alpha, S)`` (valid for any feasible alpha and any PD ``S`` of the box,
@@ -73,12 +82,14 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
+from scipy.sparse.csgraph import connected_components
 
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import margin
 from ..models import orthogonal as otm
 from ..result import Solution, check_iteration_options, reached, relative_gap
+from . import interior_point
 from .margin_dual import ROW_FASTMATH, scatter_coefficients
 from .primitives import (
     CertificateSchedule,
@@ -118,6 +129,11 @@ GRAM_MAX_CLASSES = 3000
 # =============================================================================== S^{-1} by blocks
 #: blocks of S up to this size are factored by the compiled loop, larger ones by LAPACK
 SMALL_BLOCK = 64
+# separable problems (S = I, weight rows in independent blocks: HIERMULT's node problems) are
+# solved block by block by the pair-rows interior point when every block's Newton matrix has
+# at most BLOCK_IPM_DIM rows and its features fit in BLOCK_IPM_ENTRIES floats
+BLOCK_IPM_DIM = 1200
+BLOCK_IPM_ENTRIES = 20_000_000
 
 
 @njit(cache=True)
@@ -803,7 +819,7 @@ class _Problem:
 # =============================================================================== solve
 def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, max_iter: int = 20_000,
           n_enter: int = N_ENTER, s_steps: int = S_STEPS, check_every: int = 1, polish: bool = True,
-          random_state=0,
+          random_state=0, blocks: str = "auto",
           verbose: bool = False, name: str | None = None) -> Solution:
     """Orthogonal transfer (4) or a baseline of section 5 by dual block-coordinate ascent.
 
@@ -826,6 +842,14 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
         budgets as equalities (``MAX_CG`` products), kept when it raises the certified lower
         bound
     random_state : seed of the order in which the slacks are visited
+    blocks : ``"auto"``: a baseline whose regularizer is ``1/2 ||W||^2`` and whose weight
+        rows fall into blocks that no slack couples (HIERMULT: one Crammer-Singer problem
+        per internal node) is solved block by block by the primal-dual interior point
+        (:func:`hiercvx.solvers.interior_point.solve_pair_rows`) when every block is small
+        (``BLOCK_IPM_DIM``), then certified as a whole; coordinate ascent takes over if that
+        certificate misses ``tol``.  ``"never"``: coordinate ascent only.  On the NHSVM
+        balanced tree (depth 6, d = 200, 5000 samples) HIERMULT's coordinate ascent stopped at
+        20000 passes with gap 2.2e-3 after 197 s
     verbose : log progress at INFO level (DEBUG otherwise)
 
     Returns
@@ -856,6 +880,8 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
         K_used = None
     else:
         K_used = model.K if K is None else otm.validate_K(K, model.H)
+    if blocks not in ("auto", "never"):
+        raise InputError(f"blocks must be 'auto' or 'never', got {blocks!r}")
     for value, what in ((n_enter, "n_enter"), (check_every, "check_every")):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise InputError(f"{what} must be a positive integer, got {value!r}")
@@ -868,8 +894,14 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
     small = model if reduced is None else reduced.model
     with blas_threads(1):
         prob = _Problem(small, C, small.sparse_K() if reduced is not None else K_sparse)
-        out = _iterate(prob, float(tol), int(max_iter), int(n_enter), int(s_steps), int(check_every),
-                       bool(polish), random_state, log, t_start)
+        out, route = None, "coordinate"
+        if blocks == "auto":
+            out = _solve_blocks(prob, float(tol), log, t_start)
+        if out is not None and out[5]:
+            route = "blocks"
+        else:
+            out = _iterate(prob, float(tol), int(max_iter), int(n_enter), int(s_steps),
+                           int(check_every), bool(polish), random_state, log, t_start)
     W, upper, lower, alpha, n_pass, converged, hist, at_zero, n_newton = out
     S_out = prob.S if prob.K is not None else prob.S_fixed
     if reduced is not None:
@@ -885,11 +917,80 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
                    extras={"at_zero": float(at_zero), "dual_S": S_out, "K": K_used,
                            "alpha": model.K_alpha if (model.method == "orthogonal" and K is None) else None,
                            "n_passes": n_pass, "n_newton": n_newton, "model": model,
-                           "n_rows_solved": prob.m,
+                           "n_rows_solved": prob.m, "route": route,
                            **({"intercept": intercept} if model.fit_intercept else {})})
     res.warn_unless_converged("passes", stacklevel=2)
     log("%s", res)
     return res
+
+
+def weight_blocks(prob: _Problem):
+    """The weight rows of ``prob`` in blocks that no slack couples: ``(rows, slacks)`` per
+    block with at least one slack, or ``None`` when the regularizer couples rows (orthogonal
+    transfer, TRANSFER's ``I + E^T E``) or there is one block only.  Rows of a block are
+    connected through the pairs' coefficient rows ``Lam_pos - Lam_neg``; a slack's pairs share
+    their positive class, so each slack lies in one block."""
+    if prob.K is not None or (prob.S_fixed - sp.identity(prob.m)).count_nonzero():
+        return None
+    R = abs(prob.Lam[prob.pair_pos] - prob.Lam[prob.pair_neg]).tocsr()     # (P, m)
+    n_comp, label = connected_components(R.T @ R, directed=False)
+    if n_comp < 2:
+        return None
+    has_pairs = np.diff(prob.pair_ptr) > 0
+    first = R[prob.pair_ptr[:-1][has_pairs]]
+    slack_block = np.full(prob.n_slacks, -1)
+    slack_block[has_pairs] = label[first.indices[first.indptr[:-1]]]
+    out = []
+    for b in range(n_comp):
+        slacks = np.flatnonzero(slack_block == b)
+        if slacks.size:
+            out.append((np.flatnonzero(label == b), slacks))
+    return out
+
+
+def _solve_blocks(prob: _Problem, tol, log, t_start):
+    """Every block of :func:`weight_blocks` by the pair-rows interior point (``1/2 ||w||^2 +
+    sum budget_s xi_s``, rows ``Lam_pos - Lam_neg``, right-hand side 1, slack coefficient
+    ``1 / Delta_p``: the model's constraints), then one certificate of the whole problem at the
+    blocks' multipliers (``D(alpha, I)``) and the better of the blocks' weights and ``W(alpha)``.
+    Returns :func:`_iterate`'s tuple, or ``None`` when the problem has no such blocks or one
+    is too large."""
+    found = weight_blocks(prob)
+    if found is None:
+        return None
+    X = prob.model.X_slacks
+    dim = X.shape[1]
+    if any(len(rows) * dim > BLOCK_IPM_DIM or len(slacks) * dim > BLOCK_IPM_ENTRIES
+           for rows, slacks in found):
+        return None
+    pair_slack = prob.model.data.pair_i
+    R = (prob.Lam[prob.pair_pos] - prob.Lam[prob.pair_neg]).tocsr()
+    alpha = np.zeros(prob.n_pairs)
+    W = np.zeros((prob.m, dim))
+    counts = np.diff(prob.pair_ptr)
+    n_steps = 0
+    for rows, slacks in found:
+        in_block = np.zeros(prob.n_slacks, dtype=bool)
+        in_block[slacks] = True
+        pairs = np.flatnonzero(in_block[pair_slack])
+        F = X[slacks]
+        F = F.toarray() if sp.issparse(F) else np.asarray(F, dtype=float)
+        res = interior_point.solve_pair_rows(
+            F, R[pairs][:, rows], np.r_[0, np.cumsum(counts[slacks])], np.ones(pairs.size),
+            prob.cost[pairs], prob.budget[slacks], tol=min(1e-8, 0.01 * tol))
+        alpha[pairs] = res.dual
+        W[rows] = res.weights
+        n_steps += res.n_iter
+    at_zero = prob.objective(np.zeros_like(W))
+    W_alpha, upper_alpha, lower = prob.certify(alpha)
+    upper = prob.objective(W)
+    if upper_alpha < upper:
+        upper, W = upper_alpha, W_alpha
+    gap = relative_gap(upper, lower, at_zero)
+    log("orthogonal_dual %s: %d blocks by the interior point (%d Newton steps), upper %.10g, "
+        "lower %.10g, gap %.3e", prob.model.method, len(found), n_steps, upper, lower, gap)
+    hist = {"upper": [upper], "lower": [lower], "gap": [gap], "time": [time.perf_counter() - t_start]}
+    return W, upper, lower, alpha, n_steps, reached(gap, tol), hist, at_zero, 0
 
 
 def _iterate(prob: _Problem, tol, max_iter, n_enter, s_steps, check_every, polish, random_state, log,
