@@ -280,3 +280,27 @@ def test_hiermult_on_a_deep_balanced_tree_converges():
         slow = od.solve(est.result_.extras["model"], est.C * len(X), tol=1e-6, blocks="never",
                         max_iter=300)
     assert slow.objective >= est.result_.objective * (1 - 1e-9)
+
+
+def test_hiermult_blocks_on_merged_negatives():
+    """Unlabelled siblings are merged into one row by the reduction (its S entry is the group's
+    size, not 1): the blocks route rescales that row and certifies the same optimum as
+    coordinate ascent and the CVXPY reference."""
+    spec = {"r": None, "a": "r", "b": "r", **{f"a{i}": "a" for i in range(1, 7)},
+            "b1": "b", "b2": "b"}
+    H = tree(spec)
+    rng = np.random.default_rng(2)
+    labels = np.array(["a1", "a2", "b1", "b2"], dtype=object)[rng.integers(0, 4, 40)]
+    X = rng.standard_normal((40, 3)) + np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])[
+        np.searchsorted(["a1", "a2", "b1", "b2"], labels)]
+    model = otm.prepare(X, labels, H, "hiermult")
+    reduced = otm.reduce_model(model, model.S)
+    assert reduced is not None and not np.allclose(sp.csr_matrix(reduced.model.S).diagonal(), 1.0)
+    C = 5.0
+    fast = od.solve(model, C, tol=1e-9)
+    coord = od.solve(model, C, tol=1e-9, blocks="never", max_iter=100_000)
+    ref = ot_ref.primal_from_model(model, C).solve()
+    assert fast.extras["route"] == "blocks" and fast.converged
+    assert fast.objective == pytest.approx(coord.objective, rel=1e-7)
+    assert abs(fast.objective - ref.objective) <= 1e-6 * ref.objective + ref.objective - ref.lower_bound
+    assert fast.objective == pytest.approx(model.objective(fast.weights, C), rel=1e-10)

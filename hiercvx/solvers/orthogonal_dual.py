@@ -55,8 +55,8 @@ The solver ascends ``D`` by blocks:
   degenerate dual moving on its optimal face, e.g. ``W = 0`` optimal) still gets the step
   after ``STALL_PASSES`` passes without one, that wait doubling after each such attempt.
 
-**Separable baselines** (``blocks="auto"``): with ``S = I`` and weight rows that no slack
-couples -- HIERMULT is one Crammer--Singer problem per internal node, over its children -- the
+**Separable baselines** (``blocks="auto"``): with a diagonal ``S`` (``I``, and the merged
+rows of the reduction) and weight rows that no slack couples -- HIERMULT is one Crammer--Singer problem per internal node, over its children -- the
 problem is a sum of independent small QPs.  Each is solved by the primal-dual interior point
 on its explicit pair rows (:func:`hiercvx.solvers.interior_point.solve_pair_rows`, Newton
 matrix ``|C(j)| d`` square) and the whole is certified once at the blocks' multipliers.
@@ -129,10 +129,10 @@ GRAM_MAX_CLASSES = 3000
 # =============================================================================== S^{-1} by blocks
 #: blocks of S up to this size are factored by the compiled loop, larger ones by LAPACK
 SMALL_BLOCK = 64
-# separable problems (S = I, weight rows in independent blocks: HIERMULT's node problems) are
+# separable problems (S diagonal, weight rows in independent blocks: HIERMULT's node problems) are
 # solved block by block by the pair-rows interior point when every block's Newton matrix has
 # at most BLOCK_IPM_DIM rows and its features fit in BLOCK_IPM_ENTRIES floats
-BLOCK_IPM_DIM = 1200
+BLOCK_IPM_DIM = 2000
 BLOCK_IPM_ENTRIES = 20_000_000
 
 
@@ -842,7 +842,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
         budgets as equalities (``MAX_CG`` products), kept when it raises the certified lower
         bound
     random_state : seed of the order in which the slacks are visited
-    blocks : ``"auto"``: a baseline whose regularizer is ``1/2 ||W||^2`` and whose weight
+    blocks : ``"auto"``: a baseline whose regularizer is diagonal (``S = I``) and whose weight
         rows fall into blocks that no slack couples (HIERMULT: one Crammer-Singer problem
         per internal node) is solved block by block by the primal-dual interior point
         (:func:`hiercvx.solvers.interior_point.solve_pair_rows`) when every block is small
@@ -927,10 +927,11 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float = 1e-4, ma
 def weight_blocks(prob: _Problem):
     """The weight rows of ``prob`` in blocks that no slack couples: ``(rows, slacks)`` per
     block with at least one slack, or ``None`` when the regularizer couples rows (orthogonal
-    transfer, TRANSFER's ``I + E^T E``) or there is one block only.  Rows of a block are
+    transfer, TRANSFER's ``I + E^T E``; a diagonal S, such as the merged rows of
+    :func:`~hiercvx.models.orthogonal.reduce_model`, does not) or there is one block only.  Rows of a block are
     connected through the pairs' coefficient rows ``Lam_pos - Lam_neg``; a slack's pairs share
     their positive class, so each slack lies in one block."""
-    if prob.K is not None or (prob.S_fixed - sp.identity(prob.m)).count_nonzero():
+    if prob.K is not None or (prob.S_fixed - sp.diags(prob.S_fixed.diagonal())).count_nonzero():
         return None
     R = abs(prob.Lam[prob.pair_pos] - prob.Lam[prob.pair_neg]).tocsr()     # (P, m)
     n_comp, label = connected_components(R.T @ R, directed=False)
@@ -949,10 +950,11 @@ def weight_blocks(prob: _Problem):
 
 
 def _solve_blocks(prob: _Problem, tol, log, t_start):
-    """Every block of :func:`weight_blocks` by the pair-rows interior point (``1/2 ||w||^2 +
-    sum budget_s xi_s``, rows ``Lam_pos - Lam_neg``, right-hand side 1, slack coefficient
-    ``1 / Delta_p``: the model's constraints), then one certificate of the whole problem at the
-    blocks' multipliers (``D(alpha, I)``) and the better of the blocks' weights and ``W(alpha)``.
+    """Every block of :func:`weight_blocks` by the pair-rows interior point (``1/2 ||w'||^2 +
+    sum budget_s xi_s``, rows ``(Lam_pos - Lam_neg) S^{-1/2}``, right-hand side 1, slack
+    coefficient ``1 / Delta_p``: the model's constraints), then one certificate of the whole
+    problem at the blocks' multipliers (``D(alpha, S)``) and the better of the blocks' weights
+    and ``W(alpha)``.
     Returns :func:`_iterate`'s tuple, or ``None`` when the problem has no such blocks or one
     is too large."""
     found = weight_blocks(prob)
@@ -964,7 +966,10 @@ def _solve_blocks(prob: _Problem, tol, log, t_start):
            for rows, slacks in found):
         return None
     pair_slack = prob.model.data.pair_i
-    R = (prob.Lam[prob.pair_pos] - prob.Lam[prob.pair_neg]).tocsr()
+    # S = diag(s): in w' = sqrt(s) w the regularizer is 1/2 ||w'||^2 and a row's coefficients
+    # are divided by sqrt(s)
+    root_s = np.sqrt(prob.S_fixed.diagonal())
+    R = ((prob.Lam[prob.pair_pos] - prob.Lam[prob.pair_neg]) @ sp.diags(1.0 / root_s)).tocsr()
     alpha = np.zeros(prob.n_pairs)
     W = np.zeros((prob.m, dim))
     counts = np.diff(prob.pair_ptr)
@@ -979,7 +984,7 @@ def _solve_blocks(prob: _Problem, tol, log, t_start):
             F, R[pairs][:, rows], np.r_[0, np.cumsum(counts[slacks])], np.ones(pairs.size),
             prob.cost[pairs], prob.budget[slacks], tol=min(1e-8, 0.01 * tol))
         alpha[pairs] = res.dual
-        W[rows] = res.weights
+        W[rows] = res.weights / root_s[rows, None]
         n_steps += res.n_iter
     at_zero = prob.objective(np.zeros_like(W))
     W_alpha, upper_alpha, lower = prob.certify(alpha)
