@@ -74,7 +74,7 @@ def main():
                                             max_iter=args.max_iter)
                 times[blocks] = time.perf_counter() - t
             print(f"{name:<16}{res.extras['route']:<12}{times[blocks]:>9.1f}{res.gap:>10.1e}  "
-                  f"{str(res.converged):<9}  {res.objective:.6f}", flush=True)
+                  f"{res.converged!s:<9}  {res.objective:.6f}", flush=True)
         print(f"{name:<16}coordinate / blocks: {times['never'] / times['auto']:.1f}x")
 
 
