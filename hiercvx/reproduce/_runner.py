@@ -157,7 +157,8 @@ class Checkpoints:
         except (OSError, ValueError):
             return None
         expected = dict(self.key, replication=r, replication_seed=int(replication_seed))
-        if any(data.get(k) != v for k, v in expected.items()):
+        if (not isinstance(data, dict) or not isinstance(data.get("rows"), list)
+                or any(data.get(k) != v for k, v in expected.items())):
             return None
         return data["rows"]
 

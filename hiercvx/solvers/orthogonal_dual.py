@@ -56,13 +56,15 @@ The solver ascends ``D`` by blocks:
   after ``STALL_PASSES`` passes without one, that wait doubling after each such attempt.
 
 **Separable baselines** (``blocks="auto"``): with a diagonal ``S`` (``I``, and the merged
-rows of the reduction) and weight rows that no slack couples -- HIERMULT is one Crammer--Singer problem per internal node, over its children -- the
-problem is a sum of independent small QPs.  Each is solved by the primal-dual interior point
+rows of the reduction) and weight rows that no slack couples -- HIERMULT is one
+Crammer--Singer problem per internal node, over its children -- the problem is a sum of
+independent small QPs.  Each is solved by the primal-dual interior point
 on its explicit pair rows (:func:`hiercvx.solvers.interior_point.solve_pair_rows`, Newton
 matrix ``|C(j)| d`` square) and the whole is certified once at the blocks' multipliers.
 Coordinate ascent crawls on these problems when labels are noisy or the tree is deep (the
-NHSVM balanced tree at depth 6: 197 s and 20000 passes to gap 2.2e-3; ImageCLEF07A: 48 s to
-9e-4); the blocks take 6.5 s and 4.2 s to gaps of 1e-9.
+NHSVM balanced tree at depth 6: 20000 passes, 167-197 s, to gap 2.6e-3; 5000 ImageCLEF07A
+samples: 48-53 s to 9e-4); the blocks take 6 s to gaps of 1e-9
+(``benchmarks/bench_hiermult_blocks.py``).
 
 Certificate (scheduled to cost about a quarter of the passes' work,
 :class:`~hiercvx.solvers.primitives.CertificateSchedule`): ``U`` recomputed from ``alpha``,
@@ -928,9 +930,9 @@ def weight_blocks(prob: _Problem):
     """The weight rows of ``prob`` in blocks that no slack couples: ``(rows, slacks)`` per
     block with at least one slack, or ``None`` when the regularizer couples rows (orthogonal
     transfer, TRANSFER's ``I + E^T E``; a diagonal S, such as the merged rows of
-    :func:`~hiercvx.models.orthogonal.reduce_model`, does not) or there is one block only.  Rows of a block are
-    connected through the pairs' coefficient rows ``Lam_pos - Lam_neg``; a slack's pairs share
-    their positive class, so each slack lies in one block."""
+    :func:`~hiercvx.models.orthogonal.reduce_model`, does not) or there is one block only.
+    Rows of a block are connected through the pairs' coefficient rows ``Lam_pos - Lam_neg``;
+    a slack's pairs share their positive class, so each slack lies in one block."""
     if prob.K is not None or (prob.S_fixed - sp.diags(prob.S_fixed.diagonal())).count_nonzero():
         return None
     R = abs(prob.Lam[prob.pair_pos] - prob.Lam[prob.pair_neg]).tocsr()     # (P, m)
