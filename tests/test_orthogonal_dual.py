@@ -304,3 +304,23 @@ def test_hiermult_blocks_on_merged_negatives():
     assert fast.objective == pytest.approx(coord.objective, rel=1e-7)
     assert abs(fast.objective - ref.objective) <= 1e-6 * ref.objective + ref.objective - ref.lower_bound
     assert fast.objective == pytest.approx(model.objective(fast.weights, C), rel=1e-10)
+
+
+def test_flatmult_is_solved_by_the_crammer_singer_solver():
+    """FLATMULT is Crammer-Singer's problem on the leaves: the margin engine's solver takes it
+    and the whole is certified here; the same optimum as coordinate ascent and the reference."""
+    H = tree(T8)
+    X, y = clustered_data(H, n=40, d=3, seed=8)
+    y = np.array([v if H.is_leaf(v) else next(c for c in H.descendants(v) if H.is_leaf(c))
+                  for v in y], dtype=object)
+    for fit_intercept in (False, True):
+        model = otm.prepare(X, y, H, "flatmult", fit_intercept=fit_intercept)
+        C = 4.0
+        fast = od.solve(model, C, tol=1e-9)
+        coord = od.solve(model, C, tol=1e-9, blocks="never", max_iter=100_000)
+        ref = ot_ref.primal_from_model(model, C).solve()
+        assert fast.extras["route"] == "crammer_singer" and fast.converged and fast.gap <= 1e-9
+        assert fast.objective == pytest.approx(coord.objective, rel=1e-7)
+        assert abs(fast.objective - ref.objective) <= 1e-6 * ref.objective + ref.objective - ref.lower_bound
+        assert fast.objective == pytest.approx(
+            model.objective(fast.weights, C, intercept=fast.extras.get("intercept")), rel=1e-10)
