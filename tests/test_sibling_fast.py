@@ -221,7 +221,7 @@ def test_pivoted_cholesky_is_a_nystrom_factor():
 
 
 @pytest.mark.parametrize("max_cache", [12_000_000, 0])
-@pytest.mark.parametrize("n, Mr, q1", [(30, 1, 4), (50, 3, 5), (40, 7, 9)])
+@pytest.mark.parametrize("n, Mr, q1", [(30, 1, 4), (50, 3, 5), (40, 7, 9), (60, 2, 40)])
 def test_ipm_normal_matrix_is_the_kronecker_sum(n, Mr, q1, max_cache):
     """``sum_i T_i (x) phi_i phi_i^T + diag`` in the ``(a, f)`` ordering, from the cached
     triangle products (one gather) and from the block-by-block route."""

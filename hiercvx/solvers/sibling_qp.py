@@ -333,12 +333,17 @@ def _schur_blocks(Delta, w, w0, pair_ptr):
     return T
 
 
+BLOCK_PRODUCTS_MAX = 10       # _NormalBuilder: at most this many blocks (Mr(Mr+1)/2) ...
+BLOCK_PRODUCTS_MIN_RANK = 32  # ... of at least this width: one product per block
+
+
 class _NormalBuilder:
     """Builds ``sum_i T_i (x) phi_i phi_i^T + diag`` (the ``(a, f)`` row-major ordering) for
     a fixed ``Phi1``.  With symmetric ``T_i`` and ``phi_i phi_i^T`` only the blocks ``a <= b``
     and the entries ``f <= g`` are needed: one product of ``T``'s upper triangle
     ``(n, Mr(Mr+1)/2)`` with the upper triangles of the ``phi_i phi_i^T`` (computed once and
-    kept when they fit in ``max_cache`` floats; else block by block)."""
+    kept when they fit in ``max_cache`` floats; else, and for a few wide blocks, block by
+    block)."""
 
     def __init__(self, Phi1, Mr, max_cache=12_000_000):
         self.Phi1 = Phi1
@@ -347,7 +352,11 @@ class _NormalBuilder:
         self.ia, self.ib = np.triu_indices(Mr)
         self.jf, self.jg = np.triu_indices(q1)
         self.K2 = None
-        if n * len(self.jf) <= max_cache:
+        # few blocks of a wide factor (Wang et al.'s Example 3, Gaussian: 6 blocks, rank 94,
+        # n = 1500): one product Phi^T diag(t) Phi per block beats reading the cached
+        # triangles, which are memory-bound (7 ms against 16 ms per step)
+        by_products = len(self.ia) <= BLOCK_PRODUCTS_MAX and q1 >= BLOCK_PRODUCTS_MIN_RANK
+        if n * len(self.jf) <= max_cache and not by_products:
             self.K2 = Phi1[:, self.jf] * Phi1[:, self.jg]          # (n, q1(q1+1)/2)
             # every block sum_i T_i[a, b] phi_i phi_i^T is symmetric and N is: entry
             # ((a, f), (b, g)) of N is entry (tri(a, b), tri(f, g)) of the product R below
