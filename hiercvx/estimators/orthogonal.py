@@ -4,7 +4,8 @@ One estimator, :class:`OrthogonalTransferSVC`, with a ``method`` switch over the
 of the paper: ``"orthogonal"`` (4), ``"flatmult"`` (12) over the leaves, ``"hiermult"`` (12)
 at every internal node, ``"transfer"`` and ``"treeloss"`` (section 5).  Training is done by
 dual block-coordinate ascent (:mod:`hiercvx.solvers.orthogonal_dual`, ``solver="fast"``, the
-default ``fast_solver="dual_cd"``), by RDA with optimality bounds (:mod:`hiercvx.solvers.rda`,
+default ``fast_solver="dual_cd"``; HIERMULT's node problems go to the interior point and
+FLATMULT to the Crammer--Singer solver, certified the same way), by RDA with optimality bounds (:mod:`hiercvx.solvers.rda`,
 ``fast_solver="rda"``, the paper's Algorithm 1) or by the certified
 CVXPY reference (:func:`hiercvx.formulations.orthogonal.primal_from_model`, ``solver="reference"``),
 both on the model the registry's ``prepare`` builds (:mod:`hiercvx.models.orthogonal`); either way
@@ -56,7 +57,9 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     solver : ``"fast"`` (``fast_solver``, stops on a certified relative gap ``tol``) or
         ``"reference"`` (the exact SDP / QP, certified; ``reference_solver`` picks the solver)
     fast_solver : the registered fast solver of ``solver="fast"``: ``"dual_cd"`` (dual
-        block-coordinate ascent; ``max_iter`` counts passes over the samples) or ``"rda"``
+        block-coordinate ascent; ``max_iter`` counts passes over the samples; HIERMULT and
+        FLATMULT take the faster routes of :func:`hiercvx.solvers.orthogonal_dual.solve`,
+        ``result_.extras["route"]``) or ``"rda"``
         (Algorithm 1; ``max_iter`` counts subgradient steps)
     tol, max_iter : the fast solver's certified relative gap and iteration budget
     treeloss_classes : TREELOSS's classes, ``"nodes"`` (the paper: every non-root node) or
