@@ -1006,16 +1006,24 @@ def _solve_blocks(prob: _Problem, tol, log, t_start):
         alpha[pairs] = res.dual
         W[rows] = res.weights / root_s[rows, None]
         n_steps += res.n_iter
+    return _certify_once(prob, alpha, W, n_steps, tol, t_start, log,
+                         f"{len(found)} blocks by the interior point ({n_steps} Newton steps)")
+
+
+def _certify_once(prob: _Problem, alpha, W, n_iter, tol, t_start, log, route_text):
+    """One certificate of the whole problem for a route that solved it elsewhere: the bound
+    ``D(alpha, S)`` at its multipliers, the objective at the better of its weights ``W`` and
+    ``W(alpha)``.  Returns :func:`_iterate`'s tuple."""
     at_zero = prob.objective(np.zeros_like(W))
     W_alpha, upper_alpha, lower = prob.certify(alpha)
     upper = prob.objective(W)
     if upper_alpha < upper:
         upper, W = upper_alpha, W_alpha
     gap = relative_gap(upper, lower, at_zero)
-    log("orthogonal_dual %s: %d blocks by the interior point (%d Newton steps), upper %.10g, "
-        "lower %.10g, gap %.3e", prob.model.method, len(found), n_steps, upper, lower, gap)
+    log("orthogonal_dual %s: %s, upper %.10g, lower %.10g, gap %.3e", prob.model.method,
+        route_text, upper, lower, gap)
     hist = {"upper": [upper], "lower": [lower], "gap": [gap], "time": [time.perf_counter() - t_start]}
-    return W, upper, lower, alpha, n_steps, reached(gap, tol), hist, at_zero, 0
+    return W, upper, lower, alpha, n_iter, reached(gap, tol), hist, at_zero, 0
 
 
 def _flat_classes(prob: _Problem):
@@ -1059,16 +1067,8 @@ def _solve_flat(prob: _Problem, tol, log, t_start):
     A = np.zeros((prob.n_slacks, prob.m))
     A[d.pair_i, d.pair_ybar] = res.dual
     alpha = A[prob.model.data.pair_i, neg]
-    at_zero = prob.objective(np.zeros((prob.m, X.shape[1])))
-    W, upper, lower = prob.certify(alpha)
-    upper_cs = prob.objective(res.weights)
-    if upper_cs < upper:
-        upper, W = upper_cs, np.asarray(res.weights)
-    gap = relative_gap(upper, lower, at_zero)
-    log("orthogonal_dual %s: Crammer-Singer solver (%d passes), upper %.10g, lower %.10g, "
-        "gap %.3e", prob.model.method, res.n_iter, upper, lower, gap)
-    hist = {"upper": [upper], "lower": [lower], "gap": [gap], "time": [time.perf_counter() - t_start]}
-    return W, upper, lower, alpha, res.n_iter, reached(gap, tol), hist, at_zero, 0
+    return _certify_once(prob, alpha, np.asarray(res.weights), res.n_iter, tol, t_start, log,
+                         f"Crammer-Singer solver ({res.n_iter} passes)")
 
 
 def _iterate(prob: _Problem, tol, max_iter, n_enter, s_steps, check_every, polish, random_state, log,
