@@ -68,7 +68,7 @@ from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
-from .primitives import blas_threads
+from .primitives import blas_threads, kronecker_sum
 
 logger = logging.getLogger(__name__)
 
@@ -517,14 +517,7 @@ class PairRows(_PairProblem):
             Tall = np.empty((self.n, n_tri))
             _row_blocks(0, self.n, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tall, T, V)
             index = _packed_index(r)
-            H = np.empty((r, d, r, d))
-            for a in range(r):
-                for b in range(a, r):
-                    block = self.F.T @ (Tall[:, index[a, b], None] * self.F)
-                    H[a, :, b, :] = block
-                    if b != a:
-                        H[b, :, a, :] = block.T
-            H = H.reshape(r * d, r * d)
+            H = kronecker_sum(self.F, r, lambda a, b: Tall[:, index[a, b]])
             H[np.diag_indices_from(H)] += 1.0
             return H, V
         idd, jdd = np.triu_indices(d)

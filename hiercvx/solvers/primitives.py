@@ -23,7 +23,7 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["MODE_DENSE", "MODE_CSR", "MODE_GRAM", "RowData", "row_data", "row_dot", "row_axpy",
            "row_sq_norms", "budget_qp", "isotropic_budget_step", "CertificateSchedule",
-           "blas_threads"]
+           "blas_threads", "kronecker_sum"]
 
 MODE_DENSE, MODE_CSR, MODE_GRAM = 0, 1, 2
 
@@ -39,6 +39,26 @@ def blas_threads(limit: int | None = 1):
     if not _CONTROLLER:
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0].limit(limits=limit, user_api="blas")
+
+
+def kronecker_sum(F: np.ndarray, r: int, entry) -> np.ndarray:
+    """``sum_i T_i (x) F_i F_i^T`` ``(r d, r d)`` (the ``(a, f)`` row-major ordering), one
+    product ``F^T diag(t_ab) F`` per entry ``a <= b`` of the symmetric ``T_i``; ``entry(a, b)``
+    gives ``t_ab`` over the ``n`` rows of ``F``.  Compute-bound: the route of the interior
+    points' Newton matrices when the ``T_i`` are small and ``F`` is wide (the per-example
+    triangles ``F_if F_ig`` would be formed, or read back, for every entry: memory-bound)."""
+    d = F.shape[1]
+    out = np.zeros((r, d, r, d))
+    for a in range(r):
+        for b in range(a, r):
+            t = entry(a, b)
+            if not t.any():
+                continue
+            block = F.T @ (t[:, None] * F)
+            out[a, :, b, :] = block
+            if b != a:
+                out[b, :, a, :] = block.T
+    return out.reshape(r * d, r * d)
 
 
 # Reassociation lets LLVM vectorize the dot products and updates (no NaN/inf assumptions).

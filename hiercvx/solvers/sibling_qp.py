@@ -97,7 +97,8 @@ from ..exceptions import InputError
 from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
 from ..result import Solution, check_iteration_options, gap_scale, relative_gap
 from .dc import check_dc_options, dc_iterations
-from .primitives import MODE_GRAM, blas_threads, row_axpy, row_data, row_dot, row_sq_norms
+from .primitives import (MODE_GRAM, blas_threads, kronecker_sum, row_axpy, row_data, row_dot,
+                         row_sq_norms)
 
 logger = logging.getLogger(__name__)
 
@@ -377,16 +378,7 @@ class _NormalBuilder:
             N = R.ravel().take(self.gather).reshape(Mr * q1, Mr * q1)
             N[np.diag_indices_from(N)] += diag
             return N
-        N = np.zeros((Mr, q1, Mr, q1))
-        for a, b in zip(self.ia, self.ib):
-            t = T[:, a, b]
-            if not t.any():
-                continue
-            blk = (Phi1 * t[:, None]).T @ Phi1
-            N[a, :, b, :] = blk
-            if a != b:
-                N[b, :, a, :] = blk.T
-        N = N.reshape(Mr * q1, Mr * q1)
+        N = kronecker_sum(Phi1, Mr, lambda a, b: T[:, a, b])
         N[np.diag_indices_from(N)] += diag
         return N
 
