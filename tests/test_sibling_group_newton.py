@@ -12,7 +12,7 @@ from hiercvx import testing
 from hiercvx.formulations import hpsi
 from hiercvx.hierarchy import Hierarchy
 from hiercvx.models.sibling import prepare
-from hiercvx.solvers import sibling_qp
+from hiercvx.solvers import dual_qp, sibling_qp
 from hiercvx.solvers.sibling_qp import SiblingQPSolver
 
 
@@ -31,7 +31,7 @@ def two_level_problem(seed=5, n=50):
 
 
 def newton_system(model, pairs=None):
-    """The pieces of :func:`sibling_qp._dual_ipm`'s Newton system on ``pairs`` (default all):
+    """The pieces of :func:`dual_qp.solve_dual_qp`'s Newton system on ``pairs`` (default all):
     ``Q`` by groups, the budgets' incidence ``Bm`` and the independent rows ``E`` of (10)."""
     pr = model.pairs
     idx = np.arange(pr.n_pairs) if pairs is None else pairs
@@ -40,7 +40,7 @@ def newton_system(model, pairs=None):
     Ei = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)], (np.r_[np.arange(k), np.arange(k)],
                                                         np.r_[jj, tt])), shape=(k, model.M))
     G = model.X @ model.X.T
-    Q = sibling_qp._GroupBlocks(Ei, G, ii, pr.group_of[jj])
+    Q = sibling_qp.group_blocks(Ei, G, ii, pr.group_of[jj])
     samples, inv = np.unique(ii, return_inverse=True)
     Bm = sp.csr_matrix((np.ones(k), (inv, np.arange(k))), shape=(samples.size, k))
     E = Ei[:, model.independent_rows()].toarray()
@@ -59,7 +59,7 @@ def test_group_blocks_are_the_dense_hessian_block_diagonal(monkeypatch):
     X, y, H = two_level_problem()
     model = prepare(X, y, H)
     for pack in (1, 128):
-        monkeypatch.setattr(sibling_qp._GroupBlocks, "pack", pack)
+        monkeypatch.setattr(sibling_qp, "GROUP_PACK", pack)
         Q, _, _ = newton_system(model)
         np.testing.assert_array_equal(np.sort(np.concatenate(Q.index)), np.arange(Q.size))
         assert len(Q.index) == 6 if pack == 1 else len(Q.index) < 6
@@ -75,7 +75,7 @@ def test_group_blocks_are_the_dense_hessian_block_diagonal(monkeypatch):
 
 
 def test_group_and_dense_newton_steps_agree(monkeypatch):
-    monkeypatch.setattr(sibling_qp._GroupBlocks, "pack", 1)
+    monkeypatch.setattr(sibling_qp, "GROUP_PACK", 1)
     X, y, H = two_level_problem()
     model = prepare(X, y, H)
     rng = np.random.default_rng(1)
@@ -83,11 +83,11 @@ def test_group_and_dense_newton_steps_agree(monkeypatch):
     d = rng.uniform(0.05, 5.0, Q.size)
     c = rng.uniform(0.05, 50.0, Bm.shape[0])
     r, re = rng.standard_normal(Q.size), rng.standard_normal(E.shape[1])
-    group = sibling_qp._GroupNewton(Q, Bm, E)
+    group = dual_qp.GroupNewton(Q, Bm, E)
     group.factor(d, c)
     dx, dy = group.solve(r, re)
     assert group.dense is None          # well conditioned: no fallback
-    dense = sibling_qp._DenseNewton(Q, Bm, E)
+    dense = dual_qp.DenseNewton(Q, Bm, E)
     dense.factor(d, c)
     dx2, dy2 = dense.solve(r, re)
     np.testing.assert_allclose(dx, dx2, atol=1e-9 * np.abs(dx2).max())
@@ -100,7 +100,7 @@ def test_group_newton_falls_back_to_the_dense_route_on_singular_blocks(monkeypat
     ``Q`` has rank, huge budget weights -- the blocks alone are singular to round-off, the
     refinement cannot repair the elimination, and the dense route takes over (the system is
     nearly singular, so only the route is checked here, not the step's accuracy)."""
-    monkeypatch.setattr(sibling_qp._GroupBlocks, "pack", 1)
+    monkeypatch.setattr(sibling_qp, "GROUP_PACK", 1)
     X, y, H = two_level_problem(n=120)
     model = prepare(X, y, H)
     rng = np.random.default_rng(2)
@@ -108,12 +108,12 @@ def test_group_newton_falls_back_to_the_dense_route_on_singular_blocks(monkeypat
     d = np.where(rng.random(Q.size) < 0.8, 1e-13, 1e4)
     c = np.where(rng.random(Bm.shape[0]) < 0.5, 1e11, 1e-3)
     r, re = rng.standard_normal(Q.size), rng.standard_normal(E.shape[1])
-    group = sibling_qp._GroupNewton(Q, Bm, E)
+    group = dual_qp.GroupNewton(Q, Bm, E)
     group.factor(d, c)
     dx, dy = group.solve(r, re)
     fallback = group.dense
     assert fallback is not None
-    dense = sibling_qp._DenseNewton(Q, Bm, E)
+    dense = dual_qp.DenseNewton(Q, Bm, E)
     dense.factor(d, c)
     for got, want in zip((dx, dy), dense.solve(r, re)):
         np.testing.assert_array_equal(got, want)
@@ -140,7 +140,7 @@ def test_probe_ends_the_path_without_accepting():
     def accept(x, y_, u):   # pragma: no cover - the probe stops first
         raise AssertionError("accept called after the probe stopped the path")
 
-    x, _, it, accepted = sibling_qp._dual_ipm(Q, g, Bm, E, h, 1.0, 100, accept, 1e-6, probe)
+    x, _, it, accepted = dual_qp.solve_dual_qp(Q, g, Bm, E, h, 1.0, 100, accept, 1e-6, probe)
     assert not accepted and len(probed) == 1 and 1 <= it < 100
     assert x.min() > 0
 
@@ -149,23 +149,23 @@ def test_probe_ends_the_path_without_accepting():
 def group_route(monkeypatch):
     """Every dual interior point method with more than one block takes the group route;
     returns the list of its factorizations (one entry per Newton matrix)."""
-    monkeypatch.setattr(sibling_qp._GroupBlocks, "pack", 1)
-    monkeypatch.setattr(sibling_qp._DenseNewton, "cost", staticmethod(lambda k, me: np.inf))
+    monkeypatch.setattr(sibling_qp, "GROUP_PACK", 1)
+    monkeypatch.setattr(dual_qp.DenseNewton, "cost", staticmethod(lambda k, me: np.inf))
     calls = []
-    factor = sibling_qp._GroupNewton.factor
+    factor = dual_qp.GroupNewton.factor
 
     def counted(self, d, c):
         calls.append(self.dense is None)
         return factor(self, d, c)
 
-    monkeypatch.setattr(sibling_qp._GroupNewton, "factor", counted)
+    monkeypatch.setattr(dual_qp.GroupNewton, "factor", counted)
     return calls
 
 
 @pytest.mark.parametrize("C", [0.3, 3.0])
 def test_working_set_on_the_group_route_matches_the_reference(group_route, monkeypatch, C):
     probes = []
-    dual_ipm = sibling_qp._dual_ipm
+    dual_ipm = dual_qp.solve_dual_qp
 
     def recorded(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
         def probe_recorded(x, y_):
@@ -174,7 +174,7 @@ def test_working_set_on_the_group_route_matches_the_reference(group_route, monke
         return dual_ipm(Q, g, Bm, E, h, C, max_iter, accept, tol,
                         probe_recorded if probe is not None else None)
 
-    monkeypatch.setattr(sibling_qp, "_dual_ipm", recorded)
+    monkeypatch.setattr(sibling_qp, "solve_dual_qp", recorded)
     X, y, H = two_level_problem()
     model = prepare(X, y, H)
     engine = SiblingQPSolver(model, method="working_set")

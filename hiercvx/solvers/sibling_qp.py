@@ -34,7 +34,7 @@ path and carries no DC term has ``beta = 0`` at every dual feasible point, by (1
 ``(k, k)`` Newton matrix is factored once per step and the biases are the multipliers of (10).
 The dual Hessian is block diagonal by sibling group (pairs of two groups share no node), so
 the Newton matrix is factored block by block, the samples' budgets (11) and the rows of (10)
-entering through one small Schur complement (:class:`_GroupNewton`), or dense when that
+entering through one small Schur complement (:class:`~.dual_qp.GroupNewton`), or dense when that
 counts fewer flops (one wide group) or when, at the end of the path, the blocks alone become
 singular to round-off.
 Exact, with no dependence on ``C``'s conditioning; ``"auto"`` takes it when the live pairs are
@@ -43,7 +43,7 @@ labelled leaves: 120 live pairs of 300,000).  Nodes no live pair touches get wei
 bias below every score that beats them (:meth:`SiblingQPSolver._complete_biases`).
 ``method="working_set"`` runs it on a growing set of pairs (:meth:`SiblingQPSolver.
 _solve_working_set`); a round whose set is clearly too small is ended half way along the path
-(the probe of :func:`_dual_ipm`), and a DC step starts from the last step's set and point.
+(the probe of :func:`~.dual_qp.solve_dual_qp`), and a DC step starts from the last step's set and point.
 
 ``method="ipm"`` -- a primal-dual interior point method (Mehrotra predictor-corrector) on
 (8) in reduced coordinates: every sibling group ``g`` is written in an orthonormal basis
@@ -97,6 +97,7 @@ from ..exceptions import InputError
 from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
 from ..result import Solution, check_iteration_options, gap_scale, relative_gap
 from .dc import check_dc_options, dc_iterations
+from .dual_qp import BlockDiagonal, DenseNewton, factor_newton, solve_dual_qp, step_length
 from .primitives import (MODE_GRAM, blas_threads, kronecker_sum, row_axpy, row_data, row_dot,
                          row_sq_norms)
 
@@ -386,7 +387,7 @@ class _NormalBuilder:
 def ipm_step_cost(n, Mr, q1):
     """Flops of one Newton step of :func:`_ipm`: the Cholesky of the ``(Mr q1)``-square matrix
     and its assembly from the ``n`` samples' triangles (:class:`_NormalBuilder`).  Compared
-    with :meth:`_DenseNewton.cost` by ``method="auto"``: on Wang et al.'s Example 2 with a
+    with :meth:`~.dual_qp.DenseNewton.cost` by ``method="auto"``: on Wang et al.'s Example 2 with a
     Gaussian kernel (n = 100, rank 73, 7 free directions, 300 pairs) the dual's Newton matrix
     is 300 rows against 518 and HPSI's C grid runs 2.5x faster on it; at n = 500 (rank 84,
     1000 pairs) the interior point in reduced coordinates is 3x faster."""
@@ -394,26 +395,37 @@ def ipm_step_cost(n, Mr, q1):
     return rows ** 3 / 3.0 + n * Mr * (Mr + 1) * q1 * (q1 + 1) / 2.0
 
 
-def _factor(N):
-    """Cholesky of the Newton matrix, with a growing diagonal shift if round-off has made
-    it indefinite (the interior point iteration corrects the perturbed step)."""
-    scale = max(1.0, float(np.abs(np.diag(N)).max()))
-    for shift in (0.0, 1e-14, 1e-12, 1e-10, 1e-8, 1e-6):
-        try:
-            if shift:
-                N = N.copy()
-                N[np.diag_indices_from(N)] += shift * scale
-            return sla.cho_factor(N, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            continue
-    raise np.linalg.LinAlgError("the interior point Newton matrix is not positive definite")
+
+#: small sibling groups share a block of the dual Hessian of up to this many pairs
+GROUP_PACK = 128
+#: a pair left out is taken as violated at a probe when its margin is this far below what the
+#: kept pairs of its sample reach (the iterate's margins are only approximate there)
+PROBE_MARGIN = 1e-2
 
 
-def _step_length(v, dv):
-    neg = dv < 0
-    if not neg.any():
-        return 1.0
-    return float(min(1.0, np.min(-v[neg] / dv[neg])))
+def group_blocks(Ei, G, samples, group) -> BlockDiagonal:
+    """The dual Hessian ``Q`` of (9) on the pairs kept, block diagonal by sibling group.
+
+    ``Q_pq = (e_{j_p} - e_{t_p}) . (e_{j_q} - e_{t_q}) G_{i_p i_q}`` vanishes for pairs of two
+    different sibling groups (they share no node), so ``Q`` is kept as its diagonal blocks.
+    Small groups share a block of up to ``GROUP_PACK`` pairs (zeros between them): fewer,
+    larger dense operations for about the same flops."""
+    order = np.argsort(group, kind="stable")
+    by_group = np.split(order, np.flatnonzero(np.diff(group[order])) + 1) if order.size else []
+    index = []
+    shared: list = []          # the groups of the block being filled
+    for idx in sorted(by_group, key=len):
+        if shared and sum(map(len, shared)) + len(idx) > GROUP_PACK:
+            index.append(np.concatenate(shared))
+            shared = []
+        shared.append(idx)
+    if shared:
+        index.append(np.concatenate(shared))
+    blocks = []
+    for idx in index:
+        Eg = Ei[idx]
+        blocks.append((Eg @ Eg.T).toarray() * G[np.ix_(samples[idx], samples[idx])])
+    return BlockDiagonal(index, blocks, group.size)
 
 
 def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
@@ -474,7 +486,7 @@ def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
         V = Bm @ (w[:, None] * Delta)
         T = _schur_blocks(Delta, w, w0, pair_ptr)
         N = normal(T, qdiag.ravel())
-        cho = _factor(N)
+        cho = factor_newton(N)
 
         def newton(rc, rc0):
             t = rc / s - w * rp
@@ -493,8 +505,8 @@ def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
 
         def longest(step):
             _, _, ds, ds0, dl, dl0 = step
-            return min(_step_length(s, ds), _step_length(s0, ds0), _step_length(lm, dl),
-                       _step_length(lm0, dl0))
+            return min(step_length(s, ds), step_length(s0, ds0), step_length(lm, dl),
+                       step_length(lm0, dl0))
 
         aff = newton(-s * lm, -s0 * lm0)
         a = longest(aff)
@@ -518,272 +530,6 @@ def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
         lm0 = np.maximum(lm0, 1e-300)
     return Z, lm, it, accepted
 
-
-class _GroupBlocks:
-    """The dual Hessian ``Q`` of (9) on the pairs kept, block diagonal by sibling group.
-
-    ``Q_pq = (e_{j_p} - e_{t_p}) . (e_{j_q} - e_{t_q}) G_{i_p i_q}`` vanishes for pairs of two
-    different sibling groups (they share no node), so ``Q`` is kept as its diagonal blocks:
-    ``index[b]`` the positions of block ``b``'s pairs, ``blocks[b]`` its dense ``Q``.  Small
-    groups share a block of up to ``pack`` pairs (zeros between them): fewer, larger dense
-    operations for about the same flops."""
-
-    pack = 128
-
-    def __init__(self, Ei, G, samples, group):
-        order = np.argsort(group, kind="stable")
-        by_group = np.split(order, np.flatnonzero(np.diff(group[order])) + 1) if order.size else []
-        self.index = []
-        shared: list = []          # the groups of the block being filled
-        for idx in sorted(by_group, key=len):
-            if shared and sum(map(len, shared)) + len(idx) > self.pack:
-                self.index.append(np.concatenate(shared))
-                shared = []
-            shared.append(idx)
-        if shared:
-            self.index.append(np.concatenate(shared))
-        self.blocks = []
-        for idx in self.index:
-            Eg = Ei[idx]
-            self.blocks.append((Eg @ Eg.T).toarray() * G[np.ix_(samples[idx], samples[idx])])
-        self.size = int(group.size)
-
-    def dot(self, x):
-        out = np.empty_like(x)
-        for idx, Qb in zip(self.index, self.blocks):
-            out[idx] = Qb @ x[idx]
-        return out
-
-    def dense(self):
-        Q = np.zeros((self.size, self.size))
-        for idx, Qb in zip(self.index, self.blocks):
-            Q[np.ix_(idx, idx)] = Qb
-        return Q
-
-
-class _DenseNewton:
-    """The Newton system of :func:`_dual_ipm`, ``(Q + diag(d) + Bm^T diag(c) Bm) dx + E dy = r``,
-    ``E^T dx = -re``, by one dense Cholesky of the ``(k, k)`` matrix and the ``(m, m)`` Schur
-    complement of ``y``.  The route for one large sibling group (a flat problem)."""
-
-    def __init__(self, Q, Bm, E):
-        self.Q = Q.dense()
-        self.BmT = Bm.T.tocsr()
-        self.Bm = Bm
-        self.E = E
-
-    @staticmethod
-    def cost(k, me):
-        """Flops of one factorization: the Cholesky and the ``m`` solves of the Schur step."""
-        return k ** 3 / 3.0 + 2.0 * k * k * me
-
-    def factor(self, d, c):
-        k, me = self.Q.shape[0], self.E.shape[1]
-        Hm = self.Q.copy()
-        Hm[np.diag_indices(k)] += d
-        BW = (self.BmT @ sp.diags(c) @ self.Bm).tocoo()
-        np.add.at(Hm, (BW.row, BW.col), BW.data)
-        self.cho = _factor(Hm)
-        self.HE = sla.cho_solve(self.cho, self.E, check_finite=False) if me else np.zeros((k, 0))
-        self.Sc = _factor(self.E.T @ self.HE) if me else None
-
-    def solve(self, r, re):
-        Hr = sla.cho_solve(self.cho, r, check_finite=False)
-        if self.Sc is None:
-            return Hr, np.zeros(0)
-        dy = sla.cho_solve(self.Sc, self.E.T @ Hr + re, check_finite=False)
-        return Hr - self.HE @ dy, dy
-
-
-class _GroupNewton:
-    """The Newton system of :func:`_dual_ipm` through the sibling-group blocks of ``Q``.
-
-    With ``B = Q + diag(d)`` block diagonal (:class:`_GroupBlocks`), ``F = [Bm; E^T]`` and
-    ``v = [diag(c) Bm dx; dy]`` the system
-    ``(B + Bm^T diag(c) Bm) dx + E dy = r``, ``E^T dx = -re`` becomes
-    ``(F B^{-1} F^T + diag(1/c, 0)) v = F B^{-1} r + [0; re]``, ``dx = B^{-1} (r - F^T v)``:
-    one Cholesky per block, and one of the ``(n' + m)``-square matrix of the couplings (the
-    budgets (11) of the samples and the bias rows (10)).  On the cellcycle_FUN working sets
-    (about 3000 pairs, the largest group 1300) a Newton step costs a fifth of the dense one."""
-
-    #: refinement steps, and the relative residual a solve must reach before the dense route
-    max_refine, refine_rtol = 3, 1e-8
-
-    def __init__(self, Q, Bm, E):
-        self.Q = Q
-        self.nb = Bm.shape[0]
-        self.F = sp.vstack([Bm, sp.csr_matrix(E.T)]).tocsr()
-        self.FT = self.F.T.tocsr()
-        # the couplings each block meets: its samples' budgets and its nodes' bias rows
-        self.cols = [np.unique(self.FT[idx].indices) for idx in Q.index]
-        self.Ft = None
-        self.Bm, self.BmT, self.E = Bm, Bm.T.tocsr(), E
-        self.dense = None   # the dense route, once the blocks lose accuracy
-
-    def cost(self):
-        """Flops of one factorization: per block its Cholesky, the triangular solve with its
-        couplings and their product; then the couplings' Cholesky."""
-        total = sum(idx.size ** 3 / 3.0 + idx.size ** 2 * cols.size + idx.size * cols.size ** 2
-                    for idx, cols in zip(self.Q.index, self.cols))
-        return total + self.F.shape[0] ** 3 / 3.0
-
-    def _apply(self, dx, dy):
-        return self.Q.dot(dx) + self.d * dx + self.BmT @ (self.c * (self.Bm @ dx)) + self.E @ dy
-
-    def factor(self, d, c):
-        self.d, self.c = d, c
-        if self.dense is not None:
-            self.dense.factor(d, c)
-            return
-        if self.Ft is None:
-            self.Ft = [self.FT[idx][:, cols].toarray() for idx, cols in zip(self.Q.index, self.cols)]
-        nv = self.F.shape[0]
-        S = np.zeros((nv, nv))
-        S[np.arange(self.nb), np.arange(self.nb)] = 1.0 / np.maximum(c, 1e-300)
-        self.chos = []
-        for idx, Qb, cols, Ft in zip(self.Q.index, self.Q.blocks, self.cols, self.Ft):
-            Hb = Qb.copy()
-            Hb[np.diag_indices(idx.size)] += d[idx]
-            cho = _factor(Hb)
-            self.chos.append(cho)
-            Y = sla.solve_triangular(cho[0], Ft, lower=True, check_finite=False)
-            S[np.ix_(cols, cols)] += Y.T @ Y
-        self.S = _factor(S)
-
-    def _block_solve(self, r):
-        out = np.empty_like(r)
-        for idx, cho in zip(self.Q.index, self.chos):
-            out[idx] = sla.cho_solve(cho, r[idx], check_finite=False)
-        return out
-
-    def _solve_once(self, r, re):
-        t = self._block_solve(r)
-        rhs = self.F @ t
-        rhs[self.nb:] += re
-        v = sla.cho_solve(self.S, rhs, check_finite=False)
-        return self._block_solve(r - self.FT @ v), v[self.nb:]
-
-    def solve(self, r, re):
-        if self.dense is not None:
-            return self.dense.solve(r, re)
-        dx, dy = self._solve_once(r, re)
-        # near the end of the path the blocks become nearly singular (``z / x -> 0`` on the
-        # active pairs; only the budgets and (10) keep the whole system definite): iterative
-        # refinement against the exact products, and once that no longer reaches the
-        # accuracy of the dense route, the dense route for the rest of the path
-        scale_r = max(float(np.abs(r).max(initial=0.0)), 1e-300)
-        scale_e = 1.0 + float(np.abs(re).max(initial=0.0))
-        for attempt in range(self.max_refine + 1):
-            rx = r - self._apply(dx, dy)
-            rz = -re - self.E.T @ dx
-            err = max(float(np.abs(rx).max(initial=0.0)) / scale_r,
-                      float(np.abs(rz).max(initial=0.0)) / scale_e)
-            if err <= self.refine_rtol:
-                return dx, dy
-            if attempt == self.max_refine:
-                break
-            cx, cy = self._solve_once(rx, -rz)
-            dx, dy = dx + cx, dy + cy
-        self.dense = _DenseNewton(self.Q, self.Bm, self.E)
-        self.dense.factor(self.d, self.c)
-        return self.dense.solve(r, re)
-
-
-#: :func:`_dual_ipm` tries the certificate once the complementarity is below this (and
-#: ``tol / 100``) relative to the objective
-ACCEPT_RTOL = 1e-9
-#: :func:`_dual_ipm` probes a working set once its complementarity is this small relative to
-#: the objective: about halfway along the path, before the ill-conditioned last steps
-PROBE_RTOL = 1e-4
-#: a pair left out is taken as violated at a probe when its margin is this far below what the
-#: kept pairs of its sample reach (the iterate's margins are only approximate there)
-PROBE_MARGIN = 1e-2
-
-
-def _dual_ipm(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
-    """Mehrotra predictor-corrector on the dual (9)-(11) of (8) over the pairs kept::
-
-        min_x  1/2 x^T Q x - g^T x   s.t.  x >= 0 (z),  Bm x <= C (slack s, u),  E^T x = h (y)
-
-    ``Q`` the dual Hessian on the pairs as its sibling-group blocks (:class:`_GroupBlocks`),
-    ``Bm`` ``(n', k)`` their samples' incidence (sparse), ``E`` ``(k, m)`` the independent
-    rows of (10).  Each step factors the Newton matrix
-    ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated: by the groups
-    (:class:`_GroupNewton`) or dense (:class:`_DenseNewton`), whichever counts fewer flops.
-    ``accept(x, y, u)`` is called once the residuals and the complementarity are small
-    (``min(1e-9, tol / 100)`` relative); it returns True to stop.  The multipliers
-    ``y`` of (10) are the biases and ``u`` the slacks ``xi`` (the KKT conditions of (8)).
-    ``probe(x, y)`` (optional) is called at every iterate whose complementarity is within
-    ``PROBE_RTOL`` of the objective, before that; True stops the path there (not accepted).
-    Returns ``(x, y, n_iter, accepted)``."""
-    k, nb, me = Q.size, Bm.shape[0], E.shape[1]
-    if k == 0:  # no pair kept: nothing to solve (the caller certifies the empty point)
-        return np.zeros(0), np.zeros(me), 0, False
-    newton_system = _GroupNewton(Q, Bm, E)
-    if len(Q.index) == 1 or newton_system.cost() > _DenseNewton.cost(k, me):
-        newton_system = _DenseNewton(Q, Bm, E)
-    count = np.asarray(Bm.sum(axis=1)).ravel()
-    x = np.asarray(Bm.T @ (C / (count + 1.0))).ravel()
-    s = C - Bm @ x
-    z = np.ones(k)
-    u = np.ones(nb)
-    y = np.zeros(me)
-    m_total = k + nb
-    BmT = Bm.T.tocsr()
-    accepted = False
-    mus: list = []
-    it = 0
-    for it in range(1, int(max_iter) + 1):
-        Qx = Q.dot(x)
-        rd = Qx - g - z + BmT @ u + E @ y
-        re = E.T @ x - h
-        rb = Bm @ x + s - C
-        mu = (x @ z + s @ u) / m_total
-        value = 0.5 * float(x @ Qx) - float(g @ x)
-        scale = 1.0 + float(np.abs(Qx).max(initial=0.0)) + float(np.abs(g).max(initial=0.0))
-        target = min(ACCEPT_RTOL, 1e-2 * tol)   # the complementarity's share of the certified gap
-        stalled = len(mus) >= 5 and mu > 0.5 * mus[-5] and mu * m_total <= 1e-6 * abs(value)
-        mus.append(mu)
-        rd_max, re_max = float(np.abs(rd).max(initial=0.0)), float(np.abs(re).max(initial=0.0))
-        logger.debug("dual_ipm %d: k %d, complementarity %.2e, dual residual %.2e, (10) %.2e",
-                     it, k, mu * m_total / max(abs(value), 1e-300), rd_max / scale, re_max)
-        if (rd_max <= 1e-8 * scale
-                and re_max <= 1e-10 * (1.0 + float(np.abs(x).max(initial=0.0)))
-                and mu * m_total <= target * max(abs(value), 1e-300)) or stalled:
-            if accept(x, y, u):
-                accepted = True
-                break
-        elif probe is not None and mu * m_total <= PROBE_RTOL * max(abs(value), 1e-300) \
-                and probe(x, y):
-            break
-        newton_system.factor(z / x, u / s)
-
-        def newton(rcx, rcs):
-            r1 = -rd + rcx / x - BmT @ ((rcs + u * rb) / s)
-            dx, dy = newton_system.solve(r1, re)
-            dz = (rcx - z * dx) / x
-            ds = -rb - Bm @ dx
-            du = (rcs - u * ds) / s
-            return dx, dy, dz, ds, du
-
-        def longest(step):
-            dx, _, dz, ds, du = step
-            return min(_step_length(x, dx), _step_length(z, dz), _step_length(s, ds),
-                       _step_length(u, du))
-
-        aff = newton(-x * z, -s * u)
-        a = longest(aff)
-        mu_aff = ((x + a * aff[0]) @ (z + a * aff[2]) + (s + a * aff[3]) @ (u + a * aff[4])) / m_total
-        sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0   # Mehrotra's centring
-        step = newton(sigma * mu - x * z - aff[0] * aff[2], sigma * mu - s * u - aff[3] * aff[4])
-        a = min(1.0, 0.99 * longest(step))
-        dx, dy, dz, ds, du = step
-        x = np.maximum(x + a * dx, 1e-300)
-        y = y + a * dy
-        z = np.maximum(z + a * dz, 1e-300)
-        s = np.maximum(s + a * ds, 1e-300)
-        u = np.maximum(u + a * du, 1e-300)
-    return x, y, it, accepted
 
 
 # --------------------------------------------------------------------------------------------
@@ -902,7 +648,7 @@ class SiblingQPSolver:
                         L[S], np.eye(S.size), lower=True, check_finite=False)
             if Phi is not None and method == "auto" and \
                     self.P <= max_dual_pairs and \
-                    _DenseNewton.cost(self.P, Mr) < ipm_step_cost(self.n, Mr, Phi.shape[1] + 1):
+                    DenseNewton.cost(self.P, Mr) < ipm_step_cost(self.n, Mr, Phi.shape[1] + 1):
                 Phi = None  # few pairs, a wide kernel factor: the dual's Newton matrix is smaller
             if Phi is not None:
                 self.rank = Phi.shape[1]
@@ -1214,7 +960,7 @@ class SiblingQPSolver:
         return self._gram_cache
 
     def _solve_dual_ipm(self, C, lam, tol, max_iter):
-        """(8) by :func:`_dual_ipm` on all live pairs (:meth:`_live_pairs`): exact, the others
+        """(8) by :func:`~.dual_qp.solve_dual_qp` on all live pairs (:meth:`_live_pairs`): exact, the others
         have ``beta = 0`` (see :meth:`_restricted_dual`)."""
         live = self._live_pairs(lam)
         idx = np.arange(self.P) if live is None else live
@@ -1224,7 +970,7 @@ class SiblingQPSolver:
                 state["n_iter"], state["gap"] <= tol, history, state["beta"])
 
     def _restricted_dual(self, idx, live, C, lam, tol, max_iter, stop_on_violation=True):
-        """The dual (9)-(11) with ``beta = 0`` outside the pairs ``idx`` by :func:`_dual_ipm`,
+        """The dual (9)-(11) with ``beta = 0`` outside the pairs ``idx`` by :func:`~.dual_qp.solve_dual_qp`,
         certified on the whole problem.  The biases are the multipliers of (10), one node per
         connected component of the graph of the pairs ``idx`` pinned to 0 (its rows of (10)
         are dependent), then :meth:`_complete_biases`.  Stops at the certificate, or (with
@@ -1236,7 +982,7 @@ class SiblingQPSolver:
         k = idx.size
         Ei = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)],
                             (np.r_[np.arange(k), np.arange(k)], np.r_[jj, tt])), shape=(k, self.M))
-        Q = _GroupBlocks(Ei, self._gram(), ii, pr.group_of[jj])
+        Q = group_blocks(Ei, self._gram(), ii, pr.group_of[jj])
         # g_p = 1 + m_p(W(lam)) without biases: the linear term of the DC step
         S_lam = m.train_scores(self._functions(lam, np.zeros(self.P)), np.zeros(self.M))
         g = 1.0 + (S_lam[ii, jj] - S_lam[ii, tt])
@@ -1303,7 +1049,7 @@ class SiblingQPSolver:
             # the restricted optimum is reached: growing the set is the caller's move
             return gap <= tol or stop_on_violation
 
-        x, y, it, stopped = _dual_ipm(Q, g, Bm, E, h, C, max_iter, accept, tol,
+        x, y, it, stopped = solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol,
                                       probe if stop_on_violation else None)
         if not stopped:
             accept(x, np.asarray(y), None)
@@ -1350,7 +1096,7 @@ class SiblingQPSolver:
         from the last solve's ``(beta, b)`` and the last solve's set is kept), grown while
         some pair left out violates its margin at the restricted optimum -- or already half
         way along the interior point path by more than ``PROBE_MARGIN`` (see
-        :func:`_dual_ipm`'s probe) -- (then it and every pair left out within ``ws_margin`` of
+        :func:`~.dual_qp.solve_dual_qp`'s probe) -- (then it and every pair left out within ``ws_margin`` of
         violating join), until the certificate holds on the whole problem (at most
         ``max_iter`` interior point steps in all).  Sets are never pruned (pruning cycled: the
         pairs dropped came back).  Falls back to ALM when the set outgrows

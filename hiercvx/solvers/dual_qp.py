@@ -1,0 +1,303 @@
+"""A Mehrotra interior point for the budgeted dual QPs of the margin family, written once.
+
+Both the sibling-margin QP of Wang, Shen & Pan (dual (9)-(11), :mod:`.sibling_qp`) and the
+final exact step of the margin engine's working sets (thesis Algorithm 2, step 8b,
+:meth:`.margin_dual.MarginDualState.support_step`) are, on the pairs they keep::
+
+    min_x  1/2 x^T Q x - g^T x   s.t.  x >= 0,  Bm x <= C,  E^T x = h
+
+``Q`` the dual Hessian on the pairs (PSD), ``Bm`` ``(n', k)`` the examples' budget rows (their
+pairs' costs), ``C`` the budgets, ``E`` ``(k, m)`` equality rows (Wang's (10); none for the
+margin engine).  :func:`solve_dual_qp` factors one Newton matrix per step: by the blocks of a
+block-diagonal ``Q`` (:class:`GroupNewton`: each block, then the small Schur complement of the
+couplings) or dense (:class:`DenseNewton`), whichever counts fewer flops.  Unlike coordinate
+ascent it does not slow down on degenerate duals (more support pairs than primal dimensions,
+noisy labels), where the face of the support has no unique maximizer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ACCEPT_RTOL", "PROBE_RTOL", "BlockDiagonal", "DenseNewton", "GroupNewton",
+           "factor_newton", "solve_dual_qp", "step_length"]
+
+
+class BlockDiagonal:
+    """A symmetric matrix kept as its diagonal blocks: ``index[b]`` the rows of block ``b``,
+    ``blocks[b]`` its dense entries (rows of two blocks do not interact)."""
+
+    def __init__(self, index, blocks, size: int):
+        self.index, self.blocks, self.size = list(index), list(blocks), int(size)
+
+    @classmethod
+    def of_matrix(cls, Q) -> "BlockDiagonal":
+        """One dense block: the whole matrix."""
+        Q = np.asarray(Q, dtype=float)
+        return cls([np.arange(Q.shape[0])], [Q], Q.shape[0])
+
+    def dot(self, x):
+        out = np.empty_like(x)
+        for idx, Qb in zip(self.index, self.blocks):
+            out[idx] = Qb @ x[idx]
+        return out
+
+    def dense(self):
+        Q = np.zeros((self.size, self.size))
+        for idx, Qb in zip(self.index, self.blocks):
+            Q[np.ix_(idx, idx)] = Qb
+        return Q
+
+
+def factor_newton(N):
+    """Cholesky of the Newton matrix, with a growing diagonal shift if round-off has made
+    it indefinite (the interior point iteration corrects the perturbed step)."""
+    scale = max(1.0, float(np.abs(np.diag(N)).max()))
+    for shift in (0.0, 1e-14, 1e-12, 1e-10, 1e-8, 1e-6):
+        try:
+            if shift:
+                N = N.copy()
+                N[np.diag_indices_from(N)] += shift * scale
+            return sla.cho_factor(N, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError("the interior point Newton matrix is not positive definite")
+
+
+def step_length(v, dv):
+    """Largest ``t <= 1`` keeping ``v + t dv`` non-negative."""
+    neg = dv < 0
+    if not neg.any():
+        return 1.0
+    return float(min(1.0, np.min(-v[neg] / dv[neg])))
+
+
+class DenseNewton:
+    """The Newton system of :func:`solve_dual_qp`, ``(Q + diag(d) + Bm^T diag(c) Bm) dx + E dy = r``,
+    ``E^T dx = -re``, by one dense Cholesky of the ``(k, k)`` matrix and the ``(m, m)`` Schur
+    complement of ``y``.  The route for one large block (a flat problem, a working set)."""
+
+    def __init__(self, Q, Bm, E):
+        self.Q = Q.dense()
+        self.BmT = Bm.T.tocsr()
+        self.Bm = Bm
+        self.E = E
+
+    @staticmethod
+    def cost(k, me):
+        """Flops of one factorization: the Cholesky and the ``m`` solves of the Schur step."""
+        return k ** 3 / 3.0 + 2.0 * k * k * me
+
+    def factor(self, d, c):
+        k, me = self.Q.shape[0], self.E.shape[1]
+        Hm = self.Q.copy()
+        Hm[np.diag_indices(k)] += d
+        BW = (self.BmT @ sp.diags(c) @ self.Bm).tocoo()
+        np.add.at(Hm, (BW.row, BW.col), BW.data)
+        self.cho = factor_newton(Hm)
+        self.HE = sla.cho_solve(self.cho, self.E, check_finite=False) if me else np.zeros((k, 0))
+        self.Sc = factor_newton(self.E.T @ self.HE) if me else None
+
+    def solve(self, r, re):
+        Hr = sla.cho_solve(self.cho, r, check_finite=False)
+        if self.Sc is None:
+            return Hr, np.zeros(0)
+        dy = sla.cho_solve(self.Sc, self.E.T @ Hr + re, check_finite=False)
+        return Hr - self.HE @ dy, dy
+
+
+class GroupNewton:
+    """The Newton system of :func:`solve_dual_qp` through the diagonal blocks of ``Q`` (sibling groups).
+
+    With ``B = Q + diag(d)`` block diagonal (:class:`BlockDiagonal`), ``F = [Bm; E^T]`` and
+    ``v = [diag(c) Bm dx; dy]`` the system
+    ``(B + Bm^T diag(c) Bm) dx + E dy = r``, ``E^T dx = -re`` becomes
+    ``(F B^{-1} F^T + diag(1/c, 0)) v = F B^{-1} r + [0; re]``, ``dx = B^{-1} (r - F^T v)``:
+    one Cholesky per block, and one of the ``(n' + m)``-square matrix of the couplings (the
+    examples' budgets and the equality rows; Wang's (11) and (10)).  On the cellcycle_FUN working sets
+    (about 3000 pairs, the largest group 1300) a Newton step costs a fifth of the dense one."""
+
+    #: refinement steps, and the relative residual a solve must reach before the dense route
+    max_refine, refine_rtol = 3, 1e-8
+
+    def __init__(self, Q, Bm, E):
+        self.Q = Q
+        self.nb = Bm.shape[0]
+        self.F = sp.vstack([Bm, sp.csr_matrix(E.T)]).tocsr()
+        self.FT = self.F.T.tocsr()
+        # the couplings each block meets: its samples' budgets and its nodes' bias rows
+        self.cols = [np.unique(self.FT[idx].indices) for idx in Q.index]
+        self.Ft = None
+        self.Bm, self.BmT, self.E = Bm, Bm.T.tocsr(), E
+        self.dense = None   # the dense route, once the blocks lose accuracy
+
+    def cost(self):
+        """Flops of one factorization: per block its Cholesky, the triangular solve with its
+        couplings and their product; then the couplings' Cholesky."""
+        total = sum(idx.size ** 3 / 3.0 + idx.size ** 2 * cols.size + idx.size * cols.size ** 2
+                    for idx, cols in zip(self.Q.index, self.cols))
+        return total + self.F.shape[0] ** 3 / 3.0
+
+    def _apply(self, dx, dy):
+        return self.Q.dot(dx) + self.d * dx + self.BmT @ (self.c * (self.Bm @ dx)) + self.E @ dy
+
+    def factor(self, d, c):
+        self.d, self.c = d, c
+        if self.dense is not None:
+            self.dense.factor(d, c)
+            return
+        if self.Ft is None:
+            self.Ft = [self.FT[idx][:, cols].toarray() for idx, cols in zip(self.Q.index, self.cols)]
+        nv = self.F.shape[0]
+        S = np.zeros((nv, nv))
+        S[np.arange(self.nb), np.arange(self.nb)] = 1.0 / np.maximum(c, 1e-300)
+        self.chos = []
+        for idx, Qb, cols, Ft in zip(self.Q.index, self.Q.blocks, self.cols, self.Ft):
+            Hb = Qb.copy()
+            Hb[np.diag_indices(idx.size)] += d[idx]
+            cho = factor_newton(Hb)
+            self.chos.append(cho)
+            Y = sla.solve_triangular(cho[0], Ft, lower=True, check_finite=False)
+            S[np.ix_(cols, cols)] += Y.T @ Y
+        self.S = factor_newton(S)
+
+    def _block_solve(self, r):
+        out = np.empty_like(r)
+        for idx, cho in zip(self.Q.index, self.chos):
+            out[idx] = sla.cho_solve(cho, r[idx], check_finite=False)
+        return out
+
+    def _solve_once(self, r, re):
+        t = self._block_solve(r)
+        rhs = self.F @ t
+        rhs[self.nb:] += re
+        v = sla.cho_solve(self.S, rhs, check_finite=False)
+        return self._block_solve(r - self.FT @ v), v[self.nb:]
+
+    def solve(self, r, re):
+        if self.dense is not None:
+            return self.dense.solve(r, re)
+        dx, dy = self._solve_once(r, re)
+        # near the end of the path the blocks become nearly singular (``z / x -> 0`` on the
+        # active pairs; only the budgets and (10) keep the whole system definite): iterative
+        # refinement against the exact products, and once that no longer reaches the
+        # accuracy of the dense route, the dense route for the rest of the path
+        scale_r = max(float(np.abs(r).max(initial=0.0)), 1e-300)
+        scale_e = 1.0 + float(np.abs(re).max(initial=0.0))
+        for attempt in range(self.max_refine + 1):
+            rx = r - self._apply(dx, dy)
+            rz = -re - self.E.T @ dx
+            err = max(float(np.abs(rx).max(initial=0.0)) / scale_r,
+                      float(np.abs(rz).max(initial=0.0)) / scale_e)
+            if err <= self.refine_rtol:
+                return dx, dy
+            if attempt == self.max_refine:
+                break
+            cx, cy = self._solve_once(rx, -rz)
+            dx, dy = dx + cx, dy + cy
+        self.dense = DenseNewton(self.Q, self.Bm, self.E)
+        self.dense.factor(self.d, self.c)
+        return self.dense.solve(r, re)
+
+
+#: :func:`solve_dual_qp` tries the certificate once the complementarity is below this (and
+#: ``tol / 100``) relative to the objective
+ACCEPT_RTOL = 1e-9
+#: :func:`solve_dual_qp` probes a working set once its complementarity is this small relative to
+#: the objective: about halfway along the path, before the ill-conditioned last steps
+PROBE_RTOL = 1e-4
+
+
+def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
+    """Mehrotra predictor-corrector on the budgeted dual QP over the pairs kept (module
+    docstring; Wang et al.'s (9)-(11) of (8))::
+
+        min_x  1/2 x^T Q x - g^T x   s.t.  x >= 0 (z),  Bm x <= C (slack s, u),  E^T x = h (y)
+
+    ``Q`` the dual Hessian on the pairs as its diagonal blocks (:class:`BlockDiagonal`; the
+    sibling groups), ``Bm`` ``(n', k)`` the examples' budget rows (sparse: 1, or the pairs'
+    costs), ``C`` their budgets, ``E`` ``(k, m)`` independent equality rows (Wang's (10); ``m``
+    may be 0).  Each step factors the Newton matrix
+    ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated: by the groups
+    (:class:`GroupNewton`) or dense (:class:`DenseNewton`), whichever counts fewer flops.
+    ``accept(x, y, u)`` is called once the residuals and the complementarity are small
+    (``min(1e-9, tol / 100)`` relative); it returns True to stop.  The multipliers
+    ``y`` of the equalities are Wang's biases and ``u`` the examples' slacks ``xi`` (the KKT
+    conditions of the primal).
+    ``probe(x, y)`` (optional) is called at every iterate whose complementarity is within
+    ``PROBE_RTOL`` of the objective, before that; True stops the path there (not accepted).
+    Returns ``(x, y, n_iter, accepted)``."""
+    k, nb, me = Q.size, Bm.shape[0], E.shape[1]
+    if k == 0:  # no pair kept: nothing to solve (the caller certifies the empty point)
+        return np.zeros(0), np.zeros(me), 0, False
+    newton_system = GroupNewton(Q, Bm, E)
+    if len(Q.index) == 1 or newton_system.cost() > DenseNewton.cost(k, me):
+        newton_system = DenseNewton(Q, Bm, E)
+    count = np.asarray(Bm.sum(axis=1)).ravel()
+    x = np.asarray(Bm.T @ (C / (count + 1.0))).ravel()
+    s = C - Bm @ x
+    z = np.ones(k)
+    u = np.ones(nb)
+    y = np.zeros(me)
+    m_total = k + nb
+    BmT = Bm.T.tocsr()
+    accepted = False
+    mus: list = []
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        Qx = Q.dot(x)
+        rd = Qx - g - z + BmT @ u + E @ y
+        re = E.T @ x - h
+        rb = Bm @ x + s - C
+        mu = (x @ z + s @ u) / m_total
+        value = 0.5 * float(x @ Qx) - float(g @ x)
+        scale = 1.0 + float(np.abs(Qx).max(initial=0.0)) + float(np.abs(g).max(initial=0.0))
+        target = min(ACCEPT_RTOL, 1e-2 * tol)   # the complementarity's share of the certified gap
+        stalled = len(mus) >= 5 and mu > 0.5 * mus[-5] and mu * m_total <= 1e-6 * abs(value)
+        mus.append(mu)
+        rd_max, re_max = float(np.abs(rd).max(initial=0.0)), float(np.abs(re).max(initial=0.0))
+        logger.debug("dual_ipm %d: k %d, complementarity %.2e, dual residual %.2e, (10) %.2e",
+                     it, k, mu * m_total / max(abs(value), 1e-300), rd_max / scale, re_max)
+        if (rd_max <= 1e-8 * scale
+                and re_max <= 1e-10 * (1.0 + float(np.abs(x).max(initial=0.0)))
+                and mu * m_total <= target * max(abs(value), 1e-300)) or stalled:
+            if accept(x, y, u):
+                accepted = True
+                break
+        elif probe is not None and mu * m_total <= PROBE_RTOL * max(abs(value), 1e-300) \
+                and probe(x, y):
+            break
+        newton_system.factor(z / x, u / s)
+
+        def newton(rcx, rcs):
+            r1 = -rd + rcx / x - BmT @ ((rcs + u * rb) / s)
+            dx, dy = newton_system.solve(r1, re)
+            dz = (rcx - z * dx) / x
+            ds = -rb - Bm @ dx
+            du = (rcs - u * ds) / s
+            return dx, dy, dz, ds, du
+
+        def longest(step):
+            dx, _, dz, ds, du = step
+            return min(step_length(x, dx), step_length(z, dz), step_length(s, ds),
+                       step_length(u, du))
+
+        aff = newton(-x * z, -s * u)
+        a = longest(aff)
+        mu_aff = ((x + a * aff[0]) @ (z + a * aff[2]) + (s + a * aff[3]) @ (u + a * aff[4])) / m_total
+        sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0   # Mehrotra's centring
+        step = newton(sigma * mu - x * z - aff[0] * aff[2], sigma * mu - s * u - aff[3] * aff[4])
+        a = min(1.0, 0.99 * longest(step))
+        dx, dy, dz, ds, du = step
+        x = np.maximum(x + a * dx, 1e-300)
+        y = y + a * dy
+        z = np.maximum(z + a * dz, 1e-300)
+        s = np.maximum(s + a * ds, 1e-300)
+        u = np.maximum(u + a * du, 1e-300)
+    return x, y, it, accepted
