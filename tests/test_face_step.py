@@ -7,7 +7,9 @@
   examples, exhausted budgets), checked by brute force;
 * from a rough dual point the face step reaches the CVXPY optimum, certified on the full model,
   for Cai–Hofmann (both rescalings) and Crammer–Singer (a degenerate face: more support pairs
-  than primal dimensions).
+  than primal dimensions);
+* the support step (:meth:`MarginDualState.support_step`): the restricted dual QP it solves
+  (optimal, feasible, zero off its pairs) and the degenerate multi-label case it finishes.
 """
 
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 import hiercvx as hc
 from hiercvx import testing
 from hiercvx.formulations import hsvm, multiclass
+from hiercvx.methods.hsvm import cases
 from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
@@ -163,3 +166,62 @@ def test_solvers_report_the_face_steps_primal_point_certified():
     testing.assert_fast_matches_reference(fast_cs, ref_cs, rtol=1e-7)
     assert fast_cs.objective == pytest.approx(
         cs_model.objective(fast_cs.weights, 2.0, intercept=fast_cs.intercept), rel=1e-12)
+
+
+# ------------------------------------------------------------------ the support step
+def multilabel_case():
+    """The registry's multi-label case with node biases at the size ``hiercvx verify`` runs
+    (n = 120): a degenerate face, where the face step's nearest maximizer left the feasible
+    set in every round and Algorithm 2 stopped at 10000 passes with gap 9e-7 > tol 1e-8."""
+    return [c for c in cases(quick=False) if "multilabel" in c.name and "intercept" in c.name][0]
+
+
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+def test_solve_restricted_on_every_pair_is_the_optimum(rescaling):
+    X, y, H = tree_data(n=40, d=4, seed=5)
+    model = hsvm_model.prepare(X, y, H, rescaling=rescaling)
+    ref = hsvm.dual(X, y, H, C=1.0, rescaling=rescaling).solve()
+    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    a = state.solve_restricted(np.arange(model.data.n_pairs))
+    used = np.bincount(model.data.pair_i, weights=model.data.pair_cost * a,
+                       minlength=model.data.n_samples)
+    assert a.min() >= -1e-12 and np.all(used <= state.budget * (1 + 1e-9))  # feasible as it is
+    assert model.lower_bound(_margin.project_dual(a, model.data, 1.0), 1.0) == \
+        pytest.approx(ref.objective, rel=1e-8)
+
+
+def test_solve_restricted_keeps_alpha_zero_outside_its_pairs():
+    X, y, H = tree_data(n=40, d=4, seed=1)
+    model = hsvm_model.prepare(X, y, H)
+    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    pairs = np.flatnonzero(np.arange(model.data.n_pairs) % 3 == 0)
+    a = state.solve_restricted(pairs)
+    outside = np.setdiff1d(np.arange(model.data.n_pairs), pairs)
+    assert np.all(a[outside] == 0.0)
+    # the restricted optimum: no feasible move on the kept pairs raises the dual
+    full = model.lower_bound(_margin.project_dual(a, model.data, 1.0), 1.0)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        b = a.copy()
+        b[pairs] = np.maximum(a[pairs] + 1e-3 * rng.standard_normal(pairs.size), 0.0)
+        assert model.lower_bound(_margin.project_dual(b, model.data, 1.0), 1.0) <= full + 1e-9
+
+
+def test_support_step_finishes_the_degenerate_multilabel_case():
+    case = multilabel_case()
+    model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
+    ref = hsvm.primal(case.X, case.Y, case.H, C=1.0, **case.model_options).solve()
+    # before the support step: 10000 passes, gap 9.3e-7, not converged
+    fast = working_set.solve(model, C=1.0, tol=1e-8)
+    assert fast.converged and fast.n_iter < 2000
+    assert fast.extras["n_newton"] >= 1
+    testing.assert_fast_matches_reference(fast, ref, rtol=1e-7)
+    # from a rough point, the step alone closes the gap, certified on the full model
+    rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
+    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    alpha = rough.dual.copy()
+    primal, dual, _ = state.certify(alpha)
+    primal, dual, _ = state.support_step(alpha, 1e-10, primal, dual)
+    assert relative_gap(min(primal, state.best_primal), dual) <= 1e-9 < rough.gap
+    assert dual == pytest.approx(model.lower_bound(alpha, 1.0), rel=1e-12)
+    assert dual == pytest.approx(ref.objective, rel=1e-8)
