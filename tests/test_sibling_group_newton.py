@@ -7,8 +7,9 @@ reference (hiercvx.formulations.hpsi)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
-from hiercvx import testing
+from hiercvx import methods, testing
 from hiercvx.formulations import hpsi
 from hiercvx.hierarchy import Hierarchy
 from hiercvx.models.sibling import prepare
@@ -205,3 +206,41 @@ def test_dc_run_on_the_group_route_follows_the_reference_path(group_route):
     ref = hpsi.dc(X, y, H, C=2.0, tol=1e-8)
     assert fast.converged and np.all(fast.step_gaps <= 1e-7) and group_route
     np.testing.assert_allclose(fast.dc_objectives, ref.dc_objectives, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["dual_ipm", "working_set"])
+def test_registry_tree_case_converges_at_the_verify_tolerance(method):
+    """``hiercvx verify sibling_svm`` (the n = 120 cases): the dual interior point stopped at
+    100 steps with gap 4e-8 > 1e-8 (the dual residual stuck at 6e-8 while the complementarity
+    fell to 1e-27): the dense Newton solves are refined now, and an iterate at the residual's
+    floor is certified instead of never."""
+    meth = methods.get("sibling_svm")
+    case = [c for c in meth.cases(quick=False) if c.name.startswith("tree")][0]
+    res = meth.run_fast(method, case)
+    assert res.converged and res.gap <= 1e-8 and res.n_iter < 50
+    testing.assert_fast_matches_reference(res, hpsi.primal(case.X, case.Y, case.H, **case.params).solve(),
+                                          rtol=1e-6)
+
+
+def test_a_path_at_its_residual_floor_is_certified_and_ended(monkeypatch):
+    """Without the refinement (the dense solves as they were) the same case's dual residual
+    stalls at 6e-8 while the complementarity falls to 1e-27 and the residual then grows: the
+    iterate at the floor is offered to ``accept`` and the path ends after a few such tries
+    instead of running its 100 steps."""
+    monkeypatch.setattr(dual_qp.DenseNewton, "solve", dual_qp.DenseNewton._solve_once)
+    meth = methods.get("sibling_svm")
+    case = [c for c in meth.cases(quick=False) if c.name.startswith("tree")][0]
+    offered = []
+    solve_dual_qp = dual_qp.solve_dual_qp
+
+    def recorded(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
+        def accept_recorded(x, y_, u):
+            offered.append(x.copy())
+            return accept(x, y_, u)
+        return solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept_recorded, tol, probe)
+
+    monkeypatch.setattr(sibling_qp, "solve_dual_qp", recorded)
+    with pytest.warns(ConvergenceWarning):
+        res = meth.run_fast("dual_ipm", case)
+    assert 1 <= len(offered) <= 3 and res.n_iter < 30
+    assert res.gap <= 1e-7 and res.lower_bound <= res.objective
