@@ -428,6 +428,21 @@ class MarginDualState:
         Ks = Xs @ Xs.T
         return np.ascontiguousarray(Ks.toarray() if sp.issparse(Ks) else Ks, dtype=float)
 
+    def _face_matrix(self, face, rows, coefs, elim, a_fix):
+        """:func:`face_system` on the pairs ``face`` (sorted): ``(M, rhs, examples, loc)``,
+        ``M`` its lower triangle, ``examples`` the pairs' examples and ``loc`` each pair's
+        position among them."""
+        data = self.data
+        examples, loc = np.unique(data.pair_i[face], return_inverse=True)
+        m = rows.shape[0]
+        M, rhs = np.zeros((m, m)), np.empty(m)
+        face_system(rows, coefs, np.ascontiguousarray(loc, dtype=np.int64),
+                    np.ascontiguousarray(data.pair_y[face], dtype=np.int64),
+                    np.ascontiguousarray(data.pair_ybar[face], dtype=np.int64),
+                    self._support_gram(examples), self.Q,
+                    np.ascontiguousarray(self.offset[face]), elim, a_fix, M, rhs)
+        return M, rhs, examples, loc
+
     def solve_face(self, support, tight, alpha):
         """The dual point that maximizes (4.14) on the face (``alpha_p = 0`` off ``support``,
         budgets of the ``tight`` examples exhausted, the others free) nearest to ``alpha`` —
@@ -443,7 +458,6 @@ class MarginDualState:
         face = np.flatnonzero(support)
         pi = data.pair_i[face]
         cost = self.cost[face]
-        examples, loc = np.unique(pi, return_inverse=True)
         first = np.ones(face.size, dtype=bool)
         first[1:] = pi[1:] != pi[:-1]  # pairs are sorted by example
         elim = first & tight[pi]
@@ -456,13 +470,7 @@ class MarginDualState:
         elim_idx = np.flatnonzero(elim).astype(np.int64)
         a_fix = self.budget[pi[elim_idx]] / cost[elim_idx]
         m = keep.size
-        M = np.zeros((m, m))
-        rhs = np.empty(m)
-        face_system(rows, coefs, np.ascontiguousarray(loc, dtype=np.int64),
-                    np.ascontiguousarray(data.pair_y[face], dtype=np.int64),
-                    np.ascontiguousarray(data.pair_ybar[face], dtype=np.int64),
-                    self._support_gram(examples), self.Q,
-                    np.ascontiguousarray(self.offset[face]), elim_idx, a_fix, M, rhs)
+        M, rhs, _, _ = self._face_matrix(face, rows, coefs, elim_idx, a_fix)
         a = np.zeros(face.size)
         a[elim_idx] = a_fix
         if m:
@@ -485,6 +493,18 @@ class MarginDualState:
         out = np.zeros(data.n_pairs)
         out[face] = a
         return out
+
+    def _certify_candidate(self, a, primal, dual, best_alpha):
+        """Certify the candidate ``a`` projected onto the dual feasible set: its primal point
+        becomes :attr:`best_primal` if lower, and it replaces ``best_alpha`` (with its primal
+        and dual) if its dual is higher.  Returns ``(best_alpha, primal, dual)``."""
+        feasible = _margin.project_dual(a, self.data, self.C)
+        p2, d2, _ = self.certify(feasible)
+        if p2 < self.best_primal:
+            self.best_primal, self.best_G = p2, self.G.copy()
+        if d2 > dual:
+            return feasible, p2, d2
+        return best_alpha, primal, dual
 
     def face_step(self, alpha, tol, primal, dual):
         """Step 8b exactly: :meth:`solve_face` on the face of ``alpha``, corrected for up to
@@ -512,12 +532,7 @@ class MarginDualState:
             p_face = 0.5 * norm2 + C * float(data.Cw @ _margin.slacks(S, data))
             if p_face < min(primal, self.best_primal):
                 self.best_primal, self.best_G = p_face, G.copy()
-            feasible = _margin.project_dual(a, data, C)
-            p2, d2, _ = self.certify(feasible)
-            if p2 < self.best_primal:
-                self.best_primal, self.best_G = p2, self.G.copy()
-            if d2 > dual:
-                best_alpha, dual, primal = feasible, d2, p2
+            best_alpha, primal, dual = self._certify_candidate(a, primal, dual, best_alpha)
             if reached(relative_gap(min(primal, self.best_primal), dual), tol):
                 break
             # corrections of the face from the violations at w(a)
@@ -569,20 +584,12 @@ class MarginDualState:
         as inequalities, so a degenerate face -- more pairs than primal dimensions -- is no
         harder than any other).  Returns the full alpha (not yet projected) or None."""
         data = self.data
-        pi = data.pair_i[pairs]
-        examples, loc = np.unique(pi, return_inverse=True)
         k = pairs.size
         rows = np.ascontiguousarray(np.column_stack([np.arange(k), np.arange(k)]), dtype=np.int64)
         coefs = np.zeros((k, 2))
         coefs[:, 0] = 1.0
-        M = np.zeros((k, k))
-        g = np.empty(k)
-        face_system(rows, coefs, np.ascontiguousarray(loc, dtype=np.int64),
-                    np.ascontiguousarray(data.pair_y[pairs], dtype=np.int64),
-                    np.ascontiguousarray(data.pair_ybar[pairs], dtype=np.int64),
-                    self._support_gram(examples), self.Q,
-                    np.ascontiguousarray(self.offset[pairs]), np.zeros(0, dtype=np.int64),
-                    np.zeros(0), M, g)
+        M, g, examples, loc = self._face_matrix(pairs, rows, coefs, np.zeros(0, dtype=np.int64),
+                                                np.zeros(0))
         M = np.tril(M) + np.tril(M, -1).T
         Bm = sp.csr_matrix((self.cost[pairs], (loc, np.arange(k))), shape=(examples.size, k))
         x, _, _, accepted = solve_dual_qp(BlockDiagonal.of_matrix(M), g, Bm, np.zeros((k, 0)),
@@ -615,17 +622,13 @@ class MarginDualState:
             a = self.solve_restricted(pairs)
             if a is None:
                 break
-            feasible = _margin.project_dual(a, data, C)
-            p2, d2, _ = self.certify(feasible)
-            if p2 < self.best_primal:
-                self.best_primal, self.best_G = p2, self.G.copy()
-            if d2 > dual:
-                best_alpha, dual, primal = feasible, d2, p2
+            best_alpha, primal, dual = self._certify_candidate(a, primal, dual, best_alpha)
             gap = relative_gap(min(primal, self.best_primal), dual)
             H, xi = self._violations(self.scores)
             enter = ~work & (H > 0) & (H >= xi[data.pair_i] - 1e-9)
-            logger.debug("support step: %d pairs, primal %.10g dual %.10g gap %.3e; %d pairs "
-                         "enter", pairs.size, p2, d2, gap, enter.sum())
+            logger.debug("support step: %d pairs, best primal %.10g dual %.10g gap %.3e; %d "
+                         "pairs enter", pairs.size, min(primal, self.best_primal), dual, gap,
+                         enter.sum())
             if reached(gap, tol) or not enter.any():
                 break
             work |= enter
