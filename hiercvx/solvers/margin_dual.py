@@ -63,7 +63,10 @@ budgeted dual QP interior point shared with the sibling-margin solver
 Newton step); pairs violated at its answer join and it is solved again.  When no pair is left
 violated the restricted optimum is the optimum.  It needs no settled support, only that the
 passes since the last step paid for it (:meth:`MarginDualState.support_work`; after a step
-that did not halve the gap, up to :data:`FACE_WAIT` times longer).  That case now converges in
+that did not halve the gap, up to :data:`FACE_WAIT` times longer), and at most
+:data:`SUPPORT_MAX_PAIRS` working pairs: its Newton steps factor a dense matrix of that size
+each, where a face round factors one (on ImageCLEF07A's 5500 support pairs three support
+rounds took 99 s; the face steps finish there).  That case now converges in
 280 passes (0.1 s); on ``benchmarks/bench_engine.py``'s class signal 0.5 (n = 1000) the
 working-set solver converges in 1543 passes (4.7 s) where it stopped unconverged at 10000
 (9.6 s, relative objective 3.5e-6).
@@ -120,6 +123,11 @@ _FACE_RIDGE = 1e-12
 #: point solves per step, each counted as SUPPORT_NEWTON Newton steps of a k-square matrix
 SUPPORT_ROUNDS = 8
 SUPPORT_NEWTON = 25
+#: ... on at most SUPPORT_MAX_PAIRS working pairs: each of its Newton steps factors a dense
+#: matrix of that size (a round over 1400 pairs took 0.9 s on bench_engine's signal 0.5; over
+#: 5500 on ImageCLEF07A's hierarchical SVM 33 s, where the face step's rounds, one
+#: factorization each, had finished in 57 s in all: 137 s with the support step there)
+SUPPORT_MAX_PAIRS = 2500
 
 
 @njit(cache=True)
@@ -372,7 +380,8 @@ class MarginDualState:
         # the support step keeps the bounds (module docstring: degenerate faces, where the
         # face step's nearest maximizer leaves the feasible set in every round)
         self.support_credit += work_new
-        if (polish and not halved and gap > tol and self._face_fits(support)
+        if (polish and not halved and gap > tol and 0 < n_support <= SUPPORT_MAX_PAIRS
+                and self._face_fits(support)
                 and self.support_credit >= self.support_wait * self.support_work(n_support)):
             self.support_credit = 0.0
             primal, dual, psi = self.support_step(alpha, tol, primal, dual)
@@ -617,7 +626,7 @@ class MarginDualState:
         best_alpha = None
         for _ in range(SUPPORT_ROUNDS):
             pairs = np.flatnonzero(work)
-            if pairs.size > MAX_FACE or np.unique(data.pair_i[pairs]).size > MAX_FACE:
+            if pairs.size > SUPPORT_MAX_PAIRS:
                 break
             a = self.solve_restricted(pairs)
             if a is None:
