@@ -23,7 +23,7 @@ from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
 from hiercvx.result import relative_gap
-from hiercvx.solvers import crammer_singer, working_set
+from hiercvx.solvers import crammer_singer, margin_dual, working_set
 from hiercvx.solvers.margin_dual import MarginDualState, face_system
 from hiercvx.solvers.primitives import row_data
 
@@ -225,3 +225,39 @@ def test_support_step_finishes_the_degenerate_multilabel_case():
     assert relative_gap(min(primal, state.best_primal), dual) <= 1e-9 < rough.gap
     assert dual == pytest.approx(model.lower_bound(alpha, 1.0), rel=1e-12)
     assert dual == pytest.approx(ref.objective, rel=1e-8)
+
+
+def test_support_step_keeps_its_working_pairs_within_the_limit(monkeypatch):
+    """With room for few pairs the step takes the most violated ones, drops what its
+    restricted optimum leaves at 0, and still finishes the degenerate case."""
+    monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 300)
+    sizes = []
+    solve_restricted = MarginDualState.solve_restricted
+
+    def recorded(self, pairs):
+        sizes.append(pairs.size)
+        return solve_restricted(self, pairs)
+
+    monkeypatch.setattr(MarginDualState, "solve_restricted", recorded)
+    case = multilabel_case()
+    model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
+    fast = working_set.solve(model, C=1.0, tol=1e-8)
+    assert sizes and max(sizes) <= 300
+    assert fast.converged
+    ref = hsvm.primal(case.X, case.Y, case.H, C=1.0, **case.model_options).solve()
+    testing.assert_fast_matches_reference(fast, ref, rtol=1e-7)
+
+
+def test_grow_takes_the_most_violated_candidates_first(monkeypatch):
+    X, y, H = tree_data(n=20, d=3, seed=2)
+    model = hsvm_model.prepare(X, y, H)
+    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    P = model.data.n_pairs
+    monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 5)
+    work = np.zeros(P, dtype=bool)
+    work[:2] = True
+    Hv = np.arange(P, dtype=float)
+    grown = state._grow(work, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
+    assert grown.sum() == 5 and grown[:2].all() and grown[P - 3:].all()
+    full = state._grow(grown, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
+    np.testing.assert_array_equal(full, grown)

@@ -610,6 +610,18 @@ class MarginDualState:
         out[pairs] = x
         return out
 
+    def _grow(self, work, candidates, H, xi):
+        """``work`` and the ``candidates`` with the largest violations ``H_p - xi_i``, at most
+        :data:`SUPPORT_MAX_PAIRS` pairs in all (``work`` alone when it is full)."""
+        room = SUPPORT_MAX_PAIRS - int(np.count_nonzero(work))
+        new = np.flatnonzero(candidates & ~work)
+        if new.size > max(room, 0):
+            score = H[new] - xi[self.data.pair_i[new]]
+            new = new[np.argsort(-score, kind="stable")[:max(room, 0)]]
+        out = work.copy()
+        out[new] = True
+        return out
+
     def support_step(self, alpha, tol, primal, dual):
         """Step 8b with the bounds kept (the issue's "final exact step on the identified active
         set"): :meth:`solve_restricted` on the working pairs -- the support of ``alpha`` and
@@ -622,12 +634,10 @@ class MarginDualState:
         data, C = self.data, self.C
         self.n_support += 1
         H, xi = self._violations(self.scores)
-        work = (alpha > 0) | ((H > 0) & (H >= xi[data.pair_i] - 1e-9))
+        work = self._grow(alpha > 0, (H > 0) & (H >= xi[data.pair_i] - 1e-9), H, xi)
         best_alpha = None
         for _ in range(SUPPORT_ROUNDS):
             pairs = np.flatnonzero(work)
-            if pairs.size > SUPPORT_MAX_PAIRS:
-                break
             a = self.solve_restricted(pairs)
             if a is None:
                 break
@@ -640,7 +650,14 @@ class MarginDualState:
                          enter.sum())
             if reached(gap, tol) or not enter.any():
                 break
-            work |= enter
+            if np.count_nonzero(work | enter) > SUPPORT_MAX_PAIRS:
+                # room for them: the pairs the restricted optimum left at 0 (to the interior
+                # point's accuracy) leave
+                work &= a > 1e-8 * max(1.0, float(a.max()))
+            grown = self._grow(work, enter, H, xi)
+            if np.array_equal(grown, work):  # full: no pair can join
+                break
+            work = grown
         if best_alpha is not None:
             alpha[:] = best_alpha
             self.n_newton += 1
