@@ -302,7 +302,6 @@ class MarginDualState:
         self.face_miss = 0.0  # changes of the face in the last round / the changes allowed
         self.support_wait = 1.0  # pass work before the next support step, in units of its cost
         self.support_credit = 0.0  # pass work since the last support step
-        self.n_support = 0  # support steps tried
         self._work_seen = 0.0
 
     def _evaluate(self, G):
@@ -381,7 +380,6 @@ class MarginDualState:
         # face step's nearest maximizer leaves the feasible set in every round)
         self.support_credit += work_new
         if (polish and not halved and gap > tol and 0 < n_support <= SUPPORT_MAX_PAIRS
-                and self._face_fits(support)
                 and self.support_credit >= self.support_wait * self.support_work(n_support)):
             self.support_credit = 0.0
             primal, dual, psi = self.support_step(alpha, tol, primal, dual)
@@ -601,9 +599,8 @@ class MarginDualState:
                                                 np.zeros(0))
         M = np.tril(M) + np.tril(M, -1).T
         Bm = sp.csr_matrix((self.cost[pairs], (loc, np.arange(k))), shape=(examples.size, k))
-        x, _, _, accepted = solve_dual_qp(BlockDiagonal.of_matrix(M), g, Bm, np.zeros((k, 0)),
-                                          np.zeros(0), self.budget[examples], 100,
-                                          lambda *_: True)
+        x, *_ = solve_dual_qp(BlockDiagonal.of_matrix(M), g, Bm, np.zeros((k, 0)), np.zeros(0),
+                              self.budget[examples], 100, lambda *_: True)
         if not np.all(np.isfinite(x)):
             return None
         out = np.zeros(data.n_pairs)
@@ -632,7 +629,6 @@ class MarginDualState:
         best dual point replaces ``alpha`` (in place), the best primal point goes to
         :attr:`best_primal`.  Returns (primal at ``w(alpha)``, dual, psi) of the final alpha."""
         data, C = self.data, self.C
-        self.n_support += 1
         H, xi = self._violations(self.scores)
         work = self._grow(alpha > 0, (H > 0) & (H >= xi[data.pair_i] - 1e-9), H, xi)
         best_alpha = None
