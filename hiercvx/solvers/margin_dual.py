@@ -543,9 +543,7 @@ class MarginDualState:
             if reached(relative_gap(min(primal, self.best_primal), dual), tol):
                 break
             # corrections of the face from the violations at w(a)
-            H = (self.offset - (S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar])
-                 ) / self.cost
-            xi = np.maximum(_margin.segment_max(H, data.pair_ptr), 0.0)
+            H, xi = self._violations(S)
             xi_face = _segment_min(np.where(support, H, np.inf), data.pair_ptr)
             used = np.bincount(data.pair_i, weights=self.cost * a, minlength=n)
             leave = support & (a < 0)
