@@ -47,9 +47,35 @@ def is_label_set(item, index: Mapping) -> bool:
     return False
 
 
+#: label types that are never label sets: one sample, one name (``numpy`` scalars included)
+_SCALAR_LABEL_TYPES = (str, bytes, int, float, np.str_, np.bytes_, np.integer, np.floating, np.bool_)
+
+
+def _scalar_label_columns(labels, index: Mapping):
+    """Every sample's column when each label is one known name of a scalar type, else ``None``.
+
+    The common case (one label per sample, e.g. a ``predict`` output of 50 000 test points)
+    without a Python step per sample: a 1-D array is looked up once per distinct name."""
+    if isinstance(labels, np.ndarray):
+        if labels.ndim != 1 or labels.dtype.kind not in "biufUS":
+            return None
+        names, inverse = np.unique(labels, return_inverse=True)
+        cols = np.fromiter((index.get(v.item(), -1) for v in names), dtype=np.int64,
+                           count=len(names))
+        cols = cols[inverse.ravel()]
+    else:
+        if not all(issubclass(t, _SCALAR_LABEL_TYPES) for t in set(map(type, labels))):
+            return None
+        cols = np.fromiter((index.get(v, -1) for v in labels), dtype=np.int64, count=len(labels))
+    return cols if cols.size and cols.min() >= 0 else None
+
+
 def label_positions(labels, index: Mapping):
     """``(rows, cols, unknown)`` of single labels or label sets looked up in ``index``
     (name -> column): one ``(row, col)`` per known label, ``(row, label)`` per unknown one."""
+    cols = _scalar_label_columns(labels, index)
+    if cols is not None:
+        return np.arange(cols.size), cols, []
     rows, cols, unknown = [], [], []
     for s, item in enumerate(labels):
         members = item if is_label_set(item, index) else (item,)
@@ -501,7 +527,8 @@ class Hierarchy:
         if isinstance(labels, (str, bytes)):
             raise LabelError("labels must be a sequence with one entry per sample, got a single "
                              "string; wrap it in a list")
-        labels = list(labels)
+        if not (isinstance(labels, np.ndarray) and labels.ndim == 1):
+            labels = list(labels)
         rows, cols, unknown = label_positions(labels, self._index)
         if unknown:
             shown = ", ".join(f"{v!r} (sample {s})" for s, v in unknown[:5])

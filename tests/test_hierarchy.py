@@ -129,6 +129,25 @@ def test_closure_single_and_multi(tree):
     assert np.array_equal(tree.closure(np.array(["A1a", "B"])), Z)
 
 
+
+@pytest.mark.parametrize("make", [list, np.array, lambda v: np.array(v, dtype=object)])
+def test_label_indicator_single_labels_any_container(make):
+    """One name per sample, looked up by name once (the fast route) or per sample: the same
+    indicator from a list, a numpy array and an object array, ints and numpy ints alike, and
+    an unknown name is named in the error from every container."""
+    H = hc.Hierarchy.from_parents({0: None, 1: 0, 2: 0, 3: 1, 4: 1})
+    names = [3, 4, 2, 3, 1]
+    expect = np.zeros((5, 5), dtype=bool)
+    expect[np.arange(5), [H.index(v) for v in names]] = True
+    assert np.array_equal(H.label_indicator(make(names)).toarray(), expect)
+    assert np.array_equal(H.label_indicator([np.int64(v) for v in names]).toarray(), expect)
+    mixed = [3, {4, 2}, 1]                                     # a set among names: per sample
+    assert H.label_sets(H.label_indicator(mixed)) == [{3}, {2, 4}, {1}]
+    with pytest.raises(LabelError, match=r"7\)? \(sample 2\)"):
+        H.label_indicator(make([3, 4, 7]))
+    with pytest.raises(LabelError, match="'3'"):
+        H.label_indicator(make(["3", "4"]))                   # names are ints, not strings
+
 def test_closure_large_is_fast_enough():
     rng = np.random.default_rng(0)
     n = 3000

@@ -22,6 +22,7 @@ import logging
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from numba import njit
 
 logger = logging.getLogger(__name__)
 
@@ -70,12 +71,17 @@ def factor_newton(N):
     raise np.linalg.LinAlgError("the interior point Newton matrix is not positive definite")
 
 
+@njit(cache=True)
 def step_length(v, dv):
-    """Largest ``t <= 1`` keeping ``v + t dv`` non-negative."""
-    neg = dv < 0
-    if not neg.any():
-        return 1.0
-    return float(min(1.0, np.min(-v[neg] / dv[neg])))
+    """Largest ``t <= 1`` keeping ``v + t dv`` non-negative (compiled: an interior point calls
+    it four times per Newton solve, on small vectors, thousands of times per fit)."""
+    t = 1.0
+    for i in range(v.size):
+        if dv[i] < 0.0:
+            r = -v[i] / dv[i]
+            if r < t:
+                t = r
+    return t
 
 
 class DenseNewton:
