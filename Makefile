@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all bench install clean
+.PHONY: demo test test-slow test-all bench bench-targets install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,20 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]' || true
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# The rows of issue 12's targets, one after another in one run, each script printing its own
+# ratios against the peers it runs beside; the log is what the README's benchmark table quotes.
+TARGETS_LOG ?= benchmarks/results/targets.log
+bench-targets: $(STAMP)
+	mkdir -p $(dir $(TARGETS_LOG))
+	( date -u; uptime; git rev-parse --short HEAD; \
+	  set -x; \
+	  $(PY) benchmarks/bench_engine.py --repeat 1 --imageclef && \
+	  $(PY) benchmarks/bench_sibling_fun.py --rows funcat && \
+	  $(PY) benchmarks/bench_orthogonal_engine.py --solvers dual_cd && \
+	  $(PY) benchmarks/bench_go.py --rows go --only HierarchicalSVC --max-iter 300 --cap 1500 && \
+	  $(PY) benchmarks/bench_go.py --rows go --only NormalizedHierarchicalSVC --max-iter 20 --cap 1500 && \
+	  date -u; uptime ) 2>&1 | tee $(TARGETS_LOG)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

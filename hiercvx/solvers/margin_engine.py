@@ -144,9 +144,12 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
 def _solve_collapsed(collapsed: CollapsedModel, C: float, *, solver: str, tol: float,
                      max_iter, verbose: bool, random_state) -> Solution:
     """Solve the collapsed model, spread its ``alpha`` over each group and certify on the
-    full model (its own objective at ``W(alpha)`` (4.12) and its dual bound).  If the lifted
-    gap misses ``tol`` (the groups were equal only to rounding), the full model is solved
-    warm-started from the lifted point."""
+    full model (its own objective at ``W(alpha)`` (4.12) and its dual bound).  With node
+    weights the collapsed model's own primal point lives in the same space (only classes
+    merged) and is valued on the full model too; the better of the two is returned -- a
+    primal solver stopped early (smoothing on GO) has a far better ``W`` than ``W(alpha)`` of
+    its unfinished dual.  If the lifted gap misses ``tol`` (the groups were equal only to
+    rounding), the full model is solved warm-started from the lifted point."""
     small = solve(collapsed.model, C, solver=solver, tol=tol, max_iter=max_iter,
                   verbose=verbose, random_state=random_state)
     model, data = collapsed.full, collapsed.full.data
@@ -154,6 +157,11 @@ def _solve_collapsed(collapsed: CollapsedModel, C: float, *, solver: str, tol: f
     weights = model.weights_from_dual(alpha)
     objective = (_margin.primal_objective(weights, model.X, data, C) if model.node_weights
                  else model.objective(weights, C))
+    if model.node_weights:
+        own = model.augmented_weights(small.weights, small.extras.get("intercept"))
+        own_objective = _margin.primal_objective(own, model.X, data, C)
+        if own_objective < objective:
+            weights, objective = own, own_objective
     lower = model.lower_bound(alpha, C)
     converged = reached(relative_gap(objective, lower), tol)
     if small.converged and not converged:
