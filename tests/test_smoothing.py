@@ -152,23 +152,6 @@ def test_warm_start_keeps_feasibility(model):
     assert np.allclose(_margin.project_dual(warm, model.data, 1.0), warm)
 
 
-def test_warm_start_keeps_each_examples_largest_multipliers(model, monkeypatch):
-    """At most WARM_PAIRS per example, and exactly its largest ones (brute force per example):
-    the working set's reduced QPs cost the square of an example's support."""
-    monkeypatch.setattr(smoothing, "WARM_PAIRS", 4)
-    monkeypatch.setattr(smoothing, "WARM_CUTOFF", 0.0)
-    rng = np.random.default_rng(6)
-    data = model.data
-    alpha = rng.random(data.n_pairs) * (rng.random(data.n_pairs) < 0.7)
-    warm = smoothing._sparsified(alpha, data)
-    for i in range(data.n_samples):
-        a, b = data.pair_ptr[i], data.pair_ptr[i + 1]
-        expect = np.zeros(b - a)
-        best = np.argsort(-alpha[a:b], kind="stable")[:4]
-        expect[best] = alpha[a:b][best]
-        np.testing.assert_array_equal(warm[a:b], expect)
-
-
 def test_engine_chooses_smoothing_for_many_pairs_per_example():
     H = wide_tree(n_leaves=120)  # 120 classes x 40 features: no affordable Newton step
     X, Y = label_sets(H, n=60, d=40, size=30, seed=6)
