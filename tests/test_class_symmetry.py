@@ -106,6 +106,7 @@ def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights():
     assert fast.lower_bound == pytest.approx(model.lower_bound(fast.dual, 10.0), rel=1e-12)
     at_dual = _margin_objective(model, model.weights_from_dual(fast.dual), 10.0)
     assert fast.objective < at_dual                          # not W(alpha): the solver's own W
+    assert "coefficients" not in fast.extras                 # G(alpha) would not describe it
     printed = float(str(caught[0].message).split("gap of ")[1].split(" ")[0])
     assert fast.gap == pytest.approx(printed, rel=1e-3)
 

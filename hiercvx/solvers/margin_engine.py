@@ -157,18 +157,21 @@ def _solve_collapsed(collapsed: CollapsedModel, C: float, *, solver: str, tol: f
     weights = model.weights_from_dual(alpha)
     objective = (_margin.primal_objective(weights, model.X, data, C) if model.node_weights
                  else model.objective(weights, C))
+    from_alpha = True
     if model.node_weights:
         own = model.augmented_weights(small.weights, small.extras.get("intercept"))
         own_objective = _margin.primal_objective(own, model.X, data, C)
         if own_objective < objective:
-            weights, objective = own, own_objective
+            weights, objective, from_alpha = own, own_objective, False
     lower = model.lower_bound(alpha, C)
     converged = reached(relative_gap(objective, lower), tol)
     if small.converged and not converged:
         return solve(model, C, solver=solver if solver != "interior_point" else "auto", tol=tol,
                      max_iter=max_iter, verbose=verbose, alpha0=alpha, random_state=random_state)
-    extras = {**small.extras, "coefficients": _margin.coefficients(alpha, data),
-              "collapsed_classes": collapsed.n_removed}
+    extras = {**small.extras, "collapsed_classes": collapsed.n_removed}
+    extras.pop("coefficients", None)
+    if from_alpha:  # G of the reported weights; the solver's own W has none
+        extras["coefficients"] = _margin.coefficients(alpha, data)
     split = getattr(model, "split_weights", None)  # a bias column, if the model has one
     if model.node_weights and split is not None:
         weights, extras["intercept"] = split(weights)
