@@ -454,7 +454,7 @@ def group_blocks(Ei, G, samples, group) -> BlockDiagonal:
     return BlockDiagonal(index, blocks, group.size)
 
 
-def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
+def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
     """Mehrotra predictor-corrector on (8) in reduced coordinates.
 
     Variables ``Z`` ``(M', q + 1)`` (last column: the biases) and ``xi`` ``(n)``;
@@ -463,7 +463,7 @@ def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
     sum_p lam_p Delta_p . (Z phi~_i)``.  ``accept(Z, lm)`` is called once the interior
     point residuals and the complementarity gap are small (relative to ``tol``); it
     returns True when the certificate holds.  ``pair_of``:
-    the sample of every pair; ``Bm`` ``(n, P)``: its 0/1 incidence (sums over a sample);
+    the sample of every pair (pairs stored example by example);
     ``normal``: the :class:`_NormalBuilder` of ``Phi1``.
     Returns ``(Z, lm, n_iter, accepted)``.
     """
@@ -471,8 +471,8 @@ def _ipm(Phi1, Delta, pair_of, Bm, C, lam, tol, max_iter, accept, normal):
     P, Mr = Delta.shape
     qdiag = np.ones((Mr, q1))
     qdiag[:, -1] = 0.0
-    k_i = np.asarray(Bm.sum(axis=1)).ravel()
-    pair_ptr = np.r_[0, np.cumsum(k_i)].astype(np.int64)   # pairs are stored example by example
+    k_i = np.bincount(pair_of, minlength=n)
+    pair_ptr = np.r_[0, np.cumsum(k_i)].astype(np.int64)
     lin = _example_sums(lam, Delta, pair_ptr).T @ Phi1
     # a cold start: interior point warm starts from the previous DC step were tried and took
     # more iterations than this (the neighbouring optimum sits on the boundary)
@@ -924,7 +924,7 @@ class SiblingQPSolver:
 
         if self._normal is None:
             self._normal = _NormalBuilder(self._Phi1, self._Delta.shape[1])
-        Z, lm, it, ok = _ipm(self._Phi1, self._Delta, self.pairs.pair_i, self._Bm, C, lam, tol,
+        Z, lm, it, ok = _ipm(self._Phi1, self._Delta, self.pairs.pair_i, C, lam, tol,
                              max_iter, accept, self._normal)
         if not ok:
             ok = accept(Z, lm)
