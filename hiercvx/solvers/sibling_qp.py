@@ -314,17 +314,6 @@ def _example_sums(w, Delta, pair_ptr):
 
 
 @njit(cache=True)
-def _example_totals(w, pair_ptr):
-    """``sum_{p of i} w_p`` per example ``i``: ``Bm @ w``."""
-    n = pair_ptr.shape[0] - 1
-    out = np.zeros(n)
-    for i in range(n):
-        for p in range(pair_ptr[i], pair_ptr[i + 1]):
-            out[i] += w[p]
-    return out
-
-
-@njit(cache=True)
 def _schur_blocks(Delta, w, w0, pair_ptr):
     """``T_i = sum_p w_p d_p d_p^T - v_i v_i^T / D_i`` (``v_i = sum_p w_p d_p``,
     ``D_i = sum_p w_p + w0_i``): the Newton matrix of example ``i`` after eliminating its
@@ -496,7 +485,7 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
         rp = marg + xi[pair_of] - 1.0 - s
         rp0 = xi - s0
         rd_Z = qdiag * Z + lin - _example_sums(lm, Delta, pair_ptr).T @ Phi1
-        rd_x = C - _example_totals(lm, pair_ptr) - lm0
+        rd_x = C - np.bincount(pair_of, weights=lm, minlength=n) - lm0
         mu = (s @ lm + s0 @ lm0) / m_total
         res_p = max(float(np.abs(rp).max(initial=0.0)), float(np.abs(rp0).max()))
         res_d = max(float(np.abs(rd_Z).max()), float(np.abs(rd_x).max())) / scale_d
@@ -508,7 +497,7 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
                 break
         w = lm / s
         w0 = lm0 / s0
-        Dx = _example_totals(w, pair_ptr) + w0
+        Dx = np.bincount(pair_of, weights=w, minlength=n) + w0
         V = _example_sums(w, Delta, pair_ptr)
         T = _schur_blocks(Delta, w, w0, pair_ptr)
         N = normal(T, qdiag.ravel())
@@ -518,7 +507,7 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
             t = rc / s - w * rp
             t0 = rc0 / s0 - w0 * rp0
             rZ = -rd_Z + _example_sums(t, Delta, pair_ptr).T @ Phi1
-            rx = -rd_x + _example_totals(t, pair_ptr) + t0
+            rx = -rd_x + np.bincount(pair_of, weights=t, minlength=n) + t0
             rhs = rZ - ((rx / Dx)[:, None] * V).T @ Phi1
             dZ = sla.cho_solve(cho, rhs.ravel(), check_finite=False).reshape(Mr, q1)
             dF = Phi1 @ dZ.T
