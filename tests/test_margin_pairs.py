@@ -74,6 +74,23 @@ def test_sparse_and_dense_products_agree():
     np.testing.assert_allclose(margin.class_gram(dense), dense @ dense.T, atol=1e-12)
 
 
+@pytest.mark.parametrize("n, d, q, M, density", [(7, 4, 30, 50, 0.05), (2, 50, 30, 10, 1.0),
+                                                 (40, 3, 12, 20, 0.3)])
+def test_class_scores_in_either_order(n, d, q, M, density):
+    """``X (Lam W)^T`` and ``(X W^T) Lam^T`` (whichever is cheaper) agree with the dense
+    product, for dense and CSR inputs."""
+    rng = np.random.default_rng(n + d)
+    Lam = np.where(rng.random((q, M)) < density, rng.random((q, M)), 0.0)
+    W, X = rng.normal(size=(M, d)), rng.normal(size=(n, d))
+    X[:, 0] = 0.0
+    want = X @ W.T @ Lam.T
+    for Xin in (X, sp.csr_matrix(X)):
+        for Lin in (Lam, sp.csr_matrix(Lam)):
+            got = margin.class_scores(W, Xin, Lin)
+            assert isinstance(got, np.ndarray) and got.shape == (n, q)
+            np.testing.assert_allclose(got, want, atol=1e-12)
+
+
 def test_segment_max_with_empty_segments():
     values = np.array([1.0, -2.0, 5.0, 0.5])
     ptr = np.array([0, 2, 2, 4, 4])

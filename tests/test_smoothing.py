@@ -184,3 +184,53 @@ def test_refuses_models_without_node_weights():
     X, Y = label_sets(H, n=20, d=3, size=2)
     with pytest.raises(InputError, match="node weights"):
         smoothing.solve(hsvm_model.prepare(X, Y, H, kernel="rbf"), 1.0)
+
+
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+def test_product_kernel_matches_the_kernel_over_pair_arrays(rescaling):
+    """The soft maximum read from each example's class lists and the loss matrix (the route of
+    models built by ``margin_data``) equals the one read from the per-pair arrays, on examples
+    with many, one and no pairs and with sample weights."""
+    rng = np.random.default_rng(5)
+    n, q, M = 9, 7, 11
+    Y = rng.random((n, q)) < 0.4
+    Y[0] = True    # every class relevant: no pairs
+    Y[1] = False   # none relevant: no pairs
+    Y[2] = False
+    Y[2, 3] = True
+    loss = 1.0 + 3.0 * rng.random((q, q))
+    Lam = (rng.random((q, M)) < 0.4).astype(float)
+    data = _margin.margin_data(Y, loss, Lam=Lam, rescaling=rescaling,
+                               sample_weight=rng.uniform(0.5, 2.0, n))
+    model = _margin.model_from_data(rng.standard_normal((n, 3)), data)
+    smooth = smoothing._Smoothed(model, 1.7)
+    assert smooth.lists is not None
+    pair_arrays = tuple(np.ascontiguousarray(a, dtype=np.int64)
+                        for a in (data.pair_ptr, data.pair_y, data.pair_ybar))
+    S = rng.standard_normal((n, q))
+    for mu in (2.0, 0.05):
+        G1, a1 = np.zeros((n, q)), np.zeros(data.n_pairs)
+        G2, a2 = np.zeros((n, q)), np.zeros(data.n_pairs)
+        by_pairs = smoothing._soft_slacks(S, *pair_arrays, np.asarray(data.pair_offset, float),
+                                          np.asarray(data.pair_cost, float), smooth.budget, mu,
+                                          G1, a1)
+        by_lists = smooth.soft_slacks(S, mu, G2, a2)
+        np.testing.assert_allclose(by_lists, by_pairs, rtol=1e-13)
+        np.testing.assert_allclose(G2, G1, atol=1e-13)
+        np.testing.assert_allclose(a2, a1, atol=1e-13)
+
+
+def test_pairs_other_than_the_products_take_the_per_pair_kernel(model):
+    import dataclasses
+    data = model.data
+    keep = np.ones(data.n_pairs, dtype=bool)
+    keep[::3] = False
+    pi = data.pair_i[keep]
+    ptr = np.r_[0, np.cumsum(np.bincount(pi, minlength=data.n_samples))]
+    fewer = dataclasses.replace(data, pair_i=pi, pair_y=data.pair_y[keep],
+                                pair_ybar=data.pair_ybar[keep], pair_loss=data.pair_loss[keep],
+                                pair_ptr=ptr)
+    assert smoothing._product_lists(data) is not None
+    assert smoothing._product_lists(fewer) is None
+    swapped = dataclasses.replace(data, pair_ybar=data.pair_ybar[::-1].copy())
+    assert smoothing._product_lists(swapped) is None

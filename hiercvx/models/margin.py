@@ -213,11 +213,21 @@ def sparse_attributes(Lam):
 
 
 def class_scores(W: np.ndarray, X, Lam: np.ndarray) -> np.ndarray:
-    """``S = X W^T Lam^T`` for node weights ``W`` ``(M, d)`` (``Lam`` applied as a sparse
-    matrix when mostly zeros: O(n nnz(Lam)) instead of O(n q M))."""
+    """``S = X W^T Lam^T`` for node weights ``W`` ``(M, d)``, multiplied in the cheaper order:
+    ``X (Lam W)^T`` (``nnz(Lam) d + nnz(X) q`` multiply-adds) or ``(X W^T) Lam^T``
+    (``nnz(X) M + nnz(Lam) n``).  Hierarchies have fewer classes than nodes (``q < M``), so
+    the first order wins there: on GO (4611 nodes, 2526 classes, 1625 samples) it is half the
+    dense product and skips the sparse one over every sample."""
+    Lam = sparse_attributes(Lam)
+    q, M = Lam.shape
+    n, d = X.shape
+    nnz_X = X.nnz if sp.issparse(X) else n * d
+    nnz_L = Lam.nnz if sp.issparse(Lam) else q * M
+    if nnz_L * d + nnz_X * q <= nnz_X * M + nnz_L * n:
+        LW = np.asarray(Lam @ W)                                   # (q, d) class weights
+        return np.asarray(X @ LW.T)
     XW = X @ W.T
     XW = XW.toarray() if sp.issparse(XW) else np.asarray(XW)
-    Lam = sparse_attributes(Lam)
     if sp.issparse(Lam):
         return np.asarray((Lam @ XW.T).T)
     return XW @ Lam.T
