@@ -77,8 +77,8 @@ def test_sparse_and_dense_products_agree():
 @pytest.mark.parametrize("n, d, q, M, density", [(7, 4, 30, 50, 0.05), (2, 50, 30, 10, 1.0),
                                                  (40, 3, 12, 20, 0.3)])
 def test_class_scores_in_either_order(n, d, q, M, density):
-    """``X (Lam W)^T`` and ``(X W^T) Lam^T`` (whichever is cheaper) agree with the dense
-    product, for dense and CSR inputs."""
+    """``(X W^T) Lam^T`` and, with ``cheapest``, ``X (Lam W)^T`` where that is cheaper agree
+    with the dense product, for dense and CSR inputs."""
     rng = np.random.default_rng(n + d)
     Lam = np.where(rng.random((q, M)) < density, rng.random((q, M)), 0.0)
     W, X = rng.normal(size=(M, d)), rng.normal(size=(n, d))
@@ -86,9 +86,10 @@ def test_class_scores_in_either_order(n, d, q, M, density):
     want = X @ W.T @ Lam.T
     for Xin in (X, sp.csr_matrix(X)):
         for Lin in (Lam, sp.csr_matrix(Lam)):
-            got = margin.class_scores(W, Xin, Lin)
-            assert isinstance(got, np.ndarray) and got.shape == (n, q)
-            np.testing.assert_allclose(got, want, atol=1e-12)
+            for cheapest in (False, True):
+                got = margin.class_scores(W, Xin, Lin, cheapest=cheapest)
+                assert isinstance(got, np.ndarray) and got.shape == (n, q)
+                np.testing.assert_allclose(got, want, atol=1e-12)
 
 
 def test_segment_max_with_empty_segments():

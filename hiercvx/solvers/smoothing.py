@@ -249,7 +249,7 @@ class _Smoothed:
         return _soft_slacks(S, *self.pairs, self.offset, self.cost, self.budget, mu, G, alpha)
 
     def scores(self, W):
-        return np.ascontiguousarray(_margin.class_scores(W, self.X, self.Lam))
+        return np.ascontiguousarray(_margin.class_scores(W, self.X, self.Lam, cheapest=True))
 
     def value_and_gradient(self, w, mu):
         """The smoothed primal and its gradient ``W - w(alpha)``; the soft multipliers
