@@ -272,6 +272,38 @@ def test_alternating_certifies_the_zero_optimum_of_random_labels(structure):
     assert alt.lower_bound <= ref.objective * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("structure,plain,fast", [("tree", 46, 15), ("sparse", 52, 18),
+                                                  ("dag", 62, 16)])
+def test_alternation_switches_nodes_off_and_extrapolates_alpha(structure, plain, fast):
+    # the registry's n = 300 rows (bench_methods): the optimum puts internal nodes at alpha = 0,
+    # which the plain alternation only approaches geometrically (``plain`` alternations to gap
+    # 1e-6 before switching and Anderson acceleration); now within ``fast``, same optimum
+    X, Y, H = problem(structure, n=300, d=10, seed=0)
+    y = [labels if isinstance(labels, str) else min(labels) for labels in Y]
+    ref = nhsvm.shared_primal(X, y, H, lam=1.0).solve()
+    alt = alternating(X, y, H, lam=1.0, tol=1e-6, max_iter=1000)
+    assert alt.converged and alt.n_iter <= fast < plain
+    assert max(alt.history["switched_off"]) >= 1
+    testing.assert_fast_matches_reference(alt, ref, rtol=1e-5)
+    assert alt.lower_bound <= ref.objective * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("H,seed,lam", [(TREE, 0, 0.3), (DAG, 2, 0.1)], ids=["tree", "dag"])
+def test_wrongly_switched_off_nodes_come_back(H, seed, lam, monkeypatch):
+    # switching off every node whose alpha is below 1 and whose path cover has any slack at
+    # all: some of those switches are wrong (the node has alpha > 0 at the optimum); they
+    # must come back, and the certified optimum is the reference's all the same
+    monkeypatch.setattr(shared_norm, "SWITCH_OFF_ALPHA", 1.0)
+    monkeypatch.setattr(shared_norm, "SWITCH_OFF_SLACK", 0.0)
+    X, y = planted(H, seed=seed)
+    ref = nhsvm.shared_primal(X, y, H, lam=lam).solve()
+    alt = alternating(X, y, H, lam=lam, tol=1e-7, max_iter=500)
+    off = np.asarray(alt.history["switched_off"])
+    assert off.max() >= 2 and off[-1] < off.max()  # switched off, then some came back
+    assert alt.converged
+    testing.assert_fast_matches_reference(alt, ref, rtol=1e-6)
+
+
 @settings(max_examples=25, deadline=None)
 @given(H=st.one_of(trees(min_nodes=3, max_nodes=14), dags(max_nodes=12)), seed=st.integers(0, 10_000))
 def test_alpha_step_by_its_dual_matches_the_program(H, seed):
@@ -405,7 +437,12 @@ def test_shared_norm_estimator():
     fast = SharedNormSVC(hierarchy=TREE, C=0.5, tol=1e-5).fit(X, y)
     ref = SharedNormSVC(hierarchy=TREE, C=0.5, solver="reference").fit(X, y)
     testing.assert_fast_matches_reference(fast.result_, ref.result_, rtol=1e-5)
-    assert np.mean(fast.predict(X) == ref.predict(X)) >= 0.95   # near-ties may flip
+    # predictions agree but where the optimum ties two leaves' scores (here 3 of 50 samples,
+    # whose top two scores are equal to 1e-6 in both solutions: rounding picks either)
+    top2 = np.sort(ref.decision_function(X), axis=1)[:, -2:]
+    tied = top2[:, 1] - top2[:, 0] <= 1e-4 * np.maximum(1.0, np.abs(top2[:, 1]))
+    assert np.all((fast.predict(X) == ref.predict(X)) | tied)
+    assert tied.mean() <= 0.1
     assert fast.alpha_.shape == (len(TREE),) and fast.coef_.shape == (len(TREE), 4)
     X2, Y2 = planted(TREE, multilabel=True)
     with pytest.raises(hc.LabelError, match="single-label"):

@@ -1333,9 +1333,21 @@ class SharedNormModel(_NodeBias, _LeafVertices, Model):
     def dual_value(self, G: np.ndarray, l: np.ndarray, lam: float) -> float:
         """The dual of (14) at a feasible point in node space: ``sum_i l_i -
         min_path_cover(||(G^T X)_n||^2 / (4 lam k_n))`` (``formulations/nhsvm.md``)."""
+        return self.dual_value_and_slack(G, l, lam)[0]
+
+    def dual_value_and_slack(self, G: np.ndarray, l: np.ndarray,
+                             lam: float) -> tuple[float, np.ndarray]:
+        """:meth:`dual_value` and each node's slack in the path cover, ``(A^T mu)_n - need_n``
+        over the largest ``need`` (``inf`` where ``need_n = 0``): by complementary slackness a
+        node with slack at the optimum has ``alpha_n = 0`` (``U_n = 0``) -- what the
+        alternating solver reads to switch nodes off."""
         V = np.asarray(self.X.T @ G).T
         need = np.einsum("ij,ij->i", V, V) * self.node_scale ** 2 / (4.0 * lam)
-        return float(np.sum(l)) - min_path_cover(need, self.H)[1]
+        mu, cover_value = min_path_cover(need, self.H)
+        top = float(need.max()) if need.size else 0.0
+        slack = (self.A.T @ mu - need) / top if top > 0 else np.zeros(len(need))
+        slack[need <= 0] = np.inf  # nothing asked of the node: alpha_n = 0 is optimal
+        return float(np.sum(l)) - cover_value, slack
 
     def lower_bound(self, dual, lam: float = 1.0) -> float:
         """Certified bound at ``(n, q)`` masses over the candidate leaves, projected first
