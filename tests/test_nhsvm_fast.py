@@ -272,20 +272,21 @@ def test_alternating_certifies_the_zero_optimum_of_random_labels(structure):
     assert alt.lower_bound <= ref.objective * (1 + 1e-12)
 
 
-@pytest.mark.parametrize("structure,plain,fast", [("tree", 46, 15), ("sparse", 52, 18),
-                                                  ("dag", 62, 16)])
-def test_alternation_switches_nodes_off_and_extrapolates_alpha(structure, plain, fast):
+@pytest.mark.parametrize("structure", ["tree", "sparse", "dag"])
+def test_alternation_switches_nodes_off_and_extrapolates_alpha(structure):
     # the registry's n = 300 rows (bench_methods): the optimum puts internal nodes at alpha = 0,
-    # which the plain alternation only approaches geometrically (``plain`` alternations to gap
-    # 1e-6 before switching and Anderson acceleration); now within ``fast``, same optimum
+    # which the paper's plain alternation only approaches geometrically (46 / 52 / 62
+    # alternations to gap 1e-6); switching and Anderson acceleration: 11 / 14 / 12, same optimum
     X, Y, H = problem(structure, n=300, d=10, seed=0)
     y = [labels if isinstance(labels, str) else min(labels) for labels in Y]
     ref = nhsvm.shared_primal(X, y, H, lam=1.0).solve()
+    plain = alternating(X, y, H, lam=1.0, tol=1e-6, max_iter=1000, accelerate=False)
     alt = alternating(X, y, H, lam=1.0, tol=1e-6, max_iter=1000)
-    assert alt.converged and alt.n_iter <= fast < plain
-    assert max(alt.history["switched_off"]) >= 1
-    testing.assert_fast_matches_reference(alt, ref, rtol=1e-5)
-    assert alt.lower_bound <= ref.objective * (1 + 1e-9)
+    assert plain.converged and alt.converged and 3 * alt.n_iter <= plain.n_iter
+    assert max(alt.history["switched_off"]) >= 1 and max(plain.history["switched_off"]) == 0
+    for res in (plain, alt):
+        testing.assert_fast_matches_reference(res, ref, rtol=1e-5)
+        assert res.lower_bound <= ref.objective * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("H,seed,lam", [(TREE, 0, 0.3), (DAG, 2, 0.1)], ids=["tree", "dag"])

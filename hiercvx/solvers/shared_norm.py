@@ -128,7 +128,7 @@ def _first_alpha(model: SharedNormModel, alpha0) -> np.ndarray:
 
 def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_iter: int = 200,
           verbose: bool = False, inner_max_iter: int = 2000, alpha0=None, cache_size: int = 32,
-          time_limit: float | None = None, random_state=0) -> Solution:
+          time_limit: float | None = None, accelerate: bool = True, random_state=0) -> Solution:
     """The shared-norm SVM (14) by alternating minimization (NHSVM paper, section 7.2).
 
     ``min_{U, alpha} lam sum_n ||U_n||^2 / alpha_n + sum_i max_l [S_il - S_{i l_i} + Delta(l, l_i)]``,
@@ -173,7 +173,8 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
     relative gap is ``<= tol``.  The weight step's tolerance shrinks with the joint gap
     (``max(tol / 4, gap / 10)``).  ``alpha0``: the first alpha (default: the closed form for
     unit rows on trees, uniform ``1 / longest path`` on DAGs); ``max_iter``: alternations;
-    ``inner_max_iter``: passes of each weight step.
+    ``inner_max_iter``: passes of each weight step; ``accelerate=False``: the paper's plain
+    alternation (no switching off, no extrapolation).
 
     Wide hierarchies cost what the data use: leaves no sample holds that are interchangeable
     (same parents, same loss from every held leaf) are solved as one leaf of that multiplicity
@@ -206,7 +207,7 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
     with blas_threads(1):
         out, dual_point = _alternate(work, float(lam), float(tol), int(max_iter),
                                      int(inner_max_iter), alpha, cache_size, time_limit,
-                                     random_state, verbose, t0)
+                                     random_state, verbose, t0, bool(accelerate))
         if collapse is not None:
             out = _lift(collapse, out, dual_point, float(lam), float(tol))
     out.warn_unless_converged("alternations", stacklevel=2)
@@ -230,7 +231,7 @@ def _lift(collapse: CollapsedLeaves, out: Solution, dual_point, lam: float,
 
 
 def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, time_limit,
-               random_state, verbose, t0) -> tuple[Solution, tuple | None]:
+               random_state, verbose, t0, accelerate) -> tuple[Solution, tuple | None]:
     """The alternation loop of :func:`solve` (options checked there); returns the solution and
     the dual point ``(G, l)`` of its lower bound.  A node of multiplicity ``k`` scores
     ``U_n . x / sqrt(k)`` (:class:`~hiercvx.models.nhsvm.SharedNormModel`), so the weight
@@ -248,7 +249,8 @@ def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, tim
     off = np.zeros(len(alpha), dtype=bool)
     revived = np.zeros(len(alpha), dtype=bool)
     checked_gap = np.inf
-    accel = _Anderson(ANDERSON_MEMORY, model.A)
+    accel = _Anderson(ANDERSON_MEMORY if accelerate else 0, model.A)
+    switch_below = SWITCH_OFF_ALPHA if accelerate else 0.0
     bar = tqdm(total=max_iter, desc="shared-norm SVM (alternating)", unit="step", disable=not verbose)
     try:
         for it in range(1, max_iter + 1):
@@ -282,7 +284,7 @@ def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, tim
             # closes comes back for good, so the switching ends and the plain alternation's
             # convergence is kept
             was_off = off
-            heading = (new_alpha < SWITCH_OFF_ALPHA) & (~revived | np.isinf(slack))
+            heading = (new_alpha < switch_below) & (~revived | np.isinf(slack))
             off = (off | heading) & (slack > SWITCH_OFF_SLACK)
             if it % SWITCH_CHECK == 0:  # no progress with nodes off: all of them come back
                 if off.any() and gap > 0.9 * checked_gap:
