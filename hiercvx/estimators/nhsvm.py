@@ -259,7 +259,8 @@ class SharedNormSVC(_NodeScoreClassifier):
     solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve`,
         certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`)
     tol, max_iter : the fast solver's relative gap and alternations; inner_max_iter: iterations
-        of each weight step (pairwise BCFW)
+        of each weight step (pairwise BCFW).  With the defaults, cellcycle_FUN's single-path
+        subset (480 x 77, standardized, 201 nodes) certifies in 270 alternations, 38 s
 
     Attributes
     ----------
@@ -270,7 +271,7 @@ class SharedNormSVC(_NodeScoreClassifier):
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
-                 loss="zero_one", solver="fast", tol=1e-4, max_iter=300, inner_max_iter=1000,
+                 loss="zero_one", solver="fast", tol=1e-4, max_iter=1000, inner_max_iter=1000,
                  reference_solver=None, random_state=0, verbose=False, lam=None):
         self.hierarchy = hierarchy
         self.C = C
