@@ -289,6 +289,27 @@ def test_alternation_switches_nodes_off_and_extrapolates_alpha(structure):
         assert res.lower_bound <= ref.objective * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("H,seed,lam", [(TREE, 0, 0.3), (TREE, 1, 3.0), (DAG, 2, 0.1)])
+def test_path_cover_slack_is_complementary_to_the_optimal_alpha(H, seed, lam):
+    # at the reference's optimum: the cover mu of the dual's needs leaves no node short
+    # (slack >= 0), nodes nothing is asked of read inf, and a node with slack gets alpha = 0
+    X, y = planted(H, seed=seed)
+    model = prepare_shared(X, y, H)
+    ref = nhsvm.shared_dual(X, y, H, lam=lam).solve()
+    alt = shared_norm.solve(model, lam, tol=1e-9, max_iter=2000)
+    # the dual point of the weight step at the solver's alpha
+    view = nhsvm_fw.vertex_model(model, sqrt_alpha=np.sqrt(alt.alpha) * model.node_scale)
+    res = nhsvm_fw.pairwise(view, lam, 1e-10, 5000, quiet=True)
+    G, l = res.state.G, res.state.l
+    value, slack = model.dual_value_and_slack(G, l, lam)
+    assert value == pytest.approx(model.dual_value(G, l, lam), rel=1e-12)
+    assert value <= ref.objective * (1 + 1e-7) and value >= ref.objective * (1 - 1e-6)
+    assert np.all(slack >= -1e-9)
+    V = np.asarray(model.X.T @ G).T
+    assert np.all(np.isinf(slack) == (np.einsum("ij,ij->i", V, V) <= 0))
+    assert np.any(slack > 1e-3) and np.all(alt.alpha[slack > 1e-3] <= 1e-3)
+
+
 @pytest.mark.parametrize("H,seed,lam", [(TREE, 0, 0.3), (DAG, 2, 0.1)], ids=["tree", "dag"])
 def test_wrongly_switched_off_nodes_come_back(H, seed, lam, monkeypatch):
     # switching off every node whose alpha is below 1 and whose path cover has any slack at
