@@ -796,6 +796,26 @@ def pairwise(model: VertexModel, lam, tol, max_iter, cache_size=32, max_steps=50
                    warn=not quiet)
 
 
+@njit(cache=True)
+def _pairwise_sweeps(active, n_sweeps, seed, mode, Xd, indptr, indices, xvals, K, V, sqa, Tf, pool,
+                     cid, cbeta, coff, cscale, clen, budget, G, lsum, xsq, inv2lam, eps, max_steps,
+                     bgap):
+    """Up to ``n_sweeps`` of :func:`_pairwise_sweep` over ``active`` in random orders (seeded by
+    ``seed``), each dropping the blocks whose cached gap fell below ``eps``; returns the block
+    visits and the blocks still active."""
+    np.random.seed(seed)
+    visits = 0
+    for _ in range(n_sweeps):
+        if active.size == 0:
+            break
+        order = np.random.permutation(active)
+        _pairwise_sweep(order, mode, Xd, indptr, indices, xvals, K, V, sqa, Tf, pool, cid, cbeta,
+                        coff, cscale, clen, budget, G, lsum, xsq, inv2lam, eps, max_steps, bgap)
+        visits += order.size
+        active = active[bgap[active] > eps]
+    return visits, active
+
+
 def _sweep_blocks(model, state, V, Tf, xsq, inv2lam, eps, active, rng, bgap, max_steps, inner_sweeps,
                   expensive_oracle) -> int:
     """Up to ``inner_sweeps`` compiled sweeps over the ``active`` blocks, each dropping the blocks
@@ -804,16 +824,14 @@ def _sweep_blocks(model, state, V, Tf, xsq, inv2lam, eps, active, rng, bgap, max
     visits = 0
     refine = 0
     while True:
-        for _ in range(inner_sweeps):
-            if not len(active):
-                break
-            order = rng.permutation(active)
-            _pairwise_sweep(order, xs.mode, xs.X, xs.indptr, xs.indices, xs.xvals, xs.K, V,
-                            model.sqrt_alpha, Tf, state.pool, state.cid, state.cbeta, state.coff,
-                            state.cscale, state.clen, state.budget, state.G, state.l, xsq, inv2lam,
-                            eps, max_steps, bgap)
-            visits += len(order)
-            active = active[bgap[active] > eps]
+        # the sweeps and their random orders in one compiled call: on small problems the
+        # Python loop around them was most of a pass (registry DAG row: 0.3 of 0.5 s)
+        done, active = _pairwise_sweeps(
+            np.asarray(active, dtype=np.int64), int(inner_sweeps), int(rng.integers(2 ** 31)),
+            xs.mode, xs.X, xs.indptr, xs.indices, xs.xvals, xs.K, V, model.sqrt_alpha, Tf,
+            state.pool, state.cid, state.cbeta, state.coff, state.cscale, state.clen,
+            state.budget, state.G, state.l, xsq, inv2lam, eps, max_steps, bgap)
+        visits += int(done)
         # An expensive oracle (a DAG program per sample) is worth more work on the cached
         # problem: refine it (10x smaller eps, every cached block), as a cutting-plane method
         # would.  Decided by the oracle's kind, not by timings, so that results are reproducible.

@@ -163,9 +163,9 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
       switched-off set changed.
 
     Alternations to gap 1e-6 (``bench_methods.py --n 300 --d 10 shared_norm`` rows,
-    ``make_nhsvm_balanced(1000, 50)``, cellcycle_FUN single-path, lam = 1): DAG 62 -> 12,
-    tree 46 -> 11, CSR 52 -> 14, balanced tree 1427 -> 45 (31 -> 8 s), FUN 1406 -> 448
-    (217 -> 42 s).
+    ``make_nhsvm_balanced(1000, 50)``, cellcycle_FUN single-path, lam = 1): DAG 62 -> 12-16,
+    tree 46 -> 11, CSR 52 -> 14-19 (the range: the weight steps' random orders), balanced tree
+    1427 -> 45-54 (31 -> 8 s), FUN 1406 -> 448 (217 -> 42 s).
 
     Certificate (jointly, for (14)): the objective at ``(U, alpha*(U))`` is
     ``lam min(20) + hinge(U)``; the lower bound is the dual of (14) (``formulations/nhsvm.md``)
