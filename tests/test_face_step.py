@@ -152,6 +152,35 @@ def test_face_step_reaches_the_reference_optimum(rescaling):
     assert best == pytest.approx(ref.objective, rel=1e-7)
 
 
+def test_face_rounds_go_back_to_the_best_face_after_a_worse_round(monkeypatch):
+    """A round whose maximizer ``w(a)`` is worse than the best round's (here spoiled on
+    purpose) must not steer the face: the next round solves the best round's corrected face
+    again, not the face its own corrections would give, and the step still ends at the optimum
+    (the cycling of ImageCLEF07A's hierarchical SVM, module docstring of ``margin_dual``)."""
+    X, y, H = tree_data(n=40, d=4, seed=7)
+    model = hsvm_model.prepare(X, y, H)
+    rough = working_set.solve(model, C=1.0, tol=1e-4, polish=False)
+    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    alpha = rough.dual.copy()
+    primal, dual, _ = state.certify(alpha)
+    faces = []
+    solve_face = MarginDualState.solve_face
+
+    def spoiled(self, support, tight, base):
+        faces.append((support.copy(), tight.copy()))
+        a = solve_face(self, support, tight, base)
+        return a + 0.5 * support if len(faces) == 2 else a
+
+    monkeypatch.setattr(MarginDualState, "solve_face", spoiled)
+    primal, dual, _ = state.face_step(alpha, 1e-12, primal, dual)
+    assert len(faces) == 3
+    assert not np.array_equal(faces[1][0], faces[0][0])  # round 1 corrected the face
+    # round 3 repeats round 2's face (round 1's one correction), ignoring the spoiled round's
+    # corrections (9 pairs entering, 7 examples released at its w(a))
+    assert np.array_equal(faces[2][0], faces[1][0]) and np.array_equal(faces[2][1], faces[1][1])
+    assert relative_gap(min(primal, state.best_primal), dual) <= 1e-12
+
+
 def test_solvers_report_the_face_steps_primal_point_certified():
     X, y, H = tree_data(n=60, d=5, seed=7)
     model = hsvm_model.prepare(X, y, H)

@@ -218,10 +218,10 @@ def class_scores(W: np.ndarray, X, Lam: np.ndarray, *, cheapest: bool = False) -
 
     ``cheapest=True`` multiplies in the cheaper order instead: ``X (Lam W)^T``
     (``nnz(Lam) d + nnz(X) q`` multiply-adds) when that beats ``nnz(X) M + nnz(Lam) n``, as it
-    does on hierarchies (fewer classes than nodes; GO: 0.020 s instead of 0.108 s).  Only the
-    smoothing solver asks for it, on its thousands of evaluations: another order rounds
-    differently, and the working set's face corrections follow the rounding (ImageCLEF07A's
-    hierarchical SVM certified after 5895 passes in one order, 7995 in the other)."""
+    does on hierarchies (fewer classes than nodes; GO: 0.020 s instead of 0.108 s).  The
+    smoothing solver asks for it, on its thousands of evaluations.  (Another order rounds
+    differently: before the face step's rounds were guarded, ImageCLEF07A's hierarchical SVM
+    certified after 5895 passes in one order and 7995 in the other; 5895 in both since.)"""
     Lam = sparse_attributes(Lam)
     if cheapest:
         q, M = Lam.shape

@@ -39,7 +39,9 @@ relative ridge, since the face is often degenerate).  The solution's primal poin
 corrected as in a primal-dual active-set method (pairs with ``alpha_p < 0`` leave, examples
 over budget become tight, tight examples whose slack ``xi_i`` comes out negative are
 released, pairs attaining a positive violation above ``xi_i`` enter) and solved again, up to
-:data:`FACE_ROUNDS` times while few pairs change.  Every round is certified on the full model:
+:data:`FACE_ROUNDS` times while few pairs change; a round whose ``w(alpha_S)`` is worse than
+the best round's goes back to that round's face with only the larger half of its corrections
+(such corrections can cycle otherwise).  Every round is certified on the full model:
 the dual at the projected ``alpha`` (:func:`~hiercvx.models.margin.project_dual`), the
 primal at ``w(alpha_S)``; the best of each is kept (:attr:`MarginDualState.best_primal`,
 :attr:`MarginDualState.best_G`), so the step never makes the certificate worse.  Measured on
