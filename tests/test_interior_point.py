@@ -185,23 +185,79 @@ def test_engine_choice_and_fallbacks(monkeypatch):
 
 
 def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monkeypatch):
-    """Above TRY_COORDINATES_ABOVE the coordinate method gets a quarter of the predicted
-    interior-point work: an easy problem ends there, a noisy one switches (no warning)."""
+    """Above TRY_COORDINATES_ABOVE the coordinate method goes first (ski rental): an easy
+    problem ends there; a noisy one whose support is degenerate after the probe's passes
+    switches then; a non-degenerate one switches once its passes spent the interior point's
+    predicted time.  No warning either way."""
     from hiercvx.solvers import margin_engine
     monkeypatch.setattr(margin_engine, "TRY_COORDINATES_ABOVE", 0.0)
+    calls = []
+    solve_ws = margin_engine.working_set.solve
+
+    def spy(model, C, **options):
+        res = solve_ws(model, C, **options)
+        calls.append(res)
+        return res
+
+    monkeypatch.setattr(margin_engine.working_set, "solve", spy)
     X, Y, H = _tree(n=40)
     easy = hsvm_model.prepare(10 * X, Y, H)  # well separated: few support vectors
     monkeypatch.setattr(margin_engine, "NEWTON_STEPS", 1e4)  # a budget of many passes
     res = margin_engine.solve(easy, 1.0, tol=1e-8)
     assert res.solver == "working_set" and res.converged
+    ref = hsvm_ref.primal_from_model(easy, C=1.0).solve()
+    assert res.objective == pytest.approx(ref.objective, rel=1e-7)
+
     rng = np.random.default_rng(0)
-    noisy = hsvm_model.prepare(rng.standard_normal((200, 6)),
-                               np.array(TREE.leaves, dtype=object)[rng.integers(0, 5, 200)], H)
-    monkeypatch.setattr(margin_engine, "NEWTON_STEPS", 1e-3)  # a budget of about one pass
+    noisy = hsvm_model.prepare(rng.standard_normal((300, 2)),
+                               np.array(TREE.leaves, dtype=object)[rng.integers(0, 5, 300)], H)
+    dim = noisy.data.n_classes * interior_point.feature_dimension(noisy)
+    calls.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = margin_engine.solve(noisy, 1.0, tol=1e-9)
     assert res.solver == "interior_point" and res.converged
+    # stopped at the first certificate after the probe: a degenerate support
+    (probe,) = calls
+    assert margin_engine.PROBE_PASSES <= probe.n_iter < margin_engine.PROBE_PASSES + 50
+    assert np.count_nonzero(probe.dual > 0) > margin_engine.DEGENERATE_SUPPORT * dim
+    per_pass = probe.extras["pass_work"] / probe.n_iter
+
+    # not judged degenerate: passes until they spent the interior point's predicted time
+    monkeypatch.setattr(margin_engine, "DEGENERATE_SUPPORT", np.inf)
+    budget = 300 * per_pass  # about 300 passes' worth
+    monkeypatch.setattr(margin_engine, "NEWTON_STEPS", budget * margin_engine.PASS_WORK_SPEEDUP
+                        / interior_point.step_cost(noisy))
+    calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = margin_engine.solve(noisy, 1.0, tol=1e-9)
+    assert res.solver == "interior_point" and res.converged
+    (first,) = calls
+    assert not first.converged and first.extras["pass_work"] >= budget
+    assert first.n_iter < 400
+
+
+def test_coordinate_solvers_stop_when_asked():
+    """``stop_when`` is asked at every certificate short of tol with the passes so far, their
+    counted work and the dual point; True ends the solve there (unconverged, one warning)."""
+    from hiercvx.solvers import crammer_singer, working_set
+    X, Y, H = _tree(n=60)
+    flat = mc_model.prepare(*problem("flat", n=60, d=3, seed=0)[:2])
+    for solve, model in ((working_set.solve, hsvm_model.prepare(X, Y, H)),
+                         (crammer_singer.solve, flat)):
+        seen = []
+
+        def stop_when(n_iter, work, alpha):
+            seen.append((n_iter, work, alpha.copy()))
+            return n_iter >= 20
+
+        with pytest.warns(ConvergenceWarning):
+            res = solve(model, 1.0, tol=1e-14, check_every=10, stop_when=stop_when)
+        assert not res.converged and res.n_iter == seen[-1][0] >= 20
+        assert [s[0] for s in seen] == sorted(s[0] for s in seen)
+        assert seen[-1][1] == res.extras["pass_work"] > seen[0][1] >= 0
+        assert seen[-1][2].shape == (model.data.n_pairs,)
 
 
 def test_every_engine_solver_on_crammer_singer_with_intercept():

@@ -126,7 +126,7 @@ def test_auto_hands_label_sets_from_pairwise_to_cutting_planes_below_the_master_
     assert res.objective == pytest.approx(model.objective(res.weights, lam=2.0), rel=1e-12)
     assert res.lower_bound <= ref.objective * (1 + 1e-12)
     # past the master's limit: pairwise alone, all of max_iter
-    monkeypatch.setattr(nhsvm_fw.interior_point, "MAX_DIMENSION", 2)
+    monkeypatch.setattr(nhsvm_fw, "MASTER_MAX_DIMENSION", 2)
     res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=2000)
     assert res.converged and res.extras["method"] == "pairwise" and res.n_iter > 5
     with pytest.raises(hc.InputError, match="single-label"):

@@ -153,8 +153,8 @@ def test_warm_start_keeps_feasibility(model):
 
 
 def test_engine_chooses_smoothing_for_many_pairs_per_example():
-    H = wide_tree(n_leaves=120)  # 120 classes x 40 features: no affordable Newton step
-    X, Y = label_sets(H, n=60, d=40, size=30, seed=6)
+    H = wide_tree(n_leaves=120)  # 120 classes x 60 features: no affordable Newton step
+    X, Y = label_sets(H, n=60, d=60, size=30, seed=6)
     model = hsvm_model.prepare(X, Y, H)
     assert model.data.n_pairs >= margin_engine.SMOOTH_FROM_PAIRS * 60
     assert margin_engine.choose(model) == "smoothing"
@@ -168,7 +168,7 @@ def test_engine_chooses_smoothing_for_many_pairs_per_example():
 def test_engine_chooses_smoothing_for_millions_of_pairs(monkeypatch):
     # hundreds of pairs per example: the working set below the total, smoothing above it
     H = wide_tree(n_leaves=120)
-    model = hsvm_model.prepare(*label_sets(H, n=60, d=40, size=5, seed=7), H)
+    model = hsvm_model.prepare(*label_sets(H, n=60, d=60, size=5, seed=7), H)
     per_example = model.data.n_pairs / 60
     assert margin_engine.SMOOTH_LABEL_SETS_FROM_PAIRS <= per_example < margin_engine.SMOOTH_FROM_PAIRS
     assert margin_engine.choose(model) == "working_set"

@@ -157,7 +157,7 @@ def _pair_alpha(beta, data):
 
 def solve(model: MulticlassModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: int = 10_000,
           verbose: bool = False, alpha0=None, check_every: int = 10, polish: bool = True,
-          random_state=0) -> Solution:
+          random_state=0, stop_when=None) -> Solution:
     """Crammer–Singer by sequential dual block coordinate descent (closed-form blocks, shrinking).
 
     Parameters
@@ -177,12 +177,16 @@ def solve(model: MulticlassModel, C: float = 1.0, *, tol: float = 1e-6, max_iter
         (:meth:`.margin_dual.MarginDualState.face_step`; a Newton step on faces too large to
         factorize)
     random_state : seed of the order in which the examples are visited
+    stop_when : optional ``stop_when(n_iter, pass_work, alpha) -> bool`` asked at every
+        certificate short of ``tol``; True ends the solve there, unconverged (as in
+        :func:`.working_set.solve`)
 
     Returns
     -------
     :class:`~hiercvx.result.Solution`: ``weights`` the class weights ``(q, d)``; extras
     ``intercept`` ``(q,)`` (``intercept_scaling`` times the weight of the constant feature;
-    zeros without intercept), ``coefficients`` ``G`` and ``n_newton``; ``dual`` the pair
+    zeros without intercept), ``coefficients`` ``G``, ``n_newton`` and ``pass_work``
+    (multiply-adds counted by the passes); ``dual`` the pair
     multipliers; ``objective`` / ``lower_bound`` over the augmented features, recomputed by
     the model.
     """
@@ -196,7 +200,7 @@ def solve(model: MulticlassModel, C: float = 1.0, *, tol: float = 1e-6, max_iter
     check_iteration_options(tol, max_iter, who="crammer_singer.solve")
     with blas_threads(1):
         return _solve(model, C, float(tol), int(max_iter), alpha0, check_every, polish,
-                      random_state, verbose)
+                      random_state, verbose, stop_when)
 
 
 def _initial_beta(alpha0, data, C) -> np.ndarray:
@@ -210,7 +214,8 @@ def _initial_beta(alpha0, data, C) -> np.ndarray:
     return _margin.coefficients(_margin.project_dual(alpha0, data, C), data)
 
 
-def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, verbose):
+def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, verbose,
+           stop_when=None):
     t_start = time.perf_counter()
     data = model.data
     n, q = data.n_samples, data.n_classes
@@ -245,6 +250,8 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
             if reached(gap, tol):
                 converged = True
                 break
+            if stop_when is not None and stop_when(n_iter, state.work_done, alpha):
+                break
             psi_ok = tol * gap_scale(primal, dual) / max(float(budget.sum()), np.finfo(float).tiny)
             # Like LIBLINEAR, a fixed small violation threshold (here one that certifies tol:
             # gap <= sum_i C_i psi_i) with shrinking; unlike it, shrunk examples found violated
@@ -263,6 +270,7 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
         n_iter += 1
         schedule.passed(work)
         state.pass_work += work
+        state.work_done += work
         if pass_max <= eps:
             if active.all() and (n_active_classes == q).all():
                 schedule.now()
@@ -287,6 +295,7 @@ def _result(model, beta, C, tol, n_iter, converged, history, state, t_start) -> 
                    lower_bound=float(lower), n_iter=n_iter, converged=converged, tol=tol,
                    dual=alpha, history=history, solve_time=time.perf_counter() - t_start,
                    solver="crammer_singer", name="Crammer-Singer sequential dual",
-                   extras={"intercept": intercept, "coefficients": G, "n_newton": n_newton})
+                   extras={"intercept": intercept, "coefficients": G, "n_newton": n_newton,
+                           "pass_work": state.work_done})
     res.warn_unless_converged("passes", stacklevel=4)  # points at the caller of solve
     return res

@@ -299,6 +299,7 @@ class MarginDualState:
         self.support = None  # support of alpha at the last checkpoint
         self.n_newton = 0
         self.pass_work = 0.0  # multiply-adds of the passes since the last Newton step
+        self.work_done = 0.0  # multiply-adds of every pass (the engine's budgets)
         self.Q = np.ascontiguousarray(data.Q, dtype=float)
         self.G = np.zeros((data.n_samples, data.n_classes))
         self.kdiag = np.ascontiguousarray(row_sq_norms(rows), dtype=float)

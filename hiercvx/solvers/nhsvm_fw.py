@@ -46,7 +46,7 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     (:func:`~hiercvx.solvers.interior_point.solve_pair_rows`) in ``M d`` node weights, and its
     multipliers are the dual point.  A handful of rounds of 10-30 Newton steps each, where the
     Frank–Wolfe methods need hundreds of passes on noisy label sets to a 1e-8 gap; affordable
-    while ``M d`` is at most ``interior_point.MAX_DIMENSION`` (:func:`cutting_plane_applicable`).
+    while ``M d`` is at most :data:`MASTER_MAX_DIMENSION` (:func:`cutting_plane_applicable`).
 ``"working_set"``, ``"interior_point"``  Single-label (10) only: the pair model ``model.margin``
     (``C = 1/(2 lam)``, objective times ``2 lam``) handed to the margin engine
     (:func:`hiercvx.solvers.margin_engine.solve`) with that solver.
@@ -101,6 +101,11 @@ METHODS = ("pairwise", "cutting_plane", "bcfw", "sgd", "working_set", "interior_
 
 #: ``"auto"``: pairwise passes before cutting planes take over (multi-label, (13))
 HANDOFF_PASSES = 50
+#: the cutting-plane master's interior point: at most this many node weights ``M d`` and
+#: multiply-adds per Newton step (below the margin engine's limits: a master is solved once a
+#: round, and pairwise Frank-Wolfe is the faster where the labels carry signal)
+MASTER_MAX_DIMENSION = 4000
+MASTER_MAX_STEP_COST = 4e10
 #: with a DAG program per sample as the oracle, the cached problem is refined this many times
 #: (eps / 10 each) between two certificates.  GO, 400 samples, 8 passes: the same gap after
 #: each certificate with 0, 1, 3 or 10 refinements (the new vertices decide the progress, not
@@ -845,14 +850,14 @@ def _sweep_blocks(model, state, V, Tf, xsq, inv2lam, eps, active, rng, bgap, max
 # ============================================================================ cutting planes
 def cutting_plane_applicable(model: VertexModel) -> bool:
     """Whether the cutting-plane method's master (an interior point in the node weights,
-    ``M d`` variables) is affordable: ``M d <= interior_point.MAX_DIMENSION``, a Newton step
-    within ``interior_point.MAX_STEP_COST`` and the dense features within
+    ``M d`` variables) is affordable: ``M d <= MASTER_MAX_DIMENSION``, a Newton step within
+    :data:`MASTER_MAX_STEP_COST` and the dense features within
     ``interior_point.MAX_FEATURE_ENTRIES``."""
     n, d = model.X.shape
     M = model.n_nodes
-    return (M * d <= interior_point.MAX_DIMENSION
+    return (M * d <= MASTER_MAX_DIMENSION
             and n * d <= interior_point.MAX_FEATURE_ENTRIES
-            and interior_point.row_step_cost(n, M, d) <= interior_point.MAX_STEP_COST)
+            and interior_point.row_step_cost(n, M, d) <= MASTER_MAX_STEP_COST)
 
 
 def cutting_plane(model: VertexModel, lam, tol, max_iter, time_limit=None, verbose=False,

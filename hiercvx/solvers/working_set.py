@@ -488,7 +488,7 @@ def _mass_threshold(psi, budget, share: float) -> float:
 
 def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: int = 10_000,
           verbose: bool = False, alpha0=None, max_rounds: int = 100, check_every: int = 10,
-          polish: bool = True, shrink: bool = True, random_state=0) -> Solution:
+          polish: bool = True, shrink: bool = True, random_state=0, stop_when=None) -> Solution:
     """Cai–Hofmann hierarchical SVM (thesis (4.10)/(4.15)) by variable selection, Algorithm 2.
 
     Parameters
@@ -517,6 +517,9 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     shrink : shrink pairs (module docstring: selection); the optimum and its certificate are the
         same either way, only the work per pass changes
     random_state : seed of the order in which the examples are visited
+    stop_when : optional ``stop_when(n_iter, pass_work, alpha) -> bool``, asked at every
+        certificate that did not reach ``tol`` (passes so far, the multiply-adds they counted,
+        the dual point): True ends the solve there, unconverged (the margin engine's budget)
 
     Returns
     -------
@@ -527,7 +530,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     max_psi, time, live_pairs: pairs not shrunk in the pass before; ``n_newton``: accepted
     face or Newton steps).  Extras: ``coefficients``
     (``G`` of the reported weights: ``G(alpha)``, or the face step's primal point when its
-    objective is lower), ``n_newton``.
+    objective is lower), ``n_newton``, ``pass_work`` (multiply-adds counted by the passes).
     """
     if not isinstance(model, MarginModel):
         raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...) "
@@ -538,7 +541,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     # loaded machine), so the whole solve runs single-threaded.
     with blas_threads(1):
         return _solve(model, C, float(tol), int(max_iter), alpha0, verbose, max_rounds,
-                      check_every, polish, random_state, bool(shrink))
+                      check_every, polish, random_state, bool(shrink), stop_when)
 
 
 def _initial_dual(alpha0, data, C) -> np.ndarray:
@@ -581,7 +584,7 @@ def _unshrink(live, n_live, n_pairs):
 
 
 def _solve(model, C, tol, max_iter, alpha0, verbose, max_rounds, check_every, polish,
-           random_state, shrink=True):
+           random_state, shrink=True, stop_when=None):
     t_start = time.perf_counter()
     data = model.data
     rows = row_data(X=model.X) if model.node_weights else row_data(K=model.K)
@@ -620,6 +623,8 @@ def _solve(model, C, tol, max_iter, alpha0, verbose, max_rounds, check_every, po
             if reached(gap, tol):
                 converged = True
                 break
+            if stop_when is not None and stop_when(n_iter, state.work_done, alpha):
+                break
             eps = threshold.update(psi, budget, primal, max_psi, pass_max)
             active[psi > eps] = 1  # shrunk examples that became violated come back
             _unshrink(live, n_live, n_pairs)  # and every pair is checked again
@@ -638,6 +643,7 @@ def _solve(model, C, tol, max_iter, alpha0, verbose, max_rounds, check_every, po
         n_iter += 1
         schedule.passed(work)
         state.pass_work += work
+        state.work_done += work
         if pass_max <= eps:
             if active.all() and np.array_equal(n_live, n_pairs):
                 schedule.now()  # converged at eps over every example and pair: certify
@@ -658,7 +664,7 @@ def _result(model, alpha, C, tol, n_iter, converged, history, state, t_start) ->
     lower = model.lower_bound(alpha, C)
     converged = converged and reached(relative_gap(objective, lower), tol)
     history["n_newton"] = n_newton
-    extras = {"coefficients": G, "n_newton": n_newton}
+    extras = {"coefficients": G, "n_newton": n_newton, "pass_work": state.work_done}
     split = getattr(model, "split_weights", None)
     if model.node_weights and split is not None:
         weights, extras["intercept"] = split(weights)
