@@ -117,15 +117,23 @@ def run_row(label, n, signal, repeat):
     return label, n, ref_time, ref_obj, ref_note, cells, chosen
 
 
-def imageclef(data_dir=DATA_DIR):
-    """The ImageCLEF07A rows (module docstring)."""
+def imageclef_training_set(data_dir=DATA_DIR):
+    """ImageCLEF07A's training set standardized, its deepest labels and hierarchy, or None
+    (with a note) when the data directory does not hold it."""
     path = Path(data_dir) / "ImCLEF07A_Train.arff"
     if not path.exists():
         print(f"(ImageCLEF07A: {path} not found; skipped)")
-        return
+        return None
     tr = datasets.load(path)
-    H = tr.hierarchy
-    X, y = StandardScaler().fit_transform(tr.X), deepest_labels(tr.y, H)
+    return StandardScaler().fit_transform(tr.X), deepest_labels(tr.y, tr.hierarchy), tr.hierarchy
+
+
+def imageclef(data_dir=DATA_DIR):
+    """The ImageCLEF07A rows (module docstring)."""
+    data = imageclef_training_set(data_dir)
+    if data is None:
+        return
+    X, y, H = data
     print(f"\nImageCLEF07A training set: {X.shape[0]} x {X.shape[1]}, {len(H.leaves)} leaves, "
           "standardized, C = 1, intercept; estimators at their defaults")
     t0 = time.perf_counter()
@@ -159,14 +167,11 @@ def imageclef(data_dir=DATA_DIR):
 
 def imageclef_noisy(data_dir=DATA_DIR, n=3000):
     """The noisy ImageCLEF07A row (module docstring)."""
-    path = Path(data_dir) / "ImCLEF07A_Train.arff"
-    if not path.exists():
-        print(f"(ImageCLEF07A: {path} not found; skipped)")
+    data = imageclef_training_set(data_dir)
+    if data is None:
         return
-    tr = datasets.load(path)
-    H = tr.hierarchy
-    X = StandardScaler().fit_transform(tr.X)
-    y = np.asarray(deepest_labels(tr.y, H), dtype=object)
+    X, y, H = data
+    y = np.asarray(y, dtype=object)
     rng = np.random.default_rng(0)
     keep = rng.permutation(len(y))[:n]
     X, y = X[keep], list(y[keep][rng.permutation(n)])

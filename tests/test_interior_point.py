@@ -212,13 +212,19 @@ def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monk
     noisy = hsvm_model.prepare(rng.standard_normal((300, 2)),
                                np.array(TREE.leaves, dtype=object)[rng.integers(0, 5, 300)], H)
     dim = noisy.data.n_classes * interior_point.feature_dimension(noisy)
-    calls.clear()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        res = margin_engine.solve(noisy, 1.0, tol=1e-9)
-    assert res.solver == "interior_point" and res.converged
+
+    def coordinates_then_interior_point():
+        """The one coordinate run before the engine switched (no warning on the way)."""
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = margin_engine.solve(noisy, 1.0, tol=1e-9)
+        assert res.solver == "interior_point" and res.converged
+        (first,) = calls
+        return first
+
     # stopped at the first certificate after the probe: a degenerate support
-    (probe,) = calls
+    probe = coordinates_then_interior_point()
     assert margin_engine.PROBE_PASSES <= probe.n_iter < margin_engine.PROBE_PASSES + 50
     assert np.count_nonzero(probe.dual > 0) > margin_engine.DEGENERATE_SUPPORT * dim
     per_pass = probe.extras["pass_work"] / probe.n_iter
@@ -228,12 +234,7 @@ def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monk
     budget = 300 * per_pass  # about 300 passes' worth
     monkeypatch.setattr(margin_engine, "NEWTON_STEPS", budget * margin_engine.PASS_WORK_SPEEDUP
                         / interior_point.step_cost(noisy))
-    calls.clear()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        res = margin_engine.solve(noisy, 1.0, tol=1e-9)
-    assert res.solver == "interior_point" and res.converged
-    (first,) = calls
+    first = coordinates_then_interior_point()
     assert not first.converged and first.extras["pass_work"] >= budget
     assert first.n_iter < 400
 
