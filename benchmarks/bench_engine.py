@@ -27,7 +27,7 @@ their labels permuted among them, ``HierarchicalSVC()`` at its defaults beside t
 reference (``hsvm.primal`` with the estimator's defaults, 16 M nonzeros: past the reference's
 default size limit, so ``max_size`` is raised; certified; it ran for more than 48 minutes and
 10 GB on 2026-11-25 without finishing, so the fit is printed first): the noisy row
-where Algorithm 2 had stalled (10000 passes, 824 s, gap 1.4e-4, before the engine handed
+where Algorithm 2 had stalled (10000 passes, 673 s, gap 7.1e-5, before the engine handed
 degenerate supports to the interior point).
 
 Run: ``.venv/bin/python benchmarks/bench_engine.py [--repeat 3] [--quick] [--imageclef]
