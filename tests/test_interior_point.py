@@ -212,14 +212,17 @@ def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monk
     noisy = hsvm_model.prepare(rng.standard_normal((300, 2)),
                                np.array(TREE.leaves, dtype=object)[rng.integers(0, 5, 300)], H)
     dim = noisy.data.n_classes * interior_point.feature_dimension(noisy)
+    noisy_ref = hsvm_ref.primal_from_model(noisy, C=1.0).solve()
 
     def coordinates_then_interior_point():
-        """The one coordinate run before the engine switched (no warning on the way)."""
+        """The one coordinate run before the engine switched (no warning on the way), and the
+        interior point's answer against the reference."""
         calls.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             res = margin_engine.solve(noisy, 1.0, tol=1e-9)
         assert res.solver == "interior_point" and res.converged
+        assert res.objective == pytest.approx(noisy_ref.objective, rel=1e-7)
         (first,) = calls
         return first
 
