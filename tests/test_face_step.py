@@ -9,7 +9,9 @@
   for Cai–Hofmann (both rescalings) and Crammer–Singer (a degenerate face: more support pairs
   than primal dimensions);
 * the support step (:meth:`MarginDualState.support_step`): the restricted dual QP it solves
-  (optimal, feasible, zero off its pairs) and the degenerate multi-label case it finishes.
+  (optimal, feasible, zero off its pairs) and the degenerate multi-label case it finishes, in
+  both its forms (the dual on the working pairs, the interior point in the primal space on
+  the examples with support); random labels beyond the pair form's room.
 """
 
 import numpy as np
@@ -236,7 +238,28 @@ def test_solve_restricted_keeps_alpha_zero_outside_its_pairs():
         assert model.lower_bound(_margin.project_dual(b, model.data, 1.0), 1.0) <= full + 1e-9
 
 
-def test_support_step_finishes_the_degenerate_multilabel_case():
+def only_form(monkeypatch, form):
+    """Leave the support step one form: ``"pairs"`` (the primal space made unaffordable) or
+    ``"primal"`` (no room for working pairs); returns the list the used forms go to."""
+    if form == "pairs":
+        monkeypatch.setattr(MarginDualState, "primal_step_cost", lambda self: np.inf)
+    else:
+        monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 0)
+    used = []
+    support_form = MarginDualState.support_form
+
+    def recorded(self, n_pairs):
+        out = support_form(self, n_pairs)
+        used.append(out)
+        return out
+
+    monkeypatch.setattr(MarginDualState, "support_form", recorded)
+    return used
+
+
+@pytest.mark.parametrize("form", ["pairs", "primal"])
+def test_support_step_finishes_the_degenerate_multilabel_case(monkeypatch, form):
+    used = only_form(monkeypatch, form)
     case = multilabel_case()
     model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
     ref = hsvm.primal(case.X, case.Y, case.H, C=1.0, **case.model_options).solve()
@@ -244,6 +267,7 @@ def test_support_step_finishes_the_degenerate_multilabel_case():
     fast = working_set.solve(model, C=1.0, tol=1e-8)
     assert fast.converged and fast.n_iter < 2000
     assert fast.extras["n_newton"] >= 1
+    assert set(used) == {form}
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-7)
     # from a rough point, the step alone closes the gap, certified on the full model
     rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
@@ -256,10 +280,36 @@ def test_support_step_finishes_the_degenerate_multilabel_case():
     assert dual == pytest.approx(ref.objective, rel=1e-8)
 
 
+def test_primal_support_step_finishes_random_labels_beyond_the_pair_limit(monkeypatch):
+    """Random labels: the support holds several pairs per primal dimension, the face step's
+    rounds never settle, and the working pairs outnumber what the pair form may factorize
+    (here 40).  The primal form solves on the examples with support or a violated pair;
+    before it, Algorithm 2 ran into its pass limit on such problems (bench_methods.py at
+    n = 1000: 10000 passes, gap 4e-5)."""
+    monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 40)
+    X, y, H = tree_data(n=150, d=3, seed=3)
+    y = list(np.random.default_rng(0).permutation(np.array(y, dtype=object)))
+    model = hsvm_model.prepare(X, y, H)
+    examples = []
+    solve = margin_dual.interior_point.solve
+
+    def recorded(*args, **kwargs):
+        examples.append(kwargs["examples"])
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(margin_dual.interior_point, "solve", recorded)
+    fast = working_set.solve(model, C=1.0, tol=1e-9)
+    assert fast.converged and fast.n_iter < 500 and examples
+    assert np.count_nonzero(fast.dual > 1e-6 * fast.dual.max()) > 40  # beyond the pair form's room
+    ref = hsvm.primal(X, y, H, C=1.0).solve()
+    testing.assert_fast_matches_reference(fast, ref, rtol=1e-7)
+
+
 def test_support_step_keeps_its_working_pairs_within_the_limit(monkeypatch):
     """With room for few pairs the step takes the most violated ones, drops what its
     restricted optimum leaves at 0, and still finishes the degenerate case."""
     monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 300)
+    monkeypatch.setattr(MarginDualState, "primal_step_cost", lambda self: np.inf)
     sizes = []
     solve_restricted = MarginDualState.solve_restricted
 

@@ -22,6 +22,7 @@ from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
 from hiercvx.solvers import interior_point, working_set
+from hiercvx.solvers.margin_dual import MarginDualState
 
 
 def _tree(n=40, d=4, seed=0):
@@ -108,6 +109,37 @@ def test_dual_point_is_feasible_and_bounds_every_primal_point():
         assert model.objective(W, 0.7) >= res.lower_bound
     G = _margin.coefficients(alpha, data)
     assert np.allclose(res.coefficients, G)
+
+
+def test_on_a_subset_of_examples_certifies_on_the_full_model():
+    """``examples``: the others get ``alpha = 0``; the answer is the restricted problem's
+    optimum, its certificate the full model's; on the examples that carry support at the
+    optimum it is the full optimum (what the coordinate solvers' support step relies on)."""
+    X, Y, H = _tree(n=60, seed=3)
+    model = hsvm_model.prepare(X, Y, H)
+    data = model.data
+    full = interior_point.solve(model, C=1.0, tol=1e-10)
+    some = np.arange(0, data.n_samples, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        part = interior_point.solve(model, C=1.0, tol=1e-10, examples=some, warn=False)
+    assert not caught
+    outside = ~np.isin(data.pair_i, some)
+    assert np.all(part.dual[outside] == 0.0)
+    assert part.lower_bound == pytest.approx(model.lower_bound(part.dual, 1.0), rel=1e-12)
+    assert part.objective == pytest.approx(model.objective(part.weights, 1.0), rel=1e-12)
+    assert part.lower_bound <= full.objective * (1 + 1e-10) <= part.objective * (1 + 1e-10)
+    # the restricted problem's optimum: its own CVXPY reference on those examples
+    sub = hsvm_model.prepare(X[some], [Y[i] for i in some], H)
+    ref = hsvm_ref.primal_from_model(sub, C=1.0).solve()
+    assert sub.objective(part.weights, 1.0) == pytest.approx(ref.objective, rel=1e-7)
+    # on the examples with support at the optimum: the optimum
+    support = np.unique(data.pair_i[full.dual > 1e-8 * full.dual.max()])
+    assert support.size < data.n_samples
+    again = interior_point.solve(model, C=1.0, tol=1e-10, examples=support)
+    assert again.converged and again.objective == pytest.approx(full.objective, rel=1e-9)
+    with pytest.raises(InputError, match="examples must index"):
+        interior_point.solve(model, examples=[data.n_samples])
 
 
 def test_crammer_singer_with_intercept_matches_the_dedicated_solver():
@@ -213,6 +245,14 @@ def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monk
                                np.array(TREE.leaves, dtype=object)[rng.integers(0, 5, 300)], H)
     dim = noisy.data.n_classes * interior_point.feature_dimension(noisy)
     noisy_ref = hsvm_ref.primal_from_model(noisy, C=1.0).solve()
+
+    # on a problem this small the support step's primal form (the interior point on the
+    # examples with support) is cheap and finishes the probe itself
+    res = margin_engine.solve(noisy, 1.0, tol=1e-9)
+    assert res.solver == "working_set" and res.converged and res.extras["n_newton"] >= 1
+    assert res.objective == pytest.approx(noisy_ref.objective, rel=1e-7)
+    # the switch, as on problems where that form is as dear as the interior point itself
+    monkeypatch.setattr(MarginDualState, "primal_step_cost", lambda self: np.inf)
 
     def coordinates_then_interior_point():
         """The one coordinate run before the engine switched (no warning on the way), and the

@@ -190,11 +190,12 @@ def feature_dimension(model: MarginModel) -> int:
         return X.shape[1]
     F = _kernel_factor(model)
     return X.shape[0] if F is None else F.shape[1]
-def step_cost(model: MarginModel) -> float:
+def step_cost(model: MarginModel, n_examples: int | None = None) -> float:
     """Multiply-adds of one Newton step (the packed Hessian product and the factorization),
-    for a model whose class kernel has full rank (an upper estimate otherwise)."""
+    for a model whose class kernel has full rank (an upper estimate otherwise);
+    ``n_examples``: on that many of its examples only (:func:`solve`'s ``examples``)."""
     data = model.data
-    n, q = data.n_samples, data.n_classes
+    n, q = data.n_samples if n_examples is None else int(n_examples), data.n_classes
     d = feature_dimension(model)
     dim = q * d
     return float(n * (q * (q + 1) / 2) * (d * (d + 1) / 2) + dim ** 3 / 3 + 2 * dim ** 2 * q)
@@ -333,11 +334,15 @@ class _Factored(_PairProblem):
     """The primal in the factored class space: pair data of the examples with a positive
     budget and at least one pair, the features ``F`` and the class factor ``Lam'``."""
 
-    def __init__(self, model: MarginModel, C: float):
+    def __init__(self, model: MarginModel, C: float, examples=None):
         data = model.data
         budget = C * data.Cw
         counts = np.diff(data.pair_ptr)
         keep = (budget > 0) & (counts > 0)  # C_i = 0 or no pair: alpha = 0, xi = 0
+        if examples is not None:  # the others are left out: alpha = 0
+            chosen = np.zeros(data.n_samples, dtype=bool)
+            chosen[examples] = True
+            keep &= chosen
         self.examples = np.flatnonzero(keep)
         pair_keep = keep[data.pair_i]
         self.pairs = np.flatnonzero(pair_keep)
@@ -576,7 +581,7 @@ def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 10
 # --------------------------------------------------------------------------------------------
 
 def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
-          verbose: bool = False) -> Solution:
+          verbose: bool = False, examples=None, warn: bool = True) -> Solution:
     """The margin model (thesis (4.10) / (4.15), Crammer–Singer) by a primal-dual interior-point
     method with Mehrotra's predictor-corrector (module docstring).
 
@@ -587,7 +592,14 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
         weights; :func:`applicable` says whether a Newton step is affordable
     C : positive float; example i's budget is ``C * data.Cw[i]``
     tol : certified relative duality gap ``(P - D) / max(|P|, |D|)`` to reach
-    max_iter : Newton steps; a ``ConvergenceWarning`` is issued when they run out
+    max_iter : Newton steps; a ``ConvergenceWarning`` is issued when they run out (unless
+        ``warn=False``)
+    examples : indices of the examples to solve on (default: all); the others get
+        ``alpha = 0``.  The iteration stops on the restricted problem's gap; the returned
+        certificate is the full model's (its primal at the answer's weights, its dual at the
+        answer's ``alpha``), so ``converged`` means the full problem's gap reached ``tol``.  The
+        support step of the coordinate solvers (:mod:`.margin_dual`) solves on the examples
+        with support or a violated pair.
 
     Returns
     -------
@@ -606,13 +618,18 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
                          f"above its limit {MAX_DIMENSION}: use the working-set solver "
                          "(hiercvx.solvers.working_set) for this many classes x features")
     t_start = time.perf_counter()
-    prob = _Factored(model, C)
+    if examples is not None:
+        examples = np.asarray(examples, dtype=np.int64).ravel()
+        if examples.size and (examples.min() < 0 or examples.max() >= model.data.n_samples):
+            raise InputError(f"examples must index the model's {model.data.n_samples} examples")
+    prob = _Factored(model, C, examples)
     # one BLAS thread: on a loaded 2-core machine threaded OpenBLAS spins against the other
     # processes (a 400 x 400 Cholesky: 0.68 s with two threads, 0.011 s with one)
     with blas_threads(1):
         w, alpha, n_iter, converged, history = _mehrotra(prob, float(tol), int(max_iter),
                                                          verbose, t_start)
-    return _result(model, prob, w, alpha, C, float(tol), n_iter, converged, history, t_start)
+    return _result(model, prob, w, alpha, C, float(tol), n_iter, converged, history, t_start,
+                   warn)
 
 
 @njit(cache=True)
@@ -759,7 +776,8 @@ def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start):
     return w, prob.project(alpha), n_iter, converged, history
 
 
-def _result(model, prob, w, alpha_f, C, tol, n_iter, converged, history, t_start) -> Solution:
+def _result(model, prob, w, alpha_f, C, tol, n_iter, converged, history, t_start,
+            warn=True) -> Solution:
     """The model's own certificate at the final iterate: the weights of ``alpha`` (thesis
     (4.12)) or, for node weights, the primal iterate mapped back, whichever is lower."""
     data = model.data
@@ -788,5 +806,6 @@ def _result(model, prob, w, alpha_f, C, tol, n_iter, converged, history, t_start
                    dual=alpha, history=history, solve_time=time.perf_counter() - t_start,
                    solver="interior_point", name="margin model, primal-dual interior point",
                    extras=extras)
-    res.warn_unless_converged("Newton steps", stacklevel=4)
+    if warn:
+        res.warn_unless_converged("Newton steps", stacklevel=4)
     return res
