@@ -224,7 +224,7 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
     y = np.ascontiguousarray(model.y_index, dtype=np.int64)
     budget = np.ascontiguousarray(C * data.Cw, dtype=float)
     beta = _initial_beta(alpha0, data, C)
-    state = MarginDualState(model, rows, C)
+    state = MarginDualState(model, rows, C, warm=alpha0 is not None)
 
     rng = np.random.default_rng(random_state)
     log = logger.info if verbose else logger.debug

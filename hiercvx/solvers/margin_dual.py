@@ -305,9 +305,12 @@ class MarginDualState:
     :class:`~.primitives.RowData` (features, or the Gram matrix in ``MODE_GRAM``), ``C``
     the regularization constant.  ``F`` is the score factor the compiled passes read and
     update (module docstring); :meth:`certify` recomputes it from scratch (no drift).
+    ``warm``: the passes start from a warm start, whose own solve is taken to have paid for
+    the first support step (it may come at the first certificate: the support of a rough
+    solution is usually the optimum's or close to it).
     """
 
-    def __init__(self, model: MarginModel, rows: RowData, C: float):
+    def __init__(self, model: MarginModel, rows: RowData, C: float, *, warm: bool = False):
         data = model.data
         self.model = model
         self.mode, self.data, self.C = rows.mode, data, C
@@ -335,7 +338,8 @@ class MarginDualState:
         self.face_credit = 0.0  # pass work since the last face step
         self.face_miss = 0.0  # changes of the face in the last round / the changes allowed
         self.support_wait = 1.0  # pass work before the next support step, in units of its cost
-        self.support_credit = 0.0  # pass work since the last support step
+        # pass work since the last support step (a warm start's own solve paid for the first)
+        self.support_credit = np.inf if warm else 0.0
         self._primal_step = None  # a primal-space Newton step's cost (support step), once known
         self._work_seen = 0.0
 

@@ -592,7 +592,7 @@ def _solve(model, C, tol, max_iter, alpha0, verbose, max_rounds, check_every, po
     data = model.data
     rows = row_data(X=model.X) if model.node_weights else row_data(K=model.K)
     alpha = _initial_dual(alpha0, data, C)
-    state = MarginDualState(model, rows, C)
+    state = MarginDualState(model, rows, C, warm=alpha0 is not None)
     budget, offset, cost = state.budget, state.offset, state.cost
     pairs = tuple(np.ascontiguousarray(a, dtype=np.int64)
                   for a in (data.pair_ptr, data.pair_y, data.pair_ybar))
