@@ -97,7 +97,8 @@ from ..exceptions import InputError
 from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
 from ..result import Solution, check_iteration_options, gap_scale, relative_gap
 from .dc import check_dc_options, dc_iterations
-from .dual_qp import BlockDiagonal, DenseNewton, factor_newton, solve_dual_qp, step_length
+from .dual_qp import (BlockDiagonal, DenseNewton, centrality_correctors, factor_newton,
+                      solve_dual_qp, step_length)
 from .primitives import (MODE_GRAM, blas_threads, kronecker_sum, row_axpy, row_data, row_dot,
                          row_sq_norms)
 
@@ -528,9 +529,12 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
         mu_aff = ((s + a * aff[2]) @ (lm + a * aff[4])
                   + (s0 + a * aff[3]) @ (lm0 + a * aff[5])) / m_total
         sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0   # Mehrotra's centring
-        step = newton(-s * lm + sigma * mu - aff[2] * aff[4],
-                      -s0 * lm0 + sigma * mu - aff[3] * aff[5])
+        rc = -s * lm + sigma * mu - aff[2] * aff[4]
+        rc0 = -s0 * lm0 + sigma * mu - aff[3] * aff[5]
+        step = newton(rc, rc0)
         a = min(1.0, 0.99 * longest(step))
+        step, a = centrality_correctors(newton, longest, step, a, (rc, rc0),
+                                        ((s, lm, 2, 4), (s0, lm0, 3, 5)), sigma * mu)
         dZ, dxi, ds, ds0, dl, dl0 = step
         Z += a * dZ
         xi += a * dxi
