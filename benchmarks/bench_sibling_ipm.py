@@ -1,5 +1,5 @@
 """The interior points of the sibling-margin family with and without Gondzio's centrality
-correctors (:func:`hiercvx.solvers.dual_qp.centrality_correctors`), side by side in one run.
+correctors (:func:`hiercvx.solvers.primitives.centrality_correctors`), side by side in one run.
 
 Psi-learning and HPSI (Wang, Shen & Pan (3)) solve one convex step (8) per DC iteration per
 grid point of C; every step is an interior point whose cost is its Newton matrices (a dense
@@ -19,13 +19,17 @@ identical (the certified steps land on the same DC path).
 
     .venv/bin/python benchmarks/bench_sibling_ipm.py [--rows fun-linear,fun-gaussian,example3-500]
 
-Measured 2026-11-28 01:40 UTC (two niced ``hiercvx reproduce`` workers beside it), with the
-correctors after steps shorter than 0.5: fun-linear 61.2 s / 706 factorizations -> 49.6 s /
-593 (1.24x); fun-gaussian 102.6 s -> 98.4 s (1.04x; with the correctors then also in the
-dual route: 247 -> 235 factorizations); example3-500 13.7 s / 3911 -> 13.3 s / 3580 (1.03x);
-test errors identical on every row.  After every step shorter than 0.9: 1.19x / 1.01x /
-1.04x in time for 1.27x / 1.12x / 1.25x fewer factorizations (the extra solves cost what the
-factorizations saved), and the DC path of a test problem left the reference's.
+Measured 2026-11-28 (two niced ``hiercvx reproduce`` workers beside it).  First version (aim
+``a + 0.2``, up to 3 correctors), 01:40 UTC: fun-linear 61.2 s / 706 factorizations -> 49.6 s /
+593 (1.24x); fun-gaussian 102.6 s -> 98.4 s (1.04x; with the correctors then also in the dual
+route: 247 -> 235 factorizations, no time saved, so that route keeps Mehrotra's steps alone);
+example3-500 13.7 s / 3911 -> 13.3 s / 3580 (1.03x).  After every step shorter than 0.9
+instead of 0.5: 1.19x / 1.01x / 1.04x in time for 1.27x / 1.12x / 1.25x fewer factorizations
+(the extra solves cost what the factorizations saved), and a DC path of a test problem left
+the reference's.  With the margin engine's rules, now the one shared kernel (aim
+``1.5 a + 0.1``, up to 2 correctors), 02:10 UTC: fun-linear 58.2 s / 706 -> 49.3 s / 597
+(**1.18x**), example3-500 13.3 s / 3911 -> 13.1 s / 3615 (1.02x); test errors identical on
+every row.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import numpy as np
 
 from hiercvx.estimators.tuning import wang_C_grid
 from hiercvx.reproduce import hmc, wang, wang_funcat
-from hiercvx.solvers import dual_qp, sibling_qp
+from hiercvx.solvers import dual_qp, primitives, sibling_qp
 
 COUNT = {"factor": 0}
 
@@ -69,7 +73,7 @@ def run_row(row: str) -> dict:
 
 
 def measure(row: str, correctors: int):
-    dual_qp.MAX_CORRECTORS = correctors
+    primitives.MAX_CORRECTORS = correctors
     COUNT["factor"] = 0
     t0 = time.perf_counter()
     out = run_row(row)
@@ -80,7 +84,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="fun-linear,fun-gaussian,example3-500")
     args = ap.parse_args(argv)
-    default = dual_qp.MAX_CORRECTORS
+    default = primitives.MAX_CORRECTORS
     print(f"{'row':<14} {'Mehrotra s':>10} {'factor.':>8} | {'correctors s':>12} {'factor.':>8} | "
           f"{'time x':>6} {'factor. x':>9} same errors")
     for row in args.rows.split(","):
@@ -92,7 +96,7 @@ def main(argv=None):
         same = all(out_off[m] == out_on[m] for m in out_off)
         print(f"{row:<14} {t_off:10.1f} {f_off:8d} | {t_on:12.1f} {f_on:8d} | "
               f"{t_off / t_on:5.2f}x {f_off / f_on:8.2f}x {same}", flush=True)
-    dual_qp.MAX_CORRECTORS = default
+    primitives.MAX_CORRECTORS = default
 
 
 if __name__ == "__main__":

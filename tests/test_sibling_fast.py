@@ -17,7 +17,7 @@ from hiercvx.datasets import make_wang_example2, make_wang_example3
 from hiercvx.estimators.sibling import paper_sigma
 from hiercvx.formulations import hpsi
 from hiercvx.models.sibling import prepare
-from hiercvx.solvers import dual_qp, sibling_qp
+from hiercvx.solvers import primitives, sibling_qp
 from hiercvx.solvers.sibling_qp import SiblingQPSolver, pivoted_cholesky
 from hiercvx.targets import flat_hierarchy
 from strategies import trees
@@ -371,7 +371,7 @@ def test_bad_input():
 
 
 def test_centrality_correctors_save_factorizations_and_keep_the_optimum(monkeypatch):
-    """Gondzio's correctors (``dual_qp.centrality_correctors``) in the primal interior point:
+    """Gondzio's correctors (``primitives.centrality_correctors``) in the primal interior point:
     the same certified optimum as Mehrotra's steps alone, with fewer Newton factorizations
     summed over a few problems (early short steps are lengthened)."""
     count = [0]
@@ -383,8 +383,8 @@ def test_centrality_correctors_save_factorizations_and_keep_the_optimum(monkeypa
 
     monkeypatch.setattr(sibling_qp, "factor_newton", counting)
     totals = {}
-    for correctors in (0, dual_qp.MAX_CORRECTORS):
-        monkeypatch.setattr(dual_qp, "MAX_CORRECTORS", correctors)
+    for correctors in (0, primitives.MAX_CORRECTORS):
+        monkeypatch.setattr(primitives, "MAX_CORRECTORS", correctors)
         count[0] = 0
         results = []
         for seed in range(3):
@@ -394,14 +394,14 @@ def test_centrality_correctors_save_factorizations_and_keep_the_optimum(monkeypa
                 testing.assert_certified(res, gap_tol=1e-6)
                 results.append(res)
         totals[correctors] = (count[0], results)
-    plain, corrected = totals[0], totals[dual_qp.MAX_CORRECTORS]
+    plain, corrected = totals[0], totals[primitives.MAX_CORRECTORS]
     assert corrected[0] < plain[0]
     for a, b in zip(plain[1], corrected[1]):
         testing.assert_same_optimum(a, b)
 
 
 def test_centrality_correctors_leave_long_steps_alone():
-    """A step already at ``CORRECT_BELOW`` or longer is returned as it is, without a solve."""
+    """A step already at ``below`` or longer is returned as it is, without a solve."""
     calls = []
     step = (np.zeros(2),) * 6
 
@@ -409,6 +409,6 @@ def test_centrality_correctors_leave_long_steps_alone():
         calls.append(rhs)
         return step
 
-    out, a = dual_qp.centrality_correctors(newton, lambda d: 1.0, step, dual_qp.CORRECT_BELOW,
-                                           (np.zeros(2),), ((np.ones(2), np.ones(2), 2, 4),), 1.0)
-    assert out is step and a == dual_qp.CORRECT_BELOW and not calls
+    out, a = primitives.centrality_correctors(newton, lambda d: 1.0, step, 0.5, (np.zeros(2),),
+                                              ((np.ones(2), np.ones(2), 2, 4),), 1.0, below=0.5)
+    assert out is step and a == 0.5 and not calls

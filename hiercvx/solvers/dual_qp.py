@@ -27,55 +27,7 @@ from numba import njit
 logger = logging.getLogger(__name__)
 
 __all__ = ["ACCEPT_RTOL", "PROBE_RTOL", "BlockDiagonal", "DenseNewton", "GroupNewton",
-           "centrality_correctors", "factor_newton", "solve_dual_qp", "step_length"]
-
-
-#: Gondzio's multiple centrality correctors (:func:`centrality_correctors`): at most this
-#: many per Newton step, each one more solve with the step's factorization ...
-MAX_CORRECTORS = 3
-#: ... aiming at a step this much longer, kept when it gains a tenth of that ...
-CORRECTOR_REACH = 0.2
-#: ... and only after steps shorter than this: the early, badly centred iterations.  Later
-#: ones are left to Mehrotra's step, so that the point where a solve stops is what it was
-#: (a DC path of HPSI re-linearizes at it: the fast route follows the reference's path)
-CORRECT_BELOW = 0.5
-#: complementarity products at the trial point are moved into [lo, hi] times the target mu
-CORRECTOR_BOX = (0.1, 10.0)
-
-
-def centrality_correctors(newton, longest, step, a, rhs, products, target):
-    """Gondzio's (1996) multiple centrality correctors after Mehrotra's step.
-
-    ``newton(*rhs)`` solves the Newton system of the current factorization for the
-    complementarity right-hand sides ``rhs`` and returns a direction (a tuple of arrays);
-    ``longest(direction)`` is its largest feasible step; ``step``, ``a`` are Mehrotra's
-    direction and step; ``products`` lists, per complementarity block, ``(v, w, iv, iw)``:
-    the current slacks and multipliers and the positions of their directions in ``step``.
-    A corrector aims at the step ``a + CORRECTOR_REACH``: the products
-    ``(v + a~ dv)(w + a~ dw)`` there outside ``CORRECTOR_BOX * target`` are pulled into the
-    box, which adds the pull to ``rhs``; kept when the step grows by a tenth of the reach.
-    The residual equations are untouched (the system is linear in ``rhs``): only fewer
-    factorizations are needed.  Used by the primal interior point of
-    :mod:`.sibling_qp` (``benchmarks/bench_sibling_ipm.py``: 1.2x on Table 5's linear
-    psi-learning); in :func:`solve_dual_qp` it saved 5% of the factorizations and no time
-    (the Gaussian FunCat row), so that one runs Mehrotra's steps alone.  Returns the
-    direction and its step."""
-    lo, hi = CORRECTOR_BOX[0] * target, CORRECTOR_BOX[1] * target
-    for _ in range(MAX_CORRECTORS):
-        if a >= CORRECT_BELOW:
-            break
-        reach = min(1.0, a + CORRECTOR_REACH)
-        pulls = []
-        for v, w, iv, iw in products:
-            at = (v + reach * step[iv]) * (w + reach * step[iw])
-            pulls.append(np.maximum(np.clip(at, lo, hi) - at, -hi))
-        trial_rhs = tuple(r + p for r, p in zip(rhs, pulls))
-        trial = newton(*trial_rhs)
-        a_trial = min(1.0, 0.99 * longest(trial))
-        if a_trial < a + 0.1 * CORRECTOR_REACH:
-            break
-        step, a, rhs = trial, a_trial, trial_rhs
-    return step, a
+           "factor_newton", "solve_dual_qp", "step_length"]
 
 
 class BlockDiagonal:

@@ -68,7 +68,7 @@ from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
-from .primitives import blas_threads, kronecker_sum
+from .primitives import blas_threads, centrality_correctors, kronecker_sum
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,6 @@ GEMM_MAX_ROWS = 8
 _KEEP_PRODUCTS = 2e7
 _STEP_FRACTION = 0.99
 _INIT = 0.5
-_CORRECTIONS = 2
 _SHIFT = 1.0
 
 
@@ -712,10 +711,10 @@ def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start):
             log("step %d: the Newton matrix is not positive definite; stopping", n_iter)
             break
 
-        def direction(r_s, r_mu, linear=True):
-            """Newton direction for the complementarity residuals ``r_s``, ``r_mu``, with the
-            linear residuals (``linear``) or without (a centrality correction)."""
-            rp, rxi, rw = (r_p, r_xi, r_w) if linear else (0.0, 0.0, 0.0)
+        def direction(r_s, r_mu):
+            """Newton direction for the complementarity residuals ``r_s``, ``r_mu`` (and the
+            linear residuals of the iterate)."""
+            rp, rxi, rw = r_p, r_xi, r_w
             e = -D * rp - r_s / s
             _pair_sums(ptr, c * e, tmp)
             h = -rxi - r_mu / xi + tmp
@@ -739,27 +738,16 @@ def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start):
         comp_aff = float((alpha + t * dalpha) @ (s + t * ds) + (mu + t * dmu) @ (xi + t * dxi))
         sigma = (comp_aff / comp) ** 3
         target = sigma * mu_avg
-        dw, dxi, dalpha, ds, dmu = direction(alpha * s + dalpha * ds - target,
-                                             mu * xi + dmu * dxi - target)
-        t = step_length(dxi, dalpha, ds, dmu)
-        # Gondzio's centrality corrections: aim at a longer step, push the complementarity
-        # products of the trial point back into [0.1, 10] x target, keep what lengthens the step
-        for _ in range(_CORRECTIONS):
-            if t >= 1.0:
-                break
-            aim = min(1.0, 1.5 * t + 0.1)
-            prod_s = (alpha + aim * dalpha) * (s + aim * ds)
-            prod_mu = (mu + aim * dmu) * (xi + aim * dxi)
-            corr_s = np.clip(prod_s, 0.1 * target, 10 * target) - prod_s
-            corr_mu = np.clip(prod_mu, 0.1 * target, 10 * target) - prod_mu
-            np.maximum(corr_s, -10 * target, out=corr_s)
-            np.maximum(corr_mu, -10 * target, out=corr_mu)
-            c_w, c_xi, c_alpha, c_s, c_mu = direction(-corr_s, -corr_mu, linear=False)
-            trial = (dw + c_w, dxi + c_xi, dalpha + c_alpha, ds + c_s, dmu + c_mu)
-            t_trial = step_length(*trial[1:])
-            if t_trial < 1.01 * t:
-                break
-            (dw, dxi, dalpha, ds, dmu), t = trial, t_trial
+        rhs = (target - alpha * s - dalpha * ds, target - mu * xi - dmu * dxi)
+
+        def newton(rc_s, rc_mu):  # the products' asked change -> the direction
+            return direction(-rc_s, -rc_mu)
+
+        step = newton(*rhs)
+        t = step_length(*step[1:])
+        (dw, dxi, dalpha, ds, dmu), t = centrality_correctors(
+            newton, lambda d: step_length(*d[1:]), step, t, rhs,
+            ((alpha, s, 2, 3), (mu, xi, 4, 1)), target)
         t *= _STEP_FRACTION
         if t < 1e-12:  # blocked at the boundary: round-off has taken over
             log("step %d: step length %.1e; stopping", n_iter, t)

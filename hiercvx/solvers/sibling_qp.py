@@ -97,10 +97,9 @@ from ..exceptions import InputError
 from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
 from ..result import Solution, check_iteration_options, gap_scale, relative_gap
 from .dc import check_dc_options, dc_iterations
-from .dual_qp import (BlockDiagonal, DenseNewton, centrality_correctors, factor_newton,
-                      solve_dual_qp, step_length)
-from .primitives import (MODE_GRAM, blas_threads, kronecker_sum, row_axpy, row_data, row_dot,
-                         row_sq_norms)
+from .dual_qp import BlockDiagonal, DenseNewton, factor_newton, solve_dual_qp, step_length
+from .primitives import (MODE_GRAM, blas_threads, centrality_correctors, kronecker_sum,
+                         row_axpy, row_data, row_dot, row_sq_norms)
 
 logger = logging.getLogger(__name__)
 
@@ -444,6 +443,11 @@ def group_blocks(Ei, G, samples, group) -> BlockDiagonal:
     return BlockDiagonal(index, blocks, group.size)
 
 
+#: Gondzio's correctors (:func:`.primitives.centrality_correctors`) after Mehrotra steps
+#: shorter than this (``benchmarks/bench_sibling_ipm.py``)
+CORRECT_BELOW = 0.5
+
+
 def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
     """Mehrotra predictor-corrector on (8) in reduced coordinates.
 
@@ -533,8 +537,12 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
         rc0 = -s0 * lm0 + sigma * mu - aff[3] * aff[5]
         step = newton(rc, rc0)
         a = min(1.0, 0.99 * longest(step))
-        step, a = centrality_correctors(newton, longest, step, a, (rc, rc0),
-                                        ((s, lm, 2, 4), (s0, lm0, 3, 5)), sigma * mu)
+        # only after short steps: later ones are left to Mehrotra's step, so that the point
+        # where a solve stops is what it was (a DC path of HPSI re-linearizes there and
+        # follows the reference's path)
+        step, a = centrality_correctors(newton, lambda d: min(1.0, 0.99 * longest(d)), step, a,
+                                        (rc, rc0), ((s, lm, 2, 4), (s0, lm0, 3, 5)), sigma * mu,
+                                        below=CORRECT_BELOW)
         dZ, dxi, ds, ds0, dl, dl0 = step
         Z += a * dZ
         xi += a * dxi
