@@ -9,7 +9,10 @@
   :func:`budget_qp` (any PSD Hessian, SMO pair steps to a KKT tolerance) and
   :func:`isotropic_budget_step` (Hessian ``A I``: exact in one sort);
 - **certificate scheduling** (:class:`CertificateSchedule`): certify (a full primal and
-  dual evaluation) as rarely as keeps its cost a fixed share of the passes' work.
+  dual evaluation) as rarely as keeps its cost a fixed share of the passes' work;
+- **interior-point pieces**: :func:`kronecker_sum` (Newton matrices ``sum_i T_i (x) F_i F_i^T``)
+  and :func:`centrality_correctors` (Gondzio's correctors after Mehrotra's step), for the
+  margin engine's interior point and the sibling-margin QP's.
 """
 
 from __future__ import annotations
