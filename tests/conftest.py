@@ -5,10 +5,24 @@ Set HYPOTHESIS_PROFILE=explore to search with fresh random examples (and more of
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from hiercvx.solvers import margin_dual
 
 settings.register_profile("ci", derandomize=True, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("explore", deadline=None, max_examples=500,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def passes_only(monkeypatch):
+    """The coordinate solvers' passes without the exact support step (``margin_dual``).
+
+    A warm-started working set may take that step at its first certificate (the warm start
+    paid for it) and so finishes a small model at once; tests of what the passes themselves
+    do after a warm start (smoothing's dual phase, as it runs on GO, whose supports are far
+    too large for the step) switch it off."""
+    monkeypatch.setattr(margin_dual.MarginDualState, "support_form", lambda self, n_pairs: None)

@@ -89,7 +89,7 @@ def test_collapsed_star_matches_full_solve():
     assert fast.dual.shape == (model.data.n_pairs,)
 
 
-def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights():
+def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights(passes_only):
     """Smoothing (a primal method) stopped after a few L-BFGS iterations: its weights are a far
     better point than ``W(alpha)`` of its unfinished dual, and they live in the full model's
     node space, so the lifted solution keeps them, valued on the full model, and its gap is

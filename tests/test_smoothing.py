@@ -100,7 +100,7 @@ def test_solver_matches_the_reference(rescaling):
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
 
 
-def test_dual_phase_finishes_what_lbfgs_leaves(model):
+def test_dual_phase_finishes_what_lbfgs_leaves(model, passes_only):
     # ten L-BFGS iterations cannot certify 1e-9: the working set, warm-started, has to
     with pytest.warns(ConvergenceWarning, match=r"no dual phase ran \(dual_passes=0\)"):
         short = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=0)
@@ -116,7 +116,7 @@ def test_dual_phase_finishes_what_lbfgs_leaves(model):
     assert full.lower_bound == pytest.approx(model.lower_bound(full.dual, 1.0), rel=1e-12)
 
 
-def test_a_stall_leaves_its_iterations_to_the_dual_phase(model, monkeypatch):
+def test_a_stall_leaves_its_iterations_to_the_dual_phase(model, monkeypatch, passes_only):
     # every stage counts as a stall: the L-BFGS iterations left over become dual passes
     monkeypatch.setattr(smoothing, "STALL", np.inf)
     budgets = []
