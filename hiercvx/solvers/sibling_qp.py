@@ -54,6 +54,9 @@ are reproduced exactly, so the functions are exact kernel expansions on the pivo
 Eliminating the slacks ``xi`` leaves one dense ``(M'(q+1))``-square Newton system per
 step, whatever ``C``: the method of choice when ``q`` is small (the paper's examples, any
 Gaussian kernel of moderate rank), where dual coordinate methods crawl at large ``C``.
+Gondzio's centrality correctors (:func:`.primitives.centrality_correctors`) lengthen the
+short early steps with extra solves of the same factorization (Table 5's linear
+psi-learning: 706 -> 597 Newton matrices, 1.18x; ``benchmarks/bench_sibling_ipm.py``).
 
 ``method="alm"`` -- block coordinate ascent on the dual with an augmented Lagrangian for
 ``r = 0``, the biases as multipliers.  For fixed biases ``b`` the sub-problem
