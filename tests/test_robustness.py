@@ -327,6 +327,19 @@ def test_unusable_labels_are_refused_before_the_label_logic(bad):
             make().fit(X_TREE, y)
 
 
+@pytest.mark.parametrize("nan", [float("nan"), np.float64("nan")])
+def test_a_nan_among_string_labels_is_refused_not_made_a_class(nan):
+    """``np.asarray(["a", nan])`` holds the string ``"nan"``: the Crammer-Singer model took it
+    for a class of its own (the fuzz test of the entry points found it).  The string
+    ``"nan"`` itself stays a label like any other."""
+    from hiercvx.exceptions import LabelError
+    from hiercvx.models import multiclass as mc
+    X = np.random.default_rng(0).standard_normal((4, 2))
+    with pytest.raises(LabelError, match="NaN labels"):
+        mc.prepare(X, ["a", "b", nan, "a"])
+    assert mc.prepare(X, ["a", "b", "nan", "a"]).classes.tolist() == ["a", "b", "nan"]
+
+
 def test_overflowing_X_and_C_are_refused_at_fit():
     """X * 1e300 or C = 1e300 met an inf inside the sibling solvers' linprog (a raw ValueError
     of scipy); refused at the boundary instead, naming the fix."""

@@ -28,13 +28,17 @@ def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarr
     """``(classes, y_index)``: the sorted distinct labels (like scikit-learn's ``classes_``),
     or the given ``classes`` in their order, and each sample's position in them.  Refuses a
     count mismatch, a label outside ``classes`` and a single class."""
+    # a NaN among string labels would become the string "nan" (a class of its own) in the
+    # array: look at the labels as given
+    raw_nan = not isinstance(y, np.ndarray) and np.ndim(y) == 1 and any(
+        isinstance(v, (float, np.floating)) and v != v for v in y)
     y = np.asarray(y)
     if y.ndim != 1:
         raise InputError(f"y must be a 1-D array of class labels (one per sample), got shape {y.shape}; "
                          "multi-label targets belong to hsvm.primal")
     if y.shape[0] != n_samples:
         raise InputError(f"y has {y.shape[0]} labels but X has {n_samples} rows; give one label per sample")
-    if (y.dtype.kind == "f" and np.isnan(y).any()) or (
+    if raw_nan or (y.dtype.kind == "f" and np.isnan(y).any()) or (
             y.dtype.kind == "O" and any(isinstance(v, float) and v != v for v in y.tolist())):
         raise LabelError("y contains NaN labels; drop or impute them")
     if classes is not None:
