@@ -5,10 +5,12 @@ Crammer–Singer solver (:mod:`.crammer_singer`) both ascend the dual (4.15) of 
 model (:mod:`hiercvx.models.margin`) and share:
 
 * :class:`MarginDualState`: the expansion coefficients ``G(alpha)`` (thesis (4.12)), the
-  incrementally updated score factor ``F`` (class weights ``U = Q G^T X`` ``(q, d)`` for
-  features, the transposed class scores ``S^T = (K G Q)^T`` ``(q, n)`` for a Gram matrix; the
-  compiled passes read it with :func:`~.primitives.row_dot` and update it with
-  :func:`~.primitives.row_axpy`), the certificate (primal (4.10) recomputed at ``w(alpha)``,
+  incrementally updated score factor ``F`` (:class:`ScoreFactor`: class weights
+  ``U = Q G^T X`` ``(q, d)`` or node weights ``W = Lam^T G^T X`` ``(M, d)`` for features, the
+  transposed class or node scores ``(K G Q)^T`` / ``(K G Lam)^T`` for a Gram matrix, whichever
+  form a visit touches fewer rows of (:func:`choose_factor`); the compiled passes read it with
+  :func:`~.primitives.row_dot` and update it with :func:`~.primitives.row_axpy`), the
+  certificate (primal (4.10) recomputed at ``w(alpha)``,
   dual (4.14)) and step 8b of Algorithm 2 ("optimize over all selected variables"): exactly,
   by an active-set method on the face the passes identified (:meth:`MarginDualState.face_step`,
   module section below), exactly with the bounds kept on the working pairs
@@ -103,9 +105,9 @@ from .primitives import MODE_GRAM, RowData, row_sq_norms
 logger = logging.getLogger(__name__)
 
 __all__ = ["BUDGET_RTOL", "FACE_CHANGE", "FACE_ROUNDS", "FACE_SPEEDUP", "FACE_WAIT", "MAX_CG",
-           "MAX_FACE", "ROW_FASTMATH", "SUPPORT_CHANGE", "SUPPORT_MAX_PAIRS", "SUPPORT_PRIMAL_TOL",
-           "MarginDualState", "face_system", "primal_point", "scatter_coefficients",
-           "violation_scores"]
+           "MAX_FACE", "NODE_FACTOR_SHARE", "ROW_FASTMATH", "SUPPORT_CHANGE", "SUPPORT_MAX_PAIRS",
+           "SUPPORT_PRIMAL_TOL", "MarginDualState", "ScoreFactor", "choose_factor", "face_system",
+           "primal_point", "scatter_coefficients", "violation_scores"]
 
 #: An example's budget counts as slack (zeta_i > 0 in thesis (4.13)) above this relative margin.
 BUDGET_RTOL = 1e-10
@@ -200,6 +202,88 @@ def face_system(rows, coefs, loc, py, pyb, Ks, Q, offset, elim, a_fix, M, rhs):
                 fixed += a_fix[e] * _pair_gram(u, elim[e], loc, py, pyb, Ks, Q)
             acc += cj * (offset[u] - fixed)
         rhs[r] = acc
+
+
+# --------------------------------------------------------------------------------------------
+# The score factor: over classes or over nodes
+# --------------------------------------------------------------------------------------------
+
+#: the node form is taken when its estimated row operations per visit are below this share of
+#: the class form's (it reads the scores through Lam, a few more index lookups per row)
+NODE_FACTOR_SHARE = 0.8
+#: pairs sampled (evenly spaced) to estimate the row operations of a visit
+_FACTOR_SAMPLE = 20000
+
+
+class ScoreFactor:
+    """The score factor ``F`` of the passes and the two sparse maps they use it through.
+
+    Class scores of example i are ``s = P (F x_i)`` (``F[:, i]`` for a Gram matrix); a change
+    ``dG_i`` of its expansion coefficients moves ``F`` by ``(B^T dG_i) x_i^T`` (``K[i]``).
+    Two forms (rows of ``F``):
+
+    * ``"classes"``: ``F = Q G^T X`` (class weights ``Lam W``), ``P = I``, ``B = Q``: a visit
+      reads the scores of its pairs' classes, and writes every class row that shares a node
+      below the pairs' common ancestors (21 of 63 classes on ImageCLEF07A's tree);
+    * ``"nodes"``: ``F = W = Lam^T G^T X`` (node weights), ``P = B = Lam``: a visit reads the
+      nodes of its pairs' classes and writes the nodes on the paths that differ (6 of 97).
+
+    Both maps are CSR triples ``(ptr, idx, val)`` over the classes.  :func:`choose_factor`
+    picks the form with fewer row operations per visit.
+    """
+
+    def __init__(self, form: str, data: _margin.MarginData):
+        if form not in ("classes", "nodes"):
+            raise ValueError(f"form must be 'classes' or 'nodes', got {form!r}")
+        self.form = form
+        q = data.n_classes
+        if form == "nodes":
+            Lam = sp.csr_matrix(_margin.sparse_attributes(np.asarray(data.Lam, dtype=float)))
+            Lam.eliminate_zeros()
+            Lam.sort_indices()
+            self.read = self.move = _csr_triple(Lam)
+            self.n_rows = Lam.shape[1]
+        else:
+            self.read = _csr_triple(sp.identity(q, format="csr"))
+            Q = sp.csr_matrix(np.asarray(data.Q, dtype=float))
+            Q.eliminate_zeros()
+            self.move = _csr_triple(Q)
+            self.n_rows = q
+
+
+def _csr_triple(A):
+    A = sp.csr_matrix(A)
+    return (np.ascontiguousarray(A.indptr, dtype=np.int64),
+            np.ascontiguousarray(A.indices, dtype=np.int64),
+            np.ascontiguousarray(A.data, dtype=float))
+
+
+def choose_factor(data: _margin.MarginData, gram: bool = False) -> str:
+    """``"nodes"`` or ``"classes"`` (:class:`ScoreFactor`): the form whose visits of one pair
+    ``(y, ybar)`` take fewer row operations, averaged over evenly spaced pairs.  Classes: 2
+    dot products and ``nnz(Q_y - Q_ybar)`` row updates; nodes: ``|nodes(y) u nodes(ybar)|``
+    dot products and ``|nodes(y) symdiff nodes(ybar)|`` updates.  With a Gram matrix a dot
+    product is a read (``F[j, i]``) and only the updates count."""
+    if data.Lam is None or data.n_pairs == 0:
+        return "classes"
+    take = np.unique(np.linspace(0, data.n_pairs - 1, min(data.n_pairs, _FACTOR_SAMPLE)).astype(np.int64))
+    y, yb = data.pair_y[take], data.pair_ybar[take]
+    Q = np.asarray(data.Q, dtype=float)
+    class_updates = np.count_nonzero(Q[y] != Q[yb], axis=1)
+    Lam = sp.csr_matrix(_margin.sparse_attributes(np.asarray(data.Lam, dtype=float)))
+    Ly, Lb = Lam[y], Lam[yb]
+    node_updates = np.diff(_nonzero_pattern(Ly - Lb).indptr)
+    node_reads = np.diff(_nonzero_pattern(abs(Ly) + abs(Lb)).indptr)
+    dot = 0.0 if gram else 1.0
+    classes = float(np.mean(2 * dot + class_updates))
+    nodes = float(np.mean(node_reads * dot + node_updates))
+    return "nodes" if nodes < NODE_FACTOR_SHARE * classes else "classes"
+
+
+def _nonzero_pattern(A):
+    A = sp.csr_matrix(A)
+    A.eliminate_zeros()
+    return A
 
 
 def primal_point(model: MarginModel, G, C: float, best_G=None):
@@ -309,8 +393,13 @@ class MarginDualState:
     solution is usually the optimum's or close to it).
     """
 
-    def __init__(self, model: MarginModel, rows: RowData, C: float, *, warm: bool = False):
+    def __init__(self, model: MarginModel, rows: RowData, C: float, *, warm: bool = False,
+                 factor: str = "classes"):
         data = model.data
+        if factor == "auto":
+            factor = choose_factor(data, gram=rows.mode == MODE_GRAM)
+        #: the form of ``F`` (:class:`ScoreFactor`)
+        self.factor = ScoreFactor(factor, data)
         self.model = model
         self.mode, self.data, self.C = rows.mode, data, C
         self.X = model.X
@@ -357,8 +446,13 @@ class MarginDualState:
         data = self.data
         scatter_coefficients(alpha, data.pair_i, data.pair_y, data.pair_ybar, self.G)
         norm2, S, W = self._evaluate(self.G)
-        # S^T for a Gram matrix (row_dot reads F[c, i] = S[i, c]), else class weights Q G^T X
-        self.F = np.ascontiguousarray(S.T if W is None else data.Lam @ W)
+        # row_dot reads F[v, i] for a Gram matrix: class scores S^T or node scores (K G Lam)^T;
+        # for features it dots F[v] with x_i: class weights Lam W = Q G^T X or node weights W
+        if self.factor.form == "classes":
+            F = S.T if W is None else data.Lam @ W
+        else:
+            F = (_margin.sparse_attributes(data.Lam).T @ (self.K @ self.G).T) if W is None else W
+        self.F = np.ascontiguousarray(F, dtype=float)
         self.W = W
         xi, psi = np.empty(data.n_samples), np.empty(data.n_samples)
         _slacks_and_psi(np.ascontiguousarray(S), data.pair_ptr, data.pair_y, data.pair_ybar,
