@@ -183,6 +183,34 @@ def test_face_rounds_go_back_to_the_best_face_after_a_worse_round(monkeypatch):
     assert relative_gap(min(primal, state.best_primal), dual) <= 1e-12
 
 
+@pytest.mark.parametrize("finish, rounds", [(0.0, 1), (1.0, 2)])
+def test_face_rounds_go_on_past_the_limit_only_while_the_changes_shrink(monkeypatch, finish,
+                                                                        rounds):
+    """With FACE_ROUNDS = 1 a step stops after its first round unless that round's changes
+    are below FACE_FINISH of the face (``finish = 0``: never); then it goes on, each round
+    changing less than the one before, and ends at the certified optimum."""
+    X, y, H = tree_data(n=40, d=4, seed=8)
+    model = hsvm_model.prepare(X, y, H)
+    rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
+    monkeypatch.setattr(margin_dual, "FACE_ROUNDS", 1)
+    monkeypatch.setattr(margin_dual, "FACE_FINISH", finish)
+    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    alpha = rough.dual.copy()
+    primal, dual, _ = state.certify(alpha)
+    calls = []
+    solve_face = MarginDualState.solve_face
+
+    def counted(self, support, tight, base):
+        calls.append(int(support.sum()))
+        return solve_face(self, support, tight, base)
+
+    monkeypatch.setattr(MarginDualState, "solve_face", counted)
+    primal, dual, _ = state.face_step(alpha, 1e-12, primal, dual)
+    assert len(calls) == rounds
+    gap = relative_gap(min(primal, state.best_primal), dual)
+    assert gap <= 1e-12 if rounds > 1 else gap > 1e-12
+
+
 def test_solvers_report_the_face_steps_primal_point_certified():
     X, y, H = tree_data(n=60, d=5, seed=7)
     model = hsvm_model.prepare(X, y, H)
