@@ -368,3 +368,28 @@ def test_grow_takes_the_most_violated_candidates_first(monkeypatch):
     assert grown.sum() == 5 and grown[:2].all() and grown[P - 3:].all()
     full = state._grow(grown, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
     np.testing.assert_array_equal(full, grown)
+
+
+@pytest.mark.parametrize("cost, first", [(10.0, True), (1e4, False)])
+def test_a_warm_start_earns_an_expensive_support_step(monkeypatch, cost, first):
+    """A warm start is credited with WARM_SUPPORT_CREDIT certificates' worth of passes: a
+    support step costing less comes at the first certificate, one costing more must be paid
+    for by the passes first (an unbounded credit started ImageCLEF07A's warm-started
+    hierarchical SVM with a 338 s primal support step)."""
+    case = multilabel_case()
+    model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
+    rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
+    monkeypatch.setattr(MarginDualState, "support_work",
+                        lambda self, n_support: cost * self.certificate_work())
+    steps = []
+    support_step = MarginDualState.support_step
+
+    def recorded(self, alpha, tol, primal, dual):
+        steps.append(self.work_done)
+        return support_step(self, alpha, tol, primal, dual)
+
+    monkeypatch.setattr(MarginDualState, "support_step", recorded)
+    warm = working_set.solve(model, C=1.0, tol=1e-8, alpha0=rough.dual, max_iter=50)
+    assert (steps[:1] == [0.0]) is first  # a step before any pass, or none
+    if first:
+        assert warm.converged
