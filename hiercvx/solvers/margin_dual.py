@@ -140,7 +140,8 @@ _FACE_CHANGE_PAIRS = 25
 #: the passes (measured on ImageCLEF07A: 4000 rows in 1.8 s; 10000 shrunk Crammer–Singer passes
 #: of 1e10 multiply-adds in 28 s, a face round of 5400 rows in 2.3 s)
 FACE_SPEEDUP = 50.0
-#: face matrices with at least this many rows are factorized with every BLAS thread
+#: face matrices with at least this many rows are factorized with every BLAS thread (and
+#: the Gram matrix of as many support examples is formed with them)
 THREADED_FACE_ROWS = 1000
 #: relative ridge on the face matrix (degenerate faces are singular)
 _FACE_RIDGE = 1e-12
@@ -582,7 +583,8 @@ class MarginDualState:
         if self.mode == MODE_GRAM:
             return np.ascontiguousarray(self.K[np.ix_(examples, examples)])
         Xs = self.X[examples]
-        Ks = Xs @ Xs.T
+        with blas_threads(None if examples.size >= THREADED_FACE_ROWS else 1):
+            Ks = Xs @ Xs.T
         return np.ascontiguousarray(Ks.toarray() if sp.issparse(Ks) else Ks, dtype=float)
 
     def _face_matrix(self, face, rows, coefs, elim, a_fix):
