@@ -183,6 +183,34 @@ def test_face_rounds_go_back_to_the_best_face_after_a_worse_round(monkeypatch):
     assert relative_gap(min(primal, state.best_primal), dual) <= 1e-12
 
 
+@pytest.mark.parametrize("finish, rounds", [(0.0, 1), (1.0, 2)])
+def test_face_rounds_go_on_past_the_limit_only_while_the_changes_shrink(monkeypatch, finish,
+                                                                        rounds):
+    """With FACE_ROUNDS = 1 a step stops after its first round unless that round's changes
+    are below FACE_FINISH of the face (``finish = 0``: never); then it goes on, each round
+    changing less than the one before, and ends at the certified optimum."""
+    X, y, H = tree_data(n=40, d=4, seed=8)
+    model = hsvm_model.prepare(X, y, H)
+    rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
+    monkeypatch.setattr(margin_dual, "FACE_ROUNDS", 1)
+    monkeypatch.setattr(margin_dual, "FACE_FINISH", finish)
+    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    alpha = rough.dual.copy()
+    primal, dual, _ = state.certify(alpha)
+    calls = []
+    solve_face = MarginDualState.solve_face
+
+    def counted(self, support, tight, base):
+        calls.append(int(support.sum()))
+        return solve_face(self, support, tight, base)
+
+    monkeypatch.setattr(MarginDualState, "solve_face", counted)
+    primal, dual, _ = state.face_step(alpha, 1e-12, primal, dual)
+    assert len(calls) == rounds
+    gap = relative_gap(min(primal, state.best_primal), dual)
+    assert gap <= 1e-12 if rounds > 1 else gap > 1e-12
+
+
 def test_solvers_report_the_face_steps_primal_point_certified():
     X, y, H = tree_data(n=60, d=5, seed=7)
     model = hsvm_model.prepare(X, y, H)
@@ -340,3 +368,28 @@ def test_grow_takes_the_most_violated_candidates_first(monkeypatch):
     assert grown.sum() == 5 and grown[:2].all() and grown[P - 3:].all()
     full = state._grow(grown, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
     np.testing.assert_array_equal(full, grown)
+
+
+@pytest.mark.parametrize("cost, first", [(10.0, True), (1e4, False)])
+def test_a_warm_start_earns_an_expensive_support_step(monkeypatch, cost, first):
+    """A warm start is credited with WARM_SUPPORT_CREDIT certificates' worth of passes: a
+    support step costing less comes at the first certificate, one costing more must be paid
+    for by the passes first (an unbounded credit started ImageCLEF07A's warm-started
+    hierarchical SVM with a 338 s primal support step)."""
+    case = multilabel_case()
+    model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
+    rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
+    monkeypatch.setattr(MarginDualState, "support_work",
+                        lambda self, n_support: cost * self.certificate_work())
+    steps = []
+    support_step = MarginDualState.support_step
+
+    def recorded(self, alpha, tol, primal, dual):
+        steps.append(self.work_done)
+        return support_step(self, alpha, tol, primal, dual)
+
+    monkeypatch.setattr(MarginDualState, "support_step", recorded)
+    warm = working_set.solve(model, C=1.0, tol=1e-8, alpha0=rough.dual, max_iter=50)
+    assert (steps[:1] == [0.0]) is first  # a step before any pass, or none
+    if first:
+        assert warm.converged

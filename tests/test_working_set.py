@@ -29,6 +29,8 @@ from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
 from hiercvx.solvers import crammer_singer, working_set
+from hiercvx.solvers.margin_dual import MarginDualState, choose_factor
+from hiercvx.solvers.primitives import row_data
 from hiercvx.solvers.working_set import solve_subproblem, violation_scores
 
 
@@ -151,6 +153,80 @@ def test_sparse_equals_dense():
     sparse = working_set.solve(prepared(sp.csr_matrix(X), Y, H), tol=1e-10)
     np.testing.assert_allclose(sparse.weights, dense.weights, atol=1e-4)
     testing.assert_same_optimum(sparse, dense, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- score factor
+def deep_tree(branching=3, depth=3):
+    """A full tree: 27 leaves three levels down (class rows share most of their nodes)."""
+    parents = {"r": None}
+    level = ["r"]
+    for _ in range(depth):
+        level = [f"{v}{k}" for v in level for k in range(branching)]
+        parents.update({child: child[:-1] for child in level})
+    return hc.Hierarchy.from_parents(parents)
+
+
+def _sweep_once(model, rows, state, alpha):
+    """One pass of ``working_set._sweep`` over every example from ``alpha`` (in place)."""
+    data = model.data
+    pairs = [np.ascontiguousarray(a, dtype=np.int64)
+             for a in (data.pair_ptr, data.pair_y, data.pair_ybar)]
+    n_pairs = np.diff(pairs[0])
+    working_set._sweep(np.arange(data.n_samples, dtype=np.int64), rows.mode, rows.X,
+                       rows.indptr, rows.indices, rows.xvals, rows.K, state.F,
+                       state.factor.read, state.factor.move, alpha, state.kdiag, *pairs,
+                       state.offset, state.cost, state.budget, state.Q, 0.0, 1e-9, 1e-12, 100,
+                       np.ones(data.n_samples, dtype=np.int8),
+                       np.arange(data.n_pairs, dtype=np.int64), n_pairs.copy(), np.inf)
+
+
+@pytest.mark.parametrize("factor", ["classes", "nodes"])
+@pytest.mark.parametrize("route", ["dense", "csr", "rbf"])
+def test_score_factor_is_kept_exactly_by_a_pass(factor, route):
+    """After a pass that moved alpha from 0, the incrementally updated factor equals its
+    definition at the new alpha: class weights ``Lam W`` / node weights ``W``, or class /
+    node scores ``(K G Q)^T`` / ``(K G Lam)^T`` with a Gram matrix."""
+    H = deep_tree()
+    X, Y = labelled_data(H, n=40, d=6, seed=11, multi=0.2)
+    kw = {"kernel": make_kernel("rbf", sigma=1.5)} if route == "rbf" else {}
+    model = prepared(sp.csr_matrix(X) if route == "csr" else X, Y, H, **kw)
+    rows = row_data(X=model.X) if model.node_weights else row_data(K=model.K)
+    state = MarginDualState(model, rows, 1.0, factor=factor)
+    alpha = np.zeros(model.data.n_pairs)
+    state.certify(alpha)
+    _sweep_once(model, rows, state, alpha)
+    assert np.count_nonzero(alpha) > 10
+    G = _margin.coefficients(alpha, model.data)
+    Lam = model.data.Lam
+    if route == "rbf":
+        KG = model.K @ G
+        expected = (KG @ model.data.Q).T if factor == "classes" else (KG @ Lam).T
+    else:
+        W = _margin.weights_from_coefficients(G, model.X, Lam)
+        expected = Lam @ W if factor == "classes" else W
+    np.testing.assert_allclose(state.F, expected, atol=1e-10 * max(1.0, np.abs(expected).max()))
+
+
+@pytest.mark.parametrize("kernel", [None, "rbf"])
+def test_node_and_class_factors_reach_the_same_certified_optimum(kernel):
+    H = deep_tree()
+    X, Y = labelled_data(H, n=60, d=4, seed=12, multi=0.2)
+    kw = {"kernel": make_kernel("rbf", sigma=1.2)} if kernel else {}
+    model = prepared(X, Y, H, **kw)
+    by_class = working_set.solve(model, tol=1e-9, factor="classes")
+    by_node = working_set.solve(model, tol=1e-9, factor="nodes")
+    assert by_class.converged and by_node.converged
+    testing.assert_same_optimum(by_class, by_node, rtol=1e-8)
+
+
+def test_choose_factor_takes_nodes_on_deep_trees_and_classes_when_flat():
+    H = deep_tree()
+    X, Y = labelled_data(H, n=60, d=4, seed=13, multi=0.0)
+    assert choose_factor(prepared(X, Y, H).data) == "nodes"
+    flat = mc_model.prepare(X, [next(iter(labels)) for labels in Y])
+    assert choose_factor(flat.data) == "classes"
+    with pytest.raises(InputError, match="factor must be"):
+        working_set.solve(prepared(X, Y, H), factor="rows")
 
 
 # ----------------------------------------------------------------------------- psi, certificates

@@ -5,10 +5,12 @@ Crammer–Singer solver (:mod:`.crammer_singer`) both ascend the dual (4.15) of 
 model (:mod:`hiercvx.models.margin`) and share:
 
 * :class:`MarginDualState`: the expansion coefficients ``G(alpha)`` (thesis (4.12)), the
-  incrementally updated score factor ``F`` (class weights ``U = Q G^T X`` ``(q, d)`` for
-  features, the transposed class scores ``S^T = (K G Q)^T`` ``(q, n)`` for a Gram matrix; the
-  compiled passes read it with :func:`~.primitives.row_dot` and update it with
-  :func:`~.primitives.row_axpy`), the certificate (primal (4.10) recomputed at ``w(alpha)``,
+  incrementally updated score factor ``F`` (:class:`ScoreFactor`: class weights
+  ``U = Q G^T X`` ``(q, d)`` or node weights ``W = Lam^T G^T X`` ``(M, d)`` for features, the
+  transposed class or node scores ``(K G Q)^T`` / ``(K G Lam)^T`` for a Gram matrix, whichever
+  form a visit touches fewer rows of (:func:`choose_factor`); the compiled passes read it with
+  :func:`~.primitives.row_dot` and update it with :func:`~.primitives.row_axpy`), the
+  certificate (primal (4.10) recomputed at ``w(alpha)``,
   dual (4.14)) and step 8b of Algorithm 2 ("optimize over all selected variables"): exactly,
   by an active-set method on the face the passes identified (:meth:`MarginDualState.face_step`,
   module section below), exactly with the bounds kept on the working pairs
@@ -98,14 +100,16 @@ from ..models.margin import MarginModel
 from ..result import reached, relative_gap
 from . import interior_point
 from .dual_qp import BlockDiagonal, solve_dual_qp
-from .primitives import MODE_GRAM, RowData, row_sq_norms
+from .primitives import MODE_GRAM, RowData, blas_threads, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BUDGET_RTOL", "FACE_CHANGE", "FACE_ROUNDS", "FACE_SPEEDUP", "FACE_WAIT", "MAX_CG",
-           "MAX_FACE", "ROW_FASTMATH", "SUPPORT_CHANGE", "SUPPORT_MAX_PAIRS", "SUPPORT_PRIMAL_TOL",
-           "MarginDualState", "face_system", "primal_point", "scatter_coefficients",
-           "violation_scores"]
+__all__ = ["BUDGET_RTOL", "FACE_CHANGE", "FACE_FINISH", "FACE_ROUNDS", "FACE_ROUNDS_MAX",
+           "FACE_SPEEDUP", "FACE_WAIT", "MAX_CG", "MAX_FACE", "NODE_FACTOR_SHARE", "ROW_FASTMATH",
+           "SUPPORT_CHANGE", "SUPPORT_MAX_PAIRS", "SUPPORT_PRIMAL_TOL", "THREADED_FACE_ROWS",
+           "WARM_SUPPORT_CREDIT",
+           "MarginDualState", "ScoreFactor", "choose_factor", "face_system", "primal_point",
+           "scatter_coefficients", "violation_scores"]
 
 #: An example's budget counts as slack (zeta_i > 0 in thesis (4.13)) above this relative margin.
 BUDGET_RTOL = 1e-10
@@ -123,6 +127,11 @@ MAX_FACE = 6000
 #: changes in a round (more means the face was not identified yet: back to the passes)
 FACE_ROUNDS = 10
 FACE_CHANGE = 0.1
+#: ... and on, up to FACE_ROUNDS_MAX, while the changes keep shrinking and stay under
+#: FACE_FINISH of the face (ImageCLEF07A's hierarchical SVM: the tenth round changed 6 of 5400
+#: pairs and left a gap of 1.004e-6 for tol 1e-6, which a hundred more passes then closed in 3 s)
+FACE_ROUNDS_MAX = 20
+FACE_FINISH = 0.01
 #: after face steps that failed, the passes get up to FACE_WAIT times a face step's cost
 FACE_WAIT = 8.0
 #: ... plus this many pairs (small problems)
@@ -131,6 +140,9 @@ _FACE_CHANGE_PAIRS = 25
 #: the passes (measured on ImageCLEF07A: 4000 rows in 1.8 s; 10000 shrunk Crammer–Singer passes
 #: of 1e10 multiply-adds in 28 s, a face round of 5400 rows in 2.3 s)
 FACE_SPEEDUP = 50.0
+#: face matrices with at least this many rows are factorized with every BLAS thread (and
+#: the Gram matrix of as many support examples is formed with them)
+THREADED_FACE_ROWS = 1000
 #: relative ridge on the face matrix (degenerate faces are singular)
 _FACE_RIDGE = 1e-12
 #: the support step (:meth:`MarginDualState.support_step`): at most SUPPORT_ROUNDS interior
@@ -148,6 +160,11 @@ SUPPORT_MAX_PAIRS = 2500
 SUPPORT_PRIMAL_TOL = 1e-12
 #: ... and its multipliers below this fraction of the largest are set to 0 (inactive pairs)
 SUPPORT_PRIMAL_ZERO = 1e-9
+#: a warm start counts as this many certificates' worth of passes towards the first support
+#: step (the passes its own solve did; unbounded, ImageCLEF07A's hierarchical SVM warm-started
+#: from a rough Crammer-Singer point ran a primal support step of 7857 dimensions first:
+#: 338 s, where the cold solve takes 37 s)
+WARM_SUPPORT_CREDIT = 100.0
 
 
 @njit(cache=True)
@@ -200,6 +217,88 @@ def face_system(rows, coefs, loc, py, pyb, Ks, Q, offset, elim, a_fix, M, rhs):
                 fixed += a_fix[e] * _pair_gram(u, elim[e], loc, py, pyb, Ks, Q)
             acc += cj * (offset[u] - fixed)
         rhs[r] = acc
+
+
+# --------------------------------------------------------------------------------------------
+# The score factor: over classes or over nodes
+# --------------------------------------------------------------------------------------------
+
+#: the node form is taken when its estimated row operations per visit are below this share of
+#: the class form's (it reads the scores through Lam, a few more index lookups per row)
+NODE_FACTOR_SHARE = 0.8
+#: pairs sampled (evenly spaced) to estimate the row operations of a visit
+_FACTOR_SAMPLE = 20000
+
+
+class ScoreFactor:
+    """The score factor ``F`` of the passes and the two sparse maps they use it through.
+
+    Class scores of example i are ``s = P (F x_i)`` (``F[:, i]`` for a Gram matrix); a change
+    ``dG_i`` of its expansion coefficients moves ``F`` by ``(B^T dG_i) x_i^T`` (``K[i]``).
+    Two forms (rows of ``F``):
+
+    * ``"classes"``: ``F = Q G^T X`` (class weights ``Lam W``), ``P = I``, ``B = Q``: a visit
+      reads the scores of its pairs' classes, and writes every class row that shares a node
+      below the pairs' common ancestors (21 of 63 classes on ImageCLEF07A's tree);
+    * ``"nodes"``: ``F = W = Lam^T G^T X`` (node weights), ``P = B = Lam``: a visit reads the
+      nodes of its pairs' classes and writes the nodes on the paths that differ (6 of 97).
+
+    Both maps are CSR triples ``(ptr, idx, val)`` over the classes.  :func:`choose_factor`
+    picks the form with fewer row operations per visit.
+    """
+
+    def __init__(self, form: str, data: _margin.MarginData):
+        if form not in ("classes", "nodes"):
+            raise ValueError(f"form must be 'classes' or 'nodes', got {form!r}")
+        self.form = form
+        q = data.n_classes
+        if form == "nodes":
+            Lam = sp.csr_matrix(_margin.sparse_attributes(np.asarray(data.Lam, dtype=float)))
+            Lam.eliminate_zeros()
+            Lam.sort_indices()
+            self.read = self.move = _csr_triple(Lam)
+            self.n_rows = Lam.shape[1]
+        else:
+            self.read = _csr_triple(sp.identity(q, format="csr"))
+            Q = sp.csr_matrix(np.asarray(data.Q, dtype=float))
+            Q.eliminate_zeros()
+            self.move = _csr_triple(Q)
+            self.n_rows = q
+
+
+def _csr_triple(A):
+    A = sp.csr_matrix(A)
+    return (np.ascontiguousarray(A.indptr, dtype=np.int64),
+            np.ascontiguousarray(A.indices, dtype=np.int64),
+            np.ascontiguousarray(A.data, dtype=float))
+
+
+def choose_factor(data: _margin.MarginData, gram: bool = False) -> str:
+    """``"nodes"`` or ``"classes"`` (:class:`ScoreFactor`): the form whose visits of one pair
+    ``(y, ybar)`` take fewer row operations, averaged over evenly spaced pairs.  Classes: 2
+    dot products and ``nnz(Q_y - Q_ybar)`` row updates; nodes: ``|nodes(y) u nodes(ybar)|``
+    dot products and ``|nodes(y) symdiff nodes(ybar)|`` updates.  With a Gram matrix a dot
+    product is a read (``F[j, i]``) and only the updates count."""
+    if data.Lam is None or data.n_pairs == 0:
+        return "classes"
+    take = np.unique(np.linspace(0, data.n_pairs - 1, min(data.n_pairs, _FACTOR_SAMPLE)).astype(np.int64))
+    y, yb = data.pair_y[take], data.pair_ybar[take]
+    Q = np.asarray(data.Q, dtype=float)
+    class_updates = np.count_nonzero(Q[y] != Q[yb], axis=1)
+    Lam = sp.csr_matrix(_margin.sparse_attributes(np.asarray(data.Lam, dtype=float)))
+    Ly, Lb = Lam[y], Lam[yb]
+    node_updates = np.diff(_nonzero_pattern(Ly - Lb).indptr)
+    node_reads = np.diff(_nonzero_pattern(abs(Ly) + abs(Lb)).indptr)
+    dot = 0.0 if gram else 1.0
+    classes = float(np.mean(2 * dot + class_updates))
+    nodes = float(np.mean(node_reads * dot + node_updates))
+    return "nodes" if nodes < NODE_FACTOR_SHARE * classes else "classes"
+
+
+def _nonzero_pattern(A):
+    A = sp.csr_matrix(A)
+    A.eliminate_zeros()
+    return A
 
 
 def primal_point(model: MarginModel, G, C: float, best_G=None):
@@ -304,13 +403,19 @@ class MarginDualState:
     :class:`~.primitives.RowData` (features, or the Gram matrix in ``MODE_GRAM``), ``C``
     the regularization constant.  ``F`` is the score factor the compiled passes read and
     update (module docstring); :meth:`certify` recomputes it from scratch (no drift).
-    ``warm``: the passes start from a warm start, whose own solve is taken to have paid for
-    the first support step (it may come at the first certificate: the support of a rough
+    ``warm``: the passes start from a warm start, whose own solve is credited with
+    :data:`WARM_SUPPORT_CREDIT` certificates' worth of passes towards the first support step
+    (which may then come at the first certificate when it is cheap: the support of a rough
     solution is usually the optimum's or close to it).
     """
 
-    def __init__(self, model: MarginModel, rows: RowData, C: float, *, warm: bool = False):
+    def __init__(self, model: MarginModel, rows: RowData, C: float, *, warm: bool = False,
+                 factor: str = "classes"):
         data = model.data
+        if factor == "auto":
+            factor = choose_factor(data, gram=rows.mode == MODE_GRAM)
+        #: the form of ``F`` (:class:`ScoreFactor`)
+        self.factor = ScoreFactor(factor, data)
         self.model = model
         self.mode, self.data, self.C = rows.mode, data, C
         self.X = model.X
@@ -337,8 +442,10 @@ class MarginDualState:
         self.face_credit = 0.0  # pass work since the last face step
         self.face_miss = 0.0  # changes of the face in the last round / the changes allowed
         self.support_wait = 1.0  # pass work before the next support step, in units of its cost
-        # pass work since the last support step (a warm start's own solve paid for the first)
-        self.support_credit = np.inf if warm else 0.0
+        # pass work since the last support step: a warm start's own solve is credited with
+        # WARM_SUPPORT_CREDIT certificates' worth (not more: a support step that costs
+        # minutes must still be earned by the passes)
+        self.support_credit = WARM_SUPPORT_CREDIT * self.certificate_work() if warm else 0.0
         self._primal_step = None  # a primal-space Newton step's cost (support step), once known
         self._work_seen = 0.0
 
@@ -357,8 +464,13 @@ class MarginDualState:
         data = self.data
         scatter_coefficients(alpha, data.pair_i, data.pair_y, data.pair_ybar, self.G)
         norm2, S, W = self._evaluate(self.G)
-        # S^T for a Gram matrix (row_dot reads F[c, i] = S[i, c]), else class weights Q G^T X
-        self.F = np.ascontiguousarray(S.T if W is None else data.Lam @ W)
+        # row_dot reads F[v, i] for a Gram matrix: class scores S^T or node scores (K G Lam)^T;
+        # for features it dots F[v] with x_i: class weights Lam W = Q G^T X or node weights W
+        if self.factor.form == "classes":
+            F = S.T if W is None else data.Lam @ W
+        else:
+            F = (_margin.sparse_attributes(data.Lam).T @ (self.K @ self.G).T) if W is None else W
+        self.F = np.ascontiguousarray(F, dtype=float)
         self.W = W
         xi, psi = np.empty(data.n_samples), np.empty(data.n_samples)
         _slacks_and_psi(np.ascontiguousarray(S), data.pair_ptr, data.pair_y, data.pair_ybar,
@@ -471,7 +583,8 @@ class MarginDualState:
         if self.mode == MODE_GRAM:
             return np.ascontiguousarray(self.K[np.ix_(examples, examples)])
         Xs = self.X[examples]
-        Ks = Xs @ Xs.T
+        with blas_threads(None if examples.size >= THREADED_FACE_ROWS else 1):
+            Ks = Xs @ Xs.T
         return np.ascontiguousarray(Ks.toarray() if sp.issparse(Ks) else Ks, dtype=float)
 
     def _face_matrix(self, face, rows, coefs, elim, a_fix):
@@ -527,7 +640,10 @@ class MarginDualState:
             for _ in range(4):  # a larger ridge when rounding leaves the matrix indefinite
                 try:
                     np.fill_diagonal(M, diag + ridge)
-                    factor = sla.cho_factor(M, lower=True, check_finite=False)
+                    # the solvers run single-threaded BLAS; a large factorization is worth
+                    # the machine's threads (5400 rows: 1.1 s on one core, 0.7 s on two)
+                    with blas_threads(None if m >= THREADED_FACE_ROWS else 1):
+                        factor = sla.cho_factor(M, lower=True, check_finite=False)
                     lam = sla.cho_solve(factor, rhs + ridge * lam0, check_finite=False)
                     break
                 except (np.linalg.LinAlgError, ValueError):
@@ -555,7 +671,8 @@ class MarginDualState:
     def face_step(self, alpha, tol, primal, dual):
         """Step 8b exactly: :meth:`solve_face` on the face of ``alpha``, corrected for up to
         :data:`FACE_ROUNDS` rounds while at most :data:`FACE_CHANGE` of it changes (module
-        docstring).  The best dual point replaces ``alpha`` (in place), the best primal point
+        docstring), and up to :data:`FACE_ROUNDS_MAX` while the changes shrink below
+        :data:`FACE_FINISH` of it.  The best dual point replaces ``alpha`` (in place), the best primal point
         goes to :attr:`best_primal` / :attr:`best_G`; both certified on the full model.
         Returns (primal at ``w(alpha)``, dual, psi) of the final ``alpha``.
 
@@ -576,7 +693,8 @@ class MarginDualState:
         self.face_miss = 0.0
         best_round = None  # (primal at w(a), support, tight, corrections, their sizes)
         share = 1.0  # of the best round's corrections applied
-        for _ in range(FACE_ROUNDS):
+        last_changes = np.inf
+        for round_ in range(FACE_ROUNDS_MAX):
             a = self.solve_face(support, tight, alpha)
             if a is None:
                 break
@@ -612,6 +730,10 @@ class MarginDualState:
             self.face_miss = changes / allowed
             if changes == 0 or changes > allowed:
                 break
+            if round_ + 1 >= FACE_ROUNDS and not (
+                    changes < last_changes and changes <= FACE_FINISH * support.sum()):
+                break
+            last_changes = changes
             _, support, tight, corrections, sizes = best_round
             leave, over, release, enter = (_largest_share(c, z, share)
                                            for c, z in zip(corrections, sizes))
