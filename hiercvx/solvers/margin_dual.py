@@ -670,7 +670,8 @@ class MarginDualState:
 
     def face_step(self, alpha, tol, primal, dual):
         """Step 8b exactly: :meth:`solve_face` on the face of ``alpha``, corrected for up to
-        :data:`FACE_ROUNDS` rounds while at most :data:`FACE_CHANGE` of it changes (module
+        :data:`FACE_ROUNDS` rounds while at most :data:`FACE_CHANGE` of it changes (counted in
+        the rounds whose corrections are applied: those that improve on the best; module
         docstring), and up to :data:`FACE_ROUNDS_MAX` while the changes shrink below
         :data:`FACE_FINISH` of it.  The best dual point replaces ``alpha`` (in place), the best primal point
         goes to :attr:`best_primal` / :attr:`best_G`; both certified on the full model.
@@ -716,7 +717,8 @@ class MarginDualState:
             release = tight & (xi_face < -1e-9)
             enter = ~support & (H > 1e-9) & (H >= xi[data.pair_i] - 1e-9)
             changes = int(leave.sum() + over.sum() + release.sum() + enter.sum())
-            if best_round is None or p_face < best_round[0]:
+            improved = best_round is None or p_face < best_round[0]
+            if improved:
                 best_round = (p_face, support, tight, (leave, over, release, enter),
                               (-a, used - self.budget, -xi_face, H - xi[data.pair_i]))
                 share = 1.0
@@ -728,7 +730,9 @@ class MarginDualState:
                          enter.sum(), over.sum(), release.sum(), support.sum(), share)
             allowed = FACE_CHANGE * support.sum() + _FACE_CHANGE_PAIRS
             self.face_miss = changes / allowed
-            if changes == 0 or changes > allowed:
+            # too many changes end the step only when they are to be applied: a worse round's
+            # are not (the next round corrects the best round's face by half as much)
+            if changes == 0 or (improved and changes > allowed):
                 break
             if round_ + 1 >= FACE_ROUNDS and not (
                     changes < last_changes and changes <= FACE_FINISH * support.sum()):
