@@ -804,10 +804,12 @@ class SiblingQPSolver:
         grow (within its example's budget) or shrink (down to 0).  Needed when the support
         alone cannot absorb the residual, e.g. a DC step where every example at its budget
         has one positive pair and the others have none.  An LP with ``M'`` equality rows,
-        scaled by the residual so that its numbers are of order one, solved by HiGHS's
-        interior point and crossover (Table 4's psi-learning at n = 1500: 9000 columns, 1500
-        budget rows, 3 equalities; 0.08 s against the simplex's 0.22 s, the same optima).
-        ``None`` on failure."""
+        scaled by the residual so that its numbers are of order one, solved by HiGHS's default
+        (simplex) method.  Not its interior point: on Table 4's psi-learning LPs (n = 1500:
+        9000 columns, 1500 budget rows, 3 equalities) IPX with crossover was 2.7x faster where
+        it finished, but it did not return from some of them (replications 9 and 12 at
+        C = 10^-2.2: still in IPX's crossover basis after more than 20 minutes, the simplex
+        0.1 s).  ``None`` on failure."""
         m = self.model
         P = self.P
         beta = self._into_box(beta, C)
@@ -819,7 +821,7 @@ class SiblingQPSolver:
         res = linprog(np.ones(2 * P), A_ub=sp.hstack([self._Bm, -self._Bm]).tocsr(), b_ub=slack,
                       A_eq=sp.hstack([E, -E]).tocsr(), b_eq=-r[keep] / scale,
                       bounds=np.c_[np.zeros(2 * P), np.r_[np.full(P, np.inf), beta / scale]],
-                      method="highs-ipm")  # with crossover: a vertex; 2.7x the dual simplex here
+                      method="highs")
         if res.status != 0:
             return None
         new = self._into_box(beta + scale * (res.x[:P] - res.x[P:]), C)  # LP round-off
