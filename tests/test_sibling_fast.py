@@ -3,6 +3,8 @@ of hiercvx.formulations.hpsi: HSVM (2), DC steps (8), whole DC runs (3), linear 
 kernels, partial paths, one-child nodes; hypothesis-generated trees; the certificate's
 pieces (pivoted Cholesky, dual repair) on their own."""
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -412,3 +414,30 @@ def test_centrality_correctors_leave_long_steps_alone():
     out, a = primitives.centrality_correctors(newton, lambda d: 1.0, step, 0.5, (np.zeros(2),),
                                               ((np.ones(2), np.ones(2), 2, 4),), 1.0, below=0.5)
     assert out is step and a == 0.5 and not calls
+
+
+HANG_CHILD = """
+import warnings
+from threadpoolctl import threadpool_limits
+from hiercvx.estimators.tuning import wang_C_grid
+from hiercvx.reproduce import wang
+from hiercvx.reproduce._runner import replication_seeds
+warnings.simplefilter("ignore")
+train = wang.make_data(3, 1500, replication_seeds(0, 100)[9], 10)[0]
+est = wang.make_estimator("psi", train.hierarchy, "gaussian", wang.paper_sigma(train.X, train.y))
+with threadpool_limits(limits=1):
+    est.set_params(C=wang_C_grid(1)[8]).fit(train.X, train.y)
+print("FITTED", est.result_.gap)
+"""
+
+
+@pytest.mark.slow
+def test_the_lp_repair_returns_on_table_4s_lp_that_hung_the_interior_point():
+    """Table 4, replication 9, n = 1500, flat psi-learning at C = 10^-2.2: the one-sided LP
+    repair by HiGHS's interior point (``method="highs-ipm"``) did not return from its third LP
+    (20+ minutes in the crossover); the default method fits in seconds.  Run in a child
+    process so that a hang fails the test at the cap instead of stopping the suite."""
+    out = subprocess.run([sys.executable, "-c", HANG_CHILD], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "FITTED" in out.stdout
