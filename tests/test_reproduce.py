@@ -5,6 +5,10 @@ import csv
 import dataclasses
 import json
 import math
+import time
+from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ from hiercvx.exceptions import InputError
 from hiercvx.hierarchy import Hierarchy
 from hiercvx.metrics import hierarchical_f1
 from hiercvx.reproduce import (
+    _runner,
     cai,
     flat_hierarchical,
     hmc,
@@ -396,3 +401,28 @@ def test_leaderboard_hiclass_rows_only_when_hiclass_is_importable():
         # hiclass may stop at an internal node (a partial path): a node of H, scored as such
         assert set(pred) <= {"a", "a1", "a2", "b"}
         assert np.mean(pred == y) > 0.6 and hierarchical_f1(list(y), list(pred), hierarchy=H) > 0.7
+
+
+def _second_finishes_first(directory, r, quick, seed):
+    """A replication's rows; replication 0 waits until replication 1 has finished."""
+    marker = Path(directory) / "replication-1-done"
+    if r == 1:
+        marker.write_text("done")
+    else:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return [{"setting": "s", "method": "m", "metric": "TE_0-1", "value": float(seed)}]
+
+
+def test_replications_are_kept_as_they_finish_not_in_order(tmp_path):
+    """A slow replication must not hold back the keeping of those that finish after it (in
+    order, a stopped run lost them: Table 4's workers had finished replications 10 and 11
+    behind a hung replication 9, and nothing was kept)."""
+    table = SimpleNamespace(name="two", run=partial(_second_finishes_first, str(tmp_path)))
+    kept = []
+    rows = _runner.execute(table, False, [7, 8], n_jobs=2, verbose=False,
+                           on_done=lambda r, part: kept.append(r))
+    assert kept == [1, 0]
+    assert [row["replication"] for row in rows] == [0, 1]  # the table is in replication order
+    assert [row["value"] for row in rows] == [7.0, 8.0]

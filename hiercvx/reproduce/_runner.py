@@ -172,25 +172,33 @@ class Checkpoints:
         os.replace(tmp, self.path(r))
 
 
+def _numbered(run, r, quick, seed):
+    """``(r, run(r, quick, seed))``: a replication's rows with its number (they come back as
+    they finish)."""
+    return r, run(r, quick, seed)
+
+
 def execute(table: Table, quick: bool, seeds: list[int], n_jobs=1, scheduler=None,
             verbose=True, done: dict[int, list[dict]] | None = None, on_done=None) -> list[dict]:
     """All replications' rows, in replication order, with a progress bar unless quiet.
 
     ``done``: rows of replications already finished (by index), not run again; ``on_done(r,
-    rows)`` is called as each other replication finishes.  With fewer replications to run
-    than local jobs, the replications run one after another and the jobs go to the joblib
-    tasks inside them (grid and cross-validation fits of the tables that declare them with
-    ``Parallel(n_jobs=None)``); the numbers are the same either way."""
+    rows)`` is called as each other replication finishes (in the order they finish).  With
+    fewer replications to run than local jobs, the replications run one after another and the
+    jobs go to the joblib tasks inside them (grid and cross-validation fits of the tables that
+    declare them with ``Parallel(n_jobs=None)``); the numbers are the same either way."""
     done = dict(done or {})
     todo = [r for r in range(len(seeds)) if r not in done]
-    tasks = (delayed(table.run)(r, quick, seeds[r]) for r in todo)
+    tasks = (delayed(_numbered)(table.run, r, quick, seeds[r]) for r in todo)
     inner = contextlib.nullcontext()
     if scheduler is None and len(todo) < effective_n_jobs(n_jobs):
         inner, n_jobs = parallel_config(n_jobs=n_jobs), 1
     with _backend(n_jobs, scheduler) as jobs, inner:
-        results = Parallel(n_jobs=jobs, return_as="generator")(tasks)
-        for r, part in zip(todo, tqdm(results, total=len(todo), desc=table.name,
-                                      unit="replication", disable=not verbose)):
+        # as they finish, not in order: a slow replication must not hold back the keeping
+        # of those finished after it (a stopped run would lose them)
+        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks)
+        for r, part in tqdm(results, total=len(todo), desc=table.name, unit="replication",
+                            disable=not verbose):
             done[r] = part
             if on_done is not None:
                 on_done(r, part)
