@@ -253,16 +253,12 @@ class ScoreFactor:
         self.form = form
         q = data.n_classes
         if form == "nodes":
-            Lam = sp.csr_matrix(_margin.sparse_attributes(np.asarray(data.Lam, dtype=float)))
-            Lam.eliminate_zeros()
-            Lam.sort_indices()
+            Lam = _nonzero_pattern(np.asarray(data.Lam, dtype=float))
             self.read = self.move = _csr_triple(Lam)
             self.n_rows = Lam.shape[1]
         else:
             self.read = _csr_triple(sp.identity(q, format="csr"))
-            Q = sp.csr_matrix(np.asarray(data.Q, dtype=float))
-            Q.eliminate_zeros()
-            self.move = _csr_triple(Q)
+            self.move = _csr_triple(_nonzero_pattern(np.asarray(data.Q, dtype=float)))
             self.n_rows = q
 
 
@@ -281,11 +277,12 @@ def choose_factor(data: _margin.MarginData, gram: bool = False) -> str:
     product is a read (``F[j, i]``) and only the updates count."""
     if data.Lam is None or data.n_pairs == 0:
         return "classes"
-    take = np.unique(np.linspace(0, data.n_pairs - 1, min(data.n_pairs, _FACTOR_SAMPLE)).astype(np.int64))
+    take = np.unique(np.linspace(0, data.n_pairs - 1, min(data.n_pairs, _FACTOR_SAMPLE))
+                     .astype(np.int64))
     y, yb = data.pair_y[take], data.pair_ybar[take]
     Q = np.asarray(data.Q, dtype=float)
     class_updates = np.count_nonzero(Q[y] != Q[yb], axis=1)
-    Lam = sp.csr_matrix(_margin.sparse_attributes(np.asarray(data.Lam, dtype=float)))
+    Lam = _nonzero_pattern(np.asarray(data.Lam, dtype=float))
     Ly, Lb = Lam[y], Lam[yb]
     node_updates = np.diff(_nonzero_pattern(Ly - Lb).indptr)
     node_reads = np.diff(_nonzero_pattern(abs(Ly) + abs(Lb)).indptr)
@@ -296,8 +293,10 @@ def choose_factor(data: _margin.MarginData, gram: bool = False) -> str:
 
 
 def _nonzero_pattern(A):
+    """``A`` as CSR without stored zeros, its indices sorted."""
     A = sp.csr_matrix(A)
     A.eliminate_zeros()
+    A.sort_indices()
     return A
 
 
@@ -450,12 +449,13 @@ class MarginDualState:
         self._work_seen = 0.0
 
     def _evaluate(self, G):
-        """``(||w||^2, S, W)`` at the expansion coefficients ``G`` (``W`` None for a Gram
-        matrix)."""
+        """``(||w||^2, S, W)`` at the expansion coefficients ``G`` (for a Gram matrix ``W`` is
+        ``K G``, the factor of both the class scores and the node scores)."""
         data = self.data
         if self.mode == MODE_GRAM:
-            S = self.K @ G @ self.Q
-            return float(np.sum(G * S)), S, None
+            KG = self.K @ G
+            S = KG @ self.Q
+            return float(np.sum(G * S)), S, KG
         W = _margin.weights_from_coefficients(G, self.X, data.Lam)
         return float(np.sum(W * W)), _margin.class_scores(W, self.X, data.Lam), W
 
@@ -466,12 +466,13 @@ class MarginDualState:
         norm2, S, W = self._evaluate(self.G)
         # row_dot reads F[v, i] for a Gram matrix: class scores S^T or node scores (K G Lam)^T;
         # for features it dots F[v] with x_i: class weights Lam W = Q G^T X or node weights W
+        gram = self.mode == MODE_GRAM
         if self.factor.form == "classes":
-            F = S.T if W is None else data.Lam @ W
+            F = S.T if gram else data.Lam @ W
         else:
-            F = (_margin.sparse_attributes(data.Lam).T @ (self.K @ self.G).T) if W is None else W
+            F = _margin.sparse_attributes(data.Lam).T @ W.T if gram else W
         self.F = np.ascontiguousarray(F, dtype=float)
-        self.W = W
+        self.W = None if gram else W
         xi, psi = np.empty(data.n_samples), np.empty(data.n_samples)
         _slacks_and_psi(np.ascontiguousarray(S), data.pair_ptr, data.pair_y, data.pair_ybar,
                         data.pair_loss, self.offset, self.cost, alpha, self.budget,
