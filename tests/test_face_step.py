@@ -1,7 +1,8 @@
 """The face step of the margin-family dual solvers (:mod:`hiercvx.solvers.margin_dual`).
 
-* the face matrix and right-hand side (:func:`margin_dual.face_system`) against the explicit
-  pair vectors ``Phi_p = (Lam_y - Lam_ybar) (x) x_i``;
+* the face matrix and right-hand side (:class:`.face.FaceSolver`) against the explicit
+  pair vectors ``Phi_p = (Lam_y - Lam_ybar) (x) x_i``; the bordered solve of a corrected face
+  by the previous round's factor against a fresh factorization;
 * :meth:`MarginDualState.solve_face`: its point satisfies the face's optimality conditions
   (one slack per tight example shared by its support pairs, zero margins' slack for the free
   examples, exhausted budgets), checked by brute force;
@@ -26,7 +27,9 @@ from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
 from hiercvx.result import relative_gap
 from hiercvx.solvers import crammer_singer, margin_dual, working_set
-from hiercvx.solvers.margin_dual import MarginDualState, face_system
+from hiercvx.solvers import face as face_module
+from hiercvx.solvers.face import FaceSolver, face_rows
+from hiercvx.solvers.margin_dual import MarginDualState
 from hiercvx.solvers.primitives import row_data
 
 
@@ -86,19 +89,94 @@ def test_face_system_matches_the_explicit_pair_vectors(seed):
     a_fix = np.zeros(face.size)
     a_fix[elim] = data.Cw[pi[elim]] / cost[elim]
     B = Phi @ Phi.T
-    examples, loc = np.unique(pi, return_inverse=True)
-    Xs = np.asarray(model.X)[examples]
-    rows = np.column_stack([keep, p0[keep]]).astype(np.int64)
-    coefs = np.column_stack([np.ones(keep.size), np.where(scaled, -cost[keep] / cost[p0[keep]], 0.0)])
-    M = np.zeros((keep.size, keep.size))
-    rhs = np.zeros(keep.size)
-    elim_idx = np.flatnonzero(elim).astype(np.int64)
-    face_system(rows, coefs, loc.astype(np.int64), data.pair_y[face].astype(np.int64),
-                data.pair_ybar[face].astype(np.int64), Xs @ Xs.T, np.asarray(data.Q, float),
-                data.pair_offset[face].astype(float), elim_idx, a_fix[elim_idx], M, rhs)
+    rows = face_rows(support, tight, data.pair_i, data.pair_cost.astype(float),
+                     data.Cw.astype(float))
+    solver = FaceSolver(data, row_data(X=model.X).mode, model.X, None, data.Q)
+    M, rhs = solver.matrix(rows)
+    # the rows come in E's order, each with its pair and (tight examples) the eliminated one
+    np.testing.assert_array_equal(rows.pair, face[keep])
+    np.testing.assert_array_equal(rows.elim, face[elim])
     expect = E @ B @ E.T
-    np.testing.assert_allclose(np.tril(M), np.tril(expect), atol=1e-10)
+    np.testing.assert_allclose(M, expect, atol=1e-10)
     np.testing.assert_allclose(rhs, E @ (data.pair_offset[face] - B @ a_fix), atol=1e-10)
+
+
+def corrected_face(model, support, tight, rng, k=3):
+    """``support`` with ``k`` pairs left and ``k`` entered, one example's budget released and
+    one filled (a face round's corrections, made up)."""
+    data = model.data
+    support, tight = support.copy(), tight.copy()
+    support[rng.choice(np.flatnonzero(support), k, replace=False)] = False
+    support[rng.choice(np.flatnonzero(~support), k, replace=False)] = True
+    has = np.bincount(data.pair_i, weights=support, minlength=data.n_samples) > 0
+    tight &= has
+    tight[rng.choice(np.flatnonzero(tight))] = False
+    tight[rng.choice(np.flatnonzero(has & ~tight))] = True
+    return support, tight
+
+
+def dense_face_solution(solver, rows, lam0, ridge):
+    M, rhs = solver.matrix(rows)
+    return np.linalg.solve(M + ridge * np.eye(rows.size), rhs + ridge * lam0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bordered_solve_matches_a_fresh_factorization(seed, monkeypatch):
+    # more features than the face has rows: a nonsingular face matrix, one answer to compare
+    X, y, H = tree_data(n=30, d=40, seed=seed)
+    model = hsvm_model.prepare(X, y, H)
+    data = model.data
+    cost, budget = data.pair_cost.astype(float), data.Cw.astype(float)
+    rng = np.random.default_rng(seed)
+    support, tight = random_face(model, rng)
+    solver = FaceSolver(data, row_data(X=model.X).mode, model.X, None, data.Q)
+    rows0 = face_rows(support, tight, data.pair_i, cost, budget)
+    lam = solver.solve(rows0, rng.random(rows0.size))
+    assert (solver.n_factor, solver.n_update) == (1, 0)
+    ridge = solver._base[3]
+    # the next round: a few pairs and budgets changed; the previous factor serves (the size
+    # rule lifted: on a face this small a fresh factorization is cheaper)
+    monkeypatch.setattr(face_module, "UPDATE_SHARE", np.inf)
+    support1, tight1 = corrected_face(model, support, tight, rng)
+    rows1 = face_rows(support1, tight1, data.pair_i, cost, budget)
+    lam0 = rng.random(rows1.size)
+    lam = solver.solve(rows1, lam0)
+    assert (solver.n_factor, solver.n_update) == (1, 1)
+    expect = dense_face_solution(solver, rows1, lam0, ridge)
+    np.testing.assert_allclose(lam, expect, rtol=1e-9, atol=1e-9 * np.abs(expect).max())
+    # the face step's own entry point: the same point as a fresh factorization
+    assert np.all(rows1.scatter(lam, data.n_pairs)[~support1] == 0)
+    # rows of the new face that did not change keep their keys; changed ones do not
+    _, c0, c1 = np.intersect1d(rows0.keys, rows1.keys, return_indices=True)
+    np.testing.assert_array_equal(rows0.pair[c0], rows1.pair[c1])
+    np.testing.assert_array_equal(rows0.first[c0], rows1.first[c1])
+    assert c1.size < rows1.size
+
+
+def test_bordered_solve_that_misses_its_residual_is_dropped(monkeypatch):
+    X, y, H = tree_data(n=30, d=40, seed=4)
+    model = hsvm_model.prepare(X, y, H)
+    data = model.data
+    cost, budget = data.pair_cost.astype(float), data.Cw.astype(float)
+    rng = np.random.default_rng(4)
+    support, tight = random_face(model, rng)
+    solver = FaceSolver(data, row_data(X=model.X).mode, model.X, None, data.Q)
+    solver.solve(face_rows(support, tight, data.pair_i, cost, budget),
+                 np.zeros(int(support.sum()) - int(tight.sum())))
+    monkeypatch.setattr(face_module, "UPDATE_SHARE", np.inf)
+    monkeypatch.setattr(face_module, "UPDATE_RTOL", 0.0)  # no residual is small enough
+    support1, tight1 = corrected_face(model, support, tight, rng)
+    rows1 = face_rows(support1, tight1, data.pair_i, cost, budget)
+    lam = solver.solve(rows1, np.zeros(rows1.size))
+    assert (solver.n_factor, solver.n_update, solver.n_fallback) == (2, 0, 1)
+    expect = dense_face_solution(solver, rows1, np.zeros(rows1.size), solver._base[3])
+    np.testing.assert_allclose(lam, expect, rtol=1e-9, atol=1e-9 * np.abs(expect).max())
+    # and a face too far from the last factor's goes straight to a fresh one
+    monkeypatch.setattr(face_module, "UPDATE_SHARE", 0.0)
+    support2, tight2 = corrected_face(model, support1, tight1, rng)
+    solver.solve(face_rows(support2, tight2, data.pair_i, cost, budget),
+                 np.zeros(int(support2.sum()) - int(tight2.sum())))
+    assert (solver.n_factor, solver.n_update, solver.n_fallback) == (3, 0, 1)
 
 
 @pytest.mark.parametrize("rescaling", ["slack", "margin"])

@@ -36,7 +36,8 @@ QP: eliminating in each tight example the multiplier of its first support pair p
 ``(E B E^T) lam = E (b_S - B a_fix)``, ``B = Phi_S Phi_S^T`` with
 ``B_pp' = K_ii' (Q_yy' - Q_yb' - Q_by' + Q_bb')`` (never the features' dimension: the matrix
 has one row per support pair, a few thousand, and is factorized by Cholesky with a 1e-12
-relative ridge, since the face is often degenerate).  The solution's primal point
+relative ridge, since the face is often degenerate; :mod:`.face` forms it and reuses the
+previous round's factor when a round changed few rows).  The solution's primal point
 ``w(alpha_S)`` is a primal candidate even where some ``alpha_p < 0``; the face is then
 corrected as in a primal-dual active-set method (pairs with ``alpha_p < 0`` leave, examples
 over budget become tight, tight examples whose slack ``xi_i`` comes out negative are
@@ -91,7 +92,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
 
@@ -100,15 +100,16 @@ from ..models.margin import MarginModel
 from ..result import reached, relative_gap
 from . import interior_point
 from .dual_qp import BlockDiagonal, solve_dual_qp
-from .primitives import MODE_GRAM, RowData, blas_threads, row_sq_norms
+from .face import FaceRows, FaceSolver, face_rows
+from .primitives import MODE_GRAM, RowData, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["BUDGET_RTOL", "FACE_CHANGE", "FACE_FINISH", "FACE_ROUNDS", "FACE_ROUNDS_MAX",
            "FACE_SPEEDUP", "FACE_WAIT", "MAX_CG", "MAX_FACE", "NODE_FACTOR_SHARE", "ROW_FASTMATH",
-           "SUPPORT_CHANGE", "SUPPORT_MAX_PAIRS", "SUPPORT_PRIMAL_TOL", "THREADED_FACE_ROWS",
+           "SUPPORT_CHANGE", "SUPPORT_MAX_PAIRS", "SUPPORT_PRIMAL_TOL",
            "WARM_SUPPORT_CREDIT",
-           "MarginDualState", "ScoreFactor", "choose_factor", "face_system", "primal_point",
+           "MarginDualState", "ScoreFactor", "choose_factor", "primal_point",
            "scatter_coefficients", "violation_scores"]
 
 #: An example's budget counts as slack (zeta_i > 0 in thesis (4.13)) above this relative margin.
@@ -140,11 +141,6 @@ _FACE_CHANGE_PAIRS = 25
 #: the passes (measured on ImageCLEF07A: 4000 rows in 1.8 s; 10000 shrunk Crammer–Singer passes
 #: of 1e10 multiply-adds in 28 s, a face round of 5400 rows in 2.3 s)
 FACE_SPEEDUP = 50.0
-#: face matrices with at least this many rows are factorized with every BLAS thread (and
-#: the Gram matrix of as many support examples is formed with them)
-THREADED_FACE_ROWS = 1000
-#: relative ridge on the face matrix (degenerate faces are singular)
-_FACE_RIDGE = 1e-12
 #: the support step (:meth:`MarginDualState.support_step`): at most SUPPORT_ROUNDS interior
 #: point solves per step, each counted as SUPPORT_NEWTON Newton steps of a k-square matrix
 SUPPORT_ROUNDS = 8
@@ -174,49 +170,6 @@ def scatter_coefficients(alpha, pair_i, pair_y, pair_ybar, G):
     for p in range(alpha.shape[0]):
         G[pair_i[p], pair_y[p]] += alpha[p]
         G[pair_i[p], pair_ybar[p]] -= alpha[p]
-
-
-@njit(cache=True)
-def _pair_gram(u, v, loc, py, pyb, Ks, Q):
-    """``Phi_u . Phi_v = K_ii' (Q_yy' - Q_yb' - Q_by' + Q_bb')`` for face pairs u, v."""
-    yu, bu, yv, bv = py[u], pyb[u], py[v], pyb[v]
-    return Ks[loc[u], loc[v]] * (Q[yu, yv] - Q[yu, bv] - Q[bu, yv] + Q[bu, bv])
-
-
-@njit(cache=True)
-def face_system(rows, coefs, loc, py, pyb, Ks, Q, offset, elim, a_fix, M, rhs):
-    """The normal equations of the face (module docstring): ``M = E B E^T`` (lower triangle)
-    and ``rhs = E (b - B a_fix)``.
-
-    Row r of ``E`` has the face pairs ``rows[r, 0]`` (coefficient ``coefs[r, 0]``) and
-    ``rows[r, 1]`` (``coefs[r, 1]``, 0 when unused); ``elim`` lists the eliminated pairs and
-    ``a_fix`` their values; ``loc`` maps a face pair to its example's row of ``Ks`` (the Gram
-    matrix of the support examples), ``py`` / ``pyb`` give its classes, ``offset`` its ``b_p``.
-    """
-    m = rows.shape[0]
-    for r in range(m):
-        for t in range(r + 1):
-            acc = 0.0
-            for j in range(2):
-                cj = coefs[r, j]
-                if cj == 0.0:
-                    continue
-                for k in range(2):
-                    ck = coefs[t, k]
-                    if ck != 0.0:
-                        acc += cj * ck * _pair_gram(rows[r, j], rows[t, k], loc, py, pyb, Ks, Q)
-            M[r, t] = acc
-        acc = 0.0
-        for j in range(2):
-            cj = coefs[r, j]
-            if cj == 0.0:
-                continue
-            u = rows[r, j]
-            fixed = 0.0
-            for e in range(elim.shape[0]):
-                fixed += a_fix[e] * _pair_gram(u, elim[e], loc, py, pyb, Ks, Q)
-            acc += cj * (offset[u] - fixed)
-        rhs[r] = acc
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,6 +382,8 @@ class MarginDualState:
         self.Q = np.ascontiguousarray(data.Q, dtype=float)
         self.G = np.zeros((data.n_samples, data.n_classes))
         self.kdiag = np.ascontiguousarray(row_sq_norms(rows), dtype=float)
+        #: the face system and the factor its rounds reuse
+        self.face_solver = FaceSolver(data, rows.mode, model.X, self.K, self.Q)
         self.F = np.zeros((1, 1))
         self.W = None
         self.scores = None
@@ -579,30 +534,6 @@ class MarginDualState:
         m = float(n_support)
         return (m ** 3 / 3.0 + 16.0 * m * m) / FACE_SPEEDUP + 2.0 * self.certificate_work()
 
-    def _support_gram(self, examples):
-        """Gram matrix of the support examples (``K[ex][:, ex]``, or ``X_S X_S^T``)."""
-        if self.mode == MODE_GRAM:
-            return np.ascontiguousarray(self.K[np.ix_(examples, examples)])
-        Xs = self.X[examples]
-        with blas_threads(None if examples.size >= THREADED_FACE_ROWS else 1):
-            Ks = Xs @ Xs.T
-        return np.ascontiguousarray(Ks.toarray() if sp.issparse(Ks) else Ks, dtype=float)
-
-    def _face_matrix(self, face, rows, coefs, elim, a_fix):
-        """:func:`face_system` on the pairs ``face`` (sorted): ``(M, rhs, examples, loc)``,
-        ``M`` its lower triangle, ``examples`` the pairs' examples and ``loc`` each pair's
-        position among them."""
-        data = self.data
-        examples, loc = np.unique(data.pair_i[face], return_inverse=True)
-        m = rows.shape[0]
-        M, rhs = np.zeros((m, m)), np.empty(m)
-        face_system(rows, coefs, np.ascontiguousarray(loc, dtype=np.int64),
-                    np.ascontiguousarray(data.pair_y[face], dtype=np.int64),
-                    np.ascontiguousarray(data.pair_ybar[face], dtype=np.int64),
-                    self._support_gram(examples), self.Q,
-                    np.ascontiguousarray(self.offset[face]), elim, a_fix, M, rhs)
-        return M, rhs, examples, loc
-
     def solve_face(self, support, tight, alpha):
         """The dual point that maximizes (4.14) on the face (``alpha_p = 0`` off ``support``,
         budgets of the ``tight`` examples exhausted, the others free) nearest to ``alpha`` —
@@ -613,49 +544,14 @@ class MarginDualState:
         form an affine set; the ridge pulls ``lam`` towards the current ``alpha``'s
         (``(M + eps I) lam = rhs + eps lam_0``), which picks the maximizer nearest to it, not
         the least-norm one (whose entries are negative far more often: 15 of 60 pairs on a
-        small Crammer–Singer problem where the nearest one had none)."""
+        small Crammer–Singer problem where the nearest one had none).  The factor of the
+        previous round is reused when the face changed little (:class:`.face.FaceSolver`)."""
         data = self.data
-        face = np.flatnonzero(support)
-        pi = data.pair_i[face]
-        cost = self.cost[face]
-        first = np.ones(face.size, dtype=bool)
-        first[1:] = pi[1:] != pi[:-1]  # pairs are sorted by example
-        elim = first & tight[pi]
-        p0 = np.flatnonzero(first)[np.cumsum(first) - 1]  # each pair's first face pair
-        keep = np.flatnonzero(~elim)
-        rows = np.ascontiguousarray(np.column_stack([keep, p0[keep]]), dtype=np.int64)
-        coefs = np.zeros((keep.size, 2))
-        coefs[:, 0] = 1.0
-        coefs[:, 1] = np.where(tight[pi[keep]], -cost[keep] / cost[p0[keep]], 0.0)
-        elim_idx = np.flatnonzero(elim).astype(np.int64)
-        a_fix = self.budget[pi[elim_idx]] / cost[elim_idx]
-        m = keep.size
-        M, rhs, _, _ = self._face_matrix(face, rows, coefs, elim_idx, a_fix)
-        a = np.zeros(face.size)
-        a[elim_idx] = a_fix
-        if m:
-            diag = np.diag(M).copy()
-            ridge = _FACE_RIDGE * max(float(diag.mean()), np.finfo(float).tiny)
-            lam0 = alpha[face][keep]
-            lam = None
-            for _ in range(4):  # a larger ridge when rounding leaves the matrix indefinite
-                try:
-                    np.fill_diagonal(M, diag + ridge)
-                    # the solvers run single-threaded BLAS; a large factorization is worth
-                    # the machine's threads (5400 rows: 1.1 s on one core, 0.7 s on two)
-                    with blas_threads(None if m >= THREADED_FACE_ROWS else 1):
-                        factor = sla.cho_factor(M, lower=True, check_finite=False)
-                    lam = sla.cho_solve(factor, rhs + ridge * lam0, check_finite=False)
-                    break
-                except (np.linalg.LinAlgError, ValueError):
-                    ridge *= 100.0
-            if lam is None or not np.all(np.isfinite(lam)):
-                return None
-            np.add.at(a, rows[:, 0], lam * coefs[:, 0])
-            np.add.at(a, rows[:, 1], lam * coefs[:, 1])
-        out = np.zeros(data.n_pairs)
-        out[face] = a
-        return out
+        rows = face_rows(support, tight, data.pair_i, self.cost, self.budget)
+        lam = self.face_solver.solve(rows, alpha[rows.pair])
+        if lam is None or not np.all(np.isfinite(lam)):
+            return None
+        return rows.scatter(lam, data.n_pairs)
 
     def _certify_candidate(self, a, primal, dual, best_alpha):
         """Certify the candidate ``a`` projected onto the dual feasible set: its primal point
@@ -803,12 +699,8 @@ class MarginDualState:
         harder than any other).  Returns the full alpha (not yet projected) or None."""
         data = self.data
         k = pairs.size
-        rows = np.ascontiguousarray(np.column_stack([np.arange(k), np.arange(k)]), dtype=np.int64)
-        coefs = np.zeros((k, 2))
-        coefs[:, 0] = 1.0
-        M, g, examples, loc = self._face_matrix(pairs, rows, coefs, np.zeros(0, dtype=np.int64),
-                                                np.zeros(0))
-        M = np.tril(M) + np.tril(M, -1).T
+        M, g = self.face_solver.matrix(FaceRows.of_pairs(pairs, data.n_pairs))
+        examples, loc = np.unique(data.pair_i[pairs], return_inverse=True)
         Bm = sp.csr_matrix((self.cost[pairs], (loc, np.arange(k))), shape=(examples.size, k))
         x, *_ = solve_dual_qp(BlockDiagonal.of_matrix(M), g, Bm, np.zeros((k, 0)), np.zeros(0),
                               self.budget[examples], 100, lambda *_: True)
