@@ -23,12 +23,12 @@ hierarchical SVM: from 400 down to 10 of 5400), yet each round factored its matr
 definition, hence the same entries), the deleted ones ``d`` and the new ones ``n``; its matrix
 is ``[[A, B], [B^T, D]]`` with ``A`` the common block of ``M0``, and
 
-    A^{-1} u = [M0^{-1} (u~ - E_d mu)]_c,   (E_d^T M0^{-1} E_d) mu = (M0^{-1} u~)_d,
-    S = D - B^T A^{-1} B                    (the new rows' Schur complement)
+    A^{-1} u = [L^{-T} (I - P_V) L^{-1} u~]_c,   P_V the projection onto V = L^{-1} E_d,
+    S = D - B^T A^{-1} B = D - P^T P,           P = (I - P_V) L^{-1} B~
 
-(``u~``: ``u`` on the common rows of ``M0``, 0 on the deleted ones), so a solve costs about
-``2 m^2`` multiply-adds per deleted or new row, in triangular solves, where a factorization
-costs ``m^3 / 3``.  Face matrices are singular up to their ridge (degenerate faces), and this
+(``u~``: ``u`` on the common rows of ``M0``, 0 on the deleted ones; ``E_d`` the deleted rows'
+unit vectors), so the update costs one forward substitution per deleted or new row (``m^2``
+multiply-adds) and a QR of ``V``, where a factorization costs ``m^3 / 3``.  Face matrices are singular up to their ridge (degenerate faces), and this
 longer route rounds differently: its answer is refined against the new system and kept only
 when its residual is as small as a fresh factorization's; otherwise the round factors afresh.
 """
@@ -57,7 +57,7 @@ FACE_RIDGE = 1e-12
 #: thread (5400 rows: 1.1 s on one core, 0.7 s on two)
 THREADED_FACE_ROWS = 1000
 #: a round reuses the last factor when its bordered solve costs at most this share of a
-#: fresh factorization (counted in multiply-adds: ``2 m0^2`` per changed row against ``m^3/3``)
+#: fresh factorization (counted in multiply-adds: ``m0^2`` per changed row against ``m^3/3``)
 UPDATE_SHARE = 0.5
 #: ... and keeps its answer when the residual against the new system is at most this
 #: (relative to ``|M| |lam| + |rhs|``, infinity norms), after at most UPDATE_REFINE refinements
@@ -261,7 +261,7 @@ class FaceSolver:
             if not np.all(np.isfinite(lam)):
                 return None
             self.n_factor += 1
-            self._base = (rows.keys, factor, M, ridge)
+            self._base = (rows.keys, factor, M, ridge, max(float(M.max()), -float(M.min())))
             return lam
         self._base = None
         return None
@@ -269,46 +269,51 @@ class FaceSolver:
     def _bordered(self, rows, rhs, lam0):
         """The bordered solve by the last factor (module docstring), or None when the face
         changed too much or its answer does not reach :data:`UPDATE_RTOL`."""
-        keys0, factor, M0, ridge = self._base
+        keys0, factor, M0, ridge, m0_max = self._base
         m0, m1 = keys0.size, rows.size
         _, c0, c1 = np.intersect1d(keys0, rows.keys, assume_unique=True, return_indices=True)
         d = np.setdiff1d(np.arange(m0), c0, assume_unique=True)
         n = np.setdiff1d(np.arange(m1), c1, assume_unique=True)
-        if 2.0 * m0 * m0 * (d.size + n.size + 2 + UPDATE_REFINE) > UPDATE_SHARE * m1 ** 3 / 3.0:
+        if m0 * m0 * (d.size + n.size + 2 * UPDATE_REFINE + 2) > UPDATE_SHARE * m1 ** 3 / 3.0:
             return None
         threads = None if m0 >= THREADED_FACE_ROWS else 1
+        L = factor[0]  # its lower triangle (the upper one is M0's, untouched)
+
+        def forward(U):  # L^{-1} U~, U over the common rows (in c1's order)
+            Ut = np.zeros((m0,) + U.shape[1:])
+            Ut[c0] = U
+            return sla.solve_triangular(L, Ut, lower=True, check_finite=False)
+
         try:
             with blas_threads(threads):
+                # the deleted rows: A^{-1} u = [L^{-T} (I - P_V) L^{-1} u~]_c, P_V the projection
+                # onto V = L^{-1} E_d (orthogonal, by QR: S_d = V^T V may be ill-conditioned)
                 if d.size:
                     Ed = np.zeros((m0, d.size))
                     Ed[d, np.arange(d.size)] = 1.0
-                    Wd = sla.cho_solve(factor, Ed, check_finite=False)
-                    Sd = sla.cho_factor(Wd[d], lower=True, check_finite=False)
+                    V = sla.qr(sla.solve_triangular(L, Ed, lower=True, check_finite=False),
+                               mode="economic", check_finite=False)[0]
 
-                def solve_common(U):  # A^{-1} U, U over the common rows (in c1's order)
-                    Ut = np.zeros((m0,) + U.shape[1:])
-                    Ut[c0] = U
-                    Z = sla.cho_solve(factor, Ut, check_finite=False)
-                    if d.size:
-                        Z -= Wd @ sla.cho_solve(Sd, Z[d], check_finite=False)
-                    return Z[c0]
+                def project(Y):
+                    return Y - V @ (V.T @ Y) if d.size else Y
 
+                # the new rows: B^T A^{-1} B = P^T P with P = (I - P_V) L^{-1} B~
                 if n.size:
                     new = rows.subset(n)
                     B = self.block(rows.subset(c1), new)
                     D = self.block(new)
                     D[np.diag_indices_from(D)] += ridge
-                    Y = solve_common(B)
-                    Sn = sla.cho_factor(D - B.T @ Y, lower=True, check_finite=False)
+                    P = project(forward(B))
+                    Sn = sla.lu_factor(D - P.T @ P, check_finite=False)
 
                 def solve_all(r):
                     x = np.empty(m1)
-                    xc = solve_common(r[c1])
+                    p = project(forward(r[c1]))
                     if n.size:
-                        xn = sla.cho_solve(Sn, r[n] - B.T @ xc, check_finite=False)
-                        xc -= Y @ xn
-                        x[n] = xn
-                    x[c1] = xc
+                        x[n] = sla.lu_solve(Sn, r[n] - P.T @ p, check_finite=False)
+                        p -= P @ x[n]
+                    x[c1] = sla.solve_triangular(L, p, lower=True, trans="T",
+                                                 check_finite=False)[c0]
                     return x
 
                 def apply(x):  # the new system's matrix (with the ridge) times x
@@ -323,7 +328,7 @@ class FaceSolver:
 
                 b = rhs + ridge * lam0
                 lam = solve_all(b)
-                scale = np.abs(M0).max() * np.abs(lam).max() + np.abs(b).max()
+                scale = m0_max * np.abs(lam).max() + np.abs(b).max()
                 for _ in range(UPDATE_REFINE + 1):
                     res = b - apply(lam)
                     if np.abs(res).max() <= UPDATE_RTOL * scale:
