@@ -6,6 +6,8 @@ against brute force: swapping two members of a group must leave the class kernel
 losses of the held classes unchanged, and classes that fail it must not be grouped.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -15,7 +17,7 @@ from hiercvx.estimators import HierarchicalSVC
 from hiercvx.formulations import hsvm
 from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models.symmetry import collapse_interchangeable, interchangeable_groups
-from hiercvx.solvers import margin_engine, working_set
+from hiercvx.solvers import margin_engine, smoothing, working_set
 
 
 def star(leaves: int) -> hc.Hierarchy:
@@ -89,11 +91,17 @@ def test_collapsed_star_matches_full_solve():
     assert fast.dual.shape == (model.data.n_pairs,)
 
 
-def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights(passes_only):
+def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights(monkeypatch):
     """Smoothing (a primal method) stopped after a few L-BFGS iterations: its weights are a far
     better point than ``W(alpha)`` of its unfinished dual, and they live in the full model's
     node space, so the lifted solution keeps them, valued on the full model, and its gap is
-    the one the solver's warning printed (GO: the warning said 0.21, ``gap_`` said 0.32)."""
+    the one the solver's warning printed (GO: the warning said 0.21, ``gap_`` said 0.32).
+
+    The dual phase is switched off (``dual_passes=0``): the dual is then the soft multipliers'
+    alone, unfinished for certain. With its 100 default passes the dual phase's ``W(alpha)``
+    may overtake the primal phase on this small model, as it does with SciPy 1.17's L-BFGS-B
+    (5 iterations: primal 5.46 where the passes reach 1.184) -- and the two points then tie."""
+    monkeypatch.setattr(smoothing, "solve", functools.partial(smoothing.solve, dual_passes=0))
     H = star(30)
     X, Y = data_on(H, ["c0", "c1", "c2"], n=60, seed=3)
     model = hsvm_model.prepare(X, Y, H, fit_intercept=True)
@@ -105,7 +113,7 @@ def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights(passes_only
         model.objective(fast.weights, 10.0, fast.extras["intercept"]), rel=1e-12)
     assert fast.lower_bound == pytest.approx(model.lower_bound(fast.dual, 10.0), rel=1e-12)
     at_dual = _margin_objective(model, model.weights_from_dual(fast.dual), 10.0)
-    assert fast.objective < at_dual                          # not W(alpha): the solver's own W
+    assert fast.objective < 0.1 * at_dual                    # not W(alpha): the solver's own W
     assert "coefficients" not in fast.extras                 # G(alpha) would not describe it
     printed = float(str(caught[0].message).split("gap of ")[1].split(" ")[0])
     assert fast.gap == pytest.approx(printed, rel=1e-3)

@@ -714,6 +714,9 @@ def _solve(model, C, tol, max_iter, alpha0, verbose, max_rounds, check_every, po
         local_tol = _LOCAL * eps
         sub_tol = min(0.1 * local_tol, 1e-9)
         order = rng.permutation(np.flatnonzero(active)).astype(np.int64)
+        # a pass over every example and pair can certify convergence at eps (the sweep itself
+        # shrinks pairs of the examples it skips, so this is known only before it)
+        whole = order.size == data.n_samples and np.array_equal(n_live, n_pairs)
         pass_max, visits, work = _sweep(order, rows.mode, rows.X, rows.indptr, rows.indices,
                                         rows.xvals, rows.K, state.F, state.factor.read,
                                         state.factor.move, alpha, state.kdiag, *pairs,
@@ -727,7 +730,7 @@ def _solve(model, C, tol, max_iter, alpha0, verbose, max_rounds, check_every, po
         state.pass_work += work
         state.work_done += work
         if pass_max <= eps:
-            if active.all() and np.array_equal(n_live, n_pairs):
+            if whole:
                 schedule.now()  # converged at eps over every example and pair: certify
             else:  # shrunk examples and pairs are checked again before any certificate
                 active[:] = 1
