@@ -266,6 +266,8 @@ def test_face_rounds_go_back_to_the_best_face_after_a_worse_round(monkeypatch, a
     # corrections (9 pairs entering, 7 examples released at its w(a))
     assert np.array_equal(faces[2][0], faces[1][0]) and np.array_equal(faces[2][1], faces[1][1])
     assert relative_gap(min(primal, state.best_primal), dual) <= 1e-12
+    # the rounds' factor is not carried into the passes (two m-square matrices)
+    assert state.face_solver.n_factor >= 1 and state.face_solver._base is None
 
 
 @pytest.mark.parametrize("finish, rounds", [(0.0, 1), (1.0, 2)])

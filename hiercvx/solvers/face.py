@@ -231,6 +231,10 @@ class FaceSolver:
 
     # -- solving -----------------------------------------------------------------------------
 
+    def release(self):
+        """Forget the last factor (its matrix and factor: ``2 m^2`` floats)."""
+        self._base = None
+
     def solve(self, rows: FaceRows, lam0) -> np.ndarray | None:
         """``lam`` with ``(M + eps I) lam = rhs + eps lam0`` on the face ``rows`` (None when the
         matrix cannot be factorized); by the last factor when that is cheaper."""

@@ -643,6 +643,9 @@ class MarginDualState:
             tight &= np.bincount(data.pair_i, weights=support, minlength=n) > 0
             if not self._face_fits(support):
                 break
+        # the next step comes after many passes, on a face too far from this one's for the
+        # factor to serve: its two m-square matrices are not kept through the passes
+        self.face_solver.release()
         if best_alpha is not None:
             alpha[:] = best_alpha
             self.n_newton += 1
