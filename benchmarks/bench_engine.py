@@ -30,8 +30,15 @@ default size limit, so ``max_size`` is raised; certified; it ran for more than 4
 where Algorithm 2 had stalled (10000 passes, 673 s, gap 7.1e-5, before the engine handed
 degenerate supports to the interior point).
 
+``--imageclef-face``: ``HierarchicalSVC()`` on that training set twice in one run, its face
+steps (:mod:`hiercvx.solvers.face`) factorizing every round afresh (``UPDATE_SHARE = 0``),
+then reusing the previous round's factor (the default): the face steps' time, the fresh
+factorizations and bordered updates, passes and fit time.  2026-11-28 10:02 (session 19's
+machine, the reproduce workers paused): face steps 16.7 s (12 fresh factorizations) -> 10.0 s
+(3 fresh, 9 bordered): x0.60; fit 58.4 s -> 52.8 s (x0.90), 4757 passes and gap 6.2e-8 both.
+
 Run: ``.venv/bin/python benchmarks/bench_engine.py [--repeat 3] [--quick] [--imageclef]
-[--imageclef-only] [--imageclef-noisy]`` (``--quick``: the n = 600 row and the n = 1000 row at signal 1 only).
+[--imageclef-only] [--imageclef-noisy] [--imageclef-face]`` (``--quick``: the n = 600 row and the n = 1000 row at signal 1 only).
 Targets: random labels >= 10x, every n = 1000 row >= 50x, each at <= 1e-6 relative objective.
 
 ImageCLEF07A, one run (2026-11-24, loaded 2-core machine, before -> after the face step of
@@ -64,7 +71,8 @@ from hiercvx.exceptions import ProblemTooLargeError, SolverError
 from hiercvx.formulations import hsvm
 from hiercvx.models import multiclass
 from hiercvx.models.hsvm import prepare
-from hiercvx.solvers import crammer_singer, interior_point, margin_engine, working_set
+from hiercvx.solvers import crammer_singer, face, interior_point, margin_dual, margin_engine
+from hiercvx.solvers import working_set
 
 SOLVERS = {
     "working set": lambda model: working_set.solve(model, C=1.0, tol=1e-8, max_iter=10000),
@@ -166,6 +174,47 @@ def imageclef(data_dir=DATA_DIR):
           f"objective {res.objective:.6f}  x LIBLINEAR {t_cs / t_ll:.2f}")
 
 
+def imageclef_face(data_dir=DATA_DIR):
+    """The face-step row (module docstring): fresh factorizations, then bordered updates."""
+    data = imageclef_training_set(data_dir)
+    if data is None:
+        return
+    X, y, H = data
+    print(f"\nImageCLEF07A training set: {X.shape[0]} x {X.shape[1]}, HierarchicalSVC() at its "
+          "defaults; face steps factorizing every round / reusing the previous round's factor")
+    face_step = margin_dual.MarginDualState.face_step
+    seen = {}
+
+    def timed(self, *args, **kwargs):  # the face steps' wall clock and the factor counters
+        t0 = time.perf_counter()
+        out = face_step(self, *args, **kwargs)
+        seen["time"] = seen.get("time", 0.0) + time.perf_counter() - t0
+        seen["solver"] = self.face_solver
+        return out
+
+    margin_dual.MarginDualState.face_step = timed
+    default_share = face.UPDATE_SHARE
+    try:
+        times = {}
+        for label, share in (("fresh every round", 0.0), ("bordered updates", default_share)):
+            face.UPDATE_SHARE = share
+            seen.clear()
+            t0 = time.perf_counter()
+            res = HierarchicalSVC(hierarchy=H).fit(X, y).result_
+            t_fit = time.perf_counter() - t0
+            fs = seen.get("solver")
+            counts = (f"{fs.n_factor} fresh, {fs.n_update} bordered, {fs.n_fallback} dropped"
+                      if fs is not None else "no face step")
+            times[label] = (seen.get("time", 0.0), t_fit)
+            print(f"  {label:<18} face steps {seen.get('time', 0.0):6.1f}s ({counts})  fit "
+                  f"{t_fit:6.1f}s  {res.n_iter} passes  gap {res.gap:.1e}")
+        (f0, t0_), (f1, t1_) = times.values()
+        print(f"  bordered / fresh: face steps x{f1 / max(f0, 1e-12):.2f}, fit x{t1_ / t0_:.2f}")
+    finally:
+        face.UPDATE_SHARE = default_share
+        margin_dual.MarginDualState.face_step = face_step
+
+
 def imageclef_noisy(data_dir=DATA_DIR, n=3000):
     """The noisy ImageCLEF07A row (module docstring)."""
     data = imageclef_training_set(data_dir)
@@ -205,8 +254,13 @@ def main(argv=None):
                         help="the ImageCLEF07A rows alone (not the tree rows)")
     parser.add_argument("--imageclef-noisy", action="store_true",
                         help="the noisy ImageCLEF07A row alone")
+    parser.add_argument("--imageclef-face", action="store_true",
+                        help="the face steps' factor reuse on ImageCLEF07A, off then on")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
+    if args.imageclef_face:
+        imageclef_face()
+        return
     if args.imageclef_noisy:
         imageclef_noisy()
         return
