@@ -17,6 +17,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import hiercvx as hc
 from hiercvx import testing
@@ -68,7 +69,8 @@ def random_face(model, rng, C=1.0):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_face_system_matches_the_explicit_pair_vectors(seed):
+@pytest.mark.parametrize("form", ["dense", "csr", "gram"])
+def test_face_system_matches_the_explicit_pair_vectors(seed, form):
     X, y, H = tree_data(n=20, d=3, seed=seed)
     model = hsvm_model.prepare(X, y, H)
     data = model.data
@@ -91,7 +93,12 @@ def test_face_system_matches_the_explicit_pair_vectors(seed):
     B = Phi @ Phi.T
     rows = face_rows(support, tight, data.pair_i, data.pair_cost.astype(float),
                      data.Cw.astype(float))
-    solver = FaceSolver(data, row_data(X=model.X).mode, model.X, None, data.Q)
+    Xm = np.asarray(model.X)
+    if form == "gram":  # the kernel given as its matrix
+        solver = FaceSolver(data, row_data(K=Xm @ Xm.T).mode, None, Xm @ Xm.T, data.Q)
+    else:
+        Xf = sp.csr_matrix(Xm) if form == "csr" else Xm
+        solver = FaceSolver(data, row_data(X=Xf).mode, Xf, None, data.Q)
     M, rhs = solver.matrix(rows)
     # the rows come in E's order, each with its pair and (tight examples) the eliminated one
     np.testing.assert_array_equal(rows.pair, face[keep])
