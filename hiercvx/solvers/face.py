@@ -162,7 +162,7 @@ class FaceSolver:
         self.data, self.mode, self.X, self.K = data, mode, X, K
         self.Q = np.ascontiguousarray(Q, dtype=float)
         self.offset = np.ascontiguousarray(data.pair_offset, dtype=float)
-        self._base = None  # (keys, factor, M0 with its ridge, ridge)
+        self._base = None  # (keys, factor, M0 with its ridge, the ridge, M0's largest entry)
         self.n_factor = self.n_update = self.n_fallback = 0
 
     # -- the blocks --------------------------------------------------------------------------
