@@ -114,6 +114,10 @@ __all__ = ["solve", "solve_subproblem", "violation_scores"]
 _EPS_INIT, _EPS_SHRINK, _LOCAL = 0.1, 0.1, 0.1
 _SKIP_MASS = 0.05
 _ENTER = 8  # pairs entering a working set per round (the thesis adds one)
+#: the pass reads the data of the example this many places ahead in its order (its feature row,
+#: its live pairs' records) before it handles the current one: numba has no prefetch, and the
+#: loads, issued early, overlap with the current example's work (see :func:`_touch_ahead`)
+_AHEAD = 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,16 +404,39 @@ def _visit_change(move_ptr, move_idx, move_val, dg_total, in_total, touched_tota
     return kept
 
 
+@njit(cache=True, inline="always")
+def _touch_ahead(i, mode, X, indptr, xvals, alpha, live, pair_ptr, n_live, pair_y, pair_ybar,
+                 offset, cost):
+    """Read, and sum, one value per cache line of example i's feature row and the records of
+    its live pairs (a software prefetch).  In random order every example's data is a cache
+    miss once the pair arrays outgrow the caches (ImageCLEF07A: 620 000 pairs, 30 MB): a pass
+    that only checks its examples took 1.5 us per example there against 0.6 us on a tenth of
+    the data; reading the example 8 places ahead first brings it to 0.7-0.9 us (passes of
+    8.7-10.3 ms -> 5.9-6.9 ms, measured on one state)."""
+    acc = 0.0
+    if mode == MODE_DENSE:
+        for f in range(0, X.shape[1], 8):
+            acc += X[i, f]
+    elif mode == MODE_CSR:
+        for jj in range(indptr[i], indptr[i + 1], 8):
+            acc += xvals[jj]
+    for jj in range(pair_ptr[i], pair_ptr[i] + n_live[i]):
+        p = live[jj]
+        acc += alpha[p] + offset[p] + cost[p] + pair_y[p] + pair_ybar[p]
+    return acc
+
+
 @njit(cache=True, fastmath=ROW_FASTMATH)
 def _sweep(order, mode, X, indptr, indices, xvals, K, F, read, move, alpha, kdiag, pair_ptr,
            pair_y, pair_ybar, offset, cost, budget, Q, eps, local_tol, sub_tol, max_rounds,
            active, live, n_live, shrink_margin):
     """Visit the examples of ``order`` (thesis Algorithm 2, steps 3-9, one example at a time).
 
-    Returns (largest psi met before a visit, visits, multiply-adds done).  ``F`` is the score
-    factor of :class:`~.margin_dual.MarginDualState` (class or node rows: ``ScoreFactor``),
-    read by ``row_dot`` through the CSR triple ``read`` (``s = P (F x_i)``) and updated by
-    ``row_axpy`` through ``move`` (``F += (B^T dG_i) x_i^T``).
+    Returns (largest psi met before a visit, visits, multiply-adds done, the sum of the values
+    read ahead by :func:`_touch_ahead`).  ``F`` is the score factor of
+    :class:`~.margin_dual.MarginDualState` (class or node rows: ``ScoreFactor``), read by
+    ``row_dot`` through the CSR triple ``read`` (``s = P (F x_i)``) and updated by ``row_axpy``
+    through ``move`` (``F += (B^T dG_i) x_i^T``).
 
     Examples with ``psi_i <= eps`` are skipped; the others are re-optimized (working set grown by
     the most violated pairs, reduced QP, zeros dropped) until ``psi_i <= local_tol``.  An
@@ -458,7 +485,13 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, F, read, move, alpha, kdia
     visits = 0
     psi_max = 0.0
     work = 0.0
-    for i in order:
+    touched_sum = 0.0  # returned, so that the reads ahead are not optimized away
+    n_order = order.shape[0]
+    for k_order in range(n_order):
+        i = order[k_order]
+        if k_order + _AHEAD < n_order:
+            touched_sum += _touch_ahead(order[k_order + _AHEAD], mode, X, indptr, xvals, alpha,
+                                        live, pair_ptr, n_live, pair_y, pair_ybar, offset, cost)
         m = n_live[i]
         if m == 0 or budget[i] <= 0.0:
             continue
@@ -537,7 +570,7 @@ def _sweep(order, mode, X, indptr, indices, xvals, K, F, read, move, alpha, kdia
             for t in range(n_moved):
                 j = factor_rows[t]
                 row_axpy(MODE_GRAM, F, j, i, v[j], X, indptr, indices, xvals, K)
-    return psi_max, visits, work
+    return psi_max, visits, work, touched_sum
 
 
 # --------------------------------------------------------------------------------------------
@@ -717,12 +750,11 @@ def _solve(model, C, tol, max_iter, alpha0, verbose, max_rounds, check_every, po
         # a pass over every example and pair can certify convergence at eps (the sweep itself
         # shrinks pairs of the examples it skips, so this is known only before it)
         whole = order.size == data.n_samples and np.array_equal(n_live, n_pairs)
-        pass_max, visits, work = _sweep(order, rows.mode, rows.X, rows.indptr, rows.indices,
-                                        rows.xvals, rows.K, state.F, state.factor.read,
-                                        state.factor.move, alpha, state.kdiag, *pairs,
-                                        offset, cost, budget, state.Q, eps, local_tol, sub_tol,
-                                        int(max_rounds), active, live, n_live,
-                                        eps if shrink else np.inf)
+        pass_max, visits, work, _ = _sweep(
+            order, rows.mode, rows.X, rows.indptr, rows.indices, rows.xvals, rows.K, state.F,
+            state.factor.read, state.factor.move, alpha, state.kdiag, *pairs, offset, cost,
+            budget, state.Q, eps, local_tol, sub_tol, int(max_rounds), active, live, n_live,
+            eps if shrink else np.inf)
         logger.debug("pass %d: %d of %d active examples visited (threshold %.3e)", n_iter, visits,
                      order.size, eps)
         n_iter += 1
