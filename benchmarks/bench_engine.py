@@ -137,14 +137,23 @@ def imageclef_training_set(data_dir=DATA_DIR):
     return StandardScaler().fit_transform(tr.X), deepest_labels(tr.y, tr.hierarchy), tr.hierarchy
 
 
+def announced_training_set(data_dir, what: str):
+    """:func:`imageclef_training_set` with its header line (``what``: the row), or None."""
+    data = imageclef_training_set(data_dir)
+    if data is not None:
+        X, _, H = data
+        print(f"\nImageCLEF07A training set: {X.shape[0]} x {X.shape[1]}, {len(H.leaves)} "
+              f"leaves, {what}")
+    return data
+
+
 def imageclef(data_dir=DATA_DIR):
     """The ImageCLEF07A rows (module docstring)."""
-    data = imageclef_training_set(data_dir)
+    data = announced_training_set(data_dir, "standardized, C = 1, intercept; estimators at "
+                                  "their defaults")
     if data is None:
         return
     X, y, H = data
-    print(f"\nImageCLEF07A training set: {X.shape[0]} x {X.shape[1]}, {len(H.leaves)} leaves, "
-          "standardized, C = 1, intercept; estimators at their defaults")
     t0 = time.perf_counter()
     ll = LinearSVC(multi_class="crammer_singer", C=1.0).fit(X, y)
     t_ll = time.perf_counter() - t0
@@ -176,12 +185,11 @@ def imageclef(data_dir=DATA_DIR):
 
 def imageclef_face(data_dir=DATA_DIR):
     """The face-step row (module docstring): fresh factorizations, then bordered updates."""
-    data = imageclef_training_set(data_dir)
+    data = announced_training_set(data_dir, "HierarchicalSVC() at its defaults; face steps "
+                                  "factorizing every round / reusing the previous round's factor")
     if data is None:
         return
     X, y, H = data
-    print(f"\nImageCLEF07A training set: {X.shape[0]} x {X.shape[1]}, HierarchicalSVC() at its "
-          "defaults; face steps factorizing every round / reusing the previous round's factor")
     face_step = margin_dual.MarginDualState.face_step
     seen = {}
 
