@@ -294,11 +294,11 @@ def test_coordinate_solvers_stop_when_asked():
 
         def stop_when(n_iter, work, alpha):
             seen.append((n_iter, work, alpha.copy()))
-            return n_iter >= 20
+            return n_iter >= 10  # both solvers converge later (hsvm: pass 21, Crammer-Singer: 97)
 
         with pytest.warns(ConvergenceWarning):
             res = solve(model, 1.0, tol=1e-14, check_every=10, stop_when=stop_when)
-        assert not res.converged and res.n_iter == seen[-1][0] >= 20
+        assert not res.converged and res.n_iter == seen[-1][0] >= 10
         assert [s[0] for s in seen] == sorted(s[0] for s in seen)
         assert seen[-1][1] == res.extras["pass_work"] > seen[0][1] >= 0
         assert seen[-1][2].shape == (model.data.n_pairs,)
