@@ -132,6 +132,10 @@ def test_an_interrupted_run_resumes_from_its_finished_replications(tmp_path, mon
     assert ran == [] and partial.replications == 2 and partial.planned == 3
     assert comparable(partial.rows) == comparable([r for r in full.rows if r["replication"] != 1])
     assert "2 of the 3 planned" in str(partial)
+    whole = reproduce.run_table("wang-table3", quick=True, replications=1, verbose=False,
+                                seed=5, out=tmp_path, collect=True)
+    assert ran == [] and whole.replications == 1 and whole.planned == 1
+    assert "checkpoints of the finished run" in str(whole) and "unfinished" not in str(whole)
     with pytest.raises(InputError, match="no finished replication"):
         reproduce.run_table("wang-table3", quick=True, seed=9, out=tmp_path, collect=True)
 

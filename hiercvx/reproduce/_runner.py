@@ -282,6 +282,18 @@ def _cell_text(cell, digits: int) -> str:
     return f"{ours} ({cell['paper_mean']:.{digits}f}{sd}) {flag}"
 
 
+def _provenance(result: TableResult) -> str:
+    """Where the replications of ``result`` came from, for the table's header."""
+    if result.planned is not None:       # collected from checkpoints, nothing run
+        if result.replications < result.planned:
+            return (f"; collected from an unfinished run: {result.replications} of the "
+                    f"{result.planned} planned")
+        return "; collected from the checkpoints of the finished run"
+    if result.resumed:
+        return f"; {result.resumed} of them read back from an earlier run"
+    return ""
+
+
 def format_result(result: TableResult) -> str:
     """One line per setting and method, one column per metric: ``ours mean±sd (paper
     mean±sd) ok|NO``, ``ok`` meaning within the paper's spread."""
@@ -291,10 +303,7 @@ def format_result(result: TableResult) -> str:
     head = [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}", f"  numbers read from: {t.source}",
             (f"  {t.quick_protocol if result.quick else t.protocol}; {result.replications} "
              f"replications (paper: {t.paper_replications}), seed {result.seed}"
-             + (f"; collected from an unfinished run: {result.replications} of the "
-                f"{result.planned} planned" if result.planned is not None
-                else f"; {result.resumed} of them read back from an earlier run" if result.resumed
-                else "")),
+             + _provenance(result)),
             (f"  cells: ours mean±sd over replications (paper mean±sd); ok = ours within the "
              f"paper's mean ± {SPREAD_WIDTH:g} sd (+ its rounding; exact rows: ± {SPREAD_WIDTH:g} "
              "of our sd)")]
