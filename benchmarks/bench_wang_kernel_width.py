@@ -19,8 +19,8 @@ l_{0-1}) for the chosen methods under both readings, and prints each beside the 
 
 Measured 2026-11-28 (session 21, machine otherwise idle), the defaults (n = 500, 10
 replications, SVM and HSVM, 50 000 test points): ``between`` (m = 1.14) SVM 0.227 +- 0.007,
-HSVM 0.227 +- 0.006; ``nearest`` (m = 0.078) SVM 0.290 +- 0.011, HSVM 0.300 +- 0.012; the
-paper 0.257 +- 0.022 and 0.240 +- 0.014.  The narrow reading makes both methods worse than
+HSVM 0.227 +- 0.006; ``nearest`` (m = 0.078) SVM 0.290 +- 0.010, HSVM 0.299 +- 0.012; the
+paper 0.257 +- 0.022 and 0.240 +- 0.014 (423 s on both cores).  The narrow reading makes both methods worse than
 the paper's and HSVM worse than SVM: it does not explain the paper's gap between them.
 """
 
