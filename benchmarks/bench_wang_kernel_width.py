@@ -32,6 +32,7 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
 from hiercvx.estimators.tuning import wang_C_grid
@@ -49,10 +50,9 @@ def between_class_median(X, y) -> float:
 def nearest_other_class_median(X, y) -> float:
     """Median over the points of the distance to the nearest point of another class."""
     y = np.asarray(y, dtype=object)
-    sq = np.einsum("ij,ij->i", X, X)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
-    d2[y[:, None] == y[None, :]] = np.inf
-    return float(np.median(np.sqrt(d2.min(axis=1))))
+    d = cdist(X, X)
+    d[y[:, None] == y[None, :]] = np.inf
+    return float(np.median(d.min(axis=1)))
 
 
 WIDTH = {"between": between_class_median, "nearest": nearest_other_class_median}
