@@ -35,27 +35,24 @@ from joblib import Parallel, delayed
 from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
+from hiercvx.estimators.sibling import paper_sigma
 from hiercvx.estimators.tuning import wang_C_grid
-from hiercvx.kernels import median_heuristic
 from hiercvx.reproduce import replication_seeds, wang
 
 READINGS = ("between", "nearest")
 
 
-def between_class_median(X, y) -> float:
-    """Median distance over all pairs of points of different classes."""
-    return median_heuristic(X, np.asarray(y, dtype=object))
-
-
-def nearest_other_class_median(X, y) -> float:
-    """Median over the points of the distance to the nearest point of another class."""
+def nearest_other_class_sigma(X, y) -> float:
+    """Jaakkola's reading in hiercvx's convention (see ``paper_sigma``): ``m / sqrt(2)``, ``m``
+    the median over the points of the distance to the nearest point of another class."""
     y = np.asarray(y, dtype=object)
     d = cdist(X, X)
     d[y[:, None] == y[None, :]] = np.inf
-    return float(np.median(d.min(axis=1)))
+    return float(np.median(d.min(axis=1))) / np.sqrt(2.0)
 
 
-WIDTH = {"between": between_class_median, "nearest": nearest_other_class_median}
+# sigma of hiercvx's exp(-d^2 / (2 sigma^2)); the paper's exp(-d^2 / m^2) has m = sqrt(2) sigma
+SIGMA = {"between": paper_sigma, "nearest": nearest_other_class_sigma}
 
 
 def one_replication(seed, n, n_test, methods, grid):
@@ -66,12 +63,12 @@ def one_replication(seed, n, n_test, methods, grid):
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")     # convergence notes at the grid's extreme C
         for reading in READINGS:
-            m = WIDTH[reading](train.X, train.y)
+            sigma = SIGMA[reading](train.X, train.y)
             for method in methods:
-                # the paper's exp(-d^2 / m^2) is hiercvx's exp(-d^2 / (2 sigma^2)) at m / sqrt(2)
-                pred, C, _ = wang.tune_and_test(method, H, "gaussian", m / np.sqrt(2.0), grid,
+                pred, _, _ = wang.tune_and_test(method, H, "gaussian", sigma, grid,
                                                 train.X, train.y, tune.X, tune.y, test.X)
-                out.append((reading, m, method, wang.scores(test.y, pred, H)["TE_0-1"]))
+                out.append((reading, sigma * np.sqrt(2.0), method,
+                            wang.scores(test.y, pred, H)["TE_0-1"]))
     return out
 
 
