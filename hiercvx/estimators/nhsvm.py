@@ -1,5 +1,5 @@
 """scikit-learn classifiers for the Normalized Hierarchical SVM and the shared-norm SVM
-(NHSVM paper, seed ``001_387b6b34a68f4b02.txt``).
+(Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*, arXiv:1508.02479, 2016).
 
 Thin wrappers over the registry (:mod:`hiercvx.methods`, entries ``"nhsvm"`` and
 ``"shared_norm"``): scikit-learn validation once, the method's model

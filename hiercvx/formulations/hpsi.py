@@ -2,7 +2,7 @@
 declarations.
 
 Source: Wang, Shen & Pan, *Large Margin Hierarchical Classification with Mutually Exclusive
-Class Membership* (seed ``004_1fb6e3d151170c1b.txt``), sections 2-3 and Appendix B.  The
+Class Membership*, JMLR 12, 2011, sections 2-3 and Appendix B.  The
 sheet ``formulations/hpsi.md`` has the equations, the derivations and the paper's typos; the
 numpy model (pairs ``Q(y)``, the cost (2)/(8), the dual (9), the bias recoveries) is
 :mod:`hiercvx.models.sibling`.

@@ -1,7 +1,7 @@
 """Multi-class SVM of Crammer and Singer: primal (exactly LIBLINEAR's) and the kernel dual.
 
-Source: lecture notes on multi-class classification (seed ``002_e61d943170b036c5.txt``),
-sections "Multi-Class Kernel-Based SVMs" (primal) and "Lagrangian Dual Problem for
+Source: Chung-Chin Lu, *EE6550 Machine Learning, Lecture 7: Multi-Class Classification*, National
+Tsing Hua University, 2017 (the SVM of Crammer & Singer, JMLR 2001), sections "Multi-Class Kernel-Based SVMs" (primal) and "Lagrangian Dual Problem for
 Multi-Class SVM" (dual); the sheet ``formulations/multiclass.md`` has the equations.
 
 Both problems are the pairwise-ranking model of :mod:`hiercvx.models.margin` on a

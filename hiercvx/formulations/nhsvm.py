@@ -1,5 +1,7 @@
-"""Normalized hierarchical SVM and the shared-norm SVM (seed ``001_387b6b34a68f4b02.txt``): the
-CVXPY declarations.
+"""Normalized hierarchical SVM and the shared-norm SVM: the CVXPY declarations.
+
+Source: Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*,
+arXiv:1508.02479, 2016.
 
 Notation (paper section 3-6): ``M`` nodes (``H.nodes``, root included), leaves ``L``
 (``H.leaves``), ``anc(l)`` the ancestors of ``l`` with ``l`` itself (the paper's

@@ -1,7 +1,8 @@
 """Hierarchical SVM with orthogonal transfer (Zhou, Xiao and Wu, 2011) and its four baselines:
 the CVXPY declarations.
 
-Source: seed ``000_b5ed2ef241094c61.txt``; the sheet ``formulations/orthogonal.md`` has the
+Source: Dengyong Zhou, Lin Xiao, Mingrui Wu, *Hierarchical Classification via Orthogonal
+Transfer*, ICML 2011 (long version: Microsoft Research MSR-TR-2011-54); the sheet ``formulations/orthogonal.md`` has the
 derivations.  The data model (pairs, K, Omega, certificates, classifiers) is
 :mod:`hiercvx.models.orthogonal`; its public names are re-exported here.
 

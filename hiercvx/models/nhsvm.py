@@ -1,6 +1,7 @@
 """The NHSVM model: normalized hierarchical SVM (10) / (13) and the shared-norm SVM (14).
 
-Seed paper ``001_387b6b34a68f4b02.txt``.  Notation (paper sections 3-6): ``M`` nodes
+Source: Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*,
+arXiv:1508.02479, 2016.  Notation (paper sections 3-6): ``M`` nodes
 (``H.nodes``, root included), leaves ``L`` (``H.leaves``), ``anc(l)`` the ancestors of ``l``
 with ``l`` itself, node weights ``W`` ``(M, d)``, path weights ``alpha`` ``(M,)``.  The
 leaf-path matrix ``A`` ``(|L|, M)`` has ``A[l, n] = 1`` iff ``n in anc(l)``.

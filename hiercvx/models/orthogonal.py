@@ -1,6 +1,7 @@
 """The model of orthogonal transfer (Zhou, Xiao and Wu, 2011) and of its four baselines.
 
-Source: seed ``000_b5ed2ef241094c61.txt``; derivations in ``formulations/orthogonal.md``.
+Source: Dengyong Zhou, Lin Xiao, Mingrui Wu, *Hierarchical Classification via Orthogonal
+Transfer*, ICML 2011 (MSR-TR-2011-54); derivations in ``formulations/orthogonal.md``.
 Notation of the paper: non-root nodes ``Y = {1..m}`` (here ``H.nodes[1:]``, in ``H.nodes``
 order), weight vectors ``w_i``, ``A^+(i)`` the ancestors of ``i`` without the root but with
 ``i``, ``S(i)`` the siblings, ``D^+(i)`` the descendants with ``i``.

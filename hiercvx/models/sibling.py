@@ -1,7 +1,7 @@
 """The numpy model of the sibling-margin SVM (HSVM) and HPSI of Wang, Shen & Pan.
 
 Source: *Large Margin Hierarchical Classification with Mutually Exclusive Class Membership*
-(seed ``004_1fb6e3d151170c1b.txt``), sections 2-3 and Appendix B; the sheet
+(Huixin Wang, Xiaotong Shen, Wei Pan, JMLR 12, 2011), sections 2-3 and Appendix B; the sheet
 ``formulations/hpsi.md`` has the equations and the paper's typos.
 
 ``H`` is a tree with root 0; every non-root node ``v`` has ``f_v(x) = w_v^T x~ + b_v``

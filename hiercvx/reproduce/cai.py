@@ -45,8 +45,8 @@ from ..metrics import (
 from ..targets import flat_hierarchy
 from ._table import Table, parse_reported
 
-PAPER = "Cai, Multilabel Classification over Category Taxonomies (thesis, 2008)"
-SOURCE = "paper text /work/shared/seeds/003_e57d02acff8cccfa.txt (section 7.4.1, Table 7.5)"
+PAPER = "Lijuan Cai, Multilabel Classification over Category Taxonomies, PhD thesis, Brown University, 2008"
+SOURCE = "the thesis, section 7.4.1, Table 7.5"
 METHODS = ("F-SVM", "H-SVM")
 METRICS = ("acc %", "prec %", "max loss", "rloss %", "pacc %")
 TREES = {"fan-out 3, depth 3": (3, 3), "fan-out 6, depth 2": (6, 2)}

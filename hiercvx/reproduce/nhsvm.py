@@ -23,8 +23,8 @@ from ..estimators import HierarchicalSVC, MulticlassSVC
 from ..estimators.nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
 from ._table import Table, parse_reported
 
-PAPER = "NHSVM paper, seed 001_387b6b34a68f4b02 (normalized hierarchical SVM, shared-norm SVM)"
-SOURCE = "paper text /work/shared/seeds/001_387b6b34a68f4b02.txt (section 8.1, Table 3)"
+PAPER = "Heejin Choi, Yutaka Sasaki, Nathan Srebro, Normalized Hierarchical SVM, arXiv:1508.02479, 2016"
+SOURCE = "the paper, section 8.1, Table 3"
 METHODS = ("SSVM", "NHSVM", "HSVM", "FlatSVM")
 DATASETS = {"balanced": make_nhsvm_balanced, "unbalanced": make_nhsvm_unbalanced}
 METRICS = ("accuracy %",)

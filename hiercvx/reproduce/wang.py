@@ -42,9 +42,9 @@ from ..estimators.tuning import tune_on_holdout, wang_C_grid
 from ..metrics import test_errors, weighted_f1
 from ._table import Table, parse_reported
 
-PAPER = ("Wang, Shen & Pan, Large Margin Hierarchical Classification with Mutually Exclusive "
-         "Class Membership")
-SOURCE = "paper text /work/shared/seeds/004_1fb6e3d151170c1b.txt (section 4.1, Tables 1-4)"
+PAPER = ("Huixin Wang, Xiaotong Shen, Wei Pan, Large Margin Hierarchical Classification with "
+         "Mutually Exclusive Class Membership, JMLR 12, 2011")
+SOURCE = "the paper, section 4.1, Tables 1-4"
 METHODS = ("SVM", "psi", "HSVM_c", "SHSVM", "HSVM", "HPSI")
 LOSSES = ("TE_0-1", "TE_Delta", "TE_sib", "TE_sub", "F1")
 EXAMPLES = {1: make_wang_example1, 2: make_wang_example2, 3: make_wang_example3}

@@ -49,7 +49,7 @@ from . import hmc
 from ._table import Table, parse_reported
 from .wang import LOSSES, NOTES, PAPER, scores, tune_and_test
 
-SOURCE = "paper text /work/shared/seeds/004_1fb6e3d151170c1b.txt (section 4.2, Table 5)"
+SOURCE = "the paper, section 4.2, Table 5"
 FILES = tuple(f"cellcycle_FUN.{part}.arff" for part in ("train", "valid", "test"))
 BRANCHES = ("10", "11")    # FunCat 2.x: cell cycle and DNA processing; transcription
 DEPTH = 3

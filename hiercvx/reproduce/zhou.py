@@ -30,8 +30,9 @@ from ..metrics import micro_f1, test_errors
 from . import leaderboard
 from ._table import Table
 
-PAPER = "Zhou, Xiao & Wu, seed 000_b5ed2ef241094c61 (hierarchical classification via orthogonal transfer)"
-SOURCE = ("paper text /work/shared/seeds/000_b5ed2ef241094c61.txt, tables 2-4 and 6-8 (RCV1-v2): "
+PAPER = ("Dengyong Zhou, Lin Xiao, Mingrui Wu, Hierarchical Classification via Orthogonal Transfer, "
+         "ICML 2011 (MSR-TR-2011-54)")
+SOURCE = ("the paper, tables 2-4 and 6-8 (RCV1-v2): "
           "stored in RCV1_REPORTED as a reference note, not compared (different data)")
 METHODS = {"FLATMULT": "flatmult", "HIERMULT": "hiermult", "TRANSFER": "transfer",
            "TREELOSS": "treeloss", "ORTHOGONAL": "orthogonal"}

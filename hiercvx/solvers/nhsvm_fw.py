@@ -1,7 +1,7 @@
 """Fast NHSVM solvers with a certified duality gap: block-coordinate Frank–Wolfe on the dual.
 
-The problem is the Normalized Hierarchical SVM (10) of the NHSVM paper (seed
-``001_387b6b34a68f4b02.txt``), single-label (leaves, margin (9), or the variant (13)) or
+The problem is the Normalized Hierarchical SVM (10) of Choi, Sasaki & Srebro,
+*Normalized Hierarchical SVM* (arXiv:1508.02479, 2016), single-label (leaves, margin (9), or the variant (13)) or
 multi-label (label sets of ``Y_m`` with a decomposable loss, section 7.1)::
 
     P(W) = lam ||W||_F^2 + sum_i H_i(W),
