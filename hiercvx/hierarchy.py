@@ -29,6 +29,10 @@ __all__ = [
     "PartialPaths",
     "MinimalGraph",
     "class_attributes",
+    "most_specific",
+    "internal_labels",
+    "self_leaves",
+    "single_path",
     "ARTIFICIAL_ROOT",
 ]
 
@@ -686,6 +690,83 @@ class MinimalGraph:
         return [frozenset(self.representative[v] for v in item) if not isinstance(item, str)
                 and isinstance(item, (set, frozenset, list, tuple)) else self.representative[item]
                 for item in labels]
+
+
+# ---------------------------------------------------------------------- labels as they come
+def _members(item, index: Mapping):
+    return tuple(item) if is_label_set(item, index) else (item,)
+
+
+def most_specific(H: Hierarchy, labels) -> list:
+    """Each sample's labels without those another of its labels implies.
+
+    Loaders give label sets with their ancestors (Clus-HMC ARFF writes ``{'2', '2/1',
+    '2/1/3'}`` for the path to ``2/1/3``); a label that is an ancestor of another label of the
+    same sample adds nothing, since the upward closure (Cai thesis section 3.2, ``anc(y)``) is
+    the same with or without it.  Single labels are returned as they are, label sets as
+    frozensets of their most specific members; names that are not nodes of ``H`` are kept (the
+    estimators refuse them with the unknown name).
+
+    >>> H = Hierarchy.from_paths(["2/1/3", "2/2"])
+    >>> most_specific(H, [{"2", "2/1", "2/1/3"}, {"2"}])
+    [frozenset({'2/1/3'}), frozenset({'2'})]
+    """
+    index = H._index
+    implied_by: dict = {}
+    out = []
+    for item in labels:
+        if not is_label_set(item, index):
+            out.append(item)
+            continue
+        known = [v for v in item if _known(v, index)]
+        implied = set()
+        for v in known:
+            if v not in implied_by:
+                implied_by[v] = H.ancestors(v)
+            implied.update(implied_by[v])
+        out.append(frozenset(v for v in item if v not in implied))
+    return out
+
+
+def _known(v, index: Mapping) -> bool:
+    try:
+        return v in index
+    except TypeError:  # an unhashable name: refused later, with the sample
+        return False
+
+
+def internal_labels(H: Hierarchy, labels) -> tuple:
+    """The internal nodes of ``H`` that some label stops at (single labels or label sets), in
+    node order; the nodes :func:`self_leaves` gives a leaf of their own."""
+    index = H._index
+    used = {v for item in labels for v in _members(item, index)
+            if _known(v, index) and not H.is_leaf(v)}
+    return tuple(sorted(used, key=H.index))
+
+
+def self_leaves(H: Hierarchy, labels) -> PartialPaths:
+    """The Cai-thesis reading of labels that stop at an internal node (section 3.2): a leaf
+    for the node itself, under that node, for every internal node some label stops at
+    (:func:`internal_labels`; the other internal nodes stay as they are).
+
+    Returns :meth:`Hierarchy.with_self_leaves` on those nodes: ``.hierarchy`` to train on,
+    ``.transform(labels)`` the labels on it, ``.owner`` each self leaf's internal node (how a
+    prediction is named back).  Reduce label sets with :func:`most_specific` first: an
+    ancestor that comes with its descendants is no stop at an internal node.
+
+    >>> H = Hierarchy.from_paths(["a/b", "a/c", "d"])
+    >>> paths = self_leaves(H, ["a/b", "a"])
+    >>> paths.transform(["a/b", "a"]), len(paths.hierarchy.leaves)
+    (['a/b', 'a/<self>'], 4)
+    """
+    return H.with_self_leaves(internal_labels(H, labels))
+
+
+def single_path(H: Hierarchy, labels) -> np.ndarray:
+    """Per sample: do its labels lie on one root-to-node path (one most specific label)?  The
+    samples a single-label method can take from multi-label data."""
+    return np.array([len(_members(item, H._index)) == 1 for item in most_specific(H, labels)],
+                    dtype=bool)
 
 
 # ---------------------------------------------------------------------- class attributes
