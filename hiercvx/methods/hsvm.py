@@ -1,5 +1,5 @@
-"""Registry entry of the Cai–Hofmann hierarchical multi-label SVM (Cai, *Multilabel
-Classification over Category Taxonomies*, thesis 2008, chapters 3, 4 and 7).
+"""Registry entry of the Cai–Hofmann hierarchical multi-label SVM (Lijuan Cai, *Multilabel
+Classification over Category Taxonomies*, PhD thesis, Brown University, 2008, chapters 3, 4, 7).
 
 Model :func:`hiercvx.models.hsvm.prepare`; references the primal (4.10)
 (:func:`hiercvx.formulations.hsvm.primal`) and the dual (4.15)
@@ -19,12 +19,13 @@ from ..formulations import hsvm
 from ..models import hsvm as hsvm_model
 from ..solvers import smoothing, working_set
 from ._margin import ENGINE_SOLVERS
+from ._papers import CAI
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
 __all__ = ["METHODS", "cases"]
 
-PAPER = "Cai, Multilabel Classification over Category Taxonomies (thesis, 2008), ch. 3, 4, 7"
+PAPER = CAI.cite("chapters 3, 4 and 7")
 
 
 def cases(quick: bool = True) -> list[Case]:
@@ -58,6 +59,7 @@ METHODS = (
         name="hsvm",
         title="Cai-Hofmann hierarchical multi-label SVM",
         paper=PAPER,
+        bibtex=CAI.bibtex,
         equations={"primal": "(4.10)", "dual": "(4.15)", "class form": "(4.48)"},
         prepare=hsvm_model.prepare,
         references={"primal": hsvm.primal, "dual": hsvm.dual},

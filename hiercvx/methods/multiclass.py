@@ -1,5 +1,6 @@
-"""Registry entry of the flat Crammer–Singer multi-class SVM (lecture notes seed
-``002_e61d943170b036c5.txt``; the objective of LIBLINEAR's ``MCSVM_CS``).
+"""Registry entry of the flat Crammer–Singer multi-class SVM (Chung-Chin Lu, *EE6550 Machine
+Learning, Lecture 7: Multi-Class Classification*, National Tsing Hua University, 2017; Crammer
+& Singer, JMLR 2001; the objective of LIBLINEAR's ``MCSVM_CS``).
 
 Model :func:`hiercvx.models.multiclass.prepare`; references the notes' primal (exactly
 LIBLINEAR's, :func:`hiercvx.formulations.multiclass.primal`) and the notes' Lagrangian dual
@@ -18,13 +19,14 @@ from ..formulations import multiclass as mc
 from ..models import multiclass as mcm
 from ..solvers import crammer_singer
 from ._margin import ENGINE_SOLVERS
+from ._papers import CRAMMER_SINGER, LU
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
 __all__ = ["METHODS", "primal_flat", "dual_flat", "cases"]
 
-PAPER = ("Lecture notes on multi-class classification, Crammer-Singer SVM (seed "
-         "002_e61d943170b036c5.txt); LIBLINEAR MCSVM_CS (Fan et al. 2008, appendix)")
+PAPER = (f"{LU.citation}; {CRAMMER_SINGER.citation}; LIBLINEAR MCSVM_CS (Fan et al., JMLR 9, "
+         "2008, appendix)")
 
 
 def _flat(H):
@@ -72,6 +74,7 @@ METHODS = (
         name="multiclass",
         title="Crammer-Singer multi-class SVM (flat)",
         paper=PAPER,
+        bibtex=f"{LU.bibtex}\n\n{CRAMMER_SINGER.bibtex}",
         equations={"primal": "notes: primal (= LIBLINEAR MCSVM_CS)", "dual": "notes: Lagrangian dual"},
         prepare=mcm.prepare,
         references={"primal": primal_flat, "dual": dual_flat},

@@ -1,5 +1,5 @@
-"""Registry entries of the NHSVM paper (seed ``001_387b6b34a68f4b02.txt``): the normalized
-hierarchical SVM (10) / (13) and the shared-norm SVM (14).
+"""Registry entries of Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*
+(arXiv:1508.02479, 2016): the normalized hierarchical SVM (10) / (13) and the shared-norm SVM (14).
 
 ``nhsvm``: model :func:`hiercvx.models.nhsvm.prepare`; reference
 :func:`hiercvx.formulations.nhsvm.primal` (single-label: one QP; multi-label: the certified
@@ -24,12 +24,13 @@ from __future__ import annotations
 from ..formulations import nhsvm
 from ..models import nhsvm as nhsvm_model
 from ..solvers import nhsvm_fw, shared_norm
+from ._papers import CHOI
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
 __all__ = ["METHODS", "nhsvm_cases", "shared_norm_cases"]
 
-PAPER = "NHSVM paper, seed 001_387b6b34a68f4b02 (normalized hierarchical SVM, shared-norm SVM)"
+PAPER = CHOI.citation
 
 
 def nhsvm_cases(quick: bool = True) -> list[Case]:

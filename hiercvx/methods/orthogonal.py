@@ -25,13 +25,14 @@ from ..formulations import orthogonal as ot
 from ..hierarchy import Hierarchy
 from ..models import orthogonal as otm
 from ..solvers import orthogonal_dual, rda
+from ._papers import ZHOU
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
 __all__ = ["METHODS", "prepare_orthogonal", "prepare_flatmult", "prepare_hiermult", "prepare_transfer",
            "prepare_treeloss", "quick_cases"]
 
-PAPER = "Zhou, Xiao, Wu, Hierarchical Classification via Orthogonal Transfer (2011)"
+PAPER = ZHOU.citation
 
 #: RDA's options for ``hiercvx verify``: its certified gap converges like 1/t (issue 12), so the
 #: target is 2e-5 relative, and agreement within 1e-4 relative (plus the reference's own gap);
@@ -151,7 +152,7 @@ _TABLE = ("primal", "regularizer", "convexity", "K", "fast solver")
 
 def _method(name, title, prepare, reference, dual, structures, cases=None):
     return Method(
-        name=name, title=title, paper=PAPER,
+        name=name, title=title, paper=PAPER, bibtex=ZHOU.bibtex,
         equations={**{k: v for k, v in otm.EQUATIONS[name].items() if k in _TABLE},
                    "dual": "derived (sheet: Dual)"}, prepare=prepare,
         references={"primal": reference, "dual": dual},

@@ -27,13 +27,13 @@ from ..models.sibling import PsiModel, prepare_psi
 from ..models.sibling import prepare as prepare_on_tree
 from ..solvers import sibling_qp
 from ..targets import flat_hierarchy
+from ._papers import WANG
 from ._registry import Case, FastSolver, Method
 from .cases import problem
 
 __all__ = ["METHODS", "cases", "prepare", "prepare_hpsi", "primal", "dual", "dc_reference"]
 
-PAPER = ("Wang, Shen & Pan, Large Margin Hierarchical Classification with Mutually Exclusive "
-         "Class Membership")
+PAPER = WANG.citation
 
 
 # ---------------------------------------------------------------------- adapters: H=None is flat
