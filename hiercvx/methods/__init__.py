@@ -17,8 +17,10 @@ from ..exceptions import InputError
 from . import hsvm, multiclass, nhsvm, orthogonal, sibling
 from ._registry import STRUCTURES, Case, FastSolver, Method
 from .cases import problem
+from .parts import Parts, parts
 
-__all__ = ["REGISTRY", "get", "names", "Method", "FastSolver", "Case", "STRUCTURES", "problem"]
+__all__ = ["REGISTRY", "get", "names", "Method", "FastSolver", "Case", "STRUCTURES", "problem",
+           "parts", "Parts"]
 
 REGISTRY: dict[str, Method] = {}
 for _module in (multiclass, hsvm, orthogonal, nhsvm, sibling):
