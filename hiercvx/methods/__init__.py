@@ -17,7 +17,7 @@ from ..exceptions import InputError
 from . import hsvm, multiclass, nhsvm, orthogonal, sibling
 from ._registry import STRUCTURES, Case, FastSolver, Method
 from .cases import problem
-from .parts import Parts, parts
+from ._parts import Parts, parts
 
 __all__ = ["REGISTRY", "get", "names", "Method", "FastSolver", "Case", "STRUCTURES", "problem",
            "parts", "Parts"]

@@ -9,8 +9,8 @@ collected here, per method, so that :mod:`hiercvx.estimators` reaches the models
 declarations, the solvers and the inference only through :mod:`hiercvx.methods`.
 
 >>> from hiercvx import methods
->>> parts = methods.parts("hsvm")
->>> sorted(parts.from_model)
+>>> hsvm = methods.parts("hsvm")
+>>> sorted(hsvm.from_model)
 ['dual', 'primal']
 """
 
