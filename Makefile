@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all bench bench-targets install clean
+.PHONY: demo test test-slow test-all bench bench-targets install clean docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,15 @@ bench-targets: $(STAMP)
 	  $(PY) benchmarks/bench_go.py --rows go --only HierarchicalSVC --max-iter 300 --cap 1500 && \
 	  $(PY) benchmarks/bench_go.py --rows go --only NormalizedHierarchicalSVC --max-iter 20 --cap 1500 && \
 	  date -u; uptime ) 2>&1 | tee $(TARGETS_LOG)
+
+# The documentation site, warnings as errors; MathJax comes from npm and is served by the site.
+MATHJAX := docs/_vendor/node_modules/mathjax/es5/tex-chtml.js
+$(MATHJAX):
+	npm install --prefix docs/_vendor --no-save --no-package-lock --no-audit --no-fund mathjax@3
+
+docs: $(STAMP) $(MATHJAX)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,114 @@
+"""Sphinx configuration of the hiercvx documentation site.
+
+MathJax is served from the site itself (no CDN): ``make docs`` installs npm's ``mathjax@3``
+into ``docs/_vendor`` and the ``build-finished`` hook below copies the parts the pages load
+into ``_static/mathjax``.  Set ``HIERCVX_MATHJAX_DIR`` to another MathJax 3 ``es5`` folder to
+use that one instead.  ``-D plot_gallery=0`` builds the gallery without running the examples.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import hiercvx
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+
+project = "hiercvx"
+author = "the hiercvx developers"
+copyright = "the hiercvx developers"
+release = version = hiercvx.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "_vendor", "_screenshots", "**/README.md"]
+templates_path = ["_templates"]
+
+# Markdown: $...$ and $$...$$ (with (label) equation numbers) become MathJax math.
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_dmath_double_inline = True
+myst_heading_anchors = 3
+suppress_warnings = ["myst.header"]  # sheets start with one title, then level-2 sections
+
+# API reference: one page per public object, numpydoc sections.
+autosummary_generate = True
+autosummary_imported_members = False
+autosummary_ignore_module_all = False
+autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+# Math served locally.
+MATHJAX_ES5 = Path(os.environ.get("HIERCVX_MATHJAX_DIR",
+                                  DOCS / "_vendor" / "node_modules" / "mathjax" / "es5"))
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
+mathjax_path = "mathjax/tex-chtml.js"
+mathjax3_config = {"tex": {"tags": "ams"}, "chtml": {"displayAlign": "center"}}
+
+# The gallery: the scripts of examples/ (not the pytest example test_my_solver.py).
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r".*\.py",
+    "ignore_pattern": r"(test_my_solver|__init__)\.py",
+    "within_subsection_order": "FileNameSortKey",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "show_signature": False,
+    "abort_on_example_error": True,
+}
+
+html_theme = "furo"
+html_title = f"hiercvx {release}"
+html_static_path = ["_static"]
+html_css_files = ["hiercvx.css"]
+html_show_sourcelink = False
+
+
+def _copy_mathjax(app, exception):
+    """Copy the MathJax files the pages load into ``<outdir>/_static/mathjax``."""
+    if exception is not None or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / "_static" / "mathjax"
+    for part in MATHJAX_PARTS:
+        src = MATHJAX_ES5 / part
+        if src.is_dir():
+            shutil.copytree(src, target / part, dirs_exist_ok=True)
+        elif src.is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / part)
+
+
+def _require_mathjax(app, config):
+    if not (MATHJAX_ES5 / "tex-chtml.js").is_file():
+        raise RuntimeError(
+            f"MathJax 3 not found at {MATHJAX_ES5}: run `npm install --prefix docs/_vendor "
+            "mathjax@3` (what `make docs` does) or set HIERCVX_MATHJAX_DIR to a MathJax 3 es5 folder")
+
+
+def _skip_foreign(app, what, name, obj, skip, options):
+    """Leave out members that scikit-learn generates (``set_fit_request`` and the like)."""
+    module = getattr(obj, "__module__", None) or ""
+    if module.startswith("sklearn."):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("config-inited", _require_mathjax)
+    app.connect("autodoc-skip-member", _skip_foreign)
+    app.connect("build-finished", _copy_mathjax)
