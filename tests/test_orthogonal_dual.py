@@ -27,8 +27,10 @@ from hiercvx.estimators.orthogonal import OrthogonalTransferSVC
 from hiercvx.formulations import orthogonal as ot_ref
 from hiercvx.models import orthogonal as otm
 from hiercvx.result import relative_gap
+from hiercvx.solvers import _orthogonal_kernels as kern
 from hiercvx.solvers import orthogonal_dual as od
 from hiercvx.solvers import rda
+from hiercvx.solvers.primitives import budget_qp
 
 T8 = {"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b", "b2": "b", "b3": "b"}
 DEEP = {"r": None, "a": "r", "b": "r", "c": "r", "a1": "a", "a2": "a", "b1": "b", "b2": "b",
@@ -200,10 +202,10 @@ def test_crammer_singer_step_matches_the_general_step():
         A, q0 = rng.uniform(0.5, 3.0), rng.uniform(0.5, 2.0)
         budget = a0.sum() + rng.uniform(0.0, 1.0)
         out = np.zeros(n)
-        assert od._cs_block(g, a0.copy(), qn, A, q0, budget, n, out)
+        assert kern.cs_block(g, a0.copy(), qn, A, q0, budget, n, out)
         Hk = A * (q0 + np.diag(qn))
         a = a0.copy()
-        od.budget_qp(Hk, g.copy(), a, np.ones(n), budget - a0.sum(), n, 1e-13, 100_000)
+        budget_qp(Hk, g.copy(), a, np.ones(n), budget - a0.sum(), n, 1e-13, 100_000)
 
         def gain(x, g=g, a0=a0, Hk=Hk):
             dx = x - a0
@@ -221,7 +223,7 @@ def test_wide_star_has_no_coupled_block():
     X = rng.standard_normal((30, 4))
     y = np.array([f"c{i % 3}" for i in range(30)], dtype=object)
     model = otm.prepare(X, y, H, "orthogonal")
-    prob = od._Problem(model, 30.0, model.K)
+    prob = od.Problem(model, 30.0, model.K)
     assert prob.blocks.blocks == [] and prob.cs_slack.all()
     res = od.solve(model, 30.0, tol=1e-4)
     assert res.converged
@@ -249,7 +251,7 @@ def test_hiermult_node_problems_are_solved_block_by_block():
     X, y = clustered_data(H, n=40, d=4, seed=6)
     model = otm.prepare(X, y, H, "hiermult")
     C = 2.0
-    prob = od._Problem(model, C, None)
+    prob = od.Problem(model, C, None)
     blocks = od.weight_blocks(prob)
     parents = {H.parents(H.nodes[v])[0] for rows, _ in blocks for v in model.var_nodes[rows]}
     assert len(blocks) == len(parents) and sum(len(s) for _, s in blocks) == prob.n_slacks
