@@ -53,15 +53,25 @@ def cmd_data(args) -> int:
     return 0
 
 
+def _bibtex_keys(bibtex: str) -> list[str]:
+    """The keys of the BibTeX entries in ``bibtex`` (``@article{key, ...`` -> ``key``)."""
+    return [chunk.split("{", 1)[1].split(",", 1)[0] for chunk in bibtex.split("@")[1:]]
+
+
 def cmd_methods(args) -> int:
-    """The registry as a table: method, paper, equations, references, fast solvers, estimator."""
+    """The registry as a table: method, paper, equations, references, fast solvers, estimator,
+    sheet (where it is installed), BibTeX keys; then the BibTeX entries, each once."""
+    entries = {}
     for m in methods.REGISTRY.values():
         eqs = ", ".join(f"{role} {eq}" for role, eq in m.equations.items())
+        keys = _bibtex_keys(m.bibtex)
+        entries.update(zip(keys, ("@" + e.strip() for e in m.bibtex.split("@")[1:])))
         print(f"{m.name}: {m.title}\n  paper       {m.paper}\n  equations   {eqs}\n"
               f"  references  {', '.join(m.references)}\n"
               f"  fast        {', '.join(f'{k} ({v.algorithm})' for k, v in m.fast_solvers.items()) or '-'}\n"
-              f"  estimator   {m.estimator}\n  sheet       {m.sheet}\n"
-              f"  structures  {', '.join(m.structures)}")
+              f"  estimator   {m.estimator}\n  sheet       {m.sheet_path or m.sheet}\n"
+              f"  structures  {', '.join(m.structures)}\n  bibtex      {', '.join(keys)}")
+    print("\nBibTeX:\n\n" + "\n\n".join(entries.values()))
     return 0
 
 
@@ -79,6 +89,10 @@ def cmd_show(args) -> int:
         print(f"{method.name}: {method.title}\n{method.paper}\nequations: {equations}\n"
               f"built on the case '{case.name}'\n")
     print(reference.describe("latex" if args.latex else "text"))
+    if args.latex:
+        print("\n".join("% " + line for line in ["cite as:", *method.bibtex.splitlines()]))
+    else:
+        print(f"\nsheet: {method.sheet_path or method.sheet}\ncite as:\n{method.bibtex}")
     return 0
 
 

@@ -23,3 +23,27 @@ def test_output_cut_short_by_the_reader_is_not_an_error(monkeypatch):
 def test_unknown_subcommand_is_a_usage_error():
     out = subprocess.run([sys.executable, "-m", "hiercvx.cli", "nope"], capture_output=True, text=True)
     assert out.returncode == 2 and "invalid choice" in out.stderr
+
+
+def test_methods_prints_each_paper_with_its_bibtex(capsys):
+    """``hiercvx methods``: each method names its paper, where its sheet is and its BibTeX key;
+    the BibTeX entries follow, each once."""
+    assert cli.main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "Lijuan Cai, Multilabel Classification over Category Taxonomies" in out
+    assert "bibtex      cai2008multilabel" in out
+    assert out.count("@phdthesis{cai2008multilabel,") == 1
+    assert "@article{wang2011large," in out and "@misc{choi2016normalized," in out
+    assert "sheet       " in out and "hsvm.md" in out
+    assert "seed" not in out.lower()
+
+
+def test_show_ends_with_the_bibtex(capsys):
+    """``hiercvx show``: the formulation, then the sheet and the paper's BibTeX (as LaTeX
+    comments with ``--latex``)."""
+    assert cli.main(["show", "hsvm"]) == 0
+    text = capsys.readouterr().out
+    assert "cite as:\n@phdthesis{cai2008multilabel," in text
+    assert cli.main(["show", "nhsvm", "--latex"]) == 0
+    latex = capsys.readouterr().out
+    assert "% @misc{choi2016normalized," in latex

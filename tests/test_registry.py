@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 
 from hiercvx import cli, methods
 from hiercvx.methods import Case, FastSolver, Method
+from hiercvx.methods._papers import PAPERS
 from hiercvx.models import Model
 from hiercvx.result import Solution
 
@@ -46,6 +47,19 @@ def test_model_recomputes_the_reference_objective(name):
     assert value == pytest.approx(sol.objective, rel=1e-7, abs=1e-9)
     for solver in m.fast_solvers:
         assert type(m.run_fast(solver, case)) is Solution
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_entry_cites_its_paper_with_bibtex(name):
+    """Every entry names its paper in words and carries its BibTeX entry; a method without
+    one is refused at registration."""
+    m = methods.get(name)
+    assert m.bibtex.startswith("@") and "author" in m.bibtex and "year" in m.bibtex
+    assert m.bibtex.count("{") == m.bibtex.count("}")
+    assert any(p.citation in m.paper for p in PAPERS.values())
+    assert m.sheet_path is not None and m.sheet_path.is_file()
+    with pytest.raises(ValueError, match="BibTeX"):
+        Method(**{**m.__dict__, "bibtex": ""})
 
 
 def test_get_refuses_an_unknown_method():

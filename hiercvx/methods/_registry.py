@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
+from importlib import import_module, resources
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..exceptions import InputError
@@ -56,7 +57,10 @@ class Method:
     - ``fast_solvers``: name -> :class:`FastSolver`;
     - ``estimator``: the dotted name of the scikit-learn estimator (the estimators import the
       registry, so the registry names them rather than importing them);
-    - ``cases(quick)``: the built-in problems ``hiercvx verify`` and the tests run.
+    - ``cases(quick)``: the built-in problems ``hiercvx verify`` and the tests run;
+    - ``paper``: the source cited in words (authors, title, venue, year, chapters);
+      ``bibtex``: its BibTeX entry (or entries), printed by ``hiercvx methods`` and
+      ``hiercvx show``.
     """
 
     name: str
@@ -71,6 +75,7 @@ class Method:
     params: Mapping[str, float]
     structures: tuple
     cases: Callable
+    bibtex: str = ""
 
     def __post_init__(self):
         unknown = set(self.structures) - set(STRUCTURES)
@@ -79,6 +84,20 @@ class Method:
                              f"known: {STRUCTURES}")
         if "primal" not in self.references:
             raise InputError(f"method {self.name}: a registered method needs a 'primal' reference")
+        if not self.bibtex.lstrip().startswith("@"):
+            raise InputError(f"method {self.name}: a registered method needs the BibTeX entry of its "
+                             f"paper (bibtex='@article{{...}}')")
+
+    @property
+    def sheet_path(self) -> Path | None:
+        """Where the sheet is on this machine: the copy installed with the package
+        (``hiercvx/sheets/``), else the source checkout's ``formulations/``; ``None`` if neither."""
+        name = Path(self.sheet).name
+        installed = resources.files("hiercvx").joinpath("sheets", name)
+        if installed.is_file():
+            return Path(str(installed))
+        checkout = Path(__file__).resolve().parents[2] / self.sheet
+        return checkout if checkout.is_file() else None
 
     @property
     def estimator_class(self):
