@@ -179,24 +179,23 @@ def test_minover_incremental_margins_equal_recomputed(H, n, d, seed, multilabel,
     assert res.converged or res.n_updates == 3 * n
 
 
-def test_minover_without_full_gram_matches(monkeypatch):
+def test_minover_without_full_gram_matches():
     H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b"})
     X, data = _problem(H, 40, 3, 1, multilabel=True)
     full = P.perceptron(X, data, variant="minover", max_epochs=2)
-    monkeypatch.setattr(P, "_FULL_GRAM_MAX_N", 10)
-    cols = P.perceptron(X, data, variant="minover", max_epochs=2)
+    cols = P.perceptron(X, data, variant="minover", max_epochs=2, options=P.Options(full_gram_max_n=10))
     assert _log_rows(full.log) == _log_rows(cols.log)
     assert np.allclose(full.margins, cols.margins)
 
 
-def test_dual_blocks_are_exact(monkeypatch):
+def test_dual_blocks_are_exact():
     H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
     X, data = _problem(H, 60, 4, 5, multilabel=True)
     one = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3)  # one Gram matrix
-    monkeypatch.setattr(P, "_FULL_GRAM_MAX_N", 10)  # kernel blocks computed per epoch
-    blocks = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3)
-    monkeypatch.setattr(P, "_BLOCK_ENTRIES", 7)  # blocks of a single example
-    many = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3)
+    per_epoch = P.Options(full_gram_max_n=10)  # kernel blocks computed per epoch
+    blocks = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3, options=per_epoch)
+    single = P.Options(full_gram_max_n=10, block_entries=7)  # blocks of a single example
+    many = P.perceptron(X, data, form="dual", kernel="rbf", sigma=2.0, max_epochs=3, options=single)
     assert _log_rows(one.log) == _log_rows(blocks.log) == _log_rows(many.log)
     assert np.allclose(one.class_scores(X), many.class_scores(X))
     K = one.kernel(X)
@@ -385,7 +384,7 @@ def test_hierarchy_changes_the_model():
 
 
 # ------------------------------------------------------------------------------ bad input
-def test_bad_input(monkeypatch):
+def test_bad_input():
     H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"})
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 3))
@@ -414,15 +413,22 @@ def test_bad_input(monkeypatch):
     with pytest.raises(ValueError, match="zero feature vector"):  # the bias feature is not zero
         HierarchicalPerceptron(hierarchy=H, max_epochs=None, fit_intercept=False).fit(Xz, y)
     # non-separable data that no cheap test detects: capped, with a ConvergenceWarning
-    monkeypatch.setattr(P, "MAX_EPOCHS_CAP", 5)
     Xx = np.array([[1, 1], [-1, -1], [1, -1], [-1, 1]] * 3, dtype=float)  # XOR: not linear
     yx = np.array(["a", "a", "b", "b"] * 3, dtype=object)
     H2 = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r"})
     with pytest.warns(ConvergenceWarning, match="not be separable"):
         est = HierarchicalPerceptron(hierarchy=H2, max_epochs=None).fit(Xx, yx)
-    assert not est.converged_ and est.n_iter_ == 5
+    assert not est.converged_ and est.n_iter_ == P.Options().max_epochs_cap
     with pytest.warns(ConvergenceWarning):
         HierarchicalPerceptron(hierarchy=H2, variant="minover", max_epochs=None).fit(Xx, yx)
+    # the cap is a setting of the solver
+    _, _, data2 = hsvm.prepare(Xx, yx, H2)
+    capped = P.Options(max_epochs_cap=5)
+    with pytest.warns(ConvergenceWarning, match="not be separable"):
+        res = P.perceptron(Xx, data2, max_epochs=None, options=capped)
+    assert not res.converged and res.n_iter == 5
+    with pytest.warns(ConvergenceWarning):
+        P.perceptron(Xx, data2, variant="minover", max_epochs=None, options=capped)
     # ... while a fixed budget is a normal stop (the thesis' kappa), reported by converged_
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)

@@ -56,7 +56,6 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 from tqdm.auto import tqdm
 
 from .._validation import check_features
@@ -65,7 +64,8 @@ from ..models import margin as _margin
 from ..models.margin import MarginData
 from ..kernels import Kernel, check_psd, make_kernel
 from ..result import ITERATION_LIMIT, Solution
-from .primitives import MODE_DENSE, row_data, row_sq_norms
+from . import _perceptron_kernels as kern
+from .primitives import row_data, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
@@ -80,19 +80,46 @@ __all__ = [
     "VARIANTS",
     "UPDATES",
     "SELECTIONS",
-    "MAX_EPOCHS_CAP",
+    "Options",
 ]
 
 VARIANTS = ("online", "averaged", "minover")
 UPDATES = ("perceptron", "hieron")
 SELECTIONS = ("mistake", "hinge")
-#: ``max_epochs=None`` runs until an epoch without mistakes, but never beyond this many epochs
-#: (then a ConvergenceWarning says the data may not be separable).
-MAX_EPOCHS_CAP = 1000
-_HINGE_RTOL = 1e-9  # hinge selection: a pair is violated when sqrt(Delta) - margin > this * sqrt(Delta)
-_PSD_CHECK_MAX = 2000  # rows of a precomputed kernel checked for positive semidefiniteness
-_BLOCK_ENTRIES = 4_000_000  # kernel block budget (rows x columns) of the dual form
-_FULL_GRAM_MAX_N = 4000  # the dual form and Minover precompute the Gram matrix up to this n
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :func:`perceptron` beyond its algorithm choices.
+
+    max_epochs_cap : ``max_epochs=None`` runs until an epoch without violations, but never
+        beyond this many epochs (then a ``ConvergenceWarning`` says the data may not be
+        separable): Novikoff's bound (thesis Proposition 5, (5.12)) is finite but unknown.
+    hinge_rtol : the hinge selection counts a pair as violated when ``sqrt(Delta) - margin >
+        hinge_rtol sqrt(Delta)``: a Hieron step leaves its pair's hinge at 0 up to rounding.
+    psd_check_max : rows of a precomputed kernel checked for positive semidefiniteness (a
+        principal block of a PSD matrix is PSD; the check is cubic).
+    block_entries : kernel entries (rows x columns) of one block of the dual form (32 MB).
+    full_gram_max_n : the dual form and Minover precompute the whole Gram matrix up to this
+        many examples (128 MB), else kernel blocks / columns are computed as needed.
+    minover_cache_bytes : kernel columns Minover keeps without a full Gram matrix (200 MB).
+    """
+
+    max_epochs_cap: int = 1000
+    hinge_rtol: float = 1e-9
+    psd_check_max: int = 2000
+    block_entries: int = 4_000_000
+    full_gram_max_n: int = 4000
+    minover_cache_bytes: int = 200_000_000
+
+    def __post_init__(self):
+        for what in ("max_epochs_cap", "psd_check_max", "block_entries", "full_gram_max_n",
+                     "minover_cache_bytes"):
+            value = getattr(self, what)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InputError(f"Options.{what} must be a positive integer, got {value!r}")
+        if not (np.isfinite(self.hinge_rtol) and self.hinge_rtol >= 0):
+            raise InputError(f"Options.hinge_rtol must be a non-negative number, got {self.hinge_rtol!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,231 +207,6 @@ def update_bound(R: float, P: float, loss_min: float, loss_max: float, gamma: fl
     if not (gamma > 0 and loss_min > 0):
         raise InputError("the bound needs a positive margin gamma and a positive smallest loss")
     return float((2.0 * loss_max * R * P / (loss_min * gamma)) ** 2)
-
-
-# --------------------------------------------------------------------------------------------
-# numba kernels
-# --------------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _select(s, i, pos_ptr, pos_idx, mark, loss, hinge):
-    """The pair of example i to update, from its class scores ``s``.
-
-    ``mistake``: ``(argmin_{Y_i} s, argmax_{not Y_i} s)``, violated iff margin <= 0 (thesis
-    Alg. 4 step 4-5).  ``hinge``: ``argmax_p sqrt(Delta_p) - margin_p``, violated iff
-    ``> 1e-9 sqrt(Delta_p)`` (batch Hieron).  Ties go to the first pair in (y, ybar) order.  Returns (y, ybar, margin,
-    violated)."""
-    q = s.shape[0]
-    p0 = pos_ptr[i]
-    p1 = pos_ptr[i + 1]
-    for k in range(p0, p1):
-        mark[pos_idx[k]] = 1
-    by = -1
-    bb = -1
-    if hinge:
-        best = -np.inf
-        for k in range(p0, p1):
-            y = pos_idx[k]
-            for r in range(q):
-                if mark[r] == 0:
-                    v = np.sqrt(loss[y, r]) - (s[y] - s[r])
-                    if v > best:
-                        best = v
-                        by = y
-                        bb = r
-        # a Hieron step leaves its pair's hinge at exactly 0: count only what rounding cannot make
-        violated = best > _HINGE_RTOL * np.sqrt(loss[by, bb])
-    else:
-        lo = np.inf
-        for k in range(p0, p1):
-            y = pos_idx[k]
-            if s[y] < lo:
-                lo = s[y]
-                by = y
-        hi = -np.inf
-        for r in range(q):
-            if mark[r] == 0 and s[r] > hi:
-                hi = s[r]
-                bb = r
-        violated = lo - hi <= 0.0
-    for k in range(p0, p1):
-        mark[pos_idx[k]] = 0
-    return by, bb, s[by] - s[bb], violated
-
-
-@njit(cache=True)
-def _step_size(y, ybar, margin, loss, qdist, kii, hieron):
-    """``Delta(y, ybar)`` (perceptron) or Hieron's (7.8) ``(sqrt(Delta) - margin) / ||dPhi||^2``
-    (0 when ``dPhi = 0``: no step can change the margin)."""
-    if not hieron:
-        return loss[y, ybar]
-    denom = qdist[y, ybar] * kii
-    if denom <= 0.0:
-        return 0.0
-    return (np.sqrt(loss[y, ybar]) - margin) / denom
-
-
-@njit(cache=True)
-def _pick(s, i, pos_ptr, pos_idx, mark, loss, qdist, kii, hieron, hinge):
-    """Example i's pair and step: ``(y, ybar, tau, violated)`` (:func:`_select`, then
-    :func:`_step_size` when violated; ``tau = 0`` otherwise)."""
-    y, yb, margin, violated = _select(s, i, pos_ptr, pos_idx, mark, loss, hinge)
-    if not violated:
-        return y, yb, 0.0, False
-    return y, yb, _step_size(y, yb, margin, loss, qdist, kii, hieron), True
-
-
-@njit(cache=True)
-def _log_update(log_step, log_i, log_y, log_yb, log_tau, nu, step, i, y, yb, tau):
-    """Record update ``nu`` (step, example, pair, size) for the replay; returns ``nu + 1``."""
-    log_step[nu] = step
-    log_i[nu] = i
-    log_y[nu] = y
-    log_yb[nu] = yb
-    log_tau[nu] = tau
-    return nu + 1
-
-
-@njit(cache=True)
-def _primal_epoch(order, mode, Xd, indptr, indices, vals, UT, Q, pos_ptr, pos_idx, loss, qdist,
-                  kdiag, hieron, hinge, step0, log_step, log_i, log_y, log_yb, log_tau):
-    """One epoch of Algorithm 4 (primal, linear kernel) on class weights ``UT = U^T`` ``(d, q)``;
-    ``mode`` and the row arrays are :func:`~hiercvx.solvers.primitives.row_data`'s.  Scoring
-    and updating all q classes in one pass over ``x_i`` (``UT[k]`` contiguous) is about 1.5x
-    (dense) to 3x (CSR) faster than q calls of ``row_dot`` / ``row_axpy``, so not shared.
-
-    Returns ``(updates, violations)``; updates are appended to the log arrays."""
-    q = Q.shape[0]
-    d = UT.shape[0]
-    s = np.empty(q)
-    c = np.empty(q)
-    nzr = np.empty(q, dtype=np.int64)
-    mark = np.zeros(q, dtype=np.uint8)
-    nu = 0
-    nv = 0
-    for t in range(order.shape[0]):
-        i = order[t]
-        s[:] = 0.0
-        if mode == MODE_DENSE:
-            for k in range(d):
-                xk = Xd[i, k]
-                if xk != 0.0:
-                    for r in range(q):
-                        s[r] += UT[k, r] * xk
-        else:
-            for kk in range(indptr[i], indptr[i + 1]):
-                k = indices[kk]
-                xk = vals[kk]
-                for r in range(q):
-                    s[r] += UT[k, r] * xk
-        y, yb, tau, violated = _pick(s, i, pos_ptr, pos_idx, mark, loss, qdist, kdiag[i], hieron,
-                                     hinge)
-        if not violated:
-            continue
-        nv += 1
-        if tau == 0.0 and hieron:
-            continue
-        # U += tau (Q[:, y] - Q[:, ybar]) x_i^T   (the update of (5.3), in class coordinates)
-        m = 0
-        for r in range(q):
-            cr = tau * (Q[r, y] - Q[r, yb])
-            if cr != 0.0:
-                c[m] = cr
-                nzr[m] = r
-                m += 1
-        if mode == MODE_DENSE:
-            for k in range(d):
-                xk = Xd[i, k]
-                if xk != 0.0:
-                    for a in range(m):
-                        UT[k, nzr[a]] += c[a] * xk
-        else:
-            for kk in range(indptr[i], indptr[i + 1]):
-                k = indices[kk]
-                xk = vals[kk]
-                for a in range(m):
-                    UT[k, nzr[a]] += c[a] * xk
-        nu = _log_update(log_step, log_i, log_y, log_yb, log_tau, nu, step0 + t + 1, i, y, yb, tau)
-    return nu, nv
-
-
-@njit(cache=True)
-def _dual_block(rows, Kb, cols, GQ, is_sv, Q, pos_ptr, pos_idx, loss, qdist, kdiag, hieron, hinge,
-                step0, log_step, log_i, log_y, log_yb, log_tau, nu0):
-    """Algorithm 5 on one block of the visiting order: ``Kb[t, c] = k(x_rows[t], x_cols[c])``;
-    scores ``s = sum_c Kb[t, c] (G Q)[cols[c]]`` over the support; updates ``(G Q)_i``."""
-    q = Q.shape[0]
-    s = np.empty(q)
-    mark = np.zeros(q, dtype=np.uint8)
-    nu = nu0
-    nv = 0
-    for t in range(rows.shape[0]):
-        i = rows[t]
-        s[:] = 0.0
-        for c in range(cols.shape[0]):
-            j = cols[c]
-            if is_sv[j]:
-                kij = Kb[t, c]
-                if kij != 0.0:
-                    for r in range(q):
-                        s[r] += kij * GQ[j, r]
-        y, yb, tau, violated = _pick(s, i, pos_ptr, pos_idx, mark, loss, qdist, kdiag[i], hieron,
-                                     hinge)
-        if not violated:
-            continue
-        nv += 1
-        if tau == 0.0 and hieron:
-            continue
-        for r in range(q):
-            GQ[i, r] += tau * (Q[y, r] - Q[yb, r])
-        is_sv[i] = True
-        nu = _log_update(log_step, log_i, log_y, log_yb, log_tau, nu, step0 + t + 1, i, y, yb, tau)
-    return nu, nv
-
-
-@njit(cache=True)
-def _minover_update(T, col, pair_i, pair_y, pair_ybar, cvec, tau):
-    """Thesis (5.17): ``T_p += tau k(x_i*, x_{i_p}) (c_{y_p} - c_{ybar_p})`` with
-    ``c = Q[y*] - Q[ybar*]``; returns the new ``argmin_p T_p``."""
-    best = 0
-    lo = np.inf
-    for p in range(T.shape[0]):
-        kij = col[pair_i[p]]
-        if kij != 0.0:
-            T[p] += tau * kij * (cvec[pair_y[p]] - cvec[pair_ybar[p]])
-        if T[p] < lo:
-            lo = T[p]
-            best = p
-    return best
-
-
-@njit(cache=True)
-def _minover_full(T, K, pair_i, pair_y, pair_ybar, pair_loss, Q, max_iter, log_i, log_y, log_yb,
-                  log_tau):
-    """Algorithm 7 with a precomputed Gram matrix; returns (iterations, converged)."""
-    q = Q.shape[0]
-    cvec = np.empty(q)
-    best = 0
-    lo = np.inf
-    for p in range(T.shape[0]):
-        if T[p] < lo:
-            lo = T[p]
-            best = p
-    for it in range(max_iter):
-        if T[best] > 0.0:
-            return it, True
-        i = pair_i[best]
-        y = pair_y[best]
-        yb = pair_ybar[best]
-        tau = pair_loss[best]
-        for r in range(q):
-            cvec[r] = Q[y, r] - Q[yb, r]
-        log_i[it] = i
-        log_y[it] = y
-        log_yb[it] = yb
-        log_tau[it] = tau
-        best = _minover_update(T, K[i], pair_i, pair_y, pair_ybar, cvec, tau)
-    return max_iter, T[best] > 0.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,7 +343,8 @@ def _check_options(variant, update, selection, form, kernel: Kernel, data: Margi
 def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "perceptron",
                kernel="linear", sigma: float | None = None, max_epochs: int | None = 20,
                shuffle: bool = True, random_state=0, selection: str | None = None,
-               form: str | None = None, callback=None, verbose: bool = False) -> Solution:
+               form: str | None = None, callback=None, verbose: bool = False,
+               options: Options | None = None) -> Solution:
     """Train a hierarchical perceptron on the margin model ``data`` (from ``hsvm.prepare`` or
     :func:`hiercvx.models.margin.margin_data`; its pairs, losses ``Delta`` and class kernel
     ``Q`` are those of the hierarchical SVM (4.10)).
@@ -553,7 +356,7 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     update : ``"perceptron"`` (step ``Delta``) or ``"hieron"`` ((7.8)-(7.9)).
     max_epochs : kappa; Minover makes at most ``kappa n`` steps.  ``None`` runs until an epoch
         without violations after refusing provably non-separable data, capped at
-        :data:`MAX_EPOCHS_CAP` epochs with a ``ConvergenceWarning``.
+        ``options.max_epochs_cap`` epochs with a ``ConvergenceWarning``.
     shuffle : visit the examples in a fresh random order each epoch (seeded by
         ``random_state``); ``False`` visits them in index order as in the thesis.
     selection : ``"mistake"`` (Alg. 4) or ``"hinge"`` (batch Hieron); the default is
@@ -562,6 +365,8 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     callback : called as ``callback(epoch, scores)`` after every epoch of the online and
         averaged variants, where ``scores(X_new)`` gives the current (last, not averaged)
         weight vector's class scores.
+    verbose : a progress bar over the epochs (Minover: its steps).
+    options : :class:`Options` (default ``Options()``).
 
     Returns
     -------
@@ -581,27 +386,31 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     holds the violations and updates of every epoch.
     """
     t0 = time.perf_counter()
-    X, k, max_epochs, capped = _check_inputs(X, data, kernel, sigma, max_epochs)
+    if options is None:
+        options = Options()
+    elif not isinstance(options, Options):
+        raise InputError(f"options must be a hiercvx.solvers.perceptron.Options, got {type(options).__name__}")
+    X, k, max_epochs, capped = _check_inputs(X, data, kernel, sigma, max_epochs, options)
     selection, form = _check_options(variant, update, selection, form, k, data)
     kdiag = _kernel_diag(X, k)
     if capped:
         _refuse_unseparable(X, data, k, kdiag)
     Q = np.ascontiguousarray(data.Q, dtype=float)
     if variant == "minover":
-        res = _run_minover(X, data, k, Q, max_epochs, verbose)
+        res = _run_minover(X, data, k, Q, max_epochs, verbose, options)
     else:
-        loss = np.ascontiguousarray(data.loss, dtype=float)
         qdist = np.diag(Q)[:, None] + np.diag(Q)[None, :] - 2 * Q  # ||Lam_y - Lam_ybar||^2
         pos_ptr, pos_idx = _positives(data.Y)
-        res = _run_epochs(X, data, k, Q, loss, qdist, kdiag, pos_ptr, pos_idx, update == "hieron",
-                          selection == "hinge", form, max_epochs, shuffle, random_state, callback,
-                          verbose)
+        rule = kern.PairRule(pos_ptr, pos_idx, np.ascontiguousarray(data.loss, dtype=float), qdist, kdiag, Q,
+                             update == "hieron", selection == "hinge", float(options.hinge_rtol))
+        res = _run_epochs(X, data, k, rule, form, max_epochs, shuffle, random_state, callback, verbose,
+                          options)
     log, n_steps, n_epochs, converged, margins, history = res
     sol = _solution(X, data, k, Q, log, n_steps, n_epochs, converged, margins, history,
                     variant=variant, update=update, selection=selection, form=form)
     if not converged and capped:
         sol.warn_unless_converged("epochs", reason=f"with violations left ({len(log)} updates; "
-                                  f"max_epochs=None is capped at {MAX_EPOCHS_CAP}): the data may "
+                                  f"max_epochs=None is capped at {options.max_epochs_cap}): the data may "
                                   "not be separable")
     elif not converged:
         logger.info("%s %s perceptron: violations remain after %d epochs (%d updates)", variant,
@@ -610,10 +419,10 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     return sol
 
 
-def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs):
+def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs, options: Options):
     """``(X, kernel, max_epochs, capped)``: features checked (CSR canonical: duplicate entries
     summed), precomputed and callable kernels checked for positive semidefiniteness,
-    ``max_epochs=None`` replaced by :data:`MAX_EPOCHS_CAP` (``capped``)."""
+    ``max_epochs=None`` replaced by ``options.max_epochs_cap`` (``capped``)."""
     if not isinstance(data, MarginData):
         raise InputError("data must be a MarginData (see hiercvx.formulations.hsvm.prepare)")
     precomputed = isinstance(kernel, str) and kernel == "precomputed"
@@ -635,8 +444,8 @@ def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs):
         if X.shape != (n, n):
             raise InputError(f"a precomputed kernel must be the ({n}, {n}) Gram matrix of the training "
                              f"examples, got shape {X.shape}")
-        # a principal block of a PSD matrix is PSD; checking at most 2000 rows bounds the cost
-        m = min(n, _PSD_CHECK_MAX)
+        # a principal block of a PSD matrix is PSD; checking a leading block bounds the cost
+        m = min(n, options.psd_check_max)
         check_psd(X[:m, :m], what="precomputed kernel matrix" + (f" (first {m} rows)" if m < n else ""))
     k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel, X=None if precomputed else X,
                                                               sigma=sigma)
@@ -644,7 +453,7 @@ def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs):
         m = min(n, 300)
         check_psd(k(X[:m]), what="Gram matrix of the kernel callable (first 300 examples)")
     if max_epochs is None:
-        return X, k, MAX_EPOCHS_CAP, True
+        return X, k, int(options.max_epochs_cap), True
     try:
         ok = int(max_epochs) == max_epochs and max_epochs >= 1
     except (TypeError, ValueError):
@@ -689,29 +498,8 @@ def _training_hinge(S: np.ndarray, data: MarginData):
     """``(xi, worst)`` per example at class scores ``S``: the slack of (4.10) (as
     :func:`hiercvx.models.margin.slacks`, in one compiled pass instead of its temporaries of
     the size of the pairs) and the smallest pair margin."""
-    return _hinge_pass(np.ascontiguousarray(S, dtype=float), data.pair_ptr, data.pair_y,
-                       data.pair_ybar, data.pair_loss, data.rescaling == "slack")
-
-
-@njit(cache=True)
-def _hinge_pass(S, pair_ptr, pair_y, pair_ybar, pair_loss, slack_rescaling):
-    """Per example i: ``xi_i = max(0, max_p v_p)`` with ``v_p = Delta_p (1 - m_p)`` (slack
-    rescaling) or ``Delta_p - m_p`` (margin rescaling), and ``min_p m_p``; pairs by example."""
-    n = pair_ptr.shape[0] - 1
-    xi = np.zeros(n)
-    worst = np.full(n, np.inf)
-    for i in range(n):
-        for p in range(pair_ptr[i], pair_ptr[i + 1]):
-            m = S[i, pair_y[p]] - S[i, pair_ybar[p]]
-            v = pair_loss[p] * (1.0 - m) if slack_rescaling else pair_loss[p] - m
-            xi[i] = max(xi[i], v)
-            worst[i] = min(worst[i], m)
-    return xi, worst
-
-
-def _empty_log(size: int):
-    return (np.zeros(size, np.int64), np.zeros(size, np.int64), np.zeros(size, np.int64),
-            np.zeros(size, np.int64), np.zeros(size))
+    return kern.hinge_pass(np.ascontiguousarray(S, dtype=float), data.pair_ptr, data.pair_y,
+                           data.pair_ybar, data.pair_loss, data.rescaling == "slack")
 
 
 def _progress(total, verbose, desc):
@@ -720,8 +508,10 @@ def _progress(total, verbose, desc):
     return tqdm(total=total, desc=desc, leave=False)
 
 
-def _run_epochs(X, data, k, Q, loss, qdist, kdiag, pos_ptr, pos_idx, hieron, hinge, form,
-                max_epochs, shuffle, random_state, callback, verbose):
+def _run_epochs(X, data, k, rule: kern.PairRule, form, max_epochs, shuffle, random_state, callback,
+                verbose, options: Options):
+    """Algorithms 4 (primal form) and 5 (dual form) epoch by epoch until an epoch without a
+    violated pair or ``max_epochs``; returns ``(log, steps, epochs, converged, None, history)``."""
     n, q = data.n_samples, data.n_classes
     rng = np.random.default_rng(random_state)
     parts = []
@@ -741,7 +531,7 @@ def _run_epochs(X, data, k, Q, loss, qdist, kdiag, pos_ptr, pos_idx, hieron, hin
         is_sv = np.zeros(n, dtype=np.bool_)
         # small n: one Gram matrix for all epochs instead of kernel blocks in every epoch
         gram = np.asarray(X, dtype=float) if k.name == "precomputed" else (
-            k(X) if n <= _FULL_GRAM_MAX_N else None)
+            k(X) if n <= options.full_gram_max_n else None)
 
         def scores(Xn):
             sv = np.flatnonzero(is_sv)
@@ -751,14 +541,11 @@ def _run_epochs(X, data, k, Q, loss, qdist, kdiag, pos_ptr, pos_idx, hieron, hin
     bar = _progress(max_epochs, verbose, "perceptron epochs")
     for epoch in range(1, max_epochs + 1):
         order = rng.permutation(n).astype(np.int64) if shuffle else np.arange(n, dtype=np.int64)
-        buf = _empty_log(n)
+        buf = kern.empty_log(n)
         if form == "primal":
-            nu, nv = _primal_epoch(order, rows.mode, rows.X, rows.indptr, rows.indices, rows.xvals,
-                                   UT, Q, pos_ptr, pos_idx, loss, qdist, kdiag, hieron, hinge,
-                                   steps, *buf)
+            nu, nv = kern.primal_epoch(order, rows, UT, rule, steps, buf)
         else:
-            nu, nv = _dual_epoch(order, X, k, gram, GQ, is_sv, Q, pos_ptr, pos_idx, loss, qdist,
-                                 kdiag, hieron, hinge, steps, buf)
+            nu, nv = _dual_epoch(order, X, k, gram, GQ, is_sv, rule, steps, buf, options.block_entries)
         steps += n
         parts.append(UpdateLog(*(a[:nu] for a in buf)))
         history["violations"].append(int(nv))
@@ -776,84 +563,83 @@ def _run_epochs(X, data, k, Q, loss, qdist, kdiag, pos_ptr, pos_idx, hieron, hin
     return UpdateLog.concatenate(parts), steps, epoch, converged, None, history
 
 
-def _dual_epoch(order, X, k, gram, GQ, is_sv, Q, pos_ptr, pos_idx, loss, qdist, kdiag, hieron, hinge,
-                steps, buf):
+def _dual_epoch(order, X, k, gram, GQ, is_sv, rule, steps, buf, block_entries):
     """Algorithm 5 over one epoch, in blocks whose kernel rows (against the support so far plus
-    the block) fit the block budget; exact because the support only grows inside a block."""
+    the block) fit ``block_entries``; exact because the support only grows inside a block."""
     n = len(order)
     nu_total = nv_total = 0
     start = 0
     while start < n:
         n_sv = int(is_sv.sum())
-        size = max(1, min(n - start, _BLOCK_ENTRIES // max(1, n_sv + 1), 2048))
+        size = max(1, min(n - start, block_entries // max(1, n_sv + 1), 2048))
         rows = order[start:start + size]
         cols = np.union1d(np.flatnonzero(is_sv), rows).astype(np.int64)
         if gram is not None:
             Kb = np.ascontiguousarray(gram[np.ix_(rows, cols)])
         else:
             Kb = np.ascontiguousarray(k(X[rows], X[cols]), dtype=float)
-        nu_total, nv = _dual_block(rows, Kb, cols, GQ, is_sv, Q, pos_ptr, pos_idx, loss, qdist,
-                                   kdiag, hieron, hinge, steps + start, *buf, nu_total)
+        nu_total, nv = kern.dual_block(rows, Kb, cols, GQ, is_sv, rule, steps + start, buf, nu_total)
         nv_total += nv
         start += size
     return nu_total, nv_total
 
 
-def _run_minover(X, data, k, Q, max_epochs, verbose):
+def _run_minover(X, data, k, Q, max_epochs, verbose, options: Options):
     """Algorithm 7: the globally smallest pair margin ``T_p`` (5.16) is corrected until all are
-    positive; ``T`` is maintained by (5.17)."""
+    positive; ``T`` is maintained by (5.17).  With at most ``options.full_gram_max_n`` examples
+    on a precomputed Gram matrix, else on kernel columns computed as needed."""
     n = data.n_samples
-    P = data.n_pairs
     max_iter = max_epochs * n
-    T = np.zeros(P)
-    pair_i = data.pair_i.astype(np.int64)
-    pair_y = data.pair_y.astype(np.int64)
-    pair_ybar = data.pair_ybar.astype(np.int64)
-    pair_loss = np.ascontiguousarray(data.pair_loss, dtype=float)
-    if n <= _FULL_GRAM_MAX_N:
+    T = np.zeros(data.n_pairs)
+    pairs = kern.MinoverPairs(data.pair_i.astype(np.int64), data.pair_y.astype(np.int64),
+                              data.pair_ybar.astype(np.int64), np.ascontiguousarray(data.pair_loss, dtype=float))
+    if n <= options.full_gram_max_n:
         K = np.ascontiguousarray(np.asarray(X, dtype=float) if k.name == "precomputed" else k(X))
-        buf = _empty_log(max_iter)
-        it, converged = _minover_full(T, K, pair_i, pair_y, pair_ybar, pair_loss, Q, max_iter,
-                                      *buf[1:])
+        buf = kern.empty_log(max_iter)
+        it, converged = kern.minover_full(T, K, pairs, Q, max_iter, buf)
     else:
-        cache: dict[int, np.ndarray] = {}
-        cache_budget = 2 * 10 ** 8 // (8 * n)  # columns kept (about 200 MB)
-        buf = _empty_log(0)
-        rows = {"i": [], "y": [], "yb": [], "tau": []}
-        best = int(np.argmin(T))
-        converged = False
-        it = 0
-        bar = _progress(max_iter, verbose, "Minover steps")
-        for it in range(max_iter):
-            if T[best] > 0:
-                converged = True
-                break
-            i, y, yb, tau = int(pair_i[best]), int(pair_y[best]), int(pair_ybar[best]), float(pair_loss[best])
-            col = cache.get(i)
-            if col is None:
-                col = (np.asarray(X[:, i], dtype=float).ravel() if k.name == "precomputed"
-                       else k(X, X[i:i + 1]).ravel())
-                if len(cache) < cache_budget:
-                    cache[i] = col
-            for key, v in zip(("i", "y", "yb", "tau"), (i, y, yb, tau)):
-                rows[key].append(v)
-            best = _minover_update(T, np.ascontiguousarray(col), pair_i, pair_y, pair_ybar,
-                                   Q[y] - Q[yb], tau)
-            if bar is not None:
-                bar.update(1)
-        else:
-            it = max_iter
-            converged = bool(T[best] > 0)
-        if bar is not None:
-            bar.close()
-        buf = (np.zeros(0, np.int64), np.array(rows["i"], np.int64), np.array(rows["y"], np.int64),
-               np.array(rows["yb"], np.int64), np.array(rows["tau"], float))
-        it = len(rows["i"])
+        buf, converged = _minover_columns(X, k, Q, T, pairs, max_iter, verbose,
+                                          options.minover_cache_bytes // (8 * n))
+        it = len(buf.example)
     it = int(it)
-    log = UpdateLog(np.arange(1, it + 1, dtype=np.int64), buf[1][:it], buf[2][:it], buf[3][:it],
-                    buf[4][:it])
+    log = UpdateLog(np.arange(1, it + 1, dtype=np.int64), buf.example[:it], buf.y[:it], buf.ybar[:it],
+                    buf.tau[:it])
     n_epochs = int(np.ceil(it / n)) if it else 1
     return log, it, n_epochs, bool(converged), T, {"updates": [it]}
+
+
+def _minover_columns(X, k, Q, T, pairs, max_iter, verbose, cache_budget):
+    """Algorithm 7 on kernel columns computed as needed (at most ``cache_budget`` kept);
+    returns the log of its steps and whether every ``T_p > 0``."""
+    cache: dict[int, np.ndarray] = {}
+    rows = {"i": [], "y": [], "yb": [], "tau": []}
+    best = int(np.argmin(T))
+    converged = False
+    bar = _progress(max_iter, verbose, "Minover steps")
+    for _ in range(max_iter):
+        if T[best] > 0:
+            converged = True
+            break
+        i, y, yb, tau = int(pairs.i[best]), int(pairs.y[best]), int(pairs.ybar[best]), float(pairs.loss[best])
+        col = cache.get(i)
+        if col is None:
+            col = (np.asarray(X[:, i], dtype=float).ravel() if k.name == "precomputed"
+                   else k(X, X[i:i + 1]).ravel())
+            if len(cache) < cache_budget:
+                cache[i] = col
+        for key, v in zip(("i", "y", "yb", "tau"), (i, y, yb, tau)):
+            rows[key].append(v)
+        best = kern.minover_update(T, np.ascontiguousarray(col), pairs, Q[y] - Q[yb], tau)
+        if bar is not None:
+            bar.update(1)
+    else:
+        converged = bool(T[best] > 0)
+    if bar is not None:
+        bar.close()
+    it = len(rows["i"])
+    buf = kern.LogArrays(np.zeros(it, np.int64), np.array(rows["i"], np.int64), np.array(rows["y"], np.int64),
+                         np.array(rows["yb"], np.int64), np.array(rows["tau"], float))
+    return buf, converged
 
 
 def flat_perceptron(X, Y, *, variant: str = "online", max_epochs: int | None = 20, shuffle=True,
