@@ -11,6 +11,7 @@ from .._validation import check_hierarchy_argument, check_not_complex, check_pos
 from ..exceptions import InputError, InputTypeError
 from ..kernels import check_psd
 from ..result import check_iteration_options
+from ._labels import read_test_labels
 # target handling lives in the core (hiercvx.targets); re-exported for the estimators
 from ..targets import (class_array, flat_hierarchy, is_multilabel_target,  # noqa: F401
                        ravel_column_target, resolve_targets, sort_key)
@@ -142,8 +143,12 @@ class LabelSetScoreMixin:
     label sets for multi-label fits (put before ``ClassifierMixin`` in the bases)."""
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy (single-label) or mean example-based F1 of the predicted label sets."""
-        if not getattr(self, "multilabel_", False):
+        """Accuracy (single-label) or mean example-based F1 of the predicted label sets; ``y``
+        is read as ``fit`` reads it (label sets with their ancestors are reduced to their most
+        specific labels)."""
+        multilabel = getattr(self, "multilabel_", False)
+        y = read_test_labels(y, getattr(self, "hierarchy", None), multilabel)
+        if not multilabel:
             return super().score(X, y, sample_weight=sample_weight)
         pred = self.predict(X)
         f1 = [2 * len(p & set(t)) / (len(p) + len(set(t))) for p, t in zip(pred, y)]

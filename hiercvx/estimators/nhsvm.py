@@ -2,7 +2,8 @@
 (Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*, arXiv:1508.02479, 2016).
 
 Thin wrappers over the registry (:mod:`hiercvx.methods`, entries ``"nhsvm"`` and
-``"shared_norm"``): scikit-learn validation once, the method's model
+``"shared_norm"``): scikit-learn validation once, the labels read as they come
+(:mod:`hiercvx.estimators._labels`), the method's model
 (:func:`hiercvx.models.nhsvm.prepare` / :func:`~hiercvx.models.nhsvm.prepare_shared`), then its
 fast certified solver (:func:`hiercvx.solvers.nhsvm_fw.solve`,
 :func:`hiercvx.solvers.shared_norm.solve`) or, with ``solver="reference"``, the CVXPY
@@ -23,24 +24,20 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
-from ..exceptions import InputError, LabelError
-from ..formulations import nhsvm
-from ..inference import METHODS as INFERENCE_METHODS
-from ..inference import LabelSetOracle, best_leaf
-from ..models.nhsvm import scaled_alpha
+from ..exceptions import InputError
 from ..result import check_iteration_options
-from ._base import (
-    LabelSetScoreMixin,
-    check_solver_options,
-    resolve_training_targets,
-    validate_training_X,
-    validate_X,
-)
+from ._base import LabelSetScoreMixin, check_solver_options, validate_training_X, validate_X
+from ._habits import LightPickleMixin, reports_progress
+from ._labels import read_training_labels, user_label_sets, user_names
+
+#: the models, declarations and inference reach the estimators through the registry
+_NHSVM = methods.parts("nhsvm")
+_SHARED = methods.parts("shared_norm")
 
 __all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
 
 
-class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
+class _NodeScoreClassifier(LightPickleMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
     def _check_common(self) -> float:
@@ -69,15 +66,20 @@ class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         self.C_ = 1.0 / (2.0 * lam)
         self.result_ = res
 
-    def _targets(self, X, y):
+    def _targets(self, X, y, single_label: bool = False):
         X = validate_training_X(self, X)
-        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
-        return X, H, classes, labels, multilabel
+        targets = read_training_labels(y, self.hierarchy, X.shape[0], who=type(self).__name__,
+                                       internal_labels=self.internal_labels,
+                                       single_label=single_label)
+        return X, targets
 
-    def _set_classes(self, H, classes, multilabel):
+    def _set_classes(self, targets):
+        """``classes_`` in the caller's names; the model's class nodes on ``hierarchy_``."""
+        H, classes = targets.hierarchy, targets.classes
         self.hierarchy_ = H
-        self.classes_ = classes
-        self.multilabel_ = multilabel
+        self.self_leaves_ = targets.paths
+        self.classes_ = user_names(classes, targets.paths)
+        self.multilabel_ = targets.multilabel
         self._class_nodes = np.array([H.index(c) for c in classes.tolist()], dtype=np.int64)
         position = np.full(len(H), -1, dtype=np.int64)
         position[self._class_nodes] = np.arange(len(classes))
@@ -112,10 +114,11 @@ class _NodeScoreClassifier(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         S = self.node_scores(X)
         H = self.hierarchy_
         if not self.multilabel_:
-            return self.classes_[self._class_position[best_leaf(S, H)]]
-        oracle = LabelSetOracle(H, getattr(self, "inference", "auto"))
+            return self.classes_[self._class_position[_NHSVM.best_leaf(S, H)]]
+        oracle = _NHSVM.label_set_oracle(H, getattr(self, "inference", "auto"))
         Z = oracle.solve(S, verbose=False)[:, self._class_nodes]
-        return [frozenset(self.classes_[row].tolist()) for row in Z]
+        return user_label_sets([frozenset(self.classes_[row].tolist()) for row in Z],
+                               self.self_leaves_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -157,6 +160,10 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     inference : label-set inference for multi-label training and prediction (``"auto"``: tree
         DP; on DAGs enumeration up to 10 leaves, else the integer program (19); ``"lp"``: LP
         relaxation with ILP fallback)
+    internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
+        :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
+        sets with their ancestors, labels that stop at internal nodes)
+    verbose, keep_dual : as in :class:`~hiercvx.estimators.HierarchicalSVC`
 
     Attributes
     ----------
@@ -164,15 +171,19 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     intercept_ : ``(n_nodes,)`` node biases (zeros without ``fit_intercept``); alpha_ : the node
     weights used; objective_ : ``1/2 ||W||^2 + C sum loss`` at the fit (``C`` times (10); with
     the bias in ``W``), gap_ : its certified relative gap; C_ : the C used; n_iter_; result_ :
-    the solver's result (on the paper's scale, (10) with ``lam``); hierarchy_, classes_ (the
-    leaves), multilabel_
+    the solver's result (on the paper's scale, (10) with ``lam``); hierarchy_ (with self
+    leaves when labels stop at internal nodes), classes_ (the leaves, in the caller's names),
+    self_leaves_, multilabel_
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, alpha=None,
                  rho=2.0, T=None, directional=None, variant="nhsvm", loss=None, solver="fast",
                  method="auto", tol=1e-5, max_iter=1000, inference="auto", reference_solver=None,
-                 random_state=0, verbose=False, lam=None):
+                 random_state=0, verbose=False, lam=None, internal_labels="self_leaf",
+                 keep_dual=False):
         self.hierarchy = hierarchy
+        self.internal_labels = internal_labels
+        self.keep_dual = keep_dual
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -198,16 +209,21 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             alpha = "power" if H.is_tree else "dag"
         if isinstance(alpha, str):
             if alpha == "dag" and T is None:
-                T = nhsvm.DAG_T
-            return nhsvm.path_weights(H, method=alpha, rho=self.rho, T=T, directional=self.directional), T
-        return nhsvm.check_path_weights(alpha, H, T=T), T
+                T = _NHSVM.dag_T
+            return _NHSVM.path_weights(H, method=alpha, rho=self.rho, T=T,
+                                       directional=self.directional), T
+        return _NHSVM.check_path_weights(alpha, H, T=T), T
 
+    @reports_progress
     def fit(self, X, y):
-        """Fit on ``X`` and ``y`` (one leaf per sample, or sets of leaves for multi-label)."""
+        """Fit on ``X`` and ``y``: one node per sample, or label sets (ancestors included or
+        not), stopping at leaves or internal nodes (see ``internal_labels``)."""
         lam = self._check_common()
-        if not isinstance(self.inference, str) or self.inference not in INFERENCE_METHODS:
-            raise InputError(f"inference must be one of {INFERENCE_METHODS}, got {self.inference!r}")
-        X, H, classes, labels, multilabel = self._targets(X, y)
+        known = _NHSVM.inference_methods
+        if not isinstance(self.inference, str) or self.inference not in known:
+            raise InputError(f"inference must be one of {known}, got {self.inference!r}")
+        X, targets = self._targets(X, y)
+        H, labels, multilabel = targets.hierarchy, targets.labels, targets.multilabel
         alpha, T = self._path_weights(H)
         registered = methods.get("nhsvm")
         model = registered.prepare(X, labels, H, alpha=alpha, variant=self.variant,
@@ -221,19 +237,19 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light
             self.n_iter_ = res.n_iter
         elif model.multilabel:
-            res = nhsvm.cutting_plane_from_model(model, lam, inference=self.inference).solve(
+            res = _NHSVM.from_model["cutting_plane"](model, lam, inference=self.inference).solve(
                 solver=self.reference_solver, verbose=bool(self.verbose))
             self.n_iter_ = res.n_iter
         else:
-            res = nhsvm.primal_from_model(model, lam).solve(solver=self.reference_solver)
+            res = _NHSVM.from_model["primal"](model, lam).solve(solver=self.reference_solver)
             self.n_iter_ = 1
         self._set_weights(model, res, lam)
         self.alpha_ = np.asarray(alpha, dtype=float)
-        self._set_classes(H, classes, multilabel)
+        self._set_classes(targets)
         return self
 
     def _node_scores(self, X):
-        S = nhsvm.node_scores(self.coef_, X, self.alpha_)
+        S = _NHSVM.node_scores(self.coef_, X, self.alpha_)
         return S + (np.sqrt(self.alpha_) * self.intercept_)[None, :]
 
 
@@ -266,14 +282,20 @@ class SharedNormSVC(_NodeScoreClassifier):
     ----------
     coef_ : ``U`` ``(n_nodes, n_features)`` (node scores ``X U^T + intercept_``); intercept_ :
     ``(n_nodes,)``; alpha_ : learned sharing weights; objective_ : ``C`` times (14) (the C
-    scale), gap_, C_, n_iter_, result_ (the paper's scale), hierarchy_, classes_, multilabel_
-    (False)
+    scale), gap_, C_, n_iter_, result_ (the paper's scale), hierarchy_, classes_, self_leaves_,
+    multilabel_ (False)
+
+    Labels as for :class:`NormalizedHierarchicalSVC` (``internal_labels``), one path per
+    sample: label sets with their ancestors are taken, several paths are refused.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  loss="zero_one", solver="fast", tol=1e-4, max_iter=1000, inner_max_iter=1000,
-                 reference_solver=None, random_state=0, verbose=False, lam=None):
+                 reference_solver=None, random_state=0, verbose=False, lam=None,
+                 internal_labels="self_leaf", keep_dual=False):
         self.hierarchy = hierarchy
+        self.internal_labels = internal_labels
+        self.keep_dual = keep_dual
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -287,14 +309,13 @@ class SharedNormSVC(_NodeScoreClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
+    @reports_progress
     def fit(self, X, y):
-        """Fit on ``X`` and ``y`` (one leaf per sample)."""
+        """Fit on ``X`` and ``y`` (one path per sample)."""
         lam = self._check_common()
         check_iteration_options(None, self.inner_max_iter, who="SharedNormSVC (inner_max_iter)")
-        X, H, classes, labels, multilabel = self._targets(X, y)
-        if multilabel:
-            raise LabelError("SharedNormSVC is single-label (the shared-norm SVM (14) is multi-class); "
-                             "give one leaf per sample, or use NormalizedHierarchicalSVC for label sets")
+        X, targets = self._targets(X, y, single_label=True)
+        H, labels = targets.hierarchy, targets.labels
         registered = methods.get("shared_norm")
         model = registered.prepare(X, labels, H, loss=self.loss, fit_intercept=self.fit_intercept,
                                    intercept_scaling=self.intercept_scaling, check_input=False)
@@ -305,11 +326,11 @@ class SharedNormSVC(_NodeScoreClassifier):
                 verbose=self.verbose)
             self.n_iter_, self.alpha_ = res.n_iter, res.alpha
         else:
-            res = nhsvm.shared_primal_from_model(model, lam).solve(solver=self.reference_solver)
+            res = _SHARED.from_model["primal"](model, lam).solve(solver=self.reference_solver)
             self.n_iter_ = 1
-            self.alpha_ = scaled_alpha(res.values["alpha"], model.A)
+            self.alpha_ = _SHARED.scaled_alpha(res.values["alpha"], model.A)
         self._set_weights(model, res, lam)
-        self._set_classes(H, classes, multilabel)
+        self._set_classes(targets)
         return self
 
     def _node_scores(self, X):

@@ -22,11 +22,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from .._validation import check_positive
-from ..exceptions import InputError, LabelError
-from ..formulations.orthogonal import primal_from_model
-from ..models import orthogonal as otm
+from ..exceptions import InputError
 from ..result import check_iteration_options
-from ._base import SOLVERS, resolve_training_targets, validate_training_X, validate_X
+from ._base import SOLVERS, validate_training_X, validate_X
+from ._habits import LightPickleMixin, reports_progress
+from ._labels import read_test_labels, read_training_labels, user_names
+
+#: the reference on a model, the recursive classifier (1) and the paper's error (section 2)
+_PARTS = methods.parts("orthogonal")
 
 __all__ = ["OrthogonalTransferSVC"]
 
@@ -35,7 +38,7 @@ _TOP_DOWN = ("orthogonal", "hiermult", "transfer")
 FAST_SOLVERS = ("dual_cd", "rda")
 
 
-class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
+class OrthogonalTransferSVC(LightPickleMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical SVM with orthogonal transfer (Zhou, Xiao, Wu), or one of its baselines.
 
     Parameters
@@ -65,11 +68,19 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     treeloss_classes : TREELOSS's classes, ``"nodes"`` (the paper: every non-root node) or
         ``"leaves"``
     reference_solver : the conic solver of ``solver="reference"`` (default: chosen by hiercvx)
-    verbose : log the solver's progress
+    verbose : ``True`` (or an int > 0) prints the solver's progress to stderr; ``"progress"``:
+        a progress bar on long fits (as in :class:`~hiercvx.estimators.HierarchicalSVC`)
+    internal_labels : ``"self_leaf"`` (default) or ``"refuse"``.  Orthogonal transfer,
+        HIERMULT, TRANSFER and TREELOSS over ``"nodes"`` take a label that stops at an internal
+        node as the paper does (its path ``A+(y)`` ends there); FLATMULT and TREELOSS over
+        ``"leaves"`` learn it through a leaf for the node itself (Cai thesis section 3.2),
+        predicted back as the internal node; ``"refuse"`` refuses such labels for every method
+    keep_dual : pickle the solver's state with the model (default: the certificate only)
 
-    Labels are node names (leaves, or internal nodes for the methods that take partial paths:
-    all but FLATMULT); ``classes_`` are the leaves (the non-root nodes for TREELOSS over
-    ``"nodes"``).  ``score`` is 1 minus the paper's error rate (section 2: a prediction is
+    Labels are node names, one path per sample: label sets that are one path with its
+    ancestors (as ``hiercvx.datasets.load_arff`` gives them) are read as their deepest node;
+    several paths are refused.  ``classes_`` are the leaves (the non-root nodes for TREELOSS
+    over ``"nodes"``), in the caller's names.  ``score`` is 1 minus the paper's error rate (section 2: a prediction is
     right iff the true label is one of its ancestors or itself), which is accuracy for leaf
     labels.
 
@@ -86,8 +97,11 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, K=None,
                  alpha=1.0, method="orthogonal", solver="fast", tol=1e-4, max_iter=20000,
-                 treeloss_classes="nodes", reference_solver=None, verbose=False, fast_solver="dual_cd"):
+                 treeloss_classes="nodes", reference_solver=None, verbose=False, fast_solver="dual_cd",
+                 internal_labels="self_leaf", keep_dual=False):
         self.hierarchy = hierarchy
+        self.internal_labels = internal_labels
+        self.keep_dual = keep_dual
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -110,8 +124,8 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         check_positive(self.C, "C")
         if self.solver not in SOLVERS:
             raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.method not in otm.METHODS:
-            raise InputError(f"method must be one of {otm.METHODS}, got {self.method!r}")
+        if self.method not in _PARTS.methods:
+            raise InputError(f"method must be one of {_PARTS.methods}, got {self.method!r}")
         check_positive(self.alpha, "alpha")
         check_iteration_options(self.tol, self.max_iter, who=type(self).__name__)
         if self.fast_solver not in FAST_SOLVERS:
@@ -127,15 +141,21 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
             return {"K": self.K, "alpha": self.alpha if self.K is None else 1.0, **bias}
         return {"K": self.K, **bias}  # K refused by prepare unless None
 
+    def _takes_internal_labels(self) -> bool:
+        """Whether the method itself takes labels that stop at an internal node."""
+        return self.method != "flatmult" and not (self.method == "treeloss"
+                                                  and self.treeloss_classes == "leaves")
+
+    @reports_progress
     def fit(self, X, y):
         """Fit on ``X`` ``(n_samples, n_features)`` (dense or CSR) and ``y`` (one node name per
-        sample)."""
+        sample, or one path's label set)."""
         self._check_params()
         X = validate_training_X(self, X)
-        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
-        if multilabel:
-            raise LabelError("orthogonal transfer and its baselines are single-label: give one node "
-                             "name per sample (a tree's single deepest label), not label sets")
+        targets = read_training_labels(y, self.hierarchy, X.shape[0], who=type(self).__name__,
+                                       internal_labels=self.internal_labels, single_label=True,
+                                       keep_internal=self._takes_internal_labels())
+        H, classes, labels = targets.hierarchy, targets.classes, targets.labels
         method = methods.get(self.method)
         C_paper = float(self.C) * X.shape[0]  # (4) / (12) weigh the hinge by C_paper / N
         # the model appends the bias feature itself (fit_intercept): solutions come back
@@ -147,7 +167,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
             self.n_iter_ = self.result_.n_iter
             intercept = self.result_.extras.get("intercept")
         else:
-            prob = primal_from_model(model, C=C_paper)
+            prob = _PARTS.from_model["primal"](model, C=C_paper)
             self.result_ = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
             self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)
             intercept = self.result_.values.get("intercept")
@@ -162,7 +182,8 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
             classes = np.empty(len(H) - 1, dtype=object)
             classes[:] = H.nodes[1:]  # TREELOSS's classes: every non-root node (internal ones too)
         class_nodes = H.indices(classes.tolist())
-        self.classes_ = classes
+        self.self_leaves_ = targets.paths
+        self.classes_ = user_names(classes, targets.paths)
         self._class_nodes = class_nodes
         position = np.full(len(H), -1)
         position[class_nodes] = np.arange(len(class_nodes))
@@ -222,7 +243,7 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if self.method in _TOP_DOWN:
             X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            node = otm.predict_top_down(self.coef_, X, self.hierarchy_, return_index=True,
+            node = _PARTS.predict_top_down(self.coef_, X, self.hierarchy_, return_index=True,
                                         intercept=self.intercept_)
         else:
             node = self._class_nodes[np.argmax(self.class_scores(X), axis=1)]
@@ -231,7 +252,8 @@ class OrthogonalTransferSVC(ClassifierMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None):
         """1 - the paper's error rate (section 2): accuracy for leaf labels; an internal test
         label counts as right when the prediction lies in its subtree."""
-        wrong = otm.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object), self.predict(X))
+        y = read_test_labels(y, self.hierarchy, multilabel=False)
+        wrong = _PARTS.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object), self.predict(X))
         return float(np.average(~wrong, weights=sample_weight))
 
     def __sklearn_tags__(self):

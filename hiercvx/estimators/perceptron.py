@@ -1,19 +1,21 @@
 """scikit-learn classifier for the hierarchical perceptrons of Cai thesis chapter 5 and Hieron.
 
-A thin wrapper: the inputs are validated, and the bias added, by
-:func:`hiercvx.models.hsvm.prepare` (the perceptrons share the hierarchical SVM's margin
-model); training is :func:`hiercvx.solvers.perceptron.perceptron`, and scoring / prediction
-are the SVM estimators' (same class scores, same multi-label rule).
+A thin wrapper: the labels are read as they come (:mod:`hiercvx.estimators._labels`), the
+inputs validated and the bias added by the ``hsvm`` method's ``prepare`` (the perceptrons share
+the hierarchical SVM's margin model); training is ``methods.parts("perceptron").train``, and
+scoring / prediction are the SVM estimators' (same class scores, same multi-label rule).
 """
 
 from __future__ import annotations
 
+from .. import methods
 from ..exceptions import InputError
 from ..kernels import make_kernel
-from ..models.hsvm import prepare as prepare_model
-from ..solvers.perceptron import UPDATES, VARIANTS, perceptron
-from ._base import ravel_column_target, resolve_training_targets, validate_training_X
+from ._base import ravel_column_target, validate_training_X
+from ._habits import reports_progress
 from .svm import MarginSVC
+
+_PERCEPTRON = methods.parts("perceptron")
 
 __all__ = ["HierarchicalPerceptron"]
 
@@ -44,6 +46,9 @@ class HierarchicalPerceptron(MarginSVC):
         without mistakes, refusing provably non-separable data and capping at
         ``hiercvx.solvers.perceptron.MAX_EPOCHS_CAP`` epochs with a ``ConvergenceWarning``.
     shuffle, random_state : a fresh seeded order of the examples in every epoch.
+    internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
+        :class:`~hiercvx.estimators.HierarchicalSVC` (labels come as loaders give them).
+    verbose : as in :class:`~hiercvx.estimators.HierarchicalSVC`.
 
     Attributes
     ----------
@@ -56,8 +61,9 @@ class HierarchicalPerceptron(MarginSVC):
     def __init__(self, hierarchy=None, variant="online", update="perceptron", loss="half_symmetric",
                  attributes="class_depth", fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", sigma=None, max_epochs=20, shuffle=True, random_state=0,
-                 verbose=False):
+                 verbose=False, internal_labels="self_leaf"):
         self.hierarchy = hierarchy
+        self.internal_labels = internal_labels
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.variant = variant
@@ -72,29 +78,33 @@ class HierarchicalPerceptron(MarginSVC):
         self.verbose = verbose
 
     def _check_params(self):
-        if self.variant not in VARIANTS:
-            raise InputError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
-        if self.update not in UPDATES:
-            raise InputError(f"update must be one of {UPDATES}, got {self.update!r}")
+        if self.variant not in _PERCEPTRON.variants:
+            raise InputError(f"variant must be one of {_PERCEPTRON.variants}, got {self.variant!r}")
+        if self.update not in _PERCEPTRON.updates:
+            raise InputError(f"update must be one of {_PERCEPTRON.updates}, got {self.update!r}")
 
+    @reports_progress
     def fit(self, X, y):
-        """Fit on ``X`` and ``y`` (one label per sample, or label sets for multi-label)."""
+        """Fit on ``X`` and ``y``: one label per sample, or label sets (ancestors included or
+        not), stopping at leaves or internal nodes (see ``internal_labels``)."""
         self._check_params()
         precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
         # the solver checks a precomputed kernel itself (PSD test capped in size)
         X = validate_training_X(self, X, precomputed=precomputed, check_kernel=False)
         y = ravel_column_target(y)
-        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
+        targets = self._read_labels(y, X.shape[0])
+        H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
+                                          targets.multilabel)
         scaling = self._bias_scaling()
         kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
         # the model adds the bias: [X, s] (linear) or k + s^2 (bias.with_bias)
-        model = prepare_model(X, labels, H, loss=self.loss, attributes=self.attributes,
+        model = methods.get("hsvm").prepare(X, labels, H, loss=self.loss, attributes=self.attributes,
                               classes=tuple(classes.tolist()), kernel=kernel,
                               fit_intercept=scaling is not None,
                               intercept_scaling=1.0 if scaling is None else scaling,
                               check_input=False)
         data, Lam = model.data, model.Lam
-        res = perceptron(model.X, data, variant=self.variant, update=self.update,
+        res = _PERCEPTRON.train(model.X, data, variant=self.variant, update=self.update,
                          kernel=model.kernel, max_epochs=self.max_epochs, shuffle=self.shuffle,
                          random_state=self.random_state, verbose=self.verbose)
         linear = kernel.is_linear
@@ -115,5 +125,5 @@ class HierarchicalPerceptron(MarginSVC):
         self.result_ = res
         self._store_model(X, H, classes, multilabel, data, class_attributes=Lam, kernel=kernel,
                           linear=linear, coef=coef, X_train=X_train, node_bias=node_bias,
-                          scaling=scaling)
+                          scaling=scaling, paths=targets.paths)
         return self

@@ -32,14 +32,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from .._validation import check_positive
-from ..exceptions import InputError, LabelError
-from ..formulations import hpsi
+from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..kernels import median_heuristic
-from ..models.sibling import SiblingPairs, node_pair_table, predict_top_down, sibling_pairs
-from ..solvers import sibling_qp
-from ..solvers.dc import check_dc_options
-from ._base import check_solver_options, resolve_training_targets, validate_training_X, validate_X
+from ._base import check_solver_options, validate_training_X, validate_X
+from ._habits import LightPickleMixin, reports_progress
+from ._labels import read_test_labels, read_training_labels
+
+#: the sibling pairs, the top-down rule d^H, the references on a model, the DC options
+_SIBLING = methods.parts("sibling_svm")
+_HPSI = methods.parts("hpsi")
 
 __all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
            "paper_sigma", "check_fit_intercept"]
@@ -65,7 +67,7 @@ def _resolve_sigma(kernel, sigma, X, labels):
     return check_positive(sigma, "sigma")
 
 
-def _set_leaf_classes(est, pairs: SiblingPairs):
+def _set_leaf_classes(est, pairs):
     """``est.classes_`` (the working hierarchy's leaves as the caller's names, sorted when
     comparable, with a plain dtype when possible) and the lookup leaf index -> class."""
     Hw = pairs.hierarchy
@@ -101,14 +103,15 @@ def check_fit_intercept(fit_intercept, who: str) -> None:
                          f"got {fit_intercept!r}")
 
 
-class _SiblingBase(ClassifierMixin, BaseEstimator):
+class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
     """Shared fit / predict plumbing (subclasses implement ``fit``).  ``__init__`` takes the
     parameters of :class:`SiblingMarginSVC`, which inherits it; a subclass with more
     parameters declares its own (scikit-learn reads them from the signature)."""
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
-                 reference_solver=None, random_state=0):
+                 reference_solver=None, random_state=0, verbose=False, internal_labels="self_leaf",
+                 keep_dual=False):
         self.hierarchy = hierarchy
         self.C = C
         self.fit_intercept = fit_intercept
@@ -121,6 +124,14 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.reference_solver = reference_solver
         self.random_state = random_state
+        self.verbose = verbose
+        self.internal_labels = internal_labels
+        self.keep_dual = keep_dual
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy; ``y`` read as ``fit`` reads it (a path's label set is its deepest node)."""
+        y = read_test_labels(y, self.hierarchy, multilabel=False)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
@@ -134,11 +145,12 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         self._check_params()
         # a precomputed kernel is checked (square, PSD) once, by the model's prepare
         X = validate_training_X(self, X, precomputed=self._precomputed, check_kernel=False)
-        H, _, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
-        if multilabel:
-            raise LabelError("these classifiers take one label per sample (mutually exclusive "
-                             "classes); Wang et al. (section 4.2) turn a set of co-occurring "
-                             "categories into a new category of its own")
+        # one path per sample (Wang et al. section 4.2 make a set of co-occurring categories a
+        # category of its own); internal labels go to self leaves in the model (sibling_pairs)
+        targets = read_training_labels(y, self.hierarchy, X.shape[0], who=type(self).__name__,
+                                       internal_labels=getattr(self, "internal_labels", "self_leaf"),
+                                       single_label=True, keep_internal=True)
+        H, labels = targets.hierarchy, targets.labels
         sigma = _resolve_sigma(self.kernel, self.sigma, X, labels)
         return X, labels, H, sigma
 
@@ -162,7 +174,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         self._set_classes(model.pairs)
         self._store_functions(X, coef, biases, model.linear)
 
-    def _set_classes(self, pairs: SiblingPairs):
+    def _set_classes(self, pairs):
         """``classes_``: the leaves of the working hierarchy as the caller's names (a self
         leaf stands for its internal node), sorted when they are comparable."""
         _set_leaf_classes(self, pairs)
@@ -171,7 +183,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
         """``Q(c)`` of every class as (pos, neg, start, counts).  Built by
         :meth:`decision_function` at each call, not kept by ``fit``: its size is that of the
         computation (on a 5000-leaf star, 25 million pairs that ``fit`` does not need)."""
-        ptr, pos, neg = node_pair_table(self.working_hierarchy_, self._class_leaf)
+        ptr, pos, neg = _SIBLING.node_pair_table(self.working_hierarchy_, self._class_leaf)
         return pos, neg, ptr[:-1], np.diff(ptr)
 
     def _store_functions(self, X, coef, biases, linear):
@@ -223,7 +235,7 @@ class _SiblingBase(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """The top-down rule ``d^H`` (section 2), as node names of the caller's hierarchy."""
         S = self.node_scores(X)
-        idx = predict_top_down(S, self.working_hierarchy_, return_index=True)
+        idx = _SIBLING.predict_top_down(S, self.working_hierarchy_, return_index=True)
         return self.classes_[self._leaf_to_class[idx]]
 
     def __sklearn_tags__(self):
@@ -254,24 +266,34 @@ class SiblingMarginSVC(_SiblingBase):
     method : the fast solver's method, ``"auto"`` | ``"ipm"`` | ``"dual_ipm"`` | ``"working_set"`` |
         ``"alm"`` (see :class:`hiercvx.solvers.sibling_qp.SiblingQPSolver`)
     tol : certified relative duality gap
+    verbose : ``True`` (or an int > 0) prints the solver's progress to stderr; ``"progress"``:
+        a progress bar on long fits
+    internal_labels : ``"self_leaf"`` (default): a label that stops at an internal node is
+        learnt through a leaf for the node itself (the paper's section 2) and predicted back
+        as the node; ``"refuse"``: such labels raise a ``LabelError``
+    keep_dual : pickle the solver's state with the model (default: the certificate only)
+
+    Labels: one path per sample; a label set that is one path with its ancestors (as
+    ``hiercvx.datasets.load_arff`` gives it) is read as its deepest node.
 
     Attributes: ``classes_``, ``hierarchy_`` (the caller's tree), ``working_hierarchy_``
     (with self leaves for internal labels), ``coef_``, ``intercept_``, ``sigma_``,
     ``objective_`` (the HSVM cost (2)), ``gap_``, ``n_iter_``, ``result_``.
     """
 
+    @reports_progress
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
         X, labels, H, sigma = self._prepare(X, y)
         C = float(self.C)
         model = self._model("sibling_svm", X, labels, H, sigma)
         if self.solver == "fast":
-            res = sibling_qp.solve(model, C, tol=float(self.tol), max_iter=self.max_iter,
+            res = methods.get("sibling_svm").fast_solvers["ipm"].solve(model, C, tol=float(self.tol), max_iter=self.max_iter,
                                    **self._engine_options())
             coef, b = res.weights, res.biases
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
         else:
-            prob = hpsi.primal_from_model(model, C)
+            prob = _SIBLING.from_model["primal"](model, C)
             res = prob.solve(self.reference_solver, gap_tol=float(self.tol))
             coef, b = res.weights, res.values["biases"]
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, 1
@@ -299,8 +321,12 @@ class HierarchicalPsiClassifier(_SiblingBase):
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
-                 dc_tol=1e-6, dc_max_iter=50, reference_solver=None, random_state=0):
+                 dc_tol=1e-6, dc_max_iter=50, reference_solver=None, random_state=0, verbose=False,
+                 internal_labels="self_leaf", keep_dual=False):
         self.hierarchy = hierarchy
+        self.verbose = verbose
+        self.internal_labels = internal_labels
+        self.keep_dual = keep_dual
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -315,21 +341,22 @@ class HierarchicalPsiClassifier(_SiblingBase):
         self.reference_solver = reference_solver
         self.random_state = random_state
 
+    @reports_progress
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one node name of the hierarchy per sample)."""
         try:
-            check_dc_options(self.dc_tol, self.dc_max_iter)
+            _HPSI.check_dc_options(self.dc_tol, self.dc_max_iter)
         except (InputError, TypeError, ValueError) as exc:  # int("x"), a list's truth value
             raise InputError(f"dc_tol / dc_max_iter: {exc}") from None
         X, labels, H, sigma = self._prepare(X, y)
         C = float(self.C)
         model = self._model("hpsi", X, labels, H, sigma)
         if self.solver == "fast":
-            res = sibling_qp.solve_dc(model, C, tol=float(self.dc_tol),
+            res = methods.get("hpsi").fast_solvers["solve_dc"].solve(model, C, tol=float(self.dc_tol),
                                       max_iter=int(self.dc_max_iter), gap_tol=float(self.tol),
                                       step_max_iter=self.max_iter, **self._engine_options())
         else:
-            res = hpsi.dc_from_model(model, C, tol=float(self.dc_tol),
+            res = _HPSI.from_model["dc"](model, C, tol=float(self.dc_tol),
                                      max_iter=int(self.dc_max_iter), solver=self.reference_solver,
                                      gap_tol=float(self.tol))
         self.hsvm_objective_ = res.hsvm.objective
@@ -364,8 +391,10 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
-                 reference_solver=None, random_state=0):
+                 reference_solver=None, random_state=0, verbose=False, internal_labels="self_leaf"):
         self.hierarchy = hierarchy
+        self.verbose = verbose
+        self.internal_labels = internal_labels
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -378,6 +407,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         self.reference_solver = reference_solver
         self.random_state = random_state
 
+    @reports_progress
     def fit(self, X, y):
         """Fit one flat SVM per parent node of the hierarchy."""
         if isinstance(self.kernel, str) and self.kernel == "precomputed":
@@ -388,10 +418,11 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
                                 sigma=self.sigma, solver=self.solver,
                                 method=self.method, tol=self.tol, max_iter=self.max_iter,
                                 reference_solver=self.reference_solver,
-                                random_state=self.random_state)
+                                random_state=self.random_state,
+                                internal_labels=self.internal_labels)
         X, labels, H, sigma = base._prepare(X, y)
         self.n_features_in_ = X.shape[1]
-        pairs = sibling_pairs(labels, H)  # validates; self leaves for internal labels
+        pairs = _SIBLING.sibling_pairs(labels, H)  # validates; self leaves for internal labels
         Hw = pairs.hierarchy
         lab = pairs.labels
         A = Hw.ancestor_matrix.tocsr()           # A[v, u] = 1 iff u is v or an ancestor of v
@@ -432,6 +463,11 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         self.n_iter_ = n_iter
         _set_leaf_classes(self, pairs)
         return self
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy; ``y`` read as ``fit`` reads it (a path's label set is its deepest node)."""
+        y = read_test_labels(y, self.hierarchy, multilabel=False)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def predict(self, X):
         """Top-down: at each parent node, the node's SVM picks the child."""

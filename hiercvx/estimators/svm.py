@@ -1,11 +1,11 @@
 """scikit-learn classifiers for the Crammer–Singer and Cai–Hofmann hierarchical SVMs.
 
 Thin wrappers over the method registry (:mod:`hiercvx.methods`): ``fit`` validates with
-scikit-learn once, prepares the method's model (``hsvm``: :func:`hiercvx.models.hsvm.prepare`;
-the flat linear single-label case of :class:`MulticlassSVC`: ``multiclass``,
-:func:`hiercvx.models.multiclass.prepare`), then runs the registered fast solver
-(``working_set`` / ``crammer_singer``) or the certified CVXPY reference declared from the
-model; the certificate (``objective_``, ``gap_``) is kept on the fitted estimator.
+scikit-learn once, reads the labels as they come (:mod:`hiercvx.estimators._labels`), prepares
+the method's model (``hsvm``; the flat linear single-label case of :class:`MulticlassSVC`:
+``multiclass``), then runs the registered fast solver or the certified CVXPY reference declared
+on the model (``methods.parts("hsvm").from_model``); the certificate (``objective_``,
+``gap_``) is kept on the fitted estimator.
 """
 
 from __future__ import annotations
@@ -18,18 +18,19 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..bias import ShiftedKernel, bias_scaling, with_bias
-from ..formulations import hsvm
 from ..kernels import make_kernel
-from ..models import margin as _margin
-from ..models.hsvm import resolve_attributes
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    fit_label_set_threshold, predict_from_scores, resolve_training_targets,
-                    validate_training_X, validate_X)
+                    fit_label_set_threshold, predict_from_scores, validate_training_X, validate_X)
+from ._habits import LightPickleMixin, reports_progress
+from ._labels import read_training_labels, user_label_sets, user_names
+
+#: the margin model's scoring (class scores (3.8), expansion coefficients, class attributes)
+_PARTS = methods.parts("hsvm")
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC", "MarginSVC", "ShiftedKernel", "with_bias"]
 
 
-class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
+class MarginSVC(LightPickleMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the pairwise-ranking classifiers (subclasses fix the model options;
     :class:`~hiercvx.estimators.HierarchicalPerceptron` reuses the scoring)."""
 
@@ -67,13 +68,23 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
                     random_state=self.random_state,
                     alpha0=self._warm_dual(model.data.n_pairs, solver_name))
 
+    def _read_labels(self, y, n_samples: int):
+        """The training labels as they come (:func:`~hiercvx.estimators._labels.read_training_labels`)."""
+        return read_training_labels(y, getattr(self, "hierarchy", None), n_samples,
+                                    who=type(self).__name__,
+                                    internal_labels=getattr(self, "internal_labels", "self_leaf"))
+
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
-        """Fit on ``X`` and ``y`` (one label per sample, or label sets for multi-label)."""
+        """Fit on ``X`` and ``y``: one label per sample, or label sets (ancestors included or
+        not); labels may stop at internal nodes (module :mod:`hiercvx.estimators._labels`)."""
         self._check_params()
         precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
         X = validate_training_X(self, X, precomputed=precomputed)
         hierarchy, loss, attributes, rescaling, class_kernel = self._model_options()
-        H, classes, labels, multilabel = resolve_training_targets(y, hierarchy, X.shape[0])
+        targets = self._read_labels(y, X.shape[0])
+        H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
+                                          targets.multilabel)
         sample_weight = check_training_weights(sample_weight, X)
         kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
         scaling = self._bias_scaling()
@@ -92,11 +103,11 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             self._dual_solver, n_iter = "hsvm", res.n_iter
             coef = res.weights if model.node_weights else res.coefficients
         else:
-            declare = hsvm.primal_from_model if model.node_weights else hsvm.dual_from_model
+            declare = _PARTS.from_model["primal" if model.node_weights else "dual"]
             res = declare(model, C=float(self.C)).solve(solver=self.reference_solver)
             self._dual_solver, n_iter = None, 1
-            coef = res.weights if model.node_weights else _margin.coefficients(res.values["alpha"],
-                                                                              model.data)
+            coef = res.weights if model.node_weights else _PARTS.coefficients(res.values["alpha"],
+                                                                             model.data)
         self.objective_, self.gap_, self.n_iter_, self.result_ = res.objective, res.gap, n_iter, res
         node_bias = None
         if scaling is not None and model.node_weights:
@@ -104,7 +115,7 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         self._store_model(X, H, classes, multilabel, model.data, class_attributes=model.Lam,
                           kernel=kernel, linear=model.node_weights, coef=coef,
                           X_train=None if (model.node_weights or precomputed) else X,
-                          node_bias=node_bias, scaling=scaling)
+                          node_bias=node_bias, scaling=scaling, paths=targets.paths)
         return self
 
     def _fit_crammer_singer(self, X, H, classes, labels, sample_weight, scaling=None):
@@ -121,21 +132,23 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         self._dual_solver = "multiclass"
         # node weights of the flat hierarchy: root row 0 (shared by every class), then classes
         coef = np.vstack([np.zeros((1, X.shape[1])), res.weights])
-        Lam = resolve_attributes(H, self._model_options()[2], tuple(classes.tolist()))
+        Lam = _PARTS.class_attributes(H, self._model_options()[2], tuple(classes.tolist()))
         data = dataclasses.replace(model.data, Lam=Lam, Q=Lam @ Lam.T)
         node_bias = None if scaling is None else np.concatenate([[0.0], res.intercept])
         self._store_model(X, H, classes, False, data, class_attributes=Lam, kernel=model.kernel,
                           linear=True, coef=coef, X_train=None, node_bias=node_bias, scaling=scaling)
 
     def _store_model(self, X, H, classes, multilabel, data, *, class_attributes, kernel, linear,
-                     coef, X_train, node_bias=None, scaling=None):
+                     coef, X_train, node_bias=None, scaling=None, paths=None):
         """Keep what scoring needs (``coef``: node weights ``W`` ``(M, d)`` when ``linear``, else
         expansion coefficients over the rows of ``X_train``, or of the precomputed kernel's
         columns when ``X_train`` is None), the bias (``node_bias`` ``(M,)``: per node, linear;
         for other kernels it lives in the shifted kernel) and, for a multi-label fit, fit the
-        label-set threshold on the training data ``X`` (``data.Y`` the true label sets)."""
+        label-set threshold on the training data ``X`` (``data.Y`` the true label sets).
+        ``classes_`` are in the caller's names (``paths``: the self-leaf map, or None)."""
         self.hierarchy_ = H
-        self.classes_ = classes
+        self.self_leaves_ = paths
+        self.classes_ = user_names(classes, paths)
         self.multilabel_ = multilabel
         self.class_attributes_ = class_attributes
         self.class_gram_ = data.Q
@@ -163,7 +176,7 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def _scores(self, X):
         if self._linear:
-            S = _margin.class_scores(self.coef_, X, self.class_attributes_)
+            S = _PARTS.class_scores(self.coef_, X, self.class_attributes_)
             return S if self._node_bias is None else S + self.class_attributes_ @ self._node_bias
         K = self.kernel_(X) if self.kernel_.name == "precomputed" else self.kernel_(X, self._X_train)
         if self._scaling is not None:  # the bias feature in the kernel (see with_bias)
@@ -189,8 +202,9 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Top-scoring class; for a multi-label fit, the label set of every class whose score is
         within ``threshold_`` of the top score (``threshold_`` fitted on the training data)."""
-        return predict_from_scores(self.class_scores(X), self.classes_, self.multilabel_,
+        pred = predict_from_scores(self.class_scores(X), self.classes_, self.multilabel_,
                                    self.threshold_)
+        return user_label_sets(pred, self.self_leaves_) if self.multilabel_ else pred
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -202,9 +216,17 @@ class MarginSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 class HierarchicalSVC(MarginSVC):
     """The Cai–Hofmann hierarchical SVM (thesis (4.10)), multi-label, trees and DAGs.
 
+    Labels come as loaders give them: one node per sample, or label sets with or without
+    their ancestors (reduced to the most specific labels; when that leaves one label per
+    sample, the fit is single-label), stopping at leaves or at internal nodes.
+
     Parameters
     ----------
     hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``)
+    internal_labels : ``"self_leaf"`` (default): a label that stops at an internal node is a
+        class of its own, a leaf for the node itself under it (Cai thesis section 3.2,
+        :func:`hiercvx.hierarchy.self_leaves`), predicted back as the internal node;
+        ``"refuse"``: such labels raise a ``LabelError``
     C : slack penalty of (4.10): the objective is ``1/2 ||W||^2 + C sum_i xi_i`` (LIBLINEAR's
         meaning of C)
     fit_intercept, intercept_scaling : LIBLINEAR's regularized bias (default on, as in
@@ -234,14 +256,31 @@ class HierarchicalSVC(MarginSVC):
         the ``ConvergenceWarning`` says so
     warm_start : fast solver only: start from the previous fit's dual variables when they fit
         the new problem (same training labels; e.g. a path of increasing ``C``)
+    verbose : ``True`` (or an int > 0) prints the solver's progress to stderr (iteration, gap,
+        time since the fit started); ``"progress"``: a progress bar on fits longer than a few
+        seconds
+    keep_dual : pickle the solver's state with the model (``result_``'s dual variables, for a
+        warm start after unpickling); by default a pickled model keeps its coefficients and
+        the certificate only
+
+    Attributes
+    ----------
+    classes_ : the classes in the caller's names (the leaves, and the internal nodes that
+        training labels stop at); hierarchy_ : the hierarchy the model is trained on (with
+        self leaves when some label stops at an internal node; ``coef_``'s rows follow its
+        nodes); self_leaves_ : the :class:`~hiercvx.hierarchy.PartialPaths` map, or None;
+        multilabel_ ; coef_, intercept_ ; objective_, gap_, n_iter_ ; result_ (the solver's
+        :class:`~hiercvx.result.Solution`)
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  loss="half_symmetric", attributes="class_depth", rescaling="slack",
                  kernel="linear", sigma=None, class_kernel=None, solver="fast", tol=1e-6,
                  max_iter=10000, reference_solver=None, warm_start=False, random_state=0,
-                 verbose=False):
+                 verbose=False, internal_labels="self_leaf", keep_dual=False):
         self.hierarchy = hierarchy
+        self.internal_labels = internal_labels
+        self.keep_dual = keep_dual
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -273,6 +312,8 @@ class MulticlassSVC(MarginSVC):
     constant feature ``intercept_scaling`` appended to ``X``; ``intercept_`` ``(n_classes,)``
     is that feature's weight times ``intercept_scaling`` and ``coef_`` excludes it.  With a
     non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
+    It is flat: labels are read as they are (label sets are multi-label over the names seen).
+    ``verbose`` and ``keep_dual`` as in :class:`HierarchicalSVC`.
     ``solver="reference"`` solves it with CVXPY and certifies it, ``solver="fast"`` uses the
     margin engine (:mod:`hiercvx.solvers.margin_engine`): the interior-point method when a
     Newton step is affordable, else the sequential dual solver (linear) or the working-set
@@ -283,7 +324,8 @@ class MulticlassSVC(MarginSVC):
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, kernel="linear",
                  sigma=None, solver="fast", tol=1e-6, max_iter=10000, reference_solver=None,
-                 warm_start=False, random_state=0, verbose=False):
+                 warm_start=False, random_state=0, verbose=False, keep_dual=False):
+        self.keep_dual = keep_dual
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -312,6 +354,3 @@ class MulticlassSVC(MarginSVC):
             raise AttributeError("coef_class_ exists for the linear kernel only")
         return self.class_attributes_ @ self.coef_
 
-
-#: the former private name of :class:`MarginSVC`
-_MarginSVC = MarginSVC

@@ -33,8 +33,9 @@ from tqdm.auto import tqdm
 from ..exceptions import LabelError, ProblemTooLargeError
 from ..kernels import median_heuristic
 from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    ravel_column_target, resolve_training_targets, validate_training_X,
-                    validate_X)
+                    ravel_column_target, validate_training_X, validate_X)
+from ._habits import reports_progress
+from ._labels import read_training_labels, user_label_sets, user_names
 from .svm import MulticlassSVC
 
 logger = logging.getLogger(__name__)
@@ -134,10 +135,15 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         ``sigma`` the median heuristic is taken once on all training data, so every node
         uses the same kernel.
 
+    internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
+        :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
+        sets with their ancestors; a label that stops at an internal node is a leaf for the
+        node itself, Cai thesis section 3.2, predicted back as the node)
+
     Attributes
     ----------
-    classes_ : the leaves of the hierarchy (columns of ``class_scores``)
-    hierarchy_, multilabel_
+    classes_ : the leaves of the hierarchy (columns of ``class_scores``), in the caller's names
+    hierarchy_ (with self leaves when labels stop at internal nodes), self_leaves_, multilabel_
     estimators_ : dict ``node -> fitted MulticlassSVC`` for the nodes whose training data
         reach two or more children.  Its classes are positions in ``hierarchy_.children(node)``.
     routes_ : dict ``node -> int array`` of the child positions seen in training at every
@@ -152,8 +158,10 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
-                 reference_solver=None, random_state=0, verbose=False):
+                 reference_solver=None, random_state=0, verbose=False,
+                 internal_labels="self_leaf"):
         self.hierarchy = hierarchy
+        self.internal_labels = internal_labels
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -170,13 +178,16 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     def _precomputed(self) -> bool:
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
+    @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit one :class:`MulticlassSVC` per internal node (thesis 7.4.2, steps 1-3)."""
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
         precomputed = self._precomputed()
         X = validate_training_X(self, X, precomputed=precomputed)
         y = ravel_column_target(y)
-        H, classes, labels, multilabel = resolve_training_targets(y, self.hierarchy, X.shape[0])
+        read = read_training_labels(y, self.hierarchy, X.shape[0], who=type(self).__name__,
+                                    internal_labels=self.internal_labels)
+        H, classes, labels, multilabel = read.hierarchy, read.classes, read.labels, read.multilabel
         if multilabel:
             empty = [i for i, s in enumerate(labels) if not s]
             if empty:
@@ -185,12 +196,9 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         leaf_set = set(classes.tolist())
         off_leaf = {v for s in labels for v in (s if multilabel else (s,)) if v not in leaf_set}
         internal = [v for v in off_leaf if v in H][:3]
-        if internal:
-            raise LabelError(
-                f"labels must be leaves of the hierarchy (thesis section 3.1); {internal!r} "
-                f"{'is an internal node' if len(internal) == 1 else 'are internal nodes'}. For labels "
-                "that stop at an internal node use pp = H.with_self_leaves(...) and train on "
-                "pp.hierarchy with labels pp.transform(y)")
+        if internal:  # only with a hierarchy whose own leaves are not the classes
+            raise LabelError(f"labels must be leaves of the hierarchy (thesis section 3.1); "
+                             f"{internal!r} are not")
         R = H.closure(labels)  # R[i, v]: sample i has a label at or below node v (unknowns raise)
         weight = check_training_weights(sample_weight, X)
         if weight is not None:
@@ -238,7 +246,9 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             n_iter += int(clf.n_iter_)
             logger.debug("node %r: %d samples, %d children seen", H.nodes[v], len(rows), len(seen))
         self.hierarchy_ = H
-        self.classes_ = classes
+        self.self_leaves_ = read.paths
+        self.classes_ = user_names(classes, read.paths)
+        self._class_cols = H.indices(classes.tolist())
         self.multilabel_ = multilabel
         self.estimators_ = estimators
         self.routes_ = routes
@@ -334,9 +344,9 @@ class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
                 chosen = S >= S.max(axis=1, keepdims=True)
             ch = H.children_indices[v]
             reached[:, ch] |= reached[:, [v]] & chosen
-        leaf_cols = H.indices(self.classes_.tolist())
-        hits = reached[:, leaf_cols]
-        return [frozenset(self.classes_[row].tolist()) for row in hits]
+        hits = reached[:, self._class_cols]
+        return user_label_sets([frozenset(self.classes_[row].tolist()) for row in hits],
+                               self.self_leaves_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

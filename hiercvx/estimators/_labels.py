@@ -1,0 +1,156 @@
+"""Labels as users and loaders have them, read once at the start of every estimator's ``fit``.
+
+Two forms are taken as they come (``hiercvx.datasets.load_arff`` gives both):
+
+* label sets that include ancestors (``{'2', '2/1', '2/1/3'}``) are reduced to their most
+  specific members (:func:`hiercvx.hierarchy.most_specific`; the upward closure, which is
+  what every formulation uses, is the same).  When every reduced set is one label, the fit
+  is single-label: the problem of one class per sample, not of label sets;
+* labels that stop at an internal node are read as the Cai thesis does (section 3.2): a leaf
+  for the node itself under that node (:func:`hiercvx.hierarchy.self_leaves`), for the
+  internal nodes some label stops at.  ``internal_labels="refuse"`` refuses them instead.
+
+Predictions are named back in the caller's terms: a self leaf is its internal node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import targets
+from .._validation import check_hierarchy_argument, check_target
+from ..exceptions import InputError, LabelError
+from ..hierarchy import Hierarchy, PartialPaths, is_label_set, most_specific, self_leaves
+
+__all__ = ["INTERNAL_LABELS", "Targets", "read_training_labels", "check_internal_labels",
+           "user_names", "user_label_sets", "read_test_labels"]
+
+#: the values of the estimators' ``internal_labels`` parameter
+INTERNAL_LABELS = ("self_leaf", "refuse")
+
+#: estimators that take label sets, named in the errors of the single-label ones
+MULTILABEL_ESTIMATORS = ("HierarchicalSVC", "NormalizedHierarchicalSVC", "HierarchicalPerceptron",
+                         "TopDownSVC")
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The training labels as the model takes them.
+
+    ``hierarchy``: the hierarchy the model is trained on (the caller's, with self leaves when
+    some label stops at an internal node); ``classes``: its classes in the model's names;
+    ``labels``: one label or one label set per sample on ``hierarchy``; ``multilabel``: some
+    sample has more than one most specific label; ``paths``: the self-leaf map, or ``None``.
+    """
+
+    hierarchy: Hierarchy
+    classes: np.ndarray
+    labels: list
+    multilabel: bool
+    paths: PartialPaths | None = None
+
+    @property
+    def user_classes(self) -> np.ndarray:
+        """``classes`` in the caller's names (a self leaf named by its internal node)."""
+        return user_names(self.classes, self.paths)
+
+
+def check_internal_labels(value, who: str) -> str:
+    """``internal_labels`` must be one of :data:`INTERNAL_LABELS`."""
+    if not (isinstance(value, str) and value in INTERNAL_LABELS):
+        raise InputError(f"{who}: internal_labels must be one of {INTERNAL_LABELS}, got {value!r}")
+    return value
+
+
+def user_names(names, paths: PartialPaths | None) -> np.ndarray:
+    """Model names -> the caller's: a self leaf becomes its internal node."""
+    names = np.asarray(names) if not isinstance(names, np.ndarray) else names
+    if paths is None or not paths.owner:
+        return names
+    return targets.class_array([paths.owner.get(v, v) for v in names.tolist()])
+
+
+def user_label_sets(pred: list, paths: PartialPaths | None) -> list:
+    """Predicted label sets, already in the caller's names, reduced to their most specific
+    members: with a self leaf, ``{'a', 'a/b'}`` (the node ``a`` itself and its child) reads as
+    ``{'a/b'}``, whose closure is the same."""
+    return pred if paths is None or not paths.owner else most_specific(paths.original, pred)
+
+
+def _single(labels):
+    """Label sets of one member each -> that member; else ``None``."""
+    if not labels or not all(is_label_set(s, {}) and len(s) == 1 for s in labels):
+        return None
+    return [next(iter(s)) for s in labels]
+
+
+def _refuse_internal(H: Hierarchy, labels, who: str) -> None:
+    for i, item in enumerate(labels):
+        for v in (item if is_label_set(item, H._index) else (item,)):
+            if v in H and not H.is_leaf(v):
+                raise LabelError(
+                    f"{who}: sample {i} has the label {v!r}, an internal node, and "
+                    "internal_labels='refuse'. Pass internal_labels='self_leaf' (the default) to "
+                    "learn it as a leaf for the node itself (Cai thesis section 3.2; "
+                    "hiercvx.hierarchy.self_leaves(H, y) shows the classes this makes), or drop "
+                    "such samples")
+
+
+def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
+                         internal_labels: str = "self_leaf", single_label: bool = False,
+                         keep_internal: bool = False) -> Targets:
+    """The training targets of an estimator's ``fit``, as the module docstring reads them.
+
+    ``hierarchy``: the estimator's parameter (``None``: flat over the labels seen, read as
+    they are); ``single_label``: the method takes one path per sample (a sample with several
+    most specific labels is refused, naming the estimators that take label sets and
+    :func:`hiercvx.hierarchy.single_path`); ``keep_internal``: the method takes internal
+    labels itself (no self leaves; ``"refuse"`` still refuses them).
+    """
+    check_hierarchy_argument(hierarchy)
+    check_target(y)
+    check_internal_labels(internal_labels, who)
+    H, classes, labels, multilabel = targets.resolve_training_targets(y, hierarchy, n_samples)
+    if hierarchy is None:
+        return Targets(H, classes, labels, multilabel)
+    if multilabel:
+        labels = most_specific(H, labels)
+        single = _single(labels)
+        if single is not None:
+            labels, multilabel = single, False
+    if multilabel and single_label:
+        i, s = next((i, s) for i, s in enumerate(labels) if len(s) != 1)
+        raise LabelError(
+            f"{who} takes one path per sample, but sample {i} has {len(s)} most specific labels "
+            f"({sorted(map(str, s))[:4]}). Fit an estimator that takes label sets "
+            f"({', '.join(MULTILABEL_ESTIMATORS)}), or keep the samples with one path: "
+            "hiercvx.hierarchy.single_path(H, y) is True on them")
+    if internal_labels == "refuse":
+        _refuse_internal(H, labels, who)
+    if keep_internal:
+        return Targets(H, classes, labels, multilabel)
+    paths = self_leaves(H, labels)
+    if not paths.self_leaf:
+        return Targets(H, classes, labels, multilabel)
+    labels = paths.transform(labels)
+    H = paths.hierarchy
+    return Targets(H, targets.class_array(H.leaves), labels, multilabel, paths)
+
+
+def read_test_labels(y, hierarchy, multilabel: bool):
+    """True labels of ``score`` in the form ``predict`` returns: label sets reduced to their
+    most specific members (``hierarchy`` the caller's), one label per sample when the fit was
+    single-label."""
+    if hierarchy is None or not targets.is_multilabel_target(y) or isinstance(y, np.ndarray):
+        return y
+    labels = most_specific(hierarchy, list(y))
+    if not multilabel:
+        single = _single(labels)
+        if single is None:
+            raise LabelError("the estimator was fitted on one path per sample, but y has samples "
+                             "with several most specific labels; score them with "
+                             "hiercvx.metrics (e.g. hierarchical_f1)")
+        return targets.class_array(single)
+    return labels
