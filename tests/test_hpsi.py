@@ -19,7 +19,7 @@ from hiercvx import testing
 from hiercvx.datasets import make_wang_example3
 from hiercvx.formulations import hpsi
 from hiercvx.kernels import make_kernel
-from hiercvx.solvers.dc import TIE_RTOL
+from hiercvx.solvers import dc as dc_loop
 from strategies import trees
 
 FAST = settings(max_examples=25, deadline=None,
@@ -431,7 +431,7 @@ def test_dc_result_certifies_a_fixed_point():
     model = res.problem.data["model"]
     prev, last = res.steps[-2], res.steps[-1]
     f_prev = (prev.weights, prev.values["biases"])
-    lam = hpsi.linearization(model, model.train_scores(*f_prev), C, TIE_RTOL)
+    lam = hpsi.linearization(model, model.train_scores(*f_prev), C, dc_loop.Options().tie_rtol)
     majorant_at_prev = model.objective(f_prev[0], biases=f_prev[1], C=C, pair_weights=lam)
     assert majorant_at_prev == pytest.approx(model.psi_value(*f_prev, C), abs=1e-5 * C)
     f_last = (last.weights, last.values["biases"])

@@ -372,31 +372,23 @@ def test_bad_input():
         sibling_qp.solve_dc(model, 1.0, tol=-1.0)
 
 
-def test_centrality_correctors_save_factorizations_and_keep_the_optimum(monkeypatch):
+def test_centrality_correctors_save_factorizations_and_keep_the_optimum():
     """Gondzio's correctors (``primitives.centrality_correctors``) in the primal interior point:
-    the same certified optimum as Mehrotra's steps alone, with fewer Newton factorizations
-    summed over a few problems (early short steps are lengthened)."""
-    count = [0]
-    factor = sibling_qp.factor_newton
-
-    def counting(N):
-        count[0] += 1
-        return factor(N)
-
-    monkeypatch.setattr(sibling_qp, "factor_newton", counting)
+    the same certified optimum as Mehrotra's steps alone (``correct_below=0``), with fewer
+    Newton factorizations (one per interior point step) summed over a few problems (early
+    short steps are lengthened)."""
     totals = {}
-    for correctors in (0, primitives.MAX_CORRECTORS):
-        monkeypatch.setattr(primitives, "MAX_CORRECTORS", correctors)
-        count[0] = 0
+    for below in (0.0, sibling_qp.Options().correct_below):
+        options = sibling_qp.Options(method="ipm", correct_below=below)
         results = []
         for seed in range(3):
             ds = make_wang_example3(120, random_state=seed)
             for C in (1.0, 100.0):
-                res = sibling_qp.solve(prepare(ds.X, ds.y, ds.hierarchy), C, method="ipm")
+                res = sibling_qp.solve(prepare(ds.X, ds.y, ds.hierarchy), C, options=options)
                 testing.assert_certified(res, gap_tol=1e-6)
                 results.append(res)
-        totals[correctors] = (count[0], results)
-    plain, corrected = totals[0], totals[primitives.MAX_CORRECTORS]
+        totals[below] = (sum(r.n_iter for r in results), results)
+    plain, corrected = totals[0.0], totals[sibling_qp.Options().correct_below]
     assert corrected[0] < plain[0]
     for a, b in zip(plain[1], corrected[1]):
         testing.assert_same_optimum(a, b)

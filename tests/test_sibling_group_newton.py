@@ -1,5 +1,5 @@
 """The dual interior point method of the sibling-margin QP (hiercvx.solvers.sibling_qp) through
-the sibling-group blocks of its Hessian (issue 12): the group route's Newton steps against the
+the sibling-group blocks of its Hessian: the group route's Newton steps against the
 dense route's and the explicit system, its fallback when the blocks turn singular, the probe
 that ends a working-set round early, and whole solves on the group route against the CVXPY
 reference (hiercvx.formulations.hpsi)."""
@@ -31,9 +31,14 @@ def two_level_problem(seed=5, n=50):
     return X, y, H
 
 
-def newton_system(model, pairs=None):
+#: every dual interior point with more than one block takes the group route
+GROUP_ROUTE = sibling_qp.Options(group_pack=1, dual_qp=dual_qp.Options(newton="group"))
+
+
+def newton_system(model, pairs=None, pack=None):
     """The pieces of :func:`dual_qp.solve_dual_qp`'s Newton system on ``pairs`` (default all):
-    ``Q`` by groups, the budgets' incidence ``Bm`` and the independent rows ``E`` of (10)."""
+    ``Q`` by groups (``pack`` pairs per block at most), the budgets' incidence ``Bm`` and the
+    independent rows ``E`` of (10)."""
     pr = model.pairs
     idx = np.arange(pr.n_pairs) if pairs is None else pairs
     ii, jj, tt = pr.pair_i[idx], pr.pair_pos[idx], pr.pair_neg[idx]
@@ -41,7 +46,7 @@ def newton_system(model, pairs=None):
     Ei = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)], (np.r_[np.arange(k), np.arange(k)],
                                                         np.r_[jj, tt])), shape=(k, model.M))
     G = model.X @ model.X.T
-    Q = sibling_qp.group_blocks(Ei, G, ii, pr.group_of[jj])
+    Q = sibling_qp.group_blocks(Ei, G, ii, pr.group_of[jj], pack)
     samples, inv = np.unique(ii, return_inverse=True)
     Bm = sp.csr_matrix((np.ones(k), (inv, np.arange(k))), shape=(samples.size, k))
     E = Ei[:, model.independent_rows()].toarray()
@@ -56,12 +61,11 @@ def explicit_residual(Q, Bm, E, d, c, r, re, dx, dy):
     return max(top, bottom)
 
 
-def test_group_blocks_are_the_dense_hessian_block_diagonal(monkeypatch):
+def test_group_blocks_are_the_dense_hessian_block_diagonal():
     X, y, H = two_level_problem()
     model = prepare(X, y, H)
     for pack in (1, 128):
-        monkeypatch.setattr(sibling_qp, "GROUP_PACK", pack)
-        Q, _, _ = newton_system(model)
+        Q, _, _ = newton_system(model, pack=pack)
         np.testing.assert_array_equal(np.sort(np.concatenate(Q.index)), np.arange(Q.size))
         assert len(Q.index) == 6 if pack == 1 else len(Q.index) < 6
         pr = model.pairs
@@ -75,12 +79,11 @@ def test_group_blocks_are_the_dense_hessian_block_diagonal(monkeypatch):
         np.testing.assert_allclose(Q.dot(x), full @ x, atol=1e-10)
 
 
-def test_group_and_dense_newton_steps_agree(monkeypatch):
-    monkeypatch.setattr(sibling_qp, "GROUP_PACK", 1)
+def test_group_and_dense_newton_steps_agree():
     X, y, H = two_level_problem()
     model = prepare(X, y, H)
     rng = np.random.default_rng(1)
-    Q, Bm, E = newton_system(model)
+    Q, Bm, E = newton_system(model, pack=1)
     d = rng.uniform(0.05, 5.0, Q.size)
     c = rng.uniform(0.05, 50.0, Bm.shape[0])
     r, re = rng.standard_normal(Q.size), rng.standard_normal(E.shape[1])
@@ -96,16 +99,15 @@ def test_group_and_dense_newton_steps_agree(monkeypatch):
     assert explicit_residual(Q, Bm, E, d, c, r, re, dx, dy) <= 1e-10
 
 
-def test_group_newton_falls_back_to_the_dense_route_on_singular_blocks(monkeypatch):
+def test_group_newton_falls_back_to_the_dense_route_on_singular_blocks():
     """The end of an interior point path: ``z / x`` vanishing on more pairs than a group's
     ``Q`` has rank, huge budget weights -- the blocks alone are singular to round-off, the
     refinement cannot repair the elimination, and the dense route takes over (the system is
     nearly singular, so only the route is checked here, not the step's accuracy)."""
-    monkeypatch.setattr(sibling_qp, "GROUP_PACK", 1)
     X, y, H = two_level_problem(n=120)
     model = prepare(X, y, H)
     rng = np.random.default_rng(2)
-    Q, Bm, E = newton_system(model)
+    Q, Bm, E = newton_system(model, pack=1)
     d = np.where(rng.random(Q.size) < 0.8, 1e-13, 1e4)
     c = np.where(rng.random(Bm.shape[0]) < 0.5, 1e11, 1e-3)
     r, re = rng.standard_normal(Q.size), rng.standard_normal(E.shape[1])
@@ -148,10 +150,8 @@ def test_probe_ends_the_path_without_accepting():
 
 @pytest.fixture
 def group_route(monkeypatch):
-    """Every dual interior point method with more than one block takes the group route;
-    returns the list of its factorizations (one entry per Newton matrix)."""
-    monkeypatch.setattr(sibling_qp, "GROUP_PACK", 1)
-    monkeypatch.setattr(dual_qp.DenseNewton, "cost", staticmethod(lambda k, me: np.inf))
+    """Records the group route's factorizations (one entry per Newton matrix: True while it
+    has not handed over to the dense route) of the solves run with ``GROUP_ROUTE``."""
     calls = []
     factor = dual_qp.GroupNewton.factor
 
@@ -168,17 +168,17 @@ def test_working_set_on_the_group_route_matches_the_reference(group_route, monke
     probes = []
     dual_ipm = dual_qp.solve_dual_qp
 
-    def recorded(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
+    def recorded(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, **kw):
         def probe_recorded(x, y_):
             probes.append(probe(x, y_))
             return probes[-1]
         return dual_ipm(Q, g, Bm, E, h, C, max_iter, accept, tol,
-                        probe_recorded if probe is not None else None)
+                        probe_recorded if probe is not None else None, **kw)
 
     monkeypatch.setattr(sibling_qp, "solve_dual_qp", recorded)
     X, y, H = two_level_problem()
     model = prepare(X, y, H)
-    engine = SiblingQPSolver(model, method="working_set")
+    engine = SiblingQPSolver(model, method="working_set", options=GROUP_ROUTE)
     fast = engine.solve(C, tol=1e-6, max_passes=2)   # a rough first set: probes and rounds
     assert fast.converged and group_route and any(group_route)
     assert any(probes)                                # a round ended early and the set grew
@@ -192,7 +192,8 @@ def test_working_set_on_the_group_route_matches_the_reference(group_route, monke
 
 def test_dual_ipm_on_the_group_route_matches_the_reference(group_route):
     X, y, H = two_level_problem(seed=7, n=40)
-    fast = sibling_qp.solve(prepare(X, y, H), 2.0, tol=1e-8, method="dual_ipm")
+    fast = sibling_qp.solve(prepare(X, y, H), 2.0, tol=1e-8, method="dual_ipm",
+                            options=GROUP_ROUTE)
     assert fast.converged and group_route
     testing.assert_fast_matches_reference(fast, hpsi.primal(X, y, H, C=2.0).solve(), rtol=1e-6)
 
@@ -202,7 +203,7 @@ def test_dc_run_on_the_group_route_follows_the_reference_path(group_route):
     # (on every route, the dense dual interior point on all pairs included)
     X, y, H = two_level_problem(seed=11, n=40)
     fast = sibling_qp.solve_dc(prepare(X, y, H), 2.0, tol=1e-8, gap_tol=1e-7,
-                               method="working_set")
+                               method="working_set", options=GROUP_ROUTE)
     ref = hpsi.dc(X, y, H, C=2.0, tol=1e-8)
     assert fast.converged and np.all(fast.step_gaps <= 1e-7) and group_route
     np.testing.assert_allclose(fast.dc_objectives, ref.dc_objectives, rtol=1e-5)
@@ -227,20 +228,20 @@ def test_a_path_at_its_residual_floor_is_certified_and_ended(monkeypatch):
     stalls at 6e-8 while the complementarity falls to 1e-27 and the residual then grows: the
     iterate at the floor is offered to ``accept`` and the path ends after a few such tries
     instead of running its 100 steps."""
-    monkeypatch.setattr(dual_qp.DenseNewton, "solve", dual_qp.DenseNewton._solve_once)
     meth = methods.get("sibling_svm")
     case = [c for c in meth.cases(quick=False) if c.name.startswith("tree")][0]
     offered = []
     solve_dual_qp = dual_qp.solve_dual_qp
 
-    def recorded(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
+    def recorded(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, **kw):
         def accept_recorded(x, y_, u):
             offered.append(x.copy())
             return accept(x, y_, u)
-        return solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept_recorded, tol, probe)
+        return solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept_recorded, tol, probe, **kw)
 
     monkeypatch.setattr(sibling_qp, "solve_dual_qp", recorded)
+    unrefined = sibling_qp.Options(dual_qp=dual_qp.Options(dense_refine=0))
     with pytest.warns(ConvergenceWarning):
-        res = meth.run_fast("dual_ipm", case)
+        res = meth.run_fast("dual_ipm", case, options=unrefined)
     assert 1 <= len(offered) <= 3 and res.n_iter < 30
     assert res.gap <= 1e-7 and res.lower_bound <= res.objective

@@ -21,6 +21,7 @@ Two routes agree when they reach the same fixed point from the same start (HSVM)
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,15 +31,22 @@ from ..result import ITERATION_LIMIT, Solution
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["dc_iterations", "check_dc_options", "FIXED_POINT", "TIE_RTOL"]
+__all__ = ["Options", "dc_iterations", "check_dc_options", "FIXED_POINT"]
 
 #: ``status`` of a DC path whose psi cost stopped changing (a fixed point, not an optimum)
 FIXED_POINT = "fixed_point"
 
-#: margins within this (relative) of ``u_min`` count as tied when the loop re-linearizes
-#: (:func:`~hiercvx.models.sibling.linearization`): above the certified steps' accuracy, so
-#: the reference and the fast route pick the same pair from the same start
-TIE_RTOL = 1e-6
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the DC loop :func:`dc_iterations` beyond its stopping rule (``tol``,
+    ``max_iter``), for the DC algorithm (3) of Wang, Shen & Pan (JMLR 12, 2011; DC
+    programming: An & Tao, *Annals of Operations Research* 133, 2005)."""
+
+    #: margins within this (relative) of ``u_min`` count as tied when the loop re-linearizes
+    #: (:func:`~hiercvx.models.sibling.linearization`): above the certified steps' accuracy,
+    #: so the reference and the fast route pick the same pair from the same start
+    tie_rtol: float = 1e-6
 
 
 def check_dc_options(tol, max_iter) -> None:
@@ -55,13 +63,14 @@ def check_dc_options(tol, max_iter) -> None:
 
 
 def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step,
-                  who: str, tie_rtol: float = TIE_RTOL, stacklevel: int = 3) -> Solution:
+                  who: str, tie_rtol: float | None = None, stacklevel: int = 3, *,
+                  options: Options | None = None) -> Solution:
     """The DC algorithm (3): start from HSVM, re-linearize, stop on a small cost change.
 
     ``step(pair_weights)`` solves (8) with the DC term ``pair_weights`` (``None``: HSVM) to a
     certified gap and returns ``(weights, biases, solution)`` (``solution.gap`` and
     ``solution.lower_bound`` its certificate).  Step ``m`` takes :func:`linearization` at
-    ``f^(m-1)`` with near-ties (``tie_rtol``) resolved to the first pair.  The loop stops when
+    ``f^(m-1)`` with near-ties (``tie_rtol``, default ``options.tie_rtol``) resolved to the first pair.  The loop stops when
     ``|s(f^(m)) - s(f^(m-1))| <= tol`` (absolute, as in the paper; a step whose linearization
     equals the last one's is the same QP, so its solution is reused, not recomputed, and the
     cost change is 0) or after ``max_iter`` steps
@@ -73,6 +82,8 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
     first the HSVM start), ``best_iteration``, ``step_gaps``, ``steps`` (every step's
     solution) and ``hsvm`` (the first).
     """
+    if tie_rtol is None:
+        tie_rtol = (Options() if options is None else options).tie_rtol
     coef, b, res = step(None)
     costs, steps = [model.psi_value(coef, b, C)], [res]
     best = (costs[0], 0, coef, b)

@@ -18,16 +18,52 @@ noisy labels), where the face of the support has no unique maximizer.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
 
+from ..exceptions import InputError
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["ACCEPT_RTOL", "PROBE_RTOL", "BlockDiagonal", "DenseNewton", "GroupNewton",
-           "factor_newton", "solve_dual_qp", "step_length"]
+__all__ = ["Options", "BlockDiagonal", "DenseNewton", "GroupNewton", "factor_newton",
+           "solve_dual_qp", "step_length"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :func:`solve_dual_qp` and its Newton systems.
+
+    Every default is the one the certified solvers are validated with; the interior point
+    is Mehrotra's predictor-corrector (Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
+    2006, Algorithm 16.4) on the dual (9)-(11) of Wang, Shen & Pan (JMLR 12, 2011)."""
+
+    #: complementarity (relative to the objective) at which the certificate is tried (with
+    #: ``tol / 100``): well below any certified gap a caller asks for
+    accept_rtol: float = 1e-9
+    #: complementarity (relative) from which a working set is probed: about halfway along the
+    #: path, before the ill-conditioned last steps
+    probe_rtol: float = 1e-4
+    #: ``"auto"`` (fewer flops of :meth:`GroupNewton.cost` and :meth:`DenseNewton.cost`),
+    #: ``"group"`` (the group route whenever there are several blocks) or ``"dense"``
+    newton: str = "auto"
+    #: iterative-refinement steps of a group-route solve before it hands over to the dense
+    #: route (Golub & Van Loan, *Matrix Computations*, 4th ed., section 3.5.3)
+    group_refine: int = 3
+    #: relative residual a group-route solve must reach, the dense route's accuracy
+    refine_rtol: float = 1e-8
+    #: refinement steps of a dense solve: one recovers the digits a shifted Cholesky lost
+    dense_refine: int = 1
+    #: certificates tried at the round-off floor of the dual residual before the path ends
+    #: (the residual only grows after it)
+    floor_tries: int = 3
+
+    def __post_init__(self):
+        if self.newton not in ("auto", "group", "dense"):
+            raise InputError(f"newton must be 'auto', 'group' or 'dense', got {self.newton!r}")
 
 
 class BlockDiagonal:
@@ -89,11 +125,12 @@ class DenseNewton:
     ``E^T dx = -re``, by one dense Cholesky of the ``(k, k)`` matrix and the ``(m, m)`` Schur
     complement of ``y``.  The route for one large block (a flat problem, a working set)."""
 
-    def __init__(self, Q, Bm, E):
+    def __init__(self, Q, Bm, E, refine: int = 1):
         self.Q = Q.dense()
         self.BmT = Bm.T.tocsr()
         self.Bm = Bm
         self.E = E
+        self.refine = int(refine)
 
     @staticmethod
     def cost(k, me):
@@ -120,13 +157,15 @@ class DenseNewton:
 
     def solve(self, r, re):
         dx, dy = self._solve_once(r, re)
-        # at the end of the path the matrix is ill-conditioned (z / x spans 20 decades): one
-        # step of iterative refinement against the formed matrix recovers the digits the
-        # (possibly shifted) factorization lost
-        rx = r - self.Hm @ dx - self.E @ dy
-        rz = -re - self.E.T @ dx
-        cx, cy = self._solve_once(rx, -rz)
-        return dx + cx, dy + cy
+        # at the end of the path the matrix is ill-conditioned (z / x spans 20 decades):
+        # iterative refinement against the formed matrix recovers the digits the (possibly
+        # shifted) factorization lost
+        for _ in range(self.refine):
+            rx = r - self.Hm @ dx - self.E @ dy
+            rz = -re - self.E.T @ dx
+            cx, cy = self._solve_once(rx, -rz)
+            dx, dy = dx + cx, dy + cy
+        return dx, dy
 
 
 class GroupNewton:
@@ -140,10 +179,8 @@ class GroupNewton:
     examples' budgets and the equality rows; Wang's (11) and (10)).  On the cellcycle_FUN working sets
     (about 3000 pairs, the largest group 1300) a Newton step costs a fifth of the dense one."""
 
-    #: refinement steps, and the relative residual a solve must reach before the dense route
-    max_refine, refine_rtol = 3, 1e-8
-
-    def __init__(self, Q, Bm, E):
+    def __init__(self, Q, Bm, E, options: Options | None = None):
+        self.options = Options() if options is None else options
         self.Q = Q
         self.nb = Bm.shape[0]
         self.F = sp.vstack([Bm, sp.csr_matrix(E.T)]).tocsr()
@@ -207,31 +244,25 @@ class GroupNewton:
         # accuracy of the dense route, the dense route for the rest of the path
         scale_r = max(float(np.abs(r).max(initial=0.0)), 1e-300)
         scale_e = 1.0 + float(np.abs(re).max(initial=0.0))
-        for attempt in range(self.max_refine + 1):
+        max_refine = self.options.group_refine
+        for attempt in range(max_refine + 1):
             rx = r - self._apply(dx, dy)
             rz = -re - self.E.T @ dx
             err = max(float(np.abs(rx).max(initial=0.0)) / scale_r,
                       float(np.abs(rz).max(initial=0.0)) / scale_e)
-            if err <= self.refine_rtol:
+            if err <= self.options.refine_rtol:
                 return dx, dy
-            if attempt == self.max_refine:
+            if attempt == max_refine:
                 break
             cx, cy = self._solve_once(rx, -rz)
             dx, dy = dx + cx, dy + cy
-        self.dense = DenseNewton(self.Q, self.Bm, self.E)
+        self.dense = DenseNewton(self.Q, self.Bm, self.E, self.options.dense_refine)
         self.dense.factor(self.d, self.c)
         return self.dense.solve(r, re)
 
 
-#: :func:`solve_dual_qp` tries the certificate once the complementarity is below this (and
-#: ``tol / 100``) relative to the objective
-ACCEPT_RTOL = 1e-9
-#: :func:`solve_dual_qp` probes a working set once its complementarity is this small relative to
-#: the objective: about halfway along the path, before the ill-conditioned last steps
-PROBE_RTOL = 1e-4
-
-
-def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
+def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
+                  options: Options | None = None):
     """Mehrotra predictor-corrector on the budgeted dual QP over the pairs kept (module
     docstring; Wang et al.'s (9)-(11) of (8))::
 
@@ -244,21 +275,23 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
     ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated: by the groups
     (:class:`GroupNewton`) or dense (:class:`DenseNewton`), whichever counts fewer flops.
     ``accept(x, y, u)`` is called once the residuals and the complementarity are small
-    (``min(1e-9, tol / 100)`` relative); it returns True to stop.  The multipliers
+    (``min(options.accept_rtol, tol / 100)`` relative); it returns True to stop.  The multipliers
     ``y`` of the equalities are Wang's biases and ``u`` the examples' slacks ``xi`` (the KKT
     conditions of the primal).
     An iterate whose complementarity is done but whose dual residual stopped falling above
     ``1e-8`` (its round-off floor on a degenerate dual) is offered to ``accept`` too, and the
     path ends after three such offers (the residual only grows after it).
     ``probe(x, y)`` (optional) is called at every iterate whose complementarity is within
-    ``PROBE_RTOL`` of the objective, before that; True stops the path there (not accepted).
+    ``options.probe_rtol`` of the objective, before that; True stops the path there (not accepted).
     Returns ``(x, y, n_iter, accepted)``."""
     k, nb, me = Q.size, Bm.shape[0], E.shape[1]
     if k == 0:  # no pair kept: nothing to solve (the caller certifies the empty point)
         return np.zeros(0), np.zeros(me), 0, False
-    newton_system = GroupNewton(Q, Bm, E)
-    if len(Q.index) == 1 or newton_system.cost() > DenseNewton.cost(k, me):
-        newton_system = DenseNewton(Q, Bm, E)
+    opts = Options() if options is None else options
+    newton_system = GroupNewton(Q, Bm, E, opts)
+    if len(Q.index) == 1 or opts.newton == "dense" or (
+            opts.newton == "auto" and newton_system.cost() > DenseNewton.cost(k, me)):
+        newton_system = DenseNewton(Q, Bm, E, opts.dense_refine)
     count = np.asarray(Bm.sum(axis=1)).ravel()
     x = np.asarray(Bm.T @ (C / (count + 1.0))).ravel()
     s = C - Bm @ x
@@ -280,7 +313,7 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
         mu = (x @ z + s @ u) / m_total
         value = 0.5 * float(x @ Qx) - float(g @ x)
         scale = 1.0 + float(np.abs(Qx).max(initial=0.0)) + float(np.abs(g).max(initial=0.0))
-        target = min(ACCEPT_RTOL, 1e-2 * tol)   # the complementarity's share of the certified gap
+        target = min(opts.accept_rtol, 1e-2 * tol)   # the complementarity's share of the certified gap
         stalled = len(mus) >= 5 and mu > 0.5 * mus[-5] and mu * m_total <= 1e-6 * abs(value)
         mus.append(mu)
         rd_max, re_max = float(np.abs(rd).max(initial=0.0)), float(np.abs(re).max(initial=0.0))
@@ -303,9 +336,9 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None):
             if accept(x, y, u):
                 accepted = True
                 break
-            if floor_tries >= 3:  # no digit left to gain: the caller keeps its best certificate
+            if floor_tries >= opts.floor_tries:  # no digit left to gain: the caller keeps its best certificate
                 break
-        elif probe is not None and mu * m_total <= PROBE_RTOL * max(abs(value), 1e-300) \
+        elif probe is not None and mu * m_total <= opts.probe_rtol * max(abs(value), 1e-300) \
                 and probe(x, y):
             break
         newton_system.factor(z / x, u / s)

@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import scipy.linalg as sla
@@ -99,14 +100,109 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..models.sibling import SiblingModel, SiblingPairs, check_pair_weights
 from ..result import Solution, check_iteration_options, gap_scale, relative_gap
+from .dc import Options as DCOptions
 from .dc import check_dc_options, dc_iterations
+from . import dual_qp
 from .dual_qp import BlockDiagonal, DenseNewton, factor_newton, solve_dual_qp, step_length
 from .primitives import (MODE_GRAM, blas_threads, centrality_correctors, kronecker_sum,
                          row_axpy, row_data, row_dot, row_sq_norms)
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "solve_dc", "SiblingQPSolver", "pivoted_cholesky", "METHODS"]
+__all__ = ["Options", "solve", "solve_dc", "SiblingQPSolver", "pivoted_cholesky", "METHODS"]
+
+METHODS = ("auto", "ipm", "dual_ipm", "working_set", "alm")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the sibling-margin QP solvers (:func:`solve`, :func:`solve_dc`,
+    :class:`SiblingQPSolver`) for (8) of Wang, Shen & Pan (JMLR 12, 2011).
+
+    Interior points: Mehrotra's predictor-corrector (Nocedal & Wright, *Numerical
+    Optimization*, 2nd ed., 2006, Algorithm 16.4) with Gondzio's centrality correctors
+    (Gondzio, *Computational Optimization and Applications* 6, 1996).  Coordinate ascent: the
+    augmented Lagrangian method (Bertsekas, *Constrained Optimization and Lagrange Multiplier
+    Methods*, 1982) with exact block (SMO) steps (Platt, 1998)."""
+
+    #: ``"auto"``, ``"ipm"``, ``"dual_ipm"``, ``"working_set"`` or ``"alm"``: ``"auto"`` takes
+    #: the method whose Newton system is cheapest (:class:`SiblingQPSolver`)
+    method: str = "auto"
+    #: ALM sweeps per multiplier step; the working set's first sweeps are four times this
+    max_passes: int = 50
+    #: pivoted Cholesky of a kernel stops at this relative residual diagonal: round-off level,
+    #: so the factor is exact on its pivots and ``K - L L^T`` is negligible
+    rank_rtol: float = 1e-10
+    #: ``"auto"`` runs the primal IPM up to this many Newton rows ``M' (q + 1)``: a dense
+    #: Cholesky of that size costs about as much as a few hundred dual sweeps
+    max_ipm_size: int = 2000
+    #: ALM penalty; ``None``: the mean squared norm of the inputs, the diagonal of the
+    #: block Hessian, so both terms of the block steps have one scale
+    rho: float | None = None
+    #: seed of the ALM's sweep orders (randomized orders avoid cyclic stalls)
+    random_state: int = 0
+    #: ``"auto"`` takes the dense dual IPM up to this many live pairs (its ``(k, k)`` Newton
+    #: matrix stays small enough to factor at every step)
+    max_dual_pairs: int = 1500
+    #: default iteration limits: IPM Newton steps (a Mehrotra path takes 20-60)
+    ipm_max_iter: int = 100
+    #: ... Newton steps of a working-set solve summed over its rounds
+    working_set_max_iter: int = 300
+    #: ... ALM multiplier steps
+    alm_max_iter: int = 500
+    #: small sibling groups share a dual Hessian block of up to this many pairs: fewer,
+    #: larger dense operations for about the same flops
+    group_pack: int = 128
+    #: a pair left out counts as violated at a probe when its margin is this far below what
+    #: the kept pairs of its sample reach (the iterate's margins are only approximate there)
+    probe_margin: float = 1e-2
+    #: Gondzio's correctors run after Mehrotra steps shorter than this (0: never); later
+    #: steps stay Mehrotra's, so that a DC path stops where the reference's does
+    correct_below: float = 0.5
+    #: pairs left out within this margin of violating join a growing working set: the next
+    #: restricted optimum moves towards them, so adding them saves rounds
+    ws_margin: float = 0.3
+    #: the first working set: pairs with ``beta > 0`` after the sweeps or with a margin within
+    #: this of their sample's smallest
+    ws_seed_margin: float = 0.2
+    #: at most this many working-set rounds (each one interior point path)
+    ws_rounds: int = 20
+    #: the working set falls back to ALM above this many times ``max_dual_pairs`` pairs
+    ws_size_factor: int = 4
+    #: the primal IPM's Newton matrix is assembled with one product per block when it has at
+    #: most this many blocks ``Mr (Mr + 1) / 2`` ...
+    block_products_max: int = 10
+    #: ... of at least this width (compute-bound); else from cached per-sample triangles
+    block_products_min_rank: int = 32
+    #: the cached triangles of the primal IPM are kept up to this many floats (96 MB)
+    normal_cache: int = 12_000_000
+    #: the dual repair's least-norm step is solved dense (SVD least squares) up to this many
+    #: bias rows ...
+    dense_repair_rows: int = 300
+    #: ... and entries; above, by a sparse LU of the rows the support touches
+    dense_repair_size: int = 4_000_000
+    #: settings of the dual interior point (:class:`hiercvx.solvers.dual_qp.Options`)
+    dual_qp: dual_qp.Options = field(default_factory=dual_qp.Options)
+    #: settings of the DC loop of :func:`solve_dc` (:class:`hiercvx.solvers.dc.Options`)
+    dc: DCOptions = field(default_factory=DCOptions)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
+
+    @classmethod
+    def of(cls, options: "Options | None" = None, **overrides) -> "Options":
+        """``options`` (default: the defaults) with the keyword overrides that are not
+        ``None``: how the keyword arguments of :func:`solve` and :func:`solve_dc` enter."""
+        base = cls() if options is None else options
+        if not isinstance(base, cls):
+            raise InputError(f"options must be a hiercvx.solvers.sibling_qp.Options, "
+                             f"got {type(options).__name__}")
+        given = {k: v for k, v in overrides.items() if v is not None}
+        unknown = set(given) - {f.name for f in fields(cls)}
+        if unknown:
+            raise InputError(f"unknown sibling_qp options {sorted(unknown)}")
+        return replace(base, **given) if given else base
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,19 +449,18 @@ def _schur_blocks(Delta, w, w0, pair_ptr):
     return T
 
 
-BLOCK_PRODUCTS_MAX = 10       # _NormalBuilder: at most this many blocks (Mr(Mr+1)/2) ...
-BLOCK_PRODUCTS_MIN_RANK = 32  # ... of at least this width: one product per block
-
-
 class _NormalBuilder:
     """Builds ``sum_i T_i (x) phi_i phi_i^T + diag`` (the ``(a, f)`` row-major ordering) for
     a fixed ``Phi1``.  With symmetric ``T_i`` and ``phi_i phi_i^T`` only the blocks ``a <= b``
     and the entries ``f <= g`` are needed: one product of ``T``'s upper triangle
     ``(n, Mr(Mr+1)/2)`` with the upper triangles of the ``phi_i phi_i^T`` (computed once and
     kept when they fit in ``max_cache`` floats; else, and for a few wide blocks, block by
-    block)."""
+    block; ``options`` (:class:`Options`) sets ``normal_cache`` (the default ``max_cache``)
+    and the few-wide-blocks rule)."""
 
-    def __init__(self, Phi1, Mr, max_cache=12_000_000):
+    def __init__(self, Phi1, Mr, max_cache=None, options=None):
+        opts = Options() if options is None else options
+        max_cache = opts.normal_cache if max_cache is None else max_cache
         self.Phi1 = Phi1
         n, q1 = Phi1.shape
         self.Mr, self.q1 = Mr, q1
@@ -375,7 +470,8 @@ class _NormalBuilder:
         # few blocks of a wide factor (Wang et al.'s Example 3, Gaussian: 6 blocks, rank 94,
         # n = 1500): one product Phi^T diag(t) Phi per block beats reading the cached
         # triangles, which are memory-bound (7 ms against 16 ms per step)
-        by_products = len(self.ia) <= BLOCK_PRODUCTS_MAX and q1 >= BLOCK_PRODUCTS_MIN_RANK
+        by_products = (len(self.ia) <= opts.block_products_max
+                       and q1 >= opts.block_products_min_rank)
         if n * len(self.jf) <= max_cache and not by_products:
             self.K2 = Phi1[:, self.jf] * Phi1[:, self.jg]          # (n, q1(q1+1)/2)
             # every block sum_i T_i[a, b] phi_i phi_i^T is symmetric and N is: entry
@@ -414,26 +510,20 @@ def ipm_step_cost(n, Mr, q1):
 
 
 
-#: small sibling groups share a block of the dual Hessian of up to this many pairs
-GROUP_PACK = 128
-#: a pair left out is taken as violated at a probe when its margin is this far below what the
-#: kept pairs of its sample reach (the iterate's margins are only approximate there)
-PROBE_MARGIN = 1e-2
-
-
-def group_blocks(Ei, G, samples, group) -> BlockDiagonal:
+def group_blocks(Ei, G, samples, group, pack: int | None = None) -> BlockDiagonal:
     """The dual Hessian ``Q`` of (9) on the pairs kept, block diagonal by sibling group.
 
     ``Q_pq = (e_{j_p} - e_{t_p}) . (e_{j_q} - e_{t_q}) G_{i_p i_q}`` vanishes for pairs of two
     different sibling groups (they share no node), so ``Q`` is kept as its diagonal blocks.
-    Small groups share a block of up to ``GROUP_PACK`` pairs (zeros between them): fewer,
-    larger dense operations for about the same flops."""
+    Small groups share a block of up to ``pack`` pairs (zeros between them; default
+    :attr:`Options.group_pack`): fewer, larger dense operations for about the same flops."""
+    pack = Options().group_pack if pack is None else int(pack)
     order = np.argsort(group, kind="stable")
     by_group = np.split(order, np.flatnonzero(np.diff(group[order])) + 1) if order.size else []
     index = []
     shared: list = []          # the groups of the block being filled
     for idx in sorted(by_group, key=len):
-        if shared and sum(map(len, shared)) + len(idx) > GROUP_PACK:
+        if shared and sum(map(len, shared)) + len(idx) > pack:
             index.append(np.concatenate(shared))
             shared = []
         shared.append(idx)
@@ -446,12 +536,7 @@ def group_blocks(Ei, G, samples, group) -> BlockDiagonal:
     return BlockDiagonal(index, blocks, group.size)
 
 
-#: Gondzio's correctors (:func:`.primitives.centrality_correctors`) after Mehrotra steps
-#: shorter than this (``benchmarks/bench_sibling_ipm.py``)
-CORRECT_BELOW = 0.5
-
-
-def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
+def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal, correct_below=0.5):
     """Mehrotra predictor-corrector on (8) in reduced coordinates.
 
     Variables ``Z`` ``(M', q + 1)`` (last column: the biases) and ``xi`` ``(n)``;
@@ -461,7 +546,8 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
     point residuals and the complementarity gap are small (relative to ``tol``); it
     returns True when the certificate holds.  ``pair_of``:
     the sample of every pair (pairs stored example by example);
-    ``normal``: the :class:`_NormalBuilder` of ``Phi1``.
+    ``normal``: the :class:`_NormalBuilder` of ``Phi1``; ``correct_below``: Gondzio's
+    correctors after Mehrotra steps shorter than this (:attr:`Options.correct_below`).
     Returns ``(Z, lm, n_iter, accepted)``.
     """
     n, q1 = Phi1.shape
@@ -545,7 +631,7 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
         # follows the reference's path)
         step, a = centrality_correctors(newton, lambda d: min(1.0, 0.99 * longest(d)), step, a,
                                         (rc, rc0), ((s, lm, 2, 4), (s0, lm0, 3, 5)), sigma * mu,
-                                        below=CORRECT_BELOW)
+                                        below=correct_below)
         dZ, dxi, ds, ds0, dl, dl0 = step
         Z += a * dZ
         xi += a * dxi
@@ -565,15 +651,7 @@ def _ipm(Phi1, Delta, pair_of, C, lam, tol, max_iter, accept, normal):
 # --------------------------------------------------------------------------------------------
 # the solver
 # --------------------------------------------------------------------------------------------
-METHODS = ("auto", "ipm", "dual_ipm", "working_set", "alm")
-
-
-#: up to this many bias rows and entries the repair is solved dense (SVD least squares);
-#: above, sparse (wide hierarchies: thousands of nodes, one pair per example and sibling)
-DENSE_REPAIR_ROWS, DENSE_REPAIR_SIZE = 300, 4_000_000
-
-
-def least_norm_step(A, rhs):
+def least_norm_step(A, rhs, options=None):
     """The least-norm ``s`` with ``A s = rhs`` for a sparse ``A`` (rows: independent bias
     equations, columns: the support's moves): ``s = A^T y`` with ``(A A^T) y = rhs``.
 
@@ -581,8 +659,11 @@ def least_norm_step(A, rhs):
     ones: the normal matrix is sparse (a node meets only the pairs of the examples below its
     parent), so only the rows the support touches are factored (sparse LU, with a ridge
     ``1e-13 max diag`` against a singular support; the caller's loop re-measures the
-    residual and refines).  Returns ``None`` when the sparse factorization fails."""
-    if A.shape[0] <= DENSE_REPAIR_ROWS and A.shape[0] * A.shape[1] <= DENSE_REPAIR_SIZE:
+    residual and refines).  ``options`` (:class:`Options`): ``dense_repair_rows`` and
+    ``dense_repair_size`` bound the dense route.  Returns ``None`` when the sparse
+    factorization fails."""
+    opts = Options() if options is None else options
+    if A.shape[0] <= opts.dense_repair_rows and A.shape[0] * A.shape[1] <= opts.dense_repair_size:
         Ad = A.toarray()
         y, *_ = np.linalg.lstsq(Ad @ Ad.T, rhs, rcond=None)
         return Ad.T @ y
@@ -632,17 +713,20 @@ class SiblingQPSolver:
     ``method`` (the resolved method), ``rank`` (``q``).
     """
 
-    def __init__(self, model: SiblingModel, method="auto", rank_rtol=1e-10, max_ipm_size=2000,
-                 rho=None, random_state=0, max_dual_pairs=1500):
+    def __init__(self, model: SiblingModel, method=None, rank_rtol=None, max_ipm_size=None,
+                 rho=None, random_state=None, max_dual_pairs=None, *, options=None):
         if not isinstance(model, SiblingModel):
             raise InputError("SiblingQPSolver takes the model of hiercvx.models.sibling.prepare(X, "
                              f"y, H, ...), got {type(model).__name__}")
-        if method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {method!r}")
+        self.options = Options.of(options, method=method, rank_rtol=rank_rtol,
+                                  max_ipm_size=max_ipm_size, rho=rho, random_state=random_state,
+                                  max_dual_pairs=max_dual_pairs)
+        o = self.options
         # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
         # machine), so setup and solves run single-threaded
         with blas_threads(1):
-            self._setup(model, method, rank_rtol, max_ipm_size, rho, random_state, max_dual_pairs)
+            self._setup(model, o.method, o.rank_rtol, o.max_ipm_size, o.rho, o.random_state,
+                        o.max_dual_pairs)
 
     def _setup(self, model, method, rank_rtol, max_ipm_size, rho, random_state, max_dual_pairs):
         self.model = model
@@ -697,8 +781,8 @@ class SiblingQPSolver:
                 self._live_pairs(np.zeros(self.P)).size
             method = "dual_ipm" if n_live <= max_dual_pairs else "working_set"
         self.method = method
-        self.max_dual_pairs_ws = 4 * max_dual_pairs
-        self.ws_margin = 0.3   # measured: 0 -> 4 rounds, 0.2 -> 3, 0.3 -> 2 (fastest), 0.5 -> 2 larger
+        self.max_dual_pairs_ws = self.options.ws_size_factor * max_dual_pairs
+        self.ws_margin = self.options.ws_margin
         self._ws_pairs = None
         self._at_zero = None  # (8) at zero functions, set by each solve
         self.random_state = random_state
@@ -782,7 +866,7 @@ class SiblingQPSolver:
             A = sp.hstack(cols).tocsr()
             if A.shape[1] == 0:
                 return None
-            step = least_norm_step(A, -r[keep])
+            step = least_norm_step(A, -r[keep], self.options)
             if step is None:
                 return None
             new = beta.copy()
@@ -865,14 +949,14 @@ class SiblingQPSolver:
 
     # -- solves
     def solve(self, C=1.0, pair_weights=None, tol=1e-6, max_iter=None, warm_start=True,
-              max_passes=50) -> Solution:
+              max_passes=None) -> Solution:
         """Solve (8) for ``C`` and the DC term ``pair_weights`` (``None``: HSVM (2)).
 
         Stops on a certified relative gap ``<= tol``; warns (``ConvergenceWarning``) when
-        ``max_iter`` (IPM iterations, default 100; ALM multiplier steps, default 500) runs
-        out first.  ``warm_start`` (ALM, working set): start from this engine's last
+        ``max_iter`` (IPM iterations, default ``options.ipm_max_iter``; working set:
+        ``working_set_max_iter``; ALM multiplier steps: ``alm_max_iter``) runs out first.  ``warm_start`` (ALM, working set): start from this engine's last
         solve (``beta`` scaled to the new ``C``, the biases kept; the working set also keeps
-        the last set); ``max_passes``: ALM sweeps per step.
+        the last set); ``max_passes``: ALM sweeps per step (default ``options.max_passes``).
         ``C``, ``tol`` and ``max_iter`` are taken as checked (:func:`solve` checks them).
         """
         t0 = time.perf_counter()
@@ -883,16 +967,20 @@ class SiblingQPSolver:
         W0 = np.zeros((self.M, self.model.X.shape[1] if self.model.linear else self.n))
         self._at_zero = self.model.primal_value(W0, np.zeros(self.M), C,
                                                 None if pair_weights is None else lam)
+        o = self.options
+        max_passes = o.max_passes if max_passes is None else max_passes
         with blas_threads(1):
             if self.method == "ipm":
-                out = self._solve_ipm(C, lam, tol, 100 if max_iter is None else max_iter)
+                out = self._solve_ipm(C, lam, tol, o.ipm_max_iter if max_iter is None else max_iter)
             elif self.method == "dual_ipm":
-                out = self._solve_dual_ipm(C, lam, tol, 100 if max_iter is None else max_iter)
+                out = self._solve_dual_ipm(C, lam, tol,
+                                           o.ipm_max_iter if max_iter is None else max_iter)
             elif self.method == "working_set":
-                out = self._solve_working_set(C, lam, tol, 300 if max_iter is None else max_iter,
-                                              warm_start, 4 * max_passes)
+                out = self._solve_working_set(
+                    C, lam, tol, o.working_set_max_iter if max_iter is None else max_iter,
+                    warm_start, 4 * max_passes)
             else:
-                out = self._solve_alm(C, lam, tol, 500 if max_iter is None else max_iter,
+                out = self._solve_alm(C, lam, tol, o.alm_max_iter if max_iter is None else max_iter,
                                       warm_start, max_passes)
         W, b, primal, lower, feas, n_iter, converged, history, beta = out
         at_zero = self._at_zero
@@ -932,9 +1020,9 @@ class SiblingQPSolver:
             return gap <= tol
 
         if self._normal is None:
-            self._normal = _NormalBuilder(self._Phi1, self._Delta.shape[1])
+            self._normal = _NormalBuilder(self._Phi1, self._Delta.shape[1], options=self.options)
         Z, lm, it, ok = _ipm(self._Phi1, self._Delta, self.pairs.pair_i, C, lam, tol,
-                             max_iter, accept, self._normal)
+                             max_iter, accept, self._normal, self.options.correct_below)
         if not ok:
             ok = accept(Z, lm)
         history = {"gap": [state["gap"]]}
@@ -1017,7 +1105,7 @@ class SiblingQPSolver:
         k = idx.size
         Ei = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)],
                             (np.r_[np.arange(k), np.arange(k)], np.r_[jj, tt])), shape=(k, self.M))
-        Q = group_blocks(Ei, self._gram(), ii, pr.group_of[jj])
+        Q = group_blocks(Ei, self._gram(), ii, pr.group_of[jj], self.options.group_pack)
         # g_p = 1 + m_p(W(lam)) without biases: the linear term of the DC step
         S_lam = m.train_scores(self._functions(lam, np.zeros(self.P)), np.zeros(self.M))
         g = 1.0 + (S_lam[ii, jj] - S_lam[ii, tt])
@@ -1054,7 +1142,7 @@ class SiblingQPSolver:
             margins = scored(x, y)[4]
             reach = np.full(self.n, 1.0)
             np.minimum.at(reach, ii, margins[idx])
-            return bool(np.any(candidates & (margins < reach[pr.pair_i] - PROBE_MARGIN)))
+            return bool(np.any(candidates & (margins < reach[pr.pair_i] - self.options.probe_margin)))
 
         def accept(x, y, u):
             beta, W, bc, S, margins = scored(x, y)
@@ -1085,7 +1173,8 @@ class SiblingQPSolver:
             return gap <= tol or stop_on_violation
 
         x, y, it, stopped = solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol,
-                                      probe if stop_on_violation else None)
+                                          probe if stop_on_violation else None,
+                                          options=self.options.dual_qp)
         if not stopped:
             accept(x, np.asarray(y), None)
         state["n_iter"] = it
@@ -1151,11 +1240,11 @@ class SiblingQPSolver:
         beta, margins = self._sweeps(C, lam, live, max_passes, start)
         reach = np.full(self.n, np.inf)
         np.minimum.at(reach, pr.pair_i[live_mask], margins[live_mask])
-        A |= live_mask & ((beta > 0) | (margins <= reach[pr.pair_i] + 0.2))
+        A |= live_mask & ((beta > 0) | (margins <= reach[pr.pair_i] + self.options.ws_seed_margin))
         A |= lam > 0
         total_iter = 0
         best = None
-        for _ in range(20):
+        for _ in range(self.options.ws_rounds):
             if A.sum() > self.max_dual_pairs_ws:
                 break
             state = self._restricted_dual(np.flatnonzero(A), live, C, lam, tol,
@@ -1170,7 +1259,8 @@ class SiblingQPSolver:
         if best is None or best["gap"] > tol and (A.sum() > self.max_dual_pairs_ws):
             logger.info("sibling_qp: working set of %d pairs too large for the dense dual; ALM",
                         int(A.sum()))
-            return self._solve_alm(C, lam, tol, 500, True, 50)
+            return self._solve_alm(C, lam, tol, self.options.alm_max_iter, True,
+                                   self.options.max_passes)
         self._ws_pairs = A | (best["beta"] > 0)
         history = {"gap": [best["gap"]]}
         return (best["W"], best["b"], best["primal"], best["lower"], best["feas"], total_iter,
@@ -1267,7 +1357,8 @@ class SiblingQPSolver:
                              warm_start=pair_weights is not None)
             return res.weights, res.biases, res
 
-        out = dc_iterations(self.model, float(C), tol, max_iter, step, "sibling_qp.solve_dc")
+        out = dc_iterations(self.model, float(C), tol, max_iter, step, "sibling_qp.solve_dc",
+                            options=self.options.dc)
         out.solver = "sibling_qp"
         out.extras["method"] = self.method
         out.solve_time = time.perf_counter() - t0
@@ -1275,48 +1366,84 @@ class SiblingQPSolver:
 
 
 def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
-          pair_weights=None, method="auto", max_passes=50, rank_rtol=1e-10, max_ipm_size=2000,
-          rho=None, random_state=0, max_dual_pairs=1500) -> Solution:
+          pair_weights=None, options: Options | None = None, method=None, max_passes=None,
+          rank_rtol=None, max_ipm_size=None, rho=None, random_state=None,
+          max_dual_pairs=None) -> Solution:
     """One certified solve of (8) on ``model`` (:func:`hiercvx.models.sibling.prepare`): HSVM
-    (2) when ``pair_weights`` is None, else a DC step.
+    (2) when ``pair_weights`` is None, else a DC step of (3).
 
-    ``method``: ``"ipm"``, ``"dual_ipm"``, ``"working_set"``, ``"alm"`` or ``"auto"`` (see
-    :class:`SiblingQPSolver`, with ``rank_rtol``, ``max_ipm_size``, ``rho``, ``random_state``,
-    ``max_dual_pairs``); ``tol``: the certified relative gap; ``max_iter``: IPM iterations
-    (default 100; working set: 300 in all) or ALM multiplier steps (default 500).
-    Returns a :class:`~hiercvx.result.Solution`: ``weights`` ``(M, d)`` (linear) or ``(M, n)``
-    representer coefficients (kernel) in the working hierarchy's order, extras ``biases``
-    ``(M,)``, ``dual_feasible`` (the repaired ``beta`` of the bound), ``pair_weights``, ``C``,
-    ``method``; ``dual`` is ``beta`` as iterated.  ``verbose`` logs the certificate.
+    Parameters
+    ----------
+    model : SiblingModel
+        The prepared problem.
+    C : float
+        The loss weight of (2), > 0.
+    tol : float
+        The certified relative gap at which the solve stops.
+    max_iter : int, optional
+        IPM iterations (default ``options.ipm_max_iter``; working set: in all rounds,
+        ``options.working_set_max_iter``) or ALM multiplier steps (``options.alm_max_iter``).
+    verbose : bool
+        Log the certificate.
+    pair_weights : array of shape (n_pairs,), optional
+        The DC term ``lam`` of (8).
+    options : Options, optional
+        The solver's settings; the keywords ``method``, ``max_passes``, ``rank_rtol``,
+        ``max_ipm_size``, ``rho``, ``random_state`` and ``max_dual_pairs`` override its
+        fields of the same name when given.
+
+    Returns
+    -------
+    Solution
+        ``weights`` ``(M, d)`` (linear) or ``(M, n)`` representer coefficients (kernel) in the
+        working hierarchy's order; extras ``biases`` ``(M,)``, ``dual_feasible`` (the repaired
+        ``beta`` of the bound), ``pair_weights``, ``C``, ``method``; ``dual`` is ``beta`` as
+        iterated.
     """
     C = check_positive(C, "C")
     check_iteration_options(tol, max_iter, who="sibling_qp.solve")
-    engine = SiblingQPSolver(model, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
-                             rho=rho, random_state=random_state, max_dual_pairs=max_dual_pairs)
-    res = engine.solve(C, pair_weights, tol=float(tol), max_iter=max_iter, warm_start=False,
-                       max_passes=max_passes)
+    opts = Options.of(options, method=method, max_passes=max_passes, rank_rtol=rank_rtol,
+                      max_ipm_size=max_ipm_size, rho=rho, random_state=random_state,
+                      max_dual_pairs=max_dual_pairs)
+    engine = SiblingQPSolver(model, options=opts)
+    res = engine.solve(C, pair_weights, tol=float(tol), max_iter=max_iter, warm_start=False)
     if verbose:
         logger.info("%s", res.certificate())
     return res
 
 
 def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False, gap_tol=1e-6,
-             step_max_iter=None, method="auto", rank_rtol=1e-10, max_ipm_size=2000, rho=None,
-             random_state=0, max_dual_pairs=1500) -> Solution:
+             step_max_iter=None, options: Options | None = None, method=None, rank_rtol=None,
+             max_ipm_size=None, rho=None, random_state=None, max_dual_pairs=None) -> Solution:
     """HPSI by the DC algorithm (3) on ``model``, every convex step by one
-    :class:`SiblingQPSolver` (options as :func:`solve`) certified to ``gap_tol``.
+    :class:`SiblingQPSolver` certified to ``gap_tol``.
 
-    ``tol`` (absolute change of the psi cost) and ``max_iter`` (DC steps, 0: HSVM only) are the
-    DC loop's; ``step_max_iter`` bounds every convex step (as ``max_iter`` of :func:`solve`).
-    Returns the :class:`~hiercvx.result.Solution` of
-    :func:`hiercvx.solvers.dc.dc_iterations` (a certified DC fixed point; extras ``biases``,
-    ``dc_objectives``, ``best_iteration``, ``step_gaps``, ``steps``, ``hsvm``, ``method``).
+    Parameters
+    ----------
+    model, C, verbose, options, method, rank_rtol, max_ipm_size, rho, random_state, max_dual_pairs
+        As :func:`solve` (``options.dc`` holds the DC loop's settings).
+    tol : float
+        Stop when the psi cost changes by at most this (absolute, as in the paper).
+    max_iter : int
+        DC steps (0: HSVM only).
+    gap_tol : float
+        The certified relative gap of every convex step.
+    step_max_iter : int, optional
+        Iterations of every convex step (as ``max_iter`` of :func:`solve`).
+
+    Returns
+    -------
+    Solution
+        The result of :func:`hiercvx.solvers.dc.dc_iterations` (a certified DC fixed point;
+        extras ``biases``, ``dc_objectives``, ``best_iteration``, ``step_gaps``, ``steps``,
+        ``hsvm``, ``method``).
     """
     C = check_positive(C, "C")
     check_dc_options(tol, max_iter)
     check_iteration_options(gap_tol, step_max_iter, who="sibling_qp.solve_dc (gap_tol, step_max_iter)")
-    engine = SiblingQPSolver(model, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
-                             rho=rho, random_state=random_state, max_dual_pairs=max_dual_pairs)
+    opts = Options.of(options, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
+                      rho=rho, random_state=random_state, max_dual_pairs=max_dual_pairs)
+    engine = SiblingQPSolver(model, options=opts)
     res = engine.solve_dc(C, tol=tol, max_iter=int(max_iter), gap_tol=float(gap_tol),
                           step_max_iter=step_max_iter)
     if verbose:
