@@ -24,11 +24,12 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
-    "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
 ]
+if os.environ.get("HIERCVX_DOCS_VIEWCODE", "1") != "0":  # highlighted sources; the tests skip them
+    extensions.append("sphinx.ext.viewcode")
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
@@ -56,7 +57,7 @@ MATHJAX_ES5 = Path(os.environ.get("HIERCVX_MATHJAX_DIR",
                                   DOCS / "_vendor" / "node_modules" / "mathjax" / "es5"))
 MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
 mathjax_path = "mathjax/tex-chtml.js"
-mathjax3_config = {"tex": {"tags": "ams"}, "chtml": {"displayAlign": "center"}}
+mathjax3_config = {"chtml": {"displayAlign": "center"}}
 
 # The gallery: the scripts of examples/ (not the pytest example test_my_solver.py).
 sphinx_gallery_conf = {

@@ -1,4 +1,8 @@
-"""Cai & Hofmann's hierarchical SVM end to end, in a few seconds.
+"""
+Cai & Hofmann's hierarchical SVM, end to end
+============================================
+
+Cai & Hofmann's hierarchical SVM end to end, in a few seconds.
 
 data -> exact reference (CVXPY, certified) -> fast solver (checked against it) -> estimator.
 """

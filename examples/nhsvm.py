@@ -1,4 +1,8 @@
-"""The Normalized Hierarchical SVM and the shared-norm SVM end to end, in a few seconds.
+"""
+The normalized hierarchical SVM and the shared-norm SVM
+=======================================================
+
+The Normalized Hierarchical SVM and the shared-norm SVM end to end, in a few seconds.
 
 data -> exact reference (CVXPY, certified) -> fast solver (certified, checked against it)
 -> estimators (single-label and multi-label).

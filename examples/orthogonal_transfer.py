@@ -1,4 +1,8 @@
-"""Orthogonal transfer (Zhou, Xiao, Wu 2011) end to end, in a few seconds.
+"""
+Orthogonal transfer, end to end
+===============================
+
+Orthogonal transfer (Zhou, Xiao, Wu 2011) end to end, in a few seconds.
 
 data -> exact reference (the lifted SDP of (4), certified) -> RDA with optimality bounds
 (Algorithm 1, checked against the reference) -> the scikit-learn estimator and its baselines.

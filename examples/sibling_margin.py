@@ -1,4 +1,8 @@
-"""Wang, Shen & Pan: sibling-margin HSVM and hierarchical psi-learning, end to end.
+"""
+Sibling-margin HSVM and hierarchical psi-learning
+=================================================
+
+Wang, Shen & Pan: sibling-margin HSVM and hierarchical psi-learning, end to end.
 
 data (Example 2) -> exact HSVM reference (certified) -> fast QP solver (checked) ->
 HPSI by the DC algorithm -> estimators and the paper's test errors.

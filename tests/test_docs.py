@@ -1,0 +1,88 @@
+"""The documentation site builds with warnings as errors, and its math is rendered by a local MathJax.
+
+The build runs into a temporary directory with the gallery's scripts not executed
+(``-D plot_gallery=0``: tests/test_sheets_and_examples.py runs them) and without the
+highlighted module sources (``HIERCVX_DOCS_VIEWCODE=0``), which are the slow parts.
+"""
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+VENDOR = DOCS / "_vendor"
+MATHJAX = VENDOR / "node_modules" / "mathjax" / "es5" / "tex-chtml.js"
+SHEETS = sorted(p.stem for p in (ROOT / "formulations").glob("*.md"))
+
+
+def _mathjax():
+    """MathJax 3 as `make docs` installs it (npm), or a skip saying why it cannot be had."""
+    if MATHJAX.is_file():
+        return MATHJAX
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed, so MathJax cannot be installed: apt-get install npm")
+    proc = subprocess.run([npm, "install", "--prefix", str(VENDOR), "--no-save", "--no-package-lock",
+                           "--no-audit", "--no-fund", "mathjax@3"], capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0 or not MATHJAX.is_file():
+        pytest.skip(f"npm could not install mathjax@3 (registry unreachable?): {proc.stderr[-500:]}")
+    return MATHJAX
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    pytest.importorskip("sphinx", reason="the docs tools are missing: pip install -e '.[docs]'")
+    for module in ("myst_parser", "numpydoc", "sphinx_gallery", "furo"):
+        pytest.importorskip(module, reason="the docs tools are missing: pip install -e '.[docs]'")
+    _mathjax()
+    out = tmp_path_factory.mktemp("site")
+    doctrees = tmp_path_factory.mktemp("doctrees")
+    env = dict(os.environ, HIERCVX_DOCS_VIEWCODE="0")
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                           "-d", str(doctrees), "-D", "plot_gallery=0", str(DOCS), str(out)],
+                          capture_output=True, text=True, timeout=1200, env=env)
+    assert proc.returncode == 0, "sphinx -W failed:\n" + proc.stdout[-3000:] + proc.stderr[-6000:]
+    return out
+
+
+def test_site_builds_with_every_page(site):
+    for page in ["index", "reproductions", "benchmarks", "api", "sheets/index",
+                 "auto_examples/index", *(f"sheets/{s}" for s in SHEETS)]:
+        assert (site / f"{page}.html").is_file(), f"{page}.html was not built"
+    assert (site / "generated" / "hiercvx.Hierarchy.html").is_file()
+
+
+def test_sheets_have_rendered_math_and_local_mathjax(site):
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    for sheet in SHEETS:
+        html = (site / "sheets" / f"{sheet}.html").read_text()
+        assert 'src="../_static/mathjax/tex-chtml.js"' in html, f"{sheet}: MathJax not served locally"
+        assert "cdn.jsdelivr" not in html and "mathjax.org" not in html
+        displays = re.findall(r'<div class="math notranslate nohighlight">\s*\\\[', html)
+        assert len(displays) >= 2, f"{sheet}: fewer than two display equations"
+        assert '<span class="math notranslate nohighlight">\\(' in html, f"{sheet}: no inline math"
+
+
+def _within_counts(table):
+    rows = list(csv.DictReader((ROOT / "results" / f"{table}-r100" / f"{table}.csv").open()))
+    ok = sum(r["within"] == "True" for r in rows)
+    other = [r for r in rows if r["metric"] != "TE_Delta"]
+    return ok, len(rows), sum(r["within"] == "True" for r in other), len(other)
+
+
+@pytest.mark.parametrize("table", ["wang-table2", "wang-table3", "wang-table4", "wang-table5"])
+def test_reproductions_counts_match_the_kept_runs(table):
+    """The first table of the Reproductions page says what results/ holds."""
+    ok, n, ok_other, n_other = _within_counts(table)
+    page = (DOCS / "reproductions.md").read_text()
+    row = next(line for line in page.splitlines() if f"`{table}`" in line)
+    assert f"{ok} of {n}" in row and f"{ok_other} of {n_other}" in row, row
