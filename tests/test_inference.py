@@ -180,16 +180,21 @@ def test_auto_picks_dp_on_trees_enumeration_on_small_dags_and_ilp_on_large_ones(
     rng = np.random.default_rng(7)
     T, D = random_hierarchy(rng, 8, dag=False), random_dag(rng, 8)
     assert inf.LabelSetOracle(T).method == "dp"
-    assert len(D.leaf_indices) <= inf.ENUMERATE_AUTO_LEAVES
+    assert len(D.leaf_indices) <= inf.Options().enumerate_auto_leaves
     assert inf.LabelSetOracle(D).method == "enumerate"
     S = rng.normal(size=(40, len(D)))
     np.testing.assert_allclose(inf.label_set_scores(S, inf.best_label_set(S, D)),
                                inf.label_set_scores(S, inf.best_label_set(S, D, "ilp")), atol=1e-9)
     # past the leaf limit, or the node limit, the integer program
     big = random_dag(rng, 40)
-    assert len(big.leaf_indices) > inf.ENUMERATE_AUTO_LEAVES
+    assert len(big.leaf_indices) > inf.Options().enumerate_auto_leaves
     assert inf.LabelSetOracle(big).method == "ilp"
     assert inf.LabelSetOracle(D, max_nodes=len(D) - 1).method == "ilp"
+    # the same limits as options: a leaf limit of 0 sends the small DAG to the integer program
+    assert inf.LabelSetOracle(D, options=inf.Options(enumerate_auto_leaves=0)).method == "ilp"
+    assert inf.auto_method(D, options=inf.Options(enumerate_max_nodes=len(D) - 1)) == "ilp"
+    with pytest.raises(hc.InputError, match="integrality_tol"):
+        inf.Options(integrality_tol=0.7)
 
 
 def test_hand_computed_tree():
@@ -448,14 +453,14 @@ def test_single_sample_and_batch_agree():
 
 def test_oracle_builds_the_solver_model_once(monkeypatch):
     built = []
-    original = inf._BACKENDS["highs"]
+    original = inf.BACKENDS["highs"]
 
     class Counting(original):
         def __init__(self, *args, **kwargs):
             built.append(kwargs.get("integer"))
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setitem(inf._BACKENDS, "highs", Counting)
+    monkeypatch.setitem(inf.BACKENDS, "highs", Counting)
     H, s = triangle_dag()
     rng = np.random.default_rng(2)
     oracle = inf.LabelSetOracle(H, "lp")
@@ -669,11 +674,11 @@ def test_a_program_highs_leaves_unsolved_is_solved_again_from_scratch(method, mo
     exact = inf.label_set_scores(S, inf.best_label_set(S, D, "enumerate"))
     made = []
     real = inf.new_highs
-    monkeypatch.setattr(inf, "new_highs", lambda: made.append(_Flaky(real(), 1)) or made[-1])
+    monkeypatch.setattr(inf.programs, "new_highs", lambda: made.append(_Flaky(real(), 1)) or made[-1])
     Z = inf.LabelSetOracle(D, method, presolve=False).solve(S)
     np.testing.assert_allclose(inf.label_set_scores(S, Z), exact, atol=1e-9)
     assert made and made[0].runs == len(S) + 1  # one sample ran twice
     # a program that stays unsolved is an error that says so, not a wrong set
-    monkeypatch.setattr(inf, "new_highs", lambda: _Flaky(real(), 2))
+    monkeypatch.setattr(inf.programs, "new_highs", lambda: _Flaky(real(), 2))
     with pytest.raises(hc.SolverError, match="nor from scratch"):
         inf.LabelSetOracle(D, method, presolve=False).solve(S)

@@ -47,7 +47,7 @@ def test_bounds_greedy_and_kept_nodes_against_enumeration(seed, dag):
     sets = inf.enumerate_label_sets(H)                      # (K, M)
     values = S @ sets.T.astype(float)                        # (n, K)
     optimum = values.max(axis=1)
-    value, Z, certified, keep, ub = inf._DagBounds(H).run(S)
+    value, Z, certified, keep, ub = inf.DagBounds(H).run(S)
     assert inf.is_valid_label_set(Z, H).all()
     np.testing.assert_allclose(value, inf.label_set_scores(S, Z), atol=1e-9)
     assert np.all(value <= optimum + 1e-9)
@@ -125,7 +125,7 @@ def test_restricted_program_keeps_the_optimum(seed):
     H = random_hierarchy(rng, int(rng.integers(4, 13)), dag=True)
     S = score_rows(rng, len(H), 3)
     optimum = (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
-    _, _, _, keep, _ = inf._DagBounds(H).run(S)
+    _, _, _, keep, _ = inf.DagBounds(H).run(S)
     model = inf.LabelSetOracle(H, "ilp")._model(integer=True)
     for i in range(len(S)):
         z, value = model.solve_subset(-S[i], keep[i])
@@ -156,13 +156,12 @@ def test_leaf_oracle_sparse_and_dense_paths_agree():
 def test_relaxation_on_the_kept_nodes_or_the_whole_graph_reaches_the_optimum(seed, restrict_below,
                                                                              monkeypatch):
     """An uncertified sample's LP is built on its kept nodes when they are few
-    (``RESTRICT_BELOW``), on the whole graph otherwise: both routes return optimal sets."""
-    monkeypatch.setattr(inf, "RESTRICT_BELOW", restrict_below)
+    (``Options.restrict_below``), on the whole graph otherwise: both routes return optimal sets."""
     rng = np.random.default_rng(1300 + seed)
     H = random_hierarchy(rng, int(rng.integers(6, 14)), dag=True)
     S = score_rows(rng, len(H), 4)
     optimum = (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
-    oracle = inf.LabelSetOracle(H, "ilp")
+    oracle = inf.LabelSetOracle(H, "ilp", options=inf.Options(restrict_below=restrict_below))
     relaxation = oracle._model(integer=False)
     routes = []
     for name in ("solve", "solve_subset"):

@@ -1,0 +1,282 @@
+"""The label-set oracle: the best label set of ``Y_m`` for many score vectors on one hierarchy.
+
+Solves ``argmax_{y in Y_m} sum_{n in y} s_n``, the loss-augmented argmax (18) of Choi, Sasaki
+and Srebro, "Normalized Hierarchical SVM", arXiv:1508.02479, 2016, once a decomposable loss is
+folded into the scores, i.e. the integer program (19), by one of four methods:
+
+``"dp"``         the tree dynamic program (:mod:`.tree_dp`), vectorized over samples;
+``"ilp"``        program (19) (:mod:`.programs`) behind the bound certificate of :mod:`.bounds`;
+``"lp"``         its LP relaxation, with (19) for the samples whose LP optimum is fractional;
+``"enumerate"``  brute force over ``Y_m`` (:func:`~.labelsets.enumerate_label_sets`).
+
+``"auto"`` picks by :func:`~.labelsets.auto_method`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..exceptions import HierarchyError, InputError, SolverError
+from ..hierarchy import Hierarchy
+from ._checks import _check_hierarchy, _check_scores
+from .bounds import DagBounds
+from .labelsets import auto_method, enumerate_label_sets, is_valid_label_set, label_set_scores
+from .losses import loss_augmented_scores
+from .options import METHODS, SOLVERS, Options, resolve
+from .programs import BACKENDS
+from .tree_dp import TreeDP
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["InferenceInfo", "LabelSetOracle", "best_label_set"]
+
+
+@dataclass(frozen=True)
+class InferenceInfo:
+    """What an inference call did.  Arrays run over samples (length 1 for a 1-D input).
+
+    ``objective``: value of each returned set, recomputed in numpy: ``sum_{n in y} s_n``,
+    plus ``Delta(y, t)`` when a loss was given.  ``relaxation_objective``: the LP optimum
+    (an upper bound on ``objective``; method ``"lp"`` only, else ``None``).  ``fractional``:
+    the LP optimum was not integral; ``fell_back``: the integer program was solved instead;
+    ``n_fractional``: how many samples fell back.  ``n_bounded`` (method ``"ilp"``): how many
+    samples the bound certificate answered without the solver (see :class:`LabelSetOracle`).
+    """
+
+    method: str
+    solver: str | None
+    objective: np.ndarray
+    relaxation_objective: np.ndarray | None
+    fractional: np.ndarray
+    fell_back: np.ndarray
+    n_fractional: int
+    solve_time: float
+    n_bounded: int = 0  # samples answered by the bound certificate, without the solver
+
+
+
+class LabelSetOracle:
+    """Reusable argmax over ``Y_m`` for one hierarchy: build once, solve many score vectors.
+
+    ``method``: ``"auto"`` (:func:`auto_method`), ``"dp"``, ``"ilp"``, ``"lp"`` or
+    ``"enumerate"``.  ``solver``: ``"highs"`` (default) or ``"gurobi"`` for ``"ilp"``/``"lp"``.
+    The tree levels, the enumerated sets and the solver models are built on first use and
+    kept; for the solvers only the objective changes from one sample to the next (the LP
+    re-solve warm-starts from the previous basis).
+
+    ``presolve`` (method ``"ilp"``): before the integer program, every sample gets a label
+    set and per-node upper bounds in O(nodes + ancestor entries) (plus a few subgradient steps
+    of a tree relaxation), batched over the samples (:mod:`hiercvx.inference.bounds`).  A sample whose
+    set reaches the bound is answered without a solver (``InferenceInfo.n_bounded``); the
+    others get the LP relaxation (an integral LP optimum is optimal for (19)), and where it is
+    fractional, (19) restricted to the nodes whose bound reaches the set's value (the rest are
+    in no optimal set; the LP too is built on them when they are under
+    ``options.restrict_below`` of the graph).  Exact either way; ``presolve=False`` solves (19)
+    on the whole hierarchy for every sample.
+
+    ``options``: an :class:`~hiercvx.inference.Options`; ``max_nodes`` and ``integrality_tol``,
+    when given, override its ``enumerate_max_nodes`` and ``integrality_tol``.
+    """
+
+    def __init__(self, H: Hierarchy, method: str = "auto", *, solver: str | None = None,
+                 max_nodes: int | None = None, integrality_tol: float | None = None,
+                 presolve: bool = True, options: Options | None = None):
+        self.H = _check_hierarchy(H)
+        self.options = resolve(options, enumerate_max_nodes=max_nodes,
+                               integrality_tol=integrality_tol)
+        max_nodes = self.options.enumerate_max_nodes
+        self.presolve = bool(presolve)
+        if method not in METHODS:
+            raise InputError(f"unknown inference method {method!r}; choose one of {METHODS}")
+        if method == "auto":
+            method = auto_method(H, options=self.options)
+        if method == "dp" and not H.is_tree:
+            some = next(v for v, ps in zip(H.nodes, H.parent_indices) if len(ps) > 1)
+            raise HierarchyError(
+                f"method='dp' needs a tree, but this hierarchy is a DAG (node {some!r} has "
+                f"{len(H.parents(some))} parents); use method='ilp' (exact) or 'lp' for DAGs")
+        if solver is not None:
+            if method not in ("ilp", "lp"):
+                raise InputError(f"solver={solver!r} applies to methods 'ilp' and 'lp' only; "
+                                 f"method {method!r} uses no solver, so drop the solver argument")
+            if str(solver).lower() not in SOLVERS:
+                raise InputError(f"unknown inference solver {solver!r}; choose one of {SOLVERS}")
+            solver = str(solver).lower()
+        elif method in ("ilp", "lp"):
+            solver = "highs"
+        self.method = method
+        self.solver = solver
+        self.max_nodes = max_nodes
+        self.integrality_tol = self.options.integrality_tol
+        if method == "enumerate":  # refuse large graphs now, not at the first solve
+            self._sets = enumerate_label_sets(H, max_nodes=max_nodes)
+        if method == "ilp" and solver == "gurobi":
+            self._model(integer=True)  # reports a missing gurobipy / licence right away
+        if method == "lp" and solver == "gurobi":
+            self._model(integer=False)
+
+    # lazily built pieces; dropped when pickling (solver handles are not picklable)
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for key in ("_ilp", "_lp", "_dp", "_bounds"):
+            state.pop(key, None)
+        return state
+
+    def _model(self, integer: bool):
+        key = "_ilp" if integer else "_lp"
+        if key not in self.__dict__:
+            setattr(self, key, BACKENDS[self.solver](self.H, integer=integer,
+                                                     options=self.options))
+        return self.__dict__[key]
+
+    def __repr__(self):
+        solver = f", solver={self.solver!r}" if self.solver else ""
+        return f"LabelSetOracle({self.H!r}, method={self.method!r}{solver})"
+
+    def solve(self, scores, *, loss=None, true_indicator=None, return_info: bool = False,
+              verbose: bool | None = None):
+        """Best label set(s) for ``scores`` (``(n_nodes,)`` or ``(n_samples, n_nodes)``).
+
+        Returns a bool indicator over ``H.nodes`` of the same shape; with ``return_info=True``
+        also an :class:`InferenceInfo`.  ``loss`` + ``true_indicator``: loss-augmented
+        inference ``argmax_y sum_{n in y} s_n + Delta(y, t)`` (see :func:`loss_augmented_scores`).
+        ``verbose``: a progress bar over samples for the solver methods (``None``: only from
+        ``options.progress_from`` samples).
+        """
+        H = self.H
+        S, single = _check_scores(scores, H)
+        constant = np.zeros(S.shape[0])
+        if (loss is None) != (true_indicator is None):
+            raise InputError("loss-augmented inference needs both loss= and true_indicator= "
+                             "(the true label sets); give both, or neither for plain prediction")
+        if loss is not None:
+            S, constant = loss_augmented_scores(S, H, true_indicator, loss)
+        t0 = time.perf_counter()
+        n = S.shape[0]
+        relaxation = None
+        fractional = np.zeros(n, dtype=bool)
+        if self.method == "dp":
+            if "_dp" not in self.__dict__:
+                self._dp = TreeDP(H)
+            Z = np.empty(S.shape, dtype=bool)
+            chunk = max(64, self.options.dp_chunk_entries // len(H))  # cache-sized blocks of samples
+            for lo in range(0, n, chunk):
+                Z[lo:lo + chunk] = self._dp.solve(S[lo:lo + chunk])[0]
+        elif self.method == "enumerate":
+            Z = self._enumerate(S)
+        else:
+            Z, relaxation, fractional = self._solve_programs(S, verbose)
+        if self.method in ("ilp", "lp") and n:
+            valid = is_valid_label_set(Z, H)
+            if not np.all(valid):  # guards against solver tolerances, never expected
+                raise SolverError(f"the {self.method} solution of sample {int(np.argmin(valid))} is "
+                                  "not a valid label set after rounding", solver=self.solver)
+        if n and fractional.any():
+            logger.info("LP relaxation fractional for %d of %d samples; solved those with the ILP",
+                        int(fractional.sum()), n)
+        out = Z[0] if single else Z
+        if not return_info:
+            return out
+        objective = label_set_scores(S, Z) + constant if n else np.zeros(0)
+        info = InferenceInfo(
+            method=self.method, solver=self.solver, objective=objective,
+            relaxation_objective=None if relaxation is None else relaxation + constant,
+            fractional=fractional, fell_back=fractional.copy(),
+            n_fractional=int(fractional.sum()), solve_time=time.perf_counter() - t0,
+            n_bounded=int(self.__dict__.get("_n_bounded", 0)) if self.method == "ilp" else 0)
+        return out, info
+
+    def _enumerate(self, S: np.ndarray) -> np.ndarray:
+        sets = self._sets
+        values_per_chunk = max(1, self.options.enumerate_chunk_entries // max(1, len(sets)))
+        Z = np.empty(S.shape, dtype=bool)
+        set_matrix = sets.astype(float).T
+        for lo in range(0, S.shape[0], values_per_chunk):
+            hi = min(S.shape[0], lo + values_per_chunk)
+            Z[lo:hi] = sets[np.argmax(S[lo:hi] @ set_matrix, axis=1)]
+        return Z
+
+    def _solve_programs(self, S: np.ndarray, verbose):
+        n, M = S.shape
+        integer = self.method == "ilp"
+        model = self._model(integer=integer)
+        Z = np.zeros((n, M), dtype=bool)
+        relaxation = None if integer else np.empty(n)
+        fractional = np.zeros(n, dtype=bool)
+        self._n_bounded = 0
+        if integer and self.presolve and n:
+            return self._solve_bounded(S, model, verbose), relaxation, fractional
+        show = (n >= self.options.progress_from) if verbose is None else bool(verbose)
+        rows = range(n)
+        if show:
+            rows = tqdm(rows, desc=f"inference ({self.method})", unit="sample")
+        for i in rows:
+            z, value = model.solve(-S[i])
+            rounded = z > 0.5
+            if not integer:
+                relaxation[i] = -value
+                if np.max(np.abs(z - rounded)) > self.integrality_tol:
+                    fractional[i] = True
+                    z, _ = self._model(integer=True).solve(-S[i])
+                    rounded = z > 0.5
+            Z[i] = rounded
+        return Z, relaxation, fractional
+
+    def _solve_bounded(self, S: np.ndarray, model, verbose) -> np.ndarray:
+        """Program (19) behind the bound certificate of :class:`DagBounds`: samples whose
+        lower bound reaches the upper bound keep their set (no solver call); the others get
+        the LP relaxation (an integral LP optimum is optimal for (19)) -- on the nodes that
+        can still be in an optimal set when they are few, else on the whole graph,
+        warm-started -- and where it is fractional, (19) restricted to those nodes."""
+        if "_bounds" not in self.__dict__:
+            self._bounds = DagBounds(self.H, self.options)
+        value, Z, certified, keep, _ = self._bounds.run(S)
+        self._n_bounded = int(certified.sum())
+        rows = np.flatnonzero(~certified)
+        show = (len(rows) >= self.options.progress_from) if verbose is None else bool(verbose)
+        if show:
+            rows = tqdm(rows, desc="inference (ilp)", unit="sample")
+        relaxation = self._model(integer=False)
+        for i in rows:
+            # a program over the kept nodes only when they are few: rebuilding it costs a load,
+            # the whole-graph LP only a warm-started re-solve
+            few = keep[i].sum() <= self.options.restrict_below * len(keep[i])
+            z, _ = relaxation.solve_subset(-S[i], keep[i]) if few else relaxation.solve(-S[i])
+            rounded = z > 0.5
+            if np.max(np.abs(z - rounded)) > self.integrality_tol:
+                z, _ = model.solve_subset(-S[i], keep[i])
+                rounded = z > 0.5
+            # the bound's set is feasible in both programs: never return less
+            if label_set_scores(S[i], rounded)[0] >= value[i]:
+                Z[i] = rounded
+        return Z
+
+
+def best_label_set(scores, H: Hierarchy, method: str = "auto", *, loss=None, true_indicator=None,
+                   solver: str | None = None, return_info: bool = False, **options):
+    """The label set of ``Y_m`` (NHSVM section 3) with the largest total node score.
+
+    Solves ``argmax_{y in Y_m} sum_{n in y} s_n`` -- eq. (18) with a decomposable loss, i.e.
+    the integer program (19) -- by the tree DP (``"dp"``), program (19) (``"ilp"``), its LP
+    relaxation with ILP fallback (``"lp"``) or brute force (``"enumerate"``); ``"auto"``
+    picks ``"dp"`` on trees, ``"enumerate"`` on DAGs with at most
+    ``Options.enumerate_auto_leaves`` leaves and ``"ilp"`` on larger ones (:func:`auto_method`).
+
+    ``scores``: ``(n_nodes,)`` -> ``(n_nodes,)`` bool, or ``(n_samples, n_nodes)`` ->
+    ``(n_samples, n_nodes)`` bool, columns in ``H.nodes`` order.  ``loss`` and
+    ``true_indicator``: loss-augmented inference (see :func:`loss_augmented_scores`).
+    ``return_info=True`` also returns an :class:`InferenceInfo`.  Other keywords go to
+    :class:`LabelSetOracle` (``max_nodes``, ``integrality_tol``, ``presolve``, ``options``) or its
+    ``solve`` (``verbose``).
+    For many calls on one hierarchy, build a :class:`LabelSetOracle` once and reuse it.
+    """
+    verbose = options.pop("verbose", None)
+    oracle = LabelSetOracle(H, method, solver=solver, **options)
+    return oracle.solve(scores, loss=loss, true_indicator=true_indicator, return_info=return_info,
+                        verbose=verbose)
+
