@@ -98,9 +98,7 @@ def check_label_sets(Y, H, classes, n_samples: int, name: str = "Y"):
     mapped = cols[coo.col]
     if np.any(mapped < 0):
         j = int(np.flatnonzero(mapped < 0)[0])
-        raise LabelError(f"sample {coo.row[j]} has label {H.nodes[coo.col[j]]!r}, which is not one of "
-                         f"the classes ({len(classes)} classes, e.g. {classes[:3]}); internal nodes as "
-                         "labels need hierarchy.with_self_leaves(...) first")
+        raise LabelError(_not_a_class(H, ind, int(coo.row[j]), int(coo.col[j]), classes))
     out = np.zeros((n_samples, len(classes)), dtype=bool)
     out[coo.row, mapped] = True
     counts = out.sum(axis=1)
@@ -110,6 +108,28 @@ def check_label_sets(Y, H, classes, n_samples: int, name: str = "Y"):
         raise LabelError(f"sample {int(np.flatnonzero(counts == len(classes))[0])} has every class as a "
                          "label, so it constrains nothing; remove it")
     return out
+
+
+def _not_a_class(H, ind, row: int, col: int, classes) -> str:
+    """Why label ``H.nodes[col]`` of sample ``row`` is no class, and the fix that builds the
+    intended problem: an ancestor that comes with its descendants is dropped
+    (``most_specific``); a label that stops at an internal node gets a leaf of its own
+    (``self_leaves``, on the nodes labels stop at only)."""
+    v = H.nodes[col]
+    head = (f"sample {row} has label {v!r}, which is not one of the classes ({len(classes)} "
+            f"classes, e.g. {classes[:3]})")
+    below = set(H.descendants(v)) & {H.nodes[k] for k in ind.getrow(row).indices}
+    if below:
+        return (f"{head}: it is an ancestor of the sample's label {sorted(below, key=str)[0]!r}, "
+                "which implies it. Reduce each label set to its most specific labels with "
+                "Y = hiercvx.hierarchy.most_specific(H, Y) (the estimators do this themselves)")
+    if v in H and not H.is_leaf(v):
+        return (f"{head}: it is an internal node. Learn it as a leaf for the node itself "
+                "(Cai thesis section 3.2): paths = hiercvx.hierarchy.self_leaves(H, Y) "
+                "(Hierarchy.with_self_leaves on the nodes labels stop at), then paths.hierarchy "
+                "with paths.transform(Y); reduce label sets with hiercvx.hierarchy.most_specific "
+                "first (the estimators do both)")
+    return head
 
 
 def _is_label_set(item) -> bool:
