@@ -50,30 +50,67 @@ iteration: one product ``X W^T`` (``O(nnz(X) m)``), one scatter of the chosen ro
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from numba import njit
 
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import orthogonal as otm
 from ..result import Solution, check_iteration_options, reached, relative_gap
+from ._rda_kernels import scatter_csr, scatter_dense
 from .primitives import blas_threads
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "Regularizer", "SPARSE_OMEGA_DENSITY", "regularizer_for", "Hinge", "PSI_CHOICES", "AVERAGING"]
+__all__ = ["solve", "Options", "Regularizer", "regularizer_for", "Hinge", "PSI_CHOICES", "AVERAGING"]
 
 PSI_CHOICES = ("identity", "diagonal", "averaged")
-#: Omega's ``S(W)`` is kept sparse (K's pattern) when K has more than ``SPARSE_OMEGA_MIN``
-#: rows and at most this fraction of nonzeros: wide sibling groups (K = I on a star) then
-#: cost O(nnz(K) d) per iteration instead of a dense m x m product and Cholesky
-SPARSE_OMEGA_DENSITY, SPARSE_OMEGA_MIN = 0.1, 200
 AVERAGING = ("uniform", "linear")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :func:`solve`.
+
+    tol : stop when ``relative_gap(upper, lower, J(0)) <= tol`` (:func:`hiercvx.result.relative_gap`).
+    max_iter : subgradient steps; a ``ConvergenceWarning`` when they run out (Algorithm 1's
+        gap shrinks like ``O(ln t / t)``, so many cheap steps).
+    psi : the splitting for (4), one of :data:`PSI_CHOICES` (module docstring); ``"averaged"``
+        because the paper's ``"identity"`` needs ``t >> lambda_max(K) / sigma`` steps to settle.
+    averaging : ``"linear"`` weights ``a_t = t``, which removes the ``ln t`` of (10) (any
+        positive weights keep the bounds); ``"uniform"`` is the paper's.
+    dual_bound : also use the lower bound of the averaged multipliers (module docstring): never
+        below the paper's.
+    sparse_omega_density : Omega's ``S(W)`` is kept on K's sparse pattern when K has at most
+        this fraction of nonzeros ...
+    sparse_omega_min : ... and more than this many rows: wide sibling groups (K = I on a star)
+        then cost ``O(nnz(K) d)`` per step instead of a dense ``m x m`` product and Cholesky.
+    log_every : progress is logged every this many steps.
+    """
+
+    tol: float = 1e-4
+    max_iter: int = 100_000
+    psi: str = "averaged"
+    averaging: str = "linear"
+    dual_bound: bool = True
+    sparse_omega_density: float = 0.1
+    sparse_omega_min: int = 200
+    log_every: int = 1000
+
+    def __post_init__(self):
+        check_iteration_options(self.tol, self.max_iter, who="RDA")
+        if self.averaging not in AVERAGING:
+            raise InputError(f"averaging must be one of {AVERAGING}, got {self.averaging!r}")
+        if self.psi not in PSI_CHOICES:
+            raise InputError(f"psi must be one of {PSI_CHOICES}, got {self.psi!r}")
+        if not 0.0 <= self.sparse_omega_density <= 1.0:
+            raise InputError(f"sparse_omega_density must lie in [0, 1], got {self.sparse_omega_density!r}")
 
 
 # =============================================================================== regularizers
@@ -85,9 +122,12 @@ class Regularizer:
     ``kind="quadratic"``: ``matrix`` is a fixed PD ``S``.  ``P`` is a 1-D diagonal or a full
     PD matrix.  ``sigma`` is the strong-convexity constant of ``Psi`` (``lambda_min(P)``).
     ``averaged``: step 2 minimizes the averaged quadratic minorant instead (module doc).
+    ``S(W)`` of Omega is kept on K's sparse pattern when K has more than ``sparse_min`` rows
+    and at most ``sparse_density`` of its entries are nonzero (:class:`Options`).
     """
 
-    def __init__(self, kind: str, matrix: np.ndarray, P: np.ndarray, averaged: bool = False):
+    def __init__(self, kind: str, matrix: np.ndarray, P: np.ndarray, averaged: bool = False, *,
+                 sparse_density: float = 0.1, sparse_min: int = 200):
         if kind not in ("omega", "quadratic"):
             raise InputError(f"kind must be 'omega' or 'quadratic', got {kind!r}")
         self.kind = kind
@@ -106,8 +146,8 @@ class Regularizer:
             self._S_chol = sla.cho_factor(self.matrix, lower=True)
         self.averaged = bool(averaged)  # step 2 from the averaged quadratic minorant
         m = self.matrix.shape[0]
-        self.sparse = (kind == "omega" and m > SPARSE_OMEGA_MIN
-                       and np.count_nonzero(self.matrix) <= SPARSE_OMEGA_DENSITY * m * m)
+        self.sparse = (kind == "omega" and m > sparse_min
+                       and np.count_nonzero(self.matrix) <= sparse_density * m * m)
         if self.sparse:  # K's pattern, fixed: S(W) only changes its off-diagonal signs
             Ks = sp.csr_matrix(self.matrix + 0.0 * np.eye(m))  # keep the diagonal stored
             Ks.sort_indices()
@@ -174,7 +214,9 @@ class Regularizer:
         return Z, 0.5 * float(np.sum(U * Z))
 
 
-def _omega_regularizer(K: np.ndarray, psi: str) -> Regularizer:
+def _omega_regularizer(K: np.ndarray, psi: str, options: Options) -> Regularizer:
+    """Omega (5) with the splitting ``psi``; refuses a K whose comparison matrix is singular."""
+    sparse = {"sparse_density": options.sparse_omega_density, "sparse_min": options.sparse_omega_min}
     if psi not in PSI_CHOICES:
         raise InputError(f"psi must be one of {PSI_CHOICES}, got {psi!r}")
     sigma = otm.strong_convexity(K)
@@ -185,48 +227,24 @@ def _omega_regularizer(K: np.ndarray, psi: str) -> Regularizer:
             "convexity (Corollary 2). Lower alpha / the off-diagonal entries of K, or use the "
             "exact reference orthogonal.primal")
     if psi in ("identity", "averaged"):  # "averaged" keeps P = sigma I for the paper's bound
-        return Regularizer("omega", K, np.full(K.shape[0], sigma), averaged=psi == "averaged")
+        return Regularizer("omega", K, np.full(K.shape[0], sigma), averaged=psi == "averaged", **sparse)
     d = np.sqrt(np.diag(K))
     Kbar = otm.comparison_matrix(K)
     mu = otm.blockwise_eigenvalue(Kbar / d[:, None] / d[None, :])
-    return Regularizer("omega", K, mu * (1.0 - 1e-12) * np.diag(K))
+    return Regularizer("omega", K, mu * (1.0 - 1e-12) * np.diag(K), **sparse)
 
 
-def regularizer_for(model: otm.PairModel, K=None, psi: str = "averaged") -> Regularizer:
+def regularizer_for(model: otm.PairModel, K=None, psi: str = "averaged", options: Options | None = None) -> Regularizer:
     """The regularizer of ``model.method`` over ``model.var_nodes``: Omega with ``K`` (default
     ``model.K``) for ``"orthogonal"``, the model's fixed ``S`` (``I + E^T E`` for ``"transfer"``,
-    ``I`` otherwise) for the baselines."""
+    ``I`` otherwise) for the baselines.  ``options``: the sparse-storage settings."""
     if model.method == "orthogonal":
         K = model.K if K is None else K
-        return _omega_regularizer(np.asarray(K, dtype=float), psi)
+        return _omega_regularizer(np.asarray(K, dtype=float), psi, Options() if options is None else options)
     return Regularizer("quadratic", model.S, model.S)
 
 
 # =============================================================================== the hinge
-# Local scatters rather than primitives.row_axpy: two non-inlined row_axpy calls per pair
-# measured 2x slower on the benchmark-sized problem (n=200, d=20: 33 us vs 5 us per scatter).
-@njit(cache=True)
-def _scatter_dense(U, X, rows, pos, neg, alpha):  # U[pos] += a x_row, U[neg] -= a x_row
-    for k in range(rows.shape[0]):
-        x = X[rows[k]]
-        a = alpha[k]
-        up = U[pos[k]]
-        un = U[neg[k]]
-        for j in range(x.shape[0]):
-            up[j] += a * x[j]
-            un[j] -= a * x[j]
-
-
-@njit(cache=True)
-def _scatter_csr(U, indptr, indices, data, rows, pos, neg, alpha):  # the same for CSR rows
-    for k in range(rows.shape[0]):
-        r = rows[k]
-        a = alpha[k]
-        for q in range(indptr[r], indptr[r + 1]):
-            U[pos[k], indices[q]] += a * data[q]
-            U[neg[k], indices[q]] -= a * data[q]
-
-
 class Hinge:
     """``H(W) = C sum_s Cw_s max(0, max_{p of s} Delta_p (1 - <w_pos - w_neg, x_s>))`` of a
     :class:`~hiercvx.models.orthogonal.PairModel` (class scores through ``Lam``), with its value,
@@ -314,19 +332,20 @@ class Hinge:
         alpha = self.weight[s] * self.delta[chosen]
         U = np.zeros((self.width, self.X.shape[1]))
         if self._csr:
-            _scatter_csr(U, self.X.indptr, self.X.indices, self.X.data, s, self.pos[chosen],
-                         self.neg[chosen], alpha)
+            scatter_csr(U, self.X.indptr, self.X.indices, self.X.data, s, self.pos[chosen],
+                        self.neg[chosen], alpha)
         else:
-            _scatter_dense(U, self.X, s, self.pos[chosen], self.neg[chosen], alpha)
+            scatter_dense(U, self.X, s, self.pos[chosen], self.neg[chosen], alpha)
         if self.B is not None:
             U = np.asarray(self.B @ U)
         return value, U, float(alpha.sum()), chosen, alpha
 
 
 # =============================================================================== Algorithm 1
-def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged", tol: float = 1e-4,
-          max_iter: int = 100_000, averaging: str = "linear", dual_bound: bool = True,
-          regularizer: Regularizer | None = None, verbose: bool = False, name: str | None = None) -> Solution:
+def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str | None = None, tol: float | None = None,
+          max_iter: int | None = None, averaging: str | None = None, dual_bound: bool | None = None,
+          regularizer: Regularizer | None = None, verbose: bool = False, name: str | None = None,
+          options: Options | None = None) -> Solution:
     """Orthogonal transfer (4) or a baseline of section 5 by Algorithm 1 on a prepared model.
 
     Parameters
@@ -336,17 +355,14 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
     C : the C of (4) / (12) (the paper's C/N scaling is in the model's weights)
     K : (4)'s matrix over ``H.nodes[1:]`` instead of ``model.K`` (validated here; orthogonal
         only).  Algorithm 1 needs a positive definite comparison matrix (Corollary 2)
-    psi : the splitting for (4), one of :data:`PSI_CHOICES` (module doc); ``"identity"`` is the
-        paper's.  The baselines always put their whole quadratic regularizer in Psi
-    tol : stop when ``relative_gap(upper, lower, J(0)) <= tol`` (:func:`hiercvx.result.relative_gap`)
-    max_iter : subgradient steps; the ``ConvergenceWarning`` is issued when they run out
-    averaging : ``"uniform"`` (Algorithm 1: ``gbar`` and ``delta`` are plain averages) or
-        ``"linear"`` (weights ``a_t = t``; the same bounds hold for any positive weights, and
-        late subgradients, taken nearer the optimum, count more)
-    dual_bound : also use the lower bound of the averaged multipliers (see the module doc);
-        ``False`` runs the paper's bound alone
+    psi, tol, max_iter, averaging, dual_bound : override the fields of ``options`` of the same
+        names (:class:`Options`).  ``psi``: the splitting for (4) (the baselines always put their
+        whole quadratic regularizer in Psi); ``averaging``: ``"uniform"`` (Algorithm 1: ``gbar``
+        and ``delta`` are plain averages) or ``"linear"``; ``dual_bound=False`` runs the
+        paper's bound alone
     regularizer : a :class:`Regularizer` (default :func:`regularizer_for` with ``K``, ``psi``)
     verbose : log progress at INFO level (DEBUG otherwise)
+    options : :class:`Options` (default ``Options()``)
 
     Returns
     -------
@@ -371,12 +387,9 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
     t_start = time.perf_counter()
     C = check_positive(C, "C")
     check_iteration_options(tol, max_iter, who="RDA")
-    if averaging not in AVERAGING:
-        raise InputError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
-    if psi not in PSI_CHOICES:
-        raise InputError(f"psi must be one of {PSI_CHOICES}, got {psi!r}")
+    opts = _options(options, psi=psi, tol=tol, max_iter=max_iter, averaging=averaging, dual_bound=dual_bound)
     K_used = _K_of(model, K)
-    reg = regularizer_for(model, K_used, psi) if regularizer is None else regularizer
+    reg = regularizer_for(model, K_used, opts.psi, opts) if regularizer is None else regularizer
     hinge = Hinge(model, C)
     if reg.size != hinge.n_vars:
         raise InputError(f"the regularizer is {reg.size}x{reg.size} but the model has {hinge.n_vars} "
@@ -385,18 +398,17 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
     # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
     # machine), so the whole loop runs single-threaded
     with blas_threads(1):
-        upper, lower, best, t, converged, hist, abar, Sbar, at_zero = _iterate(model, hinge, reg, float(tol),
-                                                                     int(max_iter), averaging, dual_bound,
-                                                                     log, t_start)
+        upper, lower, best, t, converged, hist, abar, Sbar, at_zero = _iterate(model, hinge, reg, opts, log,
+                                                                               t_start)
     history = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
     weights, intercept = model.split_weights(model.full_weights(best))
     res = Solution(weights=weights, objective=float(upper), lower_bound=float(lower),
-                   solver="rda", n_iter=t, converged=converged, tol=float(tol),
-                   dual=abar if dual_bound else None, history=history,
+                   solver="rda", n_iter=t, converged=converged, tol=float(opts.tol),
+                   dual=abar if opts.dual_bound else None, history=history,
                    solve_time=time.perf_counter() - t_start, name=name or f"RDA (Alg. 1) for {model.method}",
                    extras={"sigma": reg.sigma, "at_zero": float(at_zero),
                            # the averaged S(W(t)) (box of K), or the fixed S
-                           "dual_S": Sbar if dual_bound else None,
+                           "dual_S": Sbar if opts.dual_bound else None,
                            "K": K_used,
                            "alpha": model.K_alpha if (model.method == "orthogonal" and K is None) else None,
                            "model": model,
@@ -404,6 +416,16 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str = "averaged"
     res.warn_unless_converged("iterations", stacklevel=2)
     log("%s", res)
     return res
+
+
+def _options(options: Options | None, **given) -> Options:
+    """``options`` (default :class:`Options`) with the keywords given explicitly (not None)."""
+    if options is None:
+        options = Options()
+    elif not isinstance(options, Options):
+        raise InputError(f"options must be a hiercvx.solvers.rda.Options, got {type(options).__name__}")
+    given = {k: v for k, v in given.items() if v is not None}
+    return dataclasses.replace(options, **given) if given else options
 
 
 def _K_of(model: otm.PairModel, K):
@@ -416,17 +438,40 @@ def _K_of(model: otm.PairModel, K):
     return model.K if K is None else otm.validate_K(K, model.H)
 
 
-def _iterate(model, hinge: Hinge, reg: Regularizer, tol, max_iter, averaging, dual_bound, log, t_start):
+class _DualAverage:
+    """The averaged multipliers of the hinge subgradients and the averaged ``S(W(t))``, whose
+    quadratic minorant gives the dual bound and the ``"averaged"`` step (module docstring)."""
+
+    def __init__(self, hinge: Hinge, reg: Regularizer, m: int, d: int):
+        self.reg = reg
+        self.Ubar = np.zeros((m, d))  # averaged U(alpha): -gbar of the hinge part
+        self.Sbar = reg.empty_S()
+        self.abar_sum = 0.0
+        self.abar = np.zeros(hinge.n_pairs)
+
+    def add(self, beta, U, a_sum, chosen, alpha, S):
+        """Average in one step's multipliers and ``S``; returns the minorant's minimizer
+        (``None`` when ``Sbar`` is not PD) and the dual bound ``sum abar - 1/2 tr(Ubar^T
+        Sbar^{-1} Ubar)``."""
+        self.Ubar += beta * (U - self.Ubar)
+        self.abar_sum += beta * (a_sum - self.abar_sum)
+        self.abar *= 1.0 - beta
+        np.add.at(self.abar, chosen, beta * alpha)
+        if self.reg.kind == "omega":
+            self.reg.average_into(self.Sbar, S, beta)
+        W_min, half = self.reg.minorant_solve(self.Sbar, self.Ubar)
+        return W_min, self.abar_sum - half
+
+
+def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start):
+    """Algorithm 1 (steps 1-4) with the bounds of the module docstring; returns ``(upper,
+    lower, best W, t, converged, history, averaged multipliers, S of the dual bound, J(0))``."""
     d = model.X.shape[1]
     m = hinge.n_vars
-
     W = np.zeros((m, d))  # w(1) = 0
     gbar = np.zeros((m, d))
     delta = 0.0
-    Ubar = np.zeros((m, d))  # averaged U(alpha): -gbar of the hinge part
-    Sbar = reg.empty_S()
-    abar_sum = 0.0
-    abar = np.zeros(hinge.n_pairs)
+    avg = _DualAverage(hinge, reg, m, d)
     weight_sum = 0.0
     upper, lower = np.inf, 0.0  # J >= 0: every term of (7) is non-negative
     best = W
@@ -448,49 +493,39 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, tol, max_iter, averaging, du
         for key, val in (("upper", upper), ("lower", lower), ("lower_rda", lb_rda),
                          ("lower_dual", lb_dual), ("time", time.perf_counter() - t_start)):
             hist[key].append(val)
-        if t % 1000 == 0:
+        if t % opts.log_every == 0:
             log("RDA %s: iteration %d, upper %.10g, lower %.10g, gap %.3e", model.method, t, upper,
                 lower, gap)
-        if reached(gap, tol):
+        if reached(gap, opts.tol):
             converged = True
             break
-        if t >= max_iter:
+        if t >= opts.max_iter:
             break
         t += 1
         # step 1: g = (S - P) W - U, a subgradient of phi = R - Psi + H (Theorem 4 for R = Omega)
-        SW = S @ W
-        curv = SW - reg.psi_apply(W)
+        curv = S @ W - reg.psi_apply(W)
         g = curv - U
         const = -0.5 * float(np.sum(W * curv)) + a_sum  # phi(W) - g . W
-        a_t = 1.0 if averaging == "uniform" else float(t)
+        a_t = 1.0 if opts.averaging == "uniform" else float(t)
         weight_sum += a_t
         beta = a_t / weight_sum
         gbar += beta * (g - gbar)
         delta += beta * (const - delta)
         # step 2, (9) with Psi = 1/2 tr(W^T P W): W(t+1) = -P^{-1} gbar
-        W_rda = -reg.psi_solve(gbar)
+        W = -reg.psi_solve(gbar)
         # step 4: the paper's lower bound (typo fixed: the max is with the new bound); it holds
         # whatever point is queried next, since min_W {gbar . W + Psi(W)} is taken exactly
-        lb_rda = delta + 0.5 * float(np.sum(gbar * W_rda))
+        lb_rda = delta + 0.5 * float(np.sum(gbar * W))
         lower = max(lower, lb_rda)
-        W = W_rda
-        if dual_bound or reg.averaged:
-            Ubar += beta * (U - Ubar)
-            abar_sum += beta * (a_sum - abar_sum)
-            abar *= 1.0 - beta
-            np.add.at(abar, chosen, beta * alpha)
-            if reg.kind == "omega":
-                reg.average_into(Sbar, S, beta)
-            W_min, half = reg.minorant_solve(Sbar, Ubar)
-            lb_dual = abar_sum - half
-            if dual_bound:
+        if opts.dual_bound or reg.averaged:
+            W_min, lb_dual = avg.add(beta, U, a_sum, chosen, alpha, S)
+            if opts.dual_bound:
                 lower = max(lower, lb_dual)
             if reg.averaged and W_min is not None:
                 W = W_min
-
-    if converged and t > 0 and not np.any(best) and reached(relative_gap(last[0], lower), tol):
+    if converged and t > 0 and not np.any(best) and reached(relative_gap(last[0], lower), opts.tol):
         # W = 0 certified, but so is the last iterate (the dual's minimizer): return that one.
         # With a tiny C both are within tol, and only the second points where the data do
         upper, best = last
-    return (upper, lower, best, t, converged, hist, abar, (Sbar if reg.kind == "omega" else reg.matrix),
+    return (upper, lower, best, t, converged, hist, avg.abar, (avg.Sbar if reg.kind == "omega" else reg.matrix),
             at_zero)
