@@ -122,8 +122,10 @@ def test_bad_input(data):
         HierarchicalSVC(hierarchy=H, solver="magic").fit(X, yl)
     with pytest.raises(hc.LabelError):
         HierarchicalSVC(hierarchy=H).fit(X, np.where(yl == "a1", "zz", yl))
-    with pytest.raises(hc.LabelError):  # internal node as a label
-        HierarchicalSVC(hierarchy=H).fit(X, np.where(yl == "a1", "a", yl))
+    with pytest.raises(hc.LabelError, match="internal_labels='self_leaf'"):  # internal node, refused
+        HierarchicalSVC(hierarchy=H, internal_labels="refuse").fit(X, np.where(yl == "a1", "a", yl))
+    with pytest.raises(ValueError, match="internal_labels"):
+        HierarchicalSVC(hierarchy=H, internal_labels="map").fit(X, yl)
     Xn = X.copy()
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError):

@@ -406,8 +406,8 @@ def test_estimator_bad_input(deep_problem):
         OrthogonalTransferSVC(H, method="treeloss", treeloss_classes="all").fit(X, y)
     with pytest.raises(hc.LabelError, match="not a node"):
         OrthogonalTransferSVC(H).fit(X, np.where(y == "a2", "zz", y))
-    with pytest.raises(hc.LabelError, match="internal node"):
-        OrthogonalTransferSVC(H, method="flatmult").fit(X, y)
+    with pytest.raises(hc.LabelError, match="internal node"):  # FLATMULT: self leaves unless refused
+        OrthogonalTransferSVC(H, method="flatmult", internal_labels="refuse").fit(X, y)
     with pytest.raises(hc.LabelError, match="single-label"):
         OrthogonalTransferSVC(H).fit(X, [{"a1", "b1"}] * len(X))
     Xn = X.copy()

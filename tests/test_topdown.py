@@ -252,8 +252,8 @@ def test_node_without_training_data():
 # ------------------------------------------------------------------ bad input
 def test_bad_input(tree_data):
     X, y = tree_data
-    with pytest.raises(hc.LabelError, match="with_self_leaves"):
-        TopDownSVC(hierarchy=TREE).fit(X[:4], ["a1", "b", "a2", "c1"])
+    with pytest.raises(hc.LabelError, match="internal node"):  # refused only when asked
+        TopDownSVC(hierarchy=TREE, internal_labels="refuse").fit(X[:4], ["a1", "b", "a2", "c1"])
     with pytest.raises(hc.LabelError, match="not nodes of the hierarchy"):
         TopDownSVC(hierarchy=TREE).fit(X[:3], ["a1", "zz", "a2"])
     with pytest.raises(hc.LabelError, match="empty label set"):

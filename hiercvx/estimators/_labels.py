@@ -123,7 +123,8 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
     if multilabel and single_label:
         i, s = next((i, s) for i, s in enumerate(labels) if len(s) != 1)
         raise LabelError(
-            f"{who} takes one path per sample, but sample {i} has {len(s)} most specific labels "
+            f"{who} is single-label: it takes one path per sample (one label per sample, with or "
+            f"without its ancestors), but sample {i} has {len(s)} most specific labels "
             f"({sorted(map(str, s))[:4]}). Fit an estimator that takes label sets "
             f"({', '.join(MULTILABEL_ESTIMATORS)}), or keep the samples with one path: "
             "hiercvx.hierarchy.single_path(H, y) is True on them")
