@@ -203,9 +203,9 @@ def test_sparse_heuristic_K_matches_the_dense_one():
 
 
 def test_many_classes_use_sparse_class_data():
-    """Above DENSE_CLASSES classes the model's Lam and Q are sparse: objective and scores
-    still agree with a hand computation."""
-    n_leaves = otm.DENSE_CLASSES + 5
+    """Above 2000 classes (the default ``dense_max`` of the model's pair data) the model's Lam
+    and Q are sparse: objective and scores still agree with a hand computation."""
+    n_leaves = 2005
     H = star(n_leaves)
     X, y = data(("c0", "c1"), n=8)
     model = otm.prepare(X, y, H, "orthogonal", fit_intercept=True)
