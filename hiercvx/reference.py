@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import functools
 import logging
-import warnings
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from cvxpy.constraints import PSD, SOC, Equality, ExpCone, Inequality, NonNeg, NonPos, Zero
+from cvxpy.constraints import PSD, ExpCone
 
 try:  # optional: the pip wheel carries a size-limited licence
     import gurobipy as gp
@@ -44,6 +45,7 @@ try:  # CVXPY's default QP/SOCP solver; read for its default settings
 except ImportError:  # pragma: no cover - a CVXPY dependency
     clarabel = None
 
+from .describe import Formulation, Symbol, Term, describe_parts, render_latex, render_text
 from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUnavailableError
 from .result import OPTIMAL, Solution, gap_scale, relative_gap
 
@@ -52,7 +54,9 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ReferenceProblem",
     "ReferenceSolution",
+    "Options",
     "Formulation",
+    "Symbol",
     "Term",
     "ProblemSize",
     "problem_size",
@@ -274,49 +278,7 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
             f"(solver='fast'), subsample the data, or pass max_size={size} (or larger) to build it anyway")
 
 
-# ---------------------------------------------------------------------- how a reader writes it
-@dataclass(frozen=True)
-class Term:
-    """One line of a formulation: plain ``text``, its ``latex`` and the paper's equation ``eq``."""
-
-    text: str
-    latex: str = ""
-    eq: str = ""
-
-    @classmethod
-    def of(cls, value) -> "Term":
-        """A :class:`Term` from a ``Term``, a string or a ``(text, latex, eq)`` tuple."""
-        if isinstance(value, Term):
-            return value
-        if isinstance(value, str):
-            return cls(value)
-        return cls(*value)
-
-
-@dataclass(frozen=True)
-class Formulation:
-    """The problem as a reader writes it, declared by the builder next to the CVXPY problem.
-
-    ``objective`` and each of ``constraints`` (name -> family; the names of the
-    :class:`ReferenceProblem`'s ``constraints`` dict where the family has duals) are
-    :class:`Term`\\ s or ``(text, latex, eq)`` tuples; ``variables`` maps a variable's name to
-    its meaning; ``notation`` lists symbols the lines use (symbol -> meaning).
-    :meth:`ReferenceProblem.describe` renders it.
-    """
-
-    objective: Any
-    constraints: Mapping[str, Any] = field(default_factory=dict)
-    variables: Mapping[str, str] = field(default_factory=dict)
-    notation: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self):
-        object.__setattr__(self, "objective", Term.of(self.objective))
-        object.__setattr__(self, "constraints",
-                           {k: Term.of(v) for k, v in dict(self.constraints).items()})
-        object.__setattr__(self, "variables", dict(self.variables))
-        object.__setattr__(self, "notation", dict(self.notation))
-
-
+# ---------------------------------------------------------------------- size and structure
 @dataclass(frozen=True)
 class ProblemSize:
     """The size of a CVXPY problem before compilation: scalar variables, scalar constraint
@@ -350,109 +312,6 @@ def problem_size(problem) -> ProblemSize:
                        sum(int(c.size) for c in problem.constraints), nnz)
 
 
-_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa", "lambda",
-          "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega"}
-
-
-_CAPITAL_GREEK = {"Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Phi", "Psi", "Omega"}
-
-
-def _latex_symbol(name: str) -> str:
-    base, _, sub = name.partition("_")
-    if base in _GREEK or base in _CAPITAL_GREEK:
-        head = f"\\{base}"
-    else:
-        head = base if len(base) == 1 else f"\\mathrm{{{base}}}"
-    return head + (f"_{{\\mathrm{{{sub}}}}}" if sub else "")
-
-
-def _latex_text(text: str) -> str:
-    """Escape plain text for LaTeX's text mode."""
-    special = {"\\": "\\textbackslash{}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}",
-               "<": "\\textless{}", ">": "\\textgreater{}", "|": "\\textbar{}",
-               **{ch: "\\" + ch for ch in "&%$#_{}"}}
-    return "".join(special.get(ch, ch) for ch in text)
-
-
-def _latex_shape(shape) -> str:
-    return "\\mathbb{R}" + ("" if not shape else "^{" + " \\times ".join(map(str, shape)) + "}")
-
-
-def _constraint_kind(c) -> str:
-    """A CVXPY constraint's family in words (the fallback when no formulation is declared)."""
-    if isinstance(c, (Inequality, NonNeg, NonPos)):
-        return "inequality"
-    if isinstance(c, (Equality, Zero)):
-        return "equality"
-    if isinstance(c, PSD):
-        return "positive semidefinite"
-    if isinstance(c, SOC):
-        return "second-order cone"
-    if isinstance(c, ExpCone):
-        return "exponential cone"
-    return type(c).__name__
-
-
-def _render_text(d: dict) -> str:
-    lines = [d["title"], ""]
-    obj = d["objective"]
-    lines.append(f"  {d['sense']:<11} {obj.text}" + (f"    {obj.eq}" if obj.eq else ""))
-    if d["constraints"]:
-        lines.append("  subject to")
-        wname = max(len(name) for name, *_ in d["constraints"])
-        wtext = max(len(term.text) for _, term, _ in d["constraints"])
-        weq = max(len(term.eq) for _, term, _ in d["constraints"])
-        for name, term, rows in d["constraints"]:
-            rows_text = "" if rows is None else f"{rows:,} row{'s' if rows != 1 else ''}"
-            lines.append(f"    {name:<{wname}}  {term.text:<{wtext}}  {term.eq:<{weq}}  {rows_text}".rstrip())
-    lines.append("  variables")
-    wname = max((len(n) for n, *_ in d["variables"]), default=0)
-    wshape = max((len(str(s)) for _, s, _ in d["variables"]), default=0)
-    for name, shape, meaning in d["variables"]:
-        lines.append(f"    {name:<{wname}}  {str(shape):<{wshape}}  {meaning}".rstrip())
-    if d["notation"]:
-        lines.append("  where")
-        wsym = max(len(k) for k in d["notation"])
-        lines += [f"    {k:<{wsym}}  {v}" for k, v in d["notation"].items()]
-    if d["parameters"]:
-        lines.append("  parameters  " + ", ".join(d["parameters"]))
-    lines += ["", f"  size           {d['size']}", f"  problem class  {d['class']}",
-              f"  solver         {d['solver']}"]
-    return "\n".join(lines)
-
-
-def _render_latex(d: dict) -> str:
-    obj = d["objective"]
-    under = ",\\, ".join(_latex_symbol(n) for n, *_ in d["variables"])
-    op = "\\min" if d["sense"] == "minimize" else "\\max"
-
-    def tag(term):
-        return f" \\tag*{{{term.eq}}}" if term.eq else " \\notag"
-
-    def body(term):
-        return term.latex or f"\\text{{{_latex_text(term.text)}}}"
-
-    lines = [f"% {d['title']}", "\\begin{align*}",
-             f"  {op}_{{{under}}} \\quad & {body(obj)}{tag(obj)} \\\\"]
-    for i, (name, term, rows) in enumerate(d["constraints"]):
-        lead = "\\text{s.t.} \\quad " if i == 0 else ""
-        label = f"\\text{{({_latex_text(name)})}}"
-        lines.append(f"  {lead}& {body(term)} \\qquad {label}{tag(term)} \\\\")
-    lines[-1] = lines[-1].rstrip(" \\")
-    lines += ["\\end{align*}", "where", "\\begin{itemize}"]
-    for name, shape, meaning in d["variables"]:
-        lines.append(f"  \\item ${_latex_symbol(name)} \\in {_latex_shape(shape)}$"
-                     + (f": {_latex_text(meaning)}" if meaning else ""))
-    for sym, meaning in d["notation"].items():
-        lines.append(f"  \\item {_latex_text(sym)}: {_latex_text(meaning)}")
-    lines.append("\\end{itemize}")
-    if d["parameters"]:
-        lines.append("Parameters: " + _latex_text(", ".join(d["parameters"])) + ".")
-    lines.append(f"Size: {_latex_text(str(d['size']))}; problem class {d['class']}; "
-                 f"solver {_latex_text(d['solver'])}.")
-    return "\n".join(lines)
-
-
 #: A certified reference returns the one result type of hiercvx (:class:`hiercvx.result.Solution`).
 ReferenceSolution = Solution
 
@@ -469,6 +328,97 @@ def _check_tolerance(value, name: str) -> float:
     return t
 
 
+def _tight_settings() -> Mapping[str, Mapping[str, Any]]:
+    # absolute gap tolerances effectively off (the certificate is relative); CLARABEL's
+    # accept_unknown returns the best iterate on "insufficient progress" for the certificate
+    # to judge
+    return MappingProxyType({
+        "CLARABEL": MappingProxyType({"tol_gap_abs": 1e-30, "tol_gap_rel": 1e-14, "tol_feas": 1e-14,
+                                      "tol_ktratio": 1e-12, "max_iter": 500, "accept_unknown": True}),
+        "ECOS": MappingProxyType({"abstol": 1e-30, "reltol": 1e-12, "feastol": 1e-12, "max_iters": 500}),
+        "OSQP": MappingProxyType({"eps_abs": 1e-12, "eps_rel": 1e-12, "polish": True, "max_iter": 20_000}),
+        "SCS": MappingProxyType({"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iters": 20_000}),
+    })
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :meth:`ReferenceProblem.solve`: what certifies an answer and how to retry.
+
+    Attributes
+    ----------
+    gap_tol : float
+        Largest relative gap ``(objective - lower_bound) / max(|objective|, |lower_bound|)``
+        (also against the decrease possible from zero weights) that certifies: 1e-6 is what
+        interior-point solvers reach at their default settings on these problems.
+    feas_tol : float
+        Largest primal residual (where the formulation supplies one): the solvers' own
+        feasibility tolerance scale.
+    tight_settings : mapping
+        Per solver, the settings of the second try when the defaults' answer does not certify:
+        tolerances near machine precision, more iterations.
+    rescale_outside : tuple of float
+        The third try divides the objective by its magnitude when it lies outside this range:
+        interior-point solvers stop on ``gap <= tol * max(1, |objective|)``, so an objective far
+        from 1 stops them too early or too late.
+    weak_duality_slack : float
+        How far a lower bound may exceed the recomputed objective (relative) before the
+        certificate is called inconsistent: rounding of the two numpy evaluations.
+    fallback : bool
+        With ``solver=None``, try the next installed solver of the problem's class when one
+        fails (the certificate does not depend on the solver, so a fallback cannot weaken it).
+    """
+
+    gap_tol: float = 1e-6
+    feas_tol: float = 1e-6
+    tight_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=_tight_settings)
+    rescale_outside: tuple = (1e-2, 1e2)
+    weak_duality_slack: float = 1e-7
+    fallback: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "gap_tol", _check_tolerance(self.gap_tol, "gap_tol"))
+        object.__setattr__(self, "feas_tol", _check_tolerance(self.feas_tol, "feas_tol"))
+        lo, hi = (float(v) for v in self.rescale_outside)
+        if not 0 < lo <= hi:
+            raise InputError(f"rescale_outside must be (low, high) with 0 < low <= high, got "
+                             f"{self.rescale_outside!r}")
+
+    def worth_rescaling(self, scale) -> bool:
+        """Whether dividing the objective by ``scale`` changes what a solver's
+        ``max(1, |objective|)`` tests see (a magnitude outside :attr:`rescale_outside`)."""
+        lo, hi = self.rescale_outside
+        return scale is not None and np.isfinite(scale) and scale > 0 and not lo <= scale <= hi
+
+
+#: CVXPY statuses with a primal and dual point to certify
+_POINT_RETURNED = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE, cp.USER_LIMIT)
+
+
+@dataclass
+class _Try:
+    """One attempt of :meth:`ReferenceProblem._solve_with`: its label (said in errors and in
+    ``sol.extras["settings"]``), the problem solved (``self.problem`` or a rescaled copy), the
+    factor its duals are multiplied by, the solver settings."""
+
+    label: str
+    problem: Any
+    dual_scale: float
+    settings: dict
+
+
+@dataclass
+class _Context:
+    """What every attempt of one solve shares."""
+
+    name: str
+    klass: str
+    options: Options
+    verbose: bool
+    at_zero: float | None
+    t0: float
+
+
 class ReferenceProblem:
     """A CVXPY problem declared from a paper, with its certification routes.
 
@@ -483,8 +433,9 @@ class ReferenceProblem:
     constraints : dict name -> cvxpy constraint whose duals ``lower_bound`` reads
     parameters : dict name -> cvxpy.Parameter a user may sweep (see :meth:`set`)
     infeasibility : optional callable(values) -> float, a primal residual (0 when feasible)
-    formulation : optional :class:`Formulation`, the problem as the paper writes it (objective
-        and constraint families with equation numbers, variables' meanings) for :meth:`describe`
+    formulation : optional :class:`~hiercvx.describe.Formulation`, the problem as the paper
+        writes it (objective and constraint families with equation numbers, the legend) for
+        :meth:`describe`
     """
 
     def __init__(self, problem, *, variables: dict, objective: Callable, lower_bound: Callable,
@@ -503,7 +454,8 @@ class ReferenceProblem:
         self.name = name
         self.declare_time = float(build_time)
         self.data = dict(data or {})  # what the numpy routes need (X, Y, H, ...), for inspection
-        self._settings_changed: set = set()  # solvers whose cached settings a retry tightened
+        # solvers whose cached settings a retry tightened -> the settings it changed
+        self._settings_changed: dict = {}
 
     def __repr__(self):
         return (f"ReferenceProblem({self.name!r}, {len(self.variables)} variables, "
@@ -514,67 +466,29 @@ class ReferenceProblem:
         return problem_size(self.problem)
 
     def describe(self, fmt: str = "text") -> str:
-        """The formulation as a reader writes it, as plain ``"text"`` or ``"latex"``: objective
-        and constraint families with the paper's equation numbers (from :attr:`formulation`;
-        without one, the CVXPY structure: named constraints and their kinds), the variables
-        with shapes and meanings, the swept parameters, the size (:meth:`size`), the problem
-        class and the solver :meth:`solve` starts with."""
+        """The formulation as a reader writes it, as plain ``"text"`` or ``"latex"``.
+
+        The objective and constraint families with the paper's equation numbers (from
+        :attr:`formulation`; without one, the CVXPY structure: named constraints and their
+        kinds), the variables with their shapes in dimension symbols and their meanings, the
+        legend of the other symbols, the swept parameters; then the instance: the dimensions'
+        values, the rows of each named constraint, the size (:meth:`size`), the problem class
+        and the solver :meth:`solve` starts with (LaTeX comments in ``"latex"``).
+        """
         if fmt not in ("text", "latex"):
             raise InputError(f"fmt must be 'text' or 'latex', got {fmt!r}")
-        parts = self._description()
-        return _render_text(parts) if fmt == "text" else _render_latex(parts)
+        parts = describe_parts(self, problem_class(self.problem), self._solver_text())
+        return render_text(parts) if fmt == "text" else render_latex(parts)
 
-    def _description(self) -> dict:
-        """What :meth:`describe` renders, from :attr:`formulation` or the CVXPY structure."""
-        form = self.formulation
-        named_ids = {id(c) for c in self.constraints.values()}
-        constraints = []
-        if form is not None:
-            for name, term in form.constraints.items():
-                c = self.constraints.get(name)
-                constraints.append((name, term, None if c is None else int(c.size)))
-        listed = {name for name, *_ in constraints}
-        for name, c in self.constraints.items():  # named but not in the formulation
-            if name not in listed:
-                constraints.append((name, Term(_constraint_kind(c)), int(c.size)))
-        if form is None:
-            for c in self.problem.constraints:
-                if id(c) not in named_ids:
-                    constraints.append(("(unnamed)", Term(_constraint_kind(c)), int(c.size)))
-        model = self.data.get("model")
-        model_vars = getattr(model, "variables", {}) or {}
-        variables, declared = [], set()
-        for name, var in self.variables.items():
-            declared.add(id(var))
-            meaning = (form.variables.get(name, "") if form is not None else "") or \
-                getattr(model_vars.get(name), "meaning", "")
-            variables.append((name, tuple(var.shape), meaning))
-        for var in self.problem.variables():
-            if id(var) not in declared:
-                meaning = form.variables.get(var.name(), "auxiliary") if form else "auxiliary"
-                variables.append((var.name(), tuple(var.shape), meaning))
-        params = []
-        for name, p in self.parameters.items():
-            value = p.value
-            params.append(f"{name} = {float(value):g}" if p.size == 1 and value is not None
-                          else f"{name} {tuple(p.shape)}")
-        sense = "maximize" if isinstance(self.problem.objective, cp.Maximize) else "minimize"
-        if form is not None:
-            objective = form.objective
-        else:
-            objective = Term(f"(not declared; a CVXPY objective over "
-                             f"{', '.join(n for n, *_ in variables)})")
+    def _solver_text(self) -> str:
+        """The solver :meth:`solve` starts with and its fallbacks, in words."""
         klass = problem_class(self.problem)
         try:
             first = choose_solver(self.problem)
-            rest = [n for n in SOLVER_PREFERENCE[klass] if n in installed_solvers() and n != first]
-            solver = first + (f" (then {', '.join(rest)} if it fails)" if rest else "")
         except SolverUnavailableError:
-            solver = f"none installed (install one of {', '.join(SOLVER_PREFERENCE[klass])})"
-        return {"title": self.name or "reference problem", "sense": sense, "objective": objective,
-                "constraints": constraints, "variables": variables,
-                "notation": dict(form.notation) if form is not None else {},
-                "parameters": params, "size": self.size(), "class": klass, "solver": solver}
+            return f"none installed (install one of {', '.join(SOLVER_PREFERENCE[klass])})"
+        rest = [n for n in SOLVER_PREFERENCE[klass] if n in installed_solvers() and n != first]
+        return first + (f" (then {', '.join(rest)} if it fails)" if rest else "")
 
     def set(self, **values) -> "ReferenceProblem":
         """Change swept parameters (e.g. ``C``) without recompiling; returns ``self``."""
@@ -595,34 +509,61 @@ class ReferenceProblem:
         """The objective recomputed in numpy at the given variable values."""
         return float(self._objective(values))
 
-    def solve(self, solver: str | None = None, *, gap_tol: float = 1e-6, feas_tol: float = 1e-6,
-              verbose: bool = False, **solver_options) -> ReferenceSolution:
+    def solve(self, solver: str | None = None, *, gap_tol: float | None = None,
+              feas_tol: float | None = None, verbose: bool = False, options: Options | None = None,
+              **solver_options) -> ReferenceSolution:
         """Solve, certify, and return a :class:`ReferenceSolution` (or raise ``SolverError``).
 
-        ``solver=None`` tries the installed solvers of :data:`SOLVER_PREFERENCE` for the
-        problem's class in order and returns the first certified answer (the certificate does
-        not depend on the solver, so a fallback cannot weaken it; ``failed_solvers`` on the
-        solution says what failed first); the ``SolverError`` raised when all fail lists each
-        one's reason.  A named ``solver`` is the only one tried.  Each solver is tried with its
-        default settings, then :data:`TIGHT_SETTINGS`, then with the objective divided by its
-        magnitude (see :meth:`_solve_with`); ``solver_options`` given by the caller are the only
-        settings tried.  ``sol.extras`` records ``at_zero``, the solver's own ``solver_status``
-        and the ``settings`` that certified.
+        Parameters
+        ----------
+        solver : str, optional
+            A CVXPY solver name; the only one tried.  ``None`` tries the installed solvers of
+            :data:`SOLVER_PREFERENCE` for the problem's class in order and returns the first
+            certified answer (``failed_solvers`` on the solution says what failed first); the
+            ``SolverError`` raised when all fail lists each one's reason.
+        gap_tol, feas_tol : float, optional
+            Override :attr:`Options.gap_tol` and :attr:`Options.feas_tol`.
+        verbose : bool
+            The solver's own log.
+        options : Options, optional
+            The certificate's tolerances and the retries (:class:`Options`).
+        **solver_options
+            Settings passed to the solver; given, they are the only settings tried.
+
+        Returns
+        -------
+        ReferenceSolution
+            Certified: a point was returned, every value is finite, the point is feasible and
+            the recomputed gap is within ``gap_tol``.  Each solver is tried with its default
+            settings, then :attr:`Options.tight_settings`, then with the objective divided by
+            its magnitude.  ``sol.extras`` records ``at_zero``, the solver's own
+            ``solver_status`` and the ``settings`` that certified.
         """
-        gap_tol, feas_tol = _check_tolerance(gap_tol, "gap_tol"), _check_tolerance(feas_tol, "feas_tol")
+        options = options if options is not None else Options()
+        if not isinstance(options, Options):
+            raise InputError(f"options must be a hiercvx.reference.Options, got {type(options).__name__}")
+        changes = {k: v for k, v in (("gap_tol", gap_tol), ("feas_tol", feas_tol)) if v is not None}
+        options = replace(options, **changes) if changes else options
         if solver is not None or solver_options:  # options are solver-specific: no fallback
-            return self._solve_with(choose_solver(self.problem, solver), gap_tol, feas_tol, verbose,
+            return self._solve_with(choose_solver(self.problem, solver), options, verbose,
                                     solver_options)
         available = installed_solvers()
         candidates = [n for n in SOLVER_PREFERENCE[problem_class(self.problem)] if n in available]
         if not candidates:
             choose_solver(self.problem)  # raises SolverUnavailableError with the install hint
+        if not options.fallback:
+            candidates = candidates[:1]
+        return self._first_certified(candidates, options, verbose)
+
+    def _first_certified(self, candidates, options: Options, verbose: bool) -> ReferenceSolution:
+        """The first of ``candidates`` whose answer certifies; else the first one's error with
+        the fallbacks' reasons."""
         failed, first = [], None
         for name in candidates:
             try:
                 with warnings.catch_warnings(record=True) as caught:  # a failed try's notes go
                     warnings.simplefilter("always")                    # into failed_solvers
-                    sol = self._solve_with(name, gap_tol, feas_tol, verbose, {})
+                    sol = self._solve_with(name, options, verbose, {})
                 for w in caught:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             except SolverError as exc:
@@ -636,49 +577,46 @@ class ReferenceProblem:
                                 failed[0][1], name)
                 sol.failed_solvers = tuple(failed)
                 return sol
-        # the first choice's failure (its status, solver and gap), with the fallbacks' reasons
         if failed[1:]:
             first.args = (f"{first} -- the fallbacks failed too: "
                           + "; ".join(f"{n}: {msg}" for n, msg in failed[1:]),)
         raise first
 
-    def _solve_with(self, name: str, gap_tol: float, feas_tol: float, verbose: bool,
+    def _solve_with(self, name: str, options: Options, verbose: bool,
                     solver_options: dict) -> ReferenceSolution:
         """Solve with the solver ``name`` and certify (see :meth:`solve`), retrying when the
         certificate fails: first the solver's defaults (or the caller's ``solver_options``,
-        then the only try), then :data:`TIGHT_SETTINGS`, then the objective divided by its
-        magnitude (an interior-point solver measures its gap against ``max(1, |objective|)``,
+        then the only try), then :attr:`Options.tight_settings`, then the objective divided by
+        its magnitude (an interior-point solver measures its gap against ``max(1, |objective|)``,
         so a tiny objective, ``C n`` tiny, stops it early).  Raises the last try's
         ``SolverError``, naming every try's reason."""
-        klass = problem_class(self.problem)
         if name == "GUROBI":  # CVXPY hides the licence's "model too large": check first
             check_gurobi_size(self.problem, what=self.name or "the reference problem")
-        at_zero = self._objective_at_zero()
-        tries = [("as asked" if solver_options else "default settings", self.problem, 1.0,
-                  dict(solver_options) or self._default_settings(name))]
+        ctx = _Context(name, problem_class(self.problem), options, verbose,
+                       self._objective_at_zero(), time.perf_counter())
+        tight = dict(options.tight_settings.get(name, {}))
+        tries = [_Try("as asked" if solver_options else "default settings", self.problem, 1.0,
+                      dict(solver_options) or self._default_settings(name))]
         if not solver_options:
-            tries.append(("tight tolerances", self.problem, 1.0, dict(TIGHT_SETTINGS.get(name, {}))))
-        failures, t0 = [], time.perf_counter()
-        scale = at_zero
-        for label, problem, dual_scale, options in tries:
-            if problem is self.problem and label == "tight tolerances":
-                self._settings_changed.add(name)  # a later solve starts from the defaults again
+            tries.append(_Try("tight tolerances", self.problem, 1.0, tight))
+        failures, scale = [], ctx.at_zero
+        for attempt in tries:
+            if attempt.label == "tight tolerances":
+                self._settings_changed[name] = tuple(tight)  # a later solve starts from the defaults
             try:
-                return self._certify(name, klass, problem, dual_scale, options, gap_tol, feas_tol,
-                                     verbose, at_zero, t0, label)
+                return self._certify(ctx, attempt)
             except SolverError as exc:
                 if exc.status in ("not-dcp", "licence", "unsupported"):
                     raise
-                failures.append((label, exc))
+                failures.append((attempt.label, exc))
                 scale = getattr(exc, "objective_scale", None) or scale
-            if label == "tight tolerances" and _worth_rescaling(scale):
+            if attempt.label == "tight tolerances" and options.worth_rescaling(scale):
                 # the same constraints (so the same variables and dual values), the objective
                 # divided by its magnitude; the duals come back divided by it too
                 sense = type(self.problem.objective)
                 rescaled = cp.Problem(sense(self.problem.objective.expr * (1.0 / scale)),
                                       self.problem.constraints)
-                tries.append((f"objective divided by {scale:.3g}", rescaled, scale,
-                              dict(TIGHT_SETTINGS.get(name, {}))))
+                tries.append(_Try(f"objective divided by {scale:.3g}", rescaled, scale, tight))
         last = failures[-1][1]
         if len(failures) > 1:
             last.args = (f"{last} -- tried " + "; ".join(
@@ -686,12 +624,11 @@ class ReferenceProblem:
         raise last
 
     def _default_settings(self, name: str) -> dict:
-        """``{}``, or the solver's own defaults of what :data:`TIGHT_SETTINGS` changes when an
+        """``{}``, or the solver's own defaults of what the tight settings change when an
         earlier try changed them (CVXPY keeps a warm-started solver's settings)."""
         if name not in self._settings_changed:
             return {}
-        self._settings_changed.discard(name)
-        return dict(_solver_defaults(name))
+        return dict(_solver_defaults(name, self._settings_changed.pop(name)))
 
     def _objective_at_zero(self) -> float | None:
         """The objective recomputed with every variable at zero: for every hiercvx formulation
@@ -707,34 +644,36 @@ class ReferenceProblem:
             return None
         return value if np.isfinite(value) else None
 
-    def _certify(self, name, klass, problem, dual_scale, options, gap_tol, feas_tol, verbose,
-                 at_zero, t0, label) -> ReferenceSolution:
-        """One solve of ``problem`` (``self.problem`` or its rescaled copy) and the certificate:
-        finite values, feasibility, and the recomputed gap against the dual bound.  The solver's
-        status only says whether it returned a point: an ``optimal_inaccurate`` point whose
-        recomputed objective and dual bound prove the gap is certified."""
+    def _run(self, ctx: _Context, attempt: _Try) -> None:
+        """One solver call, its failures mapped to hiercvx's errors."""
+        name, options = ctx.name, attempt.settings
         try:
-            with warnings.catch_warnings():  # "solution may be inaccurate": judged below
+            with warnings.catch_warnings():  # "solution may be inaccurate": judged after
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                problem.solve(solver=name, verbose=verbose, **options)
+                attempt.problem.solve(solver=name, verbose=ctx.verbose, **options)
         except cp.error.SolverError as exc:
             msg = str(exc)
             if name == "GUROBI" and any(k in msg for k in _GUROBI_LIMIT_MARKERS):
                 raise SolverUnavailableError(
                     f"Gurobi's size-limited licence ({gurobi_limit_text()}) cannot take this "
-                    f"problem; use the open-source solver='{OPEN_SOURCE_ALTERNATIVE.get(klass, 'CLARABEL')}'",
+                    f"problem; use the open-source solver='"
+                    f"{OPEN_SOURCE_ALTERNATIVE.get(ctx.klass, 'CLARABEL')}'",
                     status="licence", solver=name) from exc
             raise SolverError(f"{self.name}: the solver failed: {msg}", status="error", solver=name) from exc
         except cp.error.DCPError as exc:  # a declaration bug, not a user error
             raise SolverError(f"{self.name}: problem is not DCP: {exc}", status="not-dcp",
                               solver=name) from exc
         except (TypeError, ValueError) as exc:  # CVXPY's answer to an unknown solver option
-            if label == "as asked":
+            if attempt.label == "as asked":
                 raise InputError(f"{self.name}: solver {name} refused the options "
                                  f"{sorted(options)}: {exc}") from exc
             raise SolverError(f"{self.name}: the solver refused the settings {sorted(options)}: "
                               f"{exc}", status="error", solver=name) from exc
-        status = problem.status
+
+    def _point(self, ctx: _Context, attempt: _Try) -> tuple[dict, dict]:
+        """The returned primal values and the named constraints' duals (rescaled), each checked
+        to exist and be finite."""
+        status, name = attempt.problem.status, ctx.name
         if status not in _POINT_RETURNED:
             raise SolverError(f"{self.name}: the solver returned no solution; try another solver "
                               "or rescale the data", status=status, solver=name)
@@ -746,80 +685,73 @@ class ReferenceProblem:
                                   solver=name)
         duals = {}
         for k, c in self.constraints.items():
-            dv = c.dual_value
-            if dv is None:
+            if c.dual_value is None:
                 raise SolverError(f"{self.name}: constraint {k} has no dual value", status=status,
                                   solver=name)
-            duals[k] = np.array(dv, dtype=float) * dual_scale
+            duals[k] = np.array(c.dual_value, dtype=float) * attempt.dual_scale
             if not np.all(np.isfinite(duals[k])):
                 raise SolverError(f"{self.name}: dual of {k} is not finite", status=status, solver=name)
+        return values, duals
+
+    def _certify(self, ctx: _Context, attempt: _Try) -> ReferenceSolution:
+        """One solve of ``attempt.problem`` and the certificate: finite values, feasibility, and
+        the recomputed gap against the dual bound.  The solver's status only says whether it
+        returned a point: an ``optimal_inaccurate`` point whose recomputed objective and dual
+        bound prove the gap is certified."""
+        self._run(ctx, attempt)
+        values, duals = self._point(ctx, attempt)
+        status, name, opts = attempt.problem.status, ctx.name, ctx.options
         if self._infeasibility is not None:
             resid = float(self._infeasibility(values))
-            if not resid <= feas_tol:
+            if not resid <= opts.feas_tol:
                 raise SolverError(f"{self.name}: returned point violates the constraints by {resid:.3g} "
-                                  f"(> feas_tol={feas_tol:g})", status=status, solver=name)
+                                  f"(> feas_tol={opts.feas_tol:g})", status=status, solver=name)
         objective = float(self._objective(values))
         lower = float(self._lower_bound(values, duals))
         if not (np.isfinite(objective) and np.isfinite(lower)):
             raise SolverError(f"{self.name}: objective or lower bound is not finite "
                               f"({objective}, {lower})", status=status, solver=name)
-        gap = relative_gap(objective, lower, at_zero)
-        if not gap <= gap_tol:
-            what = "the duality gap" if relative_gap(objective, lower) > gap_tol else \
+        gap = relative_gap(objective, lower, ctx.at_zero)
+        if not gap <= opts.gap_tol:
+            what = "the duality gap" if relative_gap(objective, lower) > opts.gap_tol else \
                 ("the gap against the decrease from zero weights (the objective is almost its "
                  "value at zero: C tiny or X scaled down)")
-            exc = SolverError(f"{self.name}: {what} is over gap_tol={gap_tol:g}; tighten the "
+            exc = SolverError(f"{self.name}: {what} is over gap_tol={opts.gap_tol:g}; tighten the "
                               "solver's tolerances or try another solver", status=status,
                               solver=name, gap=gap)
             exc.objective_scale = gap_scale(objective, lower)
             raise exc
-        if relative_gap(objective, lower) < -max(gap_tol, 1e-7):
+        if relative_gap(objective, lower) < -max(opts.gap_tol, opts.weak_duality_slack):
             raise SolverError(f"{self.name}: the lower bound exceeds the recomputed objective, which "
                               "weak duality forbids: the certificate is inconsistent", status=status,
                               solver=name, gap=gap)
+        return self._solution(ctx, attempt, values, duals, objective, lower)
+
+    def _solution(self, ctx: _Context, attempt: _Try, values, duals, objective, lower):
+        """The certified :class:`ReferenceSolution` with its times and extras."""
+        problem = attempt.problem
         stats = problem.solver_stats
-        wall = time.perf_counter() - t0
+        wall = time.perf_counter() - ctx.t0
         solve_time = stats.solve_time if stats is not None and stats.solve_time is not None else wall
         compile_time = getattr(problem, "compilation_time", None) or 0.0
-        extras = {"solver_status": status, "settings": label}
-        if at_zero is not None:
-            extras["at_zero"] = at_zero
+        extras = {"solver_status": problem.status, "settings": attempt.label}
+        if ctx.at_zero is not None:
+            extras["at_zero"] = ctx.at_zero
         return Solution(
-            objective=objective, lower_bound=lower, status=OPTIMAL, solver=name, tol=gap_tol,
-            build_time=self.declare_time + compile_time, solve_time=float(solve_time),
-            weights=self._weights(values), values=values, duals=duals,
-            solver_objective=float(problem.value) * dual_scale, problem_class=klass,
-            name=self.name, extras=extras)
+            objective=objective, lower_bound=lower, status=OPTIMAL, solver=ctx.name,
+            tol=ctx.options.gap_tol, build_time=self.declare_time + compile_time,
+            solve_time=float(solve_time), weights=self._weights(values), values=values,
+            duals=duals, solver_objective=float(problem.value) * attempt.dual_scale,
+            problem_class=ctx.klass, name=self.name, extras=extras)
 
 
-#: CVXPY statuses with a primal and dual point to certify
-_POINT_RETURNED = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE, cp.USER_LIMIT)
-
-#: Solver settings of the second try of :meth:`ReferenceProblem.solve`, when the defaults'
-#: answer does not certify.  Absolute gap tolerances are effectively off (the certificate is
-#: relative); CLARABEL's ``accept_unknown`` returns the best iterate on "insufficient
-#: progress", which the certificate then judges.
-TIGHT_SETTINGS = {
-    "CLARABEL": {"tol_gap_abs": 1e-30, "tol_gap_rel": 1e-14, "tol_feas": 1e-14,
-                 "tol_ktratio": 1e-12, "max_iter": 500, "accept_unknown": True},
-    "ECOS": {"abstol": 1e-30, "reltol": 1e-12, "feastol": 1e-12, "max_iters": 500},
-    "OSQP": {"eps_abs": 1e-12, "eps_rel": 1e-12, "polish": True, "max_iter": 20_000},
-    "SCS": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iters": 20_000},
-}
-
-
-def _solver_defaults(name: str) -> dict:
-    """The solver's own values of the settings :data:`TIGHT_SETTINGS` changes."""
+def _solver_defaults(name: str, keys) -> dict:
+    """The solver's own values of the settings ``keys`` (those the tight settings change)."""
     if name == "CLARABEL" and clarabel is not None:
         defaults = clarabel.DefaultSettings()
-        return {k: getattr(defaults, k) for k in TIGHT_SETTINGS["CLARABEL"] if k != "accept_unknown"}
+        return {k: getattr(defaults, k) for k in keys
+                if k != "accept_unknown" and hasattr(defaults, k)}
     return {}
-
-
-def _worth_rescaling(scale) -> bool:
-    """Whether dividing the objective by ``scale`` changes what a solver's ``max(1, |obj|)``
-    tests see (a magnitude far from 1)."""
-    return scale is not None and np.isfinite(scale) and scale > 0 and not 1e-2 <= scale <= 1e2
 
 
 def _reason(exc: SolverError) -> str:

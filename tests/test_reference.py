@@ -210,3 +210,26 @@ def test_gaussian_sibling_margin_primal_is_certified_at_large_C():
     for sol in testing.solve_with_each(build, ["CLARABEL", "ECOS", "OSQP"]).values():
         testing.assert_certified(sol)
         testing.assert_same_optimum(sol, dual, rtol=1e-6)
+
+
+def test_options_set_the_certificate_and_the_retries():
+    """``solve(options=Options(...))``: the tolerances, the tight settings of the second try and
+    the fallback; the keywords ``gap_tol`` / ``feas_tol`` still override them; a bad tolerance
+    is an InputError; a reference never returns an uncertified answer whatever the options."""
+    from hiercvx.reference import Options
+    sol = binary_svm().solve(options=Options(gap_tol=1e-7))
+    assert sol.tol == 1e-7 and sol.gap <= 1e-7
+    assert binary_svm().solve(gap_tol=1e-5, options=Options(gap_tol=1e-7)).tol == 1e-5
+    with pytest.raises(hc.InputError, match="gap_tol"):
+        Options(gap_tol=float("nan"))
+    with pytest.raises(hc.InputError, match="feas_tol"):
+        binary_svm().solve(feas_tol=-1.0)
+    with pytest.raises(hc.InputError, match="options"):
+        binary_svm().solve(options={"gap_tol": 1e-6})
+    # a bound that never certifies: each try says why, with the tight settings given
+    tries = Options(tight_settings={"CLARABEL": {"max_iter": 300}}, fallback=False)
+    with pytest.raises(hc.SolverError, match="tight tolerances") as err:
+        binary_svm(lower_bound=lambda v, d: -100.0).solve(options=tries)
+    assert err.value.solver == "CLARABEL" and "fallbacks" not in str(err.value)
+    assert not Options().worth_rescaling(10.0) and Options().worth_rescaling(1e4)
+    assert Options(rescale_outside=(1e-3, 1.0)).worth_rescaling(10.0)
