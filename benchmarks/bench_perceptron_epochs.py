@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Perceptron
 
 from hiercvx.datasets import make_cai_synthetic
-from hiercvx.formulations import hsvm
+from hiercvx.models import hsvm
 from hiercvx.solvers.perceptron import perceptron
 
 CONFIGS = [("online", "perceptron"), ("averaged", "perceptron"), ("online", "hieron"),
@@ -64,7 +64,7 @@ def main(quick: bool = False):
 
 
 def _prepared_head(ds, m):
-    return hsvm.prepare(ds.X[:m], ds.y[:m], ds.hierarchy)[2]
+    return hsvm.prepare(ds.X[:m], ds.y[:m], ds.hierarchy).data
 
 
 if __name__ == "__main__":

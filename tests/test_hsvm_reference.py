@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import hiercvx as hc
 from hiercvx import testing
 from hiercvx.formulations import hsvm
+from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.losses import loss_matrix
 
@@ -443,24 +444,24 @@ def test_bad_input_is_refused(monkeypatch):
 
 def test_prepare_is_the_validation_entry_point():
     X, Y, H = problem("dag", True, seed=15, n=12)
-    classes, Lam, data = hsvm.prepare(X, Y, H, rescaling="margin")
+    classes, Lam, data = hsvm_model.prepare(X, Y, H, rescaling="margin")
     assert classes == H.leaves and Lam.shape == (len(classes), len(H))
     assert data.rescaling == "margin" and data.n_samples == 12
     np.testing.assert_allclose(data.loss, loss_matrix(H, "half_symmetric"))
     assert data.Y.sum() == sum(len(y) if isinstance(y, frozenset) else 1 for y in Y)
     # a callable loss and a callable attribute scheme
-    _, Lam2, data2 = hsvm.prepare(X, Y, H, loss=lambda a, b: float(a != b),
-                                  attributes=lambda H_, v, y: 2.0)
+    _, Lam2, data2 = hsvm_model.prepare(X, Y, H, loss=lambda a, b: float(a != b),
+                                        attributes=lambda H_, v, y: 2.0)
     np.testing.assert_allclose(data2.loss, 1 - np.eye(len(classes)))
     assert set(np.unique(Lam2)) <= {0.0, 2.0}
     with pytest.raises(hc.LabelError, match="leaves"):
-        hsvm.prepare(X, Y, H, classes=list(H.nodes))
+        hsvm_model.prepare(X, Y, H, classes=list(H.nodes))
 
 
 def test_pair_features_are_the_joint_feature_differences():
     """dPhi_p = (Lam_y - Lam_ybar) (x) x_i: dPhi vec(W) = score margins, dPhi^T alpha = W(alpha)."""
     X, Y, H = problem("dag", True, seed=16, n=10)
-    classes, Lam, data = hsvm.prepare(X, Y, H)
+    classes, Lam, data = hsvm_model.prepare(X, Y, H)
     rng = np.random.default_rng(0)
     W = rng.standard_normal((len(H), X.shape[1]))
     for Xin in (X, sp.csr_matrix(X)):
@@ -505,7 +506,7 @@ def test_model_answers_what_the_references_certify():
     model = prepare(X, Y, H, rescaling="margin")
     assert isinstance(model, HSVMModel) and model.equations["primal"] == "(4.10)"
     assert "alpha" in model.variables and "HSVMModel" in model.describe()
-    classes, Lam, data = model  # the triple hsvm.prepare returns
+    classes, Lam, data = model  # a model unpacks as (classes, Lam, data)
     assert classes == H.leaves and Lam is model.Lam and data is model.data
     ref = hsvm.primal_from_model(model, C=0.7).solve()
     public = hsvm.primal(X, Y, H, C=0.7, rescaling="margin").solve()

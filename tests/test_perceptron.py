@@ -20,7 +20,7 @@ from strategies import dags, hierarchies, trees
 
 import hiercvx as hc
 from hiercvx.estimators.perceptron import HierarchicalPerceptron
-from hiercvx.formulations import hsvm
+from hiercvx.models import hsvm
 from hiercvx.models import margin as _margin
 from hiercvx.kernels import gram
 from hiercvx.result import Solution

@@ -250,10 +250,8 @@ class HierarchicalSVC(MarginSVC):
         ``max_iter`` counts passes of the working-set method, L-BFGS iterations of the
         smoothing solver (those a stall leaves unused go to its dual passes; the
         interior-point method stops at 100 Newton steps).  An L-BFGS iteration evaluates
-        every pair: on cellcycle_GO's 18.8 M pairs about 0.5 s, so the default runs for more
-        than an hour there; ``max_iter=300`` fits in about 13 minutes (three quarters of them
-        in the dual passes) to a certified gap of about 0.2, and
-        the ``ConvergenceWarning`` says so
+        every pair, so on label sets over a large DAG a smaller ``max_iter`` stops at a
+        looser certified gap, and the ``ConvergenceWarning`` says so
     warm_start : fast solver only: start from the previous fit's dual variables when they fit
         the new problem (same training labels; e.g. a path of increasing ``C``)
     verbose : ``True`` (or an int > 0) prints the solver's progress to stderr (iteration, gap,

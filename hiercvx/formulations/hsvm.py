@@ -51,8 +51,6 @@ from ..reference import Formulation, ReferenceProblem, check_size
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "prepare",
-    "prepare_model",
     "HSVMModel",
     "primal",
     "primal_from_model",
@@ -150,19 +148,6 @@ def class_form_formulation(rescaling: str = "slack") -> Formulation:
                    "S": "class scores X U^T"},
         notation={**_NOTATION, "R": "the taxonomy-derived regularizer's factor, thesis (4.40)-(4.46)"})
 
-
-
-# ---------------------------------------------------------------------- the model
-def prepare(X, Y, H, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
-            rescaling="slack", sample_weight=None):
-    """``(classes, Lam, MarginData)`` of validated inputs: the triple of
-    :func:`hiercvx.models.hsvm.prepare`'s :class:`~hiercvx.models.hsvm.HSVMModel`, kept for
-    the callers that unpack it (the perceptrons, benchmarks).  New code uses the model
-    itself (``hiercvx.models.hsvm.prepare(X, Y, H, ...)``), which the declarations
-    (``*_from_model``) and the working-set solver take.
-    """
-    return tuple(prepare_model(X, Y, H, loss=loss, attributes=attributes, classes=classes,
-                               rescaling=rescaling, sample_weight=sample_weight))
 
 
 # ---------------------------------------------------------------------- sparse building blocks
@@ -364,8 +349,8 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
     ``tr(G^T K G Q) = ||T L_Q||_F^2``.  (Folding them into one ``(P, rank K * rank Q)`` matrix
     would be dense and several times slower to solve.)  With a non-linear kernel the Hessian
     ``Q (x) K`` is dense in the ``n q`` coefficients, so the solver factors a dense
-    ``(n q) x (n q)`` block: practical up to ``n q`` of a few thousand (about 30 s at
-    ``n q = 2300`` with Clarabel); the size estimate counts that block.
+    ``(n q) x (n q)`` block: practical up to ``n q`` of a few thousand; the size estimate
+    counts that block.
 
     ``kernel``: ``"linear"``, ``"rbf"`` (median heuristic unless ``sigma``), a callable
     ``k(A, B)``, ``"precomputed"`` (then ``X`` is the ``(n, n)`` Gram matrix), or a

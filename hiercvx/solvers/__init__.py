@@ -22,7 +22,4 @@ returned weights, certified lower bound, gap, status, iterations, times, per-sol
 
 from ..result import Solution
 
-#: the name fast solvers have used for :class:`hiercvx.result.Solution`
-SolverResult = Solution
-
-__all__ = ["Solution", "SolverResult"]
+__all__ = ["Solution"]

@@ -424,7 +424,7 @@ def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs, options: Optio
     summed), precomputed and callable kernels checked for positive semidefiniteness,
     ``max_epochs=None`` replaced by ``options.max_epochs_cap`` (``capped``)."""
     if not isinstance(data, MarginData):
-        raise InputError("data must be a MarginData (see hiercvx.formulations.hsvm.prepare)")
+        raise InputError("data must be a MarginData (see hiercvx.models.hsvm.prepare)")
     precomputed = isinstance(kernel, str) and kernel == "precomputed"
     if isinstance(kernel, Kernel):
         precomputed = kernel.name == "precomputed"

@@ -15,7 +15,7 @@ oracle of any solver of a registered method.
 - :mod:`hiercvx.testing.plugin`: the pytest plugin (fixtures ``hierarchy``,
   ``reference_problem``, ``hiercvx_seed``; ``parametrize_with_references``; ``--hiercvx-seed``).
 
-Objects accepted as "a solution": a :class:`~hiercvx.result.Solution` (``SolverResult``,
+Objects accepted as "a solution": a :class:`~hiercvx.result.Solution` (also named
 ``ReferenceSolution``), a plain float objective, and (``check_solver``, ``objective``,
 ``kkt_report``) a weight array or a dict ``{"weights": W, "intercept": b}``.
 """

@@ -2,7 +2,7 @@
 fast solvers against references.  Plain functions raising ``AssertionError``.
 
 Objects accepted as "a solution": a :class:`~hiercvx.result.Solution` (what references and
-fast solvers return; ``SolverResult`` and ``ReferenceSolution`` are aliases of it) or a plain
+fast solvers return; ``ReferenceSolution`` is another name of it) or a plain
 float objective (taken as exact: its lower bound is itself).
 """
 

@@ -48,7 +48,7 @@ class UserResult:
 
 
 def read_result(result) -> UserResult:
-    """A float objective, a :class:`~hiercvx.result.Solution` (``SolverResult``,
+    """A float objective, a :class:`~hiercvx.result.Solution` (also named
     ``ReferenceSolution``), a dict ``{"weights": W, "intercept": b, ...}`` or a weight array."""
     if isinstance(result, UserResult):
         return result
