@@ -50,6 +50,7 @@ from ..models import margin as _margin
 from ..models.multiclass import (MulticlassModel, augment, encode_labels, example_weights,
                                  flat_margin_data)
 from ..models.multiclass import prepare as prepare_model
+from ..describe import Symbol
 from ..reference import Formulation, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
@@ -70,32 +71,50 @@ def _nnz(X) -> int:
 def primal_formulation(fit_intercept: bool = False) -> Formulation:
     """The notes' primal (LIBLINEAR's MCSVM_CS) as :meth:`ReferenceProblem.describe` shows it."""
     reg, reg_tex = "1/2 ||W||_F^2", "\\tfrac12 \\|W\\|_F^2"
+    notation = {"s_im": Symbol("w_m . x_i (+ b_m with an intercept): the score of class m",
+                               "$\\langle w_m, x_i \\rangle$ ($+\\, b_m$ with an intercept): the "
+                               "score of class $m$", "s_{im}"),
+                "y_i": Symbol("the class of example i", "the class of example $i$"),
+                "c_i": Symbol("the weight of example i: sample_weight_i class_weight[y_i]",
+                              "the weight of example $i$ (its sample weight times its class's weight)")}
+    variables = {"W": Symbol("class weights w_m, one row per class in sorted order",
+                             "class weights $w_m$, one row per class in sorted order", shape=("k", "d")),
+                 "xi": Symbol("one slack per example", "one slack per example", shape=("n",))}
     if fit_intercept:
         reg, reg_tex = reg + " + 1/2 ||b||^2 / s^2", reg_tex + " + \\tfrac12 \\|b\\|^2 / s^2"
+        variables["intercept"] = Symbol("class biases b_m", "class biases $b_m$", "b", ("k",))
+        notation["s"] = Symbol("intercept_scaling: the value of the constant feature",
+                               "the value of the constant feature (intercept scaling)")
     return Formulation(
         objective=(reg + " + C sum_i c_i xi_i", reg_tex + " + C \\sum_i c_i \\xi_i", "notes (primal)"),
-        constraints={"margin": ("s_{i y_i} - s_{i m} >= 1 - [m = y_i] - xi_i for every i and class m "
+        constraints={"margin": ("s_{i y_i} - s_im >= 1 - [m = y_i] - xi_i for every i and class m "
                                 "(m = y_i gives xi_i >= 0)",
-                                "s_{i y_i} - s_{i m} \\ge 1 - [m = y_i] - \\xi_i \\quad \\forall i, m",
+                                "s_{i y_i} - s_{im} \\ge 1 - [m = y_i] - \\xi_i \\quad \\forall i, m",
                                 "notes (primal)")},
-        variables={"W": "class weights, rows in sorted class order", "xi": "one slack per example",
-                   "intercept": "class biases b_m"},
-        notation={"s_im": "w_m . x_i (+ b_m with an intercept)",
-                  "c_i": "sample_weight_i * class_weight[y_i]", "s": "intercept_scaling"})
+        variables=variables, notation=notation)
 
 
 def dual_formulation() -> Formulation:
     """The notes' Lagrangian dual as :meth:`ReferenceProblem.describe` shows it."""
     return Formulation(
-        objective=("sum_i lambda_{i c_i} - 1/2 sum_y G_{:y}^T K G_{:y}",
-                   "\\sum_i \\lambda_{i c_i} - \\tfrac12 \\sum_y G_{:y}^\\top K G_{:y}", "notes (dual)"),
-        constraints={"balance": ("lambda_{i c_i} = sum_{y != c_i} lambda_{iy} for every i",
-                                 "\\lambda_{i c_i} = \\textstyle\\sum_{y \\ne c_i} \\lambda_{iy}", "notes (dual)"),
-                     "budget": ("lambda_{i c_i} <= C c_i for every i (and lambda >= 0)",
-                                "\\lambda_{i c_i} \\le C c_i,\\ \\lambda \\ge 0", "notes (dual)")},
-        variables={"Lambda": "multipliers lambda_iy, one per example and class"},
-        notation={"G_iy": "+lambda_iy if y = c_i else -lambda_iy; f_y = sum_i G_iy k(x_i, .)",
-                  "K": "the kernel's Gram matrix (declared through a factor K = F F^T)"})
+        objective=("sum_i lambda_{i y_i} - 1/2 sum_m G_{:m}^T K G_{:m}",
+                   "\\sum_i \\lambda_{i y_i} - \\tfrac12 \\sum_m G_{:m}^\\top K G_{:m}", "notes (dual)"),
+        constraints={"balance": ("lambda_{i y_i} = sum_{m != y_i} lambda_im for every i",
+                                 "\\lambda_{i y_i} = \\textstyle\\sum_{m \\ne y_i} \\lambda_{im} \\quad \\forall i",
+                                 "notes (dual)"),
+                     "budget": ("lambda_{i y_i} <= C c_i for every i (and lambda >= 0)",
+                                "\\lambda_{i y_i} \\le C c_i,\\ \\lambda \\ge 0 \\quad \\forall i", "notes (dual)")},
+        variables={"Lambda": Symbol("multipliers lambda_im, one per example and class",
+                                    "multipliers $\\lambda_{im}$, one per example and class",
+                                    shape=("n", "k"))},
+        notation={"G_im": Symbol("+lambda_im if m = y_i else -lambda_im; f_m = sum_i G_im kappa(x_i, .)",
+                                 "$+\\lambda_{im}$ if $m = y_i$, else $-\\lambda_{im}$; the class "
+                                 "functions are $f_m = \\sum_i G_{im}\\, \\kappa(x_i, \\cdot)$", "G_{im}"),
+                  "K": Symbol("the Gram matrix K_ij = kappa(x_i, x_j) of the kernel kappa (declared through a factor K = F F^T)",
+                              "the Gram matrix $K_{ij} = \\kappa(x_i, x_j)$ of the kernel $\\kappa$ (declared through a "
+                              "factor $K = F F^\\top$)"),
+                  "y_i": Symbol("the class of example i", "the class of example $i$"),
+                  "c_i": Symbol("the weight of example i", "the weight of example $i$")})
 
 
 def primal(X, y, C: float = 1.0, fit_intercept: bool = False, intercept_scaling: float = 1.0,
