@@ -246,6 +246,10 @@ def _dimensions(form, variables) -> tuple[dict, dict, list]:
                 conflicts.append(f"{dim} = {values[dim]} and {int(size)} ({name})")
     for dim in form.dims if form is not None else ():
         meanings.setdefault(dim, form.dimension(dim))
+    order = list(DIMENSIONS)  # n, d, M, ... first, in that order; a formulation's own after
+    rank = {k: (order.index(k) if k in order else len(order)) for k in meanings}
+    meanings = dict(sorted(meanings.items(), key=lambda kv: rank[kv[0]]))
+    values = {k: values[k] for k in meanings if k in values}
     return meanings, values, conflicts
 
 
@@ -338,7 +342,7 @@ def render_latex(d: dict) -> str:
         meaning = sym.latex or latex_text(sym.meaning)
         lines.append(f"  \\item ${sym.symbol or latex_symbol(name)} \\in {_shape_latex(shape)}$"
                      + (f": {meaning}" if meaning else ""))
-    dims = ", ".join(f"${k}$ {latex}" for k, (_, latex) in d["dims"].items())
+    dims = "; ".join(f"${k}$ {latex}" for k, (_, latex) in d["dims"].items())
     if dims:
         lines.append(f"  \\item dimensions: {dims}")
     for key, sym in d["notation"].items():

@@ -46,6 +46,7 @@ from ..models import margin as _margin
 from ..models.hsvm import DEFAULT_ATTRIBUTES, DEFAULT_LOSS, HSVMModel
 from ..models.hsvm import prepare as prepare_model
 from ..models.margin import MarginData
+from ..describe import Symbol
 from ..reference import Formulation, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
@@ -73,11 +74,30 @@ __all__ = [
 
 # ---------------------------------------------------------------------- what describe() shows
 _NOTATION = {
-    "Lam": "class attributes (q, M): Lam_yv = t_v(y) for v an ancestor of y, thesis (3.7)",
-    "S_iy": "class score <u_y, x_i> = <W, Lam_y (x) x_i>, thesis (3.8)",
-    "Delta(y, ybar)": "the loss of the pair (y relevant, ybar irrelevant)",
-    "Cw_i": "per-example weight of C (sample_weight; 1 by default)",
+    "Lam": Symbol("class attributes (q x M): Lam_yv = t_v(y) for v an ancestor of y, thesis (3.7)",
+                  "class attributes ($q \\times M$): $\\Lambda_{yv} = t_v(y)$ for $v$ an ancestor of "
+                  "$y$, thesis (3.7)", "\\Lambda"),
+    "S_iy": Symbol("class score <u_y, x_i> = <W, Lam_y (x) x_i>, thesis (3.8)",
+                   "class score $\\langle u_y, x_i \\rangle = \\langle W, \\Lambda_y \\otimes x_i "
+                   "\\rangle$, thesis (3.8)", "S_{iy}"),
+    "Delta(y, ybar)": Symbol("the loss of the pair (y relevant, ybar irrelevant)",
+                             "the loss of the pair ($y$ relevant, $\\bar y$ irrelevant)",
+                             "\\Delta(y, \\bar y)"),
+    "c_i": Symbol("the weight of example i in the loss (sample_weight; 1 by default)",
+                  "the weight of example $i$ in the loss (its sample weight; 1 by default)"),
 }
+_VARIABLES = {
+    "W": Symbol("node weights, rows in H.nodes order", "node weights $w_v$, one row per node",
+                shape=("M", "d")),
+    "xi": Symbol("one slack per example", "one slack per example", "\\xi", ("n",)),
+    "U": Symbol("class weights u_y = sum_v Lam_yv w_v", "class weights $u_y = \\sum_v "
+                "\\Lambda_{yv} w_v$", shape=("q", "d")),
+    "S": Symbol("class scores of the examples", "class scores of the examples", shape=("n", "q")),
+    "intercept": Symbol("node biases b_v (LIBLINEAR's, not in the thesis)",
+                        "node biases $b_v$ (LIBLINEAR's, not in the thesis)", "b", ("M",)),
+}
+_INTERCEPT_NOTE = Symbol("intercept_scaling: the constant feature whose weight is b / s",
+                         "the value of the constant feature, whose weight is $b / s$")
 
 
 def _pair_family(rescaling: str, eq: str) -> tuple:
@@ -90,21 +110,24 @@ def _pair_family(rescaling: str, eq: str) -> tuple:
             "\\forall i,\\ y \\in Y_i,\\ \\bar y \\notin Y_i", eq)
 
 
+def _label_sets() -> dict:
+    return {"Y_i": Symbol("the relevant classes of example i", "the relevant classes of example $i$")}
+
+
 def primal_formulation(rescaling: str = "slack", fit_intercept: bool = False) -> Formulation:
     """Thesis (4.10) as :meth:`ReferenceProblem.describe` shows it (with LIBLINEAR's
     regularized node biases ``b`` when ``fit_intercept``)."""
     reg, reg_tex = "1/2 ||W||_F^2", "\\tfrac12 \\|W\\|_F^2"
     scores, scores_tex = "S = X U^T", "S = X U^\\top"
-    variables = {"W": "node weights, rows in H.nodes order", "xi": "one slack per example",
-                 "U": "class weights u_y = sum_v Lam_yv w_v", "S": "class scores of the examples"}
-    notation = dict(_NOTATION)
+    variables = {k: _VARIABLES[k] for k in ("W", "xi", "U", "S")}
+    notation = {**_NOTATION, **_label_sets()}
     if fit_intercept:
         reg, reg_tex = reg + " + 1/2 ||b||^2 / s^2", reg_tex + " + \\tfrac12 \\|b\\|^2 / s^2"
         scores, scores_tex = scores + " + 1 (Lam b)^T", scores_tex + " + 1 (\\Lambda b)^\\top"
-        variables["intercept"] = "node biases b_v (LIBLINEAR's, not in the thesis)"
-        notation["s"] = "intercept_scaling: the constant feature whose weight is b / s"
+        variables["intercept"] = _VARIABLES["intercept"]
+        notation["s"] = _INTERCEPT_NOTE
     return Formulation(
-        objective=(reg + " + C sum_i Cw_i xi_i", reg_tex + " + C \\sum_i c_i \\xi_i", "(4.10)"),
+        objective=(reg + " + C sum_i c_i xi_i", reg_tex + " + C \\sum_i c_i \\xi_i", "(4.10)"),
         constraints={"pairs": _pair_family(rescaling, "(4.10)"),
                      "xi_nonneg": ("xi_i >= 0", "\\xi_i \\ge 0", "(4.10)"),
                      "class_weights": ("U = Lam W (auxiliary: class weights)", "U = \\Lambda W", "(3.9)"),
@@ -114,8 +137,8 @@ def primal_formulation(rescaling: str = "slack", fit_intercept: bool = False) ->
 
 def dual_formulation(rescaling: str = "slack") -> Formulation:
     """Thesis (4.15) as :meth:`ReferenceProblem.describe` shows it."""
-    budget = ("sum_{p of i} alpha_p / Delta_p <= C Cw_i" if rescaling == "slack"
-              else "sum_{p of i} alpha_p <= C Cw_i")
+    budget = ("sum_{p of i} alpha_p / Delta_p <= C c_i" if rescaling == "slack"
+              else "sum_{p of i} alpha_p <= C c_i")
     budget_tex = ("\\textstyle\\sum_{p \\ni i} \\alpha_p / \\Delta_p \\le C c_i" if rescaling == "slack"
                   else "\\textstyle\\sum_{p \\ni i} \\alpha_p \\le C c_i")
     offset = "alpha_p" if rescaling == "slack" else "Delta_p alpha_p"
@@ -130,24 +153,44 @@ def dual_formulation(rescaling: str = "slack") -> Formulation:
                                    "irrelevant (auxiliary)", "G = G(\\alpha)", "(4.12)"),
                      "factor": ("T = L_K^T G with K = L_K L_K^T (auxiliary)", "T = L_K^\\top G",
                                 "(4.16)-(4.17)")},
-        variables={"alpha": "one multiplier per pair p = (i, y, ybar), thesis (4.11)",
-                   "G": "expansion coefficients G(alpha) (n, q)", "T": "L_K^T G"},
-        notation={"K": "the input kernel's Gram matrix (linear: X X^T)",
-                  "Q": "the class kernel: Lam Lam^T with class attributes, thesis (4.17)",
-                  "W": "X^T G Lam (recovery (4.12), linear kernel with attributes)"})
+        variables={"alpha": Symbol("one multiplier per pair p = (i, y, ybar), thesis (4.11)",
+                                   "one multiplier per pair $p = (i, y, \\bar y)$, thesis (4.11)",
+                                   "\\alpha", ("P",)),
+                   "G": Symbol("expansion coefficients G(alpha): G_iy sums alpha_p over i's pairs, "
+                               "+ where y is relevant, - where it is not",
+                               "expansion coefficients $G(\\alpha)$: $G_{iy}$ sums $\\alpha_p$ over "
+                               "the pairs of $i$, with $+$ where $y$ is relevant and $-$ where not",
+                               shape=("n", "q")),
+                   "T": Symbol("L_K^T G", "$L_K^\\top G$", shape=("r", "q")),
+                   "intercept": _VARIABLES["intercept"]},
+        notation={"K": Symbol("the input kernel's Gram matrix (linear: X X^T), K = L_K L_K^T",
+                              "the input kernel's Gram matrix (linear: $X X^\\top$), $K = L_K L_K^\\top$"),
+                  "Q": Symbol("the class kernel Lam Lam^T, thesis (4.17)",
+                              "the class kernel $\\Lambda \\Lambda^\\top$, thesis (4.17)"),
+                  "Delta_p": Symbol("the loss of the pair p", "the loss of the pair $p$", "\\Delta_p"),
+                  "c_i": _NOTATION["c_i"],
+                  "W": Symbol("X^T G Lam, the node weights (recovery (4.12), linear kernel)",
+                              "$X^\\top G \\Lambda$, the node weights (recovery (4.12), linear kernel)")},
+        dims={"r": ("columns of the kernel factor L_K (d for the linear kernel)",
+                    "columns of the kernel factor $L_K$ ($d$ for the linear kernel)")})
 
 
 def class_form_formulation(rescaling: str = "slack") -> Formulation:
     """Thesis (4.48) as :meth:`ReferenceProblem.describe` shows it."""
     return Formulation(
-        objective=("1/2 ||R U||_F^2 + C sum_i Cw_i xi_i",
+        objective=("1/2 ||R U||_F^2 + C sum_i c_i xi_i",
                    "\\tfrac12 \\|R U\\|_F^2 + C \\sum_i c_i \\xi_i", "(4.48)"),
         constraints={"pairs": _pair_family(rescaling, "(4.48)"),
                      "xi_nonneg": ("xi_i >= 0", "\\xi_i \\ge 0", "(4.48)")},
-        variables={"U": "class weights, one row per class", "xi": "one slack per example",
-                   "S": "class scores X U^T"},
-        notation={**_NOTATION, "R": "the taxonomy-derived regularizer's factor, thesis (4.40)-(4.46)"})
-
+        variables={"U": Symbol("class weights, one row per class", "class weights $u_y$, one row per class",
+                               shape=("q", "d")),
+                   "xi": _VARIABLES["xi"],
+                   "S": Symbol("class scores X U^T", "class scores $X U^\\top$", shape=("n", "q")),
+                   "intercept": _VARIABLES["intercept"]},
+        notation={**_NOTATION, **_label_sets(),
+                  "R": Symbol("the taxonomy-derived regularizer's factor, thesis (4.40)-(4.46)",
+                              "the factor of the regularizer derived from the taxonomy, thesis "
+                              "(4.40)--(4.46)")})
 
 
 # ---------------------------------------------------------------------- sparse building blocks
