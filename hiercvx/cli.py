@@ -10,7 +10,7 @@ import sys
 from importlib import metadata
 
 from . import datasets, methods, reproduce
-from .demo import run_demo
+from .demo import DATA_ENV, run_demo
 from .exceptions import HierCVXError, InputError
 from .reference import SOLVER_PREFERENCE, gurobi_limit_text, usable_solvers
 from .verify import format_table, verify, write_json
@@ -105,7 +105,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    result = run_demo(verbose=not args.quiet)
+    result = run_demo(verbose=not args.quiet, data_dir=args.data)
     return 0 if all(r.ok for r in result["verify"]) else 1
 
 
@@ -156,7 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gurobi", action="store_true", help="also solve each reference primal with "
                    "Gurobi where its licence allows, as one more independent route")
     p.set_defaults(func=cmd_verify)
-    p = sub.add_parser("demo", help="verify --quick, then one fit / predict on real data")
+    p = sub.add_parser("demo", help="verify --quick, then one fit / predict on real data",
+                       description="verify --quick, then the hierarchical and the flat SVM on "
+                       "ImageCLEF07A (ImCLEF07A_Train.arff, ImCLEF07A_Test.arff; skipped when "
+                       "absent).",
+                       epilog=f"environment: {DATA_ENV}=DIR names the folder of the Clus-HMC "
+                       "ARFF files when --data is not given (default: shared/data/hmc beside "
+                       "the project's checkout)")
+    p.add_argument("--data", metavar="DIR", default=None,
+                   help=f"folder of the Clus-HMC ARFF files (default ${DATA_ENV}, else "
+                   "shared/data/hmc beside the checkout)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("reproduce", help="rebuild a paper's table: ours beside the paper's numbers, "
