@@ -109,7 +109,7 @@ def quick_cases(structures, intercepts=None, **model_options):
     """``cases(quick)`` over ``structures``: the built-in problems with n = 32, d = 3 (quick)
     or n = 80, d = 6, C = 1 (quick=False adds C = 4 on the first structure), then the
     problems of ``intercepts`` (structure -> ``intercept_scaling``) with ``fit_intercept``.
-    C stays small: RDA's certified gap closes slowly at large C (issue 12)."""
+    C stays small: RDA's certified gap closes slowly at large C."""
     def cases(quick: bool = True):
         out = _problems(structures, quick, **model_options)
         if not quick:
