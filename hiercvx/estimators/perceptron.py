@@ -44,7 +44,8 @@ class HierarchicalPerceptron(MarginSVC):
         ``"precomputed"`` or a callable (dual form, Alg. 5).
     max_epochs : kappa (Minover: at most ``kappa n`` steps).  ``None`` trains until an epoch
         without mistakes, refusing provably non-separable data and capping at
-        ``hiercvx.solvers.perceptron.MAX_EPOCHS_CAP`` epochs with a ``ConvergenceWarning``.
+        ``hiercvx.solvers.perceptron.Options().max_epochs_cap`` epochs with a
+        ``ConvergenceWarning``.
     shuffle, random_state : a fresh seeded order of the examples in every epoch.
     internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
         :class:`~hiercvx.estimators.HierarchicalSVC` (labels come as loaders give them).
