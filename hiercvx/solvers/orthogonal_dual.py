@@ -95,8 +95,8 @@ class Options:
     """Settings of :func:`solve`.
 
     tol : stop when ``relative_gap(upper, lower, J(0)) <= tol``
-        (:func:`hiercvx.result.relative_gap`); 1e-4 is LIBLINEAR's order of accuracy for a
-        classifier (Fan et al., JMLR 2008).
+        (:func:`hiercvx.result.relative_gap`); 1e-4: four significant digits of the objective,
+        where the predictions of a classifier have long stopped changing.
     max_iter : passes over the slacks; a ``ConvergenceWarning`` when they run out.
     n_enter : pairs entering a slack's working set per visit besides its support: a few keep
         the block QP small while a wide slack (TREELOSS, a star) still finds its violators.
@@ -108,7 +108,7 @@ class Options:
     blocks : ``"auto"``: separable baselines by blocks, FLATMULT by the Crammer--Singer solver
         (module docstring); ``"never"``: coordinate ascent only.
     support_change : the final step is tried when at most this share of the support changed
-        between two certificates: the support is then identified (Wright, Math. Programming 2012).
+        between two certificates: the support is then (nearly) the optimum's, where the step is exact.
     support_change_min : ... or at most this many pairs: a small support (a reduced wide
         star's) rarely holds still to the pair.
     max_cg : Hessian products of one final step: CG on an identified support converges in a
