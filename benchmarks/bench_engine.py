@@ -31,7 +31,7 @@ where Algorithm 2 had stalled (10000 passes, 673 s, gap 7.1e-5, before the engin
 degenerate supports to the interior point).
 
 ``--imageclef-face``: ``HierarchicalSVC()`` on that training set twice in one run, its face
-steps (:mod:`hiercvx.solvers.face`) factorizing every round afresh (``UPDATE_SHARE = 0``),
+steps (:mod:`hiercvx.solvers.face`) factorizing every round afresh (``update_share = 0``),
 then reusing the previous round's factor (the default): the face steps' time, the fresh
 factorizations and bordered updates, passes and fit time.  2026-11-28 10:02 (session 19's
 machine, the reproduce workers paused): face steps 16.7 s (12 fresh factorizations) -> 10.0 s
@@ -55,6 +55,7 @@ loaded run); Crammer–Singer to LIBLINEAR's objective 9.1 s (0.14x).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 import warnings
 from pathlib import Path
@@ -71,7 +72,8 @@ from hiercvx.exceptions import ProblemTooLargeError, SolverError
 from hiercvx.formulations import hsvm
 from hiercvx.models import multiclass
 from hiercvx.models.hsvm import prepare
-from hiercvx.solvers import crammer_singer, face, interior_point, margin_dual, margin_engine
+from hiercvx.solvers import crammer_singer, face, interior_point, margin_engine
+from hiercvx.solvers.face_step import FaceStep
 from hiercvx.solvers import working_set
 
 SOLVERS = {
@@ -190,23 +192,24 @@ def imageclef_face(data_dir=DATA_DIR):
     if data is None:
         return
     X, y, H = data
-    face_step = margin_dual.MarginDualState.face_step
+    face_step = FaceStep.step
     seen = {}
 
     def timed(self, *args, **kwargs):  # the face steps' wall clock and the factor counters
+        self.solver.options = dataclasses.replace(self.solver.options, update_share=seen["share"])
         t0 = time.perf_counter()
         out = face_step(self, *args, **kwargs)
         seen["time"] = seen.get("time", 0.0) + time.perf_counter() - t0
-        seen["solver"] = self.face_solver
+        seen["solver"] = self.solver
         return out
 
-    margin_dual.MarginDualState.face_step = timed
-    default_share = face.UPDATE_SHARE
+    FaceStep.step = timed
     try:
         times = {}
-        for label, share in (("fresh every round", 0.0), ("bordered updates", default_share)):
-            face.UPDATE_SHARE = share
+        for label, share in (("fresh every round", 0.0),
+                             ("bordered updates", face.Options().update_share)):
             seen.clear()
+            seen["share"] = share
             t0 = time.perf_counter()
             res = HierarchicalSVC(hierarchy=H).fit(X, y).result_
             t_fit = time.perf_counter() - t0
@@ -219,8 +222,7 @@ def imageclef_face(data_dir=DATA_DIR):
         (f0, t0_), (f1, t1_) = times.values()
         print(f"  bordered / fresh: face steps x{f1 / max(f0, 1e-12):.2f}, fit x{t1_ / t0_:.2f}")
     finally:
-        face.UPDATE_SHARE = default_share
-        margin_dual.MarginDualState.face_step = face_step
+        FaceStep.step = face_step
 
 
 def imageclef_noisy(data_dir=DATA_DIR, n=3000):

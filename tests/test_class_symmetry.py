@@ -6,8 +6,6 @@ against brute force: swapping two members of a group must leave the class kernel
 losses of the held classes unchanged, and classes that fail it must not be grouped.
 """
 
-import functools
-
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -91,7 +89,7 @@ def test_collapsed_star_matches_full_solve():
     assert fast.dual.shape == (model.data.n_pairs,)
 
 
-def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights(monkeypatch):
+def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights():
     """Smoothing (a primal method) stopped after a few L-BFGS iterations: its weights are a far
     better point than ``W(alpha)`` of its unfinished dual, and they live in the full model's
     node space, so the lifted solution keeps them, valued on the full model, and its gap is
@@ -101,12 +99,13 @@ def test_collapsed_primal_solver_stopped_early_keeps_its_own_weights(monkeypatch
     alone, unfinished for certain. With its 100 default passes the dual phase's ``W(alpha)``
     may overtake the primal phase on this small model, as it does with SciPy 1.17's L-BFGS-B
     (5 iterations: primal 5.46 where the passes reach 1.184) -- and the two points then tie."""
-    monkeypatch.setattr(smoothing, "solve", functools.partial(smoothing.solve, dual_passes=0))
     H = star(30)
     X, Y = data_on(H, ["c0", "c1", "c2"], n=60, seed=3)
     model = hsvm_model.prepare(X, Y, H, fit_intercept=True)
     with pytest.warns(ConvergenceWarning) as caught:
-        fast = margin_engine.solve(model, C=10.0, solver="smoothing", tol=1e-12, max_iter=5)
+        fast = margin_engine.solve(model, C=10.0, solver="smoothing", tol=1e-12, max_iter=5,
+                                   options=margin_engine.Options(
+                                       smoothing=smoothing.Options(dual_passes=0)))
     assert fast.extras["collapsed_classes"] == 26
     # the certificate is the full model's, recomputed at the returned weights and dual
     assert fast.objective == pytest.approx(

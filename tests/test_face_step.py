@@ -3,13 +3,13 @@
 * the face matrix and right-hand side (:class:`.face.FaceSolver`) against the explicit
   pair vectors ``Phi_p = (Lam_y - Lam_ybar) (x) x_i``; the bordered solve of a corrected face
   by the previous round's factor against a fresh factorization;
-* :meth:`MarginDualState.solve_face`: its point satisfies the face's optimality conditions
+* :meth:`FaceStep.solve_face`: its point satisfies the face's optimality conditions
   (one slack per tight example shared by its support pairs, zero margins' slack for the free
   examples, exhausted budgets), checked by brute force;
 * from a rough dual point the face step reaches the CVXPY optimum, certified on the full model,
   for Cai–Hofmann (both rescalings) and Crammer–Singer (a degenerate face: more support pairs
   than primal dimensions);
-* the support step (:meth:`MarginDualState.support_step`): the restricted dual QP it solves
+* the support step (:meth:`SupportStep.step`): the restricted dual QP it solves
   (optimal, feasible, zero off its pairs) and the degenerate multi-label case it finishes, in
   both its forms (the dual on the working pairs, the interior point in the primal space on
   the examples with support); random labels beyond the pair form's room.
@@ -27,10 +27,13 @@ from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
 from hiercvx.result import relative_gap
-from hiercvx.solvers import crammer_singer, margin_dual, working_set
+from hiercvx.solvers import crammer_singer, interior_point, margin_dual, working_set
 from hiercvx.solvers import face as face_module
 from hiercvx.solvers.face import FaceSolver, face_rows
+from hiercvx.solvers.face_step import FaceStep
 from hiercvx.solvers.margin_dual import MarginDualState
+from hiercvx.solvers.margin_polish import Polisher
+from hiercvx.solvers.support_step import SupportStep
 from hiercvx.solvers.primitives import row_data
 
 
@@ -128,7 +131,7 @@ def dense_face_solution(solver, rows, lam0, ridge):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_bordered_solve_matches_a_fresh_factorization(seed, monkeypatch):
+def test_bordered_solve_matches_a_fresh_factorization(seed):
     # more features than the face has rows: a nonsingular face matrix, one answer to compare
     X, y, H = tree_data(n=30, d=40, seed=seed)
     model = hsvm_model.prepare(X, y, H)
@@ -143,7 +146,7 @@ def test_bordered_solve_matches_a_fresh_factorization(seed, monkeypatch):
     ridge = solver._base[3]
     # the next round: a few pairs and budgets changed; the previous factor serves (the size
     # rule lifted: on a face this small a fresh factorization is cheaper)
-    monkeypatch.setattr(face_module, "UPDATE_SHARE", np.inf)
+    solver.options = face_module.Options(update_share=np.inf)
     support1, tight1 = corrected_face(model, support, tight, rng)
     rows1 = face_rows(support1, tight1, data.pair_i, cost, budget)
     lam0 = rng.random(rows1.size)
@@ -160,7 +163,7 @@ def test_bordered_solve_matches_a_fresh_factorization(seed, monkeypatch):
     assert c1.size < rows1.size
 
 
-def test_bordered_solve_that_misses_its_residual_is_dropped(monkeypatch):
+def test_bordered_solve_that_misses_its_residual_is_dropped():
     X, y, H = tree_data(n=30, d=40, seed=4)
     model = hsvm_model.prepare(X, y, H)
     data = model.data
@@ -170,8 +173,8 @@ def test_bordered_solve_that_misses_its_residual_is_dropped(monkeypatch):
     solver = FaceSolver(data, row_data(X=model.X).mode, model.X, None, data.Q)
     solver.solve(face_rows(support, tight, data.pair_i, cost, budget),
                  np.zeros(int(support.sum()) - int(tight.sum())))
-    monkeypatch.setattr(face_module, "UPDATE_SHARE", np.inf)
-    monkeypatch.setattr(face_module, "UPDATE_RTOL", 0.0)  # no residual is small enough
+    # no residual is small enough
+    solver.options = face_module.Options(update_share=np.inf, update_rtol=0.0)
     support1, tight1 = corrected_face(model, support, tight, rng)
     rows1 = face_rows(support1, tight1, data.pair_i, cost, budget)
     lam = solver.solve(rows1, np.zeros(rows1.size))
@@ -179,7 +182,7 @@ def test_bordered_solve_that_misses_its_residual_is_dropped(monkeypatch):
     expect = dense_face_solution(solver, rows1, np.zeros(rows1.size), solver._base[3])
     np.testing.assert_allclose(lam, expect, rtol=1e-9, atol=1e-9 * np.abs(expect).max())
     # and a face too far from the last factor's goes straight to a fresh one
-    monkeypatch.setattr(face_module, "UPDATE_SHARE", 0.0)
+    solver.options = face_module.Options(update_share=0.0)
     support2, tight2 = corrected_face(model, support1, tight1, rng)
     solver.solve(face_rows(support2, tight2, data.pair_i, cost, budget),
                  np.zeros(int(support2.sum()) - int(tight2.sum())))
@@ -195,7 +198,7 @@ def test_solve_face_satisfies_the_face_conditions(rescaling):
     rng = np.random.default_rng(1)
     support, tight = random_face(model, rng)
     state = MarginDualState(model, row_data(X=model.X), C)
-    a = state.solve_face(support, tight, np.zeros(data.n_pairs))
+    a = FaceStep(state).solve_face(support, tight, np.zeros(data.n_pairs))
     assert np.all(a[~support] == 0)
     # an arbitrary face: its maximizer may be far out (large entries cancelling), so the
     # conditions hold to rounding relative to the entries' size
@@ -225,10 +228,11 @@ def test_face_step_reaches_the_reference_optimum(rescaling):
     # near the optimum (the face identified by the passes; from a 1e-3 gap it is not yet)
     rough = working_set.solve(model, C=C, tol=1e-5, polish=False)
     state = MarginDualState(model, row_data(X=model.X), C)
+    face = FaceStep(state)
     alpha = rough.dual.copy()
     primal, dual, _ = state.certify(alpha)
     for _ in range(3):
-        primal, dual, _ = state.face_step(alpha, 1e-12, primal, dual)
+        primal, dual, _ = face.step(alpha, 1e-12, primal, dual)
     best = min(primal, state.best_primal)
     assert relative_gap(best, dual) <= 1e-8 < rough.gap
     # both sides recomputed by the model: the dual at alpha, the primal at the kept point
@@ -248,25 +252,25 @@ def test_face_rounds_go_back_to_the_best_face_after_a_worse_round(monkeypatch, a
     Nor may its many changes end the step, since they are not applied (``allowed = 12``
     changes per round: the spoiled round's 16 are over, the first round's one is not; ending
     there made ImageCLEF07A's fit wait 3000 passes for the next face step)."""
-    if allowed is not None:
-        monkeypatch.setattr(margin_dual, "FACE_CHANGE", 0.0)
-        monkeypatch.setattr(margin_dual, "_FACE_CHANGE_PAIRS", allowed)
+    opts = margin_dual.Options() if allowed is None else margin_dual.Options(
+        face_change=0.0, face_change_pairs=allowed)
     X, y, H = tree_data(n=40, d=4, seed=7)
     model = hsvm_model.prepare(X, y, H)
     rough = working_set.solve(model, C=1.0, tol=1e-4, polish=False)
-    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    state = MarginDualState(model, row_data(X=model.X), 1.0, options=opts)
+    face = FaceStep(state)
     alpha = rough.dual.copy()
     primal, dual, _ = state.certify(alpha)
     faces = []
-    solve_face = MarginDualState.solve_face
+    solve_face = FaceStep.solve_face
 
     def spoiled(self, support, tight, base):
         faces.append((support.copy(), tight.copy()))
         a = solve_face(self, support, tight, base)
         return a + 0.5 * support if len(faces) == 2 else a
 
-    monkeypatch.setattr(MarginDualState, "solve_face", spoiled)
-    primal, dual, _ = state.face_step(alpha, 1e-12, primal, dual)
+    monkeypatch.setattr(FaceStep, "solve_face", spoiled)
+    primal, dual, _ = face.step(alpha, 1e-12, primal, dual)
     assert len(faces) == 3
     assert not np.array_equal(faces[1][0], faces[0][0])  # round 1 corrected the face
     # round 3 repeats round 2's face (round 1's one correction), ignoring the spoiled round's
@@ -274,32 +278,32 @@ def test_face_rounds_go_back_to_the_best_face_after_a_worse_round(monkeypatch, a
     assert np.array_equal(faces[2][0], faces[1][0]) and np.array_equal(faces[2][1], faces[1][1])
     assert relative_gap(min(primal, state.best_primal), dual) <= 1e-12
     # the rounds' factor is not carried into the passes (two m-square matrices)
-    assert state.face_solver.n_factor >= 1 and state.face_solver._base is None
+    assert face.solver.n_factor >= 1 and face.solver._base is None
 
 
 @pytest.mark.parametrize("finish, rounds", [(0.0, 1), (1.0, 2)])
 def test_face_rounds_go_on_past_the_limit_only_while_the_changes_shrink(monkeypatch, finish,
                                                                         rounds):
-    """With FACE_ROUNDS = 1 a step stops after its first round unless that round's changes
-    are below FACE_FINISH of the face (``finish = 0``: never); then it goes on, each round
+    """With ``face_rounds = 1`` a step stops after its first round unless that round's changes
+    are below ``face_finish`` of the face (``finish = 0``: never); then it goes on, each round
     changing less than the one before, and ends at the certified optimum."""
     X, y, H = tree_data(n=40, d=4, seed=8)
     model = hsvm_model.prepare(X, y, H)
     rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
-    monkeypatch.setattr(margin_dual, "FACE_ROUNDS", 1)
-    monkeypatch.setattr(margin_dual, "FACE_FINISH", finish)
-    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    opts = margin_dual.Options(face_rounds=1, face_finish=finish)
+    state = MarginDualState(model, row_data(X=model.X), 1.0, options=opts)
+    face = FaceStep(state)
     alpha = rough.dual.copy()
     primal, dual, _ = state.certify(alpha)
     calls = []
-    solve_face = MarginDualState.solve_face
+    solve_face = FaceStep.solve_face
 
     def counted(self, support, tight, base):
         calls.append(int(support.sum()))
         return solve_face(self, support, tight, base)
 
-    monkeypatch.setattr(MarginDualState, "solve_face", counted)
-    primal, dual, _ = state.face_step(alpha, 1e-12, primal, dual)
+    monkeypatch.setattr(FaceStep, "solve_face", counted)
+    primal, dual, _ = face.step(alpha, 1e-12, primal, dual)
     assert len(calls) == rounds
     gap = relative_gap(min(primal, state.best_primal), dual)
     assert gap <= 1e-12 if rounds > 1 else gap > 1e-12
@@ -335,7 +339,7 @@ def test_solve_restricted_on_every_pair_is_the_optimum(rescaling):
     model = hsvm_model.prepare(X, y, H, rescaling=rescaling)
     ref = hsvm.dual(X, y, H, C=1.0, rescaling=rescaling).solve()
     state = MarginDualState(model, row_data(X=model.X), 1.0)
-    a = state.solve_restricted(np.arange(model.data.n_pairs))
+    a = SupportStep(state, FaceStep(state)).solve_restricted(np.arange(model.data.n_pairs))
     used = np.bincount(model.data.pair_i, weights=model.data.pair_cost * a,
                        minlength=model.data.n_samples)
     assert a.min() >= -1e-12 and np.all(used <= state.budget * (1 + 1e-9))  # feasible as it is
@@ -348,7 +352,7 @@ def test_solve_restricted_keeps_alpha_zero_outside_its_pairs():
     model = hsvm_model.prepare(X, y, H)
     state = MarginDualState(model, row_data(X=model.X), 1.0)
     pairs = np.flatnonzero(np.arange(model.data.n_pairs) % 3 == 0)
-    a = state.solve_restricted(pairs)
+    a = SupportStep(state, FaceStep(state)).solve_restricted(pairs)
     outside = np.setdiff1d(np.arange(model.data.n_pairs), pairs)
     assert np.all(a[outside] == 0.0)
     # the restricted optimum: no feasible move on the kept pairs raises the dual
@@ -360,43 +364,46 @@ def test_solve_restricted_keeps_alpha_zero_outside_its_pairs():
         assert model.lower_bound(_margin.project_dual(b, model.data, 1.0), 1.0) <= full + 1e-9
 
 
+#: the primal space made unaffordable for the support step (no Newton step fits)
+NO_PRIMAL = interior_point.Options(max_dimension=0)
+
+
 def only_form(monkeypatch, form):
     """Leave the support step one form: ``"pairs"`` (the primal space made unaffordable) or
-    ``"primal"`` (no room for working pairs); returns the list the used forms go to."""
-    if form == "pairs":
-        monkeypatch.setattr(MarginDualState, "primal_step_cost", lambda self: np.inf)
-    else:
-        monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 0)
+    ``"primal"`` (no room for working pairs); returns the options that do so and the list the
+    used forms go to."""
+    opts = (margin_dual.Options(interior_point=NO_PRIMAL) if form == "pairs"
+            else margin_dual.Options(support_max_pairs=0))
     used = []
-    support_form = MarginDualState.support_form
+    support_form = SupportStep.form
 
     def recorded(self, n_pairs):
         out = support_form(self, n_pairs)
         used.append(out)
         return out
 
-    monkeypatch.setattr(MarginDualState, "support_form", recorded)
-    return used
+    monkeypatch.setattr(SupportStep, "form", recorded)
+    return opts, used
 
 
 @pytest.mark.parametrize("form", ["pairs", "primal"])
 def test_support_step_finishes_the_degenerate_multilabel_case(monkeypatch, form):
-    used = only_form(monkeypatch, form)
+    opts, used = only_form(monkeypatch, form)
     case = multilabel_case()
     model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
     ref = hsvm.primal(case.X, case.Y, case.H, C=1.0, **case.model_options).solve()
-    # before the support step: 10000 passes, gap 9.3e-7, not converged
-    fast = working_set.solve(model, C=1.0, tol=1e-8)
+    # without the support step: the pass limit, unconverged
+    fast = working_set.solve(model, C=1.0, tol=1e-8, options=working_set.Options(dual=opts))
     assert fast.converged and fast.n_iter < 2000
     assert fast.extras["n_newton"] >= 1
     assert set(used) == {form}
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-7)
     # from a rough point, the step alone closes the gap, certified on the full model
     rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
-    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    state = MarginDualState(model, row_data(X=model.X), 1.0, options=opts)
     alpha = rough.dual.copy()
     primal, dual, _ = state.certify(alpha)
-    primal, dual, _ = state.support_step(alpha, 1e-10, primal, dual)
+    primal, dual, _ = SupportStep(state, FaceStep(state)).step(alpha, 1e-10, primal, dual)
     assert relative_gap(min(primal, state.best_primal), dual) <= 1e-9 < rough.gap
     assert dual == pytest.approx(model.lower_bound(alpha, 1.0), rel=1e-12)
     assert dual == pytest.approx(ref.objective, rel=1e-8)
@@ -406,21 +413,20 @@ def test_primal_support_step_finishes_random_labels_beyond_the_pair_limit(monkey
     """Random labels: the support holds several pairs per primal dimension, the face step's
     rounds never settle, and the working pairs outnumber what the pair form may factorize
     (here 40).  The primal form solves on the examples with support or a violated pair;
-    before it, Algorithm 2 ran into its pass limit on such problems (bench_methods.py at
-    n = 1000: 10000 passes, gap 4e-5)."""
-    monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 40)
+    without it, Algorithm 2 runs into its pass limit on such problems."""
+    opts = working_set.Options(dual=margin_dual.Options(support_max_pairs=40))
     X, y, H = tree_data(n=150, d=3, seed=3)
     y = list(np.random.default_rng(0).permutation(np.array(y, dtype=object)))
     model = hsvm_model.prepare(X, y, H)
     examples = []
-    solve = margin_dual.interior_point.solve
+    solve = interior_point.solve
 
     def recorded(*args, **kwargs):
         examples.append(kwargs["examples"])
         return solve(*args, **kwargs)
 
-    monkeypatch.setattr(margin_dual.interior_point, "solve", recorded)
-    fast = working_set.solve(model, C=1.0, tol=1e-9)
+    monkeypatch.setattr(interior_point, "solve", recorded)
+    fast = working_set.solve(model, C=1.0, tol=1e-9, options=opts)
     assert fast.converged and fast.n_iter < 500 and examples
     assert np.count_nonzero(fast.dual > 1e-6 * fast.dual.max()) > 40  # beyond the pair form's room
     ref = hsvm.primal(X, y, H, C=1.0).solve()
@@ -430,59 +436,60 @@ def test_primal_support_step_finishes_random_labels_beyond_the_pair_limit(monkey
 def test_support_step_keeps_its_working_pairs_within_the_limit(monkeypatch):
     """With room for few pairs the step takes the most violated ones, drops what its
     restricted optimum leaves at 0, and still finishes the degenerate case."""
-    monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 300)
-    monkeypatch.setattr(MarginDualState, "primal_step_cost", lambda self: np.inf)
+    opts = working_set.Options(dual=margin_dual.Options(support_max_pairs=300,
+                                                        interior_point=NO_PRIMAL))
     sizes = []
-    solve_restricted = MarginDualState.solve_restricted
+    solve_restricted = SupportStep.solve_restricted
 
     def recorded(self, pairs):
         sizes.append(pairs.size)
         return solve_restricted(self, pairs)
 
-    monkeypatch.setattr(MarginDualState, "solve_restricted", recorded)
+    monkeypatch.setattr(SupportStep, "solve_restricted", recorded)
     case = multilabel_case()
     model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
-    fast = working_set.solve(model, C=1.0, tol=1e-8)
+    fast = working_set.solve(model, C=1.0, tol=1e-8, options=opts)
     assert sizes and max(sizes) <= 300
     assert fast.converged
     ref = hsvm.primal(case.X, case.Y, case.H, C=1.0, **case.model_options).solve()
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-7)
 
 
-def test_grow_takes_the_most_violated_candidates_first(monkeypatch):
+def test_grow_takes_the_most_violated_candidates_first():
     X, y, H = tree_data(n=20, d=3, seed=2)
     model = hsvm_model.prepare(X, y, H)
-    state = MarginDualState(model, row_data(X=model.X), 1.0)
+    state = MarginDualState(model, row_data(X=model.X), 1.0,
+                            options=margin_dual.Options(support_max_pairs=5))
+    step = SupportStep(state, FaceStep(state))
     P = model.data.n_pairs
-    monkeypatch.setattr(margin_dual, "SUPPORT_MAX_PAIRS", 5)
     work = np.zeros(P, dtype=bool)
     work[:2] = True
     Hv = np.arange(P, dtype=float)
-    grown = state._grow(work, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
+    grown = step.grow(work, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
     assert grown.sum() == 5 and grown[:2].all() and grown[P - 3:].all()
-    full = state._grow(grown, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
+    full = step.grow(grown, np.ones(P, dtype=bool), Hv, np.zeros(model.data.n_samples))
     np.testing.assert_array_equal(full, grown)
 
 
 @pytest.mark.parametrize("cost, first", [(10.0, True), (1e4, False)])
 def test_a_warm_start_earns_an_expensive_support_step(monkeypatch, cost, first):
-    """A warm start is credited with WARM_SUPPORT_CREDIT certificates' worth of passes: a
+    """A warm start is credited with ``warm_support_credit`` certificates' worth of passes: a
     support step costing less comes at the first certificate, one costing more must be paid
-    for by the passes first (an unbounded credit started ImageCLEF07A's warm-started
-    hierarchical SVM with a 338 s primal support step)."""
+    for by the passes first (an unbounded credit would start a warm-started solve with a
+    support step of any cost)."""
     case = multilabel_case()
     model = hsvm_model.prepare(case.X, case.Y, case.H, **case.model_options)
     rough = working_set.solve(model, C=1.0, tol=1e-3, polish=False)
-    monkeypatch.setattr(MarginDualState, "support_work",
-                        lambda self, n_support: cost * self.certificate_work())
+    monkeypatch.setattr(SupportStep, "work",
+                        lambda self, n_support: cost * self.state.certificate_work())
     steps = []
-    support_step = MarginDualState.support_step
+    support_step = Polisher._support_step
 
-    def recorded(self, alpha, tol, primal, dual):
+    def recorded(self, *args):
         steps.append(self.work_done)
-        return support_step(self, alpha, tol, primal, dual)
+        return support_step(self, *args)
 
-    monkeypatch.setattr(MarginDualState, "support_step", recorded)
+    monkeypatch.setattr(Polisher, "_support_step", recorded)
     warm = working_set.solve(model, C=1.0, tol=1e-8, alpha0=rough.dual, max_iter=50)
     assert (steps[:1] == [0.0]) is first  # a step before any pass, or none
     if first:

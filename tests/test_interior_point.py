@@ -6,6 +6,7 @@ cases do not reach (kernels, class kernels, zero weights, extreme C, random labe
 point, its agreement with the working-set solver, and its refusals.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -22,7 +23,6 @@ from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
 from hiercvx.solvers import interior_point, working_set
-from hiercvx.solvers.margin_dual import MarginDualState
 
 
 def _tree(n=40, d=4, seed=0):
@@ -178,7 +178,7 @@ def test_refusals_and_applicability():
         interior_point.solve(model, tol=float("nan"))
 
 
-def test_more_features_than_samples_runs_on_the_gram_factor(monkeypatch):
+def test_more_features_than_samples_runs_on_the_gram_factor():
     """d > n: the primal dimension is q * n (features from the Gram matrix), not q * d."""
     X, Y, H = _tree(n=30)
     rng = np.random.default_rng(1)
@@ -188,15 +188,15 @@ def test_more_features_than_samples_runs_on_the_gram_factor(monkeypatch):
     ref = hsvm_ref.primal_from_model(model, C=1.0).solve()
     res = _agrees(model, 1.0, ref.objective)
     assert res.weights.shape == ref.weights.shape
-    monkeypatch.setattr(interior_point, "MAX_DIMENSION", 50)
-    assert not interior_point.applicable(model)
+    small = interior_point.Options(max_dimension=50)
+    assert not interior_point.applicable(model, small)
     with pytest.raises(InputError, match="working-set"):
-        interior_point.solve(model)
+        interior_point.solve(model, options=small)
 
 
 # --- the margin engine ------------------------------------------------------------------------
 
-def test_engine_choice_and_fallbacks(monkeypatch):
+def test_engine_choice_and_fallbacks():
     from hiercvx.solvers import margin_engine
     X, Y, H = _tree()
     model = hsvm_model.prepare(X, Y, H)
@@ -217,12 +217,11 @@ def test_engine_choice_and_fallbacks(monkeypatch):
 
 
 def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monkeypatch):
-    """Above TRY_COORDINATES_ABOVE the coordinate method goes first (ski rental): an easy
+    """Above ``try_coordinates_above`` the coordinate method goes first (ski rental): an easy
     problem ends there; a noisy one whose support is degenerate after the probe's passes
     switches then; a non-degenerate one switches once its passes spent the interior point's
     predicted time.  No warning either way."""
-    from hiercvx.solvers import margin_engine
-    monkeypatch.setattr(margin_engine, "TRY_COORDINATES_ABOVE", 0.0)
+    from hiercvx.solvers import margin_dual, margin_engine
     calls = []
     solve_ws = margin_engine.working_set.solve
 
@@ -234,8 +233,9 @@ def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monk
     monkeypatch.setattr(margin_engine.working_set, "solve", spy)
     X, Y, H = _tree(n=40)
     easy = hsvm_model.prepare(10 * X, Y, H)  # well separated: few support vectors
-    monkeypatch.setattr(margin_engine, "NEWTON_STEPS", 1e4)  # a budget of many passes
-    res = margin_engine.solve(easy, 1.0, tol=1e-8)
+    # the coordinate method first, with a budget of many passes
+    opts = margin_engine.Options(try_coordinates_above=0.0, newton_steps=10 ** 4)
+    res = margin_engine.solve(easy, 1.0, tol=1e-8, options=opts)
     assert res.solver == "working_set" and res.converged
     ref = hsvm_ref.primal_from_model(easy, C=1.0).solve()
     assert res.objective == pytest.approx(ref.objective, rel=1e-7)
@@ -248,36 +248,37 @@ def test_engine_tries_the_coordinate_method_first_on_expensive_newton_steps(monk
 
     # on a problem this small the support step's primal form (the interior point on the
     # examples with support) is cheap and finishes the probe itself
-    res = margin_engine.solve(noisy, 1.0, tol=1e-9)
+    res = margin_engine.solve(noisy, 1.0, tol=1e-9, options=opts)
     assert res.solver == "working_set" and res.converged and res.extras["n_newton"] >= 1
     assert res.objective == pytest.approx(noisy_ref.objective, rel=1e-7)
     # the switch, as on problems where that form is as dear as the interior point itself
-    monkeypatch.setattr(MarginDualState, "primal_step_cost", lambda self: np.inf)
+    no_primal = margin_dual.Options(interior_point=interior_point.Options(max_dimension=0))
+    opts = dataclasses.replace(opts, working_set=working_set.Options(dual=no_primal))
 
-    def coordinates_then_interior_point():
+    def coordinates_then_interior_point(opts):
         """The one coordinate run before the engine switched (no warning on the way), and the
         interior point's answer against the reference."""
         calls.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            res = margin_engine.solve(noisy, 1.0, tol=1e-9)
+            res = margin_engine.solve(noisy, 1.0, tol=1e-9, options=opts)
         assert res.solver == "interior_point" and res.converged
         assert res.objective == pytest.approx(noisy_ref.objective, rel=1e-7)
         (first,) = calls
         return first
 
     # stopped at the first certificate after the probe: a degenerate support
-    probe = coordinates_then_interior_point()
-    assert margin_engine.PROBE_PASSES <= probe.n_iter < margin_engine.PROBE_PASSES + 50
-    assert np.count_nonzero(probe.dual > 0) > margin_engine.DEGENERATE_SUPPORT * dim
+    probe = coordinates_then_interior_point(opts)
+    assert opts.probe_passes <= probe.n_iter < opts.probe_passes + 50
+    assert np.count_nonzero(probe.dual > 0) > opts.degenerate_support * dim
     per_pass = probe.extras["pass_work"] / probe.n_iter
 
     # not judged degenerate: passes until they spent the interior point's predicted time
-    monkeypatch.setattr(margin_engine, "DEGENERATE_SUPPORT", np.inf)
     budget = 300 * per_pass  # about 300 passes' worth
-    monkeypatch.setattr(margin_engine, "NEWTON_STEPS", budget * margin_engine.PASS_WORK_SPEEDUP
-                        / interior_point.step_cost(noisy))
-    first = coordinates_then_interior_point()
+    opts = dataclasses.replace(opts, degenerate_support=np.inf,
+                               newton_steps=budget * opts.pass_work_speedup
+                               / interior_point.step_cost(noisy))
+    first = coordinates_then_interior_point(opts)
     assert not first.converged and first.extras["pass_work"] >= budget
     assert first.n_iter < 400
 
@@ -376,7 +377,8 @@ def test_low_rank_factor_reproduces_the_kernel_or_says_none():
     F = interior_point.low_rank_factor(K, max_rank=300)
     assert F is not None and F.shape[1] < 150  # a smooth kernel on 2-D inputs
     R = K - F @ F.T
-    assert np.trace(R) <= interior_point.LOW_RANK_RTOL * np.trace(K) * (1 + 1e-6) + 1e-12
+    rtol = interior_point.Options().low_rank_rtol
+    assert np.trace(R) <= rtol * np.trace(K) * (1 + 1e-6) + 1e-12
     assert np.linalg.eigvalsh(R).min() >= -1e-9  # the dropped residual is PSD
     assert interior_point.low_rank_factor(K, max_rank=F.shape[1] - 5) is None
     assert interior_point.low_rank_factor(np.eye(50), max_rank=49) is None
@@ -386,7 +388,7 @@ def test_low_rank_factor_reproduces_the_kernel_or_says_none():
 
 def test_a_low_rank_kernel_runs_in_its_rank_and_matches_the_reference():
     """An RBF kernel on 2-D inputs: the Newton step works in q x rank(K) (not q x n), so the
-    method applies where q x n is above MAX_DIMENSION, and its certified optimum is the
+    method applies where q x n is above ``max_dimension``, and its certified optimum is the
     reference's (the certificate is evaluated on the model's own kernel)."""
     X, Y = _two_dimensional(120, seed=1)
     model = hsvm_model.prepare(X, Y, TREE, kernel="rbf", sigma=1.0, fit_intercept=True)
@@ -395,7 +397,7 @@ def test_a_low_rank_kernel_runs_in_its_rank_and_matches_the_reference():
     ref = hsvm_ref.dual_from_model(model, C=100.0).solve()
     _agrees(model, 100.0, ref.objective, rtol=1e-6)
     wide = hsvm_model.prepare(*_two_dimensional(1500, seed=2), TREE, kernel="rbf", sigma=1.0)
-    assert wide.data.n_classes * 1500 > interior_point.MAX_DIMENSION
+    assert wide.data.n_classes * 1500 > interior_point.Options().max_dimension
     assert interior_point.applicable(wide)
 
 
@@ -443,7 +445,7 @@ def test_explicit_pair_rows_with_an_example_without_pairs():
 
 
 @pytest.mark.parametrize("n, r, d", [(300, 2, 60), (200, 5, 70), (150, 12, 60), (100, 3, 10)])
-def test_pair_rows_newton_matrix_by_products_and_by_triangles(n, r, d, monkeypatch):
+def test_pair_rows_newton_matrix_by_products_and_by_triangles(n, r, d):
     """``I + sum_i T_i (x) F_i F_i^T``: one product per entry of the T's (few rows, many
     features) and the per-example triangles give the same matrix, and both match the sum."""
     rng = np.random.default_rng(n + r)
@@ -455,8 +457,9 @@ def test_pair_rows_newton_matrix_by_products_and_by_triangles(n, r, d, monkeypat
     prob = interior_point.PairRows(F, R, ptr, np.ones(P), rng.random(P) + 0.5, np.ones(n))
     D, cD, delta = rng.random(P), rng.random(P), rng.random(n) + 1.0
     H_auto, V_auto = prob.newton_matrix(D, cD, delta)
-    monkeypatch.setattr(interior_point, "GEMM_MIN_FEATURES", 10 ** 9)
-    H_tri, V_tri = prob.newton_matrix(D, cD, delta)
+    triangles = interior_point.PairRows(F, R, ptr, np.ones(P), prob.c, np.ones(n),
+                                        options=interior_point.Options(gemm_min_features=10 ** 9))
+    H_tri, V_tri = triangles.newton_matrix(D, cD, delta)
     np.testing.assert_allclose(H_auto, H_tri, atol=1e-11)
     np.testing.assert_array_equal(V_auto, V_tri)
     # the definition, example by example

@@ -6,6 +6,7 @@ solver against the working-set solver and the CVXPY reference, with and without 
 phase; the margin engine's choice of it on many pairs per example.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -102,13 +103,14 @@ def test_solver_matches_the_reference(rescaling):
 
 def test_dual_phase_finishes_what_lbfgs_leaves(model, passes_only):
     # ten L-BFGS iterations cannot certify 1e-9: the working set, warm-started, has to
+    opts = smoothing.Options(working_set=passes_only)
     with pytest.warns(ConvergenceWarning, match=r"no dual phase ran \(dual_passes=0\)"):
-        short = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=0)
+        short = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=0, options=opts)
     assert short.extras["dual_passes"] == 0 and short.gap > 1e-6
     # the bound is the model's own dual (4.14) at the returned point, not a running sum
     assert short.lower_bound == pytest.approx(model.lower_bound(short.dual, 1.0), rel=1e-10)
     assert short.objective == pytest.approx(model.objective_at(short, 1.0), rel=1e-12)
-    full = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=5000)
+    full = smoothing.solve(model, 1.0, tol=1e-9, max_iter=10, dual_passes=5000, options=opts)
     assert full.converged and full.extras["dual_passes"] > 0
     ref = working_set.solve(model, 1.0, tol=1e-10)
     assert full.objective == pytest.approx(ref.objective, rel=1e-7)
@@ -118,29 +120,28 @@ def test_dual_phase_finishes_what_lbfgs_leaves(model, passes_only):
 
 def test_a_stall_leaves_its_iterations_to_the_dual_phase(model, monkeypatch, passes_only):
     # every stage counts as a stall: the L-BFGS iterations left over become dual passes
-    monkeypatch.setattr(smoothing, "STALL", np.inf)
+    stalls = smoothing.Options(stall=np.inf, working_set=passes_only)
     budgets = []
     solve = working_set.solve
     monkeypatch.setattr(working_set, "solve",
                         lambda *a, **k: budgets.append(k["max_iter"]) or solve(*a, **k))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = smoothing.solve(model, 1.0, tol=1e-15, max_iter=700, dual_passes=3)
-    assert res.n_iter <= smoothing.STAGE_ITER and budgets == [700 - res.n_iter]
+        res = smoothing.solve(model, 1.0, tol=1e-15, max_iter=700, dual_passes=3, options=stalls)
+    assert res.n_iter <= stalls.stage_iter and budgets == [700 - res.n_iter]
     assert res.extras["dual_passes"] <= budgets[0]
     budgets.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        smoothing.solve(model, 1.0, tol=1e-15, max_iter=700, dual_passes=0)
+        smoothing.solve(model, 1.0, tol=1e-15, max_iter=700, dual_passes=0, options=stalls)
     assert budgets == []  # dual_passes=0: no dual phase at all
     # max_iter runs out in the primal phase (no stall): the warning says so
-    monkeypatch.setattr(smoothing, "STALL", -np.inf)
+    never = smoothing.Options(stall=-np.inf, working_set=passes_only)
     with pytest.warns(ConvergenceWarning, match="max_iter ran out while L-BFGS was still lowering"):
-        smoothing.solve(model, 1.0, tol=1e-12, max_iter=5, dual_passes=0)
-    monkeypatch.setattr(smoothing, "STALL", np.inf)
+        smoothing.solve(model, 1.0, tol=1e-12, max_iter=5, dual_passes=0, options=never)
     # one dual pass cannot finish: the warning says which side lags and what to raise
     with pytest.warns(ConvergenceWarning, match=r"stalled and 1 working-set passes .*dual side"):
-        smoothing.solve(model, 1.0, tol=1e-12, max_iter=5, dual_passes=1)
+        smoothing.solve(model, 1.0, tol=1e-12, max_iter=5, dual_passes=1, options=stalls)
 
 
 def test_warm_start_keeps_feasibility(model):
@@ -156,7 +157,7 @@ def test_engine_chooses_smoothing_for_many_pairs_per_example():
     H = wide_tree(n_leaves=120)  # 120 classes x 60 features: no affordable Newton step
     X, Y = label_sets(H, n=60, d=60, size=30, seed=6)
     model = hsvm_model.prepare(X, Y, H)
-    assert model.data.n_pairs >= margin_engine.SMOOTH_FROM_PAIRS * 60
+    assert model.data.n_pairs >= margin_engine.Options().smooth_from_pairs * 60
     assert margin_engine.choose(model) == "smoothing"
     assert margin_engine.choose(model, warm=True) == "working_set"
     few = hsvm_model.prepare(*label_sets(wide_tree(), n=20, d=3, size=2), wide_tree())
@@ -165,18 +166,19 @@ def test_engine_chooses_smoothing_for_many_pairs_per_example():
         margin_engine.solve(model, 1.0, solver="smoothing", alpha0=np.zeros(model.data.n_pairs))
 
 
-def test_engine_chooses_smoothing_for_millions_of_pairs(monkeypatch):
+def test_engine_chooses_smoothing_for_millions_of_pairs():
     # hundreds of pairs per example: the working set below the total, smoothing above it
     H = wide_tree(n_leaves=120)
     model = hsvm_model.prepare(*label_sets(H, n=60, d=60, size=5, seed=7), H)
     per_example = model.data.n_pairs / 60
-    assert margin_engine.SMOOTH_LABEL_SETS_FROM_PAIRS <= per_example < margin_engine.SMOOTH_FROM_PAIRS
+    defaults = margin_engine.Options()
+    assert defaults.smooth_label_sets_from_pairs <= per_example < defaults.smooth_from_pairs
     assert margin_engine.choose(model) == "working_set"
-    monkeypatch.setattr(margin_engine, "SMOOTH_FROM_TOTAL_PAIRS", model.data.n_pairs)
-    assert margin_engine.choose(model) == "smoothing"
-    assert margin_engine.choose(model, warm=True) == "working_set"
-    monkeypatch.setattr(margin_engine, "SMOOTH_LABEL_SETS_FROM_PAIRS", int(per_example) + 1)
-    assert margin_engine.choose(model) == "working_set"
+    total = dataclasses.replace(defaults, smooth_from_total_pairs=model.data.n_pairs)
+    assert margin_engine.choose(model, options=total) == "smoothing"
+    assert margin_engine.choose(model, warm=True, options=total) == "working_set"
+    fewer = dataclasses.replace(total, smooth_label_sets_from_pairs=int(per_example) + 1)
+    assert margin_engine.choose(model, options=fewer) == "working_set"
 
 
 def test_refuses_models_without_node_weights():

@@ -29,6 +29,7 @@ from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.models import multiclass as mc_model
 from hiercvx.solvers import crammer_singer, working_set
+from hiercvx.solvers._working_set_kernels import sweep
 from hiercvx.solvers.margin_dual import MarginDualState, choose_factor
 from hiercvx.solvers.primitives import row_data
 from hiercvx.solvers.working_set import solve_subproblem, violation_scores
@@ -167,17 +168,19 @@ def deep_tree(branching=3, depth=3):
 
 
 def _sweep_once(model, rows, state, alpha):
-    """One pass of ``working_set._sweep`` over every example from ``alpha`` (in place)."""
+    """One pass of the working set's compiled sweep over every example from ``alpha`` (in
+    place)."""
     data = model.data
-    pairs = [np.ascontiguousarray(a, dtype=np.int64)
-             for a in (data.pair_ptr, data.pair_y, data.pair_ybar)]
+    pairs = tuple(np.ascontiguousarray(a, dtype=np.int64)
+                  for a in (data.pair_ptr, data.pair_y, data.pair_ybar)) + (state.offset,
+                                                                            state.cost)
     n_pairs = np.diff(pairs[0])
-    working_set._sweep(np.arange(data.n_samples, dtype=np.int64), rows.mode, rows.X,
-                       rows.indptr, rows.indices, rows.xvals, rows.K, state.F,
-                       state.factor.read, state.factor.move, alpha, state.kdiag, *pairs,
-                       state.offset, state.cost, state.budget, state.Q, 0.0, 1e-9, 1e-12, 100,
-                       np.ones(data.n_samples, dtype=np.int8),
-                       np.arange(data.n_pairs, dtype=np.int64), n_pairs.copy(), np.inf)
+    control = (0.0, 1e-9, 1e-12, 100, np.inf, state.options.budget_rtol, 8, 8)
+    sweep(np.arange(data.n_samples, dtype=np.int64), rows,
+          (state.F, state.factor.read, state.factor.move),
+          (alpha, state.kdiag, state.budget, state.Q), pairs, control,
+          (np.ones(data.n_samples, dtype=np.int8), np.arange(data.n_pairs, dtype=np.int64),
+           n_pairs.copy()))
 
 
 @pytest.mark.parametrize("factor", ["classes", "nodes"])
@@ -420,7 +423,7 @@ def test_crammer_singer_sparse_warm_start_and_bad_input():
 @settings(max_examples=60, deadline=None)
 def test_entering_pairs_are_the_largest_violations(seed, n_pairs, m):
     """The pairs that join a working set per round: brute force = sort the eligible ones."""
-    from hiercvx.solvers.working_set import _entering_pairs
+    from hiercvx.solvers._working_set_kernels import _entering_pairs
 
     rng = np.random.default_rng(seed)
     Hp = np.round(rng.standard_normal(n_pairs), 1)  # ties on purpose

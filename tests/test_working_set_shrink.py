@@ -18,8 +18,9 @@ from hiercvx.kernels import make_kernel
 from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.solvers import working_set
-from hiercvx.solvers.working_set import (_example_violation, _needed_classes,
-                                         _shrink_pairs)
+from hiercvx.solvers._working_set_kernels import (_example_violation, _needed_classes,
+                                                  _shrink_pairs)
+from hiercvx.solvers.margin_dual import Options as DualOptions
 
 
 def tree():
@@ -114,7 +115,8 @@ def test_live_pair_helpers_against_brute_force():
     cost = rng.uniform(0.5, 2.0, P)
     Hp = rng.standard_normal(L.size)
     budget = 10.0  # not exhausted: u_i is capped at 0
-    psi, best = _example_violation(alpha, Hp, L, L.size, cost, budget)
+    psi, best = _example_violation(alpha, Hp, L, L.size, cost, budget,
+                                   DualOptions().budget_rtol)
     sup = alpha[L] > 0
     u = min(0.0, Hp[sup].min()) if sup.any() else 0.0
     assert np.isclose(psi, max(0.0, Hp.max()) - u) and Hp[best] == Hp.max()

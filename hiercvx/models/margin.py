@@ -194,8 +194,8 @@ def slacks(S: np.ndarray, data: MarginData) -> np.ndarray:
 
 def segment_max(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     """Per example the largest of its entries ``values[ptr[i]:ptr[i + 1]]`` (``-inf`` when it
-    has none): ``np.maximum.reduceat`` over the non-empty segments (``maximum.at`` is ~20x
-    slower on millions of pairs)."""
+    has none): ``np.maximum.reduceat`` over the non-empty segments (one pass, where
+    ``maximum.at`` is unbuffered)."""
     ptr = np.asarray(ptr, dtype=np.int64)
     out = np.full(len(ptr) - 1, -np.inf)
     nonempty = np.flatnonzero(ptr[1:] > ptr[:-1])
@@ -218,10 +218,9 @@ def class_scores(W: np.ndarray, X, Lam: np.ndarray, *, cheapest: bool = False) -
 
     ``cheapest=True`` multiplies in the cheaper order instead: ``X (Lam W)^T``
     (``nnz(Lam) d + nnz(X) q`` multiply-adds) when that beats ``nnz(X) M + nnz(Lam) n``, as it
-    does on hierarchies (fewer classes than nodes; GO: 0.020 s instead of 0.108 s).  The
-    smoothing solver asks for it, on its thousands of evaluations.  (Another order rounds
-    differently: before the face step's rounds were guarded, ImageCLEF07A's hierarchical SVM
-    certified after 5895 passes in one order and 7995 in the other; 5895 in both since.)"""
+    does on hierarchies with fewer classes than nodes.  The smoothing solver asks for it, on
+    its thousands of evaluations; the other callers keep the default order, since another
+    order rounds differently."""
     Lam = sparse_attributes(Lam)
     if cheapest:
         q, M = Lam.shape

@@ -30,124 +30,65 @@ example left with one class is left out of the passes, until the shrunk problem 
 the threshold or a certificate finds the example violated again.
 
 Stopping is certified as in :mod:`hiercvx.solvers.working_set`: the relative duality gap
-between the primal recomputed at ``W(beta)`` and the dual at the (feasible) ``beta``,
-both evaluated with :mod:`hiercvx.models.margin`.  The certificate and the working-set
-solver's step 8b (the dual maximized exactly on the face the passes identified,
-:meth:`~hiercvx.solvers.margin_dual.MarginDualState.face_step`) come from
-:class:`~hiercvx.solvers.margin_dual.MarginDualState`; the step ends the crawl of coordinate
-descent (ours and LIBLINEAR's) near the optimum of nearly hard-margin problems: on
-ImageCLEF07A the passes alone needed 20770 (a 1e-6 gap; 10000 left 2.6e-5), with the face
-step 2970 passes and one step (gap 1e-12, 14 s; LIBLINEAR's Crammer–Singer took 88 s in the same
-run, to a 5.6e-6 suboptimal objective).  The reported weights are ``W(beta)`` or the face
-step's primal point, whichever has the lower objective (both recomputed).  Entry point:
-``solve(model, C)`` with ``model = hiercvx.models.multiclass.prepare(X, y, ...)``.
+between the primal recomputed at ``W(beta)`` and the dual at the (feasible) ``beta``, both
+evaluated with :mod:`hiercvx.models.margin`.  The certificate comes from
+:class:`~hiercvx.solvers.margin_dual.MarginDualState`, and step 8b of Cai's Algorithm 2 -- the
+dual maximized exactly on the face the passes identified (:mod:`.face_step`), taken when
+:mod:`.margin_polish` says -- ends the slow final phase of coordinate descent on nearly
+hard-margin problems.  The reported weights are ``W(beta)`` or the exact step's primal point,
+whichever has the lower objective (both recomputed).  Entry point: ``solve(model, C)`` with
+``model = hiercvx.models.multiclass.prepare(X, y, ...)``; settings in :class:`Options`.
+
+References: K. Crammer and Y. Singer, "On the algorithmic implementation of multiclass
+kernel-based vector machines", JMLR 2, 2001; S. S. Keerthi, S. Sundararajan, K.-W. Chang,
+C.-J. Hsieh and C.-J. Lin, "A sequential dual method for large scale multi-class linear SVMs",
+KDD 2008; R.-E. Fan et al., "LIBLINEAR: a library for large linear classification", JMLR 9,
+2008.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.multiclass import MulticlassModel
 from ..result import Solution, check_iteration_options, gap_scale, reached, relative_gap
-from .margin_dual import ROW_FASTMATH, MarginDualState, primal_point
-from .primitives import (MODE_CSR, MODE_DENSE, CertificateSchedule, blas_threads,
-                         isotropic_budget_step, row_axpy, row_data, row_dot, row_sq_norms)
+from . import margin_dual
+from ._crammer_singer_kernels import cs_sweep
+from .margin_dual import MarginDualState, primal_point
+from .margin_polish import Polisher
+from .primitives import CertificateSchedule, blas_threads, row_data, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve"]
+__all__ = ["Options", "solve"]
 
 
-@njit(cache=True, fastmath=ROW_FASTMATH)
-def _cs_sweep(order, mode, X, indptr, indices, xvals, K, W, beta, y, budget, sqnorm, eps, active,
-              classes, n_active_classes):
-    """One pass over ``order``; returns (largest violation met, visits, multiply-adds).
+@dataclass(frozen=True)
+class Options:
+    """Settings of the Crammer–Singer solver.  Each default with its reason:
 
-    Shrinking (as in LIBLINEAR): a class at its cap whose gradient lies strictly below every
-    class that could still decrease is moved behind ``n_active_classes[i]`` in the row
-    ``classes[i]`` and skipped; an example left with one class is marked inactive.
+    check_every : least number of passes between certificates (more when a certificate is
+        expensive relative to a pass, :class:`~.primitives.CertificateSchedule`).
+    polish : take step 8b (the face step, :mod:`.margin_polish`) when the support settles:
+        coordinate descent converges slowly near the optimum of nearly hard-margin problems.
+    threshold : the violation threshold of the passes is this share of the psi that certifies
+        ``tol`` (``gap <= sum_i C_i psi_i``); LIBLINEAR likewise fixes a small threshold and
+        shrinks (Keerthi et al. 2008).
+    dual : the dual state's and step 8b's settings (:class:`.margin_dual.Options`).
     """
-    q = W.shape[0]
-    g = np.empty(q)
-    b = np.empty(q)
-    cap = np.empty(q)
-    Bv = np.empty(q)
-    D = np.empty(q)
-    new = np.empty(q)
-    psi_max = 0.0
-    visits = 0
-    work = 0.0
-    for i in order:
-        C_i = budget[i]
-        if C_i <= 0.0:
-            active[i] = 0
-            continue
-        y_i = y[i]
-        k = n_active_classes[i]
-        row = indptr[i + 1] - indptr[i] if mode == MODE_CSR else X.shape[1]
-        work += k * row
-        # gradient g_m = w_m . x_i + [m != y_i] over the unshrunk classes
-        if mode == MODE_CSR:  # the switch outside the loop: row_dot then compiles per mode
-            for t in range(k):
-                g[t] = row_dot(MODE_CSR, W, classes[i, t], i, X, indptr, indices, xvals)
-        else:
-            for t in range(k):
-                g[t] = row_dot(MODE_DENSE, W, classes[i, t], i, X, indptr, indices, xvals)
-        g_max = -np.inf
-        g_min = np.inf
-        for t in range(k):
-            m = classes[i, t]
-            v = g[t]
-            if m != y_i:
-                v += 1.0
-            g[t] = v
-            b[t] = beta[i, m]
-            cap[t] = C_i if m == y_i else 0.0
-            if v > g_max:
-                g_max = v
-            if b[t] < cap[t] and v < g_min:
-                g_min = v
-        t = 0
-        while t < k:
-            if b[t] >= cap[t] and g[t] < g_min:
-                k -= 1
-                m = classes[i, t]
-                classes[i, t] = classes[i, k]
-                classes[i, k] = m
-                g[t], g[k] = g[k], g[t]
-                b[t], b[k] = b[k], b[t]
-                cap[t], cap[k] = cap[k], cap[t]
-            else:
-                t += 1
-        n_active_classes[i] = k
-        psi = g_max - g_min
-        if psi > psi_max:
-            psi_max = psi
-        if k <= 1:
-            active[i] = 0
-            continue
-        if psi <= eps:
-            continue
-        visits += 1
-        isotropic_budget_step(g, b, cap, k, C_i, sqnorm[i], Bv, D, new)
-        for t in range(k):
-            step = new[t] - b[t]
-            if step != 0.0:
-                m = classes[i, t]
-                beta[i, m] = new[t]
-                work += row
-                if mode == MODE_CSR:
-                    row_axpy(MODE_CSR, W, m, i, step, X, indptr, indices, xvals, K)
-                else:
-                    row_axpy(MODE_DENSE, W, m, i, step, X, indptr, indices, xvals, K)
-    return psi_max, visits, work
+
+    check_every: int = 10
+    polish: bool = True
+    threshold: float = 0.1
+    dual: margin_dual.Options = field(default_factory=margin_dual.Options)
 
 
 def _pair_alpha(beta, data):
@@ -156,8 +97,9 @@ def _pair_alpha(beta, data):
 
 
 def solve(model: MulticlassModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: int = 10_000,
-          verbose: bool = False, alpha0=None, check_every: int = 10, polish: bool = True,
-          random_state=0, stop_when=None) -> Solution:
+          verbose: bool = False, alpha0=None, random_state=0, stop_when=None,
+          options: Options | None = None, check_every: int | None = None,
+          polish: bool | None = None) -> Solution:
     """Crammer–Singer by sequential dual block coordinate descent (closed-form blocks, shrinking).
 
     Parameters
@@ -170,16 +112,12 @@ def solve(model: MulticlassModel, C: float = 1.0, *, tol: float = 1e-6, max_iter
     tol : certified relative duality gap to reach
     max_iter : passes over the data (a ``ConvergenceWarning`` when they run out)
     alpha0 : optional warm start, pair multipliers in the order of ``model.data``
-    check_every : least number of passes between certificates (more when a certificate is
-        expensive relative to a pass; also certified when a full pass meets no violation above
-        the threshold)
-    polish : the dual solved on its face when the support settled between two certificates
-        (:meth:`.margin_dual.MarginDualState.face_step`; a Newton step on faces too large to
-        factorize)
     random_state : seed of the order in which the examples are visited
     stop_when : optional ``stop_when(n_iter, pass_work, alpha) -> bool`` asked at every
         certificate short of ``tol``; True ends the solve there, unconverged (as in
         :func:`.working_set.solve`)
+    options : :class:`Options` (default ``Options()``)
+    check_every, polish : override the fields of ``options`` of the same name
 
     Returns
     -------
@@ -198,9 +136,12 @@ def solve(model: MulticlassModel, C: float = 1.0, *, tol: float = 1e-6, max_iter
                          "kernels use the hierarchical working-set solver on a flat hierarchy")
     C = check_positive(C)
     check_iteration_options(tol, max_iter, who="crammer_singer.solve")
+    overrides = {k: v for k, v in dict(check_every=check_every, polish=polish).items()
+                 if v is not None}
+    options = dataclasses.replace(Options() if options is None else options, **overrides)
     with blas_threads(1):
-        return _solve(model, C, float(tol), int(max_iter), alpha0, check_every, polish,
-                      random_state, verbose, stop_when)
+        return _solve(model, C, float(tol), int(max_iter), alpha0, options, random_state,
+                      verbose, stop_when)
 
 
 def _initial_beta(alpha0, data, C) -> np.ndarray:
@@ -214,8 +155,7 @@ def _initial_beta(alpha0, data, C) -> np.ndarray:
     return _margin.coefficients(_margin.project_dual(alpha0, data, C), data)
 
 
-def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, verbose,
-           stop_when=None):
+def _solve(model, C, tol, max_iter, alpha0, options, random_state, verbose, stop_when=None):
     t_start = time.perf_counter()
     data = model.data
     n, q = data.n_samples, data.n_classes
@@ -224,7 +164,8 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
     y = np.ascontiguousarray(model.y_index, dtype=np.int64)
     budget = np.ascontiguousarray(C * data.Cw, dtype=float)
     beta = _initial_beta(alpha0, data, C)
-    state = MarginDualState(model, rows, C, warm=alpha0 is not None)
+    state = MarginDualState(model, rows, C, options=options.dual)
+    polisher = Polisher(state, warm=alpha0 is not None)
 
     rng = np.random.default_rng(random_state)
     log = logger.info if verbose else logger.debug
@@ -234,11 +175,11 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
     n_active_classes = np.full(n, q, dtype=np.int64)
     n_iter, converged, eps, pass_max = 0, False, 0.0, np.inf
     W = np.zeros((q, model.X.shape[1]))
-    schedule = CertificateSchedule(check_every, state.certificate_work())
+    schedule = CertificateSchedule(options.check_every, state.certificate_work())
     while True:
         if schedule.due():
             alpha = _margin.project_dual(_pair_alpha(beta, data), data, C)
-            primal, dual, psi = state.checkpoint(alpha, tol, polish)
+            primal, dual, psi = polisher.checkpoint(alpha, tol, options.polish)
             # re-synchronise beta and W with the certified point
             beta = np.ascontiguousarray(state.G.copy())
             W = np.ascontiguousarray(state.W.copy())
@@ -250,13 +191,13 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
             if reached(gap, tol):
                 converged = True
                 break
-            if stop_when is not None and stop_when(n_iter, state.work_done, alpha):
+            if stop_when is not None and stop_when(n_iter, polisher.work_done, alpha):
                 break
             psi_ok = tol * gap_scale(primal, dual) / max(float(budget.sum()), np.finfo(float).tiny)
             # Like LIBLINEAR, a fixed small violation threshold (here one that certifies tol:
             # gap <= sum_i C_i psi_i) with shrinking; unlike it, shrunk examples found violated
             # at a certificate come back at once.
-            eps = 0.1 * psi_ok
+            eps = options.threshold * psi_ok
             back = psi > eps
             active[back] = 1
             n_active_classes[back] = q
@@ -264,26 +205,24 @@ def _solve(model, C, tol, max_iter, alpha0, check_every, polish, random_state, v
         if n_iter >= max_iter:
             break
         order = rng.permutation(np.flatnonzero(active)).astype(np.int64)
-        pass_max, _, work = _cs_sweep(order, rows.mode, rows.X, rows.indptr, rows.indices,
-                                      rows.xvals, rows.K, W, beta, y, budget, sqnorm, eps, active,
-                                      classes, n_active_classes)
+        pass_max, _, work = cs_sweep(order, rows, W, beta, y, budget, sqnorm, eps, active,
+                                     classes, n_active_classes)
         n_iter += 1
         schedule.passed(work)
-        state.pass_work += work
-        state.work_done += work
+        polisher.passed(work)
         if pass_max <= eps:
             if active.all() and (n_active_classes == q).all():
                 schedule.now()
             else:  # converged on the shrunk problem: check everything again
                 active[:] = 1
                 n_active_classes[:] = q
-    return _result(model, beta, C, tol, n_iter, converged, history, state, t_start)
+    return _result(model, beta, C, tol, n_iter, converged, history, polisher, t_start)
 
 
-def _result(model, beta, C, tol, n_iter, converged, history, state, t_start) -> Solution:
+def _result(model, beta, C, tol, n_iter, converged, history, polisher, t_start) -> Solution:
     """The reported certificate: the model's own bound at the final point and objective at
     ``W(beta)`` or at the face step's better primal point (:func:`.margin_dual.primal_point`)."""
-    data = model.data
+    data, state = model.data, polisher.state
     alpha = _margin.project_dual(_pair_alpha(beta, data), data, C)
     G, W_aug, objective = primal_point(model, _margin.coefficients(alpha, data), C, state.best_G)
     coef, intercept = model.split_weights(W_aug)
@@ -296,6 +235,6 @@ def _result(model, beta, C, tol, n_iter, converged, history, state, t_start) -> 
                    dual=alpha, history=history, solve_time=time.perf_counter() - t_start,
                    solver="crammer_singer", name="Crammer-Singer sequential dual",
                    extras={"intercept": intercept, "coefficients": G, "n_newton": n_newton,
-                           "pass_work": state.work_done})
+                           "pass_work": polisher.work_done})
     res.warn_unless_converged("passes", stacklevel=4)  # points at the caller of solve
     return res

@@ -13,22 +13,21 @@ has at most four entries)
     t_j = sum_{e eliminated} a_fix_e K(j, i_e) z_e
 
 both from products (``Z (Z Q)^T``, four contiguous axpys per row, scaled by the rows' Gram
-entries in the same pass), where a scalar kernel of 16 lookups per entry took 3.3 s of
-ImageCLEF07A's twelve 5400-row face rounds.
+entries in the same pass: :func:`._margin_kernels.gram_scaled_products`).
 
-Reuse.  A round corrects the previous face by a few percent of its rows (ImageCLEF07A's
-hierarchical SVM: from 400 down to 10 of 5400), yet each round factored its matrix afresh
-(0.6-0.8 s a round, 10 s of a 57 s fit).  :class:`FaceSolver` keeps the last factor
-``M0 = L L^T`` with its rows' keys.  A new face's rows split into the common ones (the same
-definition, hence the same entries), the deleted ones ``d`` and the new ones ``n``; its matrix
-is ``[[A, B], [B^T, D]]`` with ``A`` the common block of ``M0``, and
+Reuse.  A round of the face step corrects the previous face by a few percent of its rows, so
+:class:`FaceSolver` keeps the last factor ``M0 = L L^T`` with its rows' keys.  A new face's
+rows split into the common ones (the same definition, hence the same entries), the deleted
+ones ``d`` and the new ones ``n``; its matrix is ``[[A, B], [B^T, D]]`` with ``A`` the common
+block of ``M0``, and
 
     A^{-1} u = [L^{-T} (I - P_V) L^{-1} u~]_c,   P_V the projection onto V = L^{-1} E_d,
     S = D - B^T A^{-1} B = D - P^T P,           P = (I - P_V) L^{-1} B~
 
 (``u~``: ``u`` on the common rows of ``M0``, 0 on the deleted ones; ``E_d`` the deleted rows'
 unit vectors), so the update costs one forward substitution per deleted or new row (``m^2``
-multiply-adds) and a QR of ``V``, where a factorization costs ``m^3 / 3``.  Face matrices are singular up to their ridge (degenerate faces), and this
+multiply-adds) and a QR of ``V``, where a factorization costs ``m^3 / 3`` (block
+elimination with the Schur complement ``S`` of the common block).  Face matrices are singular up to their ridge (degenerate faces), and this
 longer route rounds differently: its answer is refined against the new system and kept only
 when its residual is as small as a fresh factorization's; otherwise the round factors afresh.
 """
@@ -41,28 +40,37 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from numba import njit
 
+from ._margin_kernels import gram_scaled_products
 from .primitives import MODE_GRAM, blas_threads
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FaceRows", "FaceSolver", "face_rows", "FACE_RIDGE", "THREADED_FACE_ROWS",
-           "UPDATE_SHARE", "UPDATE_RTOL"]
+__all__ = ["FaceRows", "FaceSolver", "Options", "face_rows"]
 
-#: relative ridge on the face matrix (degenerate faces are singular): ``(M + eps I) lam =
-#: rhs + eps lam_0`` picks the maximizer nearest to the current point ``lam_0``
-FACE_RIDGE = 1e-12
-#: face matrices with at least this many rows are formed and factorized with every BLAS
-#: thread (5400 rows: 1.1 s on one core, 0.7 s on two)
-THREADED_FACE_ROWS = 1000
-#: a round reuses the last factor when its bordered solve costs at most this share of a
-#: fresh factorization (counted in multiply-adds: ``m0^2`` per changed row against ``m^3/3``)
-UPDATE_SHARE = 0.5
-#: ... and keeps its answer when the residual against the new system is at most this
-#: (relative to ``|M| |lam| + |rhs|``, infinity norms), after at most UPDATE_REFINE refinements
-UPDATE_RTOL = 1e-12
-UPDATE_REFINE = 3
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :class:`FaceSolver`.
+
+    ridge : relative ridge on the face matrix: ``(M + eps I) lam = rhs + eps lam_0`` picks,
+        on a singular (degenerate) face, the maximizer nearest to the current point ``lam_0``;
+        1e-12 is a few hundred roundings of the mean diagonal entry.
+    threaded_rows : face matrices with at least this many rows are formed and factorized with
+        every BLAS thread (below it, threads only synchronise).
+    update_share : a round reuses the last factor when its bordered solve costs at most this
+        share of a fresh factorization (``m0^2`` per changed row against ``m^3 / 3``): the
+        longer route must pay for its extra solves and refinement.
+    update_rtol : the bordered answer is kept when its residual against the new system is at
+        most this, relative to ``|M| |lam| + |rhs|`` (a fresh Cholesky solve's accuracy).
+    update_refine : iterative refinements of the bordered answer before it is dropped.
+    """
+
+    ridge: float = 1e-12
+    threaded_rows: int = 1000
+    update_share: float = 0.5
+    update_rtol: float = 1e-12
+    update_refine: int = 3
 
 
 @dataclass(frozen=True)
@@ -129,25 +137,6 @@ def face_rows(support, tight, pair_i, cost, budget) -> FaceRows:
     return FaceRows(pair, first, coef, elim_pairs, a_fix, keys)
 
 
-@njit(cache=True)
-def _gram_scaled_products(indptr, indices, values, ZQ_T, Kb, ir, it, G):
-    """``G[r, t] = Kb[ir[r], it[t]] * (Z_r . ZQ_T[:, t])``: ``Z`` a CSR matrix of a few entries
-    per row (``indptr``, ``indices``, ``values``), ``ZQ_T = (Z' Q)^T`` C-contiguous; each row
-    of ``G`` is a few contiguous axpys, scaled by the rows' Gram entries in the same pass."""
-    k_t = G.shape[1]
-    for r in range(G.shape[0]):
-        g = G[r]
-        g[:] = 0.0
-        for jj in range(indptr[r], indptr[r + 1]):
-            z = values[jj]
-            src = ZQ_T[indices[jj]]
-            for t in range(k_t):
-                g[t] += z * src[t]
-        kr = Kb[ir[r]]
-        for t in range(k_t):
-            g[t] *= kr[it[t]]
-
-
 class FaceSolver:
     """The face system of one margin model and the factor its rounds reuse.
 
@@ -155,11 +144,13 @@ class FaceSolver:
     Gram matrix (``mode == MODE_GRAM``); ``Q`` the class Gram matrix.  :meth:`matrix` forms
     a face's matrix and right-hand side; :meth:`solve` solves ``(M + eps I) lam = rhs + eps
     lam_0`` by the last factor when the face changed little (module docstring), by a fresh
-    one otherwise (which then becomes the last).  Counters: ``n_factor`` fresh factorizations,
-    ``n_update`` bordered solves kept, ``n_fallback`` bordered solves dropped."""
+    one otherwise (which then becomes the last).  ``options``: :class:`Options`.  Counters:
+    ``n_factor`` fresh factorizations, ``n_update`` bordered solves kept, ``n_fallback``
+    bordered solves dropped."""
 
-    def __init__(self, data, mode: int, X, K, Q):
+    def __init__(self, data, mode: int, X, K, Q, options: Options | None = None):
         self.data, self.mode, self.X, self.K = data, mode, X, K
+        self.options = Options() if options is None else options
         self.Q = np.ascontiguousarray(Q, dtype=float)
         self.offset = np.ascontiguousarray(data.pair_offset, dtype=float)
         self._base = None  # (keys, factor, M0 with its ridge, the ridge, M0's largest entry)
@@ -200,12 +191,12 @@ class FaceSolver:
         Zt, et = (Zr, er) if rows_t is None else self._row_vectors(rows_t)
         ur, ir = np.unique(er, return_inverse=True)
         ut, it = (ur, ir) if rows_t is None else np.unique(et, return_inverse=True)
-        big = max(rows_r.size, Zt.shape[0]) >= THREADED_FACE_ROWS
+        big = max(rows_r.size, Zt.shape[0]) >= self.options.threaded_rows
         with blas_threads(None if big else 1):
             Kb = self._gram(ur, ur if rows_t is None else ut)
         ZQ_T = np.ascontiguousarray(np.asarray(Zt @ self.Q).T)
         G = np.empty((rows_r.size, Zt.shape[0]))
-        _gram_scaled_products(Zr.indptr, Zr.indices, Zr.data, ZQ_T, Kb, ir.astype(np.int64),
+        gram_scaled_products(Zr.indptr, Zr.indices, Zr.data, ZQ_T, Kb, ir.astype(np.int64),
                               it.astype(np.int64), G)
         return G
 
@@ -252,11 +243,11 @@ class FaceSolver:
         m = rows.size
         M = self.block(rows)
         diag = np.diag(M).copy()
-        ridge = FACE_RIDGE * max(float(diag.mean()), np.finfo(float).tiny)
+        ridge = self.options.ridge * max(float(diag.mean()), np.finfo(float).tiny)
         for _ in range(4):  # a larger ridge when rounding leaves the matrix indefinite
             try:
                 np.fill_diagonal(M, diag + ridge)
-                with blas_threads(None if m >= THREADED_FACE_ROWS else 1):
+                with blas_threads(None if m >= self.options.threaded_rows else 1):
                     factor = sla.cho_factor(M, lower=True, check_finite=False)
                     lam = sla.cho_solve(factor, rhs + ridge * lam0, check_finite=False)
             except (np.linalg.LinAlgError, ValueError):
@@ -272,15 +263,16 @@ class FaceSolver:
 
     def _bordered(self, rows, rhs, lam0):
         """The bordered solve by the last factor (module docstring), or None when the face
-        changed too much or its answer does not reach :data:`UPDATE_RTOL`."""
+        changed too much or its answer does not reach ``options.update_rtol``."""
+        opt = self.options
         keys0, factor, M0, ridge, m0_max = self._base
         m0, m1 = keys0.size, rows.size
         _, c0, c1 = np.intersect1d(keys0, rows.keys, assume_unique=True, return_indices=True)
         d = np.setdiff1d(np.arange(m0), c0, assume_unique=True)
         n = np.setdiff1d(np.arange(m1), c1, assume_unique=True)
-        if m0 * m0 * (d.size + n.size + 2 * UPDATE_REFINE + 2) > UPDATE_SHARE * m1 ** 3 / 3.0:
+        if m0 * m0 * (d.size + n.size + 2 * opt.update_refine + 2) > opt.update_share * m1 ** 3 / 3.0:
             return None
-        threads = None if m0 >= THREADED_FACE_ROWS else 1
+        threads = None if m0 >= opt.threaded_rows else 1
         L = factor[0]  # its lower triangle (the upper one is M0's, untouched)
 
         def forward(U):  # L^{-1} U~, U over the common rows (in c1's order)
@@ -333,9 +325,9 @@ class FaceSolver:
                 b = rhs + ridge * lam0
                 lam = solve_all(b)
                 scale = m0_max * np.abs(lam).max() + np.abs(b).max()
-                for _ in range(UPDATE_REFINE + 1):
+                for _ in range(opt.update_refine + 1):
                     res = b - apply(lam)
-                    if np.abs(res).max() <= UPDATE_RTOL * scale:
+                    if np.abs(res).max() <= opt.update_rtol * scale:
                         self.n_update += 1
                         logger.debug("face: bordered solve, %d rows deleted, %d new, of %d; "
                                      "residual %.1e", d.size, n.size, m1,

@@ -57,6 +57,8 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
@@ -68,38 +70,67 @@ from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
+from . import _interior_point_kernels as _k
 from .primitives import blas_threads, centrality_correctors, kronecker_sum
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "solve_pair_rows", "PairRows", "row_step_cost", "step_cost", "applicable",
-           "feature_dimension", "low_rank_factor", "MAX_DIMENSION", "MAX_STEP_COST",
-           "MAX_FEATURE_ENTRIES", "LOW_RANK_RTOL"]
+__all__ = ["Options", "solve", "solve_pair_rows", "PairRows", "row_step_cost", "step_cost",
+           "applicable", "feature_dimension", "low_rank_factor"]
 
-#: the largest primal dimension ``r d`` factorized densely (memory ``8 (r d)^2`` bytes; 6000
-#: admits ImageCLEF07A's 63 classes x 81 features, a step of 1.2e11 multiply-adds, about 5 s,
-#: where noisy labels leave the coordinate methods 10x slower: :mod:`.margin_engine`)
-MAX_DIMENSION = 6000
-#: above this many multiply-adds per Newton step the coordinate methods are preferred
-MAX_STEP_COST = 2e11
-#: the dense features (or kernel factor) the method keeps: at most this many numbers
-MAX_FEATURE_ENTRIES = 1e8
-#: a kernel factor may drop a PSD residual of this trace, relative to the kernel's
-LOW_RANK_RTOL = 1e-12
-#: multiply-adds the search for a low-rank kernel factor may spend (n * max_rank^2)
-LOW_RANK_SEARCH_COST = 4e9
-#: the low-rank kernel factor found for each model (or None), while the model lives
+#: the low-rank kernel factor found for each model, while the model lives (a cache: the
+#: search is asked by :func:`applicable`, :func:`step_cost` and :func:`solve` alike)
 _FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-#: examples per block when the Newton matrix is accumulated (bounds the memory of T_i)
-_BLOCK = 1024
-#: PairRows with more features and at most GEMM_MAX_ROWS rows: the Newton matrix by products
-GEMM_MIN_FEATURES = 48
-GEMM_MAX_ROWS = 8
-#: feature products kept between Newton steps up to this many numbers
-_KEEP_PRODUCTS = 2e7
-_STEP_FRACTION = 0.99
-_INIT = 0.5
-_SHIFT = 1.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the interior point.  Each default with its reason:
+
+    max_dimension : the largest primal dimension ``r d`` factorized densely (memory
+        ``8 (r d)^2`` bytes, 288 MB at 6000; a step then costs about ``(r d)^3 / 3 = 7e10``
+        multiply-adds, where the coordinate methods are the better choice above).
+    max_step_cost : above this many multiply-adds per Newton step (a few seconds of dense
+        BLAS) the coordinate methods are preferred (:func:`applicable`).
+    max_feature_entries : the dense features (or kernel factor) kept: at most this many
+        numbers (800 MB).
+    low_rank_rtol : a kernel factor may drop a PSD residual of this trace, relative to the
+        kernel's (a few hundred roundings: the certificate is computed on the full kernel).
+    low_rank_search_cost : multiply-adds the pivoted-Cholesky search for a low-rank kernel
+        factor may spend (``n max_rank^2``), a small share of one Newton step.
+    block : examples per block when the Newton matrix is accumulated (bounds the memory of
+        the ``T_i``).
+    gemm_min_features, gemm_max_rows : pair rows with more features than this and at most
+        that many rows form the Newton matrix by products ``F^T diag(t) F`` (compute-bound)
+        instead of per-example triangles (memory-bound).
+    keep_products : the feature products ``F_ij F_ij'`` are kept between Newton steps up to
+        this many numbers (160 MB).
+    step_fraction : the fraction of the step to the boundary taken (Mehrotra, "On the
+        implementation of a primal-dual interior point method", SIAM J. Optim. 2, 1992;
+        0.99 as in Wright, *Primal-Dual Interior-Point Methods*, SIAM 1997, ch. 10).
+    init : the starting multipliers use this share of every budget (well inside the box).
+    shift : the starting slacks lie this far above every pair's requirement at ``w = 0``.
+    max_correctors : Gondzio's centrality correctors per Newton step (Gondzio, "Multiple
+        centrality corrections in a primal-dual method for linear programming", Comput.
+        Optim. Appl. 6, 1996): each one more solve with the step's factorization.
+    """
+
+    max_dimension: int = 6000
+    max_step_cost: float = 2e11
+    max_feature_entries: float = 1e8
+    low_rank_rtol: float = 1e-12
+    low_rank_search_cost: float = 4e9
+    block: int = 1024
+    gemm_min_features: int = 48
+    gemm_max_rows: int = 8
+    keep_products: float = 2e7
+    step_fraction: float = 0.99
+    init: float = 0.5
+    shift: float = 1.0
+    max_correctors: int = 2
+
+
+_DEFAULT = Options()
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,7 +163,7 @@ def _training_kernel(model: MarginModel) -> np.ndarray:
     return model.K
 
 
-def low_rank_factor(K: np.ndarray, max_rank: int, rtol: float = LOW_RANK_RTOL):
+def low_rank_factor(K: np.ndarray, max_rank: int, rtol: float = Options.low_rank_rtol):
     """``F`` ``(n, r)`` with ``K = F F^T + R``, ``R`` PSD of trace ``<= rtol * trace(K)``, by
     Cholesky with complete pivoting stopped at that residual; None when it needs more than
     ``max_rank`` columns.  A smooth kernel on low-dimensional inputs (an RBF kernel on
@@ -158,73 +189,67 @@ def low_rank_factor(K: np.ndarray, max_rank: int, rtol: float = LOW_RANK_RTOL):
     return None
 
 
-def _kernel_factor(model: MarginModel):
+def _kernel_factor(model: MarginModel, options: Options = _DEFAULT):
     """A low-rank factor of the training kernel when one with at most
-    ``MAX_DIMENSION / q`` columns exists and is cheap to look for, else None (looked for once
-    per model: :func:`applicable`, :func:`step_cost` and :func:`solve` all ask)."""
-    if model not in _FACTORS:
-        n = model.X.shape[0]
-        max_rank = min(MAX_DIMENSION // max(model.data.n_classes, 1), n)
-        _FACTORS[model] = (None if n * max_rank ** 2 > LOW_RANK_SEARCH_COST
-                           else low_rank_factor(_training_kernel(model), max_rank))
-    return _FACTORS[model]
+    ``max_dimension / q`` columns exists and is cheap to look for, else None (looked for once
+    per model and setting: :func:`applicable`, :func:`step_cost` and :func:`solve` all ask)."""
+    n = model.X.shape[0]
+    max_rank = min(options.max_dimension // max(model.data.n_classes, 1), n)
+    key = (max_rank, options.low_rank_search_cost, options.low_rank_rtol)
+    found = _FACTORS.setdefault(model, {})
+    if key not in found:
+        found[key] = (None if n * max_rank ** 2 > options.low_rank_search_cost
+                      else low_rank_factor(_training_kernel(model), max_rank,
+                                           options.low_rank_rtol))
+    return found[key]
 
 
-def _features(model: MarginModel):
+def _features(model: MarginModel, options: Options = _DEFAULT):
     """The features ``F`` ``(n, d_f)`` with ``F F^T`` the training kernel, and whether they are
     the model's own ``X`` (then the node weights can be read off ``w`` directly)."""
     X = model.X
     if _own_features(model):
         return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=float), True
-    F = _kernel_factor(model)
+    F = _kernel_factor(model, options)
     if F is None:
         F, _, _ = _psd_factor(_training_kernel(model), "training kernel")
     return np.ascontiguousarray(F), False
 
 
-def feature_dimension(model: MarginModel) -> int:
+def feature_dimension(model: MarginModel, options: Options = _DEFAULT) -> int:
     """``d_f``: the number of features the method works with (at most)."""
     X = model.X
     if _own_features(model):
         return X.shape[1]
-    F = _kernel_factor(model)
+    F = _kernel_factor(model, options)
     return X.shape[0] if F is None else F.shape[1]
-def step_cost(model: MarginModel, n_examples: int | None = None) -> float:
+def step_cost(model: MarginModel, n_examples: int | None = None,
+              options: Options = _DEFAULT) -> float:
     """Multiply-adds of one Newton step (the packed Hessian product and the factorization),
     for a model whose class kernel has full rank (an upper estimate otherwise);
     ``n_examples``: on that many of its examples only (:func:`solve`'s ``examples``)."""
     data = model.data
     n, q = data.n_samples if n_examples is None else int(n_examples), data.n_classes
-    d = feature_dimension(model)
+    d = feature_dimension(model, options)
     dim = q * d
     return float(n * (q * (q + 1) / 2) * (d * (d + 1) / 2) + dim ** 3 / 3 + 2 * dim ** 2 * q)
 
 
-def applicable(model) -> bool:
+def applicable(model, options: Options = _DEFAULT) -> bool:
     """Whether this method is affordable on ``model``: a margin model whose primal dimension
-    fits :data:`MAX_DIMENSION` and whose Newton step costs at most :data:`MAX_STEP_COST`."""
+    fits ``options.max_dimension`` and whose Newton step costs at most
+    ``options.max_step_cost``."""
     if not isinstance(model, MarginModel):
         return False
-    d_f = feature_dimension(model)
+    d_f = feature_dimension(model, options)
     dim = model.data.n_classes * d_f
-    return (dim <= MAX_DIMENSION and step_cost(model) <= MAX_STEP_COST
-            and model.X.shape[0] * d_f <= MAX_FEATURE_ENTRIES)
+    return (dim <= options.max_dimension and step_cost(model, options=options)
+            <= options.max_step_cost and model.X.shape[0] * d_f <= options.max_feature_entries)
 
 
 # --------------------------------------------------------------------------------------------
 # Compiled pieces: per-example blocks of the Newton matrix
 # --------------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _pack(T, vk, inv, out):
-    """The upper triangle of ``T - vk vk^T inv`` into ``out``, row by row (``np.triu_indices``)."""
-    m = 0
-    for a in range(T.shape[0]):
-        va = vk[a] * inv
-        for c in range(a, T.shape[0]):
-            out[m] = T[a, c] - va * vk[c]
-            m += 1
-
 
 def _packed_index(n: int) -> np.ndarray:
     """``(n, n)``: the position of entry ``(a, b)`` in a packed upper triangle (symmetric)."""
@@ -233,57 +258,6 @@ def _packed_index(n: int) -> np.ndarray:
     index[i, j] = np.arange(i.size)
     index[j, i] = np.arange(i.size)
     return index
-
-
-@njit(cache=True)
-def _example_blocks(lo, hi, ptr, py, pb, D, cD, delta, packed, T, v):
-    """``T_i = B_i^T diag(D) B_i - v_i v_i^T / delta_i`` and ``v_i = B_i^T (c D)`` for the
-    examples ``lo <= i < hi``: ``T_i``'s upper triangle (row by row, as ``np.triu_indices``)
-    goes to ``packed[i - lo]``, ``v_i`` to ``v[i - lo]``; ``T`` ``(q, q)`` is scratch."""
-    for i in range(lo, hi):
-        k = i - lo
-        T[:, :] = 0.0
-        v[k, :] = 0.0
-        for p in range(ptr[i], ptr[i + 1]):
-            y, b, dp = py[p], pb[p], D[p]
-            T[y, y] += dp
-            T[b, b] += dp
-            T[y, b] -= dp
-            T[b, y] -= dp
-            v[k, y] += cD[p]
-            v[k, b] -= cD[p]
-        _pack(T, v[k], 1.0 / delta[i], packed[k])
-
-
-@njit(cache=True)
-def _pair_sums(ptr, values, out):
-    """``out_i = sum_{p of i} values_p``."""
-    for i in range(ptr.shape[0] - 1):
-        s = 0.0
-        for p in range(ptr[i], ptr[i + 1]):
-            s += values[p]
-        out[i] = s
-
-
-@njit(cache=True)
-def _pair_max(ptr, values, out):
-    """``out_i = max(0, max_{p of i} values_p)`` (the slacks)."""
-    for i in range(ptr.shape[0] - 1):
-        m = 0.0
-        for p in range(ptr[i], ptr[i + 1]):
-            if values[p] > m:
-                m = values[p]
-        out[i] = m
-
-
-@njit(cache=True)
-def _scatter(ptr, py, pb, values, G):
-    """``G[i, y] += values_p, G[i, ybar] -= values_p`` (thesis (4.12))."""
-    G[:, :] = 0.0
-    for i in range(ptr.shape[0] - 1):
-        for p in range(ptr[i], ptr[i + 1]):
-            G[i, py[p]] += values[p]
-            G[i, pb[p]] -= values[p]
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,7 +281,7 @@ class _PairProblem:
         S = self.scores(w) if S is None else S
         viol = (self.b - self.pair_products(S)) / self.c
         xi = np.empty(self.n)
-        _pair_max(self.ptr, viol, xi)
+        _k.pair_max(self.ptr, viol, xi)
         return 0.5 * float(np.sum(w * w)) + float(self.C @ xi)
 
     def dual(self, alpha):
@@ -320,7 +294,7 @@ class _PairProblem:
         """``alpha`` clipped at 0 and scaled into every example's budget."""
         a = np.maximum(alpha, 0.0)
         used = np.empty(self.n)
-        _pair_sums(self.ptr, self.c * a, used)
+        _k.pair_sums(self.ptr, self.c * a, used)
         over = used > self.C
         if over.any():
             scale = np.ones(self.n)
@@ -333,7 +307,9 @@ class _Factored(_PairProblem):
     """The primal in the factored class space: pair data of the examples with a positive
     budget and at least one pair, the features ``F`` and the class factor ``Lam'``."""
 
-    def __init__(self, model: MarginModel, C: float, examples=None):
+    def __init__(self, model: MarginModel, C: float, examples=None,
+                 options: Options = _DEFAULT):
+        self.options = options
         data = model.data
         budget = C * data.Cw
         counts = np.diff(data.pair_ptr)
@@ -353,7 +329,7 @@ class _Factored(_PairProblem):
         self.b = np.ascontiguousarray(data.pair_offset[pair_keep], dtype=float)
         self.c = np.ascontiguousarray(data.pair_cost[pair_keep], dtype=float)
         self.C = np.ascontiguousarray(budget[keep], dtype=float)
-        F, self.own_features = _features(model)
+        F, self.own_features = _features(model, options)
         self.F = np.ascontiguousarray(F[self.examples])
         self.Lf, U, e = _psd_factor(data.Q, "class kernel")
         # node weights W = O w with O = Lam^T U diag(e^-1/2): same scores, same norm
@@ -377,7 +353,7 @@ class _Factored(_PairProblem):
     def scatter(self, values):
         """Per-example class vectors ``G`` ``(n, q)`` of pair values (thesis (4.12))."""
         G = np.empty((self.n, self.q))
-        _scatter(self.ptr, self.py, self.pb, values, G)
+        _k.scatter(self.ptr, self.py, self.pb, values, G)
         return G
 
     def class_adjoint(self, G):
@@ -387,7 +363,7 @@ class _Factored(_PairProblem):
     # the Newton matrix -----------------------------------------------------------------------
     def _feature_products(self, lo, hi, idd, jdd):
         """``F_ij F_ij'`` for ``j <= j'`` of the examples ``lo..hi`` (kept when they fit)."""
-        if self._products is None and self.n * idd.size <= _KEEP_PRODUCTS:
+        if self._products is None and self.n * idd.size <= self.options.keep_products:
             self._products = self.F[:, idd] * self.F[:, jdd]
         if self._products is not None:
             return self._products[lo:hi]
@@ -401,11 +377,12 @@ class _Factored(_PairProblem):
         Zp = np.zeros((iq.size, idd.size))
         V = np.empty((self.n, q))
         T = np.empty((q, q))
-        packed = np.empty((min(_BLOCK, self.n), iq.size))
-        for lo in range(0, self.n, _BLOCK):
-            hi = min(lo + _BLOCK, self.n)
+        block = self.options.block
+        packed = np.empty((min(block, self.n), iq.size))
+        for lo in range(0, self.n, block):
+            hi = min(lo + block, self.n)
             Tb = packed[:hi - lo]
-            _example_blocks(lo, hi, self.ptr, self.py, self.pb, D, cD, delta, Tb, T, V[lo:hi])
+            _k.example_blocks(lo, hi, self.ptr, self.py, self.pb, D, cD, delta, Tb, T, V[lo:hi])
             Zp += Tb.T @ self._feature_products(lo, hi, idd, jdd)
         # to the factored class space on the packed feature triangles, then unpack:
         # H[(a, j), (b, j')] = sum_{c, e} Lam'_ca Zp[(c, e), (j, j')] Lam'_eb
@@ -414,44 +391,6 @@ class _Factored(_PairProblem):
         H = Zr[:, :, _packed_index(d)].transpose(0, 2, 1, 3).reshape(r * d, r * d)
         H[np.diag_indices_from(H)] += 1.0
         return H, V
-
-
-@njit(cache=True)
-def _row_blocks(lo, hi, ptr, rptr, ridx, rval, D, cD, delta, packed, T, v):
-    """As :func:`_example_blocks` for explicit sparse pair rows ``R`` (CSR ``rptr``, ``ridx``,
-    ``rval``): ``T_i = R_i^T diag(D) R_i - v_i v_i^T / delta_i``, ``v_i = R_i^T (c D)``."""
-    for i in range(lo, hi):
-        k = i - lo
-        T[:, :] = 0.0
-        v[k, :] = 0.0
-        for p in range(ptr[i], ptr[i + 1]):
-            dp = D[p]
-            for a in range(rptr[p], rptr[p + 1]):
-                ia, va = ridx[a], rval[a]
-                v[k, ia] += cD[p] * va
-                for e in range(rptr[p], rptr[p + 1]):
-                    T[ia, ridx[e]] += dp * va * rval[e]
-        _pack(T, v[k], 1.0 / delta[i], packed[k])
-
-
-@njit(cache=True)
-def _row_products(pi, rptr, ridx, rval, S, out):
-    """``out_p = R_p . S_{i(p)}``."""
-    for p in range(pi.shape[0]):
-        acc = 0.0
-        for a in range(rptr[p], rptr[p + 1]):
-            acc += rval[a] * S[pi[p], ridx[a]]
-        out[p] = acc
-
-
-@njit(cache=True)
-def _row_scatter(ptr, rptr, ridx, rval, values, G):
-    """``G_i = sum_{p of i} values_p R_p``."""
-    G[:, :] = 0.0
-    for i in range(ptr.shape[0] - 1):
-        for p in range(ptr[i], ptr[i + 1]):
-            for a in range(rptr[p], rptr[p + 1]):
-                G[i, ridx[a]] += values[p] * rval[a]
 
 
 class PairRows(_PairProblem):
@@ -469,7 +408,8 @@ class PairRows(_PairProblem):
 
     reports_iterate = True
 
-    def __init__(self, F, R, ptr, b, c, C):
+    def __init__(self, F, R, ptr, b, c, C, options: Options = _DEFAULT):
+        self.options = options
         self.F = np.ascontiguousarray(F, dtype=float)
         self.R = sp.csr_matrix(R, dtype=float)
         self.R.sort_indices()
@@ -496,14 +436,14 @@ class PairRows(_PairProblem):
         """``a_p . w = R_p . S_i`` for every pair."""
         R = self.R
         out = np.empty(self.b.size)
-        _row_products(self.pi, R.indptr, R.indices, R.data, np.ascontiguousarray(S), out)
+        _k.row_products(self.pi, R.indptr, R.indices, R.data, np.ascontiguousarray(S), out)
         return out
 
     def scatter(self, values):
         """``G_i = sum_{p of i} values_p R_p`` ``(n, r)``."""
         R = self.R
         G = np.empty((self.n, self.r))
-        _row_scatter(self.ptr, R.indptr, R.indices, R.data, np.ascontiguousarray(values), G)
+        _k.row_scatter(self.ptr, R.indptr, R.indices, R.data, np.ascontiguousarray(values), G)
         return G
 
     def class_adjoint(self, G):
@@ -519,20 +459,21 @@ class PairRows(_PairProblem):
         V = np.empty((self.n, r))
         T = np.empty((r, r))
         R = self.R
-        if d > GEMM_MIN_FEATURES and r <= GEMM_MAX_ROWS:
+        opts = self.options
+        if d > opts.gemm_min_features and r <= opts.gemm_max_rows:
             Tall = np.empty((self.n, n_tri))
-            _row_blocks(0, self.n, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tall, T, V)
+            _k.row_blocks(0, self.n, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tall, T, V)
             index = _packed_index(r)
             H = kronecker_sum(self.F, r, lambda a, b: Tall[:, index[a, b]])
             H[np.diag_indices_from(H)] += 1.0
             return H, V
         idd, jdd = np.triu_indices(d)
         Zp = np.zeros((n_tri, idd.size))
-        packed = np.empty((min(_BLOCK, self.n), n_tri))
-        for lo in range(0, self.n, _BLOCK):
-            hi = min(lo + _BLOCK, self.n)
+        packed = np.empty((min(opts.block, self.n), n_tri))
+        for lo in range(0, self.n, opts.block):
+            hi = min(lo + opts.block, self.n)
             Tb = packed[:hi - lo]
-            _row_blocks(lo, hi, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tb, T,
+            _k.row_blocks(lo, hi, self.ptr, R.indptr, R.indices, R.data, D, cD, delta, Tb, T,
                         V[lo:hi])
             Zp += Tb.T @ (self.F[lo:hi, idd] * self.F[lo:hi, jdd])
         H = Zp[_packed_index(r)][:, :, _packed_index(d)].transpose(0, 2, 1, 3).reshape(r * d, r * d)
@@ -547,22 +488,25 @@ def row_step_cost(n: int, r: int, d: int) -> float:
 
 
 def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 100,
-                    verbose: bool = False) -> Solution:
+                    verbose: bool = False, options: Options | None = None) -> Solution:
     """The primal of :class:`PairRows` by the same Mehrotra predictor-corrector as :func:`solve`.
 
     Returns a :class:`~hiercvx.result.Solution`: ``weights`` ``w`` ``(r, d)`` (the iterate or the
     dual point's weights, whichever has the lower primal), ``objective`` that primal,
     ``lower_bound`` the dual at the projected multipliers ``dual`` ``(P,)``; no warning (the
-    caller, a cutting-plane loop, decides what an unconverged master means).
+    caller, a cutting-plane loop, decides what an unconverged master means); ``options``:
+    :class:`Options`.
     """
     t_start = time.perf_counter()
-    prob = PairRows(F, R, ptr, b, c, C)
-    if prob.dim > MAX_DIMENSION:
+    options = _DEFAULT if options is None else options
+    prob = PairRows(F, R, ptr, b, c, C, options)
+    if prob.dim > options.max_dimension:
         raise InputError(f"the interior-point method factorizes a dense ({prob.dim}, {prob.dim}) "
-                         f"matrix, above its limit {MAX_DIMENSION}")
+                         f"matrix, above its limit {options.max_dimension} "
+                         "(Options.max_dimension)")
     with blas_threads(1):
         w, alpha, n_iter, converged, history = _mehrotra(prob, float(tol), int(max_iter), verbose,
-                                                         t_start)
+                                                         t_start, options)
     lower, alpha, w_dual = prob.dual(alpha)
     objective = prob.primal(w_dual)
     obj_w = prob.primal(w)
@@ -580,7 +524,8 @@ def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 10
 # --------------------------------------------------------------------------------------------
 
 def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
-          verbose: bool = False, examples=None, warn: bool = True) -> Solution:
+          verbose: bool = False, examples=None, warn: bool = True,
+          options: Options | None = None) -> Solution:
     """The margin model (thesis (4.10) / (4.15), Crammer–Singer) by a primal-dual interior-point
     method with Mehrotra's predictor-corrector (module docstring).
 
@@ -598,7 +543,8 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
         certificate is the full model's (its primal at the answer's weights, its dual at the
         answer's ``alpha``), so ``converged`` means the full problem's gap reached ``tol``.  The
         support step of the coordinate solvers (:mod:`.margin_dual`) solves on the examples
-        with support or a violated pair.
+        with support or a violated pair (:mod:`.support_step`).
+    options : :class:`Options` (default: ``Options()``)
 
     Returns
     -------
@@ -611,81 +557,159 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
                          f"or hiercvx.models.multiclass.prepare(...), got {type(model).__name__}")
     C = check_positive(C)
     check_iteration_options(tol, max_iter, who="interior_point.solve")
-    dim = model.data.n_classes * feature_dimension(model)
-    if dim > MAX_DIMENSION:
+    options = _DEFAULT if options is None else options
+    dim = model.data.n_classes * feature_dimension(model, options)
+    if dim > options.max_dimension:
         raise InputError(f"the interior-point method factorizes a dense ({dim}, {dim}) matrix, "
-                         f"above its limit {MAX_DIMENSION}: use the working-set solver "
+                         f"above its limit {options.max_dimension} (Options.max_dimension): "
+                         "use the working-set solver "
                          "(hiercvx.solvers.working_set) for this many classes x features")
     t_start = time.perf_counter()
     if examples is not None:
         examples = np.asarray(examples, dtype=np.int64).ravel()
         if examples.size and (examples.min() < 0 or examples.max() >= model.data.n_samples):
             raise InputError(f"examples must index the model's {model.data.n_samples} examples")
-    prob = _Factored(model, C, examples)
-    # one BLAS thread: on a loaded 2-core machine threaded OpenBLAS spins against the other
-    # processes (a 400 x 400 Cholesky: 0.68 s with two threads, 0.011 s with one)
+    prob = _Factored(model, C, examples, options)
+    # one BLAS thread: the matrices are small, and threaded BLAS spins against other processes
     with blas_threads(1):
         w, alpha, n_iter, converged, history = _mehrotra(prob, float(tol), int(max_iter),
-                                                         verbose, t_start)
+                                                         verbose, t_start, options)
     return _result(model, prob, w, alpha, C, float(tol), n_iter, converged, history, t_start,
                    warn)
 
 
-@njit(cache=True)
-def _step_to_boundary(alpha, dalpha, s, ds, xi, dxi, mu, dmu) -> float:
-    """Largest ``t <= 1`` keeping ``alpha, s, xi, mu`` (all positive) non-negative."""
-    t = 1.0
-    for k in range(alpha.shape[0]):
-        if dalpha[k] < 0.0 and t * dalpha[k] < -alpha[k]:
-            t = -alpha[k] / dalpha[k]
-        if ds[k] < 0.0 and t * ds[k] < -s[k]:
-            t = -s[k] / ds[k]
-    for k in range(xi.shape[0]):
-        if dxi[k] < 0.0 and t * dxi[k] < -xi[k]:
-            t = -xi[k] / dxi[k]
-        if dmu[k] < 0.0 and t * dmu[k] < -mu[k]:
-            t = -mu[k] / dmu[k]
-    return t
+class _Iterate(NamedTuple):
+    """A point of the interior-point iteration: weights ``w``, slacks ``xi`` (one per
+    example), pair multipliers ``alpha``, pair slacks ``s`` and multipliers ``mu`` of
+    ``xi >= 0``."""
+
+    w: np.ndarray
+    xi: np.ndarray
+    alpha: np.ndarray
+    s: np.ndarray
+    mu: np.ndarray
+
+    def moved(self, t, step):
+        """The iterate ``t`` along ``step = (dw, dxi, dalpha, ds, dmu)``."""
+        return _Iterate(*(v + t * d for v, d in zip(self, step)))
 
 
-def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start):
-    n, P = prob.n, prob.b.size
-    b, c, Cb, ptr = prob.b, prob.c, prob.C, prob.ptr
-    log = logger.info if verbose else logger.debug
-    history = {k: [] for k in ("n_iter", "objective", "lower_bound", "gap", "time")}
-    w = np.zeros((prob.r, prob.d))
-    if n == 0:  # nothing constrains w: the optimum is 0
-        return w, np.zeros(0), 0, True, history
-    # start: w = 0, xi above every pair's requirement, a fraction of every budget used
+def _start(prob: _PairProblem, options: Options) -> _Iterate:
+    """``w = 0``, ``xi`` above every pair's requirement, a share of every budget used."""
+    n, b, c, ptr = prob.n, prob.b, prob.c, prob.ptr
     need = np.empty(n)
-    _pair_max(ptr, b / c, need)
-    xi = need + _SHIFT
+    _k.pair_max(ptr, b / c, need)
+    xi = need + options.shift
     s = c * xi[prob.pi] - b
     csum = np.empty(n)
-    _pair_sums(ptr, c, csum)
+    _k.pair_sums(ptr, c, csum)
     # examples without pairs (a cutting plane's master before their first cut) take no share
-    alpha = _INIT * np.divide(Cb, csum, out=np.zeros(n), where=csum > 0)[prob.pi]
+    alpha = options.init * np.divide(prob.C, csum, out=np.zeros(n), where=csum > 0)[prob.pi]
     used = np.empty(n)
-    _pair_sums(ptr, c * alpha, used)
-    mu = Cb - used
-    tmp = np.empty(n)
+    _k.pair_sums(ptr, c * alpha, used)
+    return _Iterate(np.zeros((prob.r, prob.d)), xi, alpha, s, prob.C - used)
+
+
+class _NewtonSystem:
+    """The Newton system at an iterate, its matrix factorized once (module docstring):
+    :meth:`direction` solves it for any complementarity right-hand sides."""
+
+    def __init__(self, prob: _PairProblem, it: _Iterate, residuals):
+        self.prob, self.it = prob, it
+        self.r_p, self.r_xi, self.r_w = residuals
+        c = prob.c
+        self.D = it.alpha / it.s
+        self.E = it.mu / it.xi
+        self.cD = c * self.D
+        self.tmp = np.empty(prob.n)
+        _k.pair_sums(prob.ptr, c * self.cD, self.tmp)
+        self.delta = self.tmp + self.E
+        H, self.V = prob.newton_matrix(self.D, self.cD, self.delta)
+        self.chol = sla.cho_factor(H, lower=False, check_finite=False)
+
+    def direction(self, r_s, r_mu):
+        """Newton direction for the complementarity residuals ``r_s``, ``r_mu`` (and the
+        linear residuals of the iterate)."""
+        prob, it, c = self.prob, self.it, self.prob.c
+        D, E, V, delta, tmp = self.D, self.E, self.V, self.delta, self.tmp
+        e = -D * self.r_p - r_s / it.s
+        _k.pair_sums(prob.ptr, c * e, tmp)
+        h = -self.r_xi - r_mu / it.xi + tmp
+        G = prob.scatter(e)
+        G -= V * (h / delta)[:, None]
+        rhs = prob.class_adjoint(G) - self.r_w
+        dw = sla.cho_solve(self.chol, rhs.ravel(), check_finite=False).reshape(it.w.shape)
+        Sd = prob.scores(dw)
+        dxi = (h - np.einsum("ic,ic->i", V, Sd)) / delta
+        dalpha = -D * (prob.pair_products(Sd) + c * dxi[prob.pi]) + e
+        ds = (-r_s - it.s * dalpha) / it.alpha
+        dmu = -E * dxi - r_mu / it.xi
+        return dw, dxi, dalpha, ds, dmu
+
+    def step_length(self, step) -> float:
+        """The longest step ``t <= 1`` along ``step`` that keeps the iterate positive."""
+        it = self.it
+        _, dxi, dalpha, ds, dmu = step
+        return _k.step_to_boundary(it.alpha, dalpha, it.s, ds, it.xi, dxi, it.mu, dmu)
+
+    def predictor_corrector(self, comp, mu_avg, max_correctors):
+        """Mehrotra's predictor (affine scaling) and corrector with centring ``sigma =
+        (comp_aff / comp)^3``, then Gondzio's centrality correctors
+        (:func:`~.primitives.centrality_correctors`).  Returns the step and its length."""
+        it = self.it
+        dw, dxi, dalpha, ds, dmu = self.direction(it.alpha * it.s, it.mu * it.xi)
+        t = self.step_length((dw, dxi, dalpha, ds, dmu))
+        comp_aff = float((it.alpha + t * dalpha) @ (it.s + t * ds)
+                         + (it.mu + t * dmu) @ (it.xi + t * dxi))
+        target = (comp_aff / comp) ** 3 * mu_avg
+        rhs = (target - it.alpha * it.s - dalpha * ds, target - it.mu * it.xi - dmu * dxi)
+
+        def newton(rc_s, rc_mu):  # the products' asked change -> the direction
+            return self.direction(-rc_s, -rc_mu)
+
+        step = newton(*rhs)
+        return centrality_correctors(newton, self.step_length, step, self.step_length(step),
+                                     rhs, ((it.alpha, it.s, 2, 3), (it.mu, it.xi, 4, 1)), target,
+                                     max_correctors=max_correctors)
+
+
+def _residuals(prob: _PairProblem, it: _Iterate, S):
+    """The linear residuals of the iterate: pair rows, stationarity in ``xi`` and in ``w``."""
+    used = np.empty(prob.n)
+    _k.pair_sums(prob.ptr, prob.c * it.alpha, used)
+    r_w = it.w - prob.adjoint(it.alpha)
+    r_xi = prob.C - used - it.mu
+    r_p = prob.pair_products(S) + prob.c * it.xi[prob.pi] - prob.b - it.s
+    return r_p, r_xi, r_w
+
+
+def _certify(prob: _PairProblem, it: _Iterate, S):
+    """``(primal, dual, a_hat)``: the dual at the projected multipliers, the primal at their
+    weights (thesis (4.12)) or at the iterate itself when it is the answer's weights."""
+    dual, a_hat, w_hat = prob.dual(it.alpha)
+    primal = prob.primal(w_hat)
+    if prob.reports_iterate:
+        primal = min(primal, prob.primal(it.w, S))
+    return primal, dual, a_hat
+
+
+def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start, options: Options = _DEFAULT):
+    """The primal-dual iteration to a certified relative gap ``tol``.  Returns ``(w, alpha,
+    n_iter, converged, history)``: the last iterate, or the best certified one when it did
+    not converge."""
+    log = logger.info if verbose else logger.debug
+    history = {k: [] for k in ("n_iter", "objective", "lower_bound", "gap", "time")}
+    if prob.n == 0:  # nothing constrains w: the optimum is 0
+        return np.zeros((prob.r, prob.d)), np.zeros(0), 0, True, history
+    it = _start(prob, options)
     best = (np.inf, None, None)
     n_iter, converged = 0, False
     for n_iter in range(1, max_iter + 1):
-        S = prob.scores(w)
-        Aw = prob.pair_products(S)
-        r_w = w - prob.adjoint(alpha)                 # stationarity in w
-        _pair_sums(ptr, c * alpha, used)
-        r_xi = Cb - used - mu                         # stationarity in xi
-        r_p = Aw + c * xi[prob.pi] - b - s            # pair rows
-        comp = float(alpha @ s + mu @ xi)
-        mu_avg = comp / (P + n)
-
-        # certificate at the current iterate
-        dual, a_hat, w_hat = prob.dual(alpha)  # w_hat: the dual point's weights, thesis (4.12)
-        primal = prob.primal(w_hat)
-        if prob.reports_iterate:  # the iterate itself can be reported too
-            primal = min(primal, prob.primal(w, S))
+        S = prob.scores(it.w)
+        residuals = _residuals(prob, it, S)
+        comp = float(it.alpha @ it.s + it.mu @ it.xi)
+        mu_avg = comp / (prob.b.size + prob.n)
+        primal, dual, a_hat = _certify(prob, it, S)
         gap = relative_gap(primal, dual)
         for key, val in (("n_iter", n_iter - 1), ("objective", primal), ("lower_bound", dual),
                          ("gap", gap), ("time", time.perf_counter() - t_start)):
@@ -693,75 +717,27 @@ def _mehrotra(prob: _PairProblem, tol, max_iter, verbose, t_start):
         log("step %d: primal %.12g dual %.12g gap %.3e mu %.3e", n_iter - 1, primal, dual, gap,
             mu_avg)
         if gap < best[0]:
-            best = (gap, w.copy(), a_hat)
+            best = (gap, it.w.copy(), a_hat)
         if reached(gap, tol):
             converged = True
             n_iter -= 1
             break
-
-        D = alpha / s
-        E = mu / xi
-        cD = c * D
-        _pair_sums(ptr, c * cD, tmp)
-        delta = tmp + E
-        H, V = prob.newton_matrix(D, cD, delta)
         try:
-            chol = sla.cho_factor(H, lower=False, check_finite=False)
+            system = _NewtonSystem(prob, it, residuals)
         except (np.linalg.LinAlgError, ValueError):
             log("step %d: the Newton matrix is not positive definite; stopping", n_iter)
             break
-
-        def direction(r_s, r_mu):
-            """Newton direction for the complementarity residuals ``r_s``, ``r_mu`` (and the
-            linear residuals of the iterate)."""
-            rp, rxi, rw = r_p, r_xi, r_w
-            e = -D * rp - r_s / s
-            _pair_sums(ptr, c * e, tmp)
-            h = -rxi - r_mu / xi + tmp
-            G = prob.scatter(e)
-            G -= V * (h / delta)[:, None]
-            rhs = prob.class_adjoint(G) - rw
-            dw = sla.cho_solve(chol, rhs.ravel(), check_finite=False).reshape(w.shape)
-            Sd = prob.scores(dw)
-            dxi = (h - np.einsum("ic,ic->i", V, Sd)) / delta
-            dalpha = -D * (prob.pair_products(Sd) + c * dxi[prob.pi]) + e
-            ds = (-r_s - s * dalpha) / alpha
-            dmu = -E * dxi - r_mu / xi
-            return dw, dxi, dalpha, ds, dmu
-
-        def step_length(dxi, dalpha, ds, dmu):
-            return _step_to_boundary(alpha, dalpha, s, ds, xi, dxi, mu, dmu)
-
-        # predictor (affine scaling), then the corrector with Mehrotra's centring
-        dw, dxi, dalpha, ds, dmu = direction(alpha * s, mu * xi)
-        t = step_length(dxi, dalpha, ds, dmu)
-        comp_aff = float((alpha + t * dalpha) @ (s + t * ds) + (mu + t * dmu) @ (xi + t * dxi))
-        sigma = (comp_aff / comp) ** 3
-        target = sigma * mu_avg
-        rhs = (target - alpha * s - dalpha * ds, target - mu * xi - dmu * dxi)
-
-        def newton(rc_s, rc_mu):  # the products' asked change -> the direction
-            return direction(-rc_s, -rc_mu)
-
-        step = newton(*rhs)
-        t = step_length(*step[1:])
-        (dw, dxi, dalpha, ds, dmu), t = centrality_correctors(
-            newton, lambda d: step_length(*d[1:]), step, t, rhs,
-            ((alpha, s, 2, 3), (mu, xi, 4, 1)), target)
-        t *= _STEP_FRACTION
+        step, t = system.predictor_corrector(comp, mu_avg, options.max_correctors)
+        t *= options.step_fraction
         if t < 1e-12:  # blocked at the boundary: round-off has taken over
             log("step %d: step length %.1e; stopping", n_iter, t)
             break
-        w = w + t * dw
-        xi = xi + t * dxi
-        alpha = alpha + t * dalpha
-        s = s + t * ds
-        mu = mu + t * dmu
+        it = it.moved(t, step)
     else:
         n_iter = max_iter
     if not converged and best[1] is not None:  # report the best certified iterate
         return best[1], best[2], n_iter, False, history
-    return w, prob.project(alpha), n_iter, converged, history
+    return it.w, prob.project(it.alpha), n_iter, converged, history
 
 
 def _result(model, prob, w, alpha_f, C, tol, n_iter, converged, history, t_start,

@@ -24,26 +24,24 @@ what a two-class problem costs.
 A warm start (``alpha0``) is a dual point: only the coordinate methods use it, so it selects
 them.  :func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
 
-When the interior-point method is chosen but its predicted work (:data:`NEWTON_STEPS` steps of
+When the interior-point method is chosen but its predicted work (``newton_steps`` steps of
 :func:`.interior_point.step_cost`) is large, the coordinate method goes first
-(:func:`coordinates_first`), as in ski rental: for as long as the interior point is predicted
-to take (its dense products run :data:`PASS_WORK_SPEEDUP` times more multiply-adds per
-second than the passes count), unless after :data:`PROBE_PASSES` passes its support already
-holds more than :data:`DEGENERATE_SUPPORT` pairs per primal dimension -- the noisy regime
-where coordinate ascent crawls and no exact face step applies.  Well-separated problems
-converge within the budget; a noisy one is recognised after the probe.
-Measured on ImageCLEF07A's hierarchical SVM (63 classes x 81 features: 5103 primal
-dimensions): with its labels, Algorithm 2 certifies in 6000 passes (73 s) where 25 Newton steps
-would take 130 s; on 3000 of its samples with the labels permuted
-(``benchmarks/bench_engine.py --imageclef-noisy``), Algorithm 2 stopped at 10000 passes (673
-s, gap 7.1e-5) where the probe and 28 Newton steps certify in 126 s; the probe's support there
-is about 23 600 pairs (4.6 per dimension), on the real labels 8000 after 200 passes (1.6).
+(:func:`coordinates_first`), as in ski rental (Karlin, Manasse, Rudolph & Sleator,
+"Competitive snoopy caching", Algorithmica 3, 1988): for as long as the interior point is
+predicted to take (its dense products run ``pass_work_speedup`` times more multiply-adds per
+second than the passes count), unless after ``probe_passes`` passes its support already holds
+more than ``degenerate_support`` pairs per primal dimension -- the noisy regime where
+coordinate ascent crawls and no exact face step applies.  Well-separated problems converge
+within the budget; a noisy one is recognised after the probe.  Settings in :class:`Options`,
+the solvers' own among them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -55,121 +53,152 @@ from ..models.symmetry import CollapsedModel, collapse_interchangeable
 from ..result import Solution, reached, relative_gap
 from . import crammer_singer, interior_point, smoothing, working_set
 
-__all__ = ["SOLVERS", "choose", "coordinates_first", "solve"]
+__all__ = ["Options", "SOLVERS", "choose", "coordinates_first", "solve"]
 
 SOLVERS = ("auto", "interior_point", "crammer_singer", "working_set", "smoothing")
-#: pairs per example (on average) from which ``auto`` runs :mod:`.smoothing` rather than the
-#: working set on a linear hierarchical model (GO label sets: 12000; ImageCLEF07A: 62)
-SMOOTH_FROM_PAIRS = 2000
-#: ... and from which it does when the problem also has :data:`SMOOTH_FROM_TOTAL_PAIRS` pairs
-#: in all: label sets over a few hundred classes on thousands of noisy examples.  Measured on
-#: cellcycle_FUN multi-label (1400 pairs per example): at n = 200 (0.25 M pairs) the working set
-#: converges in 25 s where smoothing needs 5x that; at n = 2476 (3.5 M pairs) the working set
-#: is at gap 0.42 after 100 passes (196 s), smoothing at 3e-3 in 189 s.
-SMOOTH_LABEL_SETS_FROM_PAIRS = 500
-SMOOTH_FROM_TOTAL_PAIRS = 1_000_000
-#: Newton steps the interior-point method typically takes (for the work prediction)
-NEWTON_STEPS = 25
-#: predicted interior-point work (multiply-adds) above which the coordinate method goes first
-TRY_COORDINATES_ABOVE = 2e9
-#: passes of the coordinate method before its support is looked at (:func:`coordinates_first`)
-PROBE_PASSES = 100
-#: support pairs per primal dimension above which the probe hands over to the interior point
-DEGENERATE_SUPPORT = 3.0
-#: the interior point's dense products run about this many times more multiply-adds per second
-#: than the passes count in theirs (``extras["pass_work"]``; ImageCLEF07A: 22 against 0.3-0.5
-#: GFlop/s, with and without label noise; the passes' reduced QPs and bookkeeping go uncounted)
-PASS_WORK_SPEEDUP = 30.0
 
 
-def choose(model: MarginModel, *, warm: bool = False) -> str:
+@dataclass(frozen=True)
+class Options:
+    """The engine's choice and the solvers' settings.  Each default with its reason:
+
+    smooth_from_pairs : pairs per example (on average) from which ``auto`` runs
+        :mod:`.smoothing` rather than the working set on a linear hierarchical model: a
+        coordinate pass then visits thousands of pairs per example and ``w(alpha)`` is a poor
+        primal point (label sets over a large DAG) ...
+    smooth_label_sets_from_pairs, smooth_from_total_pairs : ... and from this many per example
+        when there are also that many pairs in all (label sets over a few hundred classes on
+        thousands of noisy examples).
+    newton_steps : Newton steps the interior point typically takes, for its predicted work
+        (Mehrotra's method: 15-30 on problems of every size).
+    try_coordinates_above : predicted interior-point work (multiply-adds) above which the
+        coordinate method goes first (below it the interior point takes a second or less).
+    probe_passes : passes of the coordinate method before its support is looked at.
+    degenerate_support : support pairs per primal dimension above which the probe hands over
+        to the interior point (a degenerate dual: coordinate ascent crawls).
+    pass_work_speedup : the interior point's dense products run about this many more
+        multiply-adds per second than the passes count in theirs (BLAS level 3 against
+        scattered updates; the passes' bookkeeping goes uncounted).
+    interior_point, crammer_singer, working_set, smoothing : the solvers' own settings.
+    """
+
+    smooth_from_pairs: int = 2000
+    smooth_label_sets_from_pairs: int = 500
+    smooth_from_total_pairs: int = 1_000_000
+    newton_steps: int = 25
+    try_coordinates_above: float = 2e9
+    probe_passes: int = 100
+    degenerate_support: float = 3.0
+    pass_work_speedup: float = 30.0
+    interior_point: interior_point.Options = field(default_factory=interior_point.Options)
+    crammer_singer: crammer_singer.Options = field(default_factory=crammer_singer.Options)
+    working_set: working_set.Options = field(default_factory=working_set.Options)
+    smoothing: smoothing.Options = field(default_factory=smoothing.Options)
+
+
+def choose(model: MarginModel, *, warm: bool = False, options: Options | None = None) -> str:
     """The solver :func:`solve` runs on ``model`` with ``solver="auto"``."""
-    if not warm and interior_point.applicable(model):
+    options = Options() if options is None else options
+    if not warm and interior_point.applicable(model, options.interior_point):
         return "interior_point"
     if isinstance(model, MulticlassModel) and model.node_weights:
         return "crammer_singer"
     data = model.data
     per_example = data.n_pairs / max(data.n_samples, 1)
     if not warm and model.node_weights and (
-            per_example >= SMOOTH_FROM_PAIRS
-            or (per_example >= SMOOTH_LABEL_SETS_FROM_PAIRS and data.n_pairs >= SMOOTH_FROM_TOTAL_PAIRS)):
+            per_example >= options.smooth_from_pairs
+            or (per_example >= options.smooth_label_sets_from_pairs
+                and data.n_pairs >= options.smooth_from_total_pairs)):
         return "smoothing"
     return "working_set"
 
 
 def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: float = 1e-6,
           max_iter: int | None = None, verbose: bool = False, alpha0=None,
-          random_state=0) -> Solution:
+          random_state=0, options: Options | None = None) -> Solution:
     """Solve the margin model (thesis (4.10) / (4.15), Crammer–Singer) to a certified gap.
 
     ``solver``: one of :data:`SOLVERS` (``"auto"``: :func:`choose`); ``max_iter``: passes for
     the coordinate methods, Newton steps for the interior-point method (each solver's own
     default when None; the interior-point method takes at most its own default, since it
-    never needs thousands of steps); ``alpha0``: a warm start for the coordinate methods.
+    never needs thousands of steps); ``alpha0``: a warm start for the coordinate methods;
+    ``options``: :class:`Options`, the engine's and the solvers' settings.
     """
     if not isinstance(model, MarginModel):
         raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...) "
                          f"or hiercvx.models.multiclass.prepare(...), got {type(model).__name__}")
     if solver not in SOLVERS:
         raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    options = Options() if options is None else options
     if alpha0 is None and not isinstance(model, MulticlassModel):
         collapsed = collapse_interchangeable(model)
         if collapsed is not None:
             return _solve_collapsed(collapsed, C, solver=solver, tol=tol, max_iter=max_iter,
-                                    verbose=verbose, random_state=random_state)
-    name = choose(model, warm=alpha0 is not None) if solver == "auto" else solver
-    options = dict(tol=tol, verbose=verbose, alpha0=alpha0, random_state=random_state)
+                                    verbose=verbose, random_state=random_state,
+                                    options=options)
+    name = choose(model, warm=alpha0 is not None, options=options) if solver == "auto" \
+        else solver
+    kwargs = dict(tol=tol, verbose=verbose, alpha0=alpha0, random_state=random_state)
     if max_iter is not None:
-        options["max_iter"] = max_iter
-    coordinates = (crammer_singer.solve
-                   if isinstance(model, MulticlassModel) and model.node_weights
-                   else working_set.solve)
+        kwargs["max_iter"] = max_iter
+    flat = isinstance(model, MulticlassModel) and model.node_weights
+    coordinates = _coordinates("crammer_singer" if flat else "working_set", options)
     if name == "smoothing":
-        if options.pop("alpha0") is not None:
+        if kwargs.pop("alpha0") is not None:
             raise InputError("the smoothing solver starts from W = 0 and takes no dual warm "
                              "start; pass alpha0 with solver='auto' or 'working_set'")
-        return smoothing.solve(model, C, **options)
+        return smoothing.solve(model, C, options=options.smoothing, **kwargs)
     if name == "interior_point":
-        ipm_work = NEWTON_STEPS * interior_point.step_cost(model)
-        if solver == "auto" and ipm_work > TRY_COORDINATES_ABOVE:
-            first = coordinates_first(coordinates, model, C, options, ipm_work)
+        ipm_work = options.newton_steps * interior_point.step_cost(
+            model, options=options.interior_point)
+        if solver == "auto" and ipm_work > options.try_coordinates_above:
+            first = coordinates_first(coordinates, model, C, kwargs, ipm_work, options)
             if first is not None:
                 return first
         steps = 100 if max_iter is None else min(int(max_iter), 100)
-        return interior_point.solve(model, C, tol=tol, max_iter=steps, verbose=verbose)
-    return {"crammer_singer": crammer_singer.solve, "working_set": working_set.solve}[name](
-        model, C, **options)
+        return interior_point.solve(model, C, tol=tol, max_iter=steps, verbose=verbose,
+                                    options=options.interior_point)
+    return _coordinates(name, options)(model, C, **kwargs)
 
 
-def coordinates_first(coordinates, model: MarginModel, C: float, options: dict,
-                      ipm_work: float) -> Solution | None:
+def _coordinates(name: str, options: Options):
+    """The coordinate solver ``name`` with its settings from ``options``."""
+    if name == "crammer_singer":
+        return functools.partial(crammer_singer.solve, options=options.crammer_singer)
+    return functools.partial(working_set.solve, options=options.working_set)
+
+
+def coordinates_first(coordinates, model: MarginModel, C: float, kwargs: dict,
+                      ipm_work: float, options: Options | None = None) -> Solution | None:
     """The coordinate method's converged solution within the interior point's predicted time
     (module docstring), or None: the caller runs the interior point.
 
     The method runs with a ``stop_when`` rule: at its first certificate after
-    :data:`PROBE_PASSES` passes it stops if its support holds more than
-    :data:`DEGENERATE_SUPPORT` pairs per primal dimension, and at any certificate once its
-    passes counted ``ipm_work / PASS_WORK_SPEEDUP`` multiply-adds.  ``options`` are
-    :func:`solve`'s (``max_iter``, if given, caps the passes)."""
-    dim = model.data.n_classes * interior_point.feature_dimension(model)
-    budget = ipm_work / PASS_WORK_SPEEDUP
+    ``probe_passes`` passes it stops if its support holds more than ``degenerate_support``
+    pairs per primal dimension, and at any certificate once its passes counted
+    ``ipm_work / pass_work_speedup`` multiply-adds.  ``kwargs`` are :func:`solve`'s
+    (``max_iter``, if given, caps the passes)."""
+    options = Options() if options is None else options
+    dim = model.data.n_classes * interior_point.feature_dimension(model,
+                                                                  options.interior_point)
+    budget = ipm_work / options.pass_work_speedup
     probed = []
 
     def stop_when(n_iter, work, alpha):
-        if n_iter >= PROBE_PASSES and not probed:
+        if n_iter >= options.probe_passes and not probed:
             probed.append(n_iter)
-            if np.count_nonzero(alpha > 0) > DEGENERATE_SUPPORT * dim:
+            if np.count_nonzero(alpha > 0) > options.degenerate_support * dim:
                 return True
         return work >= budget
 
     with warnings.catch_warnings():  # stopped short: no news, the interior point follows
         warnings.simplefilter("ignore")
-        first = coordinates(model, C, **options, stop_when=stop_when)
+        first = coordinates(model, C, **kwargs, stop_when=stop_when)
     return first if first.converged else None
 
 
 def _solve_collapsed(collapsed: CollapsedModel, C: float, *, solver: str, tol: float,
-                     max_iter, verbose: bool, random_state) -> Solution:
+                     max_iter, verbose: bool, random_state, options: Options) -> Solution:
     """Solve the collapsed model, spread its ``alpha`` over each group and certify on the
     full model (its own objective at ``W(alpha)`` (4.12) and its dual bound).  With node
     weights the collapsed model's own primal point lives in the same space (only classes
@@ -178,7 +207,7 @@ def _solve_collapsed(collapsed: CollapsedModel, C: float, *, solver: str, tol: f
     its unfinished dual.  If the lifted gap misses ``tol`` (the groups were equal only to
     rounding), the full model is solved warm-started from the lifted point."""
     small = solve(collapsed.model, C, solver=solver, tol=tol, max_iter=max_iter,
-                  verbose=verbose, random_state=random_state)
+                  verbose=verbose, random_state=random_state, options=options)
     model, data = collapsed.full, collapsed.full.data
     alpha = _margin.project_dual(collapsed.lift_dual(small.dual), data, C)
     weights = model.weights_from_dual(alpha)
@@ -194,7 +223,8 @@ def _solve_collapsed(collapsed: CollapsedModel, C: float, *, solver: str, tol: f
     converged = reached(relative_gap(objective, lower), tol)
     if small.converged and not converged:
         return solve(model, C, solver=solver if solver != "interior_point" else "auto", tol=tol,
-                     max_iter=max_iter, verbose=verbose, alpha0=alpha, random_state=random_state)
+                     max_iter=max_iter, verbose=verbose, alpha0=alpha, random_state=random_state,
+                     options=options)
     extras = {**small.extras, "collapsed_classes": collapsed.n_removed}
     extras.pop("coefficients", None)
     if from_alpha:  # G of the reported weights; the solver's own W has none

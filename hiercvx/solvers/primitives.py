@@ -26,7 +26,7 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["MODE_DENSE", "MODE_CSR", "MODE_GRAM", "RowData", "row_data", "row_dot", "row_axpy",
            "row_sq_norms", "budget_qp", "isotropic_budget_step", "CertificateSchedule",
-           "blas_threads", "kronecker_sum", "centrality_correctors", "MAX_CORRECTORS"]
+           "blas_threads", "kronecker_sum", "centrality_correctors"]
 
 MODE_DENSE, MODE_CSR, MODE_GRAM = 0, 1, 2
 
@@ -38,7 +38,7 @@ def blas_threads(limit: int | None = 1):
 
     The solvers' products are small: threaded BLAS mostly waits on itself there.  The
     controller is built once (``threadpoolctl.threadpool_limits`` inspects the loaded libraries
-    on every call, about 1 ms, which was a tenth of a small interior-point solve)."""
+    on every call, a cost comparable to a small interior-point solve)."""
     if not _CONTROLLER:
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0].limit(limits=limit, user_api="blas")
@@ -64,15 +64,9 @@ def kronecker_sum(F: np.ndarray, r: int, entry) -> np.ndarray:
     return out.reshape(r * d, r * d)
 
 
-#: Gondzio's multiple centrality correctors (:func:`centrality_correctors`): at most this many
-#: per Newton step, each one more solve with the step's factorization
-MAX_CORRECTORS = 2
-#: complementarity products at the trial point are moved into [lo, hi] times the target
-CORRECTOR_BOX = (0.1, 10.0)
-
-
 def centrality_correctors(newton, longest, step, a, rhs, products, target, *,
-                          below: float = 1.0):
+                          below: float = 1.0, max_correctors: int = 2,
+                          box: tuple = (0.1, 10.0)):
     """Gondzio's (1996) multiple centrality correctors after Mehrotra's step, for the
     interior points (:mod:`.interior_point`, the primal one of :mod:`.sibling_qp`).
 
@@ -83,13 +77,14 @@ def centrality_correctors(newton, longest, step, a, rhs, products, target, *,
     ``(v, w, iv, iw)``: the current slacks and multipliers and the positions of their
     directions in ``step``; ``target`` the centring target ``sigma mu``.  A corrector aims at
     the step ``1.5 a + 0.1``: the products ``(v + a~ dv)(w + a~ dw)`` there outside
-    ``CORRECTOR_BOX * target`` are pulled into the box (by at most ``10 target`` down), which
-    adds the pull to ``rhs``; kept when the step grows by 1%.  Correctors run only after steps
-    shorter than ``below``.  The residual equations are untouched (the system is linear in
+    ``box * target`` are pulled into the box (by at most ``box[1] target`` down), which adds
+    the pull to ``rhs``; kept when the step grows by 1%.  Correctors run only after steps
+    shorter than ``below``, at most ``max_correctors`` per step (each one more solve with the
+    step's factorization; Gondzio's default box is ``(0.1, 10)``).  The residual equations are untouched (the system is linear in
     ``rhs``): the point's certificate is not affected, fewer factorizations are needed.
     Returns the direction and its step."""
-    lo, hi = CORRECTOR_BOX[0] * target, CORRECTOR_BOX[1] * target
-    for _ in range(MAX_CORRECTORS):
+    lo, hi = box[0] * target, box[1] * target
+    for _ in range(max_correctors):
         if a >= below:
             break
         aim = min(1.0, 1.5 * a + 0.1)

@@ -30,26 +30,28 @@ The solver
    towards each by the step that maximizes the dual (4.14) on the segment (closed form; a
    Frank-Wolfe step over the multipliers L-BFGS visits).  A single iterate's multipliers are a
    poor dual point until L-BFGS has converged (``w(alpha)`` far from ``W``); their running
-   combination is not: on GO (200 examples) it certified 6.5% after 1500 iterations, where
-   the last iterate's (at the best ``t`` in [0, 1]) gave 60%;
+   combination is not;
 3. when the primal stalls (a stage lowered it by less than a fraction of the gap), hands the
    best multipliers to the working-set solver (:mod:`.working_set`, thesis Algorithm 2) as a
    warm start: the dual side then only has to finish.  The certificate is the best primal and
    the best dual of both phases.
 
-On GO with 200 examples (2191 classes, 2.1 M pairs) L-BFGS reaches a primal within 7% of the
-optimum (certified by the running dual point) in 1500 iterations, where coordinate ascent's
-``w(alpha)`` was still 6x above it after 80 passes (gap 0.86).
-
 Entry point: ``solve(model, C)`` for a :class:`~hiercvx.models.margin.MarginModel` with node
-weights (the linear kernel with class attributes).
+weights (the linear kernel with class attributes); settings in :class:`Options`.
+
+References: Yu. Nesterov, "Smooth minimization of non-smooth functions", Math. Program. 103,
+2005; D. C. Liu and J. Nocedal, "On the limited memory BFGS method for large scale
+optimization", Math. Program. 45, 1989; L. Cai, PhD thesis, Brown University, 2008, (4.10),
+(4.15) and Algorithm 2.
 """
 
 from __future__ import annotations
 
 import logging
+import dataclasses
 import time
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -64,23 +66,38 @@ from . import working_set
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["solve", "smoothed_objective", "soft_multipliers"]
+__all__ = ["Options", "solve", "smoothed_objective", "soft_multipliers"]
 
-#: mu is divided by this factor between stages
-MU_SHRINK = 3.0
-#: the first mu, as a fraction of the largest violation at W = 0 (the largest Delta; on GO
-#: 0.1 spent its first 300 iterations at a primal 3x that of 0.03)
-MU_START = 0.03
-#: L-BFGS iterations per stage
-STAGE_ITER = 300
-#: L-BFGS memory (pairs of steps and gradient changes kept; GO n = 200, 600 iterations: 20 / 10 / 5
-#: reach the same primal and bound to 0.2%, in 68 / 60 / 47 s)
-MEMORY = 10
-#: the primal stalled when a stage lowered it by less than this fraction of the gap
-STALL = 0.05
-#: multipliers below this fraction of their example's largest are dropped from the warm start
-#: (a soft maximum touches every pair; the working sets should hold the few that matter)
-WARM_CUTOFF = 1e-3
+@dataclass(frozen=True)
+class Options:
+    """Settings of the smoothing solver.  Each default with its reason:
+
+    mu_start : the first mu, as a share of the largest violation at ``W = 0`` (the largest
+        Delta): small enough that the smoothed optimum is near the true one, large enough that
+        the first stage is well conditioned (Nesterov 2005: the error is ``mu log(1 + P_i)``).
+    mu_shrink : mu is divided by this between stages (continuation; each stage starts where
+        the last one stopped).
+    stage_iter : L-BFGS iterations per stage.
+    memory : L-BFGS memory, the pairs of steps and gradient changes kept (Liu & Nocedal 1989
+        recommend 3-20).
+    stall : the primal stalled when a stage lowered it by less than this share of the gap;
+        then the dual side finishes.
+    warm_cutoff : multipliers below this share of their example's largest are dropped from
+        the warm start (a soft maximum touches every pair; the working sets should hold the
+        few that matter).
+    dual_passes : passes of the working-set solver after the primal phase, at least (0: none);
+        the L-BFGS iterations a stall left unused are added to them.
+    working_set : the dual phase's settings (:class:`.working_set.Options`).
+    """
+
+    mu_start: float = 0.03
+    mu_shrink: float = 3.0
+    stage_iter: int = 300
+    memory: int = 10
+    stall: float = 0.05
+    warm_cutoff: float = 1e-3
+    dual_passes: int = 100
+    working_set: working_set.Options = field(default_factory=working_set.Options)
 
 
 @njit(cache=True, inline="always")
@@ -137,9 +154,8 @@ def _soft_slacks(S, pair_ptr, pair_y, pair_ybar, offset, cost, budget, mu, G, al
 def _soft_slacks_product(S, rel_ptr, rel, irr_ptr, irr, loss, slack, budget, mu, G, alpha):
     """:func:`_soft_slacks` for pairs that are every (relevant, irrelevant) product of each
     example, in :func:`~hiercvx.models.margin.label_pairs`' order, read from the two class
-    lists and the loss matrix instead of four arrays of one entry per pair (on GO's 20 million
-    pairs 640 MB per evaluation; reading rows that stay in cache instead took the kernel from
-    0.175 to 0.14 s: the exponentials are most of what is left).
+    lists and the loss matrix instead of four arrays of one entry per pair (rows that stay in
+    cache instead of a stream of the size of the pairs, on label sets over a large DAG).
     ``slack``: slack rescaling (``v = Delta (1 - d)``, ``alpha = C pi Delta``) or margin
     rescaling (``v = Delta - d``, ``alpha = C pi``)."""
     total = 0.0
@@ -183,8 +199,8 @@ def _soft_slacks_product(S, rel_ptr, rel, irr_ptr, irr, loss, slack, budget, mu,
 
 @njit(cache=True)
 def _blend(target, point, lam):
-    """``target <- (1 - lam) target + lam point`` in one pass, in place (on GO two arrays of
-    20 million multipliers: numpy's two passes and temporary took 0.1 s per evaluation)."""
+    """``target <- (1 - lam) target + lam point`` in one pass, in place (numpy would take two
+    passes and a temporary of the size of the pairs)."""
     for p in range(target.shape[0]):
         target[p] += lam * (point[p] - target[p])
 
@@ -325,26 +341,26 @@ def _scaled_bound(model: MarginModel, alpha) -> tuple[float, np.ndarray]:
     return t * A - 0.5 * t * t * B, t * alpha
 
 
-def _sparsified(alpha, data) -> np.ndarray:
-    """``alpha`` without the entries below :data:`WARM_CUTOFF` of their example's largest
-    (still dual feasible: entries only drop)."""
+def _sparsified(alpha, data, cutoff: float = Options.warm_cutoff) -> np.ndarray:
+    """``alpha`` without the entries below ``cutoff`` of their example's largest (still dual
+    feasible: entries only drop)."""
     top = _margin.segment_max(alpha, data.pair_ptr)
-    return np.where(alpha >= WARM_CUTOFF * top[data.pair_i], alpha, 0.0)
+    return np.where(alpha >= cutoff * top[data.pair_i], alpha, 0.0)
 
 
-def _warm_start(model, C, *candidates) -> np.ndarray:
+def _warm_start(model, C, cutoff, *candidates) -> np.ndarray:
     """The dual point the working set starts from: of the candidates (the best bound's
     multipliers, the soft multipliers at the best ``W``), sparsified, the one of the higher
     bound.  At a small ``mu`` the soft multipliers are a subgradient of the hard maximum --
     the full budget on a barely violated pair -- and can be a poor dual point."""
-    points = [_sparsified(a, model.data) for a in candidates]
+    points = [_sparsified(a, model.data, cutoff) for a in candidates]
     bounds = [model.lower_bound(a, C) for a in points]
     return points[int(np.argmax(bounds))]
 
 
 def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: int = 3000,
-          dual_passes: int = 100, mu: float | None = None, verbose: bool = False,
-          random_state=0) -> Solution:
+          dual_passes: int | None = None, mu: float | None = None, verbose: bool = False,
+          random_state=0, options: Options | None = None) -> Solution:
     """The margin model (thesis (4.10) / (4.15)) by L-BFGS on the smoothed primal, finished by
     the working-set solver warm-started at the soft multipliers (module docstring).
 
@@ -355,11 +371,12 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     C : positive float; example i's budget is ``C * data.Cw[i]``
     tol : certified relative duality gap to reach
     max_iter : L-BFGS iterations over all stages
-    dual_passes : passes of the working-set solver after the primal phase, at least (0: none);
-        the L-BFGS iterations a stall left unused are added to them, so that raising
-        ``max_iter`` buys work on whichever side lags
-    mu : the first smoothing parameter (default: :data:`MU_START` times the largest loss)
+    dual_passes : overrides ``options.dual_passes``: passes of the working-set solver after the
+        primal phase, at least (0: none); the L-BFGS iterations a stall left unused are added
+        to them, so that raising ``max_iter`` buys work on whichever side lags
+    mu : the first smoothing parameter (default: ``options.mu_start`` times the largest loss)
     random_state : the working-set solver's visiting order
+    options : :class:`Options` (default ``Options()``)
 
     Returns
     -------
@@ -374,25 +391,68 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
                          "kernels or class kernels")
     C = check_positive(C)
     check_iteration_options(tol, max_iter, who="smoothing.solve")
+    options = Options() if options is None else options
+    if dual_passes is not None:
+        options = dataclasses.replace(options, dual_passes=int(dual_passes))
     t_start = time.perf_counter()
     log = logger.info if verbose else logger.debug
+    best = _primal_phase(model, C, tol, max_iter, mu, options, log, t_start)
+    data = model.data
+    passes = 0
+    # the iterations a stall leaves go to the dual side, one pass each (a pass costs about two
+    # evaluations: the dual phase may take up to twice the time the primal phase left)
+    budget = max(options.dual_passes, max_iter - best.n_iter) if options.dual_passes > 0 else 0
+    if not reached(best.gap, tol) and budget > 0:
+        passes = _dual_phase(model, C, tol, budget, best, options, verbose, random_state)
+        log("after %d dual passes: primal %.10g dual %.10g gap %.3e", passes, best.primal,
+            best.lower, best.gap)
+    weights, extras = best.W, {"dual_passes": passes, "n_evaluations": best.smooth.n_eval}
+    if model.fit_intercept:
+        weights, extras["intercept"] = model.split_weights(best.W)
+    res = Solution(weights=weights, objective=best.primal, lower_bound=best.lower,
+                   n_iter=best.n_iter, converged=reached(best.gap, tol), tol=tol,
+                   dual=best.alpha, history=best.history,
+                   solve_time=time.perf_counter() - t_start, solver="smoothing",
+                   name="margin model by smoothing + L-BFGS", extras=extras)
+    res.warn_unless_converged("L-BFGS iterations and " f"{passes} dual passes", stacklevel=2,
+                              reason=None if res.converged else _why(res, data, passes, budget,
+                                                                     best.stalled))
+    return res
+
+
+class _Best:
+    """The best primal point (``W``, ``primal``, at smoothing ``mu``) and the best dual point
+    (``alpha``, ``lower``) met, with the run's history."""
+
+    def __init__(self, model, C, smooth, mu):
+        self.smooth = smooth
+        w0 = np.zeros(smooth.shape)
+        self.W, self.primal = w0, float(_margin.primal_objective(w0, model.X, model.data, C))
+        self.alpha, self.lower = np.zeros(model.data.n_pairs), 0.0  # alpha = 0: the bound 0
+        self.mu = mu
+        self.history = {k: [] for k in ("mu", "n_iter", "objective", "lower_bound", "gap",
+                                        "time")}
+        self.n_iter, self.stalled = 0, False
+
+    @property
+    def gap(self) -> float:
+        return relative_gap(self.primal, self.lower)
+
+
+def _primal_phase(model, C, tol, max_iter, mu, options: Options, log, t_start) -> _Best:
+    """L-BFGS on the smoothed primal for a decreasing ``mu`` until ``tol``, ``max_iter`` or a
+    stall (module docstring, steps 1-2)."""
     data = model.data
     smooth = _Smoothed(model, C)
     violation0 = data.pair_offset / data.pair_cost  # v_p at W = 0
-    mu = float(mu) if mu is not None else MU_START * float(violation0.max(initial=1.0))
+    mu = float(mu) if mu is not None else options.mu_start * float(violation0.max(initial=1.0))
+    best = _Best(model, C, smooth, mu)
     w = np.zeros(int(np.prod(smooth.shape)))
-    best_W, best_primal = w.reshape(smooth.shape), float(_margin.primal_objective(
-        w.reshape(smooth.shape), model.X, data, C))
-    best_alpha, best_lower = np.zeros(data.n_pairs), 0.0  # alpha = 0: the bound 0
-    best_mu = mu
-    history = {k: [] for k in ("mu", "n_iter", "objective", "lower_bound", "gap", "time")}
-    n_iter, gap = 0, relative_gap(best_primal, best_lower)
-    stalled = False
-    while n_iter < max_iter and not reached(gap, tol):
+    while best.n_iter < max_iter and not reached(best.gap, tol):
         run = minimize(smooth.value_and_gradient, w, args=(mu,), jac=True, method="L-BFGS-B",
-                       options=dict(maxiter=min(STAGE_ITER, max_iter - n_iter), maxcor=MEMORY,
-                                    gtol=0.0, ftol=0.0))
-        n_iter += max(int(run.nit), 1)
+                       options=dict(maxiter=min(options.stage_iter, max_iter - best.n_iter),
+                                    maxcor=options.memory, gtol=0.0, ftol=0.0))
+        best.n_iter += max(int(run.nit), 1)
         w = run.x
         W = w.reshape(smooth.shape)
         primal = float(_margin.primal_objective(W, model.X, data, C))
@@ -401,54 +461,41 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
             running = model.lower_bound(smooth.alpha_hat, C)
             if running > lower:
                 lower, alpha = running, smooth.alpha_hat.copy()
-        drop = best_primal - primal
-        if primal < best_primal:
-            best_W, best_primal, best_mu = W.copy(), primal, mu
-        if lower > best_lower:
-            best_alpha, best_lower = alpha, lower
-        gap = relative_gap(best_primal, best_lower)
-        for key, val in (("mu", mu), ("n_iter", n_iter), ("objective", best_primal),
-                         ("lower_bound", best_lower), ("gap", gap),
+        drop = best.primal - primal
+        if primal < best.primal:
+            best.W, best.primal, best.mu = W.copy(), primal, mu
+        if lower > best.lower:
+            best.alpha, best.lower = alpha, lower
+        for key, val in (("mu", mu), ("n_iter", best.n_iter), ("objective", best.primal),
+                         ("lower_bound", best.lower), ("gap", best.gap),
                          ("time", time.perf_counter() - t_start)):
-            history[key].append(val)
-        log("mu %.3g, %d L-BFGS iterations: primal %.10g dual %.10g gap %.3e", mu, n_iter,
-            best_primal, best_lower, gap)
-        if drop < STALL * (best_primal - best_lower):
-            stalled = True
+            best.history[key].append(val)
+        log("mu %.3g, %d L-BFGS iterations: primal %.10g dual %.10g gap %.3e", mu, best.n_iter,
+            best.primal, best.lower, best.gap)
+        if drop < options.stall * (best.primal - best.lower):
+            best.stalled = True
             break  # the primal stalled: the dual side finishes
-        mu /= MU_SHRINK
-    passes = 0
-    # the iterations a stall leaves go to the dual side, one pass each (a pass costs about two
-    # evaluations: the dual phase may take up to twice the time the primal phase left)
-    budget = max(int(dual_passes), max_iter - n_iter) if dual_passes > 0 else 0
-    if not reached(gap, tol) and budget > 0:
-        with warnings.catch_warnings():  # the combined certificate below decides
-            warnings.simplefilter("ignore")
-            dual = working_set.solve(model, C, tol=tol, max_iter=budget,
-                                     alpha0=_warm_start(model, C, best_alpha,
-                                                        smooth.multipliers(best_W, best_mu)),
-                                     verbose=verbose,
-                                     random_state=random_state)
-        passes = dual.n_iter
-        if dual.lower_bound > best_lower:
-            best_alpha, best_lower = dual.dual, float(dual.lower_bound)
-        W_dual = model.augmented_weights(dual.weights, dual.extras.get("intercept"))
-        if dual.objective < best_primal:
-            best_W, best_primal = W_dual, float(dual.objective)
-        gap = relative_gap(best_primal, best_lower)
-        log("after %d dual passes: primal %.10g dual %.10g gap %.3e", passes, best_primal,
-            best_lower, gap)
-    weights, extras = best_W, {"dual_passes": passes, "n_evaluations": smooth.n_eval}
-    if model.fit_intercept:
-        weights, extras["intercept"] = model.split_weights(best_W)
-    res = Solution(weights=weights, objective=best_primal, lower_bound=best_lower,
-                   n_iter=n_iter, converged=reached(gap, tol), tol=tol, dual=best_alpha,
-                   history=history, solve_time=time.perf_counter() - t_start,
-                   solver="smoothing", name="margin model by smoothing + L-BFGS", extras=extras)
-    res.warn_unless_converged("L-BFGS iterations and " f"{passes} dual passes", stacklevel=2,
-                              reason=None if res.converged else _why(res, data, passes, budget,
-                                                                     stalled))
-    return res
+        mu /= options.mu_shrink
+    return best
+
+
+def _dual_phase(model, C, tol, budget, best: _Best, options: Options, verbose,
+                random_state) -> int:
+    """The working-set solver warm-started at the best multipliers (module docstring, step 3);
+    ``best`` takes its points where they are better.  Returns its passes."""
+    alpha0 = _warm_start(model, C, options.warm_cutoff, best.alpha,
+                         best.smooth.multipliers(best.W, best.mu))
+    with warnings.catch_warnings():  # the combined certificate decides
+        warnings.simplefilter("ignore")
+        dual = working_set.solve(model, C, tol=tol, max_iter=budget, alpha0=alpha0,
+                                 verbose=verbose, random_state=random_state,
+                                 options=options.working_set)
+    if dual.lower_bound > best.lower:
+        best.alpha, best.lower = dual.dual, float(dual.lower_bound)
+    W_dual = model.augmented_weights(dual.weights, dual.extras.get("intercept"))
+    if dual.objective < best.primal:
+        best.W, best.primal = W_dual, float(dual.objective)
+    return dual.n_iter
 
 
 def _why(res: Solution, data, passes: int, budget: int, stalled: bool) -> str:

@@ -1,0 +1,448 @@
+"""Compiled kernels of the working-set passes (:mod:`.working_set`, Cai thesis Algorithm 2).
+
+:func:`sweep` visits examples one at a time (steps 3-9 of Algorithm 2): it reads the class
+scores of the example's live pairs from the score factor, computes the violations ``H_p``
+(thesis (4.24)) and the score ``psi_i`` (4.29)-(4.32), grows the working set by the most
+violated pairs (steps 6-7), solves the reduced QP (step 8a, :func:`~.primitives.budget_qp`),
+drops the pairs whose alpha fell to 0 (step 9), and finally moves the score factor by the
+visit's change of the expansion coefficients (4.12).  The helpers below it are the pieces of
+one visit; all are compiled in nopython mode and cached.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._margin_kernels import ROW_FASTMATH
+from .primitives import MODE_CSR, MODE_DENSE, MODE_GRAM, budget_qp, row_axpy, row_dot
+
+__all__ = ["sweep"]
+
+
+@njit(cache=True)
+def _example_violation(alpha, Hp, L, m, cost, budget_i, rtol):
+    """``psi_i = l_i - u_i`` (thesis (4.29)-(4.32)) over example i's live pairs ``L[:m]``
+    (the shrunk ones have ``alpha_p = 0`` and no violation) and the position in ``L`` of the
+    most violated one (-1 when ``m == 0``).  The budget counts as not exhausted below
+    ``1 - rtol`` of ``budget_i``."""
+    l_i = 0.0
+    u_i = np.inf
+    used = 0.0
+    best = -1
+    h_best = -np.inf
+    for j in range(m):
+        p = L[j]
+        h = Hp[j]
+        if h > h_best or best < 0:
+            h_best = h
+            best = j
+        if alpha[p] > 0.0:
+            used += cost[p] * alpha[p]
+            if h < u_i:
+                u_i = h
+    if h_best > l_i:
+        l_i = h_best
+    if used < budget_i * (1.0 - rtol):  # zeta_i > 0: the slack may stay at 0
+        u_i = min(u_i, 0.0)
+    return l_i - u_i, best
+
+
+@njit(cache=True)
+def _entering_pairs(alpha, Hp, L, m, u_i, enter):
+    """The (at most ``len(enter)``) live pairs ``L[:m]`` outside the support with the largest
+    violations ``H_p > u_i`` (those whose entry raises the dual): their positions in ``L``
+    written to ``enter``; returns how many."""
+    cap = enter.shape[0]
+    n = 0
+    for j in range(m):
+        h = Hp[j]
+        if alpha[L[j]] > 0.0 or h <= u_i:
+            continue
+        if n == cap and h <= Hp[enter[n - 1]]:
+            continue
+        r = n if n < cap else cap - 1  # insertion into the buffer sorted by decreasing H
+        while r > 0 and Hp[enter[r - 1]] < h:
+            if r < cap:
+                enter[r] = enter[r - 1]
+            r -= 1
+        enter[r] = j
+        if n < cap:
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp):
+    """Thesis (4.24) for the live pairs ``L[:m]`` of one example from its class scores ``s``."""
+    for j in range(m):
+        p = L[j]
+        Hp[j] = (offset[p] - (s[pair_y[p]] - s[pair_ybar[p]])) / cost[p]
+
+
+@njit(cache=True)
+def _needed_classes(L, m, pair_y, pair_ybar, mark, need):
+    """The classes of the live pairs ``L[:m]``, listed in ``need`` (``mark`` all False on entry
+    and on return); returns how many.  (Written out like :func:`_needed_rows`: a shared
+    mark-and-append helper, even inlined, compiles to slower code.)"""
+    n_need = 0
+    for j in range(m):
+        p = L[j]
+        e = pair_y[p]
+        if not mark[e]:
+            mark[e] = True
+            need[n_need] = e
+            n_need += 1
+        e = pair_ybar[p]
+        if not mark[e]:
+            mark[e] = True
+            need[n_need] = e
+            n_need += 1
+    for t in range(n_need):
+        mark[need[t]] = False
+    return n_need
+
+
+@njit(cache=True)
+def _shrink_pairs(alpha, Hp, L, m, margin):
+    """Shrinking (LIBLINEAR's, on pairs): a live pair with ``alpha_p = 0`` whose violation lies
+    ``margin`` below every level at which it could enter (``H_p < min(0, u_i) - margin``, u_i of
+    thesis (4.30)) leaves the live list ``L[:m]`` (compacted in place, order kept) until the
+    shrunk pairs are checked again.  Returns the new number of live pairs."""
+    u_i = 0.0
+    for j in range(m):
+        if alpha[L[j]] > 0.0 and Hp[j] < u_i:
+            u_i = Hp[j]
+    level = u_i - margin
+    k = 0
+    for j in range(m):
+        p = L[j]
+        if alpha[p] > 0.0 or Hp[j] >= level:
+            L[k] = p
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def _shrinkable(alpha, Hp, best, L, m):
+    """An example without support whose every live margin holds strictly (all ``H < 0``)."""
+    if best >= 0 and Hp[best] >= 0.0:
+        return False
+    for j in range(m):
+        if alpha[L[j]] > 0.0:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _working_set(alpha, Hp, L, m, best, cost, enter, n_enter, entering, ws, a, ck, gk):
+    """Working set S_i (steps 6, 7, 9): the support of alpha_i, the most violated pair
+    ``L[best]`` and the ``n_enter`` pairs at the positions ``enter``; their ids into ``ws``,
+    their alpha, cost and dual gradient ``b_p - <dPhi_p, w>`` into ``a``, ``ck``, ``gk``.
+    Returns (size, budget used)."""
+    for r in range(n_enter):
+        entering[enter[r]] = True
+    k = 0
+    used = 0.0
+    for j in range(m):
+        p = L[j]
+        if alpha[p] > 0.0 or j == best or entering[j]:
+            ws[k] = p
+            a[k] = alpha[p]
+            ck[k] = cost[p]
+            gk[k] = cost[p] * Hp[j]
+            used += cost[p] * alpha[p]
+            k += 1
+    for r in range(n_enter):
+        entering[enter[r]] = False
+    return k, used
+
+
+@njit(cache=True)
+def _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Q):
+    """``K_ii (e_y - e_ybar)^T Q (e_y' - e_ybar')`` over the working set (step 8a's Hessian)."""
+    for r in range(k):
+        yr = pair_y[ws[r]]
+        br = pair_ybar[ws[r]]
+        for t in range(r, k):
+            yt = pair_y[ws[t]]
+            bt = pair_ybar[ws[t]]
+            h = kii * (Q[yr, yt] - Q[yr, bt] - Q[br, yt] + Q[br, bt])
+            Hk[r, t] = h
+            Hk[t, r] = h
+
+
+@njit(cache=True)
+def _take_step(ws, a, k, alpha, pair_y, pair_ybar, dg, in_round, touched):
+    """``alpha[ws] = a``; the change of example i's coefficients into ``dg`` (sparse: the
+    classes touched listed in ``touched``).  Returns how many classes were touched."""
+    n_touched = 0
+    for r in range(k):
+        p = ws[r]
+        d = a[r] - alpha[p]
+        if d != 0.0:
+            e = pair_y[p]
+            if not in_round[e]:
+                in_round[e] = True
+                touched[n_touched] = e
+                n_touched += 1
+            dg[e] += d
+            e = pair_ybar[p]
+            if not in_round[e]:
+                in_round[e] = True
+                touched[n_touched] = e
+                n_touched += 1
+            dg[e] -= d
+        alpha[p] = a[r]
+    return n_touched
+
+
+@njit(cache=True)
+def _local_scores(s, QT, kii, dg, touched, n_touched, in_round, dg_total, in_total,
+                  touched_total, n_total):
+    """``s += K_ii Q dg`` through the touched columns of Q only (rows of ``QT = Q^T``, read
+    contiguously); ``dg`` moves into the visit's total ``dg_total``.  Returns the number of
+    classes the visit touched so far."""
+    q = s.shape[0]
+    for t in range(n_touched):
+        e = touched[t]
+        de = kii * dg[e]
+        for c in range(q):
+            s[c] += QT[e, c] * de
+        if not in_total[e]:
+            in_total[e] = True
+            touched_total[n_total] = e
+            n_total += 1
+        dg_total[e] += dg[e]
+        dg[e] = 0.0
+        in_round[e] = False
+    return n_total
+
+
+@njit(cache=True)
+def _needed_rows(need, n_need, read_ptr, read_idx, row_mark, rows_needed):
+    """The rows of ``F`` that the scores of the classes ``need[:n_need]`` read (``P``'s
+    columns in their rows: the classes themselves, or their nodes), listed in
+    ``rows_needed``; returns how many (``row_mark`` all False on entry and on return)."""
+    n_rows = 0
+    for t in range(n_need):
+        c = need[t]
+        for jj in range(read_ptr[c], read_ptr[c + 1]):
+            j = read_idx[jj]
+            if not row_mark[j]:
+                row_mark[j] = True
+                rows_needed[n_rows] = j
+                n_rows += 1
+    for t in range(n_rows):
+        row_mark[rows_needed[t]] = False
+    return n_rows
+
+
+@njit(cache=True)
+def _visit_change(move_ptr, move_idx, move_val, dg_total, in_total, touched_total, n_total, v,
+                  row_mark, rows_moved):
+    """``v = B^T dG_i`` (``B`` the factor's move map: ``Q``, or ``Lam`` for node rows), the
+    visit's change of ``F``'s rows per unit of ``x_i`` (or ``K[i]``), on the rows listed in
+    ``rows_moved``; returns how many.  Rows whose terms cancel (exactly, in exact arithmetic:
+    the nodes the pairs' classes share) are left out rather than moved by rounding noise."""
+    n_rows = 0
+    scale = 0.0
+    for t in range(n_total):
+        e = touched_total[t]
+        de = dg_total[e]
+        for jj in range(move_ptr[e], move_ptr[e + 1]):
+            j = move_idx[jj]
+            if not row_mark[j]:
+                row_mark[j] = True
+                rows_moved[n_rows] = j
+                n_rows += 1
+                v[j] = 0.0
+            term = move_val[jj] * de
+            v[j] += term
+            scale = max(scale, abs(term))
+        dg_total[e] = 0.0
+        in_total[e] = False
+    kept = 0
+    for t in range(n_rows):
+        j = rows_moved[t]
+        row_mark[j] = False
+        if abs(v[j]) > 1e-14 * scale:
+            rows_moved[kept] = j
+            kept += 1
+    return kept
+
+
+@njit(cache=True, inline="always")
+def _touch_ahead(i, rows, alpha, live, n_live, pairs):
+    """Read, and sum, one value per cache line of example i's feature row and the records of
+    its live pairs: a software prefetch.  In random order every example's data is a cache
+    miss once the pair arrays outgrow the caches; reading the example a few places ahead
+    first lets those loads overlap with the current example's work (numba has no prefetch
+    instruction)."""
+    pair_ptr, pair_y, pair_ybar, offset, cost = pairs
+    acc = 0.0
+    if rows.mode == MODE_DENSE:
+        for f in range(0, rows.X.shape[1], 8):
+            acc += rows.X[i, f]
+    elif rows.mode == MODE_CSR:
+        for jj in range(rows.indptr[i], rows.indptr[i + 1], 8):
+            acc += rows.xvals[jj]
+    for jj in range(pair_ptr[i], pair_ptr[i] + n_live[i]):
+        p = live[jj]
+        acc += alpha[p] + offset[p] + cost[p] + pair_y[p] + pair_ybar[p]
+    return acc
+
+
+@njit(cache=True, fastmath=ROW_FASTMATH)
+def sweep(order, rows, factor, duals, pairs, control, lists):
+    """Visit the examples of ``order`` (thesis Algorithm 2, steps 3-9, one example at a time).
+
+    Arguments, grouped: ``rows`` the :class:`~.primitives.RowData`; ``factor = (F, read,
+    move)`` the score factor of :class:`~.margin_dual.MarginDualState` (class or node rows:
+    :class:`~.score_factor.ScoreFactor`), read by ``row_dot`` through the CSR triple ``read``
+    (``s = P (F x_i)``) and updated by ``row_axpy`` through ``move`` (``F += (B^T dG_i)
+    x_i^T``); ``duals = (alpha, kdiag, budget, Q)``; ``pairs = (pair_ptr, pair_y, pair_ybar,
+    offset, cost)``; ``control = (eps, local_tol, sub_tol, max_rounds, shrink_margin,
+    budget_rtol, n_enter, ahead)``; ``lists = (active, live, n_live)``.
+
+    Returns (largest psi met before a visit, visits, multiply-adds done, the sum of the values
+    read ahead by :func:`_touch_ahead`).
+
+    Examples with ``psi_i <= eps`` are skipped; the others are re-optimized (working set grown by
+    the most violated pairs, reduced QP, zeros dropped) until ``psi_i <= local_tol``.  An
+    example without support whose every margin holds strictly is marked inactive
+    (``active[i] = 0``, shrinking).
+
+    Example i works on its live pairs ``live[pair_ptr[i]:pair_ptr[i] + n_live[i]]`` only (all
+    of its pairs when nothing is shrunk): a pair with ``alpha_p = 0`` violated by less than
+    ``min(0, u_i) - shrink_margin`` leaves that list (:func:`_shrink_pairs`; ``shrink_margin =
+    inf``: never), and only the scores of the live pairs' classes are computed (``q`` dot
+    products with ``x_i`` per example otherwise: most of a pass once the blocks have settled
+    to a few live pairs each).  The caller restores the lists.
+    """
+    mode, X, indptr, indices, xvals, K = rows
+    F, read, move = factor
+    alpha, kdiag, budget, Q = duals
+    pair_ptr, pair_y, pair_ybar, offset, cost = pairs
+    eps, local_tol, sub_tol, max_rounds, shrink_margin, budget_rtol, n_enter_max, ahead = control
+    active, live, n_live = lists
+    q = Q.shape[0]
+    QT = np.ascontiguousarray(Q.T)  # its rows are Q's columns (Q dg reads columns)
+    read_ptr, read_idx, read_val = read
+    move_ptr, move_idx, move_val = move
+    n_factor = F.shape[0]
+    r = np.empty(n_factor)  # F x_i on the rows read
+    v = np.empty(n_factor)  # B^T dG_i on the rows moved
+    row_mark = np.zeros(n_factor, dtype=np.bool_)
+    factor_rows = np.empty(n_factor, dtype=np.int64)
+    max_pairs = 0
+    for i in order:
+        max_pairs = max(max_pairs, n_live[i])
+    s = np.empty(q)
+    dg = np.zeros(q)
+    dg_total = np.zeros(q)
+    # classes touched in this round / this visit (dg is sparse: Q dg costs q per touched class)
+    touched = np.empty(q, dtype=np.int64)
+    touched_total = np.empty(q, dtype=np.int64)
+    in_total = np.zeros(q, dtype=np.bool_)
+    in_round = np.zeros(q, dtype=np.bool_)
+    Hp = np.empty(max_pairs)
+    ws = np.empty(max_pairs, dtype=np.int64)
+    a = np.empty(max_pairs)
+    gk = np.empty(max_pairs)
+    ck = np.empty(max_pairs)
+    # the reduced Hessian grows with the largest working set met, not with the example that
+    # has the most pairs (70k pairs on the GO DAG: a (max_pairs, max_pairs) array is 39 GB)
+    Hk = np.empty((min(max_pairs, 64), min(max_pairs, 64)))
+    enter = np.empty(n_enter_max, dtype=np.int64)
+    entering = np.zeros(max_pairs, dtype=np.bool_)
+    mark = np.zeros(q, dtype=np.bool_)
+    need = np.empty(q, dtype=np.int64)
+    visits = 0
+    psi_max = 0.0
+    work = 0.0
+    touched_sum = 0.0  # returned, so that the reads ahead are not optimized away
+    n_order = order.shape[0]
+    for k_order in range(n_order):
+        i = order[k_order]
+        if k_order + ahead < n_order:
+            touched_sum += _touch_ahead(order[k_order + ahead], rows, alpha, live, n_live, pairs)
+        m = n_live[i]
+        if m == 0 or budget[i] <= 0.0:
+            continue
+        L = live[pair_ptr[i]:pair_ptr[i] + m]
+        kii = kdiag[i]
+        row = X.shape[1] if mode == MODE_DENSE else (indptr[i + 1] - indptr[i] if mode == MODE_CSR else 1)
+        # class scores of example i: s = U x_i (features) or S[i] (Gram), for the classes of its
+        # live pairs; the switch outside the loop, so that row_dot compiles per mode
+        n_need = _needed_classes(L, m, pair_y, pair_ybar, mark, need)
+        n_read = _needed_rows(need, n_need, read_ptr, read_idx, row_mark, factor_rows)
+        work += n_read * row + m
+        if mode == MODE_DENSE:
+            for t in range(n_read):
+                j = factor_rows[t]
+                r[j] = row_dot(MODE_DENSE, F, j, i, X, indptr, indices, xvals)
+        elif mode == MODE_CSR:
+            for t in range(n_read):
+                j = factor_rows[t]
+                r[j] = row_dot(MODE_CSR, F, j, i, X, indptr, indices, xvals)
+        else:
+            for t in range(n_read):
+                j = factor_rows[t]
+                r[j] = row_dot(MODE_GRAM, F, j, i, X, indptr, indices, xvals)
+        for t in range(n_need):
+            c = need[t]
+            acc = 0.0
+            for jj in range(read_ptr[c], read_ptr[c + 1]):
+                acc += read_val[jj] * r[read_idx[jj]]
+            s[c] = acc
+        _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp)
+        psi, best = _example_violation(alpha, Hp, L, m, cost, budget[i], budget_rtol)
+        psi_max = max(psi_max, psi)
+        if psi <= eps:
+            if _shrinkable(alpha, Hp, best, L, m):
+                active[i] = 0
+            elif shrink_margin < np.inf:
+                n_live[i] = _shrink_pairs(alpha, Hp, L, m, shrink_margin)
+            continue
+        visits += 1
+        n_total = 0
+        for _ in range(max_rounds):
+            # several pairs enter at once, else a visit needing many pairs costs O(k^3)
+            u_i = max(0.0, Hp[best]) - psi
+            n_enter = _entering_pairs(alpha, Hp, L, m, u_i, enter)
+            k, used = _working_set(alpha, Hp, L, m, best, cost, enter, n_enter, entering, ws, a,
+                                   ck, gk)
+            if k > Hk.shape[0]:
+                size = min(max_pairs, max(2 * Hk.shape[0], k))
+                Hk = np.empty((size, size))
+            _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Q)
+            budget_qp(Hk, gk, a, ck, max(budget[i] - used, 0.0), k, sub_tol, 200 * k + 1000)
+            work += k * k + m
+            n_touched = _take_step(ws, a, k, alpha, pair_y, pair_ybar, dg, in_round, touched)
+            n_total = _local_scores(s, QT, kii, dg, touched, n_touched, in_round, dg_total,
+                                    in_total, touched_total, n_total)
+            work += q * n_touched
+            _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp)
+            psi, best = _example_violation(alpha, Hp, L, m, cost, budget[i], budget_rtol)
+            if psi <= local_tol:
+                break
+        if shrink_margin < np.inf:
+            n_live[i] = _shrink_pairs(alpha, Hp, L, m, shrink_margin)
+        # global state: v = B^T dG_i, then F += v x_i^T  or  F += v K[i]
+        n_moved = _visit_change(move_ptr, move_idx, move_val, dg_total, in_total,
+                                touched_total, n_total, v, row_mark, factor_rows)
+        work += n_moved * (row if mode != MODE_GRAM else F.shape[1])
+        if mode == MODE_DENSE:
+            for t in range(n_moved):
+                j = factor_rows[t]
+                row_axpy(MODE_DENSE, F, j, i, v[j], X, indptr, indices, xvals, K)
+        elif mode == MODE_CSR:
+            for t in range(n_moved):
+                j = factor_rows[t]
+                row_axpy(MODE_CSR, F, j, i, v[j], X, indptr, indices, xvals, K)
+        else:
+            for t in range(n_moved):
+                j = factor_rows[t]
+                row_axpy(MODE_GRAM, F, j, i, v[j], X, indptr, indices, xvals, K)
+    return psi_max, visits, work, touched_sum
