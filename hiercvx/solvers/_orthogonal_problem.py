@@ -252,6 +252,7 @@ class Problem:
         return np.asarray(self.Lam.T @ np.asarray(GX))
 
     def regularizer(self, W) -> float:
+        """``R(W)``: Omega (5) on K's pattern for (4), ``1/2 tr(W^T S W)`` for a baseline."""
         if self.K is not None:  # Omega (5) on K's pattern
             gram = np.empty(len(self.k_rows))
             kern.pattern_gram(self.k_rows, self.k_cols, np.ascontiguousarray(W), gram)
@@ -259,6 +260,7 @@ class Problem:
         return 0.5 * float(np.sum(W * (self.S_fixed @ W)))
 
     def objective(self, W) -> float:
+        """The objective (7): the regularizer plus the hinge at ``W`` (weight rows ``(m, d)``)."""
         return self.regularizer(W) + self.hinge.value(W)
 
     def certify(self, alpha):
