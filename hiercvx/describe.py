@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import cvxpy as cp
+import numpy as np
 from cvxpy.constraints import PSD, SOC, Equality, ExpCone, Inequality, NonNeg, NonPos, Zero
 
 from .exceptions import InputError
@@ -167,7 +168,8 @@ def _shape_text(shape) -> str:
 
 
 def _shape_latex(shape) -> str:
-    return "\\mathbb{R}" + ("" if not shape else "^{" + " \\times ".join(map(str, shape)) + "}")
+    dims = [str(s).replace("*", " ") for s in shape]
+    return "\\mathbb{R}" + ("" if not shape else "^{" + " \\times ".join(dims) + "}")
 
 
 # ---------------------------------------------------------------------- the parts
@@ -231,7 +233,7 @@ def _dimensions(form, variables) -> tuple[dict, dict, list]:
     """The dimension symbols the shapes use with their meanings, their values in this problem
     (read from the variables' shapes), and the symbols bound to two different values (a
     declaration error the tests look for)."""
-    meanings, values, conflicts = {}, {}, []
+    meanings, values, conflicts, products = {}, {}, [], []
     for name, var, sym in variables:
         if sym.shape is None or form is None:
             continue
@@ -241,9 +243,18 @@ def _dimensions(form, variables) -> tuple[dict, dict, list]:
         for dim, size in zip(sym.shape, var.shape):
             if not _is_dim(dim):
                 continue
+            if "*" in dim:  # a product of dimensions: checked once every factor is known
+                for part in dim.split("*"):
+                    meanings.setdefault(part, form.dimension(part))
+                products.append((name, dim, int(size)))
+                continue
             meanings.setdefault(dim, form.dimension(dim))
             if values.setdefault(dim, int(size)) != int(size):
                 conflicts.append(f"{dim} = {values[dim]} and {int(size)} ({name})")
+    for name, dim, size in products:
+        parts = dim.split("*")
+        if all(p in values for p in parts) and int(np.prod([values[p] for p in parts])) != size:
+            conflicts.append(f"{dim} = {size} but the factors give another number ({name})")
     for dim in form.dims if form is not None else ():
         meanings.setdefault(dim, form.dimension(dim))
     order = list(DIMENSIONS)  # n, d, M, ... first, in that order; a formulation's own after

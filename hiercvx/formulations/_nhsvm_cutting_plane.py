@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from ..exceptions import InputError, SolverError
 from ..inference import LabelSetOracle
 from ..models.nhsvm import NHSVMModel, multilabel_slacks, primal_objective
+from ..describe import Symbol
 from ..reference import Formulation, ReferenceProblem, check_size, choose_solver
 from ..result import Solution, relative_gap
 
@@ -63,11 +64,21 @@ def cutting_plane_formulation() -> Formulation:
                               ("\\textstyle\\sum_n c_{kn} \\langle w_n, x_{i_k} \\rangle + \\xi_{i_k} \\ge "
                                "\\Delta(z_k, y_{i_k}) \\quad \\forall k"), "(10) over Y_m"),
                      "xi_nonneg": ("xi >= 0", "\\xi \\ge 0", "(10)")},
-        variables={"w": "vec(W), the node weights (M, d) row by row", "xi": "one slack per example"},
-        notation={"c_kn": "sqrt(alpha_n) ([n in y_{i_k}] - [n in z_k])",
-                  "Delta": "the decomposable loss of section 7.1 (leaf Hamming by default)",
-                  "Y_m": ("the multi-label space; each round adds the most violating label sets (exact "
-                          "loss-augmented inference: tree DP, or (19) on DAGs)")})
+        variables={"w": Symbol("vec(W), the node weights w_n (M x d) row by row",
+                               "$\\mathrm{vec}(W)$, the node weights $w_n$ ($M \\times d$) row by row",
+                               shape=("M*d",)),
+                   "xi": Symbol("one slack per example", "one slack per example", "\\xi", ("n",))},
+        notation={"c_kn": Symbol("sqrt(alpha_n) ([n in y_{i_k}] - [n in z_k])",
+                                 "$\\sqrt{\\alpha_n}\\, ([n \\in y_{i_k}] - [n \\in z_k])$, with $\\alpha_n$ "
+                                 "the path weights", "c_{kn}"),
+                  "y_i": Symbol("the label set of example i", "the label set of example $i$"),
+                  "Delta": Symbol("the decomposable loss of section 7.1 (leaf Hamming by default)",
+                                  "the decomposable loss of section 7.1 (leaf Hamming by default)",
+                                  "\\Delta"),
+                  "Y_m": Symbol("the multi-label space; each round adds the most violating label sets "
+                                "(exact loss-augmented inference: tree DP, or (19) on DAGs)",
+                                "the multi-label space; each round adds the most violating label sets "
+                                "(exact loss-augmented inference: the tree DP, or (19) on DAGs)")})
 
 
 class CuttingPlaneProblem(ReferenceProblem):
