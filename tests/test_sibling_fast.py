@@ -116,7 +116,7 @@ def test_ipm_gaussian_kernel_on_wang_example3(C):
     testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
     # the representer coefficients live on the pivots of the factor; the scores they give
     # at the training points (exact kernel) are the reference's up to the biases' freedom
-    assert np.all(fast.weights[:, np.setdiff1d(np.arange(len(y)), solver._pivots)] == 0)
+    assert np.all(fast.weights[:, np.setdiff1d(np.arange(len(y)), solver.ipm.pivots)] == 0)
     np.testing.assert_allclose(solver.model.scores(fast.weights, X, fast.biases),
                                solver.model.train_scores(fast.weights, fast.biases), atol=1e-9)
 
@@ -232,7 +232,7 @@ def test_ipm_normal_matrix_is_the_kronecker_sum(n, Mr, q1, max_cache):
     T = rng.standard_normal((n, Mr, Mr))
     T = T + T.transpose(0, 2, 1)
     diag = rng.random(Mr * q1)
-    N = sibling_qp._NormalBuilder(Phi, Mr, max_cache=max_cache)(T, diag)
+    N = sibling_qp.NormalBuilder(Phi, Mr, max_cache=max_cache)(T, diag)
     expected = np.einsum("iab,if,ig->afbg", T, Phi, Phi).reshape(Mr * q1, Mr * q1) + np.diag(diag)
     np.testing.assert_allclose(N, expected, atol=1e-12)
 
@@ -273,7 +273,7 @@ def test_repair_gives_a_dual_feasible_point():
     rng = np.random.default_rng(1)
     beta = res.dual * (1 + 1e-7 * rng.standard_normal(res.dual.shape))  # perturbed duals
     lam = np.zeros_like(beta)
-    fixed = solver._repair(beta, lam, 1.0)
+    fixed = solver.certificate.repair(beta, lam, 1.0)
     assert fixed is not None
     assert fixed.min() >= 0 and m.budget(fixed).max() <= 1.0 * (1 + 1e-13)
     assert np.abs(m.bias_residual(fixed, lam)).max() <= 1e-11
@@ -291,8 +291,8 @@ def test_one_sided_lp_repair_when_the_support_cannot_absorb_the_residual():
     hsvm = solver.solve(C)
     lam = hpsi.linearization(solver.model, solver.model.train_scores(hsvm.weights, hsvm.biases), C)
     step = solver.solve(C, lam)
-    assert solver._repair(step.dual, lam, C) is None                  # the cheap route fails
-    fixed = solver._repair_lp(step.dual, lam, C)
+    assert solver.certificate.repair(step.dual, lam, C) is None                  # the cheap route fails
+    fixed = solver.certificate.repair_lp(step.dual, lam, C)
     m = solver.model
     assert fixed.min() >= 0 and m.budget(fixed).max() <= C
     assert np.abs(m.bias_residual(fixed, lam)).max() <= 1e-11
@@ -310,7 +310,7 @@ def test_snap_rounds_given_up_examples_onto_their_dc_term():
     beta = lam * (1 - 1e-10)                            # an interior point stops just inside
     beta[first[6:]] = 0.3 * C
     beta[beta == 0] = 1e-16                             # and leaves round-off everywhere else
-    out = solver._snap(beta, lam, C)
+    out = solver.certificate.snap(beta, lam, C)
     np.testing.assert_array_equal(out[first[:6]], lam[first[:6]])
     assert np.all(out[beta < 1e-12 * C] == 0) and np.all(out[first[6:]] == 0.3 * C)
 

@@ -175,7 +175,7 @@ def test_working_set_on_the_group_route_matches_the_reference(group_route, monke
         return dual_ipm(Q, g, Bm, E, h, C, max_iter, accept, tol,
                         probe_recorded if probe is not None else None, **kw)
 
-    monkeypatch.setattr(sibling_qp, "solve_dual_qp", recorded)
+    monkeypatch.setattr(dual_qp, "solve_dual_qp", recorded)
     X, y, H = two_level_problem()
     model = prepare(X, y, H)
     engine = SiblingQPSolver(model, method="working_set", options=GROUP_ROUTE)
@@ -239,7 +239,7 @@ def test_a_path_at_its_residual_floor_is_certified_and_ended(monkeypatch):
             return accept(x, y_, u)
         return solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept_recorded, tol, probe, **kw)
 
-    monkeypatch.setattr(sibling_qp, "solve_dual_qp", recorded)
+    monkeypatch.setattr(dual_qp, "solve_dual_qp", recorded)
     unrefined = sibling_qp.Options(dual_qp=dual_qp.Options(dense_refine=0))
     with pytest.warns(ConvergenceWarning):
         res = meth.run_fast("dual_ipm", case, options=unrefined)

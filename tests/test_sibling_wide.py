@@ -39,7 +39,7 @@ def test_star_uses_only_the_labelled_leaves_pairs():
     X, y, H = star_problem(2000, n=60, d=5)
     engine = SiblingQPSolver(prepare(X, y, H))
     assert engine.method == "dual_ipm"
-    assert engine._live_pairs(np.zeros(engine.P)).size == 60 * 2   # against the 2 other classes
+    assert engine.problem.live_pairs(np.zeros(engine.P)).size == 60 * 2   # against the 2 other classes
     res = engine.solve(1.0, tol=1e-6)
     assert res.converged and res.gap <= 1e-6
     assert res.lower_bound <= res.objective
