@@ -255,8 +255,11 @@ def _dimensions(form, variables) -> tuple[dict, dict, list]:
         parts = dim.split("*")
         if all(p in values for p in parts) and int(np.prod([values[p] for p in parts])) != size:
             conflicts.append(f"{dim} = {size} but the factors give another number ({name})")
-    for dim in form.dims if form is not None else ():
-        meanings.setdefault(dim, form.dimension(dim))
+    lines = " ".join([form.objective.text, *(t.text for t in form.constraints.values())]) \
+        if form is not None else ""
+    for dim in form.dims if form is not None else ():  # declared, and written in the lines
+        if re.search(rf"(?<![\w.]){re.escape(dim)}(?![\w(])", lines):
+            meanings.setdefault(dim, form.dimension(dim))
     order = list(DIMENSIONS)  # n, d, M, ... first, in that order; a formulation's own after
     rank = {k: (order.index(k) if k in order else len(order)) for k in meanings}
     meanings = dict(sorted(meanings.items(), key=lambda kv: rank[kv[0]]))

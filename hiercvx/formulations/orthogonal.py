@@ -57,7 +57,16 @@ from ..models.orthogonal import (METHODS, NonConvexKError, PairModel, check_conv
                                  edge_incidence, heuristic_K, omega, omega_subgradient, predict_flat,
                                  predict_top_down, prepare, strong_convexity, top_down_errors,
                                  transfer_matrix, tree_distance)
+from ..describe import Symbol
 from ..reference import Formulation, ReferenceProblem, check_size
+from ._orthogonal_parts import (
+    _bias_columns,
+    _estimate,
+    _features,
+    _margin_constraint,
+    _objective_augmented,
+    _Recovered,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +138,21 @@ _EQ = {"orthogonal": "(4)", "flatmult": "(12)", "hiermult": "(12)", "transfer": 
 
 _XI_NONNEG = ("xi >= 0", "\\xi \\ge 0")
 
+#: the paper writes N examples indexed by k; the weighted nodes are the non-root nodes
+_DIMS = {"N": ("examples", "examples"),
+         "m": ("weighted nodes: the non-root nodes (M - 1)", "weighted nodes: the non-root nodes ($M - 1$)"),
+         "f": ("columns of the features F: d (+1 with an intercept), or the representer basis "
+               "(Theorem 3)", "columns of the features $F$: $d$ ($+1$ with an intercept), or the "
+               "representer basis (Theorem 3)"),
+         "e": ("pairs i < j with K_ij > 0", "pairs $i < j$ with $K_{ij} > 0$"),
+         "P": ("margin pairs, one per row of (4)", "margin pairs, one per row of (4)")}
+_BASELINE_PAIRS = ("margin pairs, one per row of the primal", "margin pairs, one per row of the primal")
+_PATHS = Symbol("the path of y without the root; the siblings of i",
+                "the path of $y$ without the root; the siblings of $i$", "A^+(y),\\ S(i)")
+_K = Symbol("(4)'s matrix over the non-root nodes (heuristic (6) by default), Theorem 1",
+            "the matrix of (4) over the non-root nodes (heuristic (6) by default), Theorem 1")
+_XI = Symbol("hinge slacks, one per example", "hinge slacks, one per example", "\\xi", ("N",))
+
 
 def _with_bias(form: Formulation, fit_intercept: bool, dual: bool = False) -> Formulation:
     """``form`` with LIBLINEAR's bias feature named: the features are ``x~ = [x, s]`` and
@@ -136,17 +160,31 @@ def _with_bias(form: Formulation, fit_intercept: bool, dual: bool = False) -> Fo
     if not fit_intercept:
         return form
     variables = dict(form.variables)
-    notation = {**form.notation, "x~": "[x, s], s = intercept_scaling: the features with the constant "
-                                       "feature of the bias (x_k in the rows stands for x~_k)"}
+    notation = {**form.notation, "x~": Symbol(
+        "[x, s], s = intercept_scaling: the features with the constant feature of the bias "
+        "(x_k in the rows stands for x~_k)",
+        "$[x, s]$, the features with the constant feature $s$ of the bias ($x_k$ in the rows "
+        "stands for $\\tilde x_k$)", "\\tilde x")}
+    biases = Symbol("node biases over all nodes: b on the weighted nodes, 0 elsewhere",
+                    "node biases over all nodes: $b$ on the weighted nodes, 0 elsewhere",
+                    "\\bar b", ("M",))
     if dual:
-        variables["intercept"] = "node biases b = s * (last column of the recovered W~), recovered"
-        notation["W~"] = "[W, b / s]: the recovered weights of x~"
+        variables["intercept"] = Symbol(
+            "node biases b = s * (last column of the recovered W~), recovered",
+            "node biases $b = s \\cdot$ (the last column of the recovered $\\tilde W$)", "b", ("M",))
+        notation["W~"] = Symbol("[W, b / s]: the recovered weights of x~",
+                                "$[W, b / s]$: the recovered weights of $\\tilde x$", "\\tilde W")
     else:
-        notation["W~"] = ("[W, b / s]: the weights of x~; w_i in the rows and the regularizer (V in "
-                          "the lift) stand for the rows of W~")
-        variables["b"] = "biases of the weighted nodes (intercept = b on their rows, 0 elsewhere)"
+        notation["W~"] = Symbol(
+            "[W, b / s]: the weights of x~; w_i in the rows and the regularizer (V in the lift) "
+            "stand for the rows of W~",
+            "$[W, b / s]$: the weights of $\\tilde x$; $w_i$ in the rows and in the regularizer "
+            "($V$ in the lift) stand for the rows of $\\tilde W$", "\\tilde W")
+        variables["b"] = Symbol("biases of the weighted nodes", "biases of the weighted nodes",
+                                "b", ("m",))
+        variables["intercept"] = biases
     return Formulation(objective=form.objective, constraints=form.constraints, variables=variables,
-                       notation=notation)
+                       notation=notation, dims=form.dims)
 
 
 def sdp_formulation(off_diagonal: bool = True) -> Formulation:
@@ -164,20 +202,26 @@ def sdp_formulation(off_diagonal: bool = True) -> Formulation:
                      "lift": ("[[I, V^T], [V, G]] is PSD  (G >= V V^T)",
                               "\\begin{bmatrix} I & V^\\top \\\\ V & G \\end{bmatrix} \\succeq 0",
                               "(4) lifted")},
-        variables={"V": "weights of the non-root nodes (rows), in X's features or the representer "
-                        "basis (Theorem 3); W = V (or V Bt)",
-                   "G": "the lifted Gram matrix, G >= V V^T; G_ij stands for <w_i, w_j>",
-                   "t": "|G_ij| for the pairs i < j with K_ij > 0 (epigraph of (5))",
-                   "xi": "hinge slacks, one per example"},
-        notation={"K": "(4)'s matrix over the non-root nodes (heuristic (6) by default), Theorem 1",
-                  "A+(y), S(i)": "the path of y without the root; the siblings of i"})
+        variables={"V": Symbol("weights w_i of the non-root nodes (rows), in X's features or the "
+                               "representer basis (Theorem 3); W = V (or V Bt)",
+                               "weights $w_i$ of the non-root nodes (rows), in the features of $X$ or "
+                               "the representer basis (Theorem 3)", shape=("m", "f")),
+                   "G": Symbol("the lifted Gram matrix, G >= V V^T; G_ij stands for <w_i, w_j>",
+                               "the lifted Gram matrix, $G \\succeq V V^\\top$; $G_{ij}$ stands for "
+                               "$\\langle w_i, w_j \\rangle$", shape=("m", "m")),
+                   "t": Symbol("|G_ij| for the pairs i < j with K_ij > 0 (epigraph of (5))",
+                               "$|G_{ij}|$ for the pairs $i < j$ with $K_{ij} > 0$ (epigraph of (5))",
+                               shape=("e",)),
+                   "xi": _XI},
+        notation={"K": _K, "A+(y), S(i)": _PATHS}, dims=_DIMS)
     if off_diagonal:
         return form
     return Formulation(
         objective=("1/2 sum_i K_ii G_ii + C/N sum_k xi_k",
                    "\\tfrac12 \\sum_i K_{ii} G_{ii} + \\tfrac{C}{N} \\sum_k \\xi_k", "(4), (5)"),
         constraints={k: v for k, v in form.constraints.items() if not k.startswith("abs_")},
-        variables={k: v for k, v in form.variables.items() if k != "t"}, notation=form.notation)
+        variables={k: v for k, v in form.variables.items() if k != "t"}, notation=form.notation,
+        dims={k: v for k, v in _DIMS.items() if k != "e"})
 
 
 def sdp_dual_formulation() -> Formulation:
@@ -193,11 +237,19 @@ def sdp_dual_formulation() -> Formulation:
                      "lift": ("[[T, U(alpha)^T], [U(alpha), S]] is PSD",
                               ("\\begin{bmatrix} T & U(\\alpha)^\\top \\\\ U(\\alpha) & S \\end{bmatrix} "
                                "\\succeq 0"), eq)},
-        variables={"alpha": "margin multipliers, one per row of (4)",
-                   "S": "in the box of K: the multipliers of t_ij >= +-G_ij (S_ij = mu+_ij - mu-_ij)",
-                   "T": "epigraph of U^T S^{-1} U"},
-        notation={"U(alpha)": "sum_p alpha_p (e_i - e_j) x_k^T over the non-root nodes",
-                  "W": "S^{-1} U(alpha) (recovery)"})
+        variables={"alpha": Symbol("margin multipliers, one per row of (4)",
+                                   "margin multipliers $\\alpha_p$, one per row of (4)", "\\alpha", ("P",)),
+                   "S": Symbol("in the box of K: the multipliers of t_ij >= +-G_ij (S_ij = mu+_ij - mu-_ij)",
+                               "in the box of $K$: the multipliers of $t_{ij} \\ge \\pm G_{ij}$ "
+                               "($S_{ij} = \\mu^+_{ij} - \\mu^-_{ij}$)", shape=("m", "m")),
+                   "T": Symbol("epigraph of U^T S^{-1} U", "epigraph of $U^\\top S^{-1} U$",
+                               shape=("f", "f"))},
+        notation={"U(alpha)": Symbol("sum_p alpha_p (e_i - e_j) x_k^T over the non-root nodes",
+                                     "$\\sum_p \\alpha_p (e_i - e_j) x_k^\\top$ over the non-root nodes",
+                                     "U(\\alpha)"),
+                  "K": _K,
+                  "W": Symbol("S^{-1} U(alpha) (recovery)", "$S^{-1} U(\\alpha)$ (recovery)")},
+        dims=_DIMS)
 
 
 def baseline_formulation(method: str) -> Formulation:
@@ -213,23 +265,40 @@ def baseline_formulation(method: str) -> Formulation:
                 " + \\sum_j \\tfrac{C}{N_j} \\sum_{k \\text{ below } j} \\xi_{kj}")
     else:
         loss = (" + C/N sum_k xi_k", " + \\tfrac{C}{N} \\sum_k \\xi_k")
-    variables = {"W": ("the increments u_i of (3), non-root nodes (class weights w_y = sum_{A+(y)} u)"
-                       if method == "treeloss" else
-                       "weights of the leaves" if method == "flatmult" else
-                       "weights of the non-root nodes"),
-                 "xi": ("hinge slacks, one per example and internal node on its path"
-                        if method == "hiermult" else "hinge slacks, one per example")}
-    notation = {"A+(y), S(i)": "the path of y without the root; the siblings of i"}
-    if method == "treeloss":
-        notation["Delta(y_k, y)"] = "half the tree distance between y_k and y"
-    if method == "transfer":
-        notation["(i, j)"] = "parent-child edges between non-root nodes"
+    weights = {"treeloss": ("the increments u_i of (3), non-root nodes (class weights w_y = sum_{A+(y)} u)",
+                            "the increments $u_i$ of (3) of the non-root nodes (class weights $w_y = "
+                            "\\sum_{i \\in A^+(y)} u_i$)"),
+               "flatmult": ("weights w_l of the leaves", "weights $w_l$ of the leaves")
+               }.get(method, ("weights w_i of the non-root nodes", "weights $w_i$ of the non-root nodes"))
+    dims = {**_DIMS, "P": _BASELINE_PAIRS}
+    if method == "flatmult":
+        dims["m"] = ("weighted nodes: the leaves", "weighted nodes: the leaves")
     if method == "hiermult":
-        notation["N_j"] = "the number of examples whose path reaches a child of the internal node j"
+        dims["N"] = ("slacks: one per example and internal node on its path",
+                     "slacks: one per example and internal node on its path")
+    variables = {"W": Symbol(*weights, shape=("m", "d")),
+                 "xi": Symbol("hinge slacks, one per example and internal node on its path",
+                              "hinge slacks $\\xi_{kj}$, one per example $k$ and internal node $j$ on "
+                              "its path", "\\xi", ("N",)) if method == "hiermult" else _XI}
+    notation = {"A+(y), S(i)": _PATHS}
+    if method == "flatmult":
+        notation = {"L": Symbol("the leaves", "the leaves", "\\mathcal{L}")}
+    if method == "treeloss":
+        notation["Delta(y_k, y)"] = Symbol("half the tree distance between y_k and y",
+                                           "half the tree distance between $y_k$ and $y$",
+                                           "\\Delta(y_k, y)")
+    if method == "transfer":
+        notation["(i, j)"] = Symbol("parent-child edges between non-root nodes",
+                                    "parent-child edges between non-root nodes")
+    if method == "hiermult":
+        notation["N_j"] = Symbol("the number of examples whose path reaches a child of the internal node j",
+                                 "the number of examples whose path reaches a child of the internal "
+                                 "node $j$")
+        notation["pi(i)"] = Symbol("the parent of i", "the parent of $i$", "\\pi(i)")
     return Formulation(
         objective=(reg[0] + loss[0], reg[1] + loss[1], eq),
         constraints={"margin": (*_PAIRS[method], eq), "xi_nonneg": (*_XI_NONNEG, eq)},
-        variables=variables, notation=notation)
+        variables=variables, notation=notation, dims=dims)
 
 
 def baseline_dual_formulation(method: str) -> Formulation:
@@ -244,123 +313,37 @@ def baseline_dual_formulation(method: str) -> Formulation:
     else:
         budget = ("sum_{p of k} alpha_p <= C/N for every k,  alpha >= 0",
                   "\\textstyle\\sum_{p \\ni k} \\alpha_p \\le C/N,\\ \\alpha \\ge 0")
+    if method == "treeloss":
+        U = Symbol("sum_p alpha_p (a_{y_k} - a_y) x_k^T over the non-root nodes, a_y the ancestor "
+                   "indicators of (3) (root excluded)",
+                   "$\\sum_p \\alpha_p (a_{y_k} - a_y) x_k^\\top$ over the non-root nodes, $a_y$ the "
+                   "ancestor indicators of (3) (root excluded)", "U(\\alpha)")
+    else:
+        U = Symbol("sum_p alpha_p (e_pos - e_neg) x_k^T over the weighted nodes",
+                   "$\\sum_p \\alpha_p (e_{\\mathrm{pos}} - e_{\\mathrm{neg}}) x_k^\\top$ over the "
+                   "weighted nodes, for the pair $p$ of example $k$", "U(\\alpha)")
+    R = (Symbol("I + E^T E, E the incidence of the edges between non-root nodes",
+                "$I + E^\\top E$, $E$ the incidence matrix of the edges between non-root nodes")
+         if method == "transfer" else Symbol("I", "the identity $I$"))
+    notation = {"U(alpha)": U, "R": R, "W": Symbol("R^{-1} U(alpha) (recovery)",
+                                                   "$R^{-1} U(\\alpha)$ (recovery)")}
+    if method == "treeloss":
+        notation["Delta_p"] = Symbol("the loss of the pair p", "the loss of the pair $p$", "\\Delta_p")
+    if method == "hiermult":
+        notation["N_j"] = Symbol("the number of examples whose path reaches a child of j",
+                                 "the number of examples whose path reaches a child of $j$")
     return Formulation(
         objective=("sum_p alpha_p - 1/2 tr(U(alpha)^T R^{-1} U(alpha))",
                    "\\sum_p \\alpha_p - \\tfrac12 \\operatorname{tr}(U(\\alpha)^\\top R^{-1} U(\\alpha))", eq),
         constraints={"budget": (*budget, eq)},
-        variables={"alpha": "margin multipliers, one per row of the primal"},
-        notation={"U(alpha)": ("sum_p alpha_p (a_{y_k} - a_y) x_k^T over the non-root nodes, a_y the "
-                               "ancestor indicators of (3) (root excluded)" if method == "treeloss" else
-                               "sum_p alpha_p (e_pos - e_neg) x_k^T over the weighted nodes"),
-                  "R": ("I + E^T E, E the incidence of the edges between non-root nodes"
-                        if method == "transfer" else "I"),
-                  "W": "R^{-1} U(alpha) (recovery)"})
+        variables={"alpha": Symbol("margin multipliers, one per row of the primal",
+                                   "margin multipliers $\\alpha_p$, one per row of the primal",
+                                   "\\alpha", ("P",))},
+        notation=notation, dims={**_DIMS, "P": _BASELINE_PAIRS})
+
 
 
 # =============================================================================== declarations
-def _margin_constraint(model: PairModel, F, V, xi):
-    """The rows ``<w_pos - w_neg, x> + xi_s / Delta_p >= 1`` as one sparse matrix inequality.
-
-    ``F`` are the features used by the variable ``V`` (``(n_vars, r)`` weights of
-    ``model.var_nodes``): ``X`` or its representer coordinates.  Written so that the dual of
-    row p is the margin model's ``alpha_p``.
-    """
-    d = model.data
-    n, q, P = model.n_samples, d.n_classes, d.n_pairs
-    if model.method == "treeloss":  # class scores through the ancestor sums (3)
-        scores = F @ V.T @ d.Lam[:, model.var_nodes].T
-        col = np.arange(q)
-    else:  # classes are nodes: a class's score is its own weight's
-        scores = F @ V.T
-        col = np.full(q, -1)
-        col[model.var_nodes] = np.arange(len(model.var_nodes))
-    width = scores.shape[1]
-    k = model.slack_example[d.pair_i]
-    rows = np.arange(P)
-    D = sp.csr_matrix((np.r_[np.ones(P), -np.ones(P)],
-                       (np.r_[rows, rows], np.r_[k * width + col[d.pair_y], k * width + col[d.pair_ybar]])),
-                      shape=(P, n * width))
-    E = sp.csr_matrix((d.pair_cost, (rows, d.pair_i)), shape=(P, d.n_samples))
-    return D @ cp.vec(scores, order="C") + E @ xi >= np.ones(P)
-
-
-def _estimate(model: PairModel, r: int, what: str, max_size, extra_vars=0, extra_rows=0, extra_nnz=0):
-    d = model.data
-    n_vars = len(model.var_nodes)
-    nnz = 3 * d.n_pairs + model.n_samples * n_vars * r + d.n_classes * n_vars * model.n_samples
-    check_size(n_vars * r + d.n_samples + extra_vars, d.n_pairs + d.n_samples + extra_rows,
-               nnz + extra_nnz, max_size, what=what)
-
-
-def _representer_basis(X):
-    """``(Z, Bt)``: ``Bt`` ``(r, d)`` with orthonormal rows spanning the rows of X and
-    ``Z = X Bt^T`` (Theorem 3): weights ``W = V Bt`` lose nothing and ``<w_i, w_j> = <v_i, v_j>``.
-
-    Dense X: thin SVD, dropping singular values below ``1e-12 s_max`` (numerical zeros).
-    Sparse X (no dense copy of X): eigenvectors of ``X X^T`` above ``1e-12 lambda_max``, then
-    a QR of ``X^T U`` for exactly orthonormal rows.  The certificate is computed on the
-    original X either way, so a dropped near-null direction can cost gap, never validity.
-    """
-    if sp.issparse(X):
-        lam, U = np.linalg.eigh((X @ X.T).toarray())
-        keep = lam > 1e-12 * max(float(lam.max()), 1e-300)
-        Q, _ = np.linalg.qr(np.asarray(X.T @ U[:, keep]))
-        return np.asarray(X @ Q), Q.T
-    U, s, Vt = np.linalg.svd(X, full_matrices=False)
-    keep = s > 1e-12 * max(float(s[0]), 1e-300)
-    return U[:, keep] * s[keep], Vt[keep]
-
-
-def _features(X, representer: bool | None):
-    """``(F, basis)``: the features the SDP's variable multiplies -- X itself (``basis`` None)
-    or its representer coordinates (Theorem 3; default when ``n_features > n_samples``)."""
-    use_rep = (X.shape[1] > X.shape[0]) if representer is None else bool(representer)
-    if use_rep:
-        Z, Bt = _representer_basis(X)
-        if Z.shape[1] > 0:
-            return Z, Bt
-    return X, None
-
-
-def _node_rows(model: PairModel) -> sp.csr_matrix:
-    """``(n_nodes, n_vars)`` 0/1: puts the values of ``var_nodes`` on their rows of ``H.nodes``."""
-    k = len(model.var_nodes)
-    return sp.csr_matrix((np.ones(k), (model.var_nodes, np.arange(k))), shape=(len(model.H), k))
-
-
-def _bias_columns(model: PairModel, V):
-    """``(V~, intercept)``: with ``fit_intercept`` the weights ``V~ = [V, b / s]`` of the
-    augmented features, ``b`` a new variable (one bias per weighted node), and the per-node
-    intercept expression (``b`` on the rows of ``var_nodes``, 0 elsewhere); without,
-    ``(V, None)``."""
-    s = model.bias_scaling
-    if s is None:
-        return V, None
-    b = cp.Variable(V.shape[0], name="b")
-    V_aug = cp.hstack([V, cp.reshape(b, (V.shape[0], 1), order="C") / s])
-    return V_aug, _node_rows(model) @ b
-
-
-def _objective_augmented(model: PairModel, W_aug, C: float) -> float:
-    """(7) at augmented weights ``[W, b / s]`` (the recovered points of the duals)."""
-    W, b = model.split_weights(W_aug)
-    return model.objective(W, C=C, intercept=b if model.fit_intercept else None)
-
-
-class _Recovered:
-    """A value of ``sol.values`` that no CVXPY variable holds: ``value`` recomputes it from the
-    solved variables (the duals' intercept, ``s`` times the last column of the recovered
-    ``W~``); ``shape`` as a variable's."""
-
-    def __init__(self, shape, compute):
-        self.shape = tuple(shape)
-        self._compute = compute
-
-    @property
-    def value(self):
-        return self._compute()
-
-
 def primal(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
            max_size: int | None = None, *, fit_intercept: bool = False,
            intercept_scaling: float = 1.0) -> ReferenceProblem:
