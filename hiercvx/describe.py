@@ -102,7 +102,8 @@ class Formulation:
     duals) are :class:`Term`\\ s or ``(text, latex, eq)`` tuples; ``variables`` maps a
     variable's name to a :class:`Symbol` (or its meaning); ``notation`` maps each other symbol
     the lines use, as the text lines write it, to a :class:`Symbol`; ``dims`` gives meanings of
-    dimension symbols beyond (or instead of) :data:`DIMENSIONS`, as ``(text, latex)`` pairs.
+    dimension symbols beyond (or instead of) :data:`DIMENSIONS`, as ``(text, latex)`` pairs;
+    ``parameters`` the LaTeX symbol of a swept parameter whose name does not say it.
     """
 
     objective: Any
@@ -110,6 +111,7 @@ class Formulation:
     variables: Mapping[str, Any] = field(default_factory=dict)
     notation: Mapping[str, Any] = field(default_factory=dict)
     dims: Mapping[str, Any] = field(default_factory=dict)
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "objective", Term.of(self.objective))
@@ -119,6 +121,7 @@ class Formulation:
         object.__setattr__(self, "notation", {k: Symbol.of(v) for k, v in dict(self.notation).items()})
         object.__setattr__(self, "dims", {k: (v, v) if isinstance(v, str) else tuple(v)
                                           for k, v in dict(self.dims).items()})
+        object.__setattr__(self, "parameters", dict(self.parameters))
 
     def dimension(self, sym: str) -> tuple[str, str]:
         """``(text, latex)`` meaning of the dimension symbol ``sym``."""
@@ -139,6 +142,8 @@ _CAPITAL_GREEK = {"Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Phi
 def latex_symbol(name: str) -> str:
     """A variable name as a LaTeX symbol: ``xi`` -> ``\\xi``, ``W`` -> ``W``, ``x_k`` -> ``x_{k}``."""
     base, _, sub = name.partition("_")
+    if base == "lam":
+        base = "lambda"
     if base in _GREEK or base in _CAPITAL_GREEK:
         head = f"\\{base}"
     else:
@@ -277,7 +282,8 @@ def describe_parts(ref, problem_class: str, solver: str) -> dict:
     for name, p in ref.parameters.items():
         value = p.value
         params.append((name, f"{name} = {float(value):g}" if p.size == 1 and value is not None
-                       else f"{name} {tuple(p.shape)}"))
+                       else f"{name} {tuple(p.shape)}",
+                       (form.parameters.get(name) if form is not None else None) or latex_symbol(name)))
     sense = "maximize" if isinstance(ref.problem.objective, cp.Maximize) else "minimize"
     if form is not None:
         objective = form.objective
@@ -317,10 +323,10 @@ def render_text(d: dict) -> str:
         wsym = max(len(k) for k, _ in legend)
         lines += [f"    {k:<{wsym}}  {v}" for k, v in legend]
     if d["parameters"]:
-        lines.append("  parameters  " + ", ".join(name for name, _ in d["parameters"]))
+        lines.append("  parameters  " + ", ".join(name for name, *_ in d["parameters"]))
     lines += ["", "  this instance" + (f" ({_dims_values(d)})" if d["dim_values"] else "")]
     rows = ", ".join(f"{name} {rows:,}" for name, _, rows in d["constraints"] if rows is not None)
-    facts = [("rows", rows), ("parameters", ", ".join(v for _, v in d["parameters"])),
+    facts = [("rows", rows), ("parameters", ", ".join(v for _, v, _ in d["parameters"])),
              ("size", str(d["size"])), ("problem class", d["class"]), ("solver", d["solver"])]
     lines += [f"    {label:<13}  {value}" for label, value in facts if value]
     return "\n".join(lines)
@@ -363,13 +369,12 @@ def render_latex(d: dict) -> str:
         lines.append(f"  \\item ${sym.symbol or key}$: {sym.latex or latex_text(sym.meaning)}")
     lines.append("\\end{itemize}")
     if d["parameters"]:
-        lines.append("Parameters: " + ", ".join(f"${latex_symbol(n)}$" for n, _ in d["parameters"])
-                     + ".")
+        lines.append("Parameters: " + ", ".join(f"${sym}$" for _, _, sym in d["parameters"]) + ".")
     instance = "% this instance" + (f" ({_dims_values(d)})" if d["dim_values"] else "")
     rows = ", ".join(f"{name} {rows:,}" for name, _, rows in d["constraints"] if rows is not None)
     lines += [instance] + ([f"% rows: {rows}"] if rows else []) + [
         f"% Size: {d['size']}; problem class {d['class']}; solver {d['solver']}"
-        + (f"; {', '.join(v for _, v in d['parameters'])}" if d["parameters"] else "")]
+        + (f"; {', '.join(v for _, v, _ in d['parameters'])}" if d["parameters"] else "")]
     return "\n".join(lines)
 
 

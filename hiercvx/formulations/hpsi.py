@@ -42,6 +42,7 @@ from ..models import sibling as sibling_model
 from ..models.sibling import (SiblingModel, SiblingPairs, check_pair_weights, cost, hinge,
                               predict_top_down, prepare, psi, sibling_pairs, u_min)
 from ..kernels import psd_factor
+from ..describe import Symbol, latex_text
 from ..reference import Formulation, ReferenceProblem, ReferenceSolution, check_size
 from ..result import Solution
 from ..solvers.dc import check_dc_options, dc_iterations
@@ -138,19 +139,34 @@ def _full(rows: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------- what describe() shows
 _NOTATION = {
-    "f_v(x)": "<w_v, x> + b_v (kernel: sum_i c_vi k(x_i, x) + b_v), v a non-root node of H'",
-    "Q(y)": "the pairs (j, t): j on the path of y, t a sibling of j",
-    "m_p(f)": "f_j(x_i) - f_t(x_i), the margin of pair p = (i, j, t)",
-    "lam_p": "pair_weights: 0 for HSVM (2), the DC linearization (3) for a step (8) of HPSI",
+    "f_v(x)": Symbol("<w_v, x> + b_v (kernel: sum_i c_vi k(x_i, x) + b_v), v a non-root node of H'",
+                     "$\\langle w_v, x \\rangle + b_v$ (with a kernel: $\\sum_i c_{vi}\\, k(x_i, x) + "
+                     "b_v$), $v$ a non-root node of $H'$"),
+    "Q(y)": Symbol("the pairs (j, t): j on the path of y, t a sibling of j",
+                   "the pairs $(j, t)$: $j$ on the path of $y$, $t$ a sibling of $j$"),
+    "m_p(f)": Symbol("f_j(x_i) - f_t(x_i), the margin of pair p = (i, j, t)",
+                     "$f_j(x_i) - f_t(x_i)$, the margin of the pair $p = (i, j, t)$"),
+    "lam_p": Symbol("pair_weights: 0 for HSVM (2), the DC linearization (3) for a step (8) of HPSI",
+                    "pair weights: 0 for HSVM (2), the linearization (3) of the concave part for a "
+                    "step (8) of HPSI", "\\lambda_p"),
+    "chi(s)": Symbol("the children of s", "the children of $s$", "\\chi(s)"),
 }
+_DIMS = {"m": ("non-root nodes of H'", "non-root nodes of $H'$"),
+         "r": ("columns of the kernel's factor L (K = L L^T)",
+               "columns of the kernel's factor $L$ ($K = L L^\\top$)"),
+         "g": ("sibling groups (internal nodes of H')", "sibling groups (internal nodes of $H'$)")}
 
 
 def primal_formulation(linear: bool = True) -> Formulation:
     """The primal (2)/(8) as :meth:`ReferenceProblem.describe` shows it (``linear=False``: the
     kernel form in the factor's features ``z_v = L^T c_v``)."""
     w, wl = ("w_v", "w_v") if linear else ("z_v", "z_v")
-    weight = ("node weights w_v, rows in H'.nodes order without the root" if linear else
-              "features z_v = L^T c_v of the kernel's factor K = L L^T, rows in H'.nodes order")
+    weight = (Symbol("node weights w_v, rows in H'.nodes order without the root",
+                     "node weights $w_v$, one row per non-root node of $H'$", shape=("m", "d"))
+              if linear else
+              Symbol("features z_v = L^T c_v of the kernel's factor K = L L^T, rows in H'.nodes order",
+                     "features $z_v = L^\\top c_v$ of the kernel's factor $K = L L^\\top$, one row per "
+                     "non-root node of $H'$", shape=("m", "r")))
     return Formulation(
         objective=(f"1/2 sum_v ||{w}||^2 + C sum_i xi_i + sum_p lam_p m_p(f)",
                    f"\\tfrac12 \\sum_v \\|{wl}\\|^2 + C \\sum_i \\xi_i + \\sum_p \\lambda_p\\, m_p(f)",
@@ -162,18 +178,27 @@ def primal_formulation(linear: bool = True) -> Formulation:
             "sum_to_zero": ("sum_{t in chi(s)} f_t(x_i) = 0 for every internal node s, every i",
                             "\\textstyle\\sum_{t \\in \\chi(s)} f_t(x_i) = 0 \\quad \\forall s, i", "(2)"),
         },
-        variables={"W": weight, "Z": weight, "b": "node biases b_v",
-                   "xi": "slacks: the hinge of u_min(f(x_i), y_i)"},
-        notation=_NOTATION)
+        variables={"W": weight, "Z": weight,
+                   "b": Symbol("node biases b_v", "node biases $b_v$", shape=("m",)),
+                   "xi": Symbol("slacks: the hinge of u_min(f(x_i), y_i)",
+                                "slacks: the hinge of $u_{\\min}(f(x_i), y_i)$", "\\xi", ("n",))},
+        notation=_NOTATION, dims=_DIMS, parameters={"pair_weights": "\\lambda_p"})
 
 
 def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulation:
     """The dual (9)-(11) as :meth:`ReferenceProblem.describe` shows it."""
     feats, featsl = ("X", "X") if linear else ("L", "L")
     notation = {**_NOTATION,
-                "A": "Gamma(beta - lam)" + (" + Delta(delta)" if keep_delta else "")
-                + ": A_iv = sum of (beta_p - lam_p) over i's pairs with j_p = v, minus over t_p = v",
-                "w_v": "sum_i A_iv x_i, the recovery (10) (kernel: c_v = A[:, v])"}
+                "A": Symbol("Gamma(beta - lam)" + (" + Delta(delta)" if keep_delta else "")
+                            + ": A_iv = sum of (beta_p - lam_p) over i's pairs with j_p = v, minus over t_p = v",
+                            "$\\Gamma(\\beta - \\lambda)" + (" + \\Delta(\\delta)" if keep_delta else "")
+                            + "$: $A_{iv}$ sums $\\beta_p - \\lambda_p$ over the pairs of $i$ with "
+                            "$j_p = v$, minus over those with $t_p = v$"),
+                "w_v": Symbol("sum_i A_iv x_i, the recovery (10) (kernel: c_v = A[:, v])",
+                              "$\\sum_i A_{iv} x_i$, the recovery (10) (with a kernel: $c_v = A_{:v}$)")}
+    if not keep_delta:
+        notation["E"] = Symbol("the sibling-group incidence of the pairs", "the incidence of the "
+                               "pairs in the sibling groups")
     stationary = (("sum_i A_iv = 0 for every non-root v", "\\textstyle\\sum_i A_{iv} = 0 \\quad \\forall v",
                    "(10)") if keep_delta else
                   ("E^T (beta - lam) = 0: (10) with delta eliminated, one row per node "
@@ -187,9 +212,12 @@ def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulati
                        "\\textstyle\\sum_{p \\ni i} \\beta_p \\le C \\quad \\forall i", "(11)"),
             "bias_stationarity": stationary,
         },
-        variables={"beta": "multipliers of the pair constraints of (8)",
-                   "delta": "multipliers of the sum-to-zero constraints (free: equalities)"},
-        notation=notation)
+        variables={"beta": Symbol("multipliers of the pair constraints of (8)",
+                                  "multipliers $\\beta_p$ of the pair constraints of (8)", "\\beta", ("P",)),
+                   "delta": Symbol("multipliers of the sum-to-zero constraints (free: equalities)",
+                                   "multipliers of the sum-to-zero constraints (free: equalities)",
+                                   "\\delta", ("n", "g"))},
+        notation=notation, dims=_DIMS, parameters={"pair_weights": "\\lambda_p"})
 
 
 # ---------------------------------------------------------------------- primal (2) / (8)
@@ -553,7 +581,14 @@ class DCReference:
         head = (f"{self.name}: from the HSVM solution of (2), re-solve the convex step (8) below "
                 "with lam = the linearization of the psi-loss's concave part at the last iterate, "
                 f"until the cost changes by at most tol={self.tol:g} (at most {self.max_iter} steps)")
-        return ("% " if fmt == "latex" else "") + head + "\n\n" + step.describe(fmt)
+        if fmt == "latex":
+            mant, exp = f"{self.tol:.1e}".split("e")
+            tol = (f"{float(mant):g} \\cdot " if float(mant) != 1 else "") + f"10^{{{int(exp)}}}"
+            head = (f"\\noindent {latex_text(self.name)}: from the HSVM solution of (2), re-solve the "
+                    "convex step (8) below with $\\lambda_p$ the linearization of the concave part of "
+                    "the $\\psi$-loss at the last iterate, until the cost changes by at most "
+                    f"${tol}$ (at most {self.max_iter} steps).")
+        return head + "\n\n" + step.describe(fmt)
 
     def solve(self, solver=None, *, gap_tol=1e-6, **solver_options) -> Solution:
         return dc_from_model(self.model, self.C, tol=self.tol, max_iter=self.max_iter,
