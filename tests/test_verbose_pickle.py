@@ -1,0 +1,113 @@
+"""scikit-learn habits: ``verbose`` prints progress to stderr without any logging setup, and a
+fitted estimator pickles without its solver state."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+
+import numpy as np
+import pytest
+from tqdm import tqdm
+
+import hiercvx as hc
+from hiercvx.estimators import (HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC,
+                                OrthogonalTransferSVC, SiblingMarginSVC)
+from hiercvx.estimators._habits import _BarHandler
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """A tree of 15 leaves, 300 samples x 200 features: the coefficients dominate a pickle."""
+    H = hc.Hierarchy.from_paths([f"{a}/{b}" for a in "abc" for b in range(5)])
+    rng = np.random.default_rng(0)
+    leaves = np.array(H.leaves, dtype=object)
+    y = leaves[rng.integers(len(leaves), size=300)]
+    centers = {v: rng.standard_normal(200) for v in leaves}
+    X = np.array([centers[v] for v in y]) + 2.0 * rng.standard_normal((300, 200))
+    return X, y, H
+
+
+@pytest.fixture(scope="module")
+def small():
+    H = hc.Hierarchy.from_paths(["a/1", "a/2", "b/1", "b/2"])
+    rng = np.random.default_rng(1)
+    y = np.array(H.leaves, dtype=object)[rng.integers(4, size=40)]
+    X = rng.standard_normal((40, 3)) + np.array([[hash(v) % 5 for _ in range(3)] for v in y]) * 0.5
+    return X, y, H
+
+
+@pytest.mark.parametrize("make", [
+    lambda H: HierarchicalSVC(hierarchy=H, verbose=True),
+    lambda H: NormalizedHierarchicalSVC(hierarchy=H, verbose=1),
+    lambda H: OrthogonalTransferSVC(hierarchy=H, verbose=True),
+    lambda H: MulticlassSVC(verbose=True),
+])
+def test_verbose_prints_progress_to_stderr(make, small, capsys):
+    """Progress lines (iteration, gap, time) and a closing summary on stderr, with no logging
+    configured by the caller; nothing on stdout; the logger is left as it was."""
+    X, y, H = small
+    log = logging.getLogger("hiercvx")
+    before = (log.level, log.propagate, list(log.handlers))
+    make(H).fit(X, y)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "gap" in err and "s]" in err
+    assert "fitted in" in err.splitlines()[-1]
+    assert (log.level, log.propagate, list(log.handlers)) == before
+
+
+def test_quiet_by_default(small, capsys):
+    X, y, H = small
+    HierarchicalSVC(hierarchy=H).fit(X, y)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_bar_handler():
+    """``verbose="progress"``: each progress record ticks a tqdm bar, the latest gap its postfix."""
+    bar = tqdm(total=None, disable=False, file=open("/dev/null", "w"))
+    handler = _BarHandler(bar)
+    record = logging.LogRecord("hiercvx.solvers", logging.INFO, __file__, 1,
+                               "pass %d: primal %.3g dual %.3g gap %.3e", (3, 2.0, 1.0, 0.5), None)
+    handler.emit(record)
+    assert bar.n == 1 and "gap 5.000e-01" in bar.postfix
+    bar.close()
+
+
+def test_progress_bar_fit_and_bad_verbose(small, capsys):
+    X, y, H = small
+    est = HierarchicalSVC(hierarchy=H, verbose="progress").fit(X, y)
+    assert est.gap_ <= est.tol
+    assert "fitted in" not in capsys.readouterr().err  # the records tick the bar, no lines
+    with pytest.raises(ValueError, match="verbose"):
+        HierarchicalSVC(hierarchy=H, verbose="loud").fit(X, y)
+
+
+def test_pickle_without_solver_state(wide):
+    """A pickled HierarchicalSVC is within a few times its coefficients and predicts the same;
+    ``keep_dual=True`` keeps the dual variables (a warm start after unpickling)."""
+    X, y, H = wide
+    est = HierarchicalSVC(hierarchy=H).fit(X, y)
+    blob = pickle.dumps(est)
+    assert len(blob) <= 3 * est.coef_.nbytes
+    back = pickle.loads(blob)
+    assert np.array_equal(back.predict(X), est.predict(X))
+    assert back.result_.dual is None and back.gap_ == est.gap_
+    assert back.result_.objective == est.result_.objective
+    assert est.result_.dual is not None  # the fitted object itself keeps it (warm starts)
+    kept = HierarchicalSVC(hierarchy=H, keep_dual=True).fit(X, y)
+    heavy = pickle.loads(pickle.dumps(kept))
+    assert heavy.result_.dual is not None and np.array_equal(heavy.result_.dual, kept.result_.dual)
+
+
+@pytest.mark.parametrize("make", [
+    lambda H: NormalizedHierarchicalSVC(hierarchy=H, max_iter=50, tol=1e-3),
+    lambda H: OrthogonalTransferSVC(hierarchy=H, max_iter=200, tol=1e-3),
+    lambda H: SiblingMarginSVC(hierarchy=H),
+])
+def test_other_estimators_pickle_light(make, small):
+    X, y, H = small
+    est = make(H).fit(X, y)
+    back = pickle.loads(pickle.dumps(est))
+    assert np.array_equal(back.predict(X), est.predict(X))
+    assert back.result_.dual is None and not back.result_.values and not back.result_.history
