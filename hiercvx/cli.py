@@ -11,6 +11,7 @@ from importlib import metadata
 
 from . import datasets, methods, reproduce
 from .demo import DATA_ENV, run_demo
+from .describe import latex_document
 from .exceptions import HierCVXError, InputError
 from .reference import SOLVER_PREFERENCE, gurobi_limit_text, usable_solvers
 from .verify import format_table, verify, write_json
@@ -76,20 +77,28 @@ def cmd_methods(args) -> int:
 
 
 def cmd_show(args) -> int:
-    """The formulation of ``METHOD``'s primal (or ``--dual``) reference on its first quick case,
-    as text or ``--latex`` (:meth:`hiercvx.reference.ReferenceProblem.describe`)."""
+    """The formulation of ``METHOD``'s primal (or ``--dual``) reference in symbols, as text or
+    ``--latex`` (:meth:`hiercvx.reference.ReferenceProblem.describe`); ``--standalone``: a
+    complete LaTeX document.  The numbers are those of the method's first quick case."""
     method = methods.get(args.method)
     case = method.cases(True)[0]
     reference = method.build("dual" if args.dual else "primal", case)
     equations = ", ".join(f"{role} {eq}" for role, eq in method.equations.items())
-    if args.latex:
+    latex = args.latex or args.standalone
+    if args.standalone:
+        header = (f"{method.name}: {method.title}\ninstance: the case '{case.name}'\ncite as:\n"
+                  f"{method.bibtex}")
+        print(latex_document(reference.describe("latex"), title=method.title, header=header,
+                             subtitle=f"{method.paper}\nEquations: {equations}"), end="")
+        return 0
+    if latex:
         print(f"% {method.name}: {method.title}. {method.paper}\n% equations: {equations}\n"
               f"% built on the case '{case.name}'")
     else:
         print(f"{method.name}: {method.title}\n{method.paper}\nequations: {equations}\n"
               f"built on the case '{case.name}'\n")
-    print(reference.describe("latex" if args.latex else "text"))
-    if args.latex:
+    print(reference.describe("latex" if latex else "text"))
+    if latex:
         print("\n".join("% " + line for line in ["cite as:", *method.bibtex.splitlines()]))
     else:
         print(f"\nsheet: {method.sheet_path or method.sheet}\ncite as:\n{method.bibtex}")
@@ -145,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("method", metavar="METHOD", help=f"one of {', '.join(methods.names())}")
     p.add_argument("--dual", action="store_true", help="the declared dual instead of the primal")
     p.add_argument("--latex", action="store_true", help="LaTeX (align*) instead of plain text")
+    p.add_argument("--standalone", action="store_true", help="with --latex: a complete document "
+                   "that pdflatex compiles as it is")
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("verify", help="every fast solver against its certified reference, one table; "
                        "exit 1 on any disagreement")

@@ -379,8 +379,6 @@ def render_latex(d: dict) -> str:
 
 
 _PREAMBLE = r"""\documentclass[11pt]{article}
-\usepackage[T1]{fontenc}
-\usepackage[utf8]{inputenc}
 \usepackage{amsmath,amssymb}
 \usepackage[margin=2cm]{geometry}
 \allowdisplaybreaks
