@@ -852,11 +852,11 @@ def cutting_plane_applicable(model: VertexModel) -> bool:
     """Whether the cutting-plane method's master (an interior point in the node weights,
     ``M d`` variables) is affordable: ``M d <= MASTER_MAX_DIMENSION``, a Newton step within
     :data:`MASTER_MAX_STEP_COST` and the dense features within
-    ``interior_point.MAX_FEATURE_ENTRIES``."""
+    ``interior_point.Options().max_feature_entries``."""
     n, d = model.X.shape
     M = model.n_nodes
     return (M * d <= MASTER_MAX_DIMENSION
-            and n * d <= interior_point.MAX_FEATURE_ENTRIES
+            and n * d <= interior_point.Options().max_feature_entries
             and interior_point.row_step_cost(n, M, d) <= MASTER_MAX_STEP_COST)
 
 
