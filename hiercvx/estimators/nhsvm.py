@@ -275,8 +275,7 @@ class SharedNormSVC(_NodeScoreClassifier):
     solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve`,
         certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`)
     tol, max_iter : the fast solver's relative gap and alternations; inner_max_iter: iterations
-        of each weight step (pairwise BCFW).  With the defaults, cellcycle_FUN's single-path
-        subset (480 x 77, standardized, 201 nodes) certifies in 270 alternations, 38 s
+        of each weight step (pairwise BCFW)
 
     Attributes
     ----------
