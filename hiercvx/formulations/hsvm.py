@@ -419,19 +419,14 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
     return dual_from_model(model, C=Cval, max_size=max_size)
 
 
-def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
-    """Thesis (4.15) (see :func:`dual`) declared from a validated :class:`HSVMModel` (any
-    kernel, class attributes or class kernel); ``C`` becomes a ``cp.Parameter``.  The only
-    check left here is that a precomputed or callable kernel's Gram matrix is PSD (the
-    factor below needs it)."""
-    t0 = time.perf_counter()
-    X, data, kern, H, rescaling = model.X, model.data, model.kernel, model.H, model.rescaling
-    n = X.shape[0]
-    q = data.n_classes
-    linear = kern.is_linear
-    use_features = linear and X.shape[1] <= n
+def _dual_inputs(model: HSVMModel, max_size):
+    """Whether the dual's quadratic is factored by the features themselves (linear kernel,
+    ``d <= n``) and the Gram matrix (None when the features serve); refuses a problem over
+    ``max_size`` and a precomputed or callable kernel that is not PSD."""
+    X, data, kern = model.X, model.data, model.kernel
+    n, q, P = X.shape[0], data.n_classes, data.n_pairs
+    use_features = kern.is_linear and X.shape[1] <= n
     rK = X.shape[1] if use_features else n
-    P = data.n_pairs
     nnz_LK = _nnz(X) if use_features else n * n
     # a dense Gram factor couples every (example, class) coefficient: the solver factors a
     # dense (n q) x (n q) block, which dominates time and memory -- count it
@@ -441,13 +436,25 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
                what="the hierarchical SVM dual (4.15)")
     if model.precomputed:
         check_psd(X, what="precomputed kernel matrix")
-    node_weights = model.node_weights
     # the Gram matrix: needed for a factor (non-linear or d > n) or for the certificate
     K = None
-    if not (use_features and node_weights):
+    if not (use_features and model.node_weights):
         K = model.K
         if kern.name == "callable":
             check_psd(K, what="kernel matrix of the callable kernel")
+    return use_features, K
+
+
+def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
+    """Thesis (4.15) (see :func:`dual`) declared from a validated :class:`HSVMModel` (any
+    kernel, class attributes or class kernel); ``C`` becomes a ``cp.Parameter``.  The only
+    check left here is that a precomputed or callable kernel's Gram matrix is PSD (the
+    factor below needs it)."""
+    t0 = time.perf_counter()
+    X, data, kern, H, rescaling = model.X, model.data, model.kernel, model.H, model.rescaling
+    n, q = X.shape[0], data.n_classes
+    use_features, K = _dual_inputs(model, max_size)
+    node_weights = model.node_weights
     LK = X if use_features else _psd_factor(K)
     LQ = _psd_factor(data.Q)
     Bm = _budget_matrix(data)

@@ -9,10 +9,10 @@ the boundary of the positive orthant.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
-__all__ = ["pack", "example_blocks", "pair_sums", "pair_max", "scatter", "row_blocks", "row_products", "row_scatter", "step_to_boundary"]
+__all__ = ["pack", "example_blocks", "pair_sums", "pair_max", "scatter", "row_blocks",
+           "row_products", "row_scatter", "step_to_boundary"]
 
 
 @njit(cache=True)

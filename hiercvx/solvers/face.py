@@ -27,9 +27,10 @@ block of ``M0``, and
 (``u~``: ``u`` on the common rows of ``M0``, 0 on the deleted ones; ``E_d`` the deleted rows'
 unit vectors), so the update costs one forward substitution per deleted or new row (``m^2``
 multiply-adds) and a QR of ``V``, where a factorization costs ``m^3 / 3`` (block
-elimination with the Schur complement ``S`` of the common block).  Face matrices are singular up to their ridge (degenerate faces), and this
-longer route rounds differently: its answer is refined against the new system and kept only
-when its residual is as small as a fresh factorization's; otherwise the round factors afresh.
+elimination with the Schur complement ``S`` of the common block).  Face matrices are singular
+up to their ridge (degenerate faces), and this longer route rounds differently: its answer is
+refined against the new system and kept only when its residual is as small as a fresh
+factorization's; otherwise the round factors afresh.
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ class FaceSolver:
         _, c0, c1 = np.intersect1d(keys0, rows.keys, assume_unique=True, return_indices=True)
         d = np.setdiff1d(np.arange(m0), c0, assume_unique=True)
         n = np.setdiff1d(np.arange(m1), c1, assume_unique=True)
-        if m0 * m0 * (d.size + n.size + 2 * opt.update_refine + 2) > opt.update_share * m1 ** 3 / 3.0:
+        solves = d.size + n.size + 2 * opt.update_refine + 2
+        if m0 * m0 * solves > opt.update_share * m1 ** 3 / 3.0:
             return None
         threads = None if m0 >= opt.threaded_rows else 1
         L = factor[0]  # its lower triangle (the upper one is M0's, untouched)
