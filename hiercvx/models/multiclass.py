@@ -1,5 +1,6 @@
-"""The flat Crammer–Singer multi-class SVM on validated data (Chung-Chin Lu, *EE6550 Machine
-Learning, Lecture 7: Multi-Class Classification*, National Tsing Hua University, 2017; LIBLINEAR's ``MCSVM_CS``, Fan et al. 2008, appendix).
+"""The flat Crammer–Singer multi-class SVM on validated data (Crammer & Singer, JMLR 2001, as
+in Chung-Chin Lu, *EE6550 Machine Learning, Lecture 7: Multi-Class Classification*, National
+Tsing Hua University, 2017; LIBLINEAR's ``MCSVM_CS``, Fan et al., JMLR 9, 2008, appendix).
 
 Crammer–Singer is the pairwise-ranking model of :mod:`hiercvx.models.margin` on a flat
 label set: class attributes ``Lam = I``, loss ``1 - I``, slack rescaling (slack and margin

@@ -1,7 +1,7 @@
 """One entry point for the margin family: the solver chosen by the shape of the problem.
 
 Crammer–Singer and the Cai–Hofmann hierarchical SVM are one model
-(:mod:`hiercvx.models.margin`) with three fast solvers that win in different regimes:
+(:mod:`hiercvx.models.margin`) with four fast solvers that win in different regimes:
 
 - :mod:`.interior_point` — 15-30 Newton steps whatever the noise; a step factorizes a dense
   matrix of the primal dimension (classes x features, or classes x samples when the features
