@@ -10,6 +10,7 @@ import pytest
 import hiercvx as hc
 from hiercvx import cli, methods
 from hiercvx.formulations import hpsi, nhsvm, orthogonal
+from hiercvx.describe import Symbol, describe_parts, latex_document
 from hiercvx.reference import (Formulation, ProblemSize, ReferenceProblem, Term, choose_solver,
                                problem_class, problem_size)
 
@@ -106,11 +107,18 @@ def test_describe_every_reference(name, role):
         assert str(size) in text
         assert f"problem class  {problem_class(ref.problem)}" in text
         assert f"solver         {choose_solver(ref.problem)}" in text
-        for var_name, var in ref.variables.items():
-            assert re.search(rf"^    {re.escape(var_name)}\s+{re.escape(str(tuple(var.shape)))}", text, re.M)
+        parts = describe_parts(ref, problem_class(ref.problem), "")
+        values = parts["dim_values"]
+        for var_name, var in ref.variables.items():  # the shape in symbols; the instance's numbers
+            shape = ref.formulation.variables[var_name].shape if ref.formulation else None
+            assert shape is not None, var_name
+            shown = " x ".join(shape) if shape else "scalar"
+            assert re.search(rf"^    {re.escape(var_name)}\s+{re.escape(shown)}\s", text, re.M)
+            sizes = [int(np.prod([values[p] for p in dim.split("*")])) for dim in shape]
+            assert tuple(sizes) == tuple(var.shape), (var_name, shape, var.shape)
+        rows_line = next(line for line in text.splitlines() if line.startswith("    rows  "))
         for c_name, c in ref.constraints.items():
-            rows = f"{c.size:,} row" + ("s" if c.size != 1 else "")
-            assert re.search(rf"^    {re.escape(c_name)}\s.*{rows}$", text, re.M), c_name
+            assert f"{c_name} {c.size:,}" in rows_line, c_name
         if ref.formulation is not None:
             for term in [ref.formulation.objective, *ref.formulation.constraints.values()]:
                 if term.eq:
@@ -128,7 +136,8 @@ def test_sibling_formulation_is_rendered_from_the_declaration():
     text = ref.describe()
     assert re.search(r"minimize\s+1/2 sum_v \|\|w_v\|\|\^2 .*\(2\)/\(8\)$", text, re.M)
     n_pairs = ref.constraints["pairs"].size
-    assert re.search(rf"pairs\s+m_p\(f\) \+ xi_i >= 1 .*\(2\)\s+{n_pairs:,} rows$", text, re.M)
+    assert re.search(r"pairs\s+m_p\(f\) \+ xi_i >= 1 .*\(2\)$", text, re.M)
+    assert re.search(rf"^    rows\s+pairs {n_pairs:,},", text, re.M)
     assert "m_p(f)  f_j(x_i) - f_t(x_i)" in text  # the notation block
     dual = built("sibling_svm", "dual")
     latex = dual.describe("latex")
@@ -173,10 +182,12 @@ def test_fallback_renders_the_cvxpy_structure():
     text = _tiny_problem(False).describe()
     assert text.splitlines()[0] == "tiny LP"
     assert "minimize    (not declared; a CVXPY objective over x)" in text
-    assert re.search(r"^    rows\s+inequality\s+2 rows$", text, re.M)
-    assert re.search(r"^    \(unnamed\)\s+inequality\s+3 rows$", text, re.M)
-    assert re.search(r"^    x\s+\(3,\)$", text, re.M)
-    assert "parameters  C = 2" in text and "problem class  LP" in text
+    assert re.search(r"^    rows\s+inequality$", text, re.M)
+    assert re.search(r"^    \(unnamed\)\s+inequality$", text, re.M)
+    assert re.search(r"^    rows\s+rows 2, \(unnamed\) 3$", text, re.M)
+    assert re.search(r"^    x\s+3$", text, re.M)  # no declared shape: the numbers
+    assert "  parameters  C\n" in text and "problem class  LP" in text
+    assert re.search(r"^    parameters\s+C = 2$", text, re.M)  # its value: the instance's
     latex = _tiny_problem(False).describe("latex")
     assert "\\min_{x}" in latex and "\\text{(not declared; a CVXPY objective over x)} \\notag" in latex
 
@@ -185,10 +196,11 @@ def test_declared_formulation_renders_text_and_latex():
     ref = _tiny_problem(True)
     text = ref.describe()
     assert re.search(r"^  minimize    C sum_j x_j    \(1\)$", text, re.M)
-    assert re.search(r"^    rows\s+A x <= b\s+\(2\)\s+2 rows$", text, re.M)
-    assert re.search(r"^    box\s+x >= -1$", text, re.M)  # a family without duals: no rows
+    assert re.search(r"^    rows\s+A x <= b\s+\(2\)$", text, re.M)
+    assert re.search(r"^    box\s+x >= -1$", text, re.M)
+    assert re.search(r"^    rows\s+rows 2$", text, re.M)  # a family without duals: no rows
     assert "(unnamed)" not in text
-    assert re.search(r"^    x\s+\(3,\)\s+the unknowns$", text, re.M) and "A  a 2 x 3 matrix" in text
+    assert re.search(r"^    x\s+3\s+the unknowns$", text, re.M) and "A  a 2 x 3 matrix" in text
     latex = ref.describe("latex")
     assert "\\min_{x} \\quad & C \\sum_j x_j \\tag*{(1)} \\\\" in latex
     assert "\\text{s.t.} \\quad & A x \\le b \\qquad \\text{(rows)} \\tag*{(2)} \\\\" in latex
@@ -258,7 +270,8 @@ def test_nhsvm_multilabel_cutting_plane_shows_its_master():
     text = ref.describe()
     assert ref.formulation == nhsvm.cutting_plane_formulation()
     assert re.search(r"^    cuts\s+sum_n c_kn .*\(10\) over Y_m$", text, re.M)
-    assert re.search(r"^    xi_nonneg\s+xi >= 0\s+\(10\)\s+[0-9,]+ rows$", text, re.M)
+    assert re.search(r"^    xi_nonneg\s+xi >= 0\s+\(10\)$", text, re.M)
+    assert re.search(r"^    rows\s+xi_nonneg [0-9,]+$", text, re.M)
     assert "(unnamed)" not in text
 
 
@@ -271,3 +284,160 @@ def test_orthogonal_diagonal_K_shows_no_epigraph():
     text = ref.describe()
     assert "abs_upper" not in text and "t_ij" not in text and "(4), (5)" in text
     assert re.search(r"^    lift\s+\[\[I, V\^T\], \[V, G\]\] is PSD", text, re.M)
+
+
+# ---------------------------------------------------------------------- for print (issue: symbols)
+def _declared(name, role):
+    """The :class:`ReferenceProblem` shown for ``(name, role)`` (HPSI: its convex step (8))."""
+    ref = built(name, role)
+    if not isinstance(ref, ReferenceProblem):
+        ref = hpsi.primal_from_model(ref.model, ref.C)
+    return ref
+
+
+def _body(text: str) -> str:
+    """The formulation without the instance block (text) or its comment lines (LaTeX)."""
+    return text.split("\n\n  this instance")[0] if "this instance" in text and "\\begin" not in text \
+        else "\n".join(line for line in text.splitlines() if not line.startswith("%"))
+
+
+def _legend(latex: str) -> str:
+    return latex[latex.index("\\begin{itemize}"):latex.index("\\end{itemize}")]
+
+
+@pytest.mark.parametrize("name,role", ROLES, ids=[f"{n}-{r}" for n, r in ROLES])
+def test_shapes_are_symbols_and_agree_with_the_instance(name, role):
+    """Every variable (named or auxiliary) has its shape in dimension symbols (n, d, M, ...), no
+    symbol is bound to two numbers, and the formulation shows no number of the example: the
+    numbers are in the instance block only (LaTeX comments)."""
+    ref = _declared(name, role)
+    parts = describe_parts(ref, problem_class(ref.problem), "")
+    assert parts["dim_conflicts"] == []
+    for var_name, shape, sym in parts["variables"]:
+        declared = ref.formulation.variables.get(var_name)
+        assert declared is not None and declared.shape is not None, (name, role, var_name)
+        assert all(isinstance(dim, str) and not dim[0].isdigit() for dim in shape), (var_name, shape)
+    text, latex = ref.describe(), ref.describe("latex")
+    variables = _body(text).split("  variables\n")[1].split("\n  where")[0]
+    for line in variables.splitlines():
+        assert not re.search(r"^\s+\S+\s+[\d ,x]*\d", line), line
+    assert not re.search(r"\\mathbb\{R\}\^\{[^}]*\d", _body(latex))
+    for dim in parts["dims"]:  # each symbol the shapes use is in the legend, with its value apart
+        assert re.search(rf"^    {re.escape(dim)}\s+\S", text, re.M), dim
+        assert f"${dim}$" in _legend(latex)
+    assert "this instance" in text and "% this instance" in latex
+
+
+@pytest.mark.parametrize("name,role", ROLES, ids=[f"{n}-{r}" for n, r in ROLES])
+def test_the_legend_is_real_latex_with_the_lines_symbols(name, role):
+    """The "where" list is LaTeX, not escaped ASCII, and every symbol it explains is written the
+    same way in the lines (objective, constraints) or in another entry, in text and in LaTeX."""
+    ref = _declared(name, role)
+    form = ref.formulation
+    legend = _legend(ref.describe("latex"))
+    for escaped in ("\\textasciicircum", "\\textless", "\\textgreater", "\\textbar", "\\_",
+                    "\\textbackslash"):
+        assert escaped not in legend, (escaped, legend)
+    lines_text = " ".join([form.objective.text, *(t.text for t in form.constraints.values())])
+    lines_latex = " ".join([form.objective.latex, *(t.latex for t in form.constraints.values())])
+    entries = {**form.notation, **form.variables}
+    for key, sym in form.notation.items():
+        if "recovery" in sym.meaning:  # how the weights follow from the solution: not in the lines
+            continue
+        others_text = lines_text + " " + " ".join(s.meaning for k, s in entries.items() if k != key)
+        others_latex = lines_latex + " " + " ".join(s.latex for k, s in entries.items() if k != key)
+        for part in key.split(", "):
+            assert re.search(rf"(?<![A-Za-z]){re.escape(_head(part))}(?![A-Za-z])", others_text), \
+                (name, role, key)
+        for part in re.split(r",\\ ", sym.symbol or key):
+            assert re.search(rf"(?<![A-Za-z\\]){re.escape(_head(part))}(?![A-Za-z])", others_latex), \
+                (name, role, part)
+
+
+def _head(symbol: str) -> str:
+    """A symbol without its indices and arguments: ``c_i`` -> ``c``, ``G_c(\\beta)`` -> ``G``,
+    ``\\tilde\\Delta(l_i, l)`` -> ``\\tilde\\Delta``."""
+    return re.split(r"[_(^{ ]", symbol.strip(), maxsplit=1)[0] or symbol.strip()
+
+
+def test_hsvm_dual_legend_as_the_issue_asked():
+    """``hiercvx show hsvm --dual --latex``: c_i in the budget and in the list, shapes in
+    symbols, the factor T in LaTeX."""
+    latex = built("hsvm", "dual").describe("latex")
+    assert "\\le C c_i" in latex and "\\item $c_i$:" in latex and "Cw" not in latex
+    assert "\\item $T \\in \\mathbb{R}^{r \\times q}$: $L_K^\\top G$" in latex
+    primal = built("hsvm", "primal").describe("latex")
+    assert "\\item $W \\in \\mathbb{R}^{M \\times d}$" in primal
+    assert "C \\sum_i c_i \\xi_i" in primal and "\\item $c_i$:" in primal
+    text = built("hsvm", "primal").describe()
+    assert "C sum_i c_i xi_i" in text and re.search(r"^    c_i\s+the weight of example i", text, re.M)
+    assert re.search(r"^    W\s+M x d\s+node weights", text, re.M)
+    assert re.search(r"^  this instance \(n = 36, d = 4, M = 8, q = 5\)$", text, re.M)
+
+
+def test_dimension_symbols_are_checked_against_the_problem():
+    """A declared shape is checked against the CVXPY variable: a symbol bound to two numbers,
+    a wrong rank, a product that does not multiply out are reported (the tests above ask for
+    none); an undeclared symbol is an InputError naming the fix."""
+    x, y, z = cp.Variable(3, name="x"), cp.Variable(2, name="y"), cp.Variable(6, name="z")
+    prob = cp.Problem(cp.Minimize(cp.sum(x) + cp.sum(y) + cp.sum(z)), [x >= 0, y >= 0, z >= 0])
+
+    def ref(shapes, dims=None):
+        form = Formulation(objective=("sum x", "\\sum x"), variables={
+            k: Symbol(k, shape=v) for k, v in shapes.items()}, dims=dims or {})
+        return ReferenceProblem(prob, variables={"x": x, "y": y, "z": z}, objective=lambda v: 0.0,
+                                lower_bound=lambda v, d: 0.0, weights=lambda v: v["x"], formulation=form)
+
+    good = describe_parts(ref({"x": ("n",), "y": ("d",), "z": ("n*d",)}), "LP", "")
+    assert good["dim_conflicts"] == [] and good["dim_values"] == {"n": 3, "d": 2}
+    assert "z  n*d" in ref({"x": ("n",), "y": ("d",), "z": ("n*d",)}).describe()
+    assert "\\mathbb{R}^{n d}" in ref({"x": ("n",), "y": ("d",), "z": ("n*d",)}).describe("latex")
+    bad = describe_parts(ref({"x": ("n",), "y": ("n",), "z": ("n*n",)}), "LP", "")
+    assert any("n = 3 and 2" in c for c in bad["dim_conflicts"])
+    assert any("n*n" in c for c in bad["dim_conflicts"])
+    assert describe_parts(ref({"x": ("n", "d")}), "LP", "")["dim_conflicts"]
+    with pytest.raises(hc.InputError, match="dims="):
+        ref({"x": ("w",)}).describe()
+    assert "w  widgets" in ref({"x": ("w",)}, dims={"w": "widgets"}).describe()
+
+
+def _check_document(tex: str) -> None:
+    """The structure of a complete LaTeX document: preamble, one body, balanced environments."""
+    lines = [line for line in tex.splitlines() if not line.startswith("%")]
+    assert lines[0].startswith("\\documentclass") and "\\usepackage{amsmath,amssymb}" in tex
+    assert tex.count("\\begin{document}") == tex.count("\\end{document}") == 1
+    assert tex.rstrip().endswith("\\end{document}")
+    for env in ("align*", "itemize"):
+        assert tex.count(f"\\begin{{{env}}}") == tex.count(f"\\end{{{env}}}") >= 1
+    assert "\\section*{" in tex
+
+
+SHOWN = [(name, dual) for name in methods.names() for dual in (False, True)
+         if not dual or "dual" in methods.get(name).references]
+
+
+@pytest.mark.parametrize("name,dual", SHOWN, ids=[f"{n}{'-dual' if d else ''}" for n, d in SHOWN])
+def test_standalone_latex_compiles_as_it_is(name, dual, capsys, tmp_path):
+    """``hiercvx show METHOD [--dual] --latex --standalone`` is a complete document; where
+    ``pdflatex`` is installed it compiles without an error."""
+    import shutil
+    import subprocess
+    assert cli.main(["show", name, "--latex", "--standalone"] + (["--dual"] if dual else [])) == 0
+    tex = capsys.readouterr().out
+    _check_document(tex)
+    assert methods.get(name).title.split(":")[0] in tex
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed; the document's structure was checked")
+    (tmp_path / "show.tex").write_text(tex)
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "show.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert (tmp_path / "show.pdf").stat().st_size > 0
+
+
+def test_latex_document_escapes_its_titles():
+    tex = latex_document("\\begin{align*} x \\end{align*}\n\\begin{itemize}\n\\item x\n\\end{itemize}",
+                         title="a_b & c", subtitle="50% of\nthe paper", header="first\nsecond")
+    _check_document(tex)
+    assert tex.startswith("% first\n% second\n\\documentclass")
+    assert "\\section*{a\\_b \\& c}" in tex and "50\\% of \\\\\nthe paper" in tex

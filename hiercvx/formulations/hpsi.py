@@ -188,7 +188,7 @@ def primal_formulation(linear: bool = True) -> Formulation:
 def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulation:
     """The dual (9)-(11) as :meth:`ReferenceProblem.describe` shows it."""
     feats, featsl = ("X", "X") if linear else ("L", "L")
-    notation = {**_NOTATION,
+    notation = {"lam_p": _NOTATION["lam_p"],
                 "A": Symbol("Gamma(beta - lam)" + (" + Delta(delta)" if keep_delta else "")
                             + ": A_iv = sum of (beta_p - lam_p) over i's pairs with j_p = v, minus over t_p = v",
                             "$\\Gamma(\\beta - \\lambda)" + (" + \\Delta(\\delta)" if keep_delta else "")

@@ -117,7 +117,7 @@ def nhsvm_formulation(variant: str = "nhsvm") -> Formulation:
     """Single-label (10) or (13) as declared by :func:`primal_from_model`."""
     if variant == "nhsvm":
         eq = "(10)"
-        margin = (("s_{l_i}(x_i) - s_l(x_i) + xi_i >= Delta(l_i, l) for every i and leaf l "
+        margin = (("s_{l_i}(x_i) - s_l(x_i) + xi_i >= Delta(l_i, l) for every i and leaf l in L "
                    "(l = l_i reads xi_i >= 0)"),
                   "s_{l_i}(x_i) - s_l(x_i) + \\xi_i \\ge \\tilde\\Delta(l_i, l) \\quad \\forall i,\\ l \\in L")
     else:
@@ -179,10 +179,10 @@ def shared_formulation() -> Formulation:
         objective=("lam sum_n ||u_n||^2 / alpha_n + sum_i xi_i",
                    "\\lambda \\sum_n \\|u_n\\|^2 / \\alpha_n + \\sum_i \\xi_i", "(14)"),
         constraints={"margin": (("s_{l_i}(x_i) - s_l(x_i) + xi_i >= Delta(l_i, l) for every i and leaf l "
-                                 "(l = l_i reads xi_i >= 0)"),
+                                 "in L (l = l_i reads xi_i >= 0)"),
                                 "s_{l_i}(x_i) - s_l(x_i) + \\xi_i \\ge \\Delta(l_i, l) \\quad \\forall i,\\ l \\in L",
                                 "(14)"),
-                     "paths": ("sum_{n in anc(l)} alpha_n <= 1 for every leaf l",
+                     "paths": ("sum_{n in anc(l)} alpha_n <= 1 for every leaf l in L",
                                "\\textstyle\\sum_{n \\in \\mathrm{anc}(l)} \\alpha_n \\le 1 \\quad \\forall l \\in L",
                                "(14)"),
                      "alpha_nonneg": ("alpha >= 0", "\\alpha \\ge 0", "(14)")},

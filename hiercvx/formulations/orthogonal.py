@@ -119,11 +119,11 @@ _PAIRS = {
     "transfer": ("<w_i - w_j, x_k> + xi_k >= 1 for j in S(i), i in A+(y_k), every k",
                  ("\\langle w_i - w_j, x_k \\rangle + \\xi_k \\ge 1 \\quad "
                   "\\forall k,\\ i \\in A^+(y_k),\\ j \\in S(i)")),
-    "hiermult": (("<w_i - w_l, x_k> + xi_kj >= 1 for l in S(i), i in A+(y_k), j the parent of i "
+    "hiermult": (("<w_i - w_l, x_k> + xi_kj >= 1 for l in S(i), i in A+(y_k), j = pi(i) the parent of i "
                   "(one slack per example and internal node j on its path)"),
                  ("\\langle w_i - w_l, x_k \\rangle + \\xi_{kj} \\ge 1 \\quad "
                   "\\forall k,\\ i \\in A^+(y_k),\\ l \\in S(i),\\ j = \\pi(i)")),
-    "flatmult": ("<w_{y_k} - w_l, x_k> + xi_k >= 1 for every leaf l != y_k, every k",
+    "flatmult": ("<w_{y_k} - w_l, x_k> + xi_k >= 1 for every leaf l in L, l != y_k, every k",
                  ("\\langle w_{y_k} - w_l, x_k \\rangle + \\xi_k \\ge 1 \\quad "
                   "\\forall k,\\ l \\in \\mathcal{L} \\setminus \\{y_k\\}")),
     "treeloss": (("sum_{A+(y_k)} <u_i, x_k> - sum_{A+(y)} <u_j, x_k> + xi_k / Delta(y_k, y) >= 1 "
@@ -258,7 +258,7 @@ def baseline_formulation(method: str) -> Formulation:
     reg = {"transfer": ("1/2 sum_i ||w_i||^2 + 1/2 sum_{(i,j) tree edges} ||w_i - w_j||^2",
                         "\\tfrac12 \\sum_i \\|w_i\\|^2 + \\tfrac12 \\sum_{(i,j)} \\|w_i - w_j\\|^2"),
            "treeloss": ("1/2 sum_i ||u_i||^2", "\\tfrac12 \\sum_i \\|u_i\\|^2"),
-           "flatmult": ("1/2 sum_{l leaf} ||w_l||^2", "\\tfrac12 \\sum_{l \\in \\mathcal{L}} \\|w_l\\|^2")
+           "flatmult": ("1/2 sum_{l in L} ||w_l||^2", "\\tfrac12 \\sum_{l \\in \\mathcal{L}} \\|w_l\\|^2")
            }.get(method, ("1/2 sum_i ||w_i||^2", "\\tfrac12 \\sum_i \\|w_i\\|^2"))
     if method == "hiermult":
         loss = (" + sum_j C/N_j sum_{k below j} xi_kj",
@@ -284,12 +284,14 @@ def baseline_formulation(method: str) -> Formulation:
     if method == "flatmult":
         notation = {"L": Symbol("the leaves", "the leaves", "\\mathcal{L}")}
     if method == "treeloss":
+        notation = {"A+(y)": Symbol("the path of y without the root",
+                                    "the path of $y$ without the root", "A^+(y)")}
         notation["Delta(y_k, y)"] = Symbol("half the tree distance between y_k and y",
                                            "half the tree distance between $y_k$ and $y$",
                                            "\\Delta(y_k, y)")
     if method == "transfer":
         notation["(i, j)"] = Symbol("parent-child edges between non-root nodes",
-                                    "parent-child edges between non-root nodes")
+                                    "parent-child edges between non-root nodes", "(i,j)")
     if method == "hiermult":
         notation["N_j"] = Symbol("the number of examples whose path reaches a child of the internal node j",
                                  "the number of examples whose path reaches a child of the internal "

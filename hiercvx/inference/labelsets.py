@@ -17,6 +17,9 @@ from ..hierarchy import Hierarchy
 from ._checks import _check_hierarchy, _check_indicator, _check_scores
 from .options import Options
 
+__all__ = ["label_set_scores", "is_valid_label_set", "auto_method", "enumerate_label_sets",
+           "best_leaf"]
+
 
 def label_set_scores(scores, indicator) -> np.ndarray:
     """``sum_{n in y} s_n`` for each row: the potential gamma(x, y) of the paper's eq. (1)."""
@@ -103,6 +106,3 @@ def best_leaf(scores, H: Hierarchy, return_indicator: bool = False):
         return Z[0] if single else Z
     return int(best[0]) if single else best
 
-
-__all__ = ["label_set_scores", "is_valid_label_set", "auto_method", "enumerate_label_sets",
-           "best_leaf"]
