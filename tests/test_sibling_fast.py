@@ -253,9 +253,8 @@ def test_auto_takes_the_cheaper_newton_system():
 @pytest.mark.parametrize("method", ["ipm", "dual_ipm", "working_set"])
 def test_converged_means_the_reported_gap_at_tiny_C(method):
     """With a tiny C the reported gap also measures the decrease from zero functions
-    (``at_zero``); the solvers stop on that same gap.  On Wang et al.'s Example 2 (flat,
-    C = 1e-3) the interior point used to stop at a relative gap of 1e-6 and report 3.9e-6
-    as converged, without a warning."""
+    (``at_zero``); the solvers stop on that same gap, so converged means the reported gap is
+    within ``tol``, without a warning (Wang et al.'s Example 2, flat, C = 1e-3)."""
     data = make_wang_example2(100, random_state=11)
     model = prepare(data.X, data.y, flat_hierarchy(sorted(set(data.y))))
     for C in (1e-3, 1.26e-3):
@@ -425,9 +424,9 @@ print("FITTED", est.result_.gap)
 
 @pytest.mark.slow
 def test_the_lp_repair_returns_on_table_4s_lp_that_hung_the_interior_point():
-    """Table 4, replication 9, n = 1500, flat psi-learning at C = 10^-2.2: the one-sided LP
-    repair by HiGHS's interior point (``method="highs-ipm"``) did not return from its third LP
-    (20+ minutes in the crossover); the default method fits in seconds.  Run in a child
+    """Table 4 of Wang et al., replication 9, n = 1500, flat psi-learning at C = 10^-2.2: the
+    one-sided LP repair's degenerate LPs, which can stall an interior point with crossover,
+    are solved by HiGHS's default method.  Run in a child
     process so that a hang fails the test at the cap instead of stopping the suite."""
     out = subprocess.run([sys.executable, "-c", HANG_CHILD], capture_output=True, text=True,
                          timeout=300)

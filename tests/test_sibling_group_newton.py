@@ -211,10 +211,10 @@ def test_dc_run_on_the_group_route_follows_the_reference_path(group_route):
 
 @pytest.mark.parametrize("method", ["dual_ipm", "working_set"])
 def test_registry_tree_case_converges_at_the_verify_tolerance(method):
-    """``hiercvx verify sibling_svm`` (the n = 120 cases): the dual interior point stopped at
-    100 steps with gap 4e-8 > 1e-8 (the dual residual stuck at 6e-8 while the complementarity
-    fell to 1e-27): the dense Newton solves are refined now, and an iterate at the residual's
-    floor is certified instead of never."""
+    """``hiercvx verify sibling_svm`` (the n = 120 cases) certifies at the verify tolerance
+    1e-8 well within the iteration limit: the dense Newton solves are refined (without it the
+    dual residual sticks near 6e-8 while the complementarity falls to 1e-27), and an iterate
+    at the residual's floor is certified."""
     meth = methods.get("sibling_svm")
     case = [c for c in meth.cases(quick=False) if c.name.startswith("tree")][0]
     res = meth.run_fast(method, case)
@@ -224,8 +224,8 @@ def test_registry_tree_case_converges_at_the_verify_tolerance(method):
 
 
 def test_a_path_at_its_residual_floor_is_certified_and_ended(monkeypatch):
-    """Without the refinement (the dense solves as they were) the same case's dual residual
-    stalls at 6e-8 while the complementarity falls to 1e-27 and the residual then grows: the
+    """Without iterative refinement of the dense solves (``dense_refine=0``) the same case's
+    dual residual stalls at 6e-8 while the complementarity falls to 1e-27 and the residual then grows: the
     iterate at the floor is offered to ``accept`` and the path ends after a few such tries
     instead of running its 100 steps."""
     meth = methods.get("sibling_svm")

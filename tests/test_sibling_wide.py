@@ -1,4 +1,4 @@
-"""The sibling-margin QP on wide hierarchies (issue 15 item 5) and the dense dual interior point
+"""The sibling-margin QP on wide hierarchies and the dense dual interior point
 method (hiercvx.solvers.sibling_qp, method="dual_ipm"): work proportional to the pairs the data
 use, certificates checked against the CVXPY reference (hiercvx.formulations.hpsi)."""
 

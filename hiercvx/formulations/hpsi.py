@@ -344,6 +344,17 @@ def dual(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, bias="a
                            keep_delta=keep_delta, max_size=max_size)
 
 
+def _gram_factor(model: SiblingModel):
+    """``L`` with ``L L^T`` the Gram matrix of the inputs, of at most ``n`` columns: ``X``
+    itself when it is narrow, else a factor of ``X X^T`` or of the kernel."""
+    if model.linear and model.X.shape[1] <= model.n:
+        return model.X
+    if model.linear:
+        Xd = model.X.toarray() if sp.issparse(model.X) else model.X
+        return psd_factor(Xd @ Xd.T)
+    return model.L
+
+
 def dual_from_model(model: SiblingModel, C=1.0, pair_weights=None, bias="auto",
                     keep_delta=False, max_size=None) -> ReferenceProblem:
     """The dual of Appendix B, (9)-(11)::
@@ -384,13 +395,7 @@ def dual_from_model(model: SiblingModel, C=1.0, pair_weights=None, bias="auto",
     model = model.factored()
     lam0 = check_pair_weights(pair_weights, model)
     n, M1, P, ng = model.n, model.M - 1, model.pairs.n_pairs, model.pairs.n_groups
-    if model.linear and model.X.shape[1] <= n:
-        LK = model.X
-    elif model.linear:
-        Xd = model.X.toarray() if sp.issparse(model.X) else model.X
-        LK = psd_factor(Xd @ Xd.T)
-    else:
-        LK = model.L
+    LK = _gram_factor(model)
     r = LK.shape[1]
     check_size(P + (n * ng if keep_delta else 0), n + M1 + P, n * M1 * r + 4 * P + n * M1, max_size,
                what="the sibling-margin SVM dual (9)-(11)")

@@ -176,8 +176,8 @@ class GroupNewton:
     ``(B + Bm^T diag(c) Bm) dx + E dy = r``, ``E^T dx = -re`` becomes
     ``(F B^{-1} F^T + diag(1/c, 0)) v = F B^{-1} r + [0; re]``, ``dx = B^{-1} (r - F^T v)``:
     one Cholesky per block, and one of the ``(n' + m)``-square matrix of the couplings (the
-    examples' budgets and the equality rows; Wang's (11) and (10)).  On the cellcycle_FUN working sets
-    (about 3000 pairs, the largest group 1300) a Newton step costs a fifth of the dense one."""
+    examples' budgets and the equality rows; Wang's (11) and (10)).  Cheaper than the dense route
+    when the groups are many and small (:meth:`cost`)."""
 
     def __init__(self, Q, Bm, E, options: Options | None = None):
         self.options = Options() if options is None else options
@@ -261,111 +261,167 @@ class GroupNewton:
         return self.dense.solve(r, re)
 
 
+class _Point:
+    """An interior point of :func:`solve_dual_qp`: ``x`` (pairs) and ``z`` its multipliers,
+    ``s`` the budgets' slacks and ``u`` their multipliers, ``y`` the equalities'."""
+
+    def __init__(self, Bm, C, me):
+        k, nb = Bm.shape[1], Bm.shape[0]
+        count = np.asarray(Bm.sum(axis=1)).ravel()
+        self.x = np.asarray(Bm.T @ (C / (count + 1.0))).ravel()
+        self.s = C - Bm @ self.x
+        self.z = np.ones(k)
+        self.u = np.ones(nb)
+        self.y = np.zeros(me)
+
+    def move(self, step, a):
+        dx, dy, dz, ds, du = step
+        self.x = np.maximum(self.x + a * dx, 1e-300)
+        self.y = self.y + a * dy
+        self.z = np.maximum(self.z + a * dz, 1e-300)
+        self.s = np.maximum(self.s + a * ds, 1e-300)
+        self.u = np.maximum(self.u + a * du, 1e-300)
+
+
+def _newton_system(Q, Bm, E, opts: Options):
+    """The group route (:class:`GroupNewton`) or the dense one (:class:`DenseNewton`), as
+    ``opts.newton`` says (``"auto"``: whichever counts fewer flops)."""
+    group = GroupNewton(Q, Bm, E, opts)
+    if len(Q.index) == 1 or opts.newton == "dense" or (
+            opts.newton == "auto" and group.cost() > DenseNewton.cost(Q.size, E.shape[1])):
+        return DenseNewton(Q, Bm, E, opts.dense_refine)
+    return group
+
+
+def _mehrotra_step(system, p: _Point, Bm, BmT, residuals, mu, m_total):
+    """One predictor-corrector step from ``p`` with the factored ``system``, in place
+    (Nocedal & Wright, *Numerical Optimization*, 2nd ed., 2006, Algorithm 16.4)."""
+    rd, re, rb = residuals
+    x, s, z, u = p.x, p.s, p.z, p.u
+
+    def newton(rcx, rcs):
+        r1 = -rd + rcx / x - BmT @ ((rcs + u * rb) / s)
+        dx, dy = system.solve(r1, re)
+        dz = (rcx - z * dx) / x
+        ds = -rb - Bm @ dx
+        du = (rcs - u * ds) / s
+        return dx, dy, dz, ds, du
+
+    def longest(step):
+        dx, _, dz, ds, du = step
+        return min(step_length(x, dx), step_length(z, dz), step_length(s, ds),
+                   step_length(u, du))
+
+    aff = newton(-x * z, -s * u)
+    a = longest(aff)
+    mu_aff = ((x + a * aff[0]) @ (z + a * aff[2]) + (s + a * aff[3]) @ (u + a * aff[4])) / m_total
+    sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0   # Mehrotra's centring
+    step = newton(sigma * mu - x * z - aff[0] * aff[2], sigma * mu - s * u - aff[3] * aff[4])
+    p.move(step, min(1.0, 0.99 * longest(step)))
+
+
+class _Stopping:
+    """When :func:`solve_dual_qp` offers an iterate to ``accept``: residuals and
+    complementarity small, or a stalled complementarity, or the dual residual at its
+    round-off floor (degenerate duals: the Newton matrix loses its last digits as
+    ``z / x -> 0``, and the residual then grows again, so the iterate is certified now rather
+    than never; at most ``opts.floor_tries`` times)."""
+
+    def __init__(self, tol, opts: Options):
+        self.target = min(opts.accept_rtol, 1e-2 * tol)  # complementarity's share of the gap
+        self.opts = opts
+        self.mus: list = []
+        self.best_rd = np.inf
+        self.floor_tries = 0
+
+    def classify(self, gap, value, scale, rd_max, re_max, x):
+        """``"accept"``, ``"floor"``, ``"probe"`` or ``None`` for an iterate with
+        complementarity ``gap = mu m_total``, objective ``value``, residuals ``rd_max`` (of
+        scale ``scale``) and ``re_max``."""
+        mus = self.mus
+        stalled = len(mus) >= 5 and gap > 0.5 * mus[-5] and gap <= 1e-6 * abs(value)
+        mus.append(gap)
+        small = gap <= self.target * max(abs(value), 1e-300)
+        at_floor = small and rd_max <= 1e-5 * scale and rd_max > 0.5 * self.best_rd
+        self.best_rd = min(self.best_rd, rd_max)
+        equalities_met = re_max <= 1e-10 * (1.0 + float(np.abs(x).max(initial=0.0)))
+        if (rd_max <= 1e-8 * scale and equalities_met and small) or stalled:
+            return "accept"
+        if at_floor and equalities_met:
+            self.floor_tries += 1
+            return "floor"
+        if gap <= self.opts.probe_rtol * max(abs(value), 1e-300):
+            return "probe"
+        return None
+
+
 def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
                   options: Options | None = None):
     """Mehrotra predictor-corrector on the budgeted dual QP over the pairs kept (module
-    docstring; Wang et al.'s (9)-(11) of (8))::
+    docstring; Wang, Shen & Pan's (9)-(11) of (8))::
 
         min_x  1/2 x^T Q x - g^T x   s.t.  x >= 0 (z),  Bm x <= C (slack s, u),  E^T x = h (y)
 
-    ``Q`` the dual Hessian on the pairs as its diagonal blocks (:class:`BlockDiagonal`; the
-    sibling groups), ``Bm`` ``(n', k)`` the examples' budget rows (sparse: 1, or the pairs'
-    costs), ``C`` their budgets, ``E`` ``(k, m)`` independent equality rows (Wang's (10); ``m``
-    may be 0).  Each step factors the Newton matrix
-    ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated: by the groups
-    (:class:`GroupNewton`) or dense (:class:`DenseNewton`), whichever counts fewer flops.
-    ``accept(x, y, u)`` is called once the residuals and the complementarity are small
-    (``min(options.accept_rtol, tol / 100)`` relative); it returns True to stop.  The multipliers
-    ``y`` of the equalities are Wang's biases and ``u`` the examples' slacks ``xi`` (the KKT
-    conditions of the primal).
-    An iterate whose complementarity is done but whose dual residual stopped falling above
-    ``1e-8`` (its round-off floor on a degenerate dual) is offered to ``accept`` too, and the
-    path ends after three such offers (the residual only grows after it).
-    ``probe(x, y)`` (optional) is called at every iterate whose complementarity is within
-    ``options.probe_rtol`` of the objective, before that; True stops the path there (not accepted).
-    Returns ``(x, y, n_iter, accepted)``."""
+    Parameters
+    ----------
+    Q : BlockDiagonal
+        The dual Hessian on the pairs as its diagonal blocks (the sibling groups).
+    g : array (k,)
+        The linear term.
+    Bm : sparse (n', k)
+        The examples' budget rows (1, or the pairs' costs); ``C`` their budgets.
+    E, h : arrays (k, m), (m,)
+        Independent equality rows (Wang's (10); ``m`` may be 0).
+    max_iter : int
+        Interior point steps at most.
+    accept : callable ``(x, y, u) -> bool``
+        Called once the residuals and the complementarity are small
+        (``min(options.accept_rtol, tol / 100)`` relative), and at the round-off floor of
+        the dual residual (at most ``options.floor_tries`` times); True stops.  ``y`` are
+        Wang's biases, ``u`` the examples' slacks ``xi`` (the primal's KKT conditions).
+    probe : callable ``(x, y) -> bool``, optional
+        Called at iterates whose complementarity is within ``options.probe_rtol`` of the
+        objective, before that; True stops the path there (not accepted).
+    options : Options, optional
+
+    Each step factors ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated:
+    by the groups (:class:`GroupNewton`) or dense (:class:`DenseNewton`).
+
+    Returns
+    -------
+    ``(x, y, n_iter, accepted)``
+    """
     k, nb, me = Q.size, Bm.shape[0], E.shape[1]
     if k == 0:  # no pair kept: nothing to solve (the caller certifies the empty point)
         return np.zeros(0), np.zeros(me), 0, False
     opts = Options() if options is None else options
-    newton_system = GroupNewton(Q, Bm, E, opts)
-    if len(Q.index) == 1 or opts.newton == "dense" or (
-            opts.newton == "auto" and newton_system.cost() > DenseNewton.cost(k, me)):
-        newton_system = DenseNewton(Q, Bm, E, opts.dense_refine)
-    count = np.asarray(Bm.sum(axis=1)).ravel()
-    x = np.asarray(Bm.T @ (C / (count + 1.0))).ravel()
-    s = C - Bm @ x
-    z = np.ones(k)
-    u = np.ones(nb)
-    y = np.zeros(me)
+    system = _newton_system(Q, Bm, E, opts)
+    p = _Point(Bm, C, me)
     m_total = k + nb
     BmT = Bm.T.tocsr()
+    stop = _Stopping(tol, opts)
     accepted = False
-    mus: list = []
-    floor_tries = 0            # certificates tried at the round-off floor of the dual residual
-    best_rd = np.inf
     it = 0
     for it in range(1, int(max_iter) + 1):
-        Qx = Q.dot(x)
-        rd = Qx - g - z + BmT @ u + E @ y
-        re = E.T @ x - h
-        rb = Bm @ x + s - C
-        mu = (x @ z + s @ u) / m_total
-        value = 0.5 * float(x @ Qx) - float(g @ x)
+        Qx = Q.dot(p.x)
+        rd = Qx - g - p.z + BmT @ p.u + E @ p.y
+        re = E.T @ p.x - h
+        rb = Bm @ p.x + p.s - C
+        mu = (p.x @ p.z + p.s @ p.u) / m_total
+        value = 0.5 * float(p.x @ Qx) - float(g @ p.x)
         scale = 1.0 + float(np.abs(Qx).max(initial=0.0)) + float(np.abs(g).max(initial=0.0))
-        target = min(opts.accept_rtol, 1e-2 * tol)   # the complementarity's share of the certified gap
-        stalled = len(mus) >= 5 and mu > 0.5 * mus[-5] and mu * m_total <= 1e-6 * abs(value)
-        mus.append(mu)
         rd_max, re_max = float(np.abs(rd).max(initial=0.0)), float(np.abs(re).max(initial=0.0))
-        # complementarity done but the dual residual stuck above 1e-8 at round-off (degenerate
-        # duals: the Newton matrix loses its last digits as z / x -> 0); the residual then
-        # grows again, so the iterate is certified now rather than never
-        at_floor = (mu * m_total <= target * max(abs(value), 1e-300)
-                    and rd_max <= 1e-5 * scale and rd_max > 0.5 * best_rd)
-        best_rd = min(best_rd, rd_max)
         logger.debug("dual_ipm %d: k %d, complementarity %.2e, dual residual %.2e, (10) %.2e",
                      it, k, mu * m_total / max(abs(value), 1e-300), rd_max / scale, re_max)
-        equalities_met = re_max <= 1e-10 * (1.0 + float(np.abs(x).max(initial=0.0)))
-        if (rd_max <= 1e-8 * scale and equalities_met
-                and mu * m_total <= target * max(abs(value), 1e-300)) or stalled:
-            if accept(x, y, u):
+        verdict = stop.classify(mu * m_total, value, scale, rd_max, re_max, p.x)
+        if verdict in ("accept", "floor"):
+            if accept(p.x, p.y, p.u):
                 accepted = True
                 break
-        elif at_floor and equalities_met:
-            floor_tries += 1
-            if accept(x, y, u):
-                accepted = True
-                break
-            if floor_tries >= opts.floor_tries:  # no digit left to gain: the caller keeps its best certificate
-                break
-        elif probe is not None and mu * m_total <= opts.probe_rtol * max(abs(value), 1e-300) \
-                and probe(x, y):
+            if verdict == "floor" and stop.floor_tries >= opts.floor_tries:
+                break   # no digit left to gain: the caller keeps its best certificate
+        elif verdict == "probe" and probe is not None and probe(p.x, p.y):
             break
-        newton_system.factor(z / x, u / s)
-
-        def newton(rcx, rcs):
-            r1 = -rd + rcx / x - BmT @ ((rcs + u * rb) / s)
-            dx, dy = newton_system.solve(r1, re)
-            dz = (rcx - z * dx) / x
-            ds = -rb - Bm @ dx
-            du = (rcs - u * ds) / s
-            return dx, dy, dz, ds, du
-
-        def longest(step):
-            dx, _, dz, ds, du = step
-            return min(step_length(x, dx), step_length(z, dz), step_length(s, ds),
-                       step_length(u, du))
-
-        aff = newton(-x * z, -s * u)
-        a = longest(aff)
-        mu_aff = ((x + a * aff[0]) @ (z + a * aff[2]) + (s + a * aff[3]) @ (u + a * aff[4])) / m_total
-        sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0   # Mehrotra's centring
-        step = newton(sigma * mu - x * z - aff[0] * aff[2], sigma * mu - s * u - aff[3] * aff[4])
-        a = min(1.0, 0.99 * longest(step))
-        dx, dy, dz, ds, du = step
-        x = np.maximum(x + a * dx, 1e-300)
-        y = y + a * dy
-        z = np.maximum(z + a * dz, 1e-300)
-        s = np.maximum(s + a * ds, 1e-300)
-        u = np.maximum(u + a * du, 1e-300)
-    return x, y, it, accepted
+        system.factor(p.z / p.x, p.u / p.s)
+        _mehrotra_step(system, p, Bm, BmT, (rd, re, rb), mu, m_total)
+    return p.x, p.y, it, accepted
