@@ -17,7 +17,10 @@ duality.  :meth:`ReferenceProblem.solve` returns a :class:`ReferenceSolution` on
 
 otherwise it retries (tight tolerances, then the objective divided by its magnitude) and
 then raises :class:`~hiercvx.exceptions.SolverError` naming the status, the solver, the gap
-and each try's reason.
+and each try's reason.  The tolerances and the retries are the fields of :class:`Options`
+(``solve(options=Options(...))``).  Also here: the choice of a solver per problem class
+(:data:`SOLVER_PREFERENCE`), the size of a problem before compiling, Gurobi's licence limits.
+The declarations' text and LaTeX renderings are :mod:`hiercvx.describe`.
 """
 
 from __future__ import annotations
@@ -93,12 +96,11 @@ SOLVER_PREFERENCE = {
 _GUROBI_LIMIT_MARKERS = ("size-limited", "Model too large", "10010", "restricted license")
 
 
-#: The limits of Gurobi's size-limited licence (the one the ``gurobipy`` pip wheel carries),
-#: measured with gurobipy 13.0.3 by bisection on LP, QP, SOCP, MILP and MIQP models: at most
-#: 2000 variables and 2000 constraints (linear and quadratic together), and at most 200
-#: variables as soon as the model has a quadratic term (a QP objective, a second-order cone:
-#: CVXPY passes every cone as a quadratic constraint over auxiliary variables).  Nonzeros are
-#: not limited (a dense 2000 x 2000 LP solves).
+#: The limits of Gurobi's size-limited licence (the one the ``gurobipy`` pip wheel carries) on
+#: LP, QP, SOCP, MILP and MIQP models: at most 2000 variables and 2000 constraints (linear and
+#: quadratic together), and at most 200 variables as soon as the model has a quadratic term (a
+#: QP objective, a second-order cone: CVXPY passes every cone as a quadratic constraint over
+#: auxiliary variables).  Nonzeros are not limited.  ``tests/test_gurobi.py`` checks each bound.
 GUROBI_SIZE_LIMITS = {"variables": 2000, "constraints": 2000, "quadratic_variables": 200}
 
 #: the open-source solver to name when Gurobi's licence refuses a problem of a class

@@ -1,9 +1,9 @@
 """Gurobi: the size-limited licence of the pip wheel, measured and detected before solving, and
 the Gurobi route of ``hiercvx verify``.
 
-The limits in :data:`hiercvx.reference.GUROBI_SIZE_LIMITS` were measured by bisection with
-gurobipy 13.0.3; :func:`test_measured_limits_still_hold` re-measures them at the thresholds, so
-a licence that changes shows up here.
+:func:`test_measured_limits_still_hold` checks the limits in
+:data:`hiercvx.reference.GUROBI_SIZE_LIMITS` at their thresholds, so a licence that changes
+shows up here.
 """
 
 import cvxpy as cp
