@@ -454,3 +454,27 @@ def test_mass_threshold_keeps_the_certificate_mass():
     assert _mass_threshold(np.zeros(3), np.ones(3), 0.5) == 0.0
 
 
+
+
+# ----------------------------------------------------------------------------- options
+def test_options_and_keywords_are_the_same_settings():
+    """``solve(..., options=Options(...))`` and the keywords it kept (``polish``, ``shrink``,
+    ``check_every``, ``factor``, ``max_rounds``) run the same iterations; a keyword overrides
+    the field of the same name; the options are frozen."""
+    import dataclasses
+
+    H = small_tree()
+    model = prepared(*labelled_data(H, n=30, seed=4), H)
+    by_keywords = working_set.solve(model, C=1.0, tol=1e-8, polish=False, shrink=False,
+                                    check_every=5, factor="classes", max_rounds=50)
+    opts = working_set.Options(polish=False, shrink=False, check_every=5, factor="classes",
+                               max_rounds=50)
+    by_options = working_set.solve(model, C=1.0, tol=1e-8, options=opts)
+    assert by_options.n_iter == by_keywords.n_iter
+    np.testing.assert_array_equal(by_options.dual, by_keywords.dual)
+    overridden = working_set.solve(model, C=1.0, tol=1e-8, options=opts, polish=True)
+    assert overridden.extras["n_newton"] >= by_options.extras["n_newton"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.polish = True
+    with pytest.raises(InputError, match="factor"):
+        working_set.solve(model, options=working_set.Options(factor="rows"))
