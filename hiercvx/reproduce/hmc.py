@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets import load
-from ..hierarchy import Hierarchy
+from ..hierarchy import Hierarchy, most_specific
 
 DATA_DIR = Path(os.environ.get("HIERCVX_HMC_DATA", "/work/shared/data/hmc"))
 
@@ -60,15 +60,6 @@ class Split:
         te = np.sort(rng.permutation(len(self.y_test))[:min(n_test, len(self.y_test))])
         return Split(self.name, self.hierarchy, self.X[tr], tuple(self.y[i] for i in tr),
                      self.X_test[te], tuple(self.y_test[i] for i in te))
-
-
-def most_specific(H, label_sets) -> list[frozenset]:
-    """Each label set without the labels that another of its labels implies (an ancestor)."""
-    out = []
-    for labels in label_sets:
-        implied = {a for v in labels for a in H.ancestors(v)}
-        out.append(frozenset(v for v in labels if v not in implied))
-    return out
 
 
 @functools.cache
