@@ -5,7 +5,8 @@ Two forms are taken as they come (``hiercvx.datasets.load_arff`` gives both):
 * label sets that include ancestors (``{'2', '2/1', '2/1/3'}``) are reduced to their most
   specific members (:func:`hiercvx.hierarchy.most_specific`; the upward closure, which is
   what every formulation uses, is the same).  When every reduced set is one label, the fit
-  is single-label: the problem of one class per sample, not of label sets;
+  is single-label: the problem of one class per sample, not of label sets (a 0/1 indicator
+  matrix stays multi-label);
 * labels that stop at an internal node are read as the Cai thesis does (section 3.2): a leaf
   for the node itself under that node (:func:`hiercvx.hierarchy.self_leaves`), for the
   internal nodes some label stops at.  ``internal_labels="refuse"`` refuses them instead.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import targets
 from .._validation import check_hierarchy_argument, check_target
@@ -86,6 +88,12 @@ def _single(labels):
     return [next(iter(s)) for s in labels]
 
 
+def _is_indicator(y) -> bool:
+    """A 0/1 matrix over the leaves: its rows stay label sets (scikit-learn's multi-label
+    form), even when each holds one leaf."""
+    return sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2 and y.dtype != object)
+
+
 def _refuse_internal(H: Hierarchy, labels, who: str) -> None:
     for i, item in enumerate(labels):
         for v in (item if is_label_set(item, H._index) else (item,)):
@@ -117,7 +125,7 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
         return Targets(H, classes, labels, multilabel)
     if multilabel:
         labels = most_specific(H, labels)
-        single = _single(labels)
+        single = None if _is_indicator(y) else _single(labels)
         if single is not None:
             labels, multilabel = single, False
     if multilabel and single_label:
