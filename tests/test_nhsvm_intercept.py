@@ -56,7 +56,7 @@ def test_duals_report_weights_and_intercept(references):
 
 def test_model_objective_and_scores_take_the_intercept(data, references):
     X, y, H = data
-    model = nhsvm_model.prepare(X, y, H, fit_intercept=True, intercept_scaling=SCALING)
+    model = nhsvm.prepare(X, y, H, fit_intercept=True, intercept_scaling=SCALING)
     ref = references["primal"]
     W, b = ref.weights, ref.values["intercept"]
     assert model.objective(W, LAM, intercept=b) == pytest.approx(ref.objective, rel=1e-12)
@@ -79,7 +79,7 @@ def test_model_objective_and_scores_take_the_intercept(data, references):
 @pytest.mark.parametrize("method", ["pairwise", "auto", "working_set"])
 def test_fast_nhsvm_reports_the_intercept(data, references, method):
     X, y, H = data
-    model = nhsvm_model.prepare(X, y, H, fit_intercept=True, intercept_scaling=SCALING)
+    model = nhsvm.prepare(X, y, H, fit_intercept=True, intercept_scaling=SCALING)
     res = nhsvm_fw.solve(model, LAM, method=method, tol=1e-8, max_iter=20000)
     ref = references["primal"]
     assert res.converged
@@ -103,7 +103,7 @@ def test_fast_shared_norm_reports_the_intercept(data, references):
 
 def test_no_intercept_reports_none(data):
     X, y, H = data
-    model = nhsvm_model.prepare(X, y, H)
+    model = nhsvm.prepare(X, y, H)
     res = nhsvm_fw.solve(model, LAM, tol=1e-6)
     assert "intercept" not in res.extras and res.weights.shape == (len(H), X.shape[1])
     assert "intercept" not in nhsvm.primal(X, y, H, lam=LAM).solve().values
@@ -138,11 +138,11 @@ def test_estimator_multilabel_reference_splits_the_bias():
 def test_bad_intercept_scaling_is_refused_by_prepare(data, bad):
     X, y, H = data
     with pytest.raises(InputError, match="intercept_scaling"):
-        nhsvm_model.prepare(X, y, H, fit_intercept=True, intercept_scaling=bad)
+        nhsvm.prepare(X, y, H, fit_intercept=True, intercept_scaling=bad)
     with pytest.raises(InputError, match="intercept_scaling"):
         nhsvm_model.prepare_shared(X, y, H, fit_intercept=True, intercept_scaling=bad)
     with pytest.raises(InputError, match="fit_intercept"):
-        nhsvm_model.prepare(X, y, H, fit_intercept="yes")
+        nhsvm.prepare(X, y, H, fit_intercept="yes")
 
 
 # ------------------------------------------------------------------ the oracle API
@@ -150,7 +150,7 @@ def _fit_nhsvm(X, Y, H, lam=1.0, fit_intercept=False, intercept_scaling=1.0, ign
                **options):
     """A user's NHSVM solver (the project's pairwise Frank-Wolfe on the model); ``ignore_bias``
     plants the bug of solving the problem without the intercept."""
-    model = nhsvm_model.prepare(X, Y, H, fit_intercept=fit_intercept and not ignore_bias,
+    model = nhsvm.prepare(X, Y, H, fit_intercept=fit_intercept and not ignore_bias,
                                 intercept_scaling=intercept_scaling, **options)
     res = nhsvm_fw.solve(model, lam, tol=1e-9, max_iter=50000)
     intercept = res.extras.get("intercept", np.zeros(len(H)))

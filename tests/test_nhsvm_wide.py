@@ -138,7 +138,7 @@ def test_nhsvm_collapsed_solve_matches_the_reference(variant, methods, fit_inter
     kw = {"variant": variant, "fit_intercept": fit_intercept}
     ref = nhsvm.primal(X, y, H, lam=0.05, **kw).solve()
     assert ref.objective < 0.9 * len(y)                      # W = 0 is not the optimum
-    model = nhsvm_model.prepare(X, y, H, **kw)
+    model = nhsvm.prepare(X, y, H, **kw)
     assert model.collapsed().n_removed == 4
     for method in methods:
         res = nhsvm_fw.solve(model, 0.05, method=method, tol=1e-8, max_iter=5000)
@@ -156,7 +156,7 @@ def test_nhsvm_wide_star_stays_sparse_and_certified():
     X = np.random.default_rng(0).standard_normal((60, 5))
     y = np.array([f"c{i % 2}" for i in range(60)], dtype=object)
     alpha = np.r_[0.5, np.full(q, 0.5)]
-    model = nhsvm_model.prepare(X, y, H, alpha=alpha, fit_intercept=True)
+    model = nhsvm.prepare(X, y, H, alpha=alpha, fit_intercept=True)
     res = nhsvm_fw.solve(model, 0.5, tol=1e-8, max_iter=2000)
     assert res.converged and res.n_collapsed == q - 3
     for dense in ("Lam", "structural", "margin", "_vertices"):
@@ -184,30 +184,30 @@ def test_zero_distance_check_is_the_dense_one(seed):
     zero = bool(np.any(dist[~np.eye(len(dist), dtype=bool)] <= 0))
     if zero:
         with pytest.raises(InputError, match="distance"):
-            nhsvm_model.prepare(X, y, H, alpha=alpha, T=T)
+            nhsvm.prepare(X, y, H, alpha=alpha, T=T)
     else:
-        nhsvm_model.prepare(X, y, H, alpha=alpha, T=T)
+        nhsvm.prepare(X, y, H, alpha=alpha, T=T)
 
 
 def test_zero_distance_refused():
     H = Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"})
     X = np.random.default_rng(0).standard_normal((6, 2))
     with pytest.raises(InputError, match="distance"):
-        nhsvm_model.prepare(X, ["a", "b"] * 3, H, alpha=np.array([1.0, 0.0, 0.0, 0.0]))
+        nhsvm.prepare(X, ["a", "b"] * 3, H, alpha=np.array([1.0, 0.0, 0.0, 0.0]))
 
 
 @pytest.mark.parametrize("variant", ["nhsvm", "13"])
 def test_nhsvm_rows_are_the_rows_of_the_dense_pieces(variant):
     """The held rows of b and sigma (prepare, sparse) are the rows of the dense (q, q) pieces."""
     for X, y, H in (_two_level(), _dag()):
-        model = nhsvm_model.prepare(X, y, H, variant=variant)
+        model = nhsvm.prepare(X, y, H, variant=variant)
         np.testing.assert_allclose(model.offset_rows, model.offset[model.held_leaves], atol=1e-12)
         np.testing.assert_allclose(model.scale_rows, model.scale[model.held_leaves], atol=1e-12)
 
 
 def test_warm_start_from_a_collapsed_solve():
     X, y, H = _two_level()
-    model = nhsvm_model.prepare(X, y, H, variant="13")
+    model = nhsvm.prepare(X, y, H, variant="13")
     first = nhsvm_fw.solve(model, 0.05, method="pairwise", tol=1e-4)
     again = nhsvm_fw.solve(model, 0.05, method="pairwise", tol=1e-8, max_iter=5000,
                            state=first.state)

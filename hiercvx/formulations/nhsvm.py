@@ -9,12 +9,13 @@ Notation (paper section 3-6): ``M`` nodes (``H.nodes``, root included), leaves `
 matrix ``A`` ``(|L|, M)`` has ``A[l, n] = 1`` iff ``n in anc(l)``.
 
 The data model (validation, path weights (6)-(8), attributes (5), margin (9), objectives,
-oracles, the closed-form alpha step (20)) is :mod:`hiercvx.models.nhsvm`; its public names
-are re-exported here.  Declarations (each returns a :class:`~hiercvx.ReferenceProblem`; see
+oracles, the closed-form alpha step (20)) is :mod:`hiercvx.models.nhsvm`, in numpy; its public
+names are re-exported here.  Declarations (each returns a :class:`~hiercvx.ReferenceProblem`; see
 ``formulations/nhsvm.md``):
 
-* :func:`path_weights_problem` / :func:`path_weights` -- alpha from (6), (7), (8) (in the model
-  layer: :func:`prepare` resolves ``alpha`` with them).
+* :func:`path_weights_problem` / :func:`path_weights` -- alpha from (6), (7), (8), certified
+  (:mod:`hiercvx.formulations._nhsvm_path_weights`); :func:`prepare` resolves ``alpha`` by the
+  model's closed form on trees and by these programs elsewhere.
 * :func:`primal` -- NHSVM (10) (= (11) = (12)) with the normalized attributes (5) and the
   normalized margin (9), or the variant (13).  Single-label: :func:`primal_from_model`, the
   pairwise model of :mod:`hiercvx.models.margin` over the leaves with margin rescaling.
@@ -51,14 +52,14 @@ from ..hierarchy import Hierarchy
 from ..models import margin as _margin
 from ..models.nhsvm import (DAG_T, PATH_METHODS, VARIANTS, NHSVMData, NHSVMModel, SharedNormModel,
                             check_hierarchy, check_path_weights, cover, leaf_paths, node_matrix,
-                            node_scores, path_weights, path_weights_problem, prepare,
-                            optimal_alpha, prepare_shared, primal_objective, ratio_sum,
-                            scaled_alpha)
+                            node_scores, optimal_alpha, prepare_shared, primal_objective,
+                            ratio_sum, scaled_alpha)
 
 from ..reference import ReferenceProblem, check_size
 from ._nhsvm_describe import (nhsvm_dual_formulation, nhsvm_formulation, shared_dual_formulation,
                               shared_formulation)
 from ._nhsvm_cutting_plane import CuttingPlaneProblem, cutting_plane_formulation, cutting_plane_from_model
+from ._nhsvm_path_weights import path_weights, path_weights_problem, prepare, resolve_alpha
 
 __all__ = [
     "PATH_METHODS",

@@ -1,7 +1,8 @@
 """Registry entries of Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*
 (arXiv:1508.02479, 2016): the normalized hierarchical SVM (10) / (13) and the shared-norm SVM (14).
 
-``nhsvm``: model :func:`hiercvx.models.nhsvm.prepare`; reference
+``nhsvm``: model :func:`hiercvx.models.nhsvm.prepare` (through
+:func:`hiercvx.formulations.nhsvm.prepare`, which solves the path-weight program (6)-(8) first); reference
 :func:`hiercvx.formulations.nhsvm.primal` (single-label: one QP; multi-label: the certified
 cutting-plane loop of :mod:`hiercvx.formulations._nhsvm_cutting_plane`); fast solvers the
 pairwise block-coordinate Frank–Wolfe of :mod:`hiercvx.solvers.nhsvm_fw`, its n-slack cutting
@@ -77,7 +78,7 @@ METHODS = (
         equations={"attributes": "(5)", "path weights": "(6)-(8)", "margin": "(9)",
                    "primal": "(10)", "variant": "(13)", "inference": "(19)",
                    "dual": "derived (sheet: Dual)"},
-        prepare=nhsvm_model.prepare,
+        prepare=nhsvm.prepare,
         references={"primal": nhsvm.primal, "dual": nhsvm.dual},
         fast_solvers={
             "pairwise": FastSolver("pairwise", nhsvm_fw.solve,

@@ -39,10 +39,9 @@ from tqdm.auto import tqdm
 
 from .._validation import check_positive
 from ..exceptions import InputError
-from ..formulations.nhsvm import alpha_step
 from ..hierarchy import Hierarchy
-from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, dag_alpha, depth_levels,
-                            min_path_cover, node_matrix, optimal_alpha, scaled_alpha)
+from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, barrier_alpha, dag_alpha,
+                            depth_levels, min_path_cover, node_matrix, optimal_alpha, scaled_alpha)
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import nhsvm_fw
 from .primitives import blas_threads
@@ -64,21 +63,17 @@ SWITCH_CHECK = 100
 
 def alpha_for(U, H: Hierarchy):
     """Optimal ``alpha`` for ``U`` and the value ``min (20)``: closed form on trees
-    (:func:`optimal_alpha`); on DAGs the certified dual ascent :func:`dag_alpha`, or the CVXPY
-    program (20) (:func:`hiercvx.formulations.nhsvm.alpha_step`) when its gap stays above
-    :data:`DAG_ALPHA_GAP`."""
+    (:func:`optimal_alpha`); on DAGs the certified dual ascent :func:`dag_alpha`, continued by
+    the barrier method :func:`barrier_alpha` when its gap stays above :data:`DAG_ALPHA_GAP`
+    (the better point is kept)."""
     if H.is_tree:
         return optimal_alpha(U, H, return_value=True)
     alpha, value, gap = dag_alpha(U, H)
     if gap <= DAG_ALPHA_GAP:
         return alpha, value
-    # the dual ascent fell short: the CVXPY program on U scaled to a largest ||U_n|| of 1
-    # (alpha is unchanged, the value scales by that norm squared), keeping the better point
-    U = np.asarray(U, dtype=float)
-    top = float(np.einsum("ij,ij->i", U, U).max())
-    sol = alpha_step(U / np.sqrt(top), H).solve()
-    if float(sol.objective) * top < value:
-        return np.asarray(sol.weights, dtype=float), float(sol.objective) * top
+    polished, polished_value, _ = barrier_alpha(U, H, tol=DAG_ALPHA_GAP)
+    if polished_value < value:
+        return polished, polished_value
     return alpha, value
 
 
