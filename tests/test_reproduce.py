@@ -408,11 +408,11 @@ def test_leaderboard_hiclass_rows_only_when_hiclass_is_importable():
 
 
 def _second_finishes_first(directory, r, quick, seed):
-    """A replication's rows; replication 0 waits until replication 1 has finished."""
-    marker = Path(directory) / "replication-1-done"
-    if r == 1:
-        marker.write_text("done")
-    else:
+    """A replication's rows; replication 0 waits until the runner has kept replication 1 (the
+    marker is written by ``on_done``, in the parent), so the order of keeping is fixed whatever
+    the load: an in-order runner would keep nothing before replication 0 and fail the test."""
+    if r == 0:
+        marker = Path(directory) / "kept-1"
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -421,12 +421,15 @@ def _second_finishes_first(directory, r, quick, seed):
 
 def test_replications_are_kept_as_they_finish_not_in_order(tmp_path):
     """A slow replication must not hold back the keeping of those that finish after it (in
-    order, a stopped run lost them: Table 4's workers had finished replications 10 and 11
-    behind a hung replication 9, and nothing was kept)."""
+    order, a stopped run would lose the replications finished behind a hung one)."""
     table = SimpleNamespace(name="two", run=partial(_second_finishes_first, str(tmp_path)))
     kept = []
-    rows = _runner.execute(table, False, [7, 8], n_jobs=2, verbose=False,
-                           on_done=lambda r, part: kept.append(r))
+
+    def keep(r, part):
+        kept.append(r)
+        (tmp_path / f"kept-{r}").write_text("kept")
+
+    rows = _runner.execute(table, False, [7, 8], n_jobs=2, verbose=False, on_done=keep)
     assert kept == [1, 0]
     assert [row["replication"] for row in rows] == [0, 1]  # the table is in replication order
     assert [row["value"] for row in rows] == [7.0, 8.0]
