@@ -136,6 +136,17 @@ def _other_rescaling(p: Problem):
                                        f"rescaling={other!r}, not {current!r}")]
 
 
+def _options_ignored(p: Problem):
+    """Each non-default model option dropped: the method's default in its place."""
+    return [({key: None}, {}, f"{key}={_short(value)} is ignored: your weights are optimal for the "
+                              f"method's default {key}")
+            for key, value in p.model_options.items() if value is not None]
+
+
+def _short(value) -> str:
+    return f"<array {np.shape(value)}>" if isinstance(value, np.ndarray) else repr(value)
+
+
 _MARGIN = ("multiclass", "hsvm")
 _BIASED = ("multiclass", "hsvm", "orthogonal", "flatmult", "hiermult", "transfer", "treeloss",
            "nhsvm", "shared_norm")
@@ -154,6 +165,7 @@ MISTAKES = (
     Mistake("ancestors_missing", "class attributes without ancestors", _own_node_attributes),
     Mistake("other_attributes", "other class attributes", _other_attributes),
     Mistake("other_rescaling", "the other rescaling", _other_rescaling),
+    Mistake("option_ignored", "a model option ignored", _options_ignored),
 )
 
 #: which methods each mistake applies to (keys of :data:`MISTAKES`)
@@ -168,6 +180,7 @@ APPLIES = {
     "ancestors_missing": ("hsvm",),
     "other_attributes": ("hsvm",),
     "other_rescaling": ("hsvm",),
+    "option_ignored": None,
 }
 
 
@@ -223,7 +236,7 @@ def _rows(p: Problem, user: UserResult, ref_weights) -> list:
     dist = np.linalg.norm(W[:, None, :] - R[None, :, :], axis=2)
     match = dist.argmin(axis=1)
     moved = [k for k in range(len(W)) if match[k] != k and dist[k, match[k]] <= 1e-3 * scale
-             and dist[k, k] > 1e-3 * scale]
+             and dist[k, k] > 1e-3 * scale and ref_norms[match[k]] > 1e-3 * scale]
     if moved and len(set(match[moved])) == len(moved):
         pairs = ", ".join(f"row {labels[k]} holds the optimum's row {labels[match[k]]}" for k in moved[:4])
         out.append(Diagnosis("rows_permuted", f"your weight rows are the optimum's in another order: "
@@ -238,6 +251,21 @@ def _rows(p: Problem, user: UserResult, ref_weights) -> list:
     return out
 
 
+def _zero_parts(user: UserResult, ref) -> list:
+    """A named part of the answer (intercept, biases) that is zero where the optimum's is not."""
+    best = read_result(ref)
+    out = []
+    for name in ("intercept", "biases"):
+        mine, theirs = user.extras.get(name), best.extras.get(name)
+        if theirs is None or not np.any(np.asarray(theirs, dtype=float)):
+            continue
+        if mine is None or not np.any(np.asarray(mine, dtype=float)):
+            out.append(Diagnosis(f"{name}_zero", f"your {name} is {'missing' if mine is None else 'zero'}; "
+                                                 f"the optimum's is not (max |{name}| "
+                                                 f"{float(np.abs(np.asarray(theirs, float)).max()):.3g})"))
+    return out
+
+
 def diagnose(problem: Problem, user: UserResult | None, rtol: float, weight_rtol: float) -> list:
     """The verified :class:`Diagnosis` list of ``user``'s answer on the failing ``problem``:
     each neighbouring problem it is optimal for, and facts about its weight rows."""
@@ -245,4 +273,5 @@ def diagnose(problem: Problem, user: UserResult | None, rtol: float, weight_rtol
         return []
     out = _mistakes(problem, user, rtol, weight_rtol)
     out += _rows(problem, user, problem.reference().weights)
+    out += _zero_parts(user, problem.reference())
     return out
