@@ -20,7 +20,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
-from hiercvx.testing import check_solver, kkt_report
+from hiercvx.testing import check_solver, kkt_report, problems_for
 from hiercvx.testing.plugin import parametrize_with_references
 
 
@@ -72,8 +72,9 @@ def test_my_solver_solves_crammer_singer():
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_my_solver_on_more_seeds(seed, hiercvx_seed):
-    check_solver(fit, "multiclass", rtol=1e-4, random_state=seed + hiercvx_seed,
-                 structures=["flat"])
+    # fresh data of every flat problem and option probe, at another seed and a smaller size
+    problems = problems_for("multiclass", structures=["flat"], seeds=[seed + hiercvx_seed], n=20)
+    check_solver(fit, "multiclass", rtol=1e-4, problems=problems)
 
 
 @parametrize_with_references("multiclass", structures=["flat"], n=12)
