@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="every fast solver against its certified reference, one table; "
                        "exit 1 on any disagreement")
     p.add_argument("methods", nargs="*", metavar="METHOD",
-                   help=f"registered methods (default: all of {', '.join(methods.names())})")
+                   help=f"registered methods and 'inference' (label-set inference, program (19)); "
+                        f"default: all of {', '.join(methods.names())}, inference")
     p.add_argument("--quick", action="store_true", help="the small built-in problems only")
     p.add_argument("--json", metavar="FILE", help="also write the rows as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

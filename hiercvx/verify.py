@@ -11,6 +11,10 @@ and compare:
   the reference optimum, and weak duality holds across the two
   (:func:`hiercvx.testing.fast_vs_reference`).
 
+``"inference"`` adds label-set inference (:func:`verify_inference`): program (19) of the NHSVM
+paper, plain and loss-augmented, on a tree and a DAG, its certified CVXPY reference against the
+tree DP, HiGHS ILP / LP and enumeration.
+
 One :class:`Row` per (method, case, fast solver); :func:`format_table` prints them as the
 table of the issue: method | paper eq. | case | reference objective | primal - dual | gap |
 fast solver | fast objective | rel. diff | speedup | status.
@@ -37,7 +41,8 @@ from .reference import gurobi_licence
 from .result import comparison_scale
 from .testing import fast_vs_reference
 
-__all__ = ["Row", "verify", "verify_method", "format_table", "write_json", "DUAL_RTOL"]
+__all__ = ["Row", "verify", "verify_inference", "verify_method", "format_table", "write_json",
+           "DUAL_RTOL"]
 
 logger = logging.getLogger(__name__)
 
@@ -156,16 +161,60 @@ def verify_method(method, quick: bool = True, progress=None, gurobi: bool = Fals
     return rows
 
 
+#: the fast routes of label-set inference and the hierarchies they take
+INFERENCE_ROUTES = {"dp": "tree", "ilp": "any", "lp": "any", "enumerate": "any"}
+
+
+def verify_inference(quick: bool = True, progress=None) -> list[Row]:
+    """Label-set inference (NHSVM program (19), plain and loss-augmented (18), on a tree and on a
+    DAG): the certified CVXPY reference (:func:`hiercvx.inference.reference`) against each fast
+    route of :func:`hiercvx.inference.best_label_set` (tree DP, HiGHS ILP, LP with ILP fallback,
+    enumeration).  Objectives are ``-sum_i (s(y_i) + Delta(y_i, t_i))``: the program's cost."""
+    from . import inference
+    from .testing.inference import inference_problems
+
+    rows = []
+    for problem in inference_problems(seed=0, n=12 if quick else 40):
+        try:
+            ref, t_ref = _timed(problem.reference)
+        except HierCVXError as exc:
+            rows.append(Row("inference", "(19)", problem.name, float("nan"), float("nan"), float("nan"),
+                            "-", float("nan"), float("nan"), float("nan"), f"REFERENCE FAILED: {exc}"))
+            continue
+        best = -float(np.sum(ref.extras["value"]))
+        for route, needs in INFERENCE_ROUTES.items():
+            if needs == "tree" and not problem.H.is_tree:
+                continue
+            sets, t_fast = _timed(lambda: inference.best_label_set(problem.S, problem.H, route,
+                                                                   **problem.options))
+            mine = -float(np.sum(problem.values(sets)))
+            valid = bool(np.all(inference.is_valid_label_set(sets, problem.H)))
+            rel = abs(mine - best) / comparison_scale(mine, best)
+            status = "ok" if valid and rel <= 1e-9 else (
+                "DISAGREE: " + ("a returned set is not in Y_m" if not valid else
+                                f"cost {mine!r} vs the certified optimum {best!r}"))
+            rows.append(Row("inference", "(19)", problem.name, best, ref.objective - ref.lower_bound,
+                            ref.gap, route, mine, rel, t_ref / max(t_fast, 1e-9), status, t_ref, t_fast))
+        if progress is not None:
+            progress.update(1)
+    return rows
+
+
 def verify(names=None, quick: bool = True, verbose: bool = True, gurobi: bool = False) -> list[Row]:
-    """Verify the registered methods ``names`` (all when ``None``); a tqdm bar over the cases
-    unless ``verbose=False``; ``gurobi=True`` adds the Gurobi route (:func:`gurobi_route`)."""
-    chosen = [registry.get(n) for n in (names or registry.names())]
-    n_cases = sum(len(m.cases(quick)) for m in chosen)
+    """Verify the registered methods ``names`` and, as ``"inference"``, label-set inference (all
+    when ``None``); a tqdm bar over the cases unless ``verbose=False``; ``gurobi=True`` adds the
+    Gurobi route (:func:`gurobi_route`)."""
+    wanted = list(names or [*registry.names(), "inference"])
+    chosen = [registry.get(n) for n in wanted if n != "inference"]
+    n_cases = sum(len(m.cases(quick)) for m in chosen) + (6 if "inference" in wanted else 0)
     rows = []
     with tqdm(total=n_cases, desc="verify", unit="case", disable=not verbose, leave=False) as bar:
         for method in chosen:
             bar.set_postfix_str(method.name)
             rows.extend(verify_method(method, quick=quick, progress=bar, gurobi=gurobi))
+        if "inference" in wanted:
+            bar.set_postfix_str("inference")
+            rows.extend(verify_inference(quick=quick, progress=bar))
     return rows
 
 

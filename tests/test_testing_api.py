@@ -65,7 +65,9 @@ def fit_multiclass(X, y, H=None, C=1.0, sample_weight=None, class_weight=None, f
     ignore_weights = sample_weight is None or bug == "sample_weight"
     sw = np.ones(n) if ignore_weights else np.asarray(sample_weight, dtype=float)
     cw = np.ones(q)
-    if class_weight == "balanced":
+    if isinstance(class_weight, dict):
+        cw = np.array([class_weight[c] for c in classes], dtype=float)
+    elif class_weight == "balanced":
         cw = sw.sum() / (q * np.bincount(yi, weights=sw, minlength=q))
     per_sample = sw * cw[yi]
     Xd = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
@@ -134,7 +136,7 @@ def test_bias_forgotten_is_caught():
                   problems=problems_for("multiclass", structures=["flat"], fit_intercept=True))
     assert_first_line(msg, "multiclass")
     assert "your intercept differs from the optimum's" in msg
-    assert "diagnosis: the intercept (bias) is not fitted" in msg
+    assert "diagnosis: the intercept is not fitted" in msg
 
 
 @pytest.mark.slow  # 14 s; the other planted bugs are caught in the default run
@@ -142,8 +144,8 @@ def test_C_not_scaled_by_sample_weight_is_caught():
     msg = failure(partial(fit_multiclass, bug="sample_weight"), "multiclass")
     assert_first_line(msg, "multiclass")
     assert "sample_weight=<array" in msg.splitlines()[0] or "sample_weight" in msg
-    assert "fails only on problems with class_weight, sample_weight" in msg
-    assert "diagnosis: C is not scaled per sample" in msg
+    assert "every failing problem sets sample_weight, no passing one does" in msg
+    assert "diagnosis: sample_weight is ignored" in msg
 
 
 def test_wrong_loss_is_caught():
@@ -155,7 +157,7 @@ def test_wrong_loss_is_caught():
 def test_ancestors_missing_is_caught():
     msg = failure(partial(fit_hsvm, bug="ancestors"), "hsvm", structures=["tree"])
     assert_first_line(msg, "hsvm")
-    assert "diagnosis: ancestors missing" in msg
+    assert "diagnosis: ancestors are missing" in msg
 
 
 def test_sign_error_in_dual_recovery_is_caught():
@@ -167,7 +169,7 @@ def test_sign_error_in_dual_recovery_is_caught():
 def test_failure_shows_a_smaller_case_and_a_kkt_report():
     msg = failure(partial(fit_hsvm, bug="loss"), "hsvm", structures=["tree"])
     first_n = int(msg.splitlines()[0].split("n=")[1].split(",")[0])
-    minimal = next(line for line in msg.splitlines() if line.startswith("minimal failing case"))
+    minimal = next(line for line in msg.splitlines() if line.startswith("smallest failing variant"))
     assert int(minimal.split("n=")[1].split()[0]) < first_n
     assert "reproduce: p = hiercvx.testing.problems_for('hsvm'" in msg
     assert "optimality:" in msg and "weight rows farthest" in msg
@@ -237,7 +239,14 @@ def test_project_fast_solvers_pass_check_solver(name, solver):
         return fast.solve(method.prepare(X, Y, H, **model_options), **params, **fast.options)
 
     try:
-        outcomes = check_solver(fit, method, rtol=max(fast.rtol, 1e-4))
+        # RDA stops at a certified gap of 2e-5: strong convexity then places its weights within
+        # about 1e-2 of the optimum's norm, not the 1e-3 of the exact solvers
+        # the option probes run with the method's first fast solver; the others (engine
+        # variants of the same model) take the built-in cases
+        first = solver == next(iter(method.fast_solvers))
+        outcomes = check_solver(fit, method, rtol=max(fast.rtol, 1e-4),
+                                problems=problems_for(method, probes=first),
+                                weight_rtol=1e-2 if solver == "rda" else 1e-3)
     except InputError as exc:  # the registry entry's model and reference disagree (not ours)
         pytest.skip(str(exc))
     assert outcomes and all(o.ok for o in outcomes)

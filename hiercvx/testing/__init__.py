@@ -2,8 +2,10 @@
 oracle of any solver of a registered method.
 
 - :func:`check_solver` runs a user's ``fit(X, Y, H, **params)`` on generated problems of every
-  structure the method supports and compares it with the certified reference; a failure names
-  the method, the problem and both objectives, and shows the smallest failing case;
+  structure the method supports and on one probe per model option, and compares it with the
+  certified reference (objective, and weights where the optimum is unique); a failure names the
+  method, the problem and both objectives, prints only diagnoses verified on that problem
+  (:func:`diagnose`) and shows the smallest failing case; skipped problems are reported;
 - :func:`objective` (the method's primal objective at a user's weights) and :func:`kkt_report`
   (which samples' margin constraints and optimality conditions fail, by how much, at which
   class pair);
@@ -24,15 +26,20 @@ from __future__ import annotations
 
 from ._assertions import (assert_bounds_bracket, assert_certified, assert_fast_matches_reference,
                           assert_same_optimum, check_gradient, fast_vs_reference, solve_with_each)
-from .check import STRONGLY_CONVEX, Outcome, check_solver
+from ._judge import WeightJudgement, strong_convexity
+from .check import Outcome, SkippedProblemWarning, SolverCheckError, check_solver
+from .diagnose import Diagnosis, diagnose
 from .diagnostics import KKTReport, Violation, kkt_report, objective
 from .problems import Problem, problems_for
 
 __all__ = [
-    "STRONGLY_CONVEX",
+    "Diagnosis",
     "KKTReport",
     "Outcome",
     "Problem",
+    "SkippedProblemWarning",
+    "SolverCheckError",
+    "WeightJudgement",
     "Violation",
     "assert_bounds_bracket",
     "assert_certified",
@@ -40,9 +47,11 @@ __all__ = [
     "assert_same_optimum",
     "check_gradient",
     "check_solver",
+    "diagnose",
     "fast_vs_reference",
     "kkt_report",
     "objective",
     "problems_for",
     "solve_with_each",
+    "strong_convexity",
 ]

@@ -20,6 +20,7 @@ from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..methods import STRUCTURES, Case, Method, get
 from ..methods.cases import problem as generate_data
+from .options import option_probes, resolve
 
 __all__ = ["Problem", "as_method", "problems_for", "regenerate", "split_options"]
 
@@ -62,6 +63,7 @@ class Problem:
     template: Case | None = field(default=None, repr=False)
     _reference: Any = field(default=None, repr=False)
     _model: Any = field(default=None, repr=False)
+    _variants: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_arrays(cls, method, X, Y, H=None, **options) -> Problem:
@@ -129,11 +131,23 @@ class Problem:
     def reference(self, role: str = "primal", **solve_options):
         """The certified reference :class:`~hiercvx.result.Solution` (solved once per problem
         for the default options)."""
-        if solve_options or role != "primal":
+        solve_options.setdefault("verbose", False)
+        if set(solve_options) != {"verbose"} or role != "primal":
             return self.method.build(role, self.case).solve(**solve_options)
         if self._reference is None:
-            self._reference = self.method.build("primal", self.case).solve()
+            self._reference = self.method.build("primal", self.case).solve(**solve_options)
         return self._reference
+
+    def variant(self, model_options: dict | None = None, params: dict | None = None) -> Problem:
+        """The same data with some model options and parameters changed (``None`` removes an
+        option); built once per change, so its reference is solved once."""
+        model_options, params = dict(model_options or {}), dict(params or {})
+        key = _key(model_options) + _key(params)
+        if key not in self._variants:
+            options = {k: v for k, v in {**self.model_options, **model_options}.items() if v is not None}
+            self._variants[key] = Problem(self.method, self.structure, self.X, self.Y, self.H, options,
+                                          {**self.params, **params}, self.seed)
+        return self._variants[key]
 
     def resized(self, n: int | None = None, d: int | None = None, seed: int | None = None) -> Problem:
         """The same kind of problem with other sizes or seed (a generated problem only)."""
@@ -141,6 +155,12 @@ class Problem:
             raise InputError("only generated problems (problems_for) can be resized")
         return regenerate(self.method, self.template, n=n or self.n, d=d or self.d,
                           seed=self.seed if seed is None else seed)
+
+
+def _key(options: dict) -> tuple:
+    """A hashable key of option values (arrays by their bytes)."""
+    return tuple(sorted((k, (np.shape(v), np.asarray(v).tobytes()) if isinstance(v, np.ndarray) else repr(v))
+                        for k, v in options.items()))
 
 
 def _flat_tree(y) -> tuple[np.ndarray, Hierarchy]:
@@ -172,12 +192,15 @@ def _like_template(template: Case, X, Y, H):
     return X, Y, H
 
 
-def _resized_options(template: Case, n: int, rng) -> dict:
-    """The template's model options with per-sample arrays (``sample_weight``) redrawn for n."""
+def _resized_options(template: Case, n: int, Y, seed: int, rng) -> dict:
+    """The template's model options with per-sample arrays (``sample_weight``) redrawn for n and
+    the option probes' data-dependent values (:mod:`hiercvx.testing.options`) computed."""
     n0 = template.X.shape[0]
     out = {}
     for key, value in template.model_options.items():
-        if isinstance(value, np.ndarray) and value.ndim == 1 and value.shape[0] == n0 != n:
+        if callable(value):
+            value = resolve({key: value}, n, Y, seed)[key]
+        elif isinstance(value, np.ndarray) and value.ndim == 1 and value.shape[0] == n0 != n:
             lo, hi = float(np.min(value)), float(np.max(value))
             value = rng.uniform(lo, hi, n) if hi > lo else np.full(n, lo)
         out[key] = value
@@ -189,16 +212,35 @@ def regenerate(method, template: Case, n: int, d: int, seed: int) -> Problem:
     method = as_method(method)
     X, Y, H = generate_data(template.structure, n=n, d=d, seed=seed)
     X, Y, H = _like_template(template, X, Y, H)
-    options = _resized_options(template, n, np.random.default_rng(seed + 1))
+    options = _resized_options(template, n, Y, seed, np.random.default_rng(seed + 1))
     return Problem(method, template.structure, X, Y, H, options, dict(template.params), seed, template)
 
 
+def _probe_templates(method: Method, wanted, quick: bool) -> list:
+    """One template per option probe (:data:`hiercvx.testing.options.OPTION_PROBES`): the
+    method's first built-in case of the probe's structure, with the probe's options only."""
+    cases = method.cases(quick)
+    out = []
+    for option, structure, probe in option_probes(method, wanted):
+        base = next((c for c in cases if c.structure == structure), None)
+        if base is None:
+            continue
+        X, Y, H = base.X, base.Y, base.H
+        if structure == "multilabel" and base.H is not None:
+            X, Y, H = generate_data(structure, n=base.X.shape[0], d=base.X.shape[1], seed=0)
+        out.append(Case(f"{structure}, option {option}", structure, X, Y, H, dict(probe),
+                        dict(base.params)))
+    return out
+
+
 def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d: int | None = None,
-                 quick: bool = True, **options) -> list[Problem]:
+                 quick: bool = True, probes: bool = True, **options) -> list[Problem]:
     """Problems of ``method``: one per built-in case (``method.cases(quick)``) of the chosen
-    ``structures`` (default: all the method supports) and per seed in ``seeds``; sizes ``n``,
-    ``d`` default to the case's.  ``options`` override the cases' parameters (``C=...``) and
-    model options (``fit_intercept=True``, ...).  Seed 0 at the case's size is the case's data."""
+    ``structures`` (default: all the method supports) and per seed in ``seeds``, then (``probes``)
+    one per option probe: every model option alone away from its default
+    (:mod:`hiercvx.testing.options`).  Sizes ``n``, ``d`` default to the case's.  ``options``
+    override the cases' parameters (``C=...``) and model options (``fit_intercept=True``, ...).
+    Seed 0 at the case's size is the case's data."""
     method = as_method(method)
     wanted = tuple(method.structures) if structures is None else tuple(structures)
     unknown = [s for s in wanted if s not in STRUCTURES]
@@ -210,9 +252,10 @@ def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d
                          f"{method.structures}")
     params, model_options = split_options(method, options)
     out = []
-    for case in method.cases(quick):
-        if case.structure not in wanted:
-            continue
+    templates = [c for c in method.cases(quick) if c.structure in wanted]
+    if probes:
+        templates += _probe_templates(method, wanted, quick)
+    for case in templates:
         template = replace(case, params={**case.params, **{k: v for k, v in options.items()
                                                             if k in params}},
                            model_options={**case.model_options, **model_options})
