@@ -1,6 +1,6 @@
 """How ``describe`` and ``hiercvx show`` write the NHSVM declarations: the single-label programs
 (10) / (13), the shared-norm SVM (14) and their duals (Choi, Sasaki and Srebro, "Normalized
-Hierarchical SVM", arXiv:1508.02479, 2016), as :class:`~hiercvx.describe.Formulation`\ s in
+Hierarchical SVM", arXiv:1508.02479, 2016), as :class:`~hiercvx.describe.Formulation` records in
 the paper's symbols."""
 
 from __future__ import annotations
