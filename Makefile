@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all bench bench-targets install clean docs
+.PHONY: demo test test-slow test-all bench bench-targets bench-page install clean docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,8 @@ bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # The rows of issue 12's targets, one after another in one run, each script printing its own
-# ratios against the peers it runs beside; the log is what the README's benchmark table quotes.
+# ratios against the peers it runs beside; `make bench-page PAGE_SOURCE="--from-log $(TARGETS_LOG)"`
+# turns the log into the benchmarks page.
 TARGETS_LOG ?= benchmarks/results/targets.log
 bench-targets: $(STAMP)
 	mkdir -p $(dir $(TARGETS_LOG))
@@ -43,6 +44,11 @@ bench-targets: $(STAMP)
 	  $(PY) benchmarks/bench_go.py --rows go --only HierarchicalSVC --max-iter 300 --cap 1500 && \
 	  $(PY) benchmarks/bench_go.py --rows go --only NormalizedHierarchicalSVC --max-iter 20 --cap 1500 && \
 	  date -u; uptime ) 2>&1 | tee $(TARGETS_LOG)
+
+# The benchmarks page (docs/benchmarks.md and its figure): the quick rows measured now, or a log.
+PAGE_SOURCE ?= --run
+bench-page: $(STAMP)
+	$(PY) benchmarks/page.py $(PAGE_SOURCE)
 
 # The documentation site, warnings as errors; MathJax comes from npm and is served by the site.
 MATHJAX := docs/_vendor/node_modules/mathjax/es5/tex-chtml.js

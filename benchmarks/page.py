@@ -1,0 +1,387 @@
+"""Regenerate the benchmarks page, ``docs/benchmarks.md``, and its figure.
+
+The page has a header (machine, cores, date, commit, where the figures come from) and one
+table: each benchmark row with hiercvx's time beside the peer measured in the same run
+(LIBLINEAR's Crammer–Singer through scikit-learn's ``LinearSVC(multi_class="crammer_singer")``,
+or the certified CVXPY reference solved by CLARABEL), their ratio and the certificate.
+
+Two sources:
+
+``--run``
+    runs the quick rows here, now (a few minutes on two cores): the engine rows of
+    ``bench_engine.py`` (Cai's hierarchical SVM (4.10) on a 25-node tree against its CVXPY
+    reference), the cellcycle_FUN rows of ``bench_sibling_fun.py --quick`` (Wang, Shen & Pan's
+    sibling-margin SVM against LIBLINEAR) and of ``bench_orthogonal_engine.py --solvers dual_cd
+    --methods orthogonal --quick`` (Zhou, Xiao & Wu's orthogonal transfer against LIBLINEAR);
+    ``--imageclef`` adds the ImageCLEF07A rows (LIBLINEAR, ``MulticlassSVC()``,
+    ``HierarchicalSVC()``: a few minutes more).  The scripts' output is kept in
+    ``benchmarks/results/page-run.log``.
+``--from-log FILE``
+    reads the log ``make bench-targets`` writes (``benchmarks/results/targets.log``): the
+    engine rows with ImageCLEF07A, cellcycle_FUN, and the cellcycle_GO rows.
+
+Both go through the same parser of the scripts' printed rows; a script whose output it does
+not recognise is listed under the table as not parsed.  The figure
+(``benchmarks/figures/speed.png``, shown by the README) plots the time ratios.
+
+    .venv/bin/python benchmarks/page.py --run [--imageclef]
+    .venv/bin/python benchmarks/page.py --from-log benchmarks/results/targets.log
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "benchmarks.md"
+FIGURE = ROOT / "benchmarks" / "figures" / "speed.png"
+RUN_LOG = ROOT / "benchmarks" / "results" / "page-run.log"
+
+#: the quick rows ``--run`` measures: (script, arguments)
+QUICK = (
+    ("bench_engine.py", ["--repeat", "1"]),
+    ("bench_sibling_fun.py", ["--rows", "funcat", "--quick"]),
+    ("bench_orthogonal_engine.py", ["--solvers", "dual_cd", "--methods", "orthogonal", "--quick"]),
+)
+#: the ImageCLEF07A rows ``--run --imageclef`` adds
+IMAGECLEF = ("bench_engine.py", ["--imageclef-only"])
+
+LIBLINEAR = "LIBLINEAR Crammer–Singer (`LinearSVC`)"
+REFERENCE = "CVXPY reference (CLARABEL)"
+
+
+class Row(NamedTuple):
+    """One line of the table: ours beside the peer timed in the same run."""
+
+    data: str
+    ours: str
+    seconds: float
+    peer: str
+    peer_seconds: float
+    certificate: str
+    script: str
+
+
+# ------------------------------------------------------------------------------ the machine
+def machine() -> dict:
+    """CPU model, cores, memory, OS and Python of this machine."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f"{kb / 2**20:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": memory,
+            "os": f"{platform.system()} {platform.release()}",
+            "python": platform.python_version()}
+
+
+def commit() -> str:
+    """The checkout's commit (``+ local changes`` when the tracked files differ from it)."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return head + (" + local changes" if dirty else "")
+
+
+# ------------------------------------------------------------------------------ the parser
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def split_scripts(log: str) -> list[tuple[str, list[str]]]:
+    """The log cut at each script invocation (``+ python benchmarks/bench_x.py ...``, as
+    ``set -x`` prints it): ``[(command, lines), ...]``."""
+    parts, current = [], None
+    for line in log.splitlines():
+        m = re.match(r"^\++ .*?(benchmarks/bench_\w+\.py.*)$", line)
+        if m:
+            current = (m.group(1).strip(), [])
+            parts.append(current)
+        elif current is not None:
+            current[1].append(line)
+    return parts
+
+
+def parse_engine(lines, script) -> list[Row]:
+    """``bench_engine.py``: the tree rows (ours: the engine's choice, ``auto``) and the
+    ImageCLEF07A rows."""
+    rows, solvers = [], []
+    for line in lines:
+        if re.match(r"^\s+row\s+n\s+reference \|", line):
+            solvers = [c.split(":")[0].strip() for c in line.split(" | ")[1:-1]]
+            continue
+        cells = line.split(" | ")
+        head = re.match(r"^\s*(.+?)\s+(\d+)\s+([\d.]+)s$", cells[0]) if len(cells) > 2 else None
+        if head and solvers:
+            label, n, ref = head.group(1), int(head.group(2)), float(head.group(3))
+            for name, cell in zip(solvers, cells[1:]):
+                if name != "auto":
+                    continue
+                m = re.match(r"^\s*([\d.]+)s\s+([-+\d.e]+)\s+(\d+)(\*?)\s", cell)
+                if m:
+                    rows.append(Row(
+                        f"Cai HSVM (4.10), 25-node tree, {label}, n = {n}, d = 20",
+                        "margin engine (`auto`), tol 1e-8", float(m.group(1)), REFERENCE, ref,
+                        f"rel. objective {float(m.group(2)):.1e}"
+                        + (", not converged" if m.group(4) else ""), script))
+    rows += parse_imageclef(lines, script)
+    return rows
+
+
+def parse_imageclef(lines, script) -> list[Row]:
+    """The ImageCLEF07A lines of ``bench_engine.py --imageclef``."""
+    peer, out = math.nan, []
+    data = "ImageCLEF07A, 10000 × 80, 63 leaves"
+    for line in lines:
+        m = re.match(r"^\s+LIBLINEAR Crammer-Singer\s+([\d.]+)s", line)
+        if m:
+            peer = float(m.group(1))
+            continue
+        m = re.match(r"^\s+(\w+)\(\)\s+([\d.]+)s\s+objective\s+\S+\s+gap\s+(\S+)\s+\(.*?(\d+) "
+                     r"iterations.*?(NOT converged)?\)", line)
+        if m:
+            out.append(Row(data, f"`{m.group(1)}()` (defaults)", float(m.group(2)), LIBLINEAR,
+                           peer, f"gap {float(m.group(3)):.1e}"
+                           + (", not converged" if m.group(5) else ""), script))
+            continue
+        m = re.match(r"^\s+Crammer-Singer at LIBLINEAR's objective \(tol (\S+)\)\s+([\d.]+)s", line)
+        if m:
+            out.append(Row(data, "Crammer–Singer dual to LIBLINEAR's objective", float(m.group(2)),
+                           LIBLINEAR, peer, f"gap {float(m.group(1)):.1e}", script))
+    return out
+
+
+def parse_sibling(lines, script) -> list[Row]:
+    """``bench_sibling_fun.py``: sibling-margin SVM and HPSI against LIBLINEAR."""
+    out, data, peer = [], "", math.nan
+    for line in lines:
+        m = re.match(r"^(.+?): n=(\d+) d=(\d+) nodes=(\d+)$", line)
+        if m:
+            data = f"{m.group(1)}, {m.group(2)} × {m.group(3)}, {m.group(4)} nodes"
+            continue
+        m = re.match(r"^\s+LIBLINEAR Crammer-Singer\s+([\d.]+) s", line)
+        if m:
+            peer = float(m.group(1))
+            continue
+        m = re.match(r"^\s+(\w+)\s+([\d.]+) s\s+gap (\S+)\s+(\S+)\s+(converged|warn)", line)
+        if m:
+            out.append(Row(data, f"`{m.group(1)}()` (defaults)", float(m.group(2)), LIBLINEAR, peer,
+                           f"gap {float(m.group(3)):.1e}"
+                           + ("" if m.group(5) == "converged" else ", not converged"), script))
+    return out
+
+
+def parse_orthogonal(lines, script) -> list[Row]:
+    """``bench_orthogonal_engine.py``: orthogonal transfer / TREELOSS against LIBLINEAR (the
+    rows of the data LIBLINEAR ran on; the star and chain rows have no peer)."""
+    out, peer = [], {}
+    for line in lines:
+        if len(line) < 70 or line.startswith("data "):
+            continue
+        data, what, rest = line[:28].strip(), line[29:59].strip(), line[59:].split()
+        if not rest:
+            continue
+        seconds = _float(rest[0])
+        if what.startswith("LinearSVC"):
+            peer[data] = seconds
+        elif data in peer and len(rest) >= 5:
+            method, solver = (what.split() + [""])[:2]
+            data_name = re.sub(r"(\d+)x(\d+)$", r"\1 × \2", data.replace(" sp ", " single-path, "))
+            out.append(Row(data_name, f"`OrthogonalTransferSVC"
+                           f"(method=\"{method}\")` ({solver})", seconds, LIBLINEAR, peer[data],
+                           f"gap {_float(rest[3]):.1e}"
+                           + ("" if rest[4] == "yes" else ", not converged"), script))
+    return out
+
+
+def parse_go(lines, script) -> list[Row]:
+    """``bench_go.py --rows go``: fit and predict on cellcycle_GO (no peer runs there)."""
+    out, data = [], "cellcycle_GO"
+    for line in lines:
+        m = re.match(r"^cellcycle_GO train, (\d+) samples", line)
+        if m:
+            data = f"cellcycle_GO, {m.group(1)} × 77, GO DAG"
+            continue
+        m = re.match(r"^\s+(\w+)\s+fit\s+([\d.]+)s\s+predict\s+([\d.]+)s\s+passes\s+(\S+)\s+gap (\S+)"
+                     r".*?\((\d+) nodes, (\d+) classes\)(.*)$", line)
+        if m:
+            certified = "not certified" not in m.group(8)
+            out.append(Row(f"{data} ({m.group(6)} nodes, {m.group(7)} classes)",
+                           f"`{m.group(1)}(max_iter={m.group(4)})`", float(m.group(2)), "–",
+                           math.nan, f"gap {float(m.group(5)):.1e}"
+                           + ("" if certified else ", not converged")
+                           + f"; predict {float(m.group(3)):.2f} s", script))
+    return out
+
+
+PARSERS = {"bench_engine.py": parse_engine, "bench_sibling_fun.py": parse_sibling,
+           "bench_orthogonal_engine.py": parse_orthogonal, "bench_go.py": parse_go}
+
+
+def parse_log(log: str) -> tuple[list[Row], list[str]]:
+    """Every row of every script in ``log``, and the scripts whose output gave none."""
+    rows, missed = [], []
+    for command, lines in split_scripts(log):
+        script = Path(command.split()[0]).name
+        parser = PARSERS.get(script)
+        found = parser(lines, command) if parser else []
+        rows += found
+        if not found:
+            missed.append(command)
+    return rows, missed
+
+
+# ------------------------------------------------------------------------------ running
+def run_quick(imageclef: bool) -> str:
+    """Run the quick rows (and the ImageCLEF07A rows when asked); the log, as
+    ``make bench-targets`` writes its own (date, load, commit, then each script's output)."""
+    runs = list(QUICK) + ([IMAGECLEF] if imageclef else [])
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    log = [_dt.datetime.now(_dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y"),
+           f"load average: {load}", commit().split()[0]]
+    for script, args in runs:
+        command = [sys.executable, str(Path("benchmarks") / script), *args]
+        print("running", " ".join(command[1:]), flush=True)
+        out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        log.append("+ " + " ".join(command) + "\n" + out.stdout)
+        if out.returncode:
+            log.append(f"(exit {out.returncode}) " + out.stderr[-2000:])
+    text = "\n".join(log)
+    RUN_LOG.parent.mkdir(parents=True, exist_ok=True)
+    RUN_LOG.write_text(text)
+    return text
+
+
+# ------------------------------------------------------------------------------ the page
+def _seconds(s: float) -> str:
+    if not math.isfinite(s):
+        return "–"
+    return f"{s:.3f} s" if s < 1 else f"{s:.1f} s" if s < 100 else f"{s:.0f} s"
+
+
+def _ratio(row: Row) -> str:
+    if not (math.isfinite(row.peer_seconds) and row.seconds > 0):
+        return "–"
+    r = row.peer_seconds / row.seconds
+    if r >= 1:
+        return f"**{r:.0f}× faster**" if r >= 10 else f"{r:.2f}× faster"
+    return f"{1 / r:.0f}× slower" if r <= 0.1 else f"{1 / r:.2f}× slower"
+
+
+def table(rows: list[Row]) -> str:
+    """The one table, in Markdown."""
+    out = ["| data | hiercvx | time | peer (same run) | peer time | hiercvx vs peer | certificate |",
+           "|---|---|---:|---|---:|---|---|"]
+    for r in rows:
+        out.append(f"| {r.data} | {r.ours} | {_seconds(r.seconds)} | {r.peer} | "
+                   f"{_seconds(r.peer_seconds)} | {_ratio(r)} | {r.certificate} |")
+    return "\n".join(out)
+
+
+def figure(rows: list[Row], path: Path = FIGURE) -> Path | None:
+    """A bar chart of peer time / hiercvx time per row (log scale), or None without a peer."""
+    rows = [r for r in rows if math.isfinite(r.peer_seconds) and r.seconds > 0]
+    if not rows:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [f"{r.ours.replace('`', '')}\n{r.data}" for r in rows]
+    ratios = [r.peer_seconds / r.seconds for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.2))
+    colors = ["#3b7dd8" if r.peer == REFERENCE else "#e07b39" for r in rows]
+    ax.barh(range(len(rows)), ratios, color=colors)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("peer time / hiercvx time (log scale; > 1: hiercvx faster)")
+    ax.set_title("blue: vs the certified CVXPY reference; orange: vs LIBLINEAR Crammer–Singer",
+                 fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def page(rows, missed, source: str, info: dict, when: str, rev: str, fig: Path | None) -> str:
+    """The Markdown of ``docs/benchmarks.md``."""
+    lines = [
+        "# Benchmarks", "",
+        "Generated by `benchmarks/page.py` (`make bench-page`); do not edit by hand.", "",
+        f"- **machine:** {info['cpu']}, {info['cores']} cores"
+        + (f", {info['memory']}" if info["memory"] else "") + f"; {info['os']}; Python {info['python']}",
+        f"- **date:** {when}",
+        f"- **commit:** {rev}",
+        f"- **source:** {source}", "",
+        "Each row times hiercvx and a peer in the same run on the same machine, so their ratio "
+        "holds where the absolute times do not. hiercvx's times include building the model "
+        "and certifying the answer: *gap* is the certified relative duality gap at the returned "
+        "weights, *rel. objective* the difference to the reference's certified optimum.", "",
+        table(rows) if rows else "No rows were measured.", "",
+    ]
+    if fig is not None:
+        rel = os.path.relpath(fig, PAGE.parent)
+        lines += [f"![peer time / hiercvx time per row]({rel})", ""]
+    if missed:
+        lines += ["Not parsed (the script printed no row this page reads): "
+                  + ", ".join(f"`{m}`" for m in missed) + ".", ""]
+    lines += [
+        "The scripts in `benchmarks/` print more than this table (other problem sizes, every "
+        "solver of a method, profiles); each says in its docstring what it measures. "
+        "`make bench-targets` runs the full rows, including ImageCLEF07A and cellcycle_GO, "
+        "and writes `benchmarks/results/targets.log`, from which `make bench-page` rebuilds "
+        "this page.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", action="store_true", help="measure the quick rows now")
+    src.add_argument("--from-log", metavar="FILE", help="parse the log of `make bench-targets`")
+    ap.add_argument("--imageclef", action="store_true", help="with --run: the ImageCLEF07A rows too")
+    ap.add_argument("--out", default=str(PAGE), help=f"the page (default {PAGE.relative_to(ROOT)})")
+    args = ap.parse_args(argv)
+    if args.run:
+        log = run_quick(args.imageclef)
+        source = ("`benchmarks/page.py --run" + (" --imageclef" if args.imageclef else "")
+                  + f"` (the quick rows; their output in `{RUN_LOG.relative_to(ROOT)}`)")
+    else:
+        log = Path(args.from_log).read_text()
+        source = f"`{args.from_log}`"
+    head = log.splitlines()[:3] + ["", "", ""]  # as `make bench-targets` writes: date, load, commit
+    when = head[0].strip() or "unknown"
+    rev = head[2].strip() if re.fullmatch(r"[0-9a-f]{7,40}", head[2].strip()) else commit()
+    rows, missed = parse_log(log)
+    fig = figure(rows)
+    Path(args.out).write_text(page(rows, missed, source, machine(), when, rev, fig))
+    print(f"wrote {args.out} ({len(rows)} rows)" + (f" and {fig.relative_to(ROOT)}" if fig else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
