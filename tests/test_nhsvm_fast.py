@@ -105,7 +105,7 @@ def test_cutting_planes_with_intercept_and_csr_match_the_reference(structure, sp
     assert model.objective(res.weights, 0.3, intercept=b) == pytest.approx(res.objective, rel=1e-12)
 
 
-def test_auto_hands_label_sets_from_pairwise_to_cutting_planes_below_the_master_limit(monkeypatch):
+def test_auto_hands_label_sets_from_pairwise_to_cutting_planes_below_the_master_limit():
     X, y = planted(TREE, seed=3, d=3)
     rng = np.random.default_rng(3)
     Y = [frozenset({a}) | ({TREE.leaves[0]} if k % 3 == 0 else set())
@@ -116,10 +116,10 @@ def test_auto_hands_label_sets_from_pairwise_to_cutting_planes_below_the_master_
     # pairwise certifies this small problem within the hand-over budget: it stays pairwise
     res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=200)
     assert res.converged and res.extras["method"] == "pairwise"
-    assert res.n_iter <= nhsvm_fw.HANDOFF_PASSES
+    assert res.n_iter <= nhsvm_fw.Options().handoff_passes
     # with 5 passes allowed, cutting planes finish from the pairwise caches and weights
-    monkeypatch.setattr(nhsvm_fw, "HANDOFF_PASSES", 5)
-    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=200)
+    five = nhsvm_fw.Options(handoff_passes=5)
+    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=200, options=five)
     assert res.converged and res.extras["method"] == "cutting_plane"
     assert res.extras["pairwise_passes"] == 5
     testing.assert_fast_matches_reference(res, ref, rtol=1e-8)
@@ -127,8 +127,8 @@ def test_auto_hands_label_sets_from_pairwise_to_cutting_planes_below_the_master_
     assert res.objective == pytest.approx(model.objective(res.weights, lam=2.0), rel=1e-12)
     assert res.lower_bound <= ref.objective * (1 + 1e-12)
     # past the master's limit: pairwise alone, all of max_iter
-    monkeypatch.setattr(nhsvm_fw, "MASTER_MAX_DIMENSION", 2)
-    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=2000)
+    tiny_master = nhsvm_fw.Options(handoff_passes=5, master_max_dimension=2)
+    res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-9, max_iter=2000, options=tiny_master)
     assert res.converged and res.extras["method"] == "pairwise" and res.n_iter > 5
     with pytest.raises(hc.InputError, match="single-label"):
         nhsvm_fw.solve(model, lam=2.0, method="interior_point")
@@ -303,7 +303,7 @@ def test_path_cover_slack_is_complementary_to_the_optimal_alpha(H, seed, lam):
     alt = shared_norm.solve(model, lam, tol=1e-9, max_iter=2000)
     # the dual point of the weight step at the solver's alpha
     view = nhsvm_fw.vertex_model(model, sqrt_alpha=np.sqrt(alt.alpha) * model.node_scale)
-    res = nhsvm_fw.pairwise(view, lam, 1e-10, 5000, quiet=True)
+    res = nhsvm_fw.pairwise(view, lam, nhsvm_fw.Options(tol=1e-10, max_iter=5000), quiet=True)
     G, l = res.state.G, res.state.l
     value, slack = model.dual_value_and_slack(G, l, lam)
     assert value == pytest.approx(model.dual_value(G, l, lam), rel=1e-12)
@@ -331,15 +331,14 @@ def test_accelerated_alternation_matches_the_reference_on_any_hierarchy(H, seed,
 
 
 @pytest.mark.parametrize("H,seed,lam", [(TREE, 0, 0.3), (DAG, 2, 0.1)], ids=["tree", "dag"])
-def test_wrongly_switched_off_nodes_come_back(H, seed, lam, monkeypatch):
+def test_wrongly_switched_off_nodes_come_back(H, seed, lam):
     # switching off every node whose alpha is below 1 and whose path cover has any slack at
     # all: some of those switches are wrong (the node has alpha > 0 at the optimum); they
     # must come back, and the certified optimum is the reference's all the same
-    monkeypatch.setattr(shared_norm, "SWITCH_OFF_ALPHA", 1.0)
-    monkeypatch.setattr(shared_norm, "SWITCH_OFF_SLACK", 0.0)
     X, y = planted(H, seed=seed)
     ref = nhsvm.shared_primal(X, y, H, lam=lam).solve()
-    alt = alternating(X, y, H, lam=lam, tol=1e-7, max_iter=500)
+    eager = shared_norm.Options(switch_off_alpha=1.0, switch_off_slack=0.0)
+    alt = alternating(X, y, H, lam=lam, tol=1e-7, max_iter=500, options=eager)
     off = np.asarray(alt.history["switched_off"])
     assert off.max() >= 2 and off[-1] < off.max()  # switched off, then some came back
     assert alt.converged

@@ -1,38 +1,27 @@
-"""The alpha step of the shared-norm SVM in closed form (NHSVM paper, Algorithm 1, Appendix D).
+"""The shared-norm SVM (14) by alternating minimization, stopped on a certified gap.
 
-For node weights ``U`` ``(M, d)`` (one row per node of ``H.nodes``, root included) the alpha
-step is problem (20)::
+Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*, arXiv:1508.02479,
+2016, section 7.2.  For node weights ``U`` ``(M, d)`` and sharing weights ``alpha`` ``(M,)``::
 
-    min_alpha  sum_n ||U_n||^2 / alpha_n
-    s.t.       sum_{n in anc(l)} alpha_n <= 1     for every leaf l,      alpha >= 0.
+    min_{U, alpha}  lam sum_n ||U_n||^2 / alpha_n + sum_i max_l [S_il - S_{i l_i} + Delta(l_i, l)]
+    s.t.            sum_{n in anc(l)} alpha_n <= 1 for every leaf l,  alpha >= 0,     S = X U^T A^T   (14)
 
-On a tree it separates along the tree (Appendix D).  With ``B_n = ||U_n||^2`` and the
-subtree value ``f(n, l) = N_n / l`` for a budget ``l`` left to the subtree of ``n``:
-
-    N_n = (sqrt(B_n) + sqrt(S_n))^2,   S_n = sum_{c child of n} N_c       (26), bottom-up
-    E_n = sqrt(B_n) / (sqrt(B_n) + sqrt(S_n))   (the share of the budget n keeps; 1 at leaves)
-    alpha_n = l_n E_n,   l_c = l_n (1 - E_n) for each child c,  l_root = 1,  top-down.
-
-The optimum of (20) is ``N_root``, and every root-leaf path sum of alpha is exactly 1.
-Two passes over the depth levels, each vectorized: O(M) work, O(depth) Python steps.
-
-The paper's Algorithm 1 prints this with four slips (the test
-``test_paper_algorithm_1_as_printed_is_not_optimal`` runs it literally): line 9 overwrites
-``N_n`` before computing ``E_n`` from it, leaves keep ``E_n = 0`` (so every leaf gets
-``alpha = 0``), the root's ``alpha_1 = E_1`` is never assigned, and line 16 takes
-``alpha_n = sqrt(L_p E_n)`` where Appendix D's recursion gives ``alpha_n = L_p E_n``.
-See ``formulations/nhsvm.md``.
-
-:func:`solve` is the paper's alternating algorithm for the whole shared-norm SVM
-(14) (section 7.2): the weight step by the pairwise BCFW of :mod:`hiercvx.solvers.nhsvm_fw`,
-the alpha step by :func:`optimal_alpha` (trees) or problem (20) (DAGs), stopped on a
-certified gap for (14) itself (:func:`min_path_cover` is the dual's path part).
-The closed form and the path cover live in :mod:`hiercvx.models.nhsvm` (re-exported here).
+is jointly convex.  :func:`solve` alternates the **weight step** (for fixed alpha,
+``U_n = sqrt(alpha_n) V_n`` turns (14) into an NHSVM-type problem, solved by the pairwise
+Frank-Wolfe of :mod:`hiercvx.solvers.nhsvm_fw`, warm-started) and the **alpha step** (20)
+``min_alpha sum_n ||U_n||^2 / alpha_n`` under the same constraints (:func:`alpha_for`: the
+closed form of Algorithm 1 / Appendix D on trees, :func:`~hiercvx.models.nhsvm.optimal_alpha`;
+on DAGs the certified dual ascent :func:`~hiercvx.models.nhsvm.dag_alpha`, continued by the
+barrier method :func:`~hiercvx.models.nhsvm.barrier_alpha`).  The certificate is for (14)
+itself: the objective at ``(U, alpha*(U))`` against the dual of (14) at the weight step's dual
+point (:meth:`~hiercvx.models.nhsvm.SharedNormModel.dual_value`; its path part is the cover
+:func:`~hiercvx.models.nhsvm.min_path_cover`).  Settings live in the frozen :class:`Options`.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -49,29 +38,58 @@ from .primitives import blas_threads
 __all__ = ["solve", "optimal_alpha", "depth_levels", "min_path_cover", "alpha_for"]
 
 
-#: the certified relative gap at which the DAG alpha step's dual ascent is taken as solved
-DAG_ALPHA_GAP = 1e-9
-#: past alternations mixed by the Anderson acceleration of the alpha sequence
-ANDERSON_MEMORY = 3
-#: a node is switched off when its alpha falls below this ...
-SWITCH_OFF_ALPHA = 1e-2
-#: ... while the dual's path cover leaves it this much slack (relative to the largest need);
-#: every SWITCH_CHECK alternations, switched-off nodes come back unless the gap fell by 10%
-SWITCH_OFF_SLACK = 1e-3
-SWITCH_CHECK = 100
+@dataclass(frozen=True)
+class Options:
+    """Settings of :func:`solve` (its keywords ``tol``, ``max_iter``, ``inner_max_iter``,
+    ``cache_size``, ``accelerate`` override the fields of the same name).
+
+    Attributes
+    ----------
+    tol : certified relative gap of (14) to stop at; 1e-6, the gap the CVXPY references
+        certify by default.
+    max_iter : alternations (weight step + alpha step); each certifies.
+    inner_max_iter : passes of each weight step; it is warm-started and its tolerance follows
+        the joint gap, so it rarely needs many.
+    cache_size, inner_max_steps : vertices cached per sample and pairwise steps per visit in the
+        weight step (:class:`hiercvx.solvers.nhsvm_fw.Options`).
+    accelerate : switch nodes off and extrapolate alpha (:func:`solve`); False is the paper's
+        plain alternation.
+    dag_alpha_gap : relative gap at which the DAG alpha step's dual ascent is taken as solved;
+        above it the barrier method continues (a loose alpha step slows the alternation, it
+        never spoils the certificate).
+    anderson_memory : past alternations mixed by the Anderson acceleration of the alpha
+        sequence (Walker & Ni, SIAM J. Numer. Anal. 2011, recommend a small memory).
+    switch_off_alpha, switch_off_slack : a node is switched off when its alpha falls below the
+        first while the dual's path cover leaves it slack above the second (relative to the
+        largest need): by complementary slackness its alpha is 0 at the optimum.
+    switch_check : every this many alternations the switched-off nodes come back unless the gap
+        fell by 10% (a wrong switch costs alternations, never the optimum).
+    """
+
+    tol: float = 1e-6
+    max_iter: int = 200
+    inner_max_iter: int = 2000
+    cache_size: int = 32
+    inner_max_steps: int = 50
+    accelerate: bool = True
+    dag_alpha_gap: float = 1e-9
+    anderson_memory: int = 3
+    switch_off_alpha: float = 1e-2
+    switch_off_slack: float = 1e-3
+    switch_check: int = 100
 
 
-def alpha_for(U, H: Hierarchy):
+def alpha_for(U, H: Hierarchy, gap: float = 1e-9):
     """Optimal ``alpha`` for ``U`` and the value ``min (20)``: closed form on trees
     (:func:`optimal_alpha`); on DAGs the certified dual ascent :func:`dag_alpha`, continued by
-    the barrier method :func:`barrier_alpha` when its gap stays above :data:`DAG_ALPHA_GAP`
-    (the better point is kept)."""
+    the barrier method :func:`barrier_alpha` when its relative gap stays above ``gap`` (the
+    better point is kept)."""
     if H.is_tree:
         return optimal_alpha(U, H, return_value=True)
-    alpha, value, gap = dag_alpha(U, H)
-    if gap <= DAG_ALPHA_GAP:
+    alpha, value, reached_gap = dag_alpha(U, H)
+    if reached_gap <= gap:
         return alpha, value
-    polished, polished_value, _ = barrier_alpha(U, H, tol=DAG_ALPHA_GAP)
+    polished, polished_value, _ = barrier_alpha(U, H, tol=gap)
     if polished_value < value:
         return polished, polished_value
     return alpha, value
@@ -121,76 +139,65 @@ def _first_alpha(model: SharedNormModel, alpha0) -> np.ndarray:
     return alpha
 
 
-def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_iter: int = 200,
-          verbose: bool = False, inner_max_iter: int = 2000, alpha0=None, cache_size: int = 32,
-          time_limit: float | None = None, accelerate: bool = True, random_state=0) -> Solution:
-    """The shared-norm SVM (14) by alternating minimization (NHSVM paper, section 7.2).
-
-    ``min_{U, alpha} lam sum_n ||U_n||^2 / alpha_n + sum_i max_l [S_il - S_{i l_i} + Delta(l, l_i)]``,
-    ``A alpha <= 1``, ``alpha >= 0``, ``S = X U^T A^T``; ``model`` from
-    :func:`hiercvx.models.nhsvm.prepare_shared`.  Alternates
-
-    * the **weight step**: for fixed alpha, ``U_n = sqrt(alpha_n) V_n`` turns (14) into the
-      NHSVM-type problem ``lam ||V||^2 + hinge`` with node scores ``sqrt(alpha_n) V_n . x`` and the
-      loss ``Delta`` (the paper's change of variables); solved by the pairwise BCFW of
-      :mod:`hiercvx.solvers.nhsvm_fw`, **warm-started** from the previous dual point (the dual
-      feasible set does not depend on alpha);
-    * the **alpha step** (20) for the new ``U``: :func:`alpha_for`.  A node whose alpha is 0
-      would never come back (its weights drop out of the next weight step; with random labels
-      ``U = 0`` is optimal and on a DAG every alpha is then 0, which froze the dual bound), so
-      when the step returns zeros the next weight step runs on ``(1 - m) alpha + m alpha0`` with
-      ``m = min(0.1, gap)``; the objective is still valued at the exact alpha step.
+def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float | None = None,
+          max_iter: int | None = None, verbose: bool = False, inner_max_iter: int | None = None,
+          alpha0=None, cache_size: int | None = None, time_limit: float | None = None,
+          accelerate: bool | None = None, random_state=0, options: Options | None = None) -> Solution:
+    """The shared-norm SVM (14) by alternating minimization (module docstring).
 
     The plain alternation is a majorize-minimize method and converges linearly, slowest where
-    the optimum puts nodes at ``alpha_n = 0`` (the shared norm is group-sparse: a node's alpha
-    shrinks by a constant factor per alternation and never reaches 0).  Two changes of the
-    alpha sequence, neither of which touches the certificate:
+    the optimum puts nodes at ``alpha_n = 0`` (the shared norm is group-sparse: such a node's
+    alpha shrinks by a constant factor per alternation and never reaches 0).  With
+    ``options.accelerate`` two changes of the alpha sequence, neither of which touches the
+    certificate:
 
-    * **switching nodes off**: a node whose alpha fell below :data:`SWITCH_OFF_ALPHA` while
-      the dual's path cover leaves it slack above :data:`SWITCH_OFF_SLACK`
-      (:meth:`SharedNormModel.dual_value_and_slack`; by complementary slackness such a node
-      has ``alpha_n = 0`` at the optimum) gets ``alpha_n = 0`` in the weight step; when its
-      slack closes, or the gap did not fall by 10% in :data:`SWITCH_CHECK` alternations, it comes
-      back (through the mixing above) and is not switched off again: at most one switch per
-      node, so a wrong one costs alternations, never the optimum;
-    * **Anderson acceleration** of the map ``alpha -> alpha*(U(alpha))`` on the live nodes
-      (:data:`ANDERSON_MEMORY` steps), restarted when the objective did not improve or the
+    * **switching nodes off**: a node whose alpha fell below ``options.switch_off_alpha`` while
+      the dual's path cover leaves it slack above ``options.switch_off_slack``
+      (:meth:`~hiercvx.models.nhsvm.SharedNormModel.dual_value_and_slack`) gets ``alpha_n = 0``
+      in the weight step; when its slack closes, or the gap did not fall by 10% in
+      ``options.switch_check`` alternations, it comes back and is not switched off again;
+    * **Anderson acceleration** (type II, Walker & Ni 2011) of the map ``alpha ->
+      alpha*(U(alpha))`` on the live nodes, restarted when the objective did not improve or the
       switched-off set changed.
 
-    Alternations to gap 1e-6 (``bench_methods.py --n 300 --d 10 shared_norm`` rows,
-    ``make_nhsvm_balanced(1000, 50)``, cellcycle_FUN single-path, lam = 1): DAG 62 -> 12-16,
-    tree 46 -> 11, CSR 52 -> 14-19 (the range: the weight steps' random orders), balanced tree
-    1427 -> 45-54 (31 -> 8 s), FUN 1406 -> 448 (217 -> 42 s).
+    A live node whose alpha step returns 0 would never come back (its weights drop out of the
+    next weight step), so the next weight step then runs on ``(1 - m) alpha + m alpha0`` with
+    ``m = min(0.1, gap)``; the objective is still valued at the exact alpha step.  The weight
+    step's tolerance shrinks with the joint gap (``max(tol / 4, gap / 10)``).
 
-    Certificate (jointly, for (14)): the objective at ``(U, alpha*(U))`` is
-    ``lam min(20) + hinge(U)``; the lower bound is the dual of (14) (``formulations/nhsvm.md``)
-    at the weight step's dual point: :meth:`SharedNormModel.dual_value`.  Stops when the
-    relative gap is ``<= tol``.  The weight step's tolerance shrinks with the joint gap
-    (``max(tol / 4, gap / 10)``).  ``alpha0``: the first alpha (default: the closed form for
-    unit rows on trees, uniform ``1 / longest path`` on DAGs); ``max_iter``: alternations;
-    ``inner_max_iter``: passes of each weight step; ``accelerate=False``: the paper's plain
-    alternation (no switching off, no extrapolation).
-
-    Wide hierarchies cost what the data use: leaves no sample holds that are interchangeable
-    (same parents, same loss from every held leaf) are solved as one leaf of that multiplicity
+    Leaves no sample holds that are interchangeable (same parents, same loss from every held
+    leaf) are solved as one leaf of that multiplicity
     (:meth:`~hiercvx.models.nhsvm.SharedNormModel.collapsed`), and the solution and dual point
-    are lifted and certified on the full model (objective (14) and its dual recomputed there).
-    On a 5000-leaf star with the samples on a few leaves the alternation runs on a handful of
-    nodes.
+    are lifted and certified on the full model.
 
-    Returns a :class:`~hiercvx.result.Solution`: ``weights`` ``U`` ``(M, d)`` (with
-    ``fit_intercept``, without the bias column; the node biases in ``extras["intercept"]``);
-    extras ``alpha`` (optimal for ``U``), ``n_inner`` (weight-step passes in total) and, when
-    leaves were collapsed, ``n_collapsed`` (nodes removed);
-    ``history`` per alternation: ``objective``, ``lower_bound``, ``gap``, ``inner_gap``, ``time``,
-    ``switched_off`` (nodes held at ``alpha = 0`` in its weight step).
+    Parameters
+    ----------
+    model : :class:`~hiercvx.models.nhsvm.SharedNormModel` from
+        :func:`~hiercvx.models.nhsvm.prepare_shared`
+    lam : the regularization weight of (14)
+    tol, max_iter, inner_max_iter, cache_size, accelerate : override the fields of ``options``
+    alpha0 : the first alpha (default: the closed form for unit rows on trees, uniform ``1 /
+        longest path`` on DAGs)
+    time_limit : seconds; stop (unconverged) after the first certificate past it
+    random_state : seed of the weight steps' visiting orders
+    options : :class:`Options`
+
+    Returns
+    -------
+    :class:`~hiercvx.result.Solution`: ``weights`` ``U`` ``(M, d)`` (with ``fit_intercept``,
+    without the bias column; the node biases in ``extras["intercept"]``); extras ``alpha``
+    (optimal for ``U``), ``n_inner`` (weight-step passes in total) and, when leaves were
+    collapsed, ``n_collapsed`` (nodes removed); ``history`` per alternation: ``objective``,
+    ``lower_bound``, ``gap``, ``inner_gap``, ``time``, ``switched_off``.
     """
     if not isinstance(model, SharedNormModel):
         raise InputError("model must be a SharedNormModel from hiercvx.models.nhsvm.prepare_shared"
                          f"(X, y, H, loss=...), got {type(model).__name__}")
     lam = check_positive(lam, "lam")
-    check_iteration_options(tol, max_iter, who="shared_norm.solve")
-    check_iteration_options(None, inner_max_iter, who="shared_norm.solve (inner_max_iter)")
+    options = _with_keywords(options, tol=tol, max_iter=max_iter, inner_max_iter=inner_max_iter,
+                             cache_size=cache_size, accelerate=accelerate)
+    check_iteration_options(options.tol, options.max_iter, who="shared_norm.solve")
+    check_iteration_options(None, options.inner_max_iter, who="shared_norm.solve (inner_max_iter)")
     alpha = None if alpha0 is None else _first_alpha(model, alpha0)
     t0 = time.perf_counter()
     collapse = model.collapsed()
@@ -200,13 +207,21 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float = 1e-6, max_it
     elif collapse is not None:  # a group's leaves share one path constraint: keep the first's
         alpha = alpha[collapse.kept]
     with blas_threads(1):
-        out, dual_point = _alternate(work, float(lam), float(tol), int(max_iter),
-                                     int(inner_max_iter), alpha, cache_size, time_limit,
-                                     random_state, verbose, t0, bool(accelerate))
+        out, dual_point = _Alternation(work, float(lam), options, random_state, verbose,
+                                       t0).run(alpha, time_limit)
         if collapse is not None:
-            out = _lift(collapse, out, dual_point, float(lam), float(tol))
+            out = _lift(collapse, out, dual_point, float(lam), float(options.tol))
     out.warn_unless_converged("alternations", stacklevel=2)
     return nhsvm_fw.split_intercept(model, out)
+
+
+def _with_keywords(options: Options | None, **keywords) -> Options:
+    """``options`` (default :class:`Options`) with every keyword that is not None set."""
+    options = Options() if options is None else options
+    if not isinstance(options, Options):
+        raise InputError(f"options must be a hiercvx.solvers.shared_norm.Options, got "
+                         f"{type(options).__name__}")
+    return replace(options, **{k: v for k, v in keywords.items() if v is not None})
 
 
 def _lift(collapse: CollapsedLeaves, out: Solution, dual_point, lam: float,
@@ -225,86 +240,109 @@ def _lift(collapse: CollapsedLeaves, out: Solution, dual_point, lam: float,
     return out
 
 
-def _alternate(model, lam, tol, max_iter, inner_max_iter, alpha, cache_size, time_limit,
-               random_state, verbose, t0, accelerate) -> tuple[Solution, tuple | None]:
-    """The alternation loop of :func:`solve` (options checked there); returns the solution and
-    the dual point ``(G, l)`` of its lower bound.  A node of multiplicity ``k`` scores
-    ``U_n . x / sqrt(k)`` (:class:`~hiercvx.models.nhsvm.SharedNormModel`), so the weight
-    step's node factors are ``sqrt(alpha_n / k_n)``."""
-    scale = model.node_scale
-    view = nhsvm_fw.vertex_model(model, sqrt_alpha=np.sqrt(alpha) * scale)
-    state = None
-    history: dict = {}
-    best_ub, best_lb = (np.inf, None, None), -np.inf
-    dual_point = None
-    inner_tol = max(tol, 1e-3)
-    start = alpha.copy()
-    n_inner = 0
-    converged = False
-    off = np.zeros(len(alpha), dtype=bool)
-    revived = np.zeros(len(alpha), dtype=bool)
-    checked_gap = np.inf
-    accel = _Anderson(ANDERSON_MEMORY if accelerate else 0, model.A)
-    switch_below = SWITCH_OFF_ALPHA if accelerate else 0.0
-    bar = tqdm(total=max_iter, desc="shared-norm SVM (alternating)", unit="step", disable=not verbose)
-    try:
-        for it in range(1, max_iter + 1):
-            view.sqrt_alpha = np.sqrt(np.maximum(alpha, 0.0)) * scale
-            res = nhsvm_fw.pairwise(view, lam, inner_tol, inner_max_iter, cache_size, 50, state,
-                                    None, random_state, False, quiet=True)
-            state, n_inner = res.state, n_inner + res.n_iter
-            U = np.sqrt(np.maximum(alpha, 0.0))[:, None] * res.weights
-            new_alpha, value = alpha_for(U, model.H)
-            ub = lam * value + float(res.slacks.sum())
-            lb, slack = model.dual_value_and_slack(state.G, state.l, lam)
-            improved = ub < best_ub[0]
-            if improved:
-                best_ub = (ub, U, new_alpha)
-            if lb > best_lb:
-                best_lb, dual_point = lb, (state.G.copy(), state.l.copy())
-            gap = relative_gap(best_ub[0], best_lb)
-            for key, val in (("objective", best_ub[0]), ("lower_bound", best_lb), ("gap", gap),
-                             ("inner_gap", res.gap), ("time", time.perf_counter() - t0),
-                             ("switched_off", int(off.sum()))):
-                history.setdefault(key, []).append(val)
-            bar.update(1)
-            bar.set_postfix(gap=f"{gap:.2e}")
-            if reached(gap, tol):
-                converged = True
-                break
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                break
-            # nodes heading to alpha = 0 that the dual's path cover leaves slack are switched
-            # off (alpha_n = 0 exactly: the alternation only creeps there); one whose slack
-            # closes comes back for good, so the switching ends and the plain alternation's
-            # convergence is kept
-            was_off = off
-            heading = (new_alpha < switch_below) & (~revived | np.isinf(slack))
-            off = (off | heading) & (slack > SWITCH_OFF_SLACK)
-            if it % SWITCH_CHECK == 0:  # no progress with nodes off: all of them come back
-                if off.any() and gap > 0.9 * checked_gap:
-                    off = np.zeros_like(off)
-                checked_gap = gap
-            if off.all():
+class _Alternation:
+    """The alternation loop of :func:`solve` (options checked there) on a (possibly collapsed)
+    model.  A node of multiplicity ``k`` scores ``U_n . x / sqrt(k)``
+    (:class:`~hiercvx.models.nhsvm.SharedNormModel`), so the weight step's node factors are
+    ``sqrt(alpha_n / k_n)``."""
+
+    def __init__(self, model, lam: float, options: Options, random_state, verbose, t0):
+        self.model, self.lam, self.options = model, lam, options
+        self.random_state, self.verbose, self.t0 = random_state, verbose, t0
+        self.weight_options = nhsvm_fw.Options(max_iter=options.inner_max_iter,
+                                               cache_size=options.cache_size,
+                                               max_steps=options.inner_max_steps)
+        self.history: dict = {}
+
+    def _record(self, **values) -> None:
+        for key, val in values.items():
+            self.history.setdefault(key, []).append(val)
+
+    def run(self, alpha: np.ndarray, time_limit) -> tuple[Solution, tuple | None]:
+        """Alternate from ``alpha``; returns the solution and the dual point ``(G, l)`` of its
+        lower bound."""
+        model, lam, o = self.model, self.lam, self.options
+        scale = model.node_scale
+        view = nhsvm_fw.vertex_model(model, sqrt_alpha=np.sqrt(alpha) * scale)
+        state, dual_point = None, None
+        best_ub, best_lb = (np.inf, None, None), -np.inf
+        inner_tol, n_inner, converged = max(o.tol, 1e-3), 0, False
+        switch = _Switching(len(alpha), o)
+        accel = _Anderson(o.anderson_memory if o.accelerate else 0, model.A)
+        start = alpha.copy()
+        bar = tqdm(total=o.max_iter, desc="shared-norm SVM (alternating)", unit="step",
+                   disable=not self.verbose)
+        try:
+            for it in range(1, o.max_iter + 1):
+                view.sqrt_alpha = np.sqrt(np.maximum(alpha, 0.0)) * scale
+                res = nhsvm_fw.pairwise(view, lam, replace(self.weight_options, tol=inner_tol),
+                                        state, None, self.random_state, False, quiet=True)
+                state, n_inner = res.state, n_inner + res.n_iter
+                U = np.sqrt(np.maximum(alpha, 0.0))[:, None] * res.weights
+                new_alpha, value = alpha_for(U, model.H, o.dag_alpha_gap)
+                ub = lam * value + float(res.slacks.sum())
+                lb, slack = model.dual_value_and_slack(state.G, state.l, lam)
+                improved = ub < best_ub[0]
+                if improved:
+                    best_ub = (ub, U, new_alpha)
+                if lb > best_lb:
+                    best_lb, dual_point = lb, (state.G.copy(), state.l.copy())
+                gap = relative_gap(best_ub[0], best_lb)
+                self._record(objective=best_ub[0], lower_bound=best_lb, gap=gap, inner_gap=res.gap,
+                             time=time.perf_counter() - self.t0, switched_off=int(switch.off.sum()))
+                bar.update(1)
+                bar.set_postfix(gap=f"{gap:.2e}")
+                if reached(gap, o.tol):
+                    converged = True
+                    break
+                if time_limit is not None and time.perf_counter() - self.t0 > time_limit:
+                    break
+                alpha = switch.next_alpha(it, new_alpha, slack, gap, improved, accel, alpha, start)
+                inner_tol = max(0.25 * o.tol, min(inner_tol, 0.1 * gap))
+        finally:
+            bar.close()
+        ub, U, alpha = best_ub
+        return Solution(weights=U, objective=float(ub), lower_bound=float(best_lb), n_iter=it,
+                        converged=converged, tol=o.tol, history=self.history,
+                        solve_time=time.perf_counter() - self.t0,
+                        name="shared-norm SVM (alternating)", solver="shared_norm.alternating",
+                        extras={"alpha": alpha, "n_inner": n_inner}), dual_point
+
+
+class _Switching:
+    """Which nodes are held at ``alpha = 0`` in the next weight step, and the next alpha
+    (:func:`solve`: switching nodes off, the mixing with ``alpha0``, Anderson's step)."""
+
+    def __init__(self, M: int, options: Options):
+        self.options = options
+        self.off = np.zeros(M, dtype=bool)
+        self.revived = np.zeros(M, dtype=bool)
+        self.checked_gap = np.inf
+        self.below = options.switch_off_alpha if options.accelerate else 0.0
+
+    def next_alpha(self, it, new_alpha, slack, gap, improved, accel, alpha, start) -> np.ndarray:
+        # nodes heading to alpha = 0 that the dual's path cover leaves slack are switched off
+        # (alpha_n = 0 exactly: the alternation only creeps there); one whose slack closes
+        # comes back for good, so the switching ends and the plain alternation's convergence
+        # is kept
+        was_off = self.off
+        heading = (new_alpha < self.below) & (~self.revived | np.isinf(slack))
+        off = (self.off | heading) & (slack > self.options.switch_off_slack)
+        if it % self.options.switch_check == 0:  # no progress with nodes off: all come back
+            if off.any() and gap > 0.9 * self.checked_gap:
                 off = np.zeros_like(off)
-            revived |= was_off & ~off
-            if np.any(new_alpha[~off] <= 0):
-                # a live node whose alpha is 0 would never come back (its weights vanish from
-                # the next weight step; at U = 0 all do): mix in the starting alpha, less as
-                # the gap closes
-                mix = min(0.1, gap)
-                alpha = np.where(off, 0.0, (1.0 - mix) * new_alpha + mix * start)
-                accel.reset()
-            else:
-                if not improved or not np.array_equal(off, was_off):
-                    accel.reset()
-                alpha = accel.step(alpha, np.where(off, 0.0, new_alpha), off)
-            inner_tol = max(0.25 * tol, min(inner_tol, 0.1 * gap))
-    finally:
-        bar.close()
-    ub, U, alpha = best_ub
-    return Solution(weights=U, objective=float(ub), lower_bound=float(best_lb), n_iter=it,
-                    converged=converged, tol=tol, history=history,
-                    solve_time=time.perf_counter() - t0, name="shared-norm SVM (alternating)",
-                    solver="shared_norm.alternating",
-                    extras={"alpha": alpha, "n_inner": n_inner}), dual_point
+            self.checked_gap = gap
+        if off.all():
+            off = np.zeros_like(off)
+        self.revived |= was_off & ~off
+        self.off = off
+        if np.any(new_alpha[~off] <= 0):
+            # a live node whose alpha is 0 would never come back (its weights vanish from the
+            # next weight step; at U = 0 all do): mix in the starting alpha, less as the gap
+            # closes
+            mix = min(0.1, gap)
+            accel.reset()
+            return np.where(off, 0.0, (1.0 - mix) * new_alpha + mix * start)
+        if not improved or not np.array_equal(off, was_off):
+            accel.reset()
+        return accel.step(alpha, np.where(off, 0.0, new_alpha), off)

@@ -1,0 +1,277 @@
+"""The NHSVM dual solvers' view of a model, their dual state and their certificate.
+
+The dual of (10) / (13) (Choi, Sasaki & Srebro, *Normalized Hierarchical SVM*,
+arXiv:1508.02479, 2016; derivation in :mod:`hiercvx.solvers.nhsvm_fw`) is held in node space:
+``g`` ``(n, M)`` and ``l`` ``(n,)``, with per-sample caches of the vertices (leaves or label
+sets) that carry mass.  :class:`VertexModel` is what the solvers read of an
+:class:`~hiercvx.models.nhsvm.NHSVMModel` (or of the weight step of a
+:class:`~hiercvx.models.nhsvm.SharedNormModel`); :class:`DualState` the dual point and its
+caches (kept between calls for warm starts); :func:`certify` the exact primal, the dual and
+every block's gap at one ``W``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from tqdm.auto import tqdm
+
+from ..inference import LabelSetOracle, auto_method
+from ..result import Solution, relative_gap
+from .primitives import RowData, row_data
+
+logger = logging.getLogger("hiercvx.solvers.nhsvm_fw")
+
+__all__ = ["VertexModel", "vertex_model", "DualState", "certify", "finish", "record", "progress"]
+
+
+@dataclass
+class VertexModel:
+    """What the dual solvers need of an NHSVM-type problem (:func:`vertex_model`): the rows in
+    the compiled loops' form, ``sqrt(alpha)`` (the shared-norm solver changes it between
+    alpha steps), the closed label sets ``T`` and the problem's oracle.
+
+    Single-label: vertices are leaves (``paths`` ``(q, M)``), ``offset[t, l]`` / ``scale[t, l]``
+    are ``b`` / ``sigma`` for true leaf ``t`` and candidate ``l``.  Multi-label: vertices are
+    label sets found by ``oracle`` with the decomposable ``loss`` (``b = Delta``, ``sigma = 1``).
+    """
+
+    source: object                 # NHSVMModel or SharedNormModel: the oracle and vertex terms
+    X: object
+    rows: RowData
+    sqrt_alpha: np.ndarray
+    T: np.ndarray
+    multilabel: bool
+    leaf_pos: np.ndarray | None = None
+    paths: np.ndarray | None = None
+    offset: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    oracle: LabelSetOracle | None = None
+    loss: object = None
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_nodes(self) -> int:
+        return self.T.shape[1]
+
+    def node_scores(self, W) -> np.ndarray:
+        XW = self.X @ W.T
+        return (XW.toarray() if sp.issparse(XW) else np.asarray(XW)) * self.sqrt_alpha
+
+    def most_violating(self, S: np.ndarray, rows=None):
+        """Exact loss-augmented inference at node scores ``S`` (the model's ``oracle``):
+        ``(slacks, vertex)``, a leaf position (``-1``: nothing violated) or a bool label set."""
+        if self.multilabel:
+            return self.source.oracle(S, rows, label_oracle=self.oracle)
+        return self.source.oracle(S, rows)
+
+    def vertex_terms(self, i: int, vertex) -> tuple[np.ndarray, float]:
+        """``(c, b)`` of one vertex for sample ``i`` (``c`` over the nodes, unscaled by alpha)."""
+        return self.source.vertex_terms(i, vertex)
+
+
+def _row_ready(X):
+    """``X`` as sorted CSR or C-contiguous float rows, and its :class:`RowData`."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+    else:
+        X = np.ascontiguousarray(X, dtype=float)
+    return X, row_data(X)
+
+
+def vertex_model(model, inference: str = "auto", sqrt_alpha=None) -> VertexModel:
+    """The solver's view of an :class:`~hiercvx.models.nhsvm.NHSVMModel` (``sqrt(alpha)`` its
+    own) or of a :class:`~hiercvx.models.nhsvm.SharedNormModel` (``sqrt_alpha`` given: the
+    weight step of (14) for fixed alpha)."""
+    X, rows = _row_ready(model.X)
+    if sqrt_alpha is None:
+        sqrt_alpha = model.sqrt_alpha
+    out = VertexModel(source=model, X=X, rows=rows, sqrt_alpha=np.asarray(sqrt_alpha, dtype=float),
+                      T=np.asarray(model.T), multilabel=bool(getattr(model, "multilabel", False)))
+    if out.multilabel:
+        if inference == "auto" and auto_method(model.H) == "ilp":
+            # the paper trains with the LP relaxation of (19); "lp" re-solves the fractional
+            # samples with the integer program, so it stays exact, and HiGHS's LP is an order
+            # of magnitude faster than its branch-and-bound on these small programs
+            inference = "lp"
+        out.oracle = model.label_oracle(inference)
+        out.loss = model.loss
+        return out
+    out.leaf_pos = np.ascontiguousarray(model.leaf_pos, dtype=np.int64)
+    out.paths, out.offset, out.scale = model.paths, model.offset, model.scale
+    return out
+
+
+class DualState:
+    """A dual point of (10) (``g`` ``(n, M)``, ``l`` ``(n,)``) with its vertex caches.
+
+    Kept between calls so that a solve can be warm-started: the dual feasible set does not
+    depend on ``lam`` nor on ``alpha``, so the shared-norm alternating algorithm re-solves its
+    weight step from the previous dual point after each alpha step.
+    """
+
+    def __init__(self, model: VertexModel, cache_size: int):
+        n, M = model.n_samples, model.n_nodes
+        if model.multilabel:
+            K = int(cache_size)
+        else:
+            K = int(min(cache_size, model.paths.shape[0] - 1))
+        self.K = max(1, K)
+        self.G = np.zeros((n, M))
+        self.l = np.zeros(n)
+        self.cid = np.full((n, self.K), -1, dtype=np.int64)
+        self.cbeta = np.zeros((n, self.K))
+        self.coff = np.zeros((n, self.K))
+        self.cscale = np.ones((n, self.K))
+        self.clen = np.zeros(n, dtype=np.int64)
+        self.budget = np.ones(n)
+        self.n_evicted = 0
+        if model.multilabel:
+            self._pool = np.zeros((64, M))
+            self._pool_size = 0
+            self._keys: dict = {}
+        else:
+            self._pool = model.paths
+
+    @property
+    def cache(self) -> tuple:
+        """``(pool, cid, cbeta, coff, cscale, clen, budget)``: the caches as the compiled
+        sweeps take them (:func:`hiercvx.solvers._nhsvm_kernels.pairwise_sweep`)."""
+        return (self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.clen, self.budget)
+
+    @property
+    def pool(self) -> np.ndarray:
+        """The vertices' node indicators (float, C-contiguous; leaf paths when single-label)."""
+        return self._pool
+
+    def _pool_ids(self, Z: np.ndarray) -> np.ndarray:
+        """Ids of the label sets ``Z`` in the shared pool (added when new)."""
+        packed = np.packbits(Z, axis=1)
+        ids = np.empty(len(Z), dtype=np.int64)
+        for k, row in enumerate(packed):
+            key = row.tobytes()
+            j = self._keys.get(key)
+            if j is None:
+                j = self._pool_size
+                if j == len(self._pool):
+                    self._pool = np.concatenate([self._pool, np.zeros_like(self._pool)])
+                self._pool[j] = Z[k]
+                self._keys[key] = j
+                self._pool_size += 1
+            ids[k] = j
+        return ids
+
+    def rebuild_weights(self, model: VertexModel) -> np.ndarray:
+        """``V = sum_i (sqrt(alpha) g_i) x_i^T`` from scratch (no drift)."""
+        GX = model.X.T @ self.G
+        return np.ascontiguousarray(np.asarray(GX).T * model.sqrt_alpha[:, None])
+
+    def resync(self, model: VertexModel) -> None:
+        """Recompute ``g`` and ``l`` from the cached masses (removes rounding drift)."""
+        if hasattr(self, "_keys") and self._pool_size == 0:
+            return
+        pool = self.pool
+        n, M = self.G.shape
+        mask = self.cid >= 0
+        ids = np.where(mask, self.cid, 0)
+        beta = np.where(mask, self.cbeta, 0.0)
+        w = beta * self.cscale
+        self.l = (beta * self.coff).sum(axis=1)
+        G = w.sum(axis=1)[:, None] * model.T
+        for k in range(self.K):  # one slot at a time: never an (n, K, M) temporary
+            G -= w[:, k, None] * pool[ids[:, k]]
+        self.G = G
+
+    def add(self, model: VertexModel, vertex, rows=None) -> tuple[int, bool]:
+        """Add each sample's vertex (from :meth:`VertexModel.most_violating`) to its cache.
+
+        Returns ``(number added, whether mass was evicted)`` (then ``g``, ``l`` are resynced and
+        the caller must rebuild ``V``)."""
+        n = model.n_samples
+        rows = np.arange(n) if rows is None else np.asarray(rows)
+        if model.multilabel:
+            Z = np.asarray(vertex, dtype=bool)
+            new = ~np.all(Z == model.T[rows], axis=1)
+            if not new.any():
+                return 0, False
+            rows, Z = rows[new], Z[new]
+            ids = self._pool_ids(Z)
+            offsets = model.loss(Z, model.T[rows])
+            scales = np.ones(len(rows))
+        else:
+            v = np.asarray(vertex)
+            new = v >= 0
+            rows, ids = rows[new], v[new].astype(np.int64)
+            li = model.leaf_pos[rows]
+            offsets, scales = model.offset[li, ids], model.scale[li, ids]
+        present = np.any(self.cid[rows] == ids[:, None], axis=1)
+        rows, ids, offsets, scales = rows[~present], ids[~present], offsets[~present], scales[~present]
+        if not len(rows):
+            return 0, False
+        slot = self.clen[rows].copy()
+        full = slot >= self.K
+        evicted = False
+        if full.any():
+            # reuse an empty slot (mass 0); otherwise evict the smallest mass to the slack
+            fr = rows[full]
+            target = np.argmin(self.cbeta[fr], axis=1)
+            lost = self.cbeta[fr, target]
+            if np.any(lost > 0):
+                evicted = True
+                self.n_evicted += int(np.sum(lost > 0))
+                self.cbeta[fr, target] = 0.0
+            slot[full] = target
+        self.cid[rows, slot] = ids
+        self.cbeta[rows, slot] = 0.0
+        self.coff[rows, slot] = offsets
+        self.cscale[rows, slot] = scales
+        self.clen[rows] = np.minimum(np.maximum(self.clen[rows], slot + 1), self.K)
+        if evicted:
+            self.resync(model)
+        return len(rows), evicted
+
+
+def certify(model: VertexModel, V: np.ndarray, l: np.ndarray, lam: float, return_scores: bool = False):
+    """``(P, D, H, vertex, W)`` at the dual point: exact primal at ``W = V / (2 lam)`` (and the
+    node scores when asked)."""
+    W = V / (2.0 * lam)
+    S = model.node_scores(W)
+    H, vertex = model.most_violating(S)
+    norm2 = float(np.sum(V * V)) / (4.0 * lam)
+    out = (norm2 + float(H.sum()), float(l.sum()) - norm2, H, vertex, W)
+    return out + (S,) if return_scores else out
+
+
+def finish(method, W, P, D, H, n_iter, converged, tol, history, t0, n_oracle, G=None, loss_term=0.0,
+            state=None, warn=True) -> Solution:
+    res = Solution(weights=W, objective=float(P), lower_bound=float(D), n_iter=n_iter,
+                   converged=converged, tol=tol, dual=G, history=history,
+                   solve_time=time.perf_counter() - t0, name=f"NHSVM ({method})",
+                   solver=f"nhsvm_fw.{method}",
+                   extras={"slacks": H, "dual_coef": G, "loss_term": float(loss_term),
+                           "n_oracle": n_oracle, "method": method, "state": state})
+    if warn:  # user-facing stack: _finish <- the method <- solve <- caller
+        res.warn_unless_converged("passes", stacklevel=4)
+    logger.info("%s", res)
+    return res
+
+
+def record(history, it, t0, P, D, n_oracle):
+    history.setdefault("n_iter", []).append(it)
+    history.setdefault("time", []).append(time.perf_counter() - t0)
+    history.setdefault("objective", []).append(P)
+    history.setdefault("lower_bound", []).append(D)
+    history.setdefault("gap", []).append(relative_gap(P, D))
+    history.setdefault("n_oracle", []).append(n_oracle)
+
+
+def progress(verbose, total, desc):
+    return tqdm(total=total, desc=desc, unit="pass", disable=not verbose)

@@ -1,0 +1,311 @@
+"""Compiled kernels of the NHSVM dual solvers (:mod:`hiercvx.solvers.nhsvm_fw`).
+
+The dual of the normalized hierarchical SVM (10) / (13) (Choi, Sasaki & Srebro, *Normalized
+Hierarchical SVM*, arXiv:1508.02479, 2016) has one simplex block per sample; these loops visit
+the blocks: the pairwise Frank-Wolfe sweep over cached vertices (Osokin et al., "Minding the
+gaps for block Frank-Wolfe optimization of structured SVMs", ICML 2016), the plain
+block-coordinate Frank-Wolfe pass (Lacoste-Julien et al., "Block-coordinate Frank-Wolfe
+optimization for structural SVMs", ICML 2013) and the paper's Pegasos epoch (Shalev-Shwartz et
+al., ICML 2007).  The samples arrive as a :class:`~hiercvx.solvers.primitives.RowData` record
+(dense or CSR rows) and the vertex caches as one tuple; policy (when to certify, how many
+sweeps) is in :mod:`hiercvx.solvers._nhsvm_pairwise`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .primitives import row_dot
+
+__all__ = ["node_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
+           "bcfw_sweep_single", "sgd_epoch_single"]
+
+# Reassociation lets LLVM vectorize the dot products and rank-one updates (inputs are finite).
+_FAST = {"reassoc", "contract", "nsz"}
+
+
+@njit(cache=True, fastmath=_FAST)
+def node_products(mode, V, i, X, indptr, indices, xvals, out):
+    """``out[m] = V[m] . x_i`` for every node ``m`` (dense / CSR rows, :func:`row_dot`)."""
+    for m in range(V.shape[0]):
+        out[m] = row_dot(mode, V, m, i, X, indptr, indices, xvals)
+
+
+@njit(cache=True, fastmath=_FAST)
+def add_outer(mode, V, coef, i, X, indptr, indices, xvals, K):
+    """``V += coef x_i^T`` over the nodes with ``coef[m] != 0`` (dense / CSR rows; ``K`` unused).
+
+    Mathematically ``row_axpy`` of :mod:`.primitives` once per node, written out because numba
+    does not inline that call inside the sweeps' loops."""
+    for m in range(V.shape[0]):
+        c = coef[m]
+        if c == 0.0:
+            continue
+        if mode == 1:
+            for p in range(indptr[i], indptr[i + 1]):
+                V[m, indices[p]] += c * xvals[p]
+        else:
+            for k in range(V.shape[1]):
+                V[m, k] += c * X[i, k]
+
+
+@njit(cache=True, fastmath=_FAST)
+def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, max_steps, bgap):
+    """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices.
+
+    Block i maximizes ``D`` over ``beta_i`` (others fixed).  The gradient along cached vertex j
+    is ``b_j - sigma_j (s(t_i) - s(z_j))`` at the current node scores ``s``; the true set (the
+    slack ``budget_i - sum_j beta_ij``) has gradient 0.  A step moves mass ``t`` from the
+    smallest-gradient vertex holding mass to the largest-gradient one; along that direction
+    ``D`` is a concave parabola of curvature ``||x_i||^2 / (2 lam) ||sqrt(alpha) (c_up - c_down)||^2``,
+    so ``t`` is its maximizer clipped to the mass available (exact line search).
+    ``bgap[i]`` receives block i's pairwise gap (largest minus smallest active gradient) at
+    the start of its visit.  ``rows``: the samples (:class:`~hiercvx.solvers.primitives.RowData`);
+    ``cache``: ``(pool, cid, cbeta, coff, cscale, clen, budget)`` of the
+    :class:`~hiercvx.solvers._nhsvm_dual.DualState`.  Returns ``(steps, largest block gap seen
+    at a visit)``.
+    """
+    mode, Xd, indptr, indices, xvals, K = rows
+    pool, cid, cbeta, coff, cscale, clen, budget = cache
+    M = V.shape[0]
+    n_slots = cid.shape[1]
+    r = np.empty(M)
+    s = np.empty(M)
+    u = np.empty(M)
+    delta = np.empty(M)
+    grad = np.empty(n_slots)
+    total = 0
+    worst = 0.0
+    for i in order:
+        k = clen[i]
+        bgap[i] = 0.0
+        if k == 0:
+            continue
+        node_products(mode, V, i, Xd, indptr, indices, xvals, r)
+        own = 0.0
+        for m in range(M):
+            r[m] *= inv2lam
+            s[m] = sqa[m] * r[m]
+            own += Tf[i, m] * s[m]
+        used = 0.0
+        for j in range(k):
+            used += cbeta[i, j]
+            p = cid[i, j]
+            sz = 0.0
+            for m in range(M):
+                sz += pool[p, m] * s[m]
+            grad[j] = coff[i, j] - cscale[i, j] * (own - sz)
+        slack = budget[i] - used
+        if slack < 1e-15 * budget[i]:
+            slack = 0.0
+        for m in range(M):
+            delta[m] = 0.0
+        changed = False
+        curv = xsq[i] * inv2lam
+        for step in range(max_steps):
+            up = -1
+            g_up = 0.0
+            down = -2
+            g_down = np.inf
+            if slack > 0.0:
+                down = -1
+                g_down = 0.0
+            for j in range(k):
+                if grad[j] > g_up:
+                    g_up = grad[j]
+                    up = j
+                if cbeta[i, j] > 0.0 and grad[j] < g_down:
+                    g_down = grad[j]
+                    down = j
+            if step == 0 and down != -2:
+                bgap[i] = g_up - g_down
+                if g_up - g_down > worst:
+                    worst = g_up - g_down
+            if down == -2 or up == down or g_up - g_down <= eps:
+                break
+            kappa = 0.0
+            for m in range(M):
+                val = 0.0
+                if up >= 0:
+                    val += cscale[i, up] * (Tf[i, m] - pool[cid[i, up], m])
+                if down >= 0:
+                    val -= cscale[i, down] * (Tf[i, m] - pool[cid[i, down], m])
+                u[m] = val
+                kappa += (sqa[m] * val) ** 2
+            kappa *= curv
+            t_max = slack if down == -1 else cbeta[i, down]
+            t = t_max
+            if kappa > 0.0:
+                t = min(t_max, (g_up - g_down) / kappa)
+            if t <= 0.0:
+                break
+            if up >= 0:
+                cbeta[i, up] += t
+                lsum[i] += t * coff[i, up]
+            else:
+                slack += t
+            if down >= 0:
+                cbeta[i, down] = 0.0 if t >= t_max else cbeta[i, down] - t
+                lsum[i] -= t * coff[i, down]
+            else:
+                slack = 0.0 if t >= t_max else slack - t
+            own = 0.0
+            for m in range(M):
+                delta[m] += t * u[m]
+                r[m] += t * curv * sqa[m] * u[m]
+                s[m] = sqa[m] * r[m]
+                own += Tf[i, m] * s[m]
+            for j in range(k):
+                p = cid[i, j]
+                sz = 0.0
+                for m in range(M):
+                    sz += pool[p, m] * s[m]
+                grad[j] = coff[i, j] - cscale[i, j] * (own - sz)
+            changed = True
+            total += 1
+        if changed:
+            for m in range(M):
+                G[i, m] += delta[m]
+                u[m] = sqa[m] * delta[m]
+            add_outer(mode, V, u, i, Xd, indptr, indices, xvals, K)
+    return total, worst
+
+
+@njit(cache=True, fastmath=_FAST)
+def leaf_oracle(s, li, paths, offset, scale):
+    """Most violating leaf for node scores ``s``: ``(leaf or -1 for the true one, value)``."""
+    q, M = paths.shape
+    own = 0.0
+    for m in range(M):
+        own += paths[li, m] * s[m]
+    best = -1
+    value = 0.0
+    for leaf in range(q):
+        if leaf == li:
+            continue
+        c = 0.0
+        for m in range(M):
+            c += paths[leaf, m] * s[m]
+        v = offset[li, leaf] + scale[li, leaf] * (c - own)
+        if v > value:
+            value = v
+            best = leaf
+    return best, value
+
+
+@njit(cache=True, fastmath=_FAST)
+def bcfw_sweep_single(order, rows, V, sqa, paths, leaf_pos, offset, scale, G, lsum, xsq, inv2lam):
+    """Lacoste-Julien et al.'s BCFW pass (single-label): fresh argmax, one FW step per sample.
+
+    Returns the sum of the block gaps met (an estimate of the duality gap: ``W`` moves during
+    the pass)."""
+    mode, Xd, indptr, indices, xvals, K = rows
+    M = V.shape[0]
+    r = np.empty(M)
+    s = np.empty(M)
+    dg = np.empty(M)
+    gaps = 0.0
+    for i in order:
+        node_products(mode, V, i, Xd, indptr, indices, xvals, r)
+        for m in range(M):
+            r[m] *= inv2lam
+            s[m] = sqa[m] * r[m]
+        li = leaf_pos[i]
+        best, value = leaf_oracle(s, li, paths, offset, scale)
+        b_s = 0.0
+        if best >= 0:
+            b_s = offset[li, best]
+        gain = b_s - lsum[i]
+        kappa = 0.0
+        for m in range(M):
+            c = 0.0
+            if best >= 0:
+                c = scale[li, best] * (paths[li, m] - paths[best, m])
+            dg[m] = c - G[i, m]
+            gain -= sqa[m] * dg[m] * r[m]
+            kappa += (sqa[m] * dg[m]) ** 2
+        kappa *= xsq[i] * inv2lam
+        if gain <= 0.0:
+            continue
+        gaps += gain
+        gamma = 1.0 if kappa <= 0.0 else min(1.0, gain / kappa)
+        for m in range(M):
+            dg[m] *= gamma
+            G[i, m] += dg[m]
+            dg[m] *= sqa[m]
+        lsum[i] += gamma * (b_s - lsum[i])
+        add_outer(mode, V, dg, i, Xd, indptr, indices, xvals, K)
+    return gaps
+
+
+@njit(cache=True, fastmath=_FAST)
+def sgd_epoch_single(order, rows, Wraw, state, sqa, paths, leaf_pos, offset, scale, xsq, lam_p,
+                     radius):
+    """One Pegasos epoch (single-label).  ``W = state[0] * Wraw``; ``state = [scale, ||W||^2, t]``."""
+    mode, Xd, indptr, indices, xvals, K = rows
+    M = Wraw.shape[0]
+    r = np.empty(M)
+    s = np.empty(M)
+    a = np.empty(M)
+    for i in order:
+        state[2] += 1.0
+        t = state[2]
+        sc = state[0]
+        node_products(mode, Wraw, i, Xd, indptr, indices, xvals, r)
+        for m in range(M):
+            r[m] *= sc
+            s[m] = sqa[m] * r[m]
+        li = leaf_pos[i]
+        best, value = leaf_oracle(s, li, paths, offset, scale)
+        shrink = 1.0 - 1.0 / t
+        if shrink <= 0.0:
+            Wraw[:, :] = 0.0
+            state[0] = 1.0
+            state[1] = 0.0
+            sc = 1.0
+            for m in range(M):
+                r[m] = 0.0
+        else:
+            state[0] = sc * shrink
+            state[1] *= shrink * shrink
+            sc = state[0]
+            for m in range(M):
+                r[m] *= shrink
+        if best >= 0:
+            eta = 1.0 / (lam_p * t)
+            dot = 0.0
+            nrm = 0.0
+            for m in range(M):
+                a[m] = eta * sqa[m] * scale[li, best] * (paths[li, m] - paths[best, m])
+                dot += a[m] * r[m]
+                nrm += a[m] * a[m]
+            state[1] += 2.0 * dot + nrm * xsq[i]
+            for m in range(M):
+                a[m] /= sc
+            add_outer(mode, Wraw, a, i, Xd, indptr, indices, xvals, K)
+        if state[1] > radius * radius:
+            state[0] *= radius / np.sqrt(state[1])
+            state[1] = radius * radius
+        if state[0] < 1e-8:  # fold the scale back in before it underflows
+            Wraw *= state[0]
+            state[0] = 1.0
+    return state[2]
+
+
+@njit(cache=True)
+def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps,
+                    max_steps, bgap):
+    """Up to ``n_sweeps`` of :func:`pairwise_sweep` over ``active`` in random orders (seeded by
+    ``seed``), each dropping the blocks whose cached gap fell below ``eps``; returns the block
+    visits and the blocks still active."""
+    np.random.seed(seed)
+    visits = 0
+    for _ in range(n_sweeps):
+        if active.size == 0:
+            break
+        order = np.random.permutation(active)
+        pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, max_steps, bgap)
+        visits += order.size
+        active = active[bgap[active] > eps]
+    return visits, active

@@ -1,0 +1,58 @@
+"""Settings of the NHSVM dual solvers (:func:`hiercvx.solvers.nhsvm_fw.solve`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..exceptions import InputError
+
+__all__ = ["Options", "with_keywords"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :func:`hiercvx.solvers.nhsvm_fw.solve` (the keywords ``tol``, ``max_iter``,
+    ``cache_size``, ``max_steps`` of ``solve`` override the fields of the same name).
+
+    Attributes
+    ----------
+    tol : certified relative gap ``(P - D) / max(1, |P|)`` to stop at; 1e-6, the gap the CVXPY
+        references certify by default, so the two sides agree to it.
+    max_iter : passes over the data (one certificate each; rounds for cutting planes, epochs
+        for SGD); a ``ConvergenceWarning`` when they run out.
+    cache_size : vertices kept per sample (pairwise); the multi-plane BCFW of Shah, Kolmogorov
+        & Lampert (CVPR 2015) needs a few dozen planes per block.
+    max_steps : pairwise steps per visit of a block before moving on, so one hard block does
+        not stall a sweep (Osokin et al., ICML 2016, cap the inner steps likewise).
+    inner_sweeps : sweeps over the cached problem between two certificates: a certificate
+        costs an exact oracle call per sample, a sweep over the caches costs far less.
+    expensive_refines : with a DAG program (19) per sample as the oracle, extra passes over the
+        cached problem (``eps / 10`` each) between two certificates; the new vertices decide
+        the progress there, not the inner accuracy, so one suffices.
+    handoff_passes : ``method="auto"`` on label sets and (13): pairwise passes before cutting
+        planes take over; enough where the labels carry signal.
+    master_max_dimension : the cutting-plane master (an interior point in the node weights) is
+        used while ``M d`` is at most this; beyond, a master's dense Newton system costs more
+        than pairwise passes.
+    master_max_step_cost : and while one of its Newton steps costs at most this many
+        multiply-adds (a fraction of a second).
+    """
+
+    tol: float = 1e-6
+    max_iter: int = 1000
+    cache_size: int = 32
+    max_steps: int = 50
+    inner_sweeps: int = 20
+    expensive_refines: int = 1
+    handoff_passes: int = 50
+    master_max_dimension: int = 4000
+    master_max_step_cost: float = 4e10
+
+
+def with_keywords(options: Options | None, **keywords) -> Options:
+    """``options`` (default :class:`Options`) with every keyword that is not None set."""
+    options = Options() if options is None else options
+    if not isinstance(options, Options):
+        raise InputError(f"options must be a hiercvx.solvers.nhsvm_fw.Options, got "
+                         f"{type(options).__name__}")
+    return replace(options, **{k: v for k, v in keywords.items() if v is not None})

@@ -1,0 +1,122 @@
+"""Pairwise block-coordinate Frank-Wolfe with vertex caches for the NHSVM dual.
+
+Every pass starts with one batched loss-augmented inference at the current ``W`` (the exact
+primal of (10) / (13), hence the certificate, and one new vertex per sample); then each
+sample's block takes exact-line-search pairwise steps over its cached vertices until its
+cached gap is small (Osokin et al., "Minding the gaps for block Frank-Wolfe optimization of
+structured SVMs", ICML 2016; the multi-plane idea of Shah, Kolmogorov & Lampert, CVPR 2015).
+Blocks whose exact gap is 0 are skipped (exact shrinking).  The sweeps are compiled
+(:mod:`hiercvx.solvers._nhsvm_kernels`); this module is the policy around them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..exceptions import InputError
+from ..result import Solution, reached, relative_gap
+from ._nhsvm_dual import DualState, VertexModel, certify, finish, logger, progress, record
+from ._nhsvm_kernels import pairwise_sweeps
+from ._nhsvm_options import Options
+from .primitives import row_sq_norms
+
+__all__ = ["pairwise"]
+
+
+def pairwise(model: VertexModel, lam: float, options: Options, state: DualState | None = None,
+             time_limit=None, random_state=0, verbose=False, t0=None, quiet=False) -> Solution:
+    """Pairwise BCFW with vertex caches on a :class:`VertexModel` to ``options.tol`` within
+    ``options.max_iter`` passes (no option checks: :func:`hiercvx.solvers.nhsvm_fw.solve` and
+    the shared-norm solver check theirs); ``quiet``: no ``ConvergenceWarning``.
+
+    One iteration = one certificate (exact inference on
+    every sample: the primal, the dual and every block's gap at the same ``W``), the new
+    vertices into the caches, then up to ``inner_sweeps`` sweeps over the blocks whose gap is
+    positive (a block with gap 0 is optimal for the current ``W`` and is skipped: exact
+    shrinking), each sweep dropping the blocks whose cached gap fell below ``eps``
+    (``options.inner_sweeps`` sweeps, ``options.max_steps`` steps per visit)."""
+    tol, max_iter = options.tol, options.max_iter
+    t0 = time.perf_counter() if t0 is None else t0
+    rng = np.random.default_rng(random_state)
+    n = model.n_samples
+    if state is None:
+        state = DualState(model, options.cache_size)
+    elif state.G.shape != (n, model.n_nodes):
+        raise InputError(f"the warm-start state holds {state.G.shape[0]} samples x {state.G.shape[1]} "
+                         f"nodes; this problem has {n} x {model.n_nodes}")
+    xsq = row_sq_norms(model.rows)
+    Tf = np.ascontiguousarray(model.T, dtype=float)
+    inv2lam = 0.5 / lam
+    history: dict = {}
+    best_D = -np.inf
+    n_oracle = 0
+    visits = 0
+    converged = False
+    bgap = np.zeros(n)
+    best = (np.inf, None, None)
+    expensive_oracle = model.multilabel and model.oracle.method in ("ilp", "lp")
+    bar = progress(verbose, max_iter, "NHSVM pairwise BCFW")
+    try:
+        for it in range(max_iter + 1):
+            state.resync(model)
+            V = state.rebuild_weights(model)
+            P, D, H, vertex, W, S = certify(model, V, state.l, lam, return_scores=True)
+            n_oracle += n
+            best_D = max(best_D, D)
+            if P < best[0]:  # W(beta) is not monotone in P: keep the best primal point
+                best = (P, W, H)
+            gap = relative_gap(best[0], best_D)
+            record(history, it, t0, best[0], best_D, n_oracle)
+            history.setdefault("visits", []).append(visits)
+            bar.set_postfix(gap=f"{gap:.2e}")
+            if reached(gap, tol):
+                converged = True
+                break
+            if it == max_iter or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+                break
+            if state.add(model, vertex)[1]:
+                V = state.rebuild_weights(model)
+            # block gaps at this W: H_i - l_i + <W, (sqrt(alpha) g_i) x_i^T>; they sum to P - D
+            block = H - state.l + np.einsum("ij,ij->i", state.G, S)
+            eps = max(1e-13, 0.1 * (P - D) / n)
+            active = np.flatnonzero(block > 1e-3 * eps).astype(np.int64)
+            visits += _sweep_blocks(model, state, V, (Tf, xsq, inv2lam, eps, bgap), active, rng,
+                                    options, expensive_oracle)
+            bar.update(1)
+    finally:
+        bar.close()
+    if state.n_evicted:
+        logger.info("pairwise BCFW: %d cached vertices with mass evicted (cache_size=%d)",
+                    state.n_evicted, state.K)
+    history["visits"] = [v / n for v in history["visits"]]
+    P, W, H = best
+    return finish("pairwise", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
+                   G=state.G.copy(), loss_term=float(state.l.sum()), state=state,
+                   warn=not quiet)
+
+
+def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensive_oracle) -> int:
+    """Up to ``options.inner_sweeps`` compiled sweeps over the ``active`` blocks, each dropping
+    the blocks whose cached gap fell below ``eps``; ``step`` is ``(Tf, xsq, inv2lam, eps,
+    bgap)``.  Returns the number of block visits."""
+    Tf, xsq, inv2lam, eps, bgap = step
+    visits = 0
+    refine = 0
+    while True:
+        # the sweeps and their random orders in one compiled call: on small problems a
+        # Python loop around them would dominate a pass
+        done, active = pairwise_sweeps(
+            np.asarray(active, dtype=np.int64), int(options.inner_sweeps),
+            int(rng.integers(2 ** 31)), model.rows, V, model.sqrt_alpha, Tf, state.cache,
+            state.G, state.l, xsq, inv2lam, eps, int(options.max_steps), bgap)
+        visits += int(done)
+        # An expensive oracle (a DAG program per sample) is worth more work on the cached
+        # problem: refine it (10x smaller eps, every cached block), as a cutting-plane method
+        # would.  Decided by the oracle's kind, not by timings, so that results are reproducible.
+        refine += 1
+        if refine > options.expensive_refines or not expensive_oracle:
+            return visits
+        eps *= 0.1
+        active = np.flatnonzero(state.clen > 0).astype(np.int64)
