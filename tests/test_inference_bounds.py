@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 import hiercvx as hc
 from hiercvx import inference as inf
-from hiercvx.models import nhsvm as nh_model
+from hiercvx.models._nhsvm_leaves import leaf_violations
 
 
 def random_hierarchy(rng, n_nodes: int, dag: bool) -> hc.Hierarchy:
@@ -145,8 +145,14 @@ def test_leaf_oracle_sparse_and_dense_paths_agree():
     leaf_pos = rng.integers(0, q, size=6)
     T = paths[leaf_pos] > 0
     offset, scale = rng.random((q, q)), 0.5 + rng.random((q, q))
-    dense = nh_model._leaf_oracle(S, T, leaf_pos, paths, offset, scale)
-    sparse = nh_model._leaf_oracle(S, T, leaf_pos, sp.csr_matrix(paths), offset, scale)
+    sparse = leaf_violations(S, leaf_pos, sp.csr_matrix(paths), offset[leaf_pos], scale[leaf_pos])
+    rows = np.arange(len(S))                      # the same violations from the dense paths
+    C = S @ paths.T
+    viol = offset[leaf_pos] + scale[leaf_pos] * (C - C[rows, leaf_pos][:, None])
+    viol[rows, leaf_pos] = 0.0
+    value = viol[rows, np.argmax(viol, axis=1)]
+    dense = (np.maximum(value, 0.0), np.where(value > 0, np.argmax(viol, axis=1), -1))
+    assert T.any(axis=1).all()
     np.testing.assert_allclose(dense[0], sparse[0], atol=1e-12)
     np.testing.assert_array_equal(dense[1], sparse[1])
 
