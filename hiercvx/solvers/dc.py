@@ -48,6 +48,10 @@ class Options:
     #: so the reference and the fast route pick the same pair from the same start
     tie_rtol: float = 1e-6
 
+    def __post_init__(self):
+        if isinstance(self.tie_rtol, bool) or not np.isfinite(self.tie_rtol) or self.tie_rtol < 0:
+            raise InputError(f"dc Options.tie_rtol must be a number >= 0, got {self.tie_rtol!r}")
+
 
 def check_dc_options(tol, max_iter) -> None:
     """The DC loop's stopping options: ``tol >= 0`` (change of the psi cost) and ``max_iter >= 0``
@@ -70,7 +74,8 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
     ``step(pair_weights)`` solves (8) with the DC term ``pair_weights`` (``None``: HSVM) to a
     certified gap and returns ``(weights, biases, solution)`` (``solution.gap`` and
     ``solution.lower_bound`` its certificate).  Step ``m`` takes :func:`linearization` at
-    ``f^(m-1)`` with near-ties (``tie_rtol``, default ``options.tie_rtol``) resolved to the first pair.  The loop stops when
+    ``f^(m-1)`` with near-ties (``tie_rtol``, default ``options.tie_rtol``) resolved to the
+    first pair.  The loop stops when
     ``|s(f^(m)) - s(f^(m-1))| <= tol`` (absolute, as in the paper; a step whose linearization
     equals the last one's is the same QP, so its solution is reused, not recomputed, and the
     cost change is 0) or after ``max_iter`` steps

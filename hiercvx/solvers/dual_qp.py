@@ -64,6 +64,14 @@ class Options:
     def __post_init__(self):
         if self.newton not in ("auto", "group", "dense"):
             raise InputError(f"newton must be 'auto', 'group' or 'dense', got {self.newton!r}")
+        for name in ("accept_rtol", "probe_rtol", "refine_rtol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not np.isfinite(value) or value < 0:
+                raise InputError(f"dual_qp Options.{name} must be a number >= 0, got {value!r}")
+        for name in ("group_refine", "dense_refine", "floor_tries"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise InputError(f"dual_qp Options.{name} must be an integer >= 0, got {value!r}")
 
 
 class BlockDiagonal:

@@ -54,6 +54,7 @@ the gap, never fake it).
 from __future__ import annotations
 
 import logging
+from dataclasses import MISSING
 
 from .._validation import check_positive
 from ..models.sibling import SiblingModel
@@ -73,7 +74,7 @@ __all__ = ["Options", "METHODS", "solve", "solve_dc", "SiblingQPSolver", "pivote
 
 def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
           pair_weights=None, options: Options | None = None, method=None, max_passes=None,
-          rank_rtol=None, max_ipm_size=None, rho=None, random_state=None,
+          rank_rtol=None, max_ipm_size=None, rho=None, random_state=MISSING,
           max_dual_pairs=None) -> Solution:
     """One certified solve of (8) on ``model`` (:func:`hiercvx.models.sibling.prepare`): HSVM
     (2) when ``pair_weights`` is None, else a DC step of (3).
@@ -96,7 +97,8 @@ def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
     options : Options, optional
         The solver's settings; the keywords ``method``, ``max_passes``, ``rank_rtol``,
         ``max_ipm_size``, ``rho``, ``random_state`` and ``max_dual_pairs`` override its
-        fields of the same name when given.
+        fields of the same name when given (not ``None``; ``random_state=None`` is given:
+        fresh entropy).
 
     Returns
     -------
@@ -120,7 +122,8 @@ def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
 
 def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False, gap_tol=1e-6,
              step_max_iter=None, options: Options | None = None, method=None, rank_rtol=None,
-             max_ipm_size=None, rho=None, random_state=None, max_dual_pairs=None) -> Solution:
+             max_ipm_size=None, rho=None, random_state=MISSING,
+             max_dual_pairs=None) -> Solution:
     """HPSI by the DC algorithm (3) on ``model``, every convex step by one
     :class:`SiblingQPSolver` certified to ``gap_tol``.
 
@@ -146,7 +149,8 @@ def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False
     """
     C = check_positive(C, "C")
     check_dc_options(tol, max_iter)
-    check_iteration_options(gap_tol, step_max_iter, who="sibling_qp.solve_dc (gap_tol, step_max_iter)")
+    check_iteration_options(gap_tol, step_max_iter,
+                            who="sibling_qp.solve_dc (gap_tol, step_max_iter)")
     opts = Options.of(options, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
                       rho=rho, random_state=random_state, max_dual_pairs=max_dual_pairs)
     engine = SiblingQPSolver(model, options=opts)

@@ -84,7 +84,7 @@ def block_qp(beta, p0, k, index, g, curvature, C, eps, max_steps):
     ``index``: :class:`PairIndex`.  This is
     :func:`~hiercvx.solvers.primitives.budget_qp` with ``Hk = curvature * incidence`` and unit
     costs, reading the incidence on the fly instead of a ``(k, k)`` Hessian written out for
-    every block (Platt's SMO pair steps, *Advances in Kernel Methods*, 1998).
+    every block (the pairwise steps of Platt's SMO, Microsoft Research MSR-TR-98-14, 1998).
     """
     _, pos, neg = index
     used = 0.0

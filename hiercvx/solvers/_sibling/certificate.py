@@ -163,8 +163,8 @@ class Certificate:
     def lower_bound(self, beta, lam, C, final=True):
         """``D`` at a feasible point near ``beta``: the least-norm repair on the support, else
         (final iterates only) the one-sided LP repair, else the reference's
-        :meth:`~hiercvx.models.sibling.SiblingModel.dual_feasible`; intermediate iterates get ``-inf`` when the cheap
-        repair fails."""
+        :meth:`~hiercvx.models.sibling.SiblingModel.dual_feasible`; intermediate iterates get
+        ``-inf`` when the cheap repair fails.  Returns ``(D, feasible point)``."""
         feas = self.repair(beta, lam, C)
         if feas is None:
             if not final:

@@ -6,6 +6,7 @@ warm-starts from it."""
 from __future__ import annotations
 
 import time
+from dataclasses import MISSING
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class SiblingQPSolver:
     """
 
     def __init__(self, model: SiblingModel, method=None, rank_rtol=None, max_ipm_size=None,
-                 rho=None, random_state=None, max_dual_pairs=None, *, options=None):
+                 rho=None, random_state=MISSING, max_dual_pairs=None, *, options=None):
         if not isinstance(model, SiblingModel):
             raise InputError("SiblingQPSolver takes the model of hiercvx.models.sibling.prepare(X, "
                              f"y, H, ...), got {type(model).__name__}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
+
+import numpy as np
 
 from ...exceptions import InputError
 from .. import dual_qp
@@ -16,35 +18,41 @@ METHODS = ("auto", "ipm", "dual_ipm", "working_set", "alm")
 
 @dataclass(frozen=True)
 class Options:
-    """Settings of the sibling-margin QP solvers (:func:`solve`, :func:`solve_dc`,
-    :class:`SiblingQPSolver`) for (8) of Wang, Shen & Pan (JMLR 12, 2011).
+    """Settings of the sibling-margin QP solvers (:func:`~hiercvx.solvers.sibling_qp.solve`,
+    :func:`~hiercvx.solvers.sibling_qp.solve_dc`,
+    :class:`~hiercvx.solvers.sibling_qp.SiblingQPSolver`) for (8) of Wang, Shen & Pan
+    (JMLR 12, 2011).
 
     Interior points: Mehrotra's predictor-corrector (Nocedal & Wright, *Numerical
     Optimization*, 2nd ed., 2006, Algorithm 16.4) with Gondzio's centrality correctors
     (Gondzio, *Computational Optimization and Applications* 6, 1996).  Coordinate ascent: the
     augmented Lagrangian method (Bertsekas, *Constrained Optimization and Lagrange Multiplier
-    Methods*, 1982) with exact block (SMO) steps (Platt, 1998)."""
+    Methods*, 1982) with exact block steps by pairwise updates (Platt, *Sequential Minimal
+    Optimization*, Microsoft Research MSR-TR-98-14, 1998)."""
 
     #: ``"auto"``, ``"ipm"``, ``"dual_ipm"``, ``"working_set"`` or ``"alm"``: ``"auto"`` takes
-    #: the method whose Newton system is cheapest (:class:`SiblingQPSolver`)
+    #: the method whose Newton system is cheapest
+    #: (:class:`~hiercvx.solvers.sibling_qp.SiblingQPSolver`)
     method: str = "auto"
     #: ALM sweeps per multiplier step; the working set's first sweeps are four times this
     max_passes: int = 50
     #: pivoted Cholesky of a kernel stops at this relative residual diagonal: round-off level,
     #: so the factor is exact on its pivots and ``K - L L^T`` is negligible
     rank_rtol: float = 1e-10
-    #: ``"auto"`` runs the primal IPM up to this many Newton rows ``M' (q + 1)``: a dense
-    #: Cholesky of that size costs about as much as a few hundred dual sweeps
+    #: ``"auto"`` runs the primal IPM up to this many Newton rows ``M' (q + 1)``: one dense
+    #: Cholesky of that order per step (``2000^3 / 3`` flops) stays well under a second
     max_ipm_size: int = 2000
     #: ALM penalty; ``None``: the mean squared norm of the inputs, the diagonal of the
     #: block Hessian, so both terms of the block steps have one scale
     rho: float | None = None
-    #: seed of the ALM's sweep orders (randomized orders avoid cyclic stalls)
-    random_state: int = 0
+    #: seed of the ALM's sweep orders (randomized orders avoid cyclic stalls; ``None``: fresh
+    #: entropy)
+    random_state: int | None = 0
     #: ``"auto"`` takes the dense dual IPM up to this many live pairs (its ``(k, k)`` Newton
     #: matrix stays small enough to factor at every step)
     max_dual_pairs: int = 1500
-    #: default iteration limits: IPM Newton steps (a Mehrotra path takes 20-60)
+    #: default iteration limits: IPM Newton steps (well above a Mehrotra path's length, tens
+    #: of steps; Nocedal & Wright, section 16.6)
     ipm_max_iter: int = 100
     #: ... Newton steps of a working-set solve summed over its rounds
     working_set_max_iter: int = 300
@@ -89,16 +97,35 @@ class Options:
     def __post_init__(self):
         if self.method not in METHODS:
             raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
+        for name in ("max_passes", "max_ipm_size", "max_dual_pairs", "ipm_max_iter",
+                     "working_set_max_iter", "alm_max_iter", "group_pack", "ws_rounds",
+                     "ws_size_factor", "block_products_max", "block_products_min_rank"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InputError(f"sibling_qp Options.{name} must be an integer >= 1, "
+                                 f"got {value!r}")
+        for name in ("rank_rtol", "probe_margin", "correct_below", "ws_margin",
+                     "ws_seed_margin", "normal_cache", "dense_repair_rows", "dense_repair_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not np.isfinite(value) or value < 0:
+                raise InputError(f"sibling_qp Options.{name} must be a number >= 0, "
+                                 f"got {value!r}")
+        if self.rho is not None and not (np.isfinite(self.rho) and self.rho > 0):
+            raise InputError(f"sibling_qp Options.rho must be None or a number > 0, "
+                             f"got {self.rho!r}")
 
     @classmethod
     def of(cls, options: "Options | None" = None, **overrides) -> "Options":
-        """``options`` (default: the defaults) with the keyword overrides that are not
-        ``None``: how the keyword arguments of :func:`solve` and :func:`solve_dc` enter."""
+        """``options`` (default: the defaults) with the keyword overrides that are given:
+        how the keyword arguments of :func:`~hiercvx.solvers.sibling_qp.solve` and
+        :func:`~hiercvx.solvers.sibling_qp.solve_dc` enter.  ``None`` means
+        not given, except for ``random_state`` (there ``dataclasses.MISSING`` does)."""
         base = cls() if options is None else options
         if not isinstance(base, cls):
             raise InputError(f"options must be a hiercvx.solvers.sibling_qp.Options, "
                              f"got {type(options).__name__}")
-        given = {k: v for k, v in overrides.items() if v is not None}
+        given = {k: v for k, v in overrides.items()
+                 if v is not MISSING and (v is not None or k == "random_state")}
         unknown = set(given) - {f.name for f in fields(cls)}
         if unknown:
             raise InputError(f"unknown sibling_qp options {sorted(unknown)}")
