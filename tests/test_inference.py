@@ -682,3 +682,20 @@ def test_a_program_highs_leaves_unsolved_is_solved_again_from_scratch(method, mo
     monkeypatch.setattr(inf.programs, "new_highs", lambda: _Flaky(real(), 2))
     with pytest.raises(hc.SolverError, match="nor from scratch"):
         inf.LabelSetOracle(D, method, presolve=False).solve(S)
+
+
+def test_options_reach_every_entry_point():
+    """One Options record for the oracle, best_label_set and the CVXPY reference; the older
+    keywords override its fields; a pickled oracle keeps its options."""
+    H, s = triangle_dag()
+    opts = inf.Options(integrality_tol=1e-4, lagrange_steps=0, progress_from=1)
+    oracle = inf.LabelSetOracle(H, "ilp", options=opts)
+    assert oracle.options is opts and oracle.integrality_tol == 1e-4
+    assert inf.LabelSetOracle(H, "ilp", integrality_tol=1e-3, options=opts).integrality_tol == 1e-3
+    Z = inf.best_label_set(s, H, "ilp", options=opts)
+    np.testing.assert_array_equal(Z, inf.best_label_set(s, H, "enumerate"))
+    ref = inf.reference(s, H, options=opts)
+    assert ref.tol == 1e-4 and np.isclose(ref.extras["value"][0], inf.label_set_scores(s, Z)[0])
+    assert pickle.loads(pickle.dumps(oracle)).options == opts
+    with pytest.raises(hc.InputError, match="Options"):
+        inf.LabelSetOracle(H, "ilp", options={"integrality_tol": 1e-4})
