@@ -102,6 +102,20 @@ def _not_none(value, name: str, where: str) -> None:
                              f"({'a mapping or pairs' if name == 'parents' else 'a list'})")
 
 
+def _check_name(seen: dict, v) -> None:
+    """Refuse a node name that Python would merge with a different one already seen (``1``,
+    ``1.0`` and ``True`` are one dict key) or that is not equal to itself (NaN).  ``seen`` maps
+    each name to the object first given for it."""
+    if v != v:
+        raise HierarchyError(f"node name {v!r} is not equal to itself (NaN), so it could never be "
+                             "looked up; name the node with a string or an integer")
+    first = seen.setdefault(v, v)
+    if str(first) != str(v):
+        raise HierarchyError(f"node names {first!r} and {v!r} are equal in Python ({first!r} == {v!r}) "
+                             "and would be merged into one node; give them distinct names "
+                             "(for example strings)")
+
+
 class Hierarchy:
     """A rooted class hierarchy: a tree or a DAG with a single root.
 
@@ -120,7 +134,9 @@ class Hierarchy:
         """
         _not_none(edges, "edges", "Hierarchy")
         order: dict = {}
+        given: dict = {}
         for v in nodes:
+            _check_name(given, v)
             order.setdefault(v, len(order))
         edge_list = []
         seen_edges = set()
@@ -137,6 +153,8 @@ class Hierarchy:
                     hash(v)
                 except TypeError:
                     raise HierarchyError(f"node names must be hashable, got {v!r}") from None
+            _check_name(given, p)
+            _check_name(given, c)
             if p == c:
                 raise HierarchyError(f"self-loop on node {p!r}: a node cannot be its own parent")
             order.setdefault(p, len(order))

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import DataFormatError, InputError
+from ..exceptions import DataFormatError, InputError, InputTypeError
 from ..hierarchy import Hierarchy
 
 __all__ = ["Dataset", "ColumnNames", "MAX_GZ_BYTES", "max_gz_bytes", "decode_text",
@@ -173,6 +173,9 @@ def read_text(path) -> tuple[Path, str]:
     """``(path, text)`` of a UTF-8 text file (``*.gz`` gunzipped under the cap, a byte-order
     mark dropped, universal newlines); a missing, unreadable or non-UTF-8 file raises
     :class:`~hiercvx.exceptions.DataFormatError`."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputTypeError(f"path must be a file path (str or pathlib.Path), got "
+                             f"{type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)

@@ -190,7 +190,13 @@ def _parse_header(lines, path, nominal):
         if key == "relation":
             relation = _unquote(rest.strip())
         elif key == "attribute":
-            attrs.append(_parse_attribute(rest, len(attrs), path, k + 1, nominal))
+            attr = _parse_attribute(rest, len(attrs), path, k + 1, nominal)
+            twin = next((a for a in attrs if a.name == attr.name), None)
+            if twin is not None:
+                raise DataFormatError(f"attribute {attr.name!r} is declared twice (lines {twin.line} "
+                                      "and this one); attribute names must be unique: rename one",
+                                      path=path, line=k + 1)
+            attrs.append(attr)
         elif key == "data":
             return relation, attrs, k + 1
         else:

@@ -316,6 +316,10 @@ def _libsvm_labels(label_strings, linenos, path) -> list[tuple]:
                 if not np.isfinite(v):
                     raise DataFormatError(f"label {t[:40]!r} overflows to {v}; labels must be "
                                           "finite", path=path, line=int(ln))
+                if v == 0 and any(c in "123456789" for c in t.lower().split("e")[0]):
+                    raise DataFormatError(f"label {t[:40]!r} underflows to 0 as a float and would "
+                                          "be read as the label 0; write labels as integers or "
+                                          "numbers of ordinary size", path=path, line=int(ln))
                 values.append(_label_value(v))
             parsed[s] = tuple(dict.fromkeys(values))
         out.append(parsed[s])

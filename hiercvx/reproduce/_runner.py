@@ -233,6 +233,9 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
         raise InputError(f"replications must be a positive integer, got {replications!r}")
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise InputError(f"n_jobs must be a non-zero integer (1: one process, -1: every core, "
+                         f"k > 1: k workers), got {n_jobs!r}")
     reason = table.missing_data() if table.missing_data is not None else None
     if reason:
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=reason)

@@ -84,10 +84,22 @@ def _keywords(func, exclude) -> set:
 
 def objective_at(model, user: UserResult, params: dict) -> float:
     """The model's objective at the user's weights; extras the objective takes by name
-    (``intercept``, ``biases``, ``alpha``) are passed along."""
+    (``intercept``, ``biases``, ``alpha``) are passed along.  Weights that do not fit the model
+    raise :class:`~hiercvx.exceptions.InputError` naming their shape."""
     takes = _keywords(model.objective, {"weights", *params})
     extra = {k: v for k, v in user.extras.items() if k in takes and v is not None}
-    return float(model.objective(user.weights, **params, **extra))
+    if not np.all(np.isfinite(user.weights)):
+        raise InputError("the weights have non-finite entries (NaN or inf)")
+    try:
+        return float(model.objective(user.weights, **params, **extra))
+    except InputError:
+        raise
+    except (ValueError, IndexError, TypeError) as exc:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in extra.items())
+        raise InputError(f"weights of shape {np.shape(user.weights)}{' with ' + shapes if shapes else ''} "
+                         f"do not fit this method's model ({exc}); give them in the shape of the "
+                         "reference's solution.weights (hsvm: one row per node of H.nodes; "
+                         "multiclass: one row per class, sorted)") from None
 
 
 def row_labels(model, weights, H=None) -> list:

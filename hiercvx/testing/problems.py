@@ -42,7 +42,21 @@ def split_options(method: Method, options: dict) -> tuple[dict, dict]:
     model_options = {}
     for key, value in options.items():
         (params if key in method.params else model_options)[key] = value
+    for key, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value) or value <= 0:
+            raise InputError(f"{method.name}'s parameter {key} must be a positive finite number, "
+                             f"got {value!r}")
     return params, model_options
+
+
+def _count(name: str, value, low: int, optional: bool = True):
+    """``value`` as an int of at least ``low`` (None stays None where ``optional``)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise InputError(f"{name} must be an integer of at least {low}, got {value!r}")
+    return int(value)
 
 
 @dataclass
@@ -242,6 +256,14 @@ def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d
     override the cases' parameters (``C=...``) and model options (``fit_intercept=True``, ...).
     Seed 0 at the case's size is the case's data."""
     method = as_method(method)
+    n, d = _count("n", n, 2), _count("d", d, 1)
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise InputError(f"seeds must be a sequence of non-negative integers, got {seeds!r}")
+    seeds = [_count("each seed", s, 0, optional=False) for s in seeds]
+    if not seeds:
+        raise InputError("seeds is empty: give at least one seed, e.g. seeds=(0,)")
+    if isinstance(structures, str):
+        structures = (structures,)
     wanted = tuple(method.structures) if structures is None else tuple(structures)
     unknown = [s for s in wanted if s not in STRUCTURES]
     if unknown:
