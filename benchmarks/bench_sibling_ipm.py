@@ -57,7 +57,7 @@ def _counting(factor):
 
 
 # every Newton factorization of both interior points is counted
-sibling_qp.factor_newton = _counting(sibling_qp.factor_newton)
+sibling_ipm.factor_newton = _counting(sibling_ipm.factor_newton)
 dual_qp.DenseNewton.factor = _counting(dual_qp.DenseNewton.factor)
 dual_qp.GroupNewton.factor = _counting(dual_qp.GroupNewton.factor)
 
