@@ -50,7 +50,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..models import margin as _margin
-from ..models.nhsvm import (DAG_T, PATH_METHODS, VARIANTS, NHSVMData, NHSVMModel, SharedNormModel,
+from ..models.nhsvm import (DAG_T, PATH_METHODS, VARIANTS, NHSVMModel, SharedNormModel,
                             check_hierarchy, check_path_weights, cover, leaf_paths, node_matrix,
                             node_scores, optimal_alpha, prepare_shared, primal_objective,
                             ratio_sum, scaled_alpha)
@@ -68,7 +68,6 @@ __all__ = [
     "path_weights",
     "path_weights_problem",
     "check_path_weights",
-    "NHSVMData",
     "NHSVMModel",
     "prepare",
     "prepare_shared",
