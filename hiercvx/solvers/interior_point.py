@@ -104,8 +104,8 @@ class Options:
     keep_products : the feature products ``F_ij F_ij'`` are kept between Newton steps up to
         this many numbers (160 MB).
     step_fraction : the fraction of the step to the boundary taken (Mehrotra, "On the
-        implementation of a primal-dual interior point method", SIAM J. Optim. 2, 1992;
-        0.99 as in Wright, *Primal-Dual Interior-Point Methods*, SIAM 1997, ch. 10).
+        implementation of a primal-dual interior point method", SIAM J. Optim. 2, 1992,
+        takes 0.99 and more): close to 1, yet the iterate stays strictly interior.
     init : the starting multipliers use this share of every budget (well inside the box).
     shift : the starting slacks lie this far above every pair's requirement at ``w = 0``.
     max_correctors : Gondzio's centrality correctors per Newton step (Gondzio, "Multiple
