@@ -7,7 +7,7 @@ Cholesky each).  Rows, each the reproduction's own protocol (``hiercvx reproduce
 
 * ``fun-linear``, ``fun-gaussian``: Table 5's protocol on one partition of the rebuilt FunCat
   genes (``hiercvx.reproduce.wang_funcat``; 299 training genes, 3-point C grid), psi and HPSI;
-  the linear rows run the primal interior point (``sibling_qp._ipm``), which has the
+  the linear rows run the primal interior point (``solvers._sibling.ipm``), which has the
   correctors; the Gaussian psi row mostly the dual one (``dual_qp.solve_dual_qp``), which
   does not (they saved 5% of its factorizations and no time): a control row;
 * ``example3-N``: Table 4's protocol (Example 3, Gaussian kernel, n = N training points, a

@@ -27,7 +27,8 @@ print(reference.certificate())
 # %%
 # The fast solver, with a certificate after every pass and no exact step on the
 # selected variables, so that the plot shows the passes themselves.
-fast = working_set.solve(prepare(X, Y, H), C=10.0, tol=1e-7, check_every=1, polish=False)
+settings = working_set.Options(check_every=1, polish=False)
+fast = working_set.solve(prepare(X, Y, H), C=10.0, tol=1e-7, options=settings)
 hist = fast.history
 passes = np.asarray(hist["n_iter"])
 print(f"fast: objective {fast.objective:.6f}, gap {fast.gap:.1e} after {fast.n_iter} passes")

@@ -711,51 +711,41 @@ class MinimalGraph:
 
 
 # ---------------------------------------------------------------------- labels as they come
-def _members(item, index: Mapping):
+def _members(item, index: Mapping) -> tuple:
     return tuple(item) if is_label_set(item, index) else (item,)
-
-
-def most_specific(H: Hierarchy, labels) -> list:
-    """Each sample's labels without those another of its labels implies.
-
-    Loaders give label sets with their ancestors (Clus-HMC ARFF writes ``{'2', '2/1',
-    '2/1/3'}`` for the path to ``2/1/3``); a label that is an ancestor of another label of the
-    same sample adds nothing, since the upward closure (Cai thesis section 3.2, ``anc(y)``) is
-    the same with or without it.  Single labels are returned as they are, label sets as
-    frozensets of their most specific members; names that are not nodes of ``H`` are kept (the
-    estimators refuse them with the unknown name).
-
-    >>> H = Hierarchy.from_paths(["2/1/3", "2/2"])
-    >>> most_specific(H, [{"2", "2/1", "2/1/3"}, {"2"}])
-    [frozenset({'2/1/3'}), frozenset({'2'})]
-    """
-    index = H._index
-    implied_by: dict = {}
-    out = []
-    for item in labels:
-        if not is_label_set(item, index):
-            out.append(item)
-            continue
-        known = [v for v in item if _known(v, index)]
-        implied = set()
-        for v in known:
-            if v not in implied_by:
-                implied_by[v] = H.ancestors(v)
-            implied.update(implied_by[v])
-        out.append(frozenset(v for v in item if v not in implied))
-    return out
 
 
 def _known(v, index: Mapping) -> bool:
     try:
         return v in index
-    except TypeError:  # an unhashable name: refused later, with the sample
+    except TypeError:  # an unhashable name: refused later, with its sample
         return False
 
 
+def most_specific(H: Hierarchy, labels) -> list:
+    """Each sample's labels without those another of its labels implies (its ancestors): the
+    upward closure (Cai thesis section 3.2, ``anc(y)``) is the same.  Loaders give label sets
+    with their ancestors (Clus-HMC ARFF: ``{'2', '2/1', '2/1/3'}``).  Single labels come back
+    as they are, label sets as frozensets; names that are no node are kept (refused later).
+
+    >>> H = Hierarchy.from_paths(["2/1/3", "2/2"])
+    >>> most_specific(H, [{"2", "2/1", "2/1/3"}, {"2"}])
+    [frozenset({'2/1/3'}), frozenset({'2'})]
+    """
+    index, implied_by, out = H._index, {}, []
+    for item in labels:
+        if not is_label_set(item, index):
+            out.append(item)
+            continue
+        implied = set()
+        for v in (v for v in item if _known(v, index)):
+            implied.update(implied_by.setdefault(v, H.ancestors(v)))
+        out.append(frozenset(v for v in item if v not in implied))
+    return out
+
+
 def internal_labels(H: Hierarchy, labels) -> tuple:
-    """The internal nodes of ``H`` that some label stops at (single labels or label sets), in
-    node order; the nodes :func:`self_leaves` gives a leaf of their own."""
+    """The internal nodes some label stops at (single labels or label sets), in node order."""
     index = H._index
     used = {v for item in labels for v in _members(item, index)
             if _known(v, index) and not H.is_leaf(v)}
@@ -763,17 +753,12 @@ def internal_labels(H: Hierarchy, labels) -> tuple:
 
 
 def self_leaves(H: Hierarchy, labels) -> PartialPaths:
-    """The Cai-thesis reading of labels that stop at an internal node (section 3.2): a leaf
-    for the node itself, under that node, for every internal node some label stops at
-    (:func:`internal_labels`; the other internal nodes stay as they are).
+    """Labels that stop at an internal node, read as the Cai thesis does (section 3.2): a leaf
+    for the node itself under every node of :func:`internal_labels` (reduce label sets with
+    :func:`most_specific` first).  Returns :meth:`Hierarchy.with_self_leaves` on those nodes:
+    ``.hierarchy`` to train on, ``.transform(labels)``, ``.owner`` (self leaf -> node).
 
-    Returns :meth:`Hierarchy.with_self_leaves` on those nodes: ``.hierarchy`` to train on,
-    ``.transform(labels)`` the labels on it, ``.owner`` each self leaf's internal node (how a
-    prediction is named back).  Reduce label sets with :func:`most_specific` first: an
-    ancestor that comes with its descendants is no stop at an internal node.
-
-    >>> H = Hierarchy.from_paths(["a/b", "a/c", "d"])
-    >>> paths = self_leaves(H, ["a/b", "a"])
+    >>> paths = self_leaves(Hierarchy.from_paths(["a/b", "a/c", "d"]), ["a/b", "a"])
     >>> paths.transform(["a/b", "a"]), len(paths.hierarchy.leaves)
     (['a/b', 'a/<self>'], 4)
     """
@@ -781,8 +766,7 @@ def self_leaves(H: Hierarchy, labels) -> PartialPaths:
 
 
 def single_path(H: Hierarchy, labels) -> np.ndarray:
-    """Per sample: do its labels lie on one root-to-node path (one most specific label)?  The
-    samples a single-label method can take from multi-label data."""
+    """Per sample: do its labels lie on one path from the root (one most specific label)?"""
     return np.array([len(_members(item, H._index)) == 1 for item in most_specific(H, labels)],
                     dtype=bool)
 

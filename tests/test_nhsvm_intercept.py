@@ -169,4 +169,4 @@ def test_check_solver_certifies_nhsvm_with_biases_and_diagnoses_a_forgotten_one(
     with pytest.raises(AssertionError) as info:
         check_solver(lambda *a, **kw: _fit_nhsvm(*a, ignore_bias=True, **kw), "nhsvm",
                      problems=problems[:1], shrink_failures=False)
-    assert "diagnosis: the intercept (bias) is not fitted" in str(info.value)
+    assert "diagnosis: the intercept is not fitted" in str(info.value)

@@ -147,7 +147,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     alpha : node weights: ``"power"`` ((6), ``rho``), ``"maxmin"`` ((7)), ``"dag"`` ((6) under (8),
         ``T`` default 1.5), an array over ``hierarchy.nodes``, or None (``"power"`` on trees,
         ``"dag"`` on DAGs)
-    rho, T, directional : options of :func:`hiercvx.models.nhsvm.path_weights`
+    rho, T, directional : options of :func:`hiercvx.formulations.nhsvm.path_weights`
     variant : ``"nhsvm"`` (eq. (10)) or ``"13"`` (eq. (13), single-label only)
     loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
     solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, replace
 
 import cvxpy as cp
 import numpy as np
@@ -30,7 +31,31 @@ from ..result import Solution, relative_gap
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CuttingPlaneProblem", "cutting_plane_formulation", "cutting_plane_from_model", "row_kron"]
+__all__ = ["Options", "CuttingPlaneProblem", "cutting_plane_formulation", "cutting_plane_from_model",
+           "row_kron"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :meth:`CuttingPlaneProblem.solve` (its keywords ``gap_tol``, ``max_iter``,
+    ``cut_tol`` override the fields of the same name).
+
+    Attributes
+    ----------
+    gap_tol : certified relative gap to stop at; 1e-6, the default of every CVXPY reference
+        (:meth:`hiercvx.ReferenceProblem.solve`).
+    max_iter : rounds (one master QP each) before a :class:`~hiercvx.SolverError`; the loop
+        adds every violated sample's label set per round, so few rounds suffice.
+    cut_tol : a label set enters a working set when its exact slack exceeds the master's by
+        more than this: below, a conic solver's residuals, not a violation.
+    duality_slack : a lower bound above the objective by more than ``max(gap_tol, this)``
+        (relative) breaks weak duality and raises; 1e-7 is above the master's solver accuracy.
+    """
+
+    gap_tol: float = 1e-6
+    max_iter: int = 200
+    cut_tol: float = 1e-9
+    duality_slack: float = 1e-7
 
 
 def row_kron(C: sp.csr_matrix, X, sample: np.ndarray) -> sp.csr_matrix:
@@ -93,11 +118,10 @@ class CuttingPlaneProblem(ReferenceProblem):
     declared as one sparse inequality ``Phi vec(W) + E xi >= Delta`` (``Phi`` the row-wise
     Kronecker product of the cut coefficients and the samples' features; a cut touches only the
     nodes of ``y_i xor z_k``).  Adding cuts **rebuilds** the CVXPY problem each round (the
-    build time is measured and reported in ``build_time``): keeping the cut data in
-    ``cvxpy.Parameter`` s would avoid recompiling, but CVXPY's DPP canonicalization of a
-    ``(cuts x nodes)`` parameter multiplying an expression allocates a tensor quadratic in the
-    number of parameter entries (it ran out of memory at 600 cuts on 40 nodes).  Clarabel, the
-    default QP solver, has no warm start, so none is attempted.  ``lam`` stays a parameter.
+    build time is reported in ``build_time``): as a ``cvxpy.Parameter`` the ``(cuts x nodes)``
+    cut data would make CVXPY's DPP canonicalization allocate a tensor quadratic in its number
+    of entries.  Clarabel, the default QP solver, has no warm start, so none is attempted.
+    ``lam`` stays a parameter.
 
     Each round: solve the master; its dual point (duals of the cut rows, clipped and scaled to
     ``sum_k beta_k <= 1`` per sample) is feasible for the dual of the *full* problem (the missing
@@ -223,10 +247,12 @@ class CuttingPlaneProblem(ReferenceProblem):
                               status=self.problem.status, solver=name)
         return W, xi, duals, inner, max(wall - inner, 0.0)
 
-    def solve(self, solver: str | None = None, *, gap_tol: float = 1e-6, max_iter: int = 200,
-              verbose: bool = True, solver_verbose: bool = False, cut_tol: float = 1e-9,
+    def solve(self, solver: str | None = None, *, gap_tol: float | None = None,
+              max_iter: int | None = None, verbose: bool = True, solver_verbose: bool = False,
+              cut_tol: float | None = None, options: Options | None = None,
               **solver_options) -> Solution:
         """Run the cutting-plane loop to a relative gap ``<= gap_tol``; see the class docstring.
+        ``options``: :class:`Options` (``gap_tol``, ``max_iter``, ``cut_tol`` override it).
 
         Returns a :class:`~hiercvx.result.Solution` with ``history`` (per round: ``objective``
         = exact objective at the master's weights, ``lower_bound`` = the master's dual bound,
@@ -238,6 +264,10 @@ class CuttingPlaneProblem(ReferenceProblem):
         not solved to optimality, when no violated label set is left but the gap is still open
         (an inaccurate master solve), or after ``max_iter`` rounds.
         """
+        options = replace(Options() if options is None else options,
+                          **{k: v for k, v in (("gap_tol", gap_tol), ("max_iter", max_iter),
+                                               ("cut_tol", cut_tol)) if v is not None})
+        gap_tol, max_iter, cut_tol = options.gap_tol, options.max_iter, options.cut_tol
         data = self.nhsvm_data
         name = choose_solver(self.problem, solver)
         solve_time, build_time = 0.0, self.declare_time
@@ -265,7 +295,7 @@ class CuttingPlaneProblem(ReferenceProblem):
                     history.setdefault(key, []).append(value)
                 bar.update(1)
                 bar.set_postfix(gap=f"{gap:.2e}", cuts=len(self._cut_sample))
-                if gap < -max(gap_tol, 1e-7):
+                if gap < -max(gap_tol, options.duality_slack):
                     raise SolverError(f"{self.name}: the lower bound exceeds the exact objective, "
                                       "which weak duality forbids", status=self.problem.status,
                                       solver=name, gap=gap)

@@ -62,55 +62,13 @@ def _path_constraints(H: Hierarchy, A, T, directional: bool, linear: bool):
     return equalities, inequalities
 
 
-def path_weights_problem(H: Hierarchy, method: str = "power", rho: float = 2.0, T=None,
-                         directional: bool | None = None, max_size: int | None = None) -> ReferenceProblem:
-    """The path-weight program as a certified :class:`~hiercvx.ReferenceProblem`.
-
-    ``method="power"``: (6) ``min sum_n alpha_n^rho`` s.t. ``sum_{n in anc(l)} alpha_n = 1`` for
-    every leaf, ``alpha >= 0`` (``rho > 1``).  ``"maxmin"``: (7) ``max min_n alpha_n`` under the
-    same constraints, declared as ``min -t`` with ``alpha_n >= t`` (so ``sol.objective`` is
-    ``-min_n alpha_n``).  ``"dag"``: (6) under the relaxation (8), ``T`` defaulting to 1.5.
-    ``T`` (any method): replace the equality by (8) ``1 <= sum_{anc(l)} alpha <= T``.
-    ``directional`` (any method; default True for ``"maxmin"`` as printed in (7), else False):
-    ``alpha_child >= alpha_parent`` on every edge.
-
-    Lower bound: the Lagrangian at the solver's multipliers (equalities free, inequalities
-    clipped at 0), minimized in closed form over the box ``0 <= alpha_n, t <= max(1, T)``,
-    which holds every feasible point's coordinates (each node lies on some leaf's path).
-    """
-    t0 = time.perf_counter()
-    H = check_hierarchy(H)
-    if method not in PATH_METHODS:
-        raise InputError(f"unknown path-weight method {method!r}; choose one of {PATH_METHODS}")
-    rho = check_rho(rho)
-    if method == "dag" and T is None:
-        T = DAG_T
-    T = check_T(T)
-    directional = (method == "maxmin") if directional is None else bool(directional)
-    M = len(H)
-    A = leaf_paths(H)
-    n_leaves = A.shape[0]
-    linear = method == "maxmin"
-    check_size(M + 1, n_leaves + len(H.edge_index) + M, 2 * A.nnz + 4 * M, max_size,
-               what=f"the path-weight program ({method})")
+def _certificate(equalities: dict, inequalities: dict, M: int, linear: bool, rho: float,
+                 upper: float):
+    """``(objective, lower_bound, infeasibility)`` of a path-weight program (see
+    :func:`path_weights_problem`): the objective recomputed in numpy, the Lagrangian bound at
+    the solver's multipliers minimized in closed form over the box ``[0, upper]``, the largest
+    constraint violation."""
     nz = M + int(linear)
-    equalities, inequalities = _path_constraints(H, A, T, directional, linear)
-
-    alpha = cp.Variable(M, name="alpha")
-    variables = {"alpha": alpha}
-    if linear:
-        t = cp.Variable(name="t")
-        variables["t"] = t
-        z = cp.hstack([alpha, cp.reshape(t, (1,), order="C")])
-        objective_expr = -t
-    else:
-        z = alpha
-        objective_expr = cp.sum_squares(alpha) if rho == 2.0 else cp.sum(cp.power(alpha, rho))
-    constraints = {name: mat @ z == rhs for name, (mat, rhs) in equalities.items()}
-    constraints.update({name: mat @ z >= rhs for name, (mat, rhs) in inequalities.items()})
-    nonneg = alpha >= 0
-    problem = cp.Problem(cp.Minimize(objective_expr), list(constraints.values()) + [nonneg])
-    upper = 1.0 if T is None else T
 
     def stacked(values):
         a = np.asarray(values["alpha"], dtype=float)
@@ -147,6 +105,60 @@ def path_weights_problem(H: Hierarchy, method: str = "power", rho: float = 2.0, 
         for mat, rhs in inequalities.values():
             worst = max(worst, float(np.max(rhs - mat @ zv, initial=0.0)))
         return worst
+
+    return objective, lower_bound, infeasibility
+
+
+def path_weights_problem(H: Hierarchy, method: str = "power", rho: float = 2.0, T=None,
+                         directional: bool | None = None, max_size: int | None = None) -> ReferenceProblem:
+    """The path-weight program as a certified :class:`~hiercvx.ReferenceProblem`.
+
+    ``method="power"``: (6) ``min sum_n alpha_n^rho`` s.t. ``sum_{n in anc(l)} alpha_n = 1`` for
+    every leaf, ``alpha >= 0`` (``rho > 1``).  ``"maxmin"``: (7) ``max min_n alpha_n`` under the
+    same constraints, declared as ``min -t`` with ``alpha_n >= t`` (so ``sol.objective`` is
+    ``-min_n alpha_n``).  ``"dag"``: (6) under the relaxation (8), ``T`` defaulting to 1.5.
+    ``T`` (any method): replace the equality by (8) ``1 <= sum_{anc(l)} alpha <= T``.
+    ``directional`` (any method; default True for ``"maxmin"`` as printed in (7), else False):
+    ``alpha_child >= alpha_parent`` on every edge.
+
+    Lower bound: the Lagrangian at the solver's multipliers (equalities free, inequalities
+    clipped at 0), minimized in closed form over the box ``0 <= alpha_n, t <= max(1, T)``,
+    which holds every feasible point's coordinates (each node lies on some leaf's path).
+    """
+    t0 = time.perf_counter()
+    H = check_hierarchy(H)
+    if method not in PATH_METHODS:
+        raise InputError(f"unknown path-weight method {method!r}; choose one of {PATH_METHODS}")
+    rho = check_rho(rho)
+    if method == "dag" and T is None:
+        T = DAG_T
+    T = check_T(T)
+    directional = (method == "maxmin") if directional is None else bool(directional)
+    M = len(H)
+    A = leaf_paths(H)
+    n_leaves = A.shape[0]
+    linear = method == "maxmin"
+    check_size(M + 1, n_leaves + len(H.edge_index) + M, 2 * A.nnz + 4 * M, max_size,
+               what=f"the path-weight program ({method})")
+    equalities, inequalities = _path_constraints(H, A, T, directional, linear)
+
+    alpha = cp.Variable(M, name="alpha")
+    variables = {"alpha": alpha}
+    if linear:
+        t = cp.Variable(name="t")
+        variables["t"] = t
+        z = cp.hstack([alpha, cp.reshape(t, (1,), order="C")])
+        objective_expr = -t
+    else:
+        z = alpha
+        objective_expr = cp.sum_squares(alpha) if rho == 2.0 else cp.sum(cp.power(alpha, rho))
+    constraints = {name: mat @ z == rhs for name, (mat, rhs) in equalities.items()}
+    constraints.update({name: mat @ z >= rhs for name, (mat, rhs) in inequalities.items()})
+    nonneg = alpha >= 0
+    problem = cp.Problem(cp.Minimize(objective_expr), list(constraints.values()) + [nonneg])
+    upper = 1.0 if T is None else T
+    objective, lower_bound, infeasibility = _certificate(equalities, inequalities, M, linear, rho,
+                                                         upper)
 
     what = {"power": f"(6), rho={rho:g}", "maxmin": "(7)", "dag": f"(6), rho={rho:g}"}[method]
     relax = "" if T is None else f", relaxation (8) T={T:g}"

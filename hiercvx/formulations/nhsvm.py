@@ -50,7 +50,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..models import margin as _margin
-from ..models.nhsvm import (DAG_T, PATH_METHODS, VARIANTS, NHSVMData, NHSVMModel, SharedNormModel,
+from ..models.nhsvm import (DAG_T, PATH_METHODS, VARIANTS, NHSVMModel, SharedNormModel,
                             check_hierarchy, check_path_weights, cover, leaf_paths, node_matrix,
                             node_scores, optimal_alpha, prepare_shared, primal_objective,
                             ratio_sum, scaled_alpha)
@@ -68,7 +68,6 @@ __all__ = [
     "path_weights",
     "path_weights_problem",
     "check_path_weights",
-    "NHSVMData",
     "NHSVMModel",
     "prepare",
     "prepare_shared",
@@ -254,6 +253,21 @@ def shared_primal(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one", *,
     return shared_primal_from_model(model, lam, max_size=max_size, started=t0)
 
 
+def _hinge_rows(n: int, q: int, leaf_pos: np.ndarray, L: np.ndarray):
+    """``(D, R, e)`` of the multi-class hinge of (14) as ``D vec(S) + R xi >= e``: row ``(i, l)``
+    is ``S_{i l_i} - S_il + xi_i >= Delta(l_i, l)`` over the class scores ``S`` ``(n, q)``."""
+    rows = np.arange(n * q)
+    row_sample = rows // q
+    own_col = row_sample * q + leaf_pos[row_sample]
+    e = L[leaf_pos[row_sample], rows % q]
+    D = sp.csr_matrix((np.r_[np.ones(n * q), -np.ones(n * q)], (np.r_[rows, rows], np.r_[own_col, rows])),
+                      shape=(n * q, n * q))
+    D.sum_duplicates()
+    D.eliminate_zeros()
+    R = sp.csr_matrix((np.ones(n * q), (rows, row_sample)), shape=(n * q, n))
+    return D, R, e
+
+
 def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_size: int | None = None,
                              started: float | None = None) -> ReferenceProblem:
     """The shared-norm SVM (14) (see :func:`shared_primal`) declared from a prepared model."""
@@ -268,16 +282,7 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
                int(2 * q * _nnz(X_aug) * A.sum() / q) + 2 * n * q + M * d_aug,
                max_size, what="the shared-norm SVM (14)")
 
-    rows = np.arange(n * q)
-    row_sample = rows // q
-    own_col = row_sample * q + leaf_pos[row_sample]
-    e = L[leaf_pos[row_sample], rows % q]
-    D = sp.csr_matrix((np.r_[np.ones(n * q), -np.ones(n * q)], (np.r_[rows, rows], np.r_[own_col, rows])),
-                      shape=(n * q, n * q))
-    D.sum_duplicates()
-    D.eliminate_zeros()
-    R = sp.csr_matrix((np.ones(n * q), (rows, row_sample)), shape=(n * q, n))
-
+    D, R, e = _hinge_rows(n, q, leaf_pos, L)
     lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
     U = cp.Variable((M, d), name="U")
     alpha = cp.Variable(M, name="alpha")
@@ -629,6 +634,41 @@ def _psd_part(K: np.ndarray) -> np.ndarray:
 _RIDGES = (0.0, 1e-12, 1e-10, 1e-8, 1e-6)
 
 
+def _structured_shared_norm(U: np.ndarray, H, max_size, t0: float) -> ReferenceProblem:
+    """The structured shared norm (16) of :func:`shared_norm_problem` (``H`` given)."""
+    r, c = U.shape
+    H = check_hierarchy(H)
+    A = leaf_paths(H)
+    q, M = A.shape
+    if r != q:
+        raise InputError(f"U must have one row per leaf of H (in H.leaves order): {q} rows, got {r}")
+    check_size(M * c + M, q * c + q + M, A.nnz * c + M * c + M, max_size,
+               what="the structured shared norm (16)")
+    W = cp.Variable((M, c), name="W")
+    alpha = cp.Variable(M, name="alpha")
+    total = cp.sum(cp.hstack([cp.quad_over_lin(W[k, :], alpha[k]) for k in range(M)]))
+    classes = A @ W == U
+    paths = A @ alpha <= 1
+    problem = cp.Problem(cp.Minimize(total), [classes, paths, alpha >= 0])
+
+    def objective(values):
+        a = scaled_alpha(values["alpha"], A)
+        return _inverse_quadratic(U, (A.multiply(a[None, :]) @ A.T).toarray())
+
+    def lower_bound(values, duals):
+        gamma = -np.asarray(duals["classes"], dtype=float)      # CVXPY adds +<dual, AW - U>
+        V = A.T @ gamma
+        need = np.einsum("ij,ij->i", V, V) / 4.0
+        mu = cover(duals["paths"], need, H, A)
+        return float(np.sum(gamma * U)) - float(mu.sum())
+
+    return ReferenceProblem(
+        problem, variables={"W": W, "alpha": alpha}, objective=objective, lower_bound=lower_bound,
+        weights=lambda values: scaled_alpha(values["alpha"], A),
+        constraints={"classes": classes, "paths": paths}, name="structured shared norm (16), squared",
+        build_time=time.perf_counter() - t0, data={"U": U, "H": H, "leaf_paths": A})
+
+
 def shared_norm_problem(U, H: Hierarchy | None = None, max_size: int | None = None) -> ReferenceProblem:
     """The squared shared norm as a convex program; ``sol.objective`` is ``||U||^2``.
 
@@ -655,37 +695,7 @@ def shared_norm_problem(U, H: Hierarchy | None = None, max_size: int | None = No
     U = _check_matrix(U)
     r, c = U.shape
     if H is not None:
-        H = check_hierarchy(H)
-        A = leaf_paths(H)
-        q, M = A.shape
-        if r != q:
-            raise InputError(f"U must have one row per leaf of H (in H.leaves order): {q} rows, got {r}")
-        check_size(M * c + M, q * c + q + M, A.nnz * c + M * c + M, max_size,
-                   what="the structured shared norm (16)")
-        W = cp.Variable((M, c), name="W")
-        alpha = cp.Variable(M, name="alpha")
-        total = cp.sum(cp.hstack([cp.quad_over_lin(W[k, :], alpha[k]) for k in range(M)]))
-        classes = A @ W == U
-        paths = A @ alpha <= 1
-        problem = cp.Problem(cp.Minimize(total), [classes, paths, alpha >= 0])
-
-        def objective(values):
-            a = scaled_alpha(values["alpha"], A)
-            return _inverse_quadratic(U, (A.multiply(a[None, :]) @ A.T).toarray())
-
-        def lower_bound(values, duals):
-            gamma = -np.asarray(duals["classes"], dtype=float)      # CVXPY adds +<dual, AW - U>
-            V = A.T @ gamma
-            need = np.einsum("ij,ij->i", V, V) / 4.0
-            mu = cover(duals["paths"], need, H, A)
-            return float(np.sum(gamma * U)) - float(mu.sum())
-
-        return ReferenceProblem(
-            problem, variables={"W": W, "alpha": alpha}, objective=objective, lower_bound=lower_bound,
-            weights=lambda values: scaled_alpha(values["alpha"], A),
-            constraints={"classes": classes, "paths": paths}, name="structured shared norm (16), squared",
-            build_time=time.perf_counter() - t0, data={"U": U, "H": H, "leaf_paths": A})
-
+        return _structured_shared_norm(U, H, max_size, t0)
     check_size((r + c) ** 2, r * c + r, (r + c) ** 2 + r * c, max_size, what="the shared norm (17)")
     Z = cp.Variable((r + c, r + c), PSD=True, name="Z")
     coupling = Z[:r, r:] == U

@@ -203,7 +203,7 @@ def sdp_formulation(off_diagonal: bool = True) -> Formulation:
                               "\\begin{bmatrix} I & V^\\top \\\\ V & G \\end{bmatrix} \\succeq 0",
                               "(4) lifted")},
         variables={"V": Symbol("weights w_i of the non-root nodes (rows), in X's features or the "
-                               "representer basis (Theorem 3); W = V (or V Bt)",
+                               "representer basis B (Theorem 3): W = V, or V B^T",
                                "weights $w_i$ of the non-root nodes (rows), in the features of $X$ or "
                                "the representer basis (Theorem 3)", shape=("m", "f")),
                    "G": Symbol("the lifted Gram matrix, G >= V V^T; G_ij stands for <w_i, w_j>",

@@ -74,7 +74,7 @@ __all__ = [
     "resolve_alpha",
     "optimal_alpha", "dag_alpha", "barrier_alpha", "min_path_cover",
     "closed_labels", "class_loss",
-    "NHSVMModel", "NHSVMData", "prepare", "node_scores", "primal_objective", "multilabel_slacks",
+    "NHSVMModel", "prepare", "node_scores", "primal_objective", "multilabel_slacks",
     "SharedNormModel", "CollapsedLeaves", "prepare_shared",
 ]
 
@@ -322,8 +322,6 @@ class NHSVMModel(NodeBias, LeafVertices, Model):
         return CollapsedLeaves(full=self, model=model, kept=kept, node_map=node_map,
                                multiplicity=mult, leaf_map=leaf_map, kept_leaves=kept_leaves)
 
-
-NHSVMData = NHSVMModel
 
 
 def _check_leaves_apart(H: Hierarchy, alpha: np.ndarray) -> None:
