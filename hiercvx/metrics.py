@@ -8,7 +8,11 @@ Two kinds of metric:
 - **on class scores** ``(y_true, scores)`` with ``scores`` of shape ``(n_samples,
   n_classes)`` and columns following ``classes``: one-accuracy (Cai thesis (7.3)), average
   precision (7.4), ranking loss (7.5), maximal loss (4.19), top loss (4.23), parent
-  one-accuracy (7.6).
+  one-accuracy (7.6);
+- **on node scores** ``(y_true, scores)`` with ``scores`` of shape ``(n_samples, n_nodes)``:
+  AU(PRC), the micro-averaged area under the precision-recall curve of the Clus-HMC benchmarks
+  (:func:`au_prc`); :func:`node_scores` turns class scores into node scores consistent with
+  the hierarchy.
 
 Labels are node names, label sets of node names, or indicator matrices over ``H.nodes``
 (as in :mod:`hiercvx.losses`).  Every metric takes ``hierarchy=H`` where it needs one.
@@ -46,6 +50,9 @@ __all__ = [
     "maximal_loss",
     "top_loss",
     "parent_one_accuracy",
+    "node_scores",
+    "evaluated_nodes",
+    "au_prc",
     "SCORERS",
     "get_scorer",
     "make_hierarchical_scorer",
@@ -459,6 +466,92 @@ Losses are negated (``neg_`` prefix) so that greater is better, as scikit-learn 
 ``input`` is ``"predict"`` (the metric reads ``estimator.predict``) or ``"scores"`` (it
 reads ``decision_function`` or ``predict_proba`` with columns ``estimator.classes_``).
 """
+
+
+# ---------------------------------------------------------------------- node scores, AU(PRC)
+def node_scores(scores, classes, hierarchy) -> np.ndarray:
+    """Scores per node of ``hierarchy`` from scores per class: a node scores as the best class
+    at or below it, ``(n_samples, n_nodes)`` with columns in ``H.nodes`` order.
+
+    The result is consistent with the hierarchy: a node never scores above its ancestors (the
+    classes below a node are among those below each ancestor), so thresholding it at any level
+    gives an ancestor-closed label set -- what :func:`au_prc` expects of a hierarchical model.
+    """
+    H = _need_hierarchy(hierarchy, "node_scores")
+    classes = _losses.class_tuple(classes)
+    cols = H.indices(classes)
+    n = np.shape(scores)[0] if np.ndim(scores) == 2 else 0
+    S = _losses.check_scores(scores, n, len(classes))
+    below = H.ancestor_matrix[cols].toarray().astype(bool)  # below[k, v]: class k at or below v
+    out = np.full((S.shape[0], len(H.nodes)), -np.inf)
+    for k in range(len(classes)):
+        out[:, below[k]] = np.maximum(out[:, below[k]], S[:, [k]])
+    # a node no class reaches scores as the sample's lowest class: below every ancestor
+    return np.where(np.isfinite(out), out, S.min(axis=1, keepdims=True))
+
+
+def evaluated_nodes(y_train, hierarchy) -> np.ndarray:
+    """The nodes the Clus-HMC literature evaluates: those with at least one positive among the
+    training labels ``y_train`` (their closure), the root excluded; bool over ``H.nodes``."""
+    H = _need_hierarchy(hierarchy, "evaluated_nodes")
+    T = _indicator(y_train, H, "y_train")
+    mask = T.any(axis=0)
+    mask[H.index(H.root)] = False
+    return mask
+
+
+def _indicator(y, H: Hierarchy, name: str) -> np.ndarray:
+    """Label sets, node names or an indicator over ``H.nodes`` as the closed bool ``(n, M)``."""
+    if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == len(H.nodes) and \
+            (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        Z = np.asarray(y, dtype=float)
+        if not np.all((Z == 0) | (Z == 1)):
+            raise LabelError(f"{name} as an indicator must be 0/1 over H.nodes")
+        Z = Z.astype(bool)
+        return (Z.astype(np.int32) @ H.ancestor_matrix.astype(np.int32).toarray()) > 0
+    if sp.issparse(y):
+        return _indicator(y.toarray(), H, name)
+    return np.asarray(H.closure(list(y) if not isinstance(y, np.ndarray) else y), dtype=bool)
+
+
+def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float:
+    """AU(PRC): the area under the micro-averaged precision-recall curve of per-node scores,
+    the ranking measure of the Clus-HMC benchmarks (Vens et al., Decision trees for hierarchical
+    multi-label classification, Machine Learning 73, 2008; computed as Giunchiglia and
+    Lukasiewicz, Coherent hierarchical multi-label classification networks, NeurIPS 2020, do:
+    scikit-learn's micro-averaged average precision over the evaluated nodes).
+
+    Every (sample, node) pair of the evaluated nodes is one prediction scored by ``scores``; the
+    true label of the pair is whether the node is in the sample's label set closed upward.
+
+    Parameters
+    ----------
+    y_true : label sets, node names, or a 0/1 indicator ``(n_samples, n_nodes)`` over ``H.nodes``
+    scores : array ``(n_samples, n_nodes)``, one score per node in ``H.nodes`` order (for
+        example :func:`node_scores` of a model's class scores)
+    hierarchy : Hierarchy
+    nodes : bool array over ``H.nodes``, optional
+        The nodes evaluated; default :func:`evaluated_nodes` of ``y_train`` when given (the
+        literature's choice: nodes with a positive in training), else every node but the root.
+    y_train : training labels, optional
+    """
+    from sklearn.metrics import average_precision_score
+
+    H = _need_hierarchy(hierarchy, "au_prc")
+    T = _indicator(y_true, H, "y_true")
+    S = _losses.check_scores(scores, T.shape[0], len(H.nodes))
+    if nodes is None:
+        nodes = evaluated_nodes(y_train, H) if y_train is not None else \
+            np.arange(len(H.nodes)) != H.index(H.root)
+    nodes = np.asarray(nodes, dtype=bool)
+    if nodes.shape != (len(H.nodes),) or not nodes.any():
+        raise InputError(f"nodes must be a bool array over H.nodes ({len(H.nodes)}) with at least one "
+                         "node to evaluate")
+    truth = T[:, nodes].ravel()
+    if not truth.any():
+        raise LabelError("au_prc: no positive (sample, node) pair among the evaluated nodes; the "
+                         "test labels must hold at least one evaluated node")
+    return float(average_precision_score(truth, S[:, nodes].ravel()))
 
 
 class _ScoreScorer:

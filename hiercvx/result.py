@@ -213,9 +213,10 @@ class Solution:
         (``stacklevel`` counted from the caller of this method).  ``reason`` replaces the gap
         sentence for solvers without a certificate (a perceptron on non-separable data)."""
         if not self.converged:
+            hint = progress_hint(self.history, self.tol, unit)
+            advice = "" if "has not decreased" in hint else "; raise max_iter or tol"
             what = reason or (f"with a certified relative duality gap of {self.gap:.3e} > "
-                              f"tol={self.tol:g}; raise max_iter or tol"
-                              + progress_hint(self.history, self.tol, unit))
+                              f"tol={self.tol:g}{advice}{hint}")
             warnings.warn(f"{self.name or self.solver or 'the solver'} stopped after {self.n_iter} "
                           f"{unit} {what}", ConvergenceWarning, stacklevel=stacklevel + 1)
 

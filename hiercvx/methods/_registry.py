@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..exceptions import InputError
+from ._scale import with_scale_advice
 
 __all__ = ["Method", "FastSolver", "Case", "STRUCTURES"]
 
@@ -31,6 +32,13 @@ class FastSolver:
     algorithm: str
     options: Mapping[str, Any] = field(default_factory=dict)
     rtol: float = 1e-6
+
+    def __post_init__(self):
+        # a stalled fit on raw-unit features says so (:mod:`hiercvx.methods._scale`)
+        if not getattr(self.solve, "_scale_advice", False):
+            run = with_scale_advice(self.solve)
+            run._scale_advice = True
+            object.__setattr__(self, "solve", run)
 
 
 @dataclass

@@ -1,0 +1,86 @@
+"""Scale advice for fast solvers: when a fast solver stops above its tolerance on data whose
+size makes the problem nearly hard-margin, its ``ConvergenceWarning`` says so and how to fix it.
+
+Every hinge-loss model here is invariant under ``X -> X / s, W -> s W`` except for the
+regularizer, so the problem on ``X`` at ``C`` is the problem on unit-scale features at
+``C * s^2``: features in raw units (counts, expression values, pixel sums) with the default
+``C = 1`` are a hard-margin problem in disguise, which no number of iterations of a first-order
+or dual method finishes.  The measure is ``C * max_i ||x_i||^2`` (``max_i ||x_i||^2 / lam`` for
+the methods with ``lam``), about the number of features for standardized data; over
+:data:`HARD_MARGIN_LOAD` the warning carries the advice.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["HARD_MARGIN_LOAD", "scale_advice", "with_scale_advice"]
+
+#: ``C * max_i ||x_i||^2`` above which a stalled fit is blamed on the data's scale: a million
+#: times the value of standardized data with a thousand features
+HARD_MARGIN_LOAD = 1e9
+
+
+def _row_norms_max(X) -> float:
+    if sp.issparse(X):
+        return float(np.asarray(X.multiply(X).sum(axis=1)).max(initial=0.0))
+    X = np.asarray(X)
+    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
+        return float("nan")
+    return float(np.einsum("ij,ij->i", X, X).max(initial=0.0))
+
+
+def scale_advice(model, params: dict) -> str:
+    """The sentence to add to a ``ConvergenceWarning`` when the model's data make the problem
+    nearly hard-margin (``""`` otherwise)."""
+    X = getattr(model, "X_features", None)
+    X = getattr(model, "X", None) if X is None else X
+    if X is None or not hasattr(X, "shape") or len(X.shape) != 2:
+        return ""
+    largest = _row_norms_max(X)
+    if "C" in params:
+        load, what = float(params["C"]) * largest, f"C * max_i ||x_i||^2 = {params['C']:g} * {largest:.3g}"
+    elif "lam" in params:
+        load, what = largest / float(params["lam"]), f"max_i ||x_i||^2 / lam = {largest:.3g} / {params['lam']:g}"
+    else:
+        return ""
+    if not np.isfinite(load) or load <= HARD_MARGIN_LOAD:
+        return ""
+    return (f". The data are badly scaled for this problem: {what} = {load:.3g}, where "
+            f"standardized features give about their number ({X.shape[1]}); it is the same problem "
+            f"as a nearly hard-margin one on unit-scale features, which more iterations will not "
+            "finish. Standardize X (sklearn.preprocessing.StandardScaler), or "
+            + ("divide C" if "C" in params else "multiply lam") + " by the square of the features' scale")
+
+
+def _named(solve, model, args, kwargs) -> dict:
+    """The call's arguments by name (``C`` or ``lam`` is often passed by position)."""
+    try:
+        return dict(inspect.signature(solve).bind_partial(model, *args, **kwargs).arguments)
+    except (TypeError, ValueError):
+        return dict(kwargs)
+
+
+def with_scale_advice(solve):
+    """``solve(model, **params, ...)`` whose ``ConvergenceWarning`` carries :func:`scale_advice`;
+    every other warning passes unchanged."""
+    @functools.wraps(solve)
+    def run(model, *args, **kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = solve(model, *args, **kwargs)
+        advice = None
+        for w in caught:
+            message = w.message
+            if issubclass(w.category, ConvergenceWarning):
+                advice = scale_advice(model, _named(solve, model, args, kwargs)) if advice is None else advice
+                message = f"{w.message}{advice}" if advice else w.message
+            warnings.warn_explicit(message, w.category, w.filename, w.lineno)
+        return result
+    return run
