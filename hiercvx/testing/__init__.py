@@ -6,6 +6,9 @@ oracle of any solver of a registered method.
   certified reference (objective, and weights where the optimum is unique); a failure names the
   method, the problem and both objectives, prints only diagnoses verified on that problem
   (:func:`diagnose`) and shows the smallest failing case; skipped problems are reported;
+- :func:`check_inference` does the same for a label-set inference routine (NHSVM program
+  (19), plain and loss-augmented) against its certified CVXPY reference;
+- :mod:`hiercvx.testing.bugs`: planted bugs and the kill matrix that shows every one caught;
 - :func:`objective` (the method's primal objective at a user's weights) and :func:`kkt_report`
   (which samples' margin constraints and optimality conditions fail, by how much, at which
   class pair);
@@ -29,11 +32,13 @@ from ._assertions import (assert_bounds_bracket, assert_certified, assert_fast_m
 from ._judge import WeightJudgement, strong_convexity
 from .check import Outcome, SkippedProblemWarning, SolverCheckError, check_solver
 from .diagnose import Diagnosis, diagnose
+from .inference import InferenceProblem, check_inference, inference_problems
 from .diagnostics import KKTReport, Violation, kkt_report, objective
 from .problems import Problem, problems_for
 
 __all__ = [
     "Diagnosis",
+    "InferenceProblem",
     "KKTReport",
     "Outcome",
     "Problem",
@@ -46,9 +51,11 @@ __all__ = [
     "assert_fast_matches_reference",
     "assert_same_optimum",
     "check_gradient",
+    "check_inference",
     "check_solver",
     "diagnose",
     "fast_vs_reference",
+    "inference_problems",
     "kkt_report",
     "objective",
     "problems_for",
