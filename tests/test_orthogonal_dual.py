@@ -12,6 +12,7 @@ Independent routes:
 * RDA (the paper's Algorithm 1) reaching the same objective.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -145,6 +146,26 @@ def test_explicit_K_and_refusals():
                 {"check_every": 1.5}):
         with pytest.raises(hc.InputError):
             od.solve(model, **bad)
+
+
+def test_options_are_settings_of_one_call():
+    """``options=`` and the keywords set the same fields; a keyword overrides its field; the
+    options are frozen and checked when built."""
+    H = tree(T8)
+    X, y = clustered_data(H, n=20, d=3, seed=2)
+    model = otm.prepare(X, y, H, "orthogonal")
+    by_options = od.solve(model, 1.0, options=od.Options(tol=1e-8, n_enter=2, s_steps=1, polish=False))
+    by_keywords = od.solve(model, 1.0, tol=1e-8, n_enter=2, s_steps=1, polish=False)
+    assert by_options.objective == by_keywords.objective and by_options.n_iter == by_keywords.n_iter
+    overridden = od.solve(model, 1.0, max_iter=3, options=od.Options(tol=1e-12), polish=False)
+    assert overridden.n_iter == 3 and not overridden.converged
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        od.Options().tol = 1.0
+    for bad in ({"full_every": 0}, {"blocks": "sometimes"}, {"tol": 0.0}):
+        with pytest.raises(hc.InputError):
+            od.Options(**bad)
+    with pytest.raises(hc.InputError, match="Options"):
+        od.solve(model, options={"tol": 1e-3})
 
 
 def test_one_convergence_warning_when_passes_run_out():

@@ -435,6 +435,14 @@ def test_bad_input():
         assert not HierarchicalPerceptron(hierarchy=H2, max_epochs=3).fit(Xx, yx).converged_
 
 
+def test_options_are_checked():
+    for bad in ({"max_epochs_cap": 0}, {"block_entries": 1.5}, {"hinge_rtol": -1.0}):
+        with pytest.raises(ValueError):
+            P.Options(**bad)
+    with pytest.raises(ValueError, match="Options"):
+        P.flat_perceptron(np.eye(3), np.eye(3, dtype=bool), options={"max_epochs_cap": 5})
+
+
 def test_sparse_duplicates_are_found_without_densifying():
     X = sp.csr_matrix(np.array([[0, 1.0, 0], [2.0, 0, 0], [0, 1.0, 0], [0, 0, 3.0]]))
     for g in (P._row_groups(X), P._row_groups(X.toarray())):

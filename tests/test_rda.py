@@ -302,6 +302,24 @@ def test_registry_cases_agree(name):
 
 
 # ---------------------------------------------------------------------- bad input
+def test_options_are_settings_of_one_call():
+    """``options=`` and the keywords set the same fields; the sparse-storage thresholds are
+    settings too, and both storages give the same iterates."""
+    H = tree(T8)
+    X, y = clustered_data(H, n=20, d=3, seed=2)
+    model = otm.prepare(X, y, H, "orthogonal")
+    by_options = rda.solve(model, 1.0, options=rda.Options(tol=1e-3, psi="identity", averaging="uniform"))
+    by_keywords = rda.solve(model, 1.0, tol=1e-3, psi="identity", averaging="uniform")
+    assert by_options.objective == by_keywords.objective and by_options.n_iter == by_keywords.n_iter
+    sparse = rda.solve(model, 1.0, tol=1e-3, options=rda.Options(sparse_omega_min=1, sparse_omega_density=1.0))
+    dense = rda.solve(model, 1.0, tol=1e-3)
+    assert sparse.converged and dense.converged
+    assert sparse.objective == pytest.approx(dense.objective, rel=1e-6)
+    for bad in ({"psi": "full"}, {"averaging": "cubic"}, {"sparse_omega_density": 2.0}, {"max_iter": 0}):
+        with pytest.raises(hc.InputError):
+            rda.Options(**bad)
+
+
 def test_bad_input():
     H = tree(T8)
     X, y = clustered_data(H, n=8)
