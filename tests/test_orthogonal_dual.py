@@ -157,7 +157,8 @@ def test_options_are_settings_of_one_call():
     by_options = od.solve(model, 1.0, options=od.Options(tol=1e-8, n_enter=2, s_steps=1, polish=False))
     by_keywords = od.solve(model, 1.0, tol=1e-8, n_enter=2, s_steps=1, polish=False)
     assert by_options.objective == by_keywords.objective and by_options.n_iter == by_keywords.n_iter
-    overridden = od.solve(model, 1.0, max_iter=3, options=od.Options(tol=1e-12), polish=False)
+    with pytest.warns(ConvergenceWarning):
+        overridden = od.solve(model, 1.0, max_iter=3, options=od.Options(tol=1e-12), polish=False)
     assert overridden.n_iter == 3 and not overridden.converged
     with pytest.raises(dataclasses.FrozenInstanceError):
         od.Options().tol = 1.0
