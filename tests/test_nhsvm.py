@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import hiercvx as hc
 from hiercvx import inference
 from hiercvx.formulations import nhsvm
+from hiercvx.models import nhsvm as nhsvm_model
 from hiercvx.models.nhsvm import optimal_alpha, ratio_sum
 from hiercvx.testing import assert_certified, assert_same_optimum
 
@@ -590,3 +591,30 @@ def test_bad_input_is_refused_with_clear_errors():
         flat = np.zeros(len(TREE))
         flat[0] = 1.0  # all weight on the root: every leaf has distance 0 to every other
         nhsvm.primal(X, y, TREE, alpha=flat)
+
+
+@settings(max_examples=20, deadline=None)
+@given(H=trees(min_nodes=3, max_nodes=14), rho=st.sampled_from([1.5, 2.0, 3.0]))
+def test_closed_form_path_weights_are_the_certified_optimum_of_6(H, rho):
+    # the model's numpy route for (6) on trees against the certified CVXPY program
+    if len(H.leaf_indices) < 2:
+        return
+    alpha = nhsvm_model.tree_path_weights(H, rho)
+    _, sol = nhsvm.path_weights(H, "power", rho=rho, return_solution=True)
+    A = nhsvm_model.leaf_paths(H)
+    assert np.all(alpha >= 0)
+    np.testing.assert_allclose(A @ alpha, 1.0, atol=1e-12)
+    value = float(np.sum(alpha ** rho))
+    assert sol.lower_bound - 1e-9 <= value <= sol.objective * (1 + 1e-9) + 1e-12
+
+
+def test_model_prepare_solves_only_the_closed_form_and_formulations_prepare_the_programs():
+    X, y = data(DAG)
+    with pytest.raises(hc.InputError, match="formulations.nhsvm"):
+        nhsvm_model.prepare(X, y, DAG)
+    with pytest.raises(hc.InputError, match="formulations.nhsvm"):
+        nhsvm_model.prepare(*data(TREE), TREE, alpha="maxmin")
+    model = nhsvm.prepare(X, y, DAG)                        # (6) under (8), T = 1.5
+    np.testing.assert_allclose(model.alpha, nhsvm.path_weights(DAG, "dag"), atol=1e-12)
+    tree = nhsvm_model.prepare(*data(TREE), TREE)
+    np.testing.assert_allclose(tree.alpha, nhsvm_model.tree_path_weights(TREE), atol=0)

@@ -488,3 +488,49 @@ def test_shared_norm_estimator():
     X2, Y2 = planted(TREE, multilabel=True)
     with pytest.raises(hc.LabelError, match="single-label"):
         SharedNormSVC(hierarchy=TREE).fit(X2, Y2)
+
+
+def test_solver_options_are_frozen_and_the_keywords_override_them():
+    import dataclasses
+    X, y = planted(TREE, seed=12)
+    model = prepare(X, y, TREE)
+    few = nhsvm_fw.Options(tol=1e-14, max_iter=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        few.tol = 1.0
+    with pytest.warns(ConvergenceWarning):
+        assert nhsvm_fw.solve(model, 1.0, options=few).n_iter == 1
+    with pytest.warns(ConvergenceWarning):
+        assert nhsvm_fw.solve(model, 1.0, max_iter=2, options=few).n_iter == 2
+    with pytest.raises(hc.InputError, match="Options"):
+        nhsvm_fw.solve(model, 1.0, options={"tol": 1e-3})
+    shared = prepare_shared(X, y, TREE)
+    one = shared_norm.Options(tol=1e-14, max_iter=1)
+    with pytest.warns(ConvergenceWarning):
+        assert shared_norm.solve(shared, 1.0, options=one).n_iter == 1
+    with pytest.raises(hc.InputError, match="Options"):
+        shared_norm.solve(shared, 1.0, options=nhsvm_fw.Options())
+
+
+@settings(max_examples=10, deadline=None)
+@given(H=dags(max_nodes=12), seed=st.integers(0, 10_000))
+def test_barrier_alpha_step_is_certified(H, seed):
+    # the numpy barrier method for (20): feasible, its gap certified by the dual of dag_alpha
+    assume(len(H.leaf_indices) >= 2)
+    from hiercvx.models.nhsvm import barrier_alpha
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((len(H), 2)) * rng.exponential(size=(len(H), 1)) ** 3
+    U[rng.random(len(H)) < 0.2] = 0.0
+    alpha, value, gap = barrier_alpha(U, H)
+    paths = H.ancestor_matrix[H.leaf_indices].toarray()
+    b = np.einsum("ij,ij->i", U, U)
+    assert np.all(alpha >= 0) and np.all(paths @ alpha <= 1 + 1e-12)
+    assert np.all(alpha[b == 0] == 0)
+    if not np.any(b):
+        return
+    assert value == pytest.approx(float(np.sum(b[b > 0] / alpha[b > 0])), rel=1e-12)
+    top = float(b.max())   # the program on U scaled to a largest ||U_n|| of 1, valued back
+    exact = (optimal_alpha(U, H, return_value=True)[1] if H.is_tree
+             else nhsvm.alpha_step(U / np.sqrt(top), H).solve().objective * top)
+    assert value >= exact * (1 - 1e-6)
+    assert value * (1 - gap) <= exact * (1 + 1e-6)
+    assert gap <= 1e-6

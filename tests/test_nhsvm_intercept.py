@@ -1,4 +1,4 @@
-"""LIBLINEAR's regularized bias through the NHSVM family (issue 16): models, CVXPY references,
+"""LIBLINEAR's regularized bias through the NHSVM family: models, CVXPY references,
 fast solvers and estimators agree, and the bias is the constant feature of ``hiercvx.bias``."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 15 for NHSVM (10) / (13) and the shared-norm SVM (14): interchangeable idle leaves
+"""Wide hierarchies for NHSVM (10) / (13) and the shared-norm SVM (14): interchangeable idle leaves
 solved as one, lifted and certified on the full model, against the CVXPY references; the
 models stay sparse (nothing over all leaf pairs is built on the fast path)."""
 
