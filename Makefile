@@ -57,6 +57,7 @@ $(MATHJAX):
 
 docs: $(STAMP) $(MATHJAX)
 	$(PY) -m pip install --quiet -e '.[docs]'
+	rm -rf docs/generated  # API stubs of names that no longer exist would be read again
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 clean:

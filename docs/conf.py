@@ -157,7 +157,7 @@ class _DocstringMarkup(logging.Filter):
         self.seen = {}
 
     def filter(self, record):
-        if record.levelno < logging.WARNING:
+        if record.levelno < logging.WARNING or getattr(record, "type", None) != "docutils":
             return True
         loc = getattr(record, "location", None)
         if not isinstance(loc, str) or not any(

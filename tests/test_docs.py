@@ -39,13 +39,27 @@ def _mathjax():
     return MATHJAX
 
 
-def _build(out, doctrees, **env):
+def _source_copy(tmp):
+    """docs/ copied (without build products) beside links to the rest of the project (the
+    sheets, the examples, the figures pages include), so that the generated pages (API stubs,
+    gallery) are written there, never into the work tree."""
+    src = tmp / "docs"
+    shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns(
+        "_build", "_vendor", "_screenshots", "generated", "auto_examples", "sg_execution_times.rst"))
+    for item in ROOT.iterdir():
+        if item.name != "docs" and not item.name.startswith("."):
+            (tmp / item.name).symlink_to(item, target_is_directory=item.is_dir())
+    return src
+
+
+def _build(tmp, **env):
     pytest.importorskip("sphinx", reason="the docs tools are missing: pip install -e '.[docs]'")
     for module in ("myst_parser", "numpydoc", "sphinx_gallery", "furo"):
         pytest.importorskip(module, reason="the docs tools are missing: pip install -e '.[docs]'")
-    _mathjax()
+    env["HIERCVX_MATHJAX_DIR"] = str(_mathjax().parent)
+    src, out = _source_copy(tmp), tmp / "site"
     proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                           "-d", str(doctrees), "-D", "plot_gallery=0", str(DOCS), str(out)],
+                           "-D", "plot_gallery=0", str(src), str(out)],
                           capture_output=True, text=True, timeout=3600, env=dict(os.environ, **env))
     assert proc.returncode == 0, "sphinx -W failed:\n" + proc.stdout[-3000:] + proc.stderr[-6000:]
     return out
@@ -53,8 +67,7 @@ def _build(out, doctrees, **env):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("doctrees"),
-                  HIERCVX_DOCS_VIEWCODE="0", HIERCVX_DOCS_API="0")
+    return _build(tmp_path_factory.mktemp("docs"), HIERCVX_DOCS_VIEWCODE="0", HIERCVX_DOCS_API="0")
 
 
 def test_site_builds_with_every_page(site):
@@ -67,7 +80,7 @@ def test_site_builds_with_every_page(site):
 
 @pytest.mark.slow
 def test_whole_site_with_the_api_reference_builds(tmp_path):
-    site = _build(tmp_path / "site", tmp_path / "doctrees")
+    site = _build(tmp_path)
     assert (site / "api.html").is_file()
     assert (site / "generated" / "hiercvx.hierarchy.Hierarchy.html").is_file()
     assert (site / "generated" / "hiercvx.formulations.hsvm.primal.html").is_file()
