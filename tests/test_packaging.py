@@ -47,3 +47,39 @@ def test_pip_install_into_a_fresh_venv_verifies(tmp_path):
     verify = subprocess.run([str(hiercvx), "verify", "--quick", "--quiet"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=3600)
     assert verify.returncode == 0, verify.stdout[-4000:] + verify.stderr[-4000:]
+
+
+def test_readme_is_a_users_page():
+    """The README: at most ~250 lines, the make targets named literally, no measurement
+    history (dates, sessions, commit hashes); the licence, changelog and citation files exist,
+    and the citation lists the five papers."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 260
+    assert "make demo" in text and "make test" in text and "docs/benchmarks.md" in text
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b|\bsession \d|\b[0-9a-f]{7}\b \(|tried", text)
+    assert "BSD 3-Clause" in (ROOT / "LICENSE").read_text()
+    assert "## Unreleased" in (ROOT / "CHANGELOG.md").read_text()
+    cff = (ROOT / "CITATION.cff").read_text()
+    for title in ("Multilabel Classification over Category Taxonomies",
+                  "Hierarchical Classification via Orthogonal Transfer", "Normalized Hierarchical SVM",
+                  "Large Margin Hierarchical Classification with Mutually Exclusive Class Membership",
+                  "EE6550 Machine Learning, Lecture 7: Multi-Class Classification"):
+        assert title in cff
+
+
+@pytest.mark.slow
+def test_readme_code_runs_and_prints_what_it_says(tmp_path):
+    """The README's Python blocks, run in order from the repository's directory, print the
+    numbers the README shows (the quick start needs the ImageCLEF07A files beside the
+    repository; skipped without them)."""
+    if not (ROOT.parent / "shared" / "data" / "hmc" / "ImCLEF07A_Train.arff").is_file():
+        pytest.skip("ImageCLEF07A not found beside the repository")
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    script = tmp_path / "readme.py"
+    script.write_text("\n".join(blocks))
+    out = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=1800)
+    assert out.returncode == 0, out.stderr[-4000:]
+    for shown in ("hierarchical F1 0.765", "relative gap", "25.979305 25.979305",
+                  "primal 28.130353  dual 28.130353", "(4.10)"):
+        assert shown in out.stdout, shown
