@@ -190,7 +190,9 @@ def path_weights(H: Hierarchy, method: str = "power", rho: float = 2.0, T=None,
 
 
 def resolve_alpha(alpha, H: Hierarchy, T=None):
-    """``(alpha, T)`` for :func:`hiercvx.models.nhsvm.prepare`: an array passes through; a
+    """Path weights and their T for the model's prepare.
+
+    Returns ``(alpha, T)`` for :func:`hiercvx.models.nhsvm.prepare`: an array passes through; a
     method name or None (``"power"`` on trees, ``"dag"`` with ``T = 1.5`` on DAGs) is solved by
     the model's closed form when it applies (:func:`~hiercvx.models.nhsvm.path_weights_route`),
     else by :func:`path_weights`; ``T`` is the one the weights satisfy."""
@@ -208,9 +210,11 @@ def resolve_alpha(alpha, H: Hierarchy, T=None):
 def prepare(X, Y, H: Hierarchy, alpha=None, variant: str = "nhsvm", *, multilabel: bool | None = None,
             loss=None, T=None, fit_intercept: bool = False, intercept_scaling: float = 1.0,
             check_input: bool = True) -> _model.NHSVMModel:
-    """:func:`hiercvx.models.nhsvm.prepare` with ``alpha`` resolved by :func:`resolve_alpha`:
-    any path-weight method on any hierarchy (the CVXPY programs where the model's numpy routes
-    stop).  Same parameters and result."""
+    """Validate NHSVM inputs once, with the path weights solved first.
+
+    :func:`hiercvx.models.nhsvm.prepare` with ``alpha`` resolved by :func:`resolve_alpha`: any
+    path-weight method on any hierarchy (the CVXPY programs where the model's closed form does
+    not apply).  Same parameters and result."""
     alpha, T = resolve_alpha(alpha, H, T)
     return _model.prepare(X, Y, H, alpha=alpha, variant=variant, multilabel=multilabel, loss=loss,
                           T=T, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
