@@ -52,7 +52,7 @@ nx.draw_networkx_nodes(tree, pos, nodelist=inner, node_color="0.85", node_size=2
 leaves = list(recall)
 artist = nx.draw_networkx_nodes(tree, pos, nodelist=leaves, node_size=420, ax=ax,
                                 node_color=[recall[v] for v in leaves], cmap="RdYlGn",
-                                vmin=0.0, vmax=1.0)
+                                vmin=0.5, vmax=1.0)
 nx.draw_networkx_labels(tree, pos, font_size=8, ax=ax)
 top = max(confusions.values())
 conf_graph = nx.DiGraph()
