@@ -35,11 +35,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from . import inference
 from . import methods as registry
 from .exceptions import HierCVXError, SolverUnavailableError
 from .reference import gurobi_licence
 from .result import comparison_scale
 from .testing import fast_vs_reference
+from .testing.inference import inference_problems
 
 __all__ = ["Row", "verify", "verify_inference", "verify_method", "format_table", "write_json",
            "DUAL_RTOL"]
@@ -170,9 +172,6 @@ def verify_inference(quick: bool = True, progress=None) -> list[Row]:
     DAG): the certified CVXPY reference (:func:`hiercvx.inference.reference`) against each fast
     route of :func:`hiercvx.inference.best_label_set` (tree DP, HiGHS ILP, LP with ILP fallback,
     enumeration).  Objectives are ``-sum_i (s(y_i) + Delta(y_i, t_i))``: the program's cost."""
-    from . import inference
-    from .testing.inference import inference_problems
-
     rows = []
     for problem in inference_problems(seed=0, n=12 if quick else 40):
         try:

@@ -16,11 +16,11 @@ import scipy.sparse as sp
 from ..models.orthogonal import PairModel
 from ..reference import check_size
 
-__all__ = ["_margin_constraint", "_estimate", "_representer_basis", "_features", "_node_rows", "_bias_columns",
-           "_objective_augmented", "_Recovered"]
+__all__ = ["margin_constraint", "estimate", "_representer_basis", "features", "_node_rows", "bias_columns",
+           "objective_augmented", "Recovered"]
 
 
-def _margin_constraint(model: PairModel, F, V, xi):
+def margin_constraint(model: PairModel, F, V, xi):
     """The rows ``<w_pos - w_neg, x> + xi_s / Delta_p >= 1`` as one sparse matrix inequality.
 
     ``F`` are the features used by the variable ``V`` (``(n_vars, r)`` weights of
@@ -46,7 +46,7 @@ def _margin_constraint(model: PairModel, F, V, xi):
     return D @ cp.vec(scores, order="C") + E @ xi >= np.ones(P)
 
 
-def _estimate(model: PairModel, r: int, what: str, max_size, extra_vars=0, extra_rows=0, extra_nnz=0):
+def estimate(model: PairModel, r: int, what: str, max_size, extra_vars=0, extra_rows=0, extra_nnz=0):
     d = model.data
     n_vars = len(model.var_nodes)
     nnz = 3 * d.n_pairs + model.n_samples * n_vars * r + d.n_classes * n_vars * model.n_samples
@@ -73,7 +73,7 @@ def _representer_basis(X):
     return U[:, keep] * s[keep], Vt[keep]
 
 
-def _features(X, representer: bool | None):
+def features(X, representer: bool | None):
     """``(F, basis)``: the features the SDP's variable multiplies -- X itself (``basis`` None)
     or its representer coordinates (Theorem 3; default when ``n_features > n_samples``)."""
     use_rep = (X.shape[1] > X.shape[0]) if representer is None else bool(representer)
@@ -90,7 +90,7 @@ def _node_rows(model: PairModel) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(k), (model.var_nodes, np.arange(k))), shape=(len(model.H), k))
 
 
-def _bias_columns(model: PairModel, V):
+def bias_columns(model: PairModel, V):
     """``(V~, intercept)``: with ``fit_intercept`` the weights ``V~ = [V, b / s]`` of the
     augmented features, ``b`` a new variable (one bias per weighted node), and the per-node
     intercept expression (``b`` on the rows of ``var_nodes``, 0 elsewhere); without,
@@ -103,13 +103,13 @@ def _bias_columns(model: PairModel, V):
     return V_aug, _node_rows(model) @ b
 
 
-def _objective_augmented(model: PairModel, W_aug, C: float) -> float:
+def objective_augmented(model: PairModel, W_aug, C: float) -> float:
     """(7) at augmented weights ``[W, b / s]`` (the recovered points of the duals)."""
     W, b = model.split_weights(W_aug)
     return model.objective(W, C=C, intercept=b if model.fit_intercept else None)
 
 
-class _Recovered:
+class Recovered:
     """A value of ``sol.values`` that no CVXPY variable holds: ``value`` recomputes it from the
     solved variables (the duals' intercept, ``s`` times the last column of the recovered
     ``W~``); ``shape`` as a variable's."""

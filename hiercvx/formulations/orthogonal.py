@@ -60,12 +60,12 @@ from ..models.orthogonal import (METHODS, NonConvexKError, PairModel, check_conv
 from ..describe import Symbol
 from ..reference import Formulation, ReferenceProblem, check_size
 from ._orthogonal_parts import (
-    _bias_columns,
-    _estimate,
-    _features,
-    _margin_constraint,
-    _objective_augmented,
-    _Recovered,
+    bias_columns,
+    estimate,
+    features,
+    margin_constraint,
+    objective_augmented,
+    Recovered,
 )
 
 logger = logging.getLogger(__name__)
@@ -402,7 +402,7 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
     X, K = model.X_features, model.K
     m = len(model.H) - 1
     n = X.shape[0]
-    F, basis = _features(X, representer)
+    F, basis = features(X, representer)
     # the bias column joins the features: x~ = [F, s] (the representer coordinates of x and
     # the constant stay orthonormal coordinates of x~, so Theorem 3 loses nothing)
     s = model.bias_scaling
@@ -410,7 +410,7 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
     r = F_aug.shape[1]
     pi, pj = np.nonzero(np.triu(K, 1))
     Kp = K[pi, pj]
-    _estimate(model, r, "the orthogonal-transfer SDP (4)", max_size,
+    estimate(model, r, "the orthogonal-transfer SDP (4)", max_size,
               extra_vars=m * (m + 1) // 2 + len(pi), extra_rows=2 * len(pi) + (m + r) ** 2,
               extra_nnz=4 * len(pi) + (m + r) ** 2)
 
@@ -418,8 +418,8 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
     V = cp.Variable((m, F.shape[1]), name="V")
     G = cp.Variable((m, m), symmetric=True, name="G")
     xi = cp.Variable(n, name="xi")
-    V_aug, intercept = _bias_columns(model, V)
-    margin_rows = _margin_constraint(model, F_aug, V_aug, xi)
+    V_aug, intercept = bias_columns(model, V)
+    margin_rows = margin_constraint(model, F_aug, V_aug, xi)
     nonneg = xi >= 0
     lift = cp.bmat([[np.eye(r), V_aug.T], [V_aug, G]]) >> 0
     penalty = 0.5 * (np.diag(K) @ cp.diag(G))
@@ -473,12 +473,12 @@ def _qp_from_model(model: PairModel, Cval: float, name: str, max_size) -> Refere
     t0 = time.perf_counter()
     X = model.X_features
     n_vars = len(model.var_nodes)
-    _estimate(model, model.X.shape[1], name, max_size)
+    estimate(model, model.X.shape[1], name, max_size)
     Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
     V = cp.Variable((n_vars, X.shape[1]), name="W")
     xi = cp.Variable(model.data.n_samples, name="xi")
-    V_aug, intercept = _bias_columns(model, V)
-    margin_rows = _margin_constraint(model, model.X, V_aug, xi)
+    V_aug, intercept = bias_columns(model, V)
+    margin_rows = margin_constraint(model, model.X, V_aug, xi)
     nonneg = xi >= 0
     reg = 0.5 * cp.sum_squares(V_aug)
     if model.method == "transfer":  # I + E^T E: a sum of squares, DCP as written
@@ -647,7 +647,7 @@ def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -
     m = K.shape[0]
     # the dual is (4)'s on the augmented features (x~ = [x, s] with an intercept); the
     # representer default follows the features as given, as in the primal
-    F, basis = _features(model.X, model.n_features > model.n_samples if representer is None
+    F, basis = features(model.X, model.n_features > model.n_samples if representer is None
                          else representer)
     r = F.shape[1]
     P = model.data.n_pairs
@@ -682,10 +682,10 @@ def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -
         return [W for W in (from_dual_point(v), from_lift_multiplier()) if W is not None]
 
     def objective(v):  # both recoveries are feasible points of (4): the better one bounds
-        return min(_objective_augmented(model, W, float(Cp.value)) for W in candidates(v))
+        return min(objective_augmented(model, W, float(Cp.value)) for W in candidates(v))
 
     def augmented(v):  # the better recovered W~ = [W, b / s]
-        return min(candidates(v), key=lambda W: _objective_augmented(model, W, float(Cp.value)))
+        return min(candidates(v), key=lambda W: objective_augmented(model, W, float(Cp.value)))
 
     def intercept():
         if alpha.value is None or S.value is None:
@@ -694,7 +694,7 @@ def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -
 
     variables = {"alpha": alpha, "S": S, "T": T}
     if model.fit_intercept:
-        variables["intercept"] = _Recovered((len(model.H),), intercept)
+        variables["intercept"] = Recovered((len(model.H),), intercept)
     return ReferenceProblem(
         problem, variables=variables, objective=objective,
         lower_bound=lambda v, duals: model.lower_bound((v["alpha"], v["S"]), C=float(Cp.value)),
@@ -733,10 +733,10 @@ def _qp_dual_from_model(model: PairModel, Cval: float, max_size) -> ReferencePro
 
     variables = {"alpha": alpha}
     if model.fit_intercept:
-        variables["intercept"] = _Recovered((len(model.H),), intercept)
+        variables["intercept"] = Recovered((len(model.H),), intercept)
     return ReferenceProblem(
         problem, variables=variables,
-        objective=lambda v: _objective_augmented(model, augmented(v["alpha"]), float(Cp.value)),
+        objective=lambda v: objective_augmented(model, augmented(v["alpha"]), float(Cp.value)),
         lower_bound=lambda v, duals: model.lower_bound(v["alpha"], C=float(Cp.value)),
         weights=lambda v: model.split_weights(augmented(v["alpha"]))[0], constraints={"budget": budget},
         parameters={"C": Cp}, name=f"{_NAMES.get(model.method, 'TREELOSS (section 5)')}, dual",

@@ -9,14 +9,14 @@ from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy
 
 
-def _check_hierarchy(H) -> Hierarchy:
+def check_hierarchy(H) -> Hierarchy:
     if not isinstance(H, Hierarchy):
         raise InputError(f"H must be a hiercvx.Hierarchy, got {type(H).__name__}; build one with "
                          "Hierarchy.from_parents / from_edges / from_paths")
     return H
 
 
-def _check_scores(scores, H: Hierarchy, name: str = "scores") -> tuple[np.ndarray, bool]:
+def check_scores(scores, H: Hierarchy, name: str = "scores") -> tuple[np.ndarray, bool]:
     """Scores as a float ``(n_samples, n_nodes)`` array, and whether the input was 1-D."""
     if sp.issparse(scores):
         scores = scores.toarray()
@@ -44,7 +44,7 @@ def _check_scores(scores, H: Hierarchy, name: str = "scores") -> tuple[np.ndarra
     return arr, single
 
 
-def _check_indicator(indicator, H: Hierarchy, name: str) -> np.ndarray:
+def check_indicator(indicator, H: Hierarchy, name: str) -> np.ndarray:
     """A 0/1 (or bool) array over ``H.nodes`` as bool, 1-D or 2-D (not reshaped)."""
     if sp.issparse(indicator):
         indicator = indicator.toarray()

@@ -18,7 +18,7 @@ import numpy as np
 from ..exceptions import InputError, SolverError, SolverUnavailableError
 from ..hierarchy import Hierarchy
 from ..result import OPTIMAL, Solution
-from ._checks import _check_hierarchy, _check_scores
+from ._checks import check_hierarchy, check_scores
 from .labelsets import enumerate_label_sets, is_valid_label_set, label_set_scores
 from .losses import loss_augmented_scores
 from .options import Options, resolve
@@ -126,8 +126,8 @@ def reference(scores, H: Hierarchy, *, loss=None, true_indicator=None, relaxatio
     """
     options = resolve(options, integrality_tol=integrality_tol)
     integrality_tol = options.integrality_tol
-    H = _check_hierarchy(H)
-    S, single = _check_scores(scores, H)
+    H = check_hierarchy(H)
+    S, single = check_scores(scores, H)
     if (loss is None) != (true_indicator is None):
         raise InputError("loss-augmented inference needs both loss= and true_indicator=")
     constant = np.zeros(S.shape[0])

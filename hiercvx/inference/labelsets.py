@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemTooLargeError
 from ..hierarchy import Hierarchy
-from ._checks import _check_hierarchy, _check_indicator, _check_scores
+from ._checks import check_hierarchy, check_indicator, check_scores
 from .options import Options
 
 __all__ = ["label_set_scores", "is_valid_label_set", "auto_method", "enumerate_label_sets",
@@ -35,8 +35,8 @@ def is_valid_label_set(indicator, H: Hierarchy) -> np.ndarray:
     internal node has a chosen child, and at least one leaf is chosen.  Returns a bool array
     of shape ``(n_samples,)`` (length 1 for a 1-D input).
     """
-    H = _check_hierarchy(H)
-    Z = np.atleast_2d(_check_indicator(indicator, H, "indicator"))
+    H = check_hierarchy(H)
+    Z = np.atleast_2d(check_indicator(indicator, H, "indicator"))
     parent, child = H.edge_index[:, 0], H.edge_index[:, 1]
     closed = ~np.any(Z[:, child] & ~Z[:, parent], axis=1)
     internal = ~H.leaf_mask
@@ -70,7 +70,7 @@ def enumerate_label_sets(H: Hierarchy, max_nodes: int | None = None) -> np.ndarr
     ``H.leaf_indices``).  Refuses hierarchies with more than ``max_nodes`` nodes (default
     :attr:`Options.enumerate_max_nodes`).
     """
-    H = _check_hierarchy(H)
+    H = check_hierarchy(H)
     max_nodes = Options().enumerate_max_nodes if max_nodes is None else int(max_nodes)
     if len(H) > max_nodes:
         raise ProblemTooLargeError(
@@ -95,8 +95,8 @@ def best_leaf(scores, H: Hierarchy, return_indicator: bool = False):
     ``(n_samples,)`` int array; ties go to the first leaf in ``H.nodes`` order.  With
     ``return_indicator=True`` returns the bool indicator of ``anc(l)`` instead.
     """
-    H = _check_hierarchy(H)
-    S, single = _check_scores(scores, H)
+    H = check_hierarchy(H)
+    S, single = check_scores(scores, H)
     leaves = H.leaf_indices
     anc_of_leaf = H.ancestor_matrix[leaves].astype(float)       # (n_leaves, M)
     path_sums = np.asarray((anc_of_leaf @ S.T).T)                # (n, n_leaves)

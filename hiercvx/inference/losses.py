@@ -14,7 +14,7 @@ import numpy as np
 
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy
-from ._checks import _check_hierarchy, _check_indicator, _check_scores
+from ._checks import check_hierarchy, check_indicator, check_scores
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class DecomposableLoss:
         section 7.1 (its per-node terms are the ``+-1`` leaf terms of ``r_n`` below (19)).
         ``weight``: a scalar or one weight per node (multiplies both error kinds).
         """
-        H = _check_hierarchy(H)
+        H = check_hierarchy(H)
         if on == "nodes":
             mask = np.ones(len(H))
         elif on == "leaves":
@@ -115,9 +115,9 @@ def loss_augmented_scores(scores, H: Hierarchy, true_indicator, loss="leaf_hammi
     of per-node costs (symmetric Hamming with those weights).  ``true_indicator``: bool over
     ``H.nodes``, 1-D (shared by all samples) or ``(n_samples, n_nodes)``.
     """
-    H = _check_hierarchy(H)
-    arr, single = _check_scores(scores, H)
-    t = _check_indicator(true_indicator, H, "true_indicator")
+    H = check_hierarchy(H)
+    arr, single = check_scores(scores, H)
+    t = check_indicator(true_indicator, H, "true_indicator")
     if t.ndim == 2 and (single or t.shape[0] != arr.shape[0]):
         raise LabelError(f"true_indicator has {t.shape[0]} rows but scores has "
                          f"{1 if single else arr.shape[0]} sample(s); give one true set per sample "

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from ..exceptions import HierarchyError, InputError, SolverError
 from ..hierarchy import Hierarchy
-from ._checks import _check_hierarchy, _check_scores
+from ._checks import check_hierarchy, check_scores
 from .bounds import DagBounds
 from .labelsets import auto_method, enumerate_label_sets, is_valid_label_set, label_set_scores
 from .losses import loss_augmented_scores
@@ -86,7 +86,7 @@ class LabelSetOracle:
     def __init__(self, H: Hierarchy, method: str = "auto", *, solver: str | None = None,
                  max_nodes: int | None = None, integrality_tol: float | None = None,
                  presolve: bool = True, options: Options | None = None):
-        self.H = _check_hierarchy(H)
+        self.H = check_hierarchy(H)
         self.options = resolve(options, enumerate_max_nodes=max_nodes,
                                integrality_tol=integrality_tol)
         max_nodes = self.options.enumerate_max_nodes
@@ -149,7 +149,7 @@ class LabelSetOracle:
         ``options.progress_from`` samples).
         """
         H = self.H
-        S, single = _check_scores(scores, H)
+        S, single = check_scores(scores, H)
         constant = np.zeros(S.shape[0])
         if (loss is None) != (true_indicator is None):
             raise InputError("loss-augmented inference needs both loss= and true_indicator= "

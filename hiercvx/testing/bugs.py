@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import methods as registry
 from ..methods import Method
 from .check import SolverCheckError, check_solver
-from .diagnose import _own_node_attributes
-from .diagnostics import read_result
+from .diagnose import own_node_attributes
+from .diagnostics import objective_at, read_result
 from .problems import Problem, as_method, problems_for
 
 __all__ = ["BUGS", "Bug", "KillRow", "answer_of", "format_kill_matrix", "kill_matrix"]
@@ -79,8 +80,6 @@ def _scaled_answer(a: dict, t: float) -> dict:
 def _stopped_early(p: Problem):
     """The point ``t W*`` on the way from ``W = 0`` (where dual and first-order methods start)
     to the optimum whose relative objective excess is 1e-2: a solver stopped at that gap."""
-    from .diagnostics import objective_at
-
     best = answer_of(p.reference())
     f_star = float(p.reference().objective)
     target = f_star + 1e-2 * max(abs(f_star), 1e-12)
@@ -170,7 +169,7 @@ BUGS = (
     Bug("other_rescaling", "the other rescaling", "other_rescaling",
         _neighbour({"rescaling": "margin"}), methods=("hsvm",)),
     Bug("ancestors_missing", "class attributes without ancestors", "ancestors_missing",
-        _neighbour(lambda p: _own_node_attributes(p)[0][0]), methods=("hsvm",)),
+        _neighbour(lambda p: own_node_attributes(p)[0][0]), methods=("hsvm",)),
     Bug("row_zeroed", "one node's / class's weights zeroed", "row_zeroed", _damaged(_zero_row)),
     Bug("rows_permuted", "two weight rows swapped", "rows_permuted", _damaged(_permute_rows)),
     Bug("one_percent_off", "every weight 1% off", "weights_scaled", _damaged(_one_percent_off)),
@@ -238,8 +237,6 @@ def _run_bug(method: Method, bug: Bug, problems: list, rtol: float) -> KillRow:
 def kill_matrix(methods=None, bugs=None, rtol: float = 1e-4, seed: int = 0) -> list:
     """The :class:`KillRow` of every (method, bug) that applies, over the generated problems of
     each method (its built-in cases and option probes at ``seed``)."""
-    from .. import methods as registry
-
     chosen = [as_method(m) for m in (methods or registry.names())]
     wanted = [b for b in BUGS if bugs is None or b.key in bugs]
     rows = []

@@ -25,7 +25,7 @@ from ._judge import judge_weights
 from .diagnostics import UserResult, objective_at, read_result, row_labels
 from .problems import Problem
 
-__all__ = ["Diagnosis", "MISTAKES", "Mistake", "diagnose"]
+__all__ = ["Diagnosis", "MISTAKES", "Mistake", "diagnose", "optimal_for", "own_node_attributes"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def _other_losses(p: Problem):
             for name in ("zero_one", "symmetric_difference", "half_symmetric") if name != current]
 
 
-def _own_node_attributes(p: Problem):
+def own_node_attributes(p: Problem):
     """Class attributes with each class's ancestors dropped: only its own node's column."""
     scheme = p.model_options.get("attributes", "class_depth")
     if not isinstance(scheme, str) or p.H is None:
@@ -162,7 +162,7 @@ MISTAKES = (
     Mistake("intercept_unregularized", "intercept not regularized", _intercept_unregularized),
     Mistake("intercept_scaled", "intercept scaled differently", _intercept_scaled),
     Mistake("other_loss", "another loss", _other_losses),
-    Mistake("ancestors_missing", "class attributes without ancestors", _own_node_attributes),
+    Mistake("ancestors_missing", "class attributes without ancestors", own_node_attributes),
     Mistake("other_attributes", "other class attributes", _other_attributes),
     Mistake("other_rescaling", "the other rescaling", _other_rescaling),
     Mistake("option_ignored", "a model option ignored", _options_ignored),
