@@ -6,8 +6,9 @@ regularizer, so the problem on ``X`` at ``C`` is the problem on unit-scale featu
 ``C * s^2``: features in raw units (counts, expression values, pixel sums) with the default
 ``C = 1`` are a hard-margin problem in disguise, which no number of iterations of a first-order
 or dual method finishes.  The measure is ``C * max_i ||x_i||^2`` (``max_i ||x_i||^2 / lam`` for
-the methods with ``lam``), about the number of features for standardized data; over
-:data:`HARD_MARGIN_LOAD` the warning carries the advice.
+the methods with ``lam``), about the number of features for standardized data; over ``limit``
+(default 1e9: a million times the value of standardized data with a thousand features) the
+warning carries the advice.
 """
 
 from __future__ import annotations
@@ -20,11 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["HARD_MARGIN_LOAD", "scale_advice", "with_scale_advice"]
-
-#: ``C * max_i ||x_i||^2`` above which a stalled fit is blamed on the data's scale: a million
-#: times the value of standardized data with a thousand features
-HARD_MARGIN_LOAD = 1e9
+__all__ = ["scale_advice", "with_scale_advice"]
 
 
 def _row_norms_max(X) -> float:
@@ -36,9 +33,9 @@ def _row_norms_max(X) -> float:
     return float(np.einsum("ij,ij->i", X, X).max(initial=0.0))
 
 
-def scale_advice(model, params: dict) -> str:
+def scale_advice(model, params: dict, limit: float = 1e9) -> str:
     """The sentence to add to a ``ConvergenceWarning`` when the model's data make the problem
-    nearly hard-margin (``""`` otherwise)."""
+    nearly hard-margin, ``C * max_i ||x_i||^2 > limit`` (``""`` otherwise)."""
     X = getattr(model, "X_features", None)
     X = getattr(model, "X", None) if X is None else X
     if X is None or not hasattr(X, "shape") or len(X.shape) != 2:
@@ -50,7 +47,7 @@ def scale_advice(model, params: dict) -> str:
         load, what = largest / float(params["lam"]), f"max_i ||x_i||^2 / lam = {largest:.3g} / {params['lam']:g}"
     else:
         return ""
-    if not np.isfinite(load) or load <= HARD_MARGIN_LOAD:
+    if not np.isfinite(load) or load <= limit:
         return ""
     return (f". The data are badly scaled for this problem: {what} = {load:.3g}, where "
             f"standardized features give about their number ({X.shape[1]}); it is the same problem "

@@ -30,10 +30,6 @@ from .problems import Problem, as_method, problems_for
 
 __all__ = ["Outcome", "SkippedProblemWarning", "SolverCheckError", "check_solver", "run_one"]
 
-#: sizes tried, smallest first, when shrinking a failing problem; at most this many attempts
-SHRINK_SIZES = (3, 4, 6, 8, 12, 16, 24)
-SHRINK_BUDGET = 14
-
 #: what each model option means, for the line naming the options every failing problem has
 OPTION_MEANING = {
     "sample_weight": "sample i's loss is weighted by C * sample_weight_i",
@@ -233,14 +229,17 @@ def _as_problems(method, problems, random_state: int, structures) -> list:
     return out
 
 
-def shrink(fit, outcome: Outcome, rtol: float, weight_rtol: float) -> Outcome:
-    """The smallest failing variant of a failing generated problem: fewer samples first, then
-    fewer features (same structure, options and seed); ``outcome`` itself when none is smaller."""
+def shrink(fit, outcome: Outcome, rtol: float, weight_rtol: float,
+           sizes=(3, 4, 6, 8, 12, 16, 24), budget: int = 14) -> Outcome:
+    """The smallest failing variant of a failing generated problem: fewer samples first (the
+    ``sizes`` below the problem's, smallest first), then fewer features (same structure,
+    options and seed), at most ``budget`` re-runs of ``fit``; ``outcome`` itself when none is
+    smaller."""
     problem = outcome.problem
     if problem.template is None:
         return outcome
-    best, budget = outcome, SHRINK_BUDGET
-    for n in (s for s in SHRINK_SIZES if s < problem.n):
+    best = outcome
+    for n in (s for s in sizes if s < problem.n):
         budget -= 1
         if budget < 0:
             break
