@@ -421,6 +421,11 @@ class _Context:
     t0: float
 
 
+#: the default of ``solve``'s tolerance keywords: take the value from ``options`` (an explicit
+#: ``None`` is a bad value and is refused, like any other)
+_FROM_OPTIONS = object()
+
+
 class ReferenceProblem:
     """A CVXPY problem declared from a paper, with its certification routes.
 
@@ -511,8 +516,8 @@ class ReferenceProblem:
         """The objective recomputed in numpy at the given variable values."""
         return float(self._objective(values))
 
-    def solve(self, solver: str | None = None, *, gap_tol: float | None = None,
-              feas_tol: float | None = None, verbose: bool = False, options: Options | None = None,
+    def solve(self, solver: str | None = None, *, gap_tol: float = _FROM_OPTIONS,
+              feas_tol: float = _FROM_OPTIONS, verbose: bool = False, options: Options | None = None,
               **solver_options) -> ReferenceSolution:
         """Solve, certify, and return a :class:`ReferenceSolution` (or raise ``SolverError``).
 
@@ -544,7 +549,8 @@ class ReferenceProblem:
         options = options if options is not None else Options()
         if not isinstance(options, Options):
             raise InputError(f"options must be a hiercvx.reference.Options, got {type(options).__name__}")
-        changes = {k: v for k, v in (("gap_tol", gap_tol), ("feas_tol", feas_tol)) if v is not None}
+        changes = {k: v for k, v in (("gap_tol", gap_tol), ("feas_tol", feas_tol))
+                   if v is not _FROM_OPTIONS}
         options = replace(options, **changes) if changes else options
         if solver is not None or solver_options:  # options are solver-specific: no fallback
             return self._solve_with(choose_solver(self.problem, solver), options, verbose,

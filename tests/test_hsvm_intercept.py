@@ -163,7 +163,7 @@ def test_a_solver_without_the_intercept_is_diagnosed():
     msg = str(info.value)
     assert msg.startswith("check_solver('hsvm') failed on ")
     assert "your intercept differs from the optimum's" in msg
-    assert "diagnosis: the intercept (bias) is not fitted" in msg
+    assert "diagnosis: the intercept is not fitted" in msg
 
 
 def test_kkt_report_and_objective_take_weights_and_intercept():
