@@ -10,6 +10,7 @@ from .. import targets
 from .._validation import check_hierarchy_argument, check_not_complex, check_positive, check_target
 from ..exceptions import InputError, InputTypeError
 from ..kernels import check_psd
+from ..metrics import node_scores
 from ..result import check_iteration_options
 from ._labels import read_test_labels
 # target handling lives in the core (hiercvx.targets); re-exported for the estimators
@@ -136,6 +137,26 @@ def predict_from_scores(scores: np.ndarray, classes: np.ndarray, multilabel: boo
     gaps = scores.max(axis=1, keepdims=True) - scores
     pred = gaps <= threshold
     return [frozenset(classes[row].tolist()) for row in pred]
+
+
+class NodeScoresMixin:
+    """``node_decision_function``: a score per node of the hierarchy, for the ranking measures
+    of the hierarchical multi-label literature (AU(PRC), :func:`hiercvx.metrics.au_prc`)."""
+
+    def node_decision_function(self, X):
+        """Scores ``(n_samples, n_nodes)`` over the nodes of the ``hierarchy`` the estimator was
+        given (``hierarchy.nodes`` order): a node scores as the best class at or below it
+        (:func:`hiercvx.metrics.node_scores` of the class scores), so no node scores above its
+        ancestors and every threshold gives an ancestor-closed label set."""
+        H = getattr(self, "hierarchy", None)
+        if H is None:
+            raise InputError(f"{type(self).__name__} was fitted without a hierarchy: node scores need "
+                             "one (give hierarchy=H), or use decision_function for the classes")
+        scorer = getattr(self, "class_scores", None) or self.decision_function
+        S = np.asarray(scorer(X), dtype=float)
+        if S.ndim == 1:  # the binary convention of decision_function: one column
+            S = np.column_stack([-S, S])
+        return node_scores(S, list(self.classes_), H)
 
 
 class LabelSetScoreMixin:

@@ -26,7 +26,8 @@ from sklearn.utils.validation import check_is_fitted
 from .. import methods
 from ..exceptions import InputError
 from ..result import check_iteration_options
-from ._base import LabelSetScoreMixin, check_solver_options, validate_training_X, validate_X
+from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, validate_training_X,
+                    validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
 
@@ -37,7 +38,8 @@ _SHARED = methods.parts("shared_norm")
 __all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
 
 
-class _NodeScoreClassifier(LightPickleMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
+class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin,
+                           BaseEstimator):
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
     def _check_common(self) -> float:

@@ -24,7 +24,7 @@ from .. import methods
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..result import check_iteration_options
-from ._base import SOLVERS, validate_training_X, validate_X
+from ._base import NodeScoresMixin, SOLVERS, validate_training_X, validate_X
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_test_labels, read_training_labels, user_names
 
@@ -38,7 +38,7 @@ _TOP_DOWN = ("orthogonal", "hiermult", "transfer")
 FAST_SOLVERS = ("dual_cd", "rda")
 
 
-class OrthogonalTransferSVC(LightPickleMixin, ClassifierMixin, BaseEstimator):
+class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical SVM with orthogonal transfer (Zhou, Xiao, Wu), or one of its baselines.
 
     Parameters

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import methods
 from ..bias import ShiftedKernel, bias_scaling, with_bias
 from ..kernels import make_kernel
-from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
+from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
                     fit_label_set_threshold, predict_from_scores, validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
@@ -30,7 +30,7 @@ _PARTS = methods.parts("hsvm")
 __all__ = ["HierarchicalSVC", "MulticlassSVC", "MarginSVC", "ShiftedKernel", "with_bias"]
 
 
-class MarginSVC(LightPickleMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
+class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the pairwise-ranking classifiers (subclasses fix the model options;
     :class:`~hiercvx.estimators.HierarchicalPerceptron` reuses the scoring)."""
 

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from ..exceptions import LabelError, ProblemTooLargeError
 from ..kernels import median_heuristic
-from ._base import (LabelSetScoreMixin, check_solver_options, check_training_weights,
+from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
                     ravel_column_target, validate_training_X, validate_X)
 from ._habits import reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
@@ -116,7 +116,7 @@ def top_down_ranking(H, local: dict, classes, paths=None) -> np.ndarray:
     return (q - 1 - class_pos).astype(float)
 
 
-class TopDownSVC(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
+class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Divide-and-conquer SVM (Cai thesis 7.4.2): a Crammer-Singer SVM at every internal node
     over its children, applied top-down from the root.
 
