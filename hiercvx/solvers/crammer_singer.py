@@ -73,16 +73,22 @@ __all__ = ["Options", "solve"]
 
 @dataclass(frozen=True)
 class Options:
-    """Settings of the Crammer–Singer solver.  Each default with its reason:
+    """Settings of the Crammer–Singer solver.  Each default with its reason.
 
-    check_every : least number of passes between certificates (more when a certificate is
-        expensive relative to a pass, :class:`~.primitives.CertificateSchedule`).
-    polish : take step 8b (the face step, :mod:`.margin_polish`) when the support settles:
-        coordinate descent converges slowly near the optimum of nearly hard-margin problems.
-    threshold : the violation threshold of the passes is this share of the psi that certifies
-        ``tol`` (``gap <= sum_i C_i psi_i``); LIBLINEAR likewise fixes a small threshold and
-        shrinks (Keerthi et al. 2008).
-    dual : the dual state's and step 8b's settings (:class:`.margin_dual.Options`).
+    Attributes
+    ----------
+    check_every : int
+        Least number of passes between certificates (more when a certificate is expensive
+        relative to a pass, :class:`~.primitives.CertificateSchedule`).
+    polish : bool
+        Take step 8b (the face step, :mod:`.margin_polish`) when the support settles: coordinate
+        descent converges slowly near the optimum of nearly hard-margin problems.
+    threshold : float
+        The violation threshold of the passes is this share of the psi that certifies ``tol``
+        (``gap <= sum_i C_i psi_i``); LIBLINEAR likewise fixes a small threshold and shrinks
+        (Keerthi et al. 2008).
+    dual : margin_dual.Options
+        The dual state's and step 8b's settings (:class:`.margin_dual.Options`).
     """
 
     check_every: int = 10

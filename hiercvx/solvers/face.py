@@ -54,17 +54,24 @@ __all__ = ["FaceRows", "FaceSolver", "Options", "face_rows"]
 class Options:
     """Settings of :class:`FaceSolver`.
 
-    ridge : relative ridge on the face matrix: ``(M + eps I) lam = rhs + eps lam_0`` picks,
-        on a singular (degenerate) face, the maximizer nearest to the current point ``lam_0``;
-        1e-12 is a few hundred roundings of the mean diagonal entry.
-    threaded_rows : face matrices with at least this many rows are formed and factorized with
-        every BLAS thread (below it, threads only synchronise).
-    update_share : a round reuses the last factor when its bordered solve costs at most this
-        share of a fresh factorization (``m0^2`` per changed row against ``m^3 / 3``): the
-        longer route must pay for its extra solves and refinement.
-    update_rtol : the bordered answer is kept when its residual against the new system is at
-        most this, relative to ``|M| |lam| + |rhs|`` (a fresh Cholesky solve's accuracy).
-    update_refine : iterative refinements of the bordered answer before it is dropped.
+    Attributes
+    ----------
+    ridge : float
+        Relative ridge on the face matrix: ``(M + eps I) lam = rhs + eps lam_0`` picks, on a
+        singular (degenerate) face, the maximizer nearest to the current point ``lam_0``; 1e-12
+        is a few hundred roundings of the mean diagonal entry.
+    threaded_rows : int
+        Face matrices with at least this many rows are formed and factorized with every BLAS
+        thread (below it, threads only synchronise).
+    update_share : float
+        A round reuses the last factor when its bordered solve costs at most this share of a
+        fresh factorization (``m0^2`` per changed row against ``m^3 / 3``): the longer route
+        must pay for its extra solves and refinement.
+    update_rtol : float
+        The bordered answer is kept when its residual against the new system is at most this,
+        relative to ``|M| |lam| + |rhs|`` (a fresh Cholesky solve's accuracy).
+    update_refine : int
+        Iterative refinements of the bordered answer before it is dropped.
     """
 
     ridge: float = 1e-12

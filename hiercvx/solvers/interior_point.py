@@ -83,34 +83,47 @@ _FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @dataclass(frozen=True)
 class Options:
-    """Settings of the interior point.  Each default with its reason:
+    """Settings of the interior point.  Each default with its reason.
 
-    max_dimension : the largest primal dimension ``r d`` factorized densely (memory
-        ``8 (r d)^2`` bytes, 288 MB at 6000; a step then costs about ``(r d)^3 / 3 = 7e10``
-        multiply-adds, where the coordinate methods are the better choice above).
-    max_step_cost : above this many multiply-adds per Newton step (a few seconds of dense
-        BLAS) the coordinate methods are preferred (:func:`applicable`).
-    max_feature_entries : the dense features (or kernel factor) kept: at most this many
-        numbers (800 MB).
-    low_rank_rtol : a kernel factor may drop a PSD residual of this trace, relative to the
-        kernel's (a few hundred roundings: the certificate is computed on the full kernel).
-    low_rank_search_cost : multiply-adds the pivoted-Cholesky search for a low-rank kernel
-        factor may spend (``n max_rank^2``), a small share of one Newton step.
-    block : examples per block when the Newton matrix is accumulated (bounds the memory of
-        the ``T_i``).
-    gemm_min_features, gemm_max_rows : pair rows with more features than this and at most
-        that many rows form the Newton matrix by products ``F^T diag(t) F`` (compute-bound)
-        instead of per-example triangles (memory-bound).
-    keep_products : the feature products ``F_ij F_ij'`` are kept between Newton steps up to
-        this many numbers (160 MB).
-    step_fraction : the fraction of the step to the boundary taken (Mehrotra, "On the
-        implementation of a primal-dual interior point method", SIAM J. Optim. 2, 1992,
-        takes 0.99 and more): close to 1, yet the iterate stays strictly interior.
-    init : the starting multipliers use this share of every budget (well inside the box).
-    shift : the starting slacks lie this far above every pair's requirement at ``w = 0``.
-    max_correctors : Gondzio's centrality correctors per Newton step (Gondzio, "Multiple
-        centrality corrections in a primal-dual method for linear programming", Comput.
-        Optim. Appl. 6, 1996): each one more solve with the step's factorization.
+    Attributes
+    ----------
+    max_dimension : int
+        The largest primal dimension ``r d`` factorized densely (memory ``8 (r d)^2`` bytes, 288
+        MB at 6000; a step then costs about ``(r d)^3 / 3 = 7e10`` multiply-adds, where the
+        coordinate methods are the better choice above).
+    max_step_cost : float
+        Above this many multiply-adds per Newton step (a few seconds of dense BLAS) the
+        coordinate methods are preferred (:func:`applicable`).
+    max_feature_entries : float
+        The dense features (or kernel factor) kept: at most this many numbers (800 MB).
+    low_rank_rtol : float
+        A kernel factor may drop a PSD residual of this trace, relative to the kernel's (a few
+        hundred roundings: the certificate is computed on the full kernel).
+    low_rank_search_cost : float
+        Multiply-adds the pivoted-Cholesky search for a low-rank kernel factor may spend (``n
+        max_rank^2``), a small share of one Newton step.
+    block : int
+        Examples per block when the Newton matrix is accumulated (bounds the memory of the
+        ``T_i``).
+    gemm_min_features, gemm_max_rows : int
+        Pair rows with more features than this and at most that many rows form the Newton matrix
+        by products ``F^T diag(t) F`` (compute-bound) instead of per-example triangles
+        (memory-bound).
+    keep_products : float
+        The feature products ``F_ij F_ij'`` are kept between Newton steps up to this many
+        numbers (160 MB).
+    step_fraction : float
+        The fraction of the step to the boundary taken (Mehrotra, "On the implementation of a
+        primal-dual interior point method", SIAM J. Optim. 2, 1992, takes 0.99 and more): close
+        to 1, yet the iterate stays strictly interior.
+    init : float
+        The starting multipliers use this share of every budget (well inside the box).
+    shift : float
+        The starting slacks lie this far above every pair's requirement at ``w = 0``.
+    max_correctors : int
+        Gondzio's centrality correctors per Newton step (Gondzio, "Multiple centrality
+        corrections in a primal-dual method for linear programming", Comput. Optim. Appl. 6,
+        1996): each one more solve with the step's factorization.
     """
 
     max_dimension: int = 6000

@@ -61,45 +61,66 @@ __all__ = ["MarginDualState", "Options", "ROW_FASTMATH", "ScoreFactor", "choose_
 @dataclass(frozen=True)
 class Options:
     """Settings of the margin dual and of step 8b (:mod:`.margin_polish`, :mod:`.face_step`,
-    :mod:`.support_step`).  Each default with its reason:
+    :mod:`.support_step`).  Each default with its reason.
 
-    budget_rtol : an example's budget counts as not exhausted (``zeta_i > 0`` in thesis
-        (4.13)) below ``1 - budget_rtol`` of ``C_i``: above the rounding of a budget's sum.
-    settled_change : the working sets count as settled (the face identified, Algorithm 2
-        step 8b due) when at most this share of the support changed between two certificates.
-    max_cg : conjugate-gradient iterations of the Newton step on faces too large to factorize
+    Attributes
+    ----------
+    budget_rtol : float
+        An example's budget counts as not exhausted (``zeta_i > 0`` in thesis (4.13)) below
+        ``1 - budget_rtol`` of ``C_i``: above the rounding of a budget's sum.
+    settled_change : float
+        The working sets count as settled (the face identified, Algorithm 2 step 8b due) when at
+        most this share of the support changed between two certificates.
+    max_cg : int
+        Conjugate-gradient iterations of the Newton step on faces too large to factorize
         (Nocedal & Wright, *Numerical Optimization*, 2006, ch. 5-7: a truncated Newton step).
-    max_face : the face step factorizes a dense matrix with a row per support pair: at most
-        this many rows (``8 max_face^2`` bytes), else the Newton-CG step.
-    face_rounds : rounds of face corrections per face step, a primal-dual active-set method
-        (Hintermüller, Ito & Kunisch, SIAM J. Optim. 13, 2002) that ends in few rounds once
-        the face is nearly right ...
-    face_change : ... continued while at most this share of the face changes in a round (more
-        means the passes have not identified it yet) ...
-    face_change_pairs : ... plus this many pairs (small faces).
-    face_rounds_max : rounds past ``face_rounds`` while the changes keep shrinking ...
-    face_finish : ... and stay under this share of the face (the last few changes).
-    face_wait : after exact steps that did not halve the gap, the passes get up to this many
-        times a step's cost before the next one (the work lost to early steps stays a bounded
-        share, as in ski rental).
-    face_speedup : a dense Cholesky factorization runs about this many more multiply-adds per
-        second than the passes (BLAS level 3 against scattered level-1 updates); converts a
-        step's cost into the passes' units.
-    support_rounds : rounds of the support step (restricted solve, violated pairs join).
-    support_newton : Newton steps an interior point takes per solve (Mehrotra's method: 15-30
-        on problems of every size; Wright, *Primal-Dual Interior-Point Methods*, SIAM 1997).
-    support_max_pairs : working pairs of the support step's pair form: each Newton step
-        factors a dense matrix of that size.
-    support_primal_tol : the floor of the primal form's tolerance (a tenth of the solver's).
-    support_primal_zero : the primal form's multipliers below this share of the largest are
-        set to 0 (an interior point leaves inactive pairs at ``mu / s``, not at 0).
-    warm_support_credit : a warm start counts as this many certificates' worth of passes
-        towards the first support step (its own solve did them; bounded, so that a costly
-        step is still paid for by the passes).
-    factor_share, factor_sample : :func:`~.score_factor.choose_factor`'s ``share`` and
-        ``sample``.
-    face : the face system's settings (:class:`.face.Options`).
-    interior_point : the primal form's interior point (:class:`.interior_point.Options`).
+    max_face : int
+        The face step factorizes a dense matrix with a row per support pair: at most this many
+        rows (``8 max_face^2`` bytes), else the Newton-CG step.
+    face_rounds : int
+        Rounds of face corrections per face step, a primal-dual active-set method (Hintermüller,
+        Ito & Kunisch, SIAM J. Optim. 13, 2002) that ends in few rounds once the face is nearly
+        right ...
+    face_change : float
+        ... continued while at most this share of the face changes in a round (more means the
+        passes have not identified it yet) ...
+    face_change_pairs : int
+        ... plus this many pairs (small faces).
+    face_rounds_max : int
+        Rounds past ``face_rounds`` while the changes keep shrinking ...
+    face_finish : float
+        ... and stay under this share of the face (the last few changes).
+    face_wait : float
+        After exact steps that did not halve the gap, the passes get up to this many times a
+        step's cost before the next one (the work lost to early steps stays a bounded share, as
+        in ski rental).
+    face_speedup : float
+        A dense Cholesky factorization runs about this many more multiply-adds per second than
+        the passes (BLAS level 3 against scattered level-1 updates); converts a step's cost into
+        the passes' units.
+    support_rounds : int
+        Rounds of the support step (restricted solve, violated pairs join).
+    support_newton : int
+        Newton steps an interior point takes per solve (Mehrotra's method: 15-30 on problems of
+        every size; Wright, *Primal-Dual Interior-Point Methods*, SIAM 1997).
+    support_max_pairs : int
+        Working pairs of the support step's pair form: each Newton step factors a dense matrix
+        of that size.
+    support_primal_tol : float
+        The floor of the primal form's tolerance (a tenth of the solver's).
+    support_primal_zero : float
+        The primal form's multipliers below this share of the largest are set to 0 (an interior
+        point leaves inactive pairs at ``mu / s``, not at 0).
+    warm_support_credit : float
+        A warm start counts as this many certificates' worth of passes towards the first support
+        step (its own solve did them; bounded, so that a costly step is still paid for by the
+        passes).
+    factor_share, factor_sample : float or int
+        :func:`~.score_factor.choose_factor`'s ``share`` and ``sample``.
+    face : face.Options
+        The face system's settings (:class:`.face.Options`).
+    interior_point : interior_point.Options
+        The primal form's interior point (:class:`.interior_point.Options`).
     """
 
     budget_rtol: float = 1e-10

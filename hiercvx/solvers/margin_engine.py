@@ -60,26 +60,37 @@ SOLVERS = ("auto", "interior_point", "crammer_singer", "working_set", "smoothing
 
 @dataclass(frozen=True)
 class Options:
-    """The engine's choice and the solvers' settings.  Each default with its reason:
+    """The engine's choice and the solvers' settings.  Each default with its reason.
 
-    smooth_from_pairs : pairs per example (on average) from which ``auto`` runs
-        :mod:`.smoothing` rather than the working set on a linear hierarchical model: a
-        coordinate pass then visits thousands of pairs per example and ``w(alpha)`` is a poor
-        primal point (label sets over a large DAG) ...
-    smooth_label_sets_from_pairs, smooth_from_total_pairs : ... and from this many per example
-        when there are also that many pairs in all (label sets over a few hundred classes on
-        thousands of noisy examples).
-    newton_steps : Newton steps the interior point typically takes, for its predicted work
-        (Mehrotra's method: 15-30 on problems of every size).
-    try_coordinates_above : predicted interior-point work (multiply-adds) above which the
-        coordinate method goes first (below it the interior point takes a second or less).
-    probe_passes : passes of the coordinate method before its support is looked at.
-    degenerate_support : support pairs per primal dimension above which the probe hands over
-        to the interior point (a degenerate dual: coordinate ascent crawls).
-    pass_work_speedup : the interior point's dense products run about this many more
-        multiply-adds per second than the passes count in theirs (BLAS level 3 against
-        scattered updates; the passes' bookkeeping goes uncounted).
-    interior_point, crammer_singer, working_set, smoothing : the solvers' own settings.
+    Attributes
+    ----------
+    smooth_from_pairs : int
+        Pairs per example (on average) from which ``auto`` runs :mod:`.smoothing` rather than
+        the working set on a linear hierarchical model: a coordinate pass then visits thousands
+        of pairs per example and ``w(alpha)`` is a poor primal point (label sets over a large
+        DAG) ...
+    smooth_label_sets_from_pairs, smooth_from_total_pairs : int
+        ... and from this many per example when there are also that many pairs in all (label
+        sets over a few hundred classes on thousands of noisy examples).
+    newton_steps : int
+        Newton steps the interior point typically takes, for its predicted work (Mehrotra's
+        method: 15-30 on problems of every size).
+    try_coordinates_above : float
+        Predicted interior-point work (multiply-adds) above which the coordinate method goes
+        first (below it the interior point takes a second or less).
+    probe_passes : int
+        Passes of the coordinate method before its support is looked at.
+    degenerate_support : float
+        Support pairs per primal dimension above which the probe hands over to the interior
+        point (a degenerate dual: coordinate ascent crawls).
+    pass_work_speedup : float
+        The interior point's dense products run about this many more multiply-adds per second
+        than the passes count in theirs (BLAS level 3 against scattered updates; the passes'
+        bookkeeping goes uncounted).
+    interior_point, crammer_singer, working_set, smoothing : Options
+        The solvers' own settings (:class:`.interior_point.Options`,
+        :class:`.crammer_singer.Options`, :class:`.working_set.Options`,
+        :class:`.smoothing.Options`).
     """
 
     smooth_from_pairs: int = 2000

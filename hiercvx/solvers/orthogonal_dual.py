@@ -94,39 +94,59 @@ __all__ = ["Options", "BlockInverse", "Problem", "solve", "weight_blocks"]
 class Options:
     """Settings of :func:`solve`.
 
-    tol : stop when ``relative_gap(upper, lower, J(0)) <= tol``
+    Attributes
+    ----------
+    tol : float
+        Stop when ``relative_gap(upper, lower, J(0)) <= tol``
         (:func:`hiercvx.result.relative_gap`); 1e-4: four significant digits of the objective,
         where the predictions of a classifier have long stopped changing.
-    max_iter : passes over the slacks; a ``ConvergenceWarning`` when they run out.
-    n_enter : pairs entering a slack's working set per visit besides its support: a few keep
-        the block QP small while a wide slack (TREELOSS, a star) still finds its violators.
-    s_steps : accepted projected-gradient steps on S per pass (orthogonal transfer): S follows
-        W at about the pace W moves.
-    check_every : least number of passes between certificates (more when a certificate costs
-        more than a quarter of a pass, :class:`~hiercvx.solvers.primitives.CertificateSchedule`).
-    polish : take the final exact step on the support of alpha (module docstring).
-    blocks : ``"auto"``: separable baselines by blocks, FLATMULT by the Crammer--Singer solver
+    max_iter : int
+        Passes over the slacks; a ``ConvergenceWarning`` when they run out.
+    n_enter : int
+        Pairs entering a slack's working set per visit besides its support: a few keep the block
+        QP small while a wide slack (TREELOSS, a star) still finds its violators.
+    s_steps : int
+        Accepted projected-gradient steps on S per pass (orthogonal transfer): S follows W at
+        about the pace W moves.
+    check_every : int
+        Least number of passes between certificates (more when a certificate costs more than a
+        quarter of a pass, :class:`~hiercvx.solvers.primitives.CertificateSchedule`).
+    polish : bool
+        Take the final exact step on the support of alpha (module docstring).
+    blocks : str
+        ``"auto"``: separable baselines by blocks, FLATMULT by the Crammer--Singer solver
         (module docstring); ``"never"``: coordinate ascent only.
-    support_change : the final step is tried when at most this share of the support changed
-        between two certificates: the support is then (nearly) the optimum's, where the step is exact.
-    support_change_min : ... or at most this many pairs: a small support (a reduced wide
-        star's) rarely holds still to the pair.
-    max_cg : Hessian products of one final step: CG on an identified support converges in a
-        few tens of products on the registry's problems.
-    stall_passes : passes without a final step after which it is tried whatever the support
-        did (doubled after each such attempt): a degenerate dual keeps moving on its optimal face.
-    full_every : shrinking: a full pass every this many passes (LIBLINEAR's shrinking, Hsieh
-        et al., ICML 2008), so a shrunk slack is revisited soon.
-    shrink : shrinking: between full passes only slacks whose violation exceeds this share of
-        the last full pass's largest are visited.
-    gram_max_classes : the classes' Gram matrix ``Lam S^{-1} Lam^T`` (TREELOSS under a fixed
-        S) is formed up to this many classes: 3000^2 floats are 72 MB.
-    small_block : blocks of S up to this size are factored by the compiled loop, larger ones
-        by LAPACK, whose call overhead pays from about this size.
-    block_ipm_dim : separable problems go to the block interior point when every block's
-        Newton matrix has at most this many rows (a dense factorization stays cheap).
-    block_ipm_entries : ... and every block's features fit in this many floats (160 MB).
-    inner_tol : tolerance of a slack's block QP: near round-off, so a visit finishes its block.
+    support_change : float
+        The final step is tried when at most this share of the support changed between two
+        certificates: the support is then (nearly) the optimum's, where the step is exact.
+    support_change_min : int
+        ... or at most this many pairs: a small support (a reduced wide star's) rarely holds
+        still to the pair.
+    max_cg : int
+        Hessian products of one final step: CG on an identified support converges in a few tens
+        of products on the registry's problems.
+    stall_passes : int
+        Passes without a final step after which it is tried whatever the support did (doubled
+        after each such attempt): a degenerate dual keeps moving on its optimal face.
+    full_every : int
+        Shrinking: a full pass every this many passes (LIBLINEAR's shrinking, Hsieh et al., ICML
+        2008), so a shrunk slack is revisited soon.
+    shrink : float
+        Shrinking: between full passes only slacks whose violation exceeds this share of the
+        last full pass's largest are visited.
+    gram_max_classes : int
+        The classes' Gram matrix ``Lam S^{-1} Lam^T`` (TREELOSS under a fixed S) is formed up to
+        this many classes: 3000^2 floats are 72 MB.
+    small_block : int
+        Blocks of S up to this size are factored by the compiled loop, larger ones by LAPACK,
+        whose call overhead pays from about this size.
+    block_ipm_dim : int
+        Separable problems go to the block interior point when every block's Newton matrix has
+        at most this many rows (a dense factorization stays cheap).
+    block_ipm_entries : int
+        ... and every block's features fit in this many floats (160 MB).
+    inner_tol : float
+        Tolerance of a slack's block QP: near round-off, so a visit finishes its block.
     """
 
     tol: float = 1e-4

@@ -92,17 +92,25 @@ SELECTIONS = ("mistake", "hinge")
 class Options:
     """Settings of :func:`perceptron` beyond its algorithm choices.
 
-    max_epochs_cap : ``max_epochs=None`` runs until an epoch without violations, but never
-        beyond this many epochs (then a ``ConvergenceWarning`` says the data may not be
-        separable): Novikoff's bound (thesis Proposition 5, (5.12)) is finite but unknown.
-    hinge_rtol : the hinge selection counts a pair as violated when ``sqrt(Delta) - margin >
-        hinge_rtol sqrt(Delta)``: a Hieron step leaves its pair's hinge at 0 up to rounding.
-    psd_check_max : rows of a precomputed kernel checked for positive semidefiniteness (a
-        principal block of a PSD matrix is PSD; the check is cubic).
-    block_entries : kernel entries (rows x columns) of one block of the dual form (32 MB).
-    full_gram_max_n : the dual form and Minover precompute the whole Gram matrix up to this
-        many examples (128 MB), else kernel blocks / columns are computed as needed.
-    minover_cache_bytes : kernel columns Minover keeps without a full Gram matrix (200 MB).
+    Attributes
+    ----------
+    max_epochs_cap : int
+        ``max_epochs=None`` runs until an epoch without violations, but never beyond this many
+        epochs (then a ``ConvergenceWarning`` says the data may not be separable): Novikoff's
+        bound (thesis Proposition 5, (5.12)) is finite but unknown.
+    hinge_rtol : float
+        The hinge selection counts a pair as violated when ``sqrt(Delta) - margin > hinge_rtol
+        sqrt(Delta)``: a Hieron step leaves its pair's hinge at 0 up to rounding.
+    psd_check_max : int
+        Rows of a precomputed kernel checked for positive semidefiniteness (a principal block of
+        a PSD matrix is PSD; the check is cubic).
+    block_entries : int
+        Kernel entries (rows x columns) of one block of the dual form (32 MB).
+    full_gram_max_n : int
+        The dual form and Minover precompute the whole Gram matrix up to this many examples (128
+        MB), else kernel blocks / columns are computed as needed.
+    minover_cache_bytes : int
+        Kernel columns Minover keeps without a full Gram matrix (200 MB).
     """
 
     max_epochs_cap: int = 1000

@@ -78,20 +78,31 @@ AVERAGING = ("uniform", "linear")
 class Options:
     """Settings of :func:`solve`.
 
-    tol : stop when ``relative_gap(upper, lower, J(0)) <= tol`` (:func:`hiercvx.result.relative_gap`).
-    max_iter : subgradient steps; a ``ConvergenceWarning`` when they run out (Algorithm 1's
-        gap shrinks like ``O(ln t / t)``, so many cheap steps).
-    psi : the splitting for (4), one of :data:`PSI_CHOICES` (module docstring); ``"averaged"``
+    Attributes
+    ----------
+    tol : float
+        Stop when ``relative_gap(upper, lower, J(0)) <= tol``
+        (:func:`hiercvx.result.relative_gap`).
+    max_iter : int
+        Subgradient steps; a ``ConvergenceWarning`` when they run out (Algorithm 1's gap shrinks
+        like ``O(ln t / t)``, so many cheap steps).
+    psi : str
+        The splitting for (4), one of :data:`PSI_CHOICES` (module docstring); ``"averaged"``
         because the paper's ``"identity"`` needs ``t >> lambda_max(K) / sigma`` steps to settle.
-    averaging : ``"linear"`` weights ``a_t = t``, which removes the ``ln t`` of (10) (any
-        positive weights keep the bounds); ``"uniform"`` is the paper's.
-    dual_bound : also use the lower bound of the averaged multipliers (module docstring): never
-        below the paper's.
-    sparse_omega_density : Omega's ``S(W)`` is kept on K's sparse pattern when K has at most
-        this fraction of nonzeros ...
-    sparse_omega_min : ... and more than this many rows: wide sibling groups (K = I on a star)
-        then cost ``O(nnz(K) d)`` per step instead of a dense ``m x m`` product and Cholesky.
-    log_every : progress is logged every this many steps.
+    averaging : str
+        ``"linear"`` weights ``a_t = t``, which removes the ``ln t`` of (10) (any positive
+        weights keep the bounds); ``"uniform"`` is the paper's.
+    dual_bound : bool
+        Also use the lower bound of the averaged multipliers (module docstring): never below the
+        paper's.
+    sparse_omega_density : float
+        Omega's ``S(W)`` is kept on K's sparse pattern when K has at most this fraction of
+        nonzeros ...
+    sparse_omega_min : int
+        ... and more than this many rows: wide sibling groups (K = I on a star) then cost
+        ``O(nnz(K) d)`` per step instead of a dense ``m x m`` product and Cholesky.
+    log_every : int
+        Progress is logged every this many steps.
     """
 
     tol: float = 1e-4

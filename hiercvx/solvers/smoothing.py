@@ -70,24 +70,33 @@ __all__ = ["Options", "solve", "smoothed_objective", "soft_multipliers"]
 
 @dataclass(frozen=True)
 class Options:
-    """Settings of the smoothing solver.  Each default with its reason:
+    """Settings of the smoothing solver.  Each default with its reason.
 
-    mu_start : the first mu, as a share of the largest violation at ``W = 0`` (the largest
-        Delta): small enough that the smoothed optimum is near the true one, large enough that
-        the first stage is well conditioned (Nesterov 2005: the error is ``mu log(1 + P_i)``).
-    mu_shrink : mu is divided by this between stages (continuation; each stage starts where
-        the last one stopped).
-    stage_iter : L-BFGS iterations per stage.
-    memory : L-BFGS memory, the pairs of steps and gradient changes kept (Liu & Nocedal 1989
+    Attributes
+    ----------
+    mu_start : float
+        The first mu, as a share of the largest violation at ``W = 0`` (the largest Delta):
+        small enough that the smoothed optimum is near the true one, large enough that the first
+        stage is well conditioned (Nesterov 2005: the error is ``mu log(1 + P_i)``).
+    mu_shrink : float
+        Mu is divided by this between stages (continuation; each stage starts where the last one
+        stopped).
+    stage_iter : int
+        L-BFGS iterations per stage.
+    memory : int
+        L-BFGS memory, the pairs of steps and gradient changes kept (Liu & Nocedal 1989
         recommend 3-20).
-    stall : the primal stalled when a stage lowered it by less than this share of the gap;
-        then the dual side finishes.
-    warm_cutoff : multipliers below this share of their example's largest are dropped from
-        the warm start (a soft maximum touches every pair; the working sets should hold the
-        few that matter).
-    dual_passes : passes of the working-set solver after the primal phase, at least (0: none);
-        the L-BFGS iterations a stall left unused are added to them.
-    working_set : the dual phase's settings (:class:`.working_set.Options`).
+    stall : float
+        The primal stalled when a stage lowered it by less than this share of the gap; then the
+        dual side finishes.
+    warm_cutoff : float
+        Multipliers below this share of their example's largest are dropped from the warm start
+        (a soft maximum touches every pair; the working sets should hold the few that matter).
+    dual_passes : int
+        Passes of the working-set solver after the primal phase, at least (0: none); the L-BFGS
+        iterations a stall left unused are added to them.
+    working_set : working_set.Options
+        The dual phase's settings (:class:`.working_set.Options`).
     """
 
     mu_start: float = 0.03

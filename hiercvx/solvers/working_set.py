@@ -86,31 +86,45 @@ __all__ = ["Options", "solve", "solve_subproblem", "violation_scores"]
 
 @dataclass(frozen=True)
 class Options:
-    """Settings of the working-set solver.  Each default with its reason:
+    """Settings of the working-set solver.  Each default with its reason.
 
-    max_rounds : reduced-QP rounds per visit of an example (a visit ends far earlier: this
-        only bounds a pathological one).
-    check_every : least number of passes between certificates (more when a certificate is
-        expensive relative to a pass, :class:`~.primitives.CertificateSchedule`; one is also
-        computed whenever a pass over all examples meets no psi above the threshold).
-    polish : take step 8b of Algorithm 2 when the working sets settle (:mod:`.margin_polish`);
-        the thesis needs it for finite convergence.
-    shrink : shrink pairs (LIBLINEAR's shrinking, Keerthi et al. 2008): the optimum and its
+    Attributes
+    ----------
+    max_rounds : int
+        Reduced-QP rounds per visit of an example (a visit ends far earlier: this only bounds a
+        pathological one).
+    check_every : int
+        Least number of passes between certificates (more when a certificate is expensive
+        relative to a pass, :class:`~.primitives.CertificateSchedule`; one is also computed
+        whenever a pass over all examples meets no psi above the threshold).
+    polish : bool
+        Take step 8b of Algorithm 2 when the working sets settle (:mod:`.margin_polish`); the
+        thesis needs it for finite convergence.
+    shrink : bool
+        Shrink pairs (LIBLINEAR's shrinking, Keerthi et al. 2008): the optimum and its
         certificate are the same either way, only the work per pass changes.
-    factor : the rows the passes keep their scores in: ``"classes"``, ``"nodes"`` (needs class
+    factor : str
+        The rows the passes keep their scores in: ``"classes"``, ``"nodes"`` (needs class
         attributes) or ``"auto"`` (:func:`~.score_factor.choose_factor`: fewer row operations
         per visit).  The same iterates either way, up to rounding.
-    eps_init : the skip threshold starts at this share of the largest psi ...
-    eps_shrink : ... and is multiplied by this when a pass meets no psi above it (a geometric
-        schedule, as LIBLINEAR's stopping tolerance on the shrunk problem).
-    local : a visit ends when its psi_i is below this share of the threshold.
-    skip_mass : the skipped examples may carry at most this share of ``sum_i C_i psi_i``, the
-        bound on the gap: otherwise the passes stall on the rest.
-    n_enter : pairs entering a working set per round (the thesis adds one; a few at once keep
-        a visit that needs many pairs at a few reduced QPs).
-    ahead : the pass reads the data of the example this many places ahead in its order before
-        it handles the current one (a software prefetch: the loads overlap with the work).
-    dual : the dual state's and step 8b's settings (:class:`.margin_dual.Options`).
+    eps_init : float
+        The skip threshold starts at this share of the largest psi ...
+    eps_shrink : float
+        ... and is multiplied by this when a pass meets no psi above it (a geometric schedule,
+        as LIBLINEAR's stopping tolerance on the shrunk problem).
+    local : float
+        A visit ends when its psi_i is below this share of the threshold.
+    skip_mass : float
+        The skipped examples may carry at most this share of ``sum_i C_i psi_i``, the bound on
+        the gap: otherwise the passes stall on the rest.
+    n_enter : int
+        Pairs entering a working set per round (the thesis adds one; a few at once keep a visit
+        that needs many pairs at a few reduced QPs).
+    ahead : int
+        The pass reads the data of the example this many places ahead in its order before it
+        handles the current one (a software prefetch: the loads overlap with the work).
+    dual : margin_dual.Options
+        The dual state's and step 8b's settings (:class:`.margin_dual.Options`).
     """
 
     max_rounds: int = 100
