@@ -67,7 +67,7 @@ def run_row(row: str) -> dict:
         kernel = row.split("-", 1)[1]
         X, y, H = wang_funcat.load_two_branches()
         parts = wang_funcat.partition(len(y), np.random.default_rng(5), wang_funcat.PAPER_SIZES)
-        grid = wang_C_grid(wang_funcat.GRID_STEP)
+        grid = wang_C_grid(wang_funcat.DEFAULTS.grid_step)
         return {m: wang_funcat.run_method(X, y, H, parts, kernel, m, grid) for m in ("psi", "HPSI")}
     n = int(row.rsplit("-", 1)[1])
     train, tune, test = wang.make_data(3, n, 0, 5000)

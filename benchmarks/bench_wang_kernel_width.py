@@ -77,7 +77,7 @@ def main(argv=None):
     p.add_argument("--n", type=int, default=500, choices=(50, 150, 500, 1500))
     p.add_argument("--replications", type=int, default=10)
     p.add_argument("--methods", nargs="+", default=["SVM", "HSVM"], choices=wang.METHODS)
-    p.add_argument("--n-test", type=int, default=wang.PAPER_N_TEST)
+    p.add_argument("--n-test", type=int, default=wang.DEFAULTS.n_test)
     p.add_argument("--grid-step", type=int, default=1, help="every k-th of the 61 grid points")
     p.add_argument("--n-jobs", type=int, default=2)
     args = p.parse_args(argv)

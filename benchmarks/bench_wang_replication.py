@@ -34,7 +34,7 @@ def main(argv=None):
                    help="gaussian: Table 4, linear: Table 3")
     p.add_argument("--seed", type=int, default=777, help="seed of the replication's samples")
     p.add_argument("--grid-step", type=int, default=1, help="every k-th of the 61 grid points")
-    p.add_argument("--n-test", type=int, default=wang.PAPER_N_TEST)
+    p.add_argument("--n-test", type=int, default=wang.DEFAULTS.n_test)
     p.add_argument("--methods", nargs="+", default=list(wang.METHODS) + ["Bayes"])
     p.add_argument("--profile", action="store_true", help="print cProfile's top functions")
     p.add_argument("--top", type=int, default=20, help="functions the profile prints")

@@ -73,13 +73,8 @@ __all__ = [
     "usable_solvers",
     "problem_class",
     "check_size",
-    "DEFAULT_MAX_SIZE",
     "SOLVER_PREFERENCE",
 ]
-
-#: Default limit on the estimated number of nonzeros of an exact reference (constraint
-#: matrix plus quadratic term).  Builders take ``max_size=`` to raise it.
-DEFAULT_MAX_SIZE = 5_000_000
 
 #: Solver capabilities as data: preference order per problem class (first installed wins).
 SOLVER_PREFERENCE = {
@@ -269,9 +264,28 @@ def choose_solver(problem, solver: str | None = None) -> str:
 
 
 def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | None = None,
-               what: str = "the reference problem") -> None:
-    """Refuse a reference whose estimated size exceeds ``max_size`` nonzeros, before compiling."""
-    limit = DEFAULT_MAX_SIZE if max_size is None else int(max_size)
+               what: str = "the reference problem", *, default_max_size: int = 5_000_000) -> None:
+    """Refuse a reference whose estimated size exceeds ``max_size`` nonzeros, before compiling.
+
+    Parameters
+    ----------
+    n_variables, n_constraints, nnz : int
+        The estimated size: scalar variables, constraint rows, and nonzeros of the constraint
+        matrix plus the quadratic term.
+    max_size : int or None
+        The limit on ``nnz``; builders take ``max_size=`` to raise it.  None: ``default_max_size``.
+    what : str
+        The problem's name in the error message.
+    default_max_size : int, default 5_000_000
+        The limit when ``max_size`` is None: a problem CVXPY compiles and an interior-point
+        solver factors within a workstation's memory; beyond it the fast solvers are the tool.
+
+    Raises
+    ------
+    ProblemTooLargeError
+        When ``nnz`` exceeds the limit; the message says how to proceed.
+    """
+    limit = default_max_size if max_size is None else int(max_size)
     size = int(nnz)
     if size > limit:
         raise ProblemTooLargeError(

@@ -39,8 +39,8 @@ def gap_scale(objective: float, lower_bound: float) -> float:
     Scale-aware on purpose: multiplying the data term and the regulariser by any factor (``C``
     tiny, ``X`` scaled by 1e6 with ``C`` scaled by 1e-12) multiplies the objective, the bound
     and this scale alike, so the relative gap and every stopping test built on it do not
-    change.  (A floor of 1, as before, let the all-zero weights pass as "converged" whenever
-    the objective was below ``tol``.)  Solvers that derive inner tolerances from the objective
+    change.  (A floor of 1 would let the all-zero weights pass as "converged" whenever the
+    objective is below ``tol``.)  Solvers that derive inner tolerances from the objective
     use this number too, so no test hides an absolute threshold."""
     return max(abs(float(objective)), abs(float(lower_bound)))
 
@@ -52,11 +52,8 @@ def comparison_scale(*values: float) -> float:
     return max(abs(float(v)) for v in values) or 1.0
 
 
-#: the smallest denominator of :func:`relative_gap`, as a fraction of the objective at zero
-ZERO_OPTIMUM = 1e-9
-
-
-def relative_gap(objective: float, lower_bound: float, at_zero: float | None = None) -> float:
+def relative_gap(objective: float, lower_bound: float, at_zero: float | None = None,
+                 zero_optimum: float = 1e-9) -> float:
     """``(objective - lower_bound) / max(|objective|, |lower_bound|)``: the certificate's
     relative gap (``0`` when both are ``0``, the certified optimum of a problem whose every
     loss vanishes at zero weights).
@@ -74,14 +71,15 @@ def relative_gap(objective: float, lower_bound: float, at_zero: float | None = N
     certify ``W = 0``; at ordinary scales the square is far below the first ratio and changes
     nothing.  Only for points below ``at_zero``: at ``W = 0`` itself the first ratio decides
     (so a problem whose optimum is ``W = 0`` is certified as usual).  The denominator is
-    never below ``ZERO_OPTIMUM * at_zero``: when the optimum is 0, objective and bound are
-    round-off (1e-21 vs 0) whose ratio says nothing."""
+    never below ``zero_optimum * at_zero`` (default 1e-9, far above round-off and far below
+    any gap a solver is asked for): when the optimum is 0, objective and bound are round-off
+    (1e-21 vs 0) whose ratio says nothing."""
     objective, lower_bound = float(objective), float(lower_bound)
     scale = gap_scale(objective, lower_bound)
     if at_zero is not None and np.isfinite(at_zero) and at_zero > 0:
         # an optimum of 0 (every loss met with margin, e.g. one class and free biases): the
         # values are round-off, measured against the problem's own scale, not each other
-        scale = max(scale, ZERO_OPTIMUM * float(at_zero))
+        scale = max(scale, zero_optimum * float(at_zero))
     gap = 0.0 if scale == 0.0 else (objective - lower_bound) / scale
     if at_zero is not None and lower_bound < objective < float(at_zero):
         gap = max(gap, ((objective - lower_bound) / (float(at_zero) - lower_bound)) ** 2)
@@ -89,7 +87,8 @@ def relative_gap(objective: float, lower_bound: float, at_zero: float | None = N
 
 
 def progress_hint(history, tol: float, unit: str = "iterations", window: int = 10) -> str:
-    """What the last certificates say about the rest of the way, for a ``ConvergenceWarning``:
+    """What the last certificates say about the rest of the way, for a ``ConvergenceWarning``.
+
     ``" (... roughly K more <unit>, T s, ...)"`` from the log-linear trend of the recent half of
     the recorded gaps (at most ``window``; ``history["gap"]`` against ``history["n_iter"]`` or the
     record's index, ``history["time"]`` for the time per unit) -- an estimate, optimistic for
@@ -148,19 +147,31 @@ class Solution:
 
     Attributes
     ----------
-    objective : the primal objective recomputed in numpy at ``weights`` (never a solver's number)
-    lower_bound : a dual objective at a dual feasible point (weak duality), or the method's
-        own certified bound (RDA's, a cutting-plane master's)
-    gap : ``relative_gap(objective, lower_bound)`` (a property)
-    status : ``"optimal"`` when certified within tolerance; otherwise why it stopped
-    solver : the backend (``"CLARABEL"``) or the algorithm (``"working_set"``)
-    weights : the paper's primal variable (node weights ``(n_nodes, n_features)``, ...)
-    n_iter, converged, tol : iterations run, whether ``gap <= tol`` was reached, the target
-    build_time, solve_time : seconds (declaration + compilation; the solve itself)
-    values, duals : every named variable's value and the named constraints' duals (references)
-    dual : the fast solver's dual variables (warm starts)
-    history : per-iteration traces (objective, bound, time, ...)
-    extras : what only this solver returns; ``sol.<key>`` reads ``sol.extras[key]``
+    objective : float
+        The primal objective recomputed in numpy at ``weights`` (never a solver's number).
+    lower_bound : float
+        A dual objective at a dual feasible point (weak duality), or the method's own certified
+        bound (RDA's, a cutting-plane master's).
+    gap : float
+        ``relative_gap(objective, lower_bound)`` (a property).
+    status : str
+        ``"optimal"`` when certified within tolerance; otherwise why it stopped.
+    solver : str
+        The backend (``"CLARABEL"``) or the algorithm (``"working_set"``).
+    weights : array
+        The paper's primal variable (node weights ``(n_nodes, n_features)``, ...).
+    n_iter, converged, tol : int, bool, float
+        Iterations run, whether ``gap <= tol`` was reached, the target.
+    build_time, solve_time : float
+        Seconds (declaration + compilation; the solve itself).
+    values, duals : dict
+        Every named variable's value and the named constraints' duals (references).
+    dual : array or None
+        The fast solver's dual variables (warm starts).
+    history : dict
+        Per-iteration traces (objective, bound, time, ...).
+    extras : dict
+        What only this solver returns; ``sol.<key>`` reads ``sol.extras[key]``.
     """
 
     objective: float
@@ -198,8 +209,8 @@ class Solution:
 
     @property
     def gap(self) -> float:
-        """``relative_gap(objective, lower_bound, extras.get("at_zero"))``: ``(objective -
-        lower_bound) / max(|objective|, |lower_bound|)``, and against the decrease from zero
+        """``relative_gap(objective, lower_bound, extras.get("at_zero"))``:
+        ``(objective - lower_bound) / max(|objective|, |lower_bound|)``, and against the decrease from zero
         weights when the solver recorded the objective there (``extras["at_zero"]``)."""
         return relative_gap(self.objective, self.lower_bound, self.extras.get("at_zero"))
 

@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 _ROOT = "<root>"
-_KERNEL_BLOCK = 2048  # rows of the kernel computed at a time for the centroid Gram matrix
 
 
 @dataclass
@@ -93,12 +92,14 @@ def _class_matrix(y):
     return tuple(classes.tolist()), Y, counts
 
 
-def centroid_distances(X, y, kernel="linear", sigma: float | None = None):
+def centroid_distances(X, y, kernel="linear", sigma: float | None = None, block: int = 2048):
     """``(classes, D)``: the classes of ``y`` and the ``(q, q)`` Euclidean distances between
     their centroids in the kernel's feature space, thesis (6.1).
 
     ``kernel``: ``"linear"``, ``"rbf"``, a callable ``k(A, B)``, or ``"precomputed"`` (then ``X``
-    is the ``(n, n)`` Gram matrix of the examples).
+    is the ``(n, n)`` Gram matrix of the examples).  ``block``: rows of a nonlinear kernel
+    computed at a time (2048: a ``(block, n)`` slice stays small in memory while each slice is
+    one large matrix product).
     """
     classes, Y, counts = _class_matrix(y)
     precomputed = isinstance(kernel, str) and kernel == "precomputed"
@@ -120,8 +121,8 @@ def centroid_distances(X, y, kernel="linear", sigma: float | None = None):
         G = np.asarray(A.T @ (A.T @ X).T)
     else:
         AtK = np.zeros((len(classes), n))
-        for a in range(0, n, _KERNEL_BLOCK):
-            b = min(a + _KERNEL_BLOCK, n)
+        for a in range(0, n, block):
+            b = min(a + block, n)
             AtK += np.asarray(A[a:b].T @ k(X[a:b], X))
         G = np.asarray(AtK @ A)
     G = 0.5 * (G + G.T)

@@ -38,18 +38,29 @@ from .margin import MarginData, MarginModel, margin_data
 
 __all__ = ["CollapsedModel", "collapse_interchangeable", "interchangeable_groups"]
 
-#: relative tolerance of the equalities of the condition (class kernels and losses are built
-#: from the same few numbers; the certificate on the full model guards the rest)
-RTOL = 1e-12
+
+def _close(A: np.ndarray, b: np.ndarray, scale: float, rtol: float) -> bool:
+    return bool(np.all(np.abs(A - b) <= rtol * scale))
 
 
-def _close(A: np.ndarray, b: np.ndarray, scale: float) -> bool:
-    return bool(np.all(np.abs(A - b) <= RTOL * scale))
-
-
-def interchangeable_groups(data: MarginData) -> list[np.ndarray]:
+def interchangeable_groups(data: MarginData, rtol: float = 1e-12) -> list[np.ndarray]:
     """The groups (sorted class indices, at least two each) of interchangeable classes of
-    ``data`` (the condition of the module docstring)."""
+    ``data`` (the condition of the module docstring).
+
+    Parameters
+    ----------
+    data : MarginData
+        The class kernel ``Q``, the loss and the examples' relevant classes.
+    rtol : float, default 1e-12
+        Relative tolerance of the condition's equalities: class kernels and losses are built
+        from the same few numbers, so they agree to rounding; the certificate on the full
+        model guards the rest.
+
+    Returns
+    -------
+    list of ndarray
+        One array of class indices per group.
+    """
     Q, loss = data.Q, data.loss
     q = data.n_classes
     seen = data.Y.any(axis=0)
@@ -72,8 +83,8 @@ def interchangeable_groups(data: MarginData) -> list[np.ndarray]:
         inner = Q[np.ix_(members, members)]
         diagonal = np.diag(inner).copy()
         np.fill_diagonal(inner, inner[0, 1])  # off-diagonal entries all equal to Q_ab
-        if (_close(rows, rows[0], scale) and _close(diagonal, diagonal[0], scale)
-                and _close(inner, inner[0, 1], scale)):
+        if (_close(rows, rows[0], scale, rtol) and _close(diagonal, diagonal[0], scale, rtol)
+                and _close(inner, inner[0, 1], scale, rtol)):
             groups.append(members)
     return groups
 
@@ -107,12 +118,13 @@ class CollapsedModel:
         return np.asarray(alpha, dtype=float)[at] * self.share[full.pair_ybar]
 
 
-def collapse_interchangeable(model: MarginModel) -> CollapsedModel | None:
+def collapse_interchangeable(model: MarginModel, rtol: float = 1e-12) -> CollapsedModel | None:
     """The :class:`CollapsedModel` of ``model``, or None when no two classes are
-    interchangeable.  Needs the model's pairs sorted by example, relevant class, irrelevant
-    class (as :func:`~.margin.margin_data` builds them)."""
+    interchangeable (within the relative tolerance ``rtol``, see
+    :func:`interchangeable_groups`).  Needs the model's pairs sorted by example, relevant
+    class, irrelevant class (as :func:`~.margin.margin_data` builds them)."""
     data = model.data
-    groups = interchangeable_groups(data)
+    groups = interchangeable_groups(data, rtol)
     if not groups:
         return None
     q = data.n_classes

@@ -28,7 +28,6 @@ except ImportError:  # pragma: no cover
     Client = None
 
 TABLES: dict[str, Table] = {t.name: t for t in wang.TABLES + nhsvm.TABLES}
-SPREAD_WIDTH = 2.0   # "within the paper's spread": |ours - paper| <= 2 sd_paper + rounding
 CONNECT_TIMEOUT = "20s"   # how long to wait for a Dask scheduler given by address
 
 
@@ -72,14 +71,15 @@ class TableResult:
         return format_result(self)
 
 
-def within_spread(ours: float, ours_sd: float, paper, resolution: float):
-    """Whether our mean lies within the paper's mean ± 2 sd (its replication spread), widened
-    by the paper's rounding.  For an exact row (a Bayes error: no sd printed) the spread is
-    ours: the paper's value within our mean ± 2 sd.  ``None`` where the paper has no number."""
+def within_spread(ours: float, ours_sd: float, paper, resolution: float, width: float = 2.0):
+    """Whether our mean lies within the paper's mean ± ``width`` sd (its replication spread;
+    2 by default, :attr:`Table.spread_width`), widened by the paper's rounding.  For an exact
+    row (a Bayes error: no sd printed) the spread is ours: the paper's value within our mean
+    ± ``width`` sd.  ``None`` where the paper has no number."""
     if paper is None or not math.isfinite(ours):
         return None
     spread = paper.sd if paper.sd is not None else ours_sd
-    return bool(abs(ours - paper.mean) <= SPREAD_WIDTH * spread + resolution + 1e-12)
+    return bool(abs(ours - paper.mean) <= width * spread + resolution + 1e-12)
 
 
 def aggregate(table: Table, rows: list[dict]) -> list[dict]:
@@ -97,7 +97,8 @@ def aggregate(table: Table, rows: list[dict]) -> list[dict]:
                       "mean": mean, "std": std,
                       "paper_mean": paper.mean if paper else float("nan"),
                       "paper_sd": paper.sd if paper and paper.sd is not None else float("nan"),
-                      "within": within_spread(mean, std, paper, table.resolution)})
+                      "within": within_spread(mean, std, paper, table.resolution,
+                                              table.spread_width)})
     return cells
 
 
@@ -308,7 +309,7 @@ def format_result(result: TableResult) -> str:
              f"replications (paper: {t.paper_replications}), seed {result.seed}"
              + _provenance(result)),
             (f"  cells: ours mean±sd over replications (paper mean±sd); ok = ours within the "
-             f"paper's mean ± {SPREAD_WIDTH:g} sd (+ its rounding; exact rows: ± {SPREAD_WIDTH:g} "
+             f"paper's mean ± {t.spread_width:g} sd (+ its rounding; exact rows: ± {t.spread_width:g} "
              "of our sd)")]
     by_row: dict[tuple, dict] = {}
     for cell in result.cells:

@@ -31,7 +31,8 @@ class Table:
     (not on ``replication``, which is for messages) so that the numbers do not depend on where
     it runs.  ``reported`` maps ``(setting, method, metric)`` to the paper's :class:`Reported`
     number; ``source`` says where those numbers were read.  ``resolution`` is half a unit in
-    the last digit the paper prints (its rounding), added to the spread when comparing.
+    the last digit the paper prints (its rounding), added to the spread when comparing;
+    ``spread_width`` is how many standard deviations "within the paper's spread" allows.
     ``missing_data()``, when given, says why the table cannot run here (a data file that is
     absent) or returns None; the runner then skips the table instead of failing.
     """
@@ -52,6 +53,8 @@ class Table:
     notes: str = ""
     settings: tuple[str, ...] = field(default=())
     missing_data: Callable[[], str | None] | None = None
+    # |ours - paper| <= 2 sd: the usual two-standard-deviation band, about 95% of a normal spread
+    spread_width: float = 2.0
 
     def paper_value(self, setting: str, method: str, metric: str) -> Reported | None:
         return self.reported.get((setting, method, metric))

@@ -25,6 +25,7 @@ report; ``hiercvx reproduce wang-table1`` ... ``wang-table4`` run it table by ta
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -48,15 +49,25 @@ SOURCE = "the paper, section 4.1, Tables 1-4"
 METHODS = ("SVM", "psi", "HSVM_c", "SHSVM", "HSVM", "HPSI")
 LOSSES = ("TE_0-1", "TE_Delta", "TE_sib", "TE_sub", "F1")
 EXAMPLES = {1: make_wang_example1, 2: make_wang_example2, 3: make_wang_example3}
-PAPER_REPLICATIONS = 100
-PAPER_N_TEST = 50_000
-QUICK_N_TEST = 2000
-QUICK_GRID_STEP = 30        # 3 of the 61 grid points: C = 10^-3, 1, 10^3
 NOTES = ("TE_Delta: the paper's l_Delta is on another (undocumented) scale -- its Bayes rows are "
          "1/3 (Example 1), about 1/5.4 (Example 2) and 1/6 (Example 3) of hiercvx's raw "
          "|anc(Y) symdiff anc(d)| -- so TE_Delta cells are not comparable; compare the other "
          "columns, or TE_Delta through the improvement over SVM.")
 EXAMPLE_1_NOTE = " Example 1 gives no training size; n = 100 here."
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The protocol's sizes and C grid (section 4.1), full and quick."""
+
+    paper_replications: int = 100   # section 4.1: every table averages 100 replications
+    n_test: int = 50_000            # section 4.1: the test sample has 50,000 points
+    quick_n_test: int = 2000        # quick runs: a test sample small enough for a smoke run
+    grid_step: int = 1              # section 4.1: all 61 points of the grid 10^(l/10), l = -30..30
+    quick_grid_step: int = 30       # quick runs: 3 of the 61 grid points, C = 10^-3, 1, 10^3
+
+
+DEFAULTS = Settings()
 
 
 # ----------------------------------------------------------------------------- the protocol
@@ -137,11 +148,12 @@ def setting_name(kernel: str, n: int) -> str:
     return f"{kernel}, n={n}"
 
 
-def run_settings(example, settings, quick_settings, replication, quick, seed):
+def run_settings(example, settings, quick_settings, replication, quick, seed, protocol=DEFAULTS):
     """One replication of ``example`` over its (kernel, n) settings: rows for the registry
-    (``replication`` only names it; the numbers depend on ``seed``)."""
-    grid = wang_C_grid(QUICK_GRID_STEP if quick else 1)
-    n_test = QUICK_N_TEST if quick else PAPER_N_TEST
+    (``replication`` only names it; the numbers depend on ``seed``); sizes and C grid from
+    ``protocol`` (a :class:`Settings`)."""
+    grid = wang_C_grid(protocol.quick_grid_step if quick else protocol.grid_step)
+    n_test = protocol.quick_n_test if quick else protocol.n_test
     rows = []
     for kernel, n in (quick_settings if quick else settings):
         train, tune, test = make_data(example, n, seed, n_test)
@@ -265,11 +277,11 @@ def _wang_table(number, example, kernels, sizes, quick_size, text, reference):
         paper=PAPER, reference=reference, source=SOURCE,
         run=partial(run_settings, example, settings, quick_settings),
         metrics=LOSSES, reported=parse_reported(text, LOSSES),
-        paper_replications=PAPER_REPLICATIONS, resolution=0.0005,
+        paper_replications=DEFAULTS.paper_replications, resolution=0.0005,
         settings=tuple(setting_name(k, n) for k, n in settings),
-        protocol=(f"paper's protocol: training and tuning samples of size n, {PAPER_N_TEST} test "
+        protocol=(f"paper's protocol: training and tuning samples of size n, {DEFAULTS.n_test} test "
                   "points, C tuned on the 61-point grid 10^(l/10), l = -30..30"),
-        quick_protocol=(f"quick: {kernels[0]}, n = {quick_size}, {QUICK_N_TEST} test points, C in "
+        quick_protocol=(f"quick: {kernels[0]}, n = {quick_size}, {DEFAULTS.quick_n_test} test points, C in "
                         "{1e-3, 1, 1e3}"),
         notes=NOTES + (EXAMPLE_1_NOTE if example == 1 else ""))
 

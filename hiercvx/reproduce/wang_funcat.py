@@ -21,9 +21,9 @@ explains each step and runs the same protocol with its own report):
 
 Methods, tuning and scores are ``hiercvx.reproduce.wang``'s (section 4.1's protocol: C tuned
 on the tuning part by the l_{0-1} tuning error over the grid 10^(l/10), here every
-``GRID_STEP``-th point).  The paper's Table 5 has no HSVM_c row, so it is not run.  TE_Delta is
-hiercvx's raw |anc(Y) symdiff anc(d)| while the paper's l_Delta is on an undocumented scale (see
-``wang.NOTES``): its cells are not comparable.
+``Settings.grid_step``-th point).  The paper's Table 5 has no HSVM_c row, so it is not run.
+TE_Delta is hiercvx's raw |anc(Y) symdiff anc(d)| while the paper's l_Delta is on an
+undocumented scale (see ``wang.NOTES``): its cells are not comparable.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -52,16 +53,26 @@ from .wang import LOSSES, NOTES, PAPER, scores, tune_and_test
 SOURCE = "the paper, section 4.2, Table 5"
 FILES = tuple(f"cellcycle_FUN.{part}.arff" for part in ("train", "valid", "test"))
 BRANCHES = ("10", "11")    # FunCat 2.x: cell cycle and DNA processing; transcription
-DEPTH = 3
-MIN_CATEGORY = 5
-MIN_MERGED = 20
 PAPER_SIZES = (303, 300, 500)
 ROOT = "FunCat"
 METHODS = ("SVM", "psi", "SHSVM", "HSVM", "HPSI")
 KERNELS = ("linear", "gaussian")
-GRID_STEP = 30             # C in {10^-3, 1, 10^3} (the paper: all 61 points, step 1)
 QUICK_METHODS = ("SVM", "SHSVM", "HSVM")   # linear psi / HPSI take 10-60 s per fit
 QUICK_SIZES = (60, 60, 100)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the FunCat data is rebuilt (module docstring, steps 2-4) and the C grid."""
+
+    depth: int = 3          # annotations cut at depth 3: the category count nearest section 4.2's K = 23
+    min_category: int = 5   # fewer single-path genes than this: folded into the parent (step 3)
+    min_merged: int = 20    # a multi-path label set this common becomes its own category (step 4)
+    grid_step: int = 30     # every 30th point of section 4.1's grid: C in {10^-3, 1, 10^3} (paper: step 1)
+
+
+DEFAULTS = Settings()
+
 
 # Table 5 as printed: method | l_0-1 | l_Delta | l_sib | l_sub | F1, mean (sd) over 100 partitions.
 TABLE_5 = """
@@ -123,22 +134,27 @@ def apply_fold(code: str, fold: dict) -> str:
     return code
 
 
-@functools.cache
-def load_two_branches():
+def load_two_branches(settings: Settings = DEFAULTS):
     """``(X, y, H)``: the genes of the two branches as a single-label problem (module
-    docstring, steps 1-5); ``X`` keeps NaN for missing values, ``y`` are leaves of ``H``."""
+    docstring, steps 1-5, with ``settings``' depth and thresholds); ``X`` keeps NaN for missing
+    values, ``y`` are leaves of ``H``.  Read once per settings."""
+    return _load_two_branches(settings)
+
+
+@functools.cache
+def _load_two_branches(settings: Settings):
     parts = [load(hmc.DATA_DIR / f) for f in FILES]
     X = np.vstack([np.asarray(p.X, dtype=float) for p in parts])
     top = {v for p in parts for v in p.hierarchy.children(p.hierarchy.root)}
     if not set(BRANCHES) <= top:
         raise HierCVXError(f"FunCat branches {BRANCHES} are not top-level nodes of {FILES[0]}")
-    sets = [most_specific_codes({"/".join(str(v).split("/")[:DEPTH]) for v in labels
+    sets = [most_specific_codes({"/".join(str(v).split("/")[:settings.depth]) for v in labels
                                  if str(v).split("/")[0] in BRANCHES})
             for p in parts for labels in p.y]
-    fold = fold_rare(sets, MIN_CATEGORY)
+    fold = fold_rare(sets, settings.min_category)
     sets = [most_specific_codes({apply_fold(v, fold) for v in s}) for s in sets]
     multi = Counter(s for s in sets if len(s) > 1)
-    merged = {s: " & ".join(sorted(s)) for s, c in multi.items() if c >= MIN_MERGED}
+    merged = {s: " & ".join(sorted(s)) for s, c in multi.items() if c >= settings.min_merged}
     keep = np.array([len(s) == 1 or s in merged for s in sets])
     labels = [merged[s] if len(s) > 1 else next(iter(s)) for s, k in zip(sets, keep) if k]
     codes = sorted({c for s in sets if len(s) == 1 or s in merged for v in s for c in prefixes(v)})
@@ -176,12 +192,13 @@ def run_method(X, y, H, parts, kernel, method, grid) -> dict:
     return scores(y[te], pred, H)
 
 
-def run_table_5(replication: int, quick: bool, seed: int) -> list[dict]:
+def run_table_5(replication: int, quick: bool, seed: int, settings: Settings = DEFAULTS) -> list[dict]:
     """One random partition, every (kernel, method) of Table 5 (quick: linear SVM, SHSVM and
-    HSVM on a small partition, C = 1); the fits are joblib tasks."""
-    X, y, H = load_two_branches()
+    HSVM on a small partition, C = 1), data and grid from ``settings``; the fits are joblib
+    tasks."""
+    X, y, H = load_two_branches(settings)
     parts = partition(len(y), np.random.default_rng(int(seed)), QUICK_SIZES if quick else PAPER_SIZES)
-    grid = [1.0] if quick else wang_C_grid(GRID_STEP)
+    grid = [1.0] if quick else wang_C_grid(settings.grid_step)
     tasks = [(k, m) for k in (KERNELS[:1] if quick else KERNELS) for m in (QUICK_METHODS if quick else METHODS)]
     results = Parallel(n_jobs=None)(delayed(run_method)(X, y, H, parts, k, m, grid) for k, m in tasks)
     return [{"setting": kernel, "method": method, "metric": loss, "value": float(values[loss])}
