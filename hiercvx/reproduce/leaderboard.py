@@ -107,8 +107,8 @@ NORMALIZED_ROWS = frozenset({"Enron_corr"})
 # (n_train, n_test, C grid, CV folds)
 FULL_PROTOCOL = (3000, 2000, (0.01, 0.1, 1.0, 10.0), 3)
 QUICK_PROTOCOL = (200, 100, (0.1, 1.0), 2)
-# what --quick leaves out, and why (seconds per fit at 300 training samples, measured
-# 2026-11-24 on one core; the C grid and CV multiply them by 5)
+# what --quick leaves out, and why (seconds per fit at 300 training samples on one core;
+# the C grid and CV multiply them by 5)
 SKIPPED_IN_QUICK = {
     ("*", "SiblingMarginSVC"): "1.2 s on ImageCLEF07A, 6.6 s on cellcycle_FUN per fit",
     ("*", "SharedNormSVC"): "1.6 s on ImageCLEF07A, 6.4 s on cellcycle_FUN per fit",
