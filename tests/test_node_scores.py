@@ -48,3 +48,16 @@ def test_a_flat_model_has_no_node_scores():
     est = MulticlassSVC().fit(Xs, ys)
     with pytest.raises(InputError, match="hierarchy"):
         est.node_decision_function(Xs)
+
+
+# ---------------------------------------------------------------------- solver_options
+def test_estimators_take_their_fast_solvers_options():
+    from hiercvx.solvers import margin_engine, nhsvm_fw, orthogonal_dual
+
+    a = HierarchicalSVC(hierarchy=H).fit(Xs, ys)
+    b = HierarchicalSVC(hierarchy=H, solver_options=margin_engine.Options()).fit(Xs, ys)
+    assert b.objective_ == pytest.approx(a.objective_, rel=1e-6)
+    NormalizedHierarchicalSVC(hierarchy=H, solver_options=nhsvm_fw.Options()).fit(Xs, ys)
+    OrthogonalTransferSVC(hierarchy=H, solver_options=orthogonal_dual.Options()).fit(Xs, ys)
+    with pytest.raises(InputError, match="solver_options must be None or the fast solver's Options"):
+        HierarchicalSVC(hierarchy=H, solver_options={"tol": 1e-3}).fit(Xs, ys)

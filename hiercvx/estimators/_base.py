@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
@@ -137,6 +139,20 @@ def predict_from_scores(scores: np.ndarray, classes: np.ndarray, multilabel: boo
     gaps = scores.max(axis=1, keepdims=True) - scores
     pred = gaps <= threshold
     return [frozenset(classes[row].tolist()) for row in pred]
+
+
+def check_solver_options_arg(estimator):
+    """The estimator's ``solver_options``: None (the fast solver's defaults) or the fast solver's
+    frozen ``Options`` dataclass, passed to it as ``options=``."""
+    value = getattr(estimator, "solver_options", None)
+    if value is None:
+        return None
+    if not (dataclasses.is_dataclass(value) and not isinstance(value, type)
+            and type(value).__name__ == "Options"):
+        raise InputTypeError(f"solver_options must be None or the fast solver's Options dataclass "
+                             f"(e.g. hiercvx.solvers.margin_engine.Options(...) for "
+                             f"HierarchicalSVC), got {type(value).__name__}")
+    return value
 
 
 class NodeScoresMixin:

@@ -26,8 +26,8 @@ from sklearn.utils.validation import check_is_fitted
 from .. import methods
 from ..exceptions import InputError
 from ..result import check_iteration_options
-from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, validate_training_X,
-                    validate_X)
+from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options,
+                    check_solver_options_arg, validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
 
@@ -166,6 +166,9 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
         sets with their ancestors, labels that stop at internal nodes)
     verbose, keep_dual : as in :class:`~hiercvx.estimators.HierarchicalSVC`
+    solver_options : the fast solver's settings (:class:`hiercvx.solvers.nhsvm_fw.Options` for
+        NHSVM, :class:`hiercvx.solvers.shared_norm.Options` for the shared-norm SVM); the
+        keywords above override the fields of the same name
 
     Attributes
     ----------
@@ -182,10 +185,11 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
                  rho=2.0, T=None, directional=None, variant="nhsvm", loss=None, solver="fast",
                  method="auto", tol=1e-5, max_iter=1000, inference="auto", reference_solver=None,
                  random_state=0, verbose=False, lam=None, internal_labels="self_leaf",
-                 keep_dual=False):
+                 keep_dual=False, solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
         self.keep_dual = keep_dual
+        self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -235,7 +239,8 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         if self.solver == "fast":
             res = registered.fast_solvers["pairwise"].solve(
                 model, lam, method=self.method, tol=float(self.tol), max_iter=self.max_iter,
-                inference=self.inference, random_state=self.random_state, verbose=self.verbose)
+                inference=self.inference, random_state=self.random_state, verbose=self.verbose,
+                options=check_solver_options_arg(self))
             res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light
             self.n_iter_ = res.n_iter
         elif model.multilabel:
@@ -293,10 +298,11 @@ class SharedNormSVC(_NodeScoreClassifier):
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  loss="zero_one", solver="fast", tol=1e-4, max_iter=1000, inner_max_iter=1000,
                  reference_solver=None, random_state=0, verbose=False, lam=None,
-                 internal_labels="self_leaf", keep_dual=False):
+                 internal_labels="self_leaf", keep_dual=False, solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
         self.keep_dual = keep_dual
+        self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -324,7 +330,7 @@ class SharedNormSVC(_NodeScoreClassifier):
             res = registered.fast_solvers["alternating"].solve(
                 model, lam, tol=float(self.tol), max_iter=self.max_iter,
                 inner_max_iter=self.inner_max_iter, random_state=self.random_state,
-                verbose=self.verbose)
+                verbose=self.verbose, options=check_solver_options_arg(self))
             self.n_iter_, self.alpha_ = res.n_iter, res.alpha
         else:
             res = _SHARED.from_model["primal"](model, lam).solve(solver=self.reference_solver)

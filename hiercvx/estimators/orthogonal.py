@@ -24,7 +24,7 @@ from .. import methods
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..result import check_iteration_options
-from ._base import NodeScoresMixin, SOLVERS, validate_training_X, validate_X
+from ._base import SOLVERS, NodeScoresMixin, check_solver_options_arg, validate_training_X, validate_X
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_test_labels, read_training_labels, user_names
 
@@ -76,6 +76,8 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         ``"leaves"`` learn it through a leaf for the node itself (Cai thesis section 3.2),
         predicted back as the internal node; ``"refuse"`` refuses such labels for every method
     keep_dual : pickle the solver's state with the model (default: the certificate only)
+    solver_options : the fast solver's settings (:class:`hiercvx.solvers.orthogonal_dual.Options`
+        for ``fast_solver="dual_cd"``, :class:`hiercvx.solvers.rda.Options` for ``"rda"``)
 
     Labels are node names, one path per sample: label sets that are one path with its
     ancestors (as ``hiercvx.datasets.load_arff`` gives them) are read as their deepest node;
@@ -98,10 +100,11 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, K=None,
                  alpha=1.0, method="orthogonal", solver="fast", tol=1e-4, max_iter=20000,
                  treeloss_classes="nodes", reference_solver=None, verbose=False, fast_solver="dual_cd",
-                 internal_labels="self_leaf", keep_dual=False):
+                 internal_labels="self_leaf", keep_dual=False, solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
         self.keep_dual = keep_dual
+        self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -163,7 +166,8 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
         if self.solver == "fast":
             self.result_ = method.fast_solvers[self.fast_solver].solve(
-                model, C=C_paper, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose)
+                model, C=C_paper, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                options=check_solver_options_arg(self))
             self.n_iter_ = self.result_.n_iter
             intercept = self.result_.extras.get("intercept")
         else:

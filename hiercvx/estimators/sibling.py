@@ -35,7 +35,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..kernels import median_heuristic
-from ._base import check_solver_options, validate_training_X, validate_X
+from ._base import check_solver_options, check_solver_options_arg, validate_training_X, validate_X
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_test_labels, read_training_labels
 
@@ -94,7 +94,7 @@ def _set_leaf_classes(est, pairs):
 
 
 def check_fit_intercept(fit_intercept, who: str) -> None:
-    """Only ``fit_intercept=True``: (2)'s node functions ``f_v = w_v . x + b_v`` carry
+    """Only ``fit_intercept=True``: (2)'s node functions ``f_v = w_v^T x + b_v`` carry
     unregularized biases, and the dual (9) and the bias recoveries of Appendix B (the model and
     both solvers) are written for them; fixing ``b = 0`` would change the dual's constraints."""
     if fit_intercept is not True and not (isinstance(fit_intercept, np.bool_) and fit_intercept):
@@ -111,7 +111,7 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
                  reference_solver=None, random_state=0, verbose=False, internal_labels="self_leaf",
-                 keep_dual=False):
+                 keep_dual=False, solver_options=None):
         self.hierarchy = hierarchy
         self.C = C
         self.fit_intercept = fit_intercept
@@ -127,6 +127,7 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.internal_labels = internal_labels
         self.keep_dual = keep_dual
+        self.solver_options = solver_options
 
     def score(self, X, y, sample_weight=None):
         """Accuracy; ``y`` read as ``fit`` reads it (a path's label set is its deepest node)."""
@@ -160,7 +161,8 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
         return methods.get(name).prepare(X, labels, H, kernel=self.kernel, sigma=sigma)
 
     def _engine_options(self):
-        return {"method": self.method, "random_state": self.random_state}
+        return {"method": self.method, "random_state": self.random_state,
+                "options": check_solver_options_arg(self)}
 
     def _store_model(self, X, H, sigma, model, coef, biases):
         """Keep the fitted model: the caller's and the working hierarchy, the kernel and
@@ -272,6 +274,8 @@ class SiblingMarginSVC(_SiblingBase):
         learnt through a leaf for the node itself (the paper's section 2) and predicted back
         as the node; ``"refuse"``: such labels raise a ``LabelError``
     keep_dual : pickle the solver's state with the model (default: the certificate only)
+    solver_options : the fast solver's settings, a :class:`hiercvx.solvers.sibling_qp.Options`;
+        ``method``, ``tol`` and ``max_iter`` override the fields of the same name
 
     Labels: one path per sample; a label set that is one path with its ancestors (as
     ``hiercvx.datasets.load_arff`` gives it) is read as its deepest node.
@@ -322,11 +326,12 @@ class HierarchicalPsiClassifier(_SiblingBase):
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
                  dc_tol=1e-6, dc_max_iter=50, reference_solver=None, random_state=0, verbose=False,
-                 internal_labels="self_leaf", keep_dual=False):
+                 internal_labels="self_leaf", keep_dual=False, solver_options=None):
         self.hierarchy = hierarchy
         self.verbose = verbose
         self.internal_labels = internal_labels
         self.keep_dual = keep_dual
+        self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling

@@ -19,8 +19,9 @@ from sklearn.utils.validation import check_is_fitted
 from .. import methods
 from ..bias import ShiftedKernel, bias_scaling, with_bias
 from ..kernels import make_kernel
-from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    fit_label_set_threshold, predict_from_scores, validate_training_X, validate_X)
+from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, check_solver_options_arg,
+                    check_training_weights, fit_label_set_threshold, predict_from_scores,
+                    validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
 
@@ -65,7 +66,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
 
     def _fast_options(self, model, solver_name: str) -> dict:
         return dict(tol=float(self.tol), max_iter=self.max_iter, verbose=self.verbose,
-                    random_state=self.random_state,
+                    random_state=self.random_state, options=check_solver_options_arg(self),
                     alpha0=self._warm_dual(model.data.n_pairs, solver_name))
 
     def _read_labels(self, y, n_samples: int):
@@ -257,6 +258,9 @@ class HierarchicalSVC(MarginSVC):
     verbose : ``True`` (or an int > 0) prints the solver's progress to stderr (iteration, gap,
         time since the fit started); ``"progress"``: a progress bar on fits longer than a few
         seconds
+    solver_options : the fast engine's settings, a
+        :class:`hiercvx.solvers.margin_engine.Options` (default: its documented defaults);
+        ``tol``, ``max_iter`` and ``random_state`` above override the fields of the same name.
     keep_dual : pickle the solver's state with the model (``result_``'s dual variables, for a
         warm start after unpickling); by default a pickled model keeps its coefficients and
         the certificate only
@@ -275,10 +279,11 @@ class HierarchicalSVC(MarginSVC):
                  loss="half_symmetric", attributes="class_depth", rescaling="slack",
                  kernel="linear", sigma=None, class_kernel=None, solver="fast", tol=1e-6,
                  max_iter=10000, reference_solver=None, warm_start=False, random_state=0,
-                 verbose=False, internal_labels="self_leaf", keep_dual=False):
+                 verbose=False, internal_labels="self_leaf", keep_dual=False, solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
         self.keep_dual = keep_dual
+        self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -311,7 +316,7 @@ class MulticlassSVC(MarginSVC):
     is that feature's weight times ``intercept_scaling`` and ``coef_`` excludes it.  With a
     non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
     It is flat: labels are read as they are (label sets are multi-label over the names seen).
-    ``verbose`` and ``keep_dual`` as in :class:`HierarchicalSVC`.
+    ``verbose``, ``keep_dual`` and ``solver_options`` as in :class:`HierarchicalSVC`.
     ``solver="reference"`` solves it with CVXPY and certifies it, ``solver="fast"`` uses the
     margin engine (:mod:`hiercvx.solvers.margin_engine`): the interior-point method when a
     Newton step is affordable, else the sequential dual solver (linear) or the working-set
@@ -322,8 +327,10 @@ class MulticlassSVC(MarginSVC):
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, kernel="linear",
                  sigma=None, solver="fast", tol=1e-6, max_iter=10000, reference_solver=None,
-                 warm_start=False, random_state=0, verbose=False, keep_dual=False):
+                 warm_start=False, random_state=0, verbose=False, keep_dual=False,
+                 solver_options=None):
         self.keep_dual = keep_dual
+        self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
