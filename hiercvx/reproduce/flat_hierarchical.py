@@ -19,7 +19,7 @@ the fitted threshold of the top score).
 
 Both are solved to a certified relative duality gap of 1e-3 (working set, thesis Alg. 2).  The
 grid fits are joblib tasks (a Dask backend spreads them).  Cost: cellcycle_FUN has 446 classes
-(with its self leaves); one fit on 300 samples takes 13-21 s on one loaded core, so the full
+(with its self leaves), so a fit costs far more than on a small tree and the full
 protocol subsamples.  ``benchmarks/bench_flat_vs_hsvm.py`` runs the same comparison on all data.
 """
 

@@ -57,7 +57,7 @@ PAPER_SIZES = (303, 300, 500)
 ROOT = "FunCat"
 METHODS = ("SVM", "psi", "SHSVM", "HSVM", "HPSI")
 KERNELS = ("linear", "gaussian")
-QUICK_METHODS = ("SVM", "SHSVM", "HSVM")   # linear psi / HPSI take 10-60 s per fit
+QUICK_METHODS = ("SVM", "SHSVM", "HSVM")   # linear psi / HPSI (DC programs) are the slow fits
 QUICK_SIZES = (60, 60, 100)
 
 
