@@ -53,8 +53,8 @@ class DecomposableLoss:
     def hamming(cls, H: Hierarchy, on: str = "nodes", weight=1.0) -> "DecomposableLoss":
         """Symmetric-difference losses of the paper.
 
-        ``on="nodes"``: Delta^H(y, t) = |y xor t| over all nodes (the Hamming loss of eq. (2)).
-        ``on="leaves"``: Delta_L(y, t) = |(y xor t) cap leaves|, the decomposing surrogate of
+        ``on="nodes"``: ``Delta^H(y, t) = |y xor t|`` over all nodes (the Hamming loss of eq. (2)).
+        ``on="leaves"``: ``Delta_L(y, t) = |(y xor t) cap leaves|``, the decomposing surrogate of
         section 7.1 (its per-node terms are the ``+-1`` leaf terms of ``r_n`` below (19)).
         ``weight``: a scalar or one weight per node (multiplies both error kinds).
         """

@@ -365,8 +365,9 @@ class _Stopping:
 
 def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
                   options: Options | None = None):
-    """Mehrotra predictor-corrector on the budgeted dual QP over the pairs kept (module
-    docstring; Wang, Shen & Pan's (9)-(11) of (8))::
+    """Mehrotra predictor-corrector on the budgeted dual QP over the pairs kept.
+
+    The QP is Wang, Shen & Pan's (9)-(11) of (8) (module docstring)::
 
         min_x  1/2 x^T Q x - g^T x   s.t.  x >= 0 (z),  Bm x <= C (slack s, u),  E^T x = h (y)
 

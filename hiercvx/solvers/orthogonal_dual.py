@@ -203,31 +203,40 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float | None = N
 
     Parameters
     ----------
-    model : :class:`~hiercvx.models.orthogonal.PairModel` from
-        ``hiercvx.models.orthogonal.prepare(X, y, H, method, K=..., alpha=...)``
-    C : the C of (4) / (12) (the paper's C/N scaling is in the model's weights)
-    K : (4)'s matrix over ``H.nodes[1:]`` instead of ``model.K`` (validated; orthogonal only)
-    tol, max_iter, n_enter, s_steps, check_every, polish, blocks : override the fields of
-        ``options`` of the same names (:class:`Options`)
-    random_state : seed of the order in which the slacks are visited
-    verbose : log progress at INFO level (DEBUG otherwise)
-    options : :class:`Options` (default ``Options()``)
+    model : PairModel
+        From ``hiercvx.models.orthogonal.prepare(X, y, H, method, K=..., alpha=...)``
+        (:class:`~hiercvx.models.orthogonal.PairModel`).
+    C : float
+        The C of (4) / (12) (the paper's C/N scaling is in the model's weights).
+    K : array, optional
+        (4)'s matrix over ``H.nodes[1:]`` instead of ``model.K`` (validated; orthogonal only).
+    tol, max_iter, n_enter, s_steps, check_every, polish, blocks : optional
+        Override the fields of ``options`` of the same names (:class:`Options`).
+    random_state : int
+        Seed of the order in which the slacks are visited.
+    verbose : bool
+        Log progress at INFO level (DEBUG otherwise).
+    name : str, optional
+        The solution's name.
+    options : Options, optional
+        The solver's settings (default ``Options()``).
 
     Returns
     -------
-    :class:`~hiercvx.result.Solution`: ``weights`` ``(n_nodes, n_features)`` (rows in
-    ``H.nodes`` order, zero outside ``var_nodes``; with the model's ``fit_intercept`` without
-    the bias column, the biases in extras ``intercept`` ``(n_nodes,)``: the solver runs on
-    ``model.X = [X, s]`` and splits ``W~ = [W, b / s]`` at the end), ``objective`` = (7)
-    recomputed at the best certified ``W``, ``lower_bound`` = ``D(alpha, S)``; ``dual`` the
-    pair multipliers (in ``model.data``'s pair order); extras ``dual_S`` (the S of the bound:
-    dense ``(m, m)`` over ``var_nodes``, so that ``quadratic_lower_bound(model, res.dual,
-    res.dual_S)`` recomputes it; sparse on K's pattern when ``m > 2000``), ``at_zero`` (J at
-    ``W = 0``), ``K``, ``alpha`` (heuristic (6)'s alpha after any lowering), ``n_passes``,
-    ``n_newton`` (final-step attempts), ``n_rows_solved`` (the weight rows of the reduced
-    problem, :func:`hiercvx.models.orthogonal.reduce_model`), ``route`` (``"blocks"``,
-    ``"crammer_singer"`` or ``"coordinate"``); ``history``: ``upper``, ``lower``, ``gap``,
-    ``time`` per certificate.
+    Solution
+        ``weights`` ``(n_nodes, n_features)`` (rows in ``H.nodes`` order, zero outside
+        ``var_nodes``; with the model's ``fit_intercept`` without the bias column, the biases
+        in extras ``intercept`` ``(n_nodes,)``: the solver runs on ``model.X = [X, s]`` and
+        splits ``W~ = [W, b / s]`` at the end), ``objective`` = (7) recomputed at the best
+        certified ``W``, ``lower_bound`` = ``D(alpha, S)``; ``dual`` the pair multipliers (in
+        ``model.data``'s pair order); extras ``dual_S`` (the S of the bound: dense ``(m, m)``
+        over ``var_nodes``, so that ``quadratic_lower_bound(model, res.dual, res.dual_S)``
+        recomputes it; sparse on K's pattern when ``m > 2000``), ``at_zero`` (J at ``W = 0``),
+        ``K``, ``alpha`` (heuristic (6)'s alpha after any lowering), ``n_passes``, ``n_newton``
+        (final-step attempts), ``n_rows_solved`` (the weight rows of the reduced problem,
+        :func:`hiercvx.models.orthogonal.reduce_model`), ``route`` (``"blocks"``,
+        ``"crammer_singer"`` or ``"coordinate"``); ``history``: ``upper``, ``lower``, ``gap``,
+        ``time`` per certificate (a :class:`~hiercvx.result.Solution`).
     """
     t_start = time.perf_counter()
     C = check_positive(C, "C")

@@ -12,20 +12,20 @@ come from :func:`hiercvx.models.margin.margin_data` (built by ``hsvm.prepare``),
 perceptrons and the SVM see the same constraints.  What differs is how a violated pair is
 picked and how far ``w`` moves along its feature:
 
-==================  ======================================  ================================
-algorithm           pair picked at example i                step along ``dPhi_p``
-==================  ======================================  ================================
-Alg. 3 (flat)       ``argmin_p S_iy - S_iybar`` if <= 0     1 (indicator attributes, 0/1 loss)
-Alg. 4/5 (online)   same                                    ``Delta_p``            (thesis 5.2)
-Alg. 6 (averaged)   same; the output is the average of      ``Delta_p``
+==================  ============================================  ==================================
+algorithm           pair picked at example i                      step along ``dPhi_p``
+==================  ============================================  ==================================
+Alg. 3 (flat)       ``argmin_p S_iy - S_iybar`` if <= 0           1 (indicator attributes, 0/1 loss)
+Alg. 4/5 (online)   same                                          ``Delta_p``            (thesis 5.2)
+Alg. 6 (averaged)   same; the output is the average of            ``Delta_p``
                     all L intermediate ``w`` ((5.15))
-Alg. 7 (Minover)    ``argmin`` over *all* examples' pairs   ``Delta_p``
-Hieron online       same as Alg. 4                          ``tau = (sqrt(Delta_p) - m_p) /
-                                                            ||dPhi_p||^2``       ((7.8)-(7.9))
+Alg. 7 (Minover)    ``argmin`` over *all* examples' pairs         ``Delta_p``
+Hieron online       same as Alg. 4                                ``tau = (sqrt(Delta_p) - m_p) /
+                                                                  ||dPhi_p||^2``       ((7.8)-(7.9))
 Hieron averaged     ``argmax_p sqrt(Delta_p) - m_p`` if > 0
                     (the margin-rescaled hinge of (4.10)
                     with loss ``sqrt(Delta)``), averaged
-==================  ======================================  ================================
+==================  ============================================  ==================================
 
 (``m_p`` the current pair margin.)  Because ``argmin_p (S_iy - S_iybar)`` separates into
 ``min_{y in Y_i} S_iy - max_{ybar notin Y_i} S_iybar``, a perceptron step costs O(q) to select

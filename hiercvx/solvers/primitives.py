@@ -146,7 +146,8 @@ def row_sq_norms(rows: RowData) -> np.ndarray:
 
 @njit(cache=True, fastmath=_FAST, inline="always")  # inlined: a call per row costs more than the row
 def row_dot(mode, F, v, i, X, indptr, indices, xvals):
-    """``F[v] . x_i`` (dense / CSR rows), or ``F[v, i]`` in Gram mode (``F`` then holds scores)."""
+    """The product of row ``F[v]`` with ``x_i`` (dense / CSR rows), or ``F[v, i]`` in Gram mode
+    (``F`` then holds scores)."""
     if mode == 2:
         return F[v, i]
     acc = 0.0

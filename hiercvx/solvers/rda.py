@@ -361,37 +361,48 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str | None = Non
 
     Parameters
     ----------
-    model : :class:`~hiercvx.models.orthogonal.PairModel` from
-        ``hiercvx.models.orthogonal.prepare(X, y, H, method, K=..., alpha=...)``
-    C : the C of (4) / (12) (the paper's C/N scaling is in the model's weights)
-    K : (4)'s matrix over ``H.nodes[1:]`` instead of ``model.K`` (validated here; orthogonal
-        only).  Algorithm 1 needs a positive definite comparison matrix (Corollary 2)
-    psi, tol, max_iter, averaging, dual_bound : override the fields of ``options`` of the same
-        names (:class:`Options`).  ``psi``: the splitting for (4) (the baselines always put their
-        whole quadratic regularizer in Psi); ``averaging``: ``"uniform"`` (Algorithm 1: ``gbar``
-        and ``delta`` are plain averages) or ``"linear"``; ``dual_bound=False`` runs the
-        paper's bound alone
-    regularizer : a :class:`Regularizer` (default :func:`regularizer_for` with ``K``, ``psi``)
-    verbose : log progress at INFO level (DEBUG otherwise)
-    options : :class:`Options` (default ``Options()``)
+    model : PairModel
+        From ``hiercvx.models.orthogonal.prepare(X, y, H, method, K=..., alpha=...)``
+        (:class:`~hiercvx.models.orthogonal.PairModel`).
+    C : float
+        The C of (4) / (12) (the paper's C/N scaling is in the model's weights).
+    K : array, optional
+        (4)'s matrix over ``H.nodes[1:]`` instead of ``model.K`` (validated here; orthogonal
+        only).  Algorithm 1 needs a positive definite comparison matrix (Corollary 2).
+    psi, tol, max_iter, averaging, dual_bound : optional
+        Override the fields of ``options`` of the same names (:class:`Options`).  ``psi``: the
+        splitting for (4) (the baselines always put their whole quadratic regularizer in Psi);
+        ``averaging``: ``"uniform"`` (Algorithm 1: ``gbar`` and ``delta`` are plain averages)
+        or ``"linear"``; ``dual_bound=False`` runs the paper's bound alone.
+    regularizer : Regularizer, optional
+        Default :func:`regularizer_for` with ``K``, ``psi``.
+    verbose : bool
+        Log progress at INFO level (DEBUG otherwise).
+    name : str, optional
+        The solution's name.
+    options : Options, optional
+        The solver's settings (default ``Options()``).
 
     Returns
     -------
-    :class:`~hiercvx.result.Solution`: ``weights`` ``(n_nodes, n_features)`` (rows in
-    ``H.nodes`` order, zero for nodes without a weight vector, the reference's convention;
-    with the model's ``fit_intercept`` without the bias column, the biases in extras
-    ``intercept`` ``(n_nodes,)``: RDA runs on ``model.X = [X, s]`` and splits
-    ``W~ = [W, b / s]`` at the end),
-    ``objective`` = J at the best iterate (the upper bound), ``lower_bound``; ``history``
-    arrays per check (entry k: the upper bound over ``W(1..k+1)`` and the lower bounds from
-    the first k subgradients): ``upper``, ``lower`` (running max), ``lower_rda`` (the paper's
-    step 4), ``lower_dual``, ``time``; ``dual`` the averaged pair multipliers (in
-    ``model.data``'s pair order).  Extras: ``dual_S`` the matrix of the dual bound (averaged
-    sign patterns of K, or the fixed S), so that
-    ``hiercvx.models.orthogonal.quadratic_lower_bound(model, res.dual, res.dual_S)`` recomputes
-    it; ``sigma`` Psi's strong-convexity constant; ``K`` the K used and ``alpha`` heuristic
-    (6)'s alpha after any lowering (orthogonal; ``None`` otherwise); ``model``.
+    Solution
+        ``weights`` ``(n_nodes, n_features)`` (rows in ``H.nodes`` order, zero for nodes
+        without a weight vector, the reference's convention; with the model's
+        ``fit_intercept`` without the bias column, the biases in extras ``intercept``
+        ``(n_nodes,)``: RDA runs on ``model.X = [X, s]`` and splits ``W~ = [W, b / s]`` at the
+        end), ``objective`` = J at the best iterate (the upper bound), ``lower_bound``;
+        ``history`` arrays per check (entry k: the upper bound over ``W(1..k+1)`` and the lower
+        bounds from the first k subgradients): ``upper``, ``lower`` (running max),
+        ``lower_rda`` (the paper's step 4), ``lower_dual``, ``time``; ``dual`` the averaged
+        pair multipliers (in ``model.data``'s pair order).  Extras: ``dual_S`` the matrix of
+        the dual bound (averaged sign patterns of K, or the fixed S), so that
+        ``hiercvx.models.orthogonal.quadratic_lower_bound(model, res.dual, res.dual_S)``
+        recomputes it; ``sigma`` Psi's strong-convexity constant; ``K`` the K used and
+        ``alpha`` heuristic (6)'s alpha after any lowering (orthogonal; ``None`` otherwise);
+        ``model``.
 
+    Notes
+    -----
     The paper's Algorithm 1 as printed (typo fixed) is ``averaging="uniform", psi="identity",
     dual_bound=False``.
     """

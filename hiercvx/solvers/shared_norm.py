@@ -172,23 +172,33 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float | None = None,
 
     Parameters
     ----------
-    model : :class:`~hiercvx.models.nhsvm.SharedNormModel` from
-        :func:`~hiercvx.models.nhsvm.prepare_shared`
-    lam : the regularization weight of (14)
-    tol, max_iter, inner_max_iter, cache_size, accelerate : override the fields of ``options``
-    alpha0 : the first alpha (default: the closed form for unit rows on trees, uniform ``1 /
-        longest path`` on DAGs)
-    time_limit : seconds; stop (unconverged) after the first certificate past it
-    random_state : seed of the weight steps' visiting orders
-    options : :class:`Options`
+    model : SharedNormModel
+        From :func:`~hiercvx.models.nhsvm.prepare_shared`
+        (:class:`~hiercvx.models.nhsvm.SharedNormModel`).
+    lam : float
+        The regularization weight of (14).
+    tol, max_iter, inner_max_iter, cache_size, accelerate : optional
+        Override the fields of ``options`` of the same names.
+    verbose : bool
+        Log progress at INFO level (DEBUG otherwise).
+    alpha0 : array, optional
+        The first alpha (default: the closed form for unit rows on trees, uniform
+        ``1 / longest path`` on DAGs).
+    time_limit : float, optional
+        Seconds; stop (unconverged) after the first certificate past it.
+    random_state : int
+        Seed of the weight steps' visiting orders.
+    options : Options, optional
+        The solver's settings (default ``Options()``).
 
     Returns
     -------
-    :class:`~hiercvx.result.Solution`: ``weights`` ``U`` ``(M, d)`` (with ``fit_intercept``,
-    without the bias column; the node biases in ``extras["intercept"]``); extras ``alpha``
-    (optimal for ``U``), ``n_inner`` (weight-step passes in total) and, when leaves were
-    collapsed, ``n_collapsed`` (nodes removed); ``history`` per alternation: ``objective``,
-    ``lower_bound``, ``gap``, ``inner_gap``, ``time``, ``switched_off``.
+    Solution
+        ``weights`` ``U`` ``(M, d)`` (with ``fit_intercept``, without the bias column; the node
+        biases in ``extras["intercept"]``); extras ``alpha`` (optimal for ``U``), ``n_inner``
+        (weight-step passes in total) and, when leaves were collapsed, ``n_collapsed`` (nodes
+        removed); ``history`` per alternation: ``objective``, ``lower_bound``, ``gap``,
+        ``inner_gap``, ``time``, ``switched_off``.
     """
     if not isinstance(model, SharedNormModel):
         raise InputError("model must be a SharedNormModel from hiercvx.models.nhsvm.prepare_shared"

@@ -196,33 +196,45 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
 
     Parameters
     ----------
-    model : :class:`~hiercvx.models.hsvm.HSVMModel` from ``hiercvx.models.hsvm.prepare(X, Y, H,
-        ...)`` (labels, loss, class attributes or class kernel, rescaling, sample weights,
-        kernel), or any :class:`~hiercvx.models.margin.MarginModel`
+    model : MarginModel
+        A :class:`~hiercvx.models.hsvm.HSVMModel` from
+        ``hiercvx.models.hsvm.prepare(X, Y, H, ...)`` (labels, loss, class attributes or class
+        kernel, rescaling, sample weights, kernel), or any
+        :class:`~hiercvx.models.margin.MarginModel`
         (:func:`~hiercvx.models.margin.model_from_data`).  The linear kernel with class
         attributes works on the features and never forms the Gram matrix.
-    C : positive float; example i's budget is ``C * data.Cw[i]``
-    tol : certified relative duality gap ``(primal - dual) / max(1, |primal|)`` to reach
-    max_iter : passes over the data; a ``ConvergenceWarning`` is issued when they run out
-    alpha0 : optional warm start (one value per pair of ``model.data``), made feasible first
-    random_state : seed of the order in which the examples are visited
-    stop_when : optional ``stop_when(n_iter, pass_work, alpha) -> bool``, asked at every
-        certificate that did not reach ``tol`` (passes so far, the multiply-adds they counted,
-        the dual point): True ends the solve there, unconverged (the margin engine's budget)
-    options : :class:`Options` (default ``Options()``)
-    max_rounds, check_every, polish, shrink, factor : override the fields of ``options`` of
-        the same name
+    C : float
+        Positive; example i's budget is ``C * data.Cw[i]``.
+    tol : float
+        Certified relative duality gap ``(primal - dual) / max(1, |primal|)`` to reach.
+    max_iter : int
+        Passes over the data; a ``ConvergenceWarning`` is issued when they run out.
+    verbose : bool
+        Log progress at INFO level (DEBUG otherwise).
+    alpha0 : array, optional
+        Warm start (one value per pair of ``model.data``), made feasible first.
+    random_state : int
+        Seed of the order in which the examples are visited.
+    stop_when : callable, optional
+        ``stop_when(n_iter, pass_work, alpha) -> bool``, asked at every certificate that did
+        not reach ``tol`` (passes so far, the multiply-adds they counted, the dual point): True
+        ends the solve there, unconverged (the margin engine's budget).
+    options : Options, optional
+        The solver's settings (default ``Options()``).
+    max_rounds, check_every, polish, shrink, factor : optional
+        Override the fields of ``options`` of the same name.
 
     Returns
     -------
-    :class:`~hiercvx.result.Solution` with ``weights`` the node weights ``W`` ``(M, d)``
-    (linear kernel with class attributes) or the expansion coefficients ``G`` ``(n, q)``
-    (other kernels: class scores ``k(x, X) G Q``), ``dual`` the pair multipliers alpha,
-    ``history`` per certificate (n_iter: the pass it follows, objective, lower_bound, gap,
-    max_psi, time, live_pairs: pairs not shrunk in the pass before; ``n_newton``: accepted
-    exact steps).  Extras: ``coefficients`` (``G`` of the reported weights: ``G(alpha)``, or
-    an exact step's primal point when its objective is lower), ``n_newton``, ``pass_work``
-    (multiply-adds counted by the passes).
+    Solution
+        ``weights`` the node weights ``W`` ``(M, d)`` (linear kernel with class attributes) or
+        the expansion coefficients ``G`` ``(n, q)`` (other kernels: class scores
+        ``k(x, X) G Q``), ``dual`` the pair multipliers alpha, ``history`` per certificate
+        (n_iter: the pass it follows, objective, lower_bound, gap, max_psi, time, live_pairs:
+        pairs not shrunk in the pass before; ``n_newton``: accepted exact steps).  Extras:
+        ``coefficients`` (``G`` of the reported weights: ``G(alpha)``, or an exact step's primal
+        point when its objective is lower), ``n_newton``, ``pass_work`` (multiply-adds counted
+        by the passes).
     """
     if not isinstance(model, MarginModel):
         raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...) "

@@ -126,8 +126,8 @@ def label_sets_and_scores(draw, H: Hierarchy, max_samples: int = 5):
 
 @st.composite
 def chains(draw, min_depth: int = 2, max_depth: int = 8):
-    """A deep chain ``n0 - n1 - ... - n_k`` ending in two leaves (every inner node but the last
-    has one child)."""
+    """A deep chain of nodes ``n0`` to ``n_k`` ending in two leaves (every inner node but the
+    last has one child)."""
     k = draw(st.integers(min_depth, max_depth))
     parents = {"n0": None, **{f"n{i}": f"n{i - 1}" for i in range(1, k)}}
     parents.update({"leafA": f"n{k - 1}", "leafB": f"n{k - 1}"})
