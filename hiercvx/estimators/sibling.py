@@ -183,7 +183,7 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
 
     def _pairs_of_classes(self):
         """``Q(c)`` of every class as (pos, neg, start, counts).  Built by
-        :meth:`decision_function` at each call, not kept by ``fit``: its size is that of the
+        :meth:`decision_function` at each call, not stored by ``fit``: its size is that of the
         computation (on a 5000-leaf star, 25 million pairs that ``fit`` does not need)."""
         ptr, pos, neg = _SIBLING.node_pair_table(self.working_hierarchy_, self._class_leaf)
         return pos, neg, ptr[:-1], np.diff(ptr)
@@ -365,7 +365,7 @@ class HierarchicalPsiClassifier(_SiblingBase):
                                      max_iter=int(self.dc_max_iter), solver=self.reference_solver,
                                      gap_tol=float(self.tol))
         self.hsvm_objective_ = res.hsvm.objective
-        self.result_ = res.hsvm  # the HSVM start's certificate; the DC result is not kept
+        self.result_ = res.hsvm  # the HSVM start's certificate; the DC result is not stored
         self.step_gaps_ = np.asarray(res.step_gaps)
         self.objective_ = res.objective
         self.dc_objectives_ = np.asarray(res.dc_objectives)

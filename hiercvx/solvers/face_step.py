@@ -179,7 +179,7 @@ class FaceStep:
             if not self.fits(support):
                 break
         # the next step comes after many passes, on a face too far from this one's for the
-        # factor to serve: its two m-square matrices are not kept through the passes
+        # factor to serve: its two m-square matrices are dropped between passes
         self.solver.release()
         if best_alpha is not None:
             alpha[:] = best_alpha
