@@ -6,13 +6,10 @@ into ``_static/mathjax``.  Set ``HIERCVX_MATHJAX_DIR`` to another MathJax 3 ``es
 use that one instead.  ``-D plot_gallery=0`` builds the gallery without running the examples.
 """
 
-import logging
 import os
 import re
 import shutil
 from pathlib import Path
-
-from sphinx.util import logging as sphinx_logging
 
 import hiercvx
 
@@ -143,48 +140,7 @@ def _escape_trailing_underscores(app, what, name, obj, options, lines):
             literal_indent = indent
 
 
-class _DocstringMarkup(logging.Filter):
-    """Collect the reST markup warnings raised inside docstrings instead of failing on them.
-
-    The docstrings are written for ``help()`` as much as for this site; while the package is
-    being restructured their markup slips (a ``name : text`` line read as a definition list,
-    ``|x|`` read as a substitution).  They are listed in ``<outdir>/docstring-warnings.txt``
-    and counted at the end of the build; ``HIERCVX_DOCS_STRICT=1`` makes them errors like
-    every other warning (pages, sheets, gallery, references are always strict under -W)."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = {}
-
-    def filter(self, record):
-        if record.levelno < logging.WARNING or getattr(record, "type", None) != "docutils":
-            return True
-        loc = getattr(record, "location", None)
-        if not isinstance(loc, str) or not any(
-                key in loc for key in ("docstring of ", "<autosummary>", "generated/")):
-            return True
-        self.seen.setdefault(f"{loc}: {record.getMessage()}", None)
-        return False
-
-
-_DOCSTRING_MARKUP = _DocstringMarkup()
-
-
-def _report_docstring_markup(app, exception):
-    if exception is not None or not _DOCSTRING_MARKUP.seen:
-        return
-    path = Path(app.outdir) / "docstring-warnings.txt"
-    path.write_text("\n".join(_DOCSTRING_MARKUP.seen) + "\n")
-    sphinx_logging.getLogger(__name__).info(
-        f"{len(_DOCSTRING_MARKUP.seen)} reST markup warnings in docstrings, listed in {path} "
-        "(HIERCVX_DOCS_STRICT=1 makes them errors)")
-
-
 def setup(app):
-    if os.environ.get("HIERCVX_DOCS_STRICT", "0") != "1":
-        for handler in logging.getLogger("sphinx").handlers:
-            handler.filters.insert(0, _DOCSTRING_MARKUP)
-        app.connect("build-finished", _report_docstring_markup)
     app.connect("autodoc-process-docstring", _escape_trailing_underscores, priority=400)
     app.connect("config-inited", _require_mathjax)
     app.connect("autodoc-skip-member", _skip_foreign)
