@@ -21,11 +21,10 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..models import nhsvm as _model
-from ..models.nhsvm import (DAG_T, PATH_METHODS, check_hierarchy, check_rho, check_T,
-                            edge_differences, leaf_paths)
+from ..models.nhsvm import (DAG_T, check_hierarchy, edge_differences, leaf_paths,
+                            path_weight_settings)
 from ..reference import ReferenceProblem, check_size
 
 __all__ = ["path_weights_problem", "path_weights", "resolve_alpha", "prepare"]
@@ -127,13 +126,7 @@ def path_weights_problem(H: Hierarchy, method: str = "power", rho: float = 2.0, 
     """
     t0 = time.perf_counter()
     H = check_hierarchy(H)
-    if method not in PATH_METHODS:
-        raise InputError(f"unknown path-weight method {method!r}; choose one of {PATH_METHODS}")
-    rho = check_rho(rho)
-    if method == "dag" and T is None:
-        T = DAG_T
-    T = check_T(T)
-    directional = (method == "maxmin") if directional is None else bool(directional)
+    rho, T, directional = path_weight_settings(method, rho, T, directional)
     M = len(H)
     A = leaf_paths(H)
     n_leaves = A.shape[0]

@@ -35,7 +35,8 @@ __all__ = [
     "PATH_METHODS", "DAG_T", "MAX_RHO",
     "check_hierarchy", "check_T", "check_rho", "leaf_paths", "edge_differences", "depth_levels",
     "cover", "scaled_alpha", "ratio_sum", "node_matrix", "check_path_weights",
-    "tree_path_weights", "path_weights_route", "solve_path_weights", "optimal_alpha", "dag_alpha", "barrier_alpha",
+    "tree_path_weights", "path_weight_settings",
+    "path_weights_route", "solve_path_weights", "optimal_alpha", "dag_alpha", "barrier_alpha",
     "min_path_cover",
 ]
 
@@ -238,8 +239,9 @@ def tree_path_weights(H: Hierarchy, rho: float = 2.0) -> np.ndarray:
     return alpha
 
 
-def _normalized(H: Hierarchy, method: str, rho, T, directional):
-    """``(rho, T, directional)`` checked, with the defaults of ``method``."""
+def path_weight_settings(method: str, rho, T, directional):
+    """``(rho, T, directional)`` of the path-weight programs (6)-(8) checked, with the defaults
+    of ``method`` (``T = 1.5`` for ``"dag"``, directional constraints for ``"maxmin"``)."""
     if method not in PATH_METHODS:
         raise InputError(f"unknown path-weight method {method!r}; choose one of {PATH_METHODS}")
     rho = check_rho(rho)
@@ -256,7 +258,7 @@ def path_weights_route(H: Hierarchy, method: str = "power", rho: float = 2.0, T=
     on a tree, no ``T``, not directional), else None: then (6)-(8) is a program, declared and
     certified by :func:`hiercvx.formulations.nhsvm.path_weights`."""
     H = check_hierarchy(H)
-    rho, T, directional = _normalized(H, method, rho, T, directional)
+    rho, T, directional = path_weight_settings(method, rho, T, directional)
     if method != "maxmin" and T is None and not directional and H.is_tree:
         return "closed form"
     return None

@@ -63,14 +63,14 @@ from ._nhsvm_leaves import (CollapsedLeaves, LeafVertices, NodeBias, class_loss,
 from ._nhsvm_paths import (DAG_T, MAX_RHO, PATH_METHODS, barrier_alpha, check_hierarchy,
                            check_path_weights, check_rho, check_T, cover, dag_alpha,
                            depth_levels, edge_differences, leaf_paths, min_path_cover,
-                           node_matrix, optimal_alpha, path_weights_route, ratio_sum,
+                           node_matrix, optimal_alpha, path_weight_settings, path_weights_route, ratio_sum,
                            scaled_alpha, solve_path_weights, tree_path_weights)
 
 __all__ = [
     "PATH_METHODS", "VARIANTS", "DAG_T", "MAX_RHO",
     "check_hierarchy", "check_T", "check_rho", "leaf_paths", "edge_differences", "depth_levels",
     "cover", "scaled_alpha", "ratio_sum", "node_matrix",
-    "check_path_weights", "path_weights_route", "solve_path_weights", "tree_path_weights",
+    "check_path_weights", "path_weight_settings", "path_weights_route", "solve_path_weights", "tree_path_weights",
     "resolve_alpha",
     "optimal_alpha", "dag_alpha", "barrier_alpha", "min_path_cover",
     "closed_labels", "class_loss",
