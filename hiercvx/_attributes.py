@@ -16,7 +16,7 @@ __all__ = ["class_attributes"]
 _SCHEMES = ("indicator", "tree_depth", "class_depth", "normalized")
 
 
-def class_attributes(H: "Hierarchy", classes=None, scheme: str | Callable = "indicator", *,
+def class_attributes(H, classes=None, scheme: str | Callable = "indicator", *,
                      alpha=None, include_root: bool = True) -> np.ndarray:
     """Class-attribute matrix Lambda, ``(n_classes, n_nodes)``: row y holds t_v(y) for v in anc(y).
 
