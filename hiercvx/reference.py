@@ -285,6 +285,10 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
     ProblemTooLargeError
         When ``nnz`` exceeds the limit; the message says how to proceed.
     """
+    if max_size is not None and (isinstance(max_size, (bool, np.bool_))
+                                 or not isinstance(max_size, (int, np.integer)) or max_size < 1):
+        raise InputError(f"max_size must be None or a positive integer (a number of nonzeros), got "
+                         f"{max_size!r}")
     limit = default_max_size if max_size is None else int(max_size)
     size = int(nnz)
     if size > limit:

@@ -79,7 +79,13 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
     multilabel = is_multilabel_target(y)
     if not multilabel:
         yy = np.asarray(y)
-        check_classification_targets(yy.ravel() if yy.ndim == 2 and yy.shape[1] == 1 else yy)
+        try:
+            check_classification_targets(yy.ravel() if yy.ndim == 2 and yy.shape[1] == 1 else yy)
+        except ValueError as exc:  # scikit-learn's words, the package's error
+            kinds = sorted({type(v).__name__ for v in yy.ravel().tolist()})
+            mixed = (f"; y mixes label types {kinds}: give every label as a node name of one type "
+                     "(for example all strings)") if len(kinds) > 1 else ""
+            raise LabelError(f"y is not a set of class labels ({exc}){mixed}") from None
     if multilabel:
         if sp.issparse(y) or isinstance(y, np.ndarray):
             Yi = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y) != 0)

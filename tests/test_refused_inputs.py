@@ -134,3 +134,39 @@ def test_fuzz_testing_api_refuses_with_the_packages_errors(entry, value):
         return  # None: the case's own size
     with pytest.raises(InputError):
         ENTRY_POINTS[entry](value)
+
+
+# ---------------------------------------------------------------------- estimator parameters
+from hiercvx import estimators as E  # noqa: E402
+from hiercvx.exceptions import LabelError  # noqa: E402
+from hiercvx.formulations import hsvm  # noqa: E402
+
+Xt, yt, Ht = problem("tree", n=24, d=3, seed=0)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: E.SiblingMarginSVC(hierarchy=Ht, intercept_scaling=-1), "intercept_scaling"),
+    (lambda: E.SiblingMarginSVC(hierarchy=Ht, intercept_scaling=float("nan")), "intercept_scaling"),
+    (lambda: E.HierarchicalPsiClassifier(hierarchy=Ht, intercept_scaling=-1), "intercept_scaling"),
+    (lambda: E.HierarchicalSVC(hierarchy=Ht, random_state="abc"), "random_state"),
+    (lambda: E.NormalizedHierarchicalSVC(hierarchy=Ht, C=2, lam=1), "not both"),
+    (lambda: E.HierarchicalPsiClassifier(hierarchy=Ht, dc_max_iter=0), "dc_max_iter"),
+    (lambda: E.HierarchicalPerceptron(hierarchy=Ht, shuffle="maybe"), "shuffle"),
+], ids=["sibling-scaling-neg", "sibling-scaling-nan", "psi-scaling", "random_state", "C-and-lam",
+        "dc_max_iter", "shuffle"])
+def test_meaningless_estimator_parameters_are_refused(make, match):
+    with pytest.raises(InputError, match=match):
+        make().fit(Xt, yt)
+
+
+def test_bad_sample_weight_and_mixed_label_types_get_the_packages_errors():
+    with pytest.raises(InputError, match="sample_weight"):
+        E.HierarchicalSVC(hierarchy=Ht).fit(Xt, yt, sample_weight=np.ones(3))
+    mixed = np.array([1] + list(yt[1:]), dtype=object)
+    with pytest.raises(LabelError, match="mixes label types"):
+        E.HierarchicalSVC(hierarchy=Ht).fit(Xt, mixed)
+
+
+def test_reference_max_size_must_be_a_positive_integer():
+    with pytest.raises(InputError, match="max_size must be None or a positive integer"):
+        hsvm.primal(Xt, yt, Ht, C=1.0, max_size="x")

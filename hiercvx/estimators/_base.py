@@ -106,7 +106,11 @@ def check_training_weights(sample_weight, X):
     and positive somewhere, else nothing is left to train on."""
     if sample_weight is None:
         return None
-    sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+    try:
+        sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+    except ValueError as exc:  # scikit-learn's words, the package's error
+        raise InputError(f"sample_weight: {exc}; give one finite non-negative weight per row of X "
+                         f"({X.shape[0]})") from None
     if not np.any(sample_weight > 0):
         raise InputError("sample_weight is zero everywhere: at least one sample needs a "
                          "positive weight")
@@ -139,6 +143,32 @@ def predict_from_scores(scores: np.ndarray, classes: np.ndarray, multilabel: boo
     gaps = scores.max(axis=1, keepdims=True) - scores
     pred = gaps <= threshold
     return [frozenset(classes[row].tolist()) for row in pred]
+
+
+def check_common_params(estimator) -> None:
+    """The parameters many estimators share, checked where ``fit`` starts (each only where the
+    estimator has it): ``random_state`` (None, a non-negative int or a numpy generator),
+    ``intercept_scaling`` (a positive finite number), ``C`` beside ``lam`` (one of the two),
+    ``dc_max_iter`` (a positive int) and ``shuffle`` (a bool)."""
+    name = type(estimator).__name__
+    state = getattr(estimator, "random_state", None)
+    if state is not None and not isinstance(state, (np.random.RandomState, np.random.Generator)) and (
+            isinstance(state, (bool, np.bool_)) or not isinstance(state, (int, np.integer))
+            or not 0 <= int(state) < 2**32):
+        raise InputError(f"{name}: random_state must be None, an integer in [0, 2**32) or a numpy "
+                         f"random generator, got {state!r}")
+    if hasattr(estimator, "intercept_scaling"):
+        check_positive(estimator.intercept_scaling, "intercept_scaling")
+    if getattr(estimator, "lam", None) is not None and getattr(estimator, "C", 1.0) != 1.0:
+        raise InputError(f"{name}: give C (LIBLINEAR's meaning) or lam (the paper's), not both: "
+                         f"got C={estimator.C!r} and lam={estimator.lam!r}")
+    for key in ("dc_max_iter",):
+        value = getattr(estimator, key, 1)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise InputError(f"{name}: {key} must be a positive integer, got {value!r}")
+    shuffle = getattr(estimator, "shuffle", True)
+    if not isinstance(shuffle, (bool, np.bool_)):
+        raise InputError(f"{name}: shuffle must be True or False, got {shuffle!r}")
 
 
 def check_solver_options_arg(estimator):

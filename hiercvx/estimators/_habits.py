@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from ..exceptions import InputError
 from ..result import Solution
+from ._base import check_common_params
 
 __all__ = ["reports_progress", "progress", "LightPickleMixin", "certificate_only",
            "check_verbose", "PROGRESS", "BAR_DELAY"]
@@ -140,6 +141,7 @@ def reports_progress(fit):
     """Decorate an estimator's ``fit``: :func:`progress` around it, and a summary line."""
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        check_common_params(self)
         with progress(self):
             start = time.perf_counter()
             out = fit(self, *args, **kwargs)
