@@ -2,7 +2,7 @@
 
 Both the sibling-margin QP of Wang, Shen & Pan (dual (9)-(11), :mod:`.sibling_qp`) and the
 final exact step of the margin engine's working sets (thesis Algorithm 2, step 8b,
-:meth:`.margin_dual.MarginDualState.support_step`) are, on the pairs they keep::
+:class:`.support_step.SupportStep`) are, on the pairs they keep::
 
     min_x  1/2 x^T Q x - g^T x   s.t.  x >= 0,  Bm x <= C,  E^T x = h
 
