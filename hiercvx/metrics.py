@@ -494,24 +494,16 @@ def evaluated_nodes(y_train, hierarchy) -> np.ndarray:
     """The nodes the Clus-HMC literature evaluates: those with at least one positive among the
     training labels ``y_train`` (their closure), the root excluded; bool over ``H.nodes``."""
     H = _need_hierarchy(hierarchy, "evaluated_nodes")
-    T = _indicator(y_train, H, "y_train")
+    T = _closed(y_train, H)
     mask = T.any(axis=0)
     mask[H.index(H.root)] = False
     return mask
 
 
-def _indicator(y, H: Hierarchy, name: str) -> np.ndarray:
-    """Label sets, node names or an indicator over ``H.nodes`` as the closed bool ``(n, M)``."""
-    if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == len(H.nodes) and \
-            (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
-        Z = np.asarray(y, dtype=float)
-        if not np.all((Z == 0) | (Z == 1)):
-            raise LabelError(f"{name} as an indicator must be 0/1 over H.nodes")
-        Z = Z.astype(bool)
-        return (Z.astype(np.int32) @ H.ancestor_matrix.astype(np.int32).toarray()) > 0
-    if sp.issparse(y):
-        return _indicator(y.toarray(), H, name)
-    return np.asarray(H.closure(list(y) if not isinstance(y, np.ndarray) else y), dtype=bool)
+def _closed(y, H: Hierarchy) -> np.ndarray:
+    """Label sets, node names or a 0/1 indicator over ``H.nodes`` (dense or sparse), closed
+    upward, as a bool ``(n_samples, n_nodes)`` array (:meth:`Hierarchy.closure`)."""
+    return np.asarray(H.closure(y), dtype=bool)
 
 
 def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float:
@@ -538,7 +530,7 @@ def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float
     from sklearn.metrics import average_precision_score
 
     H = _need_hierarchy(hierarchy, "au_prc")
-    T = _indicator(y_true, H, "y_true")
+    T = _closed(y_true, H)
     S = _losses.check_scores(scores, T.shape[0], len(H.nodes))
     if nodes is None:
         nodes = evaluated_nodes(y_train, H) if y_train is not None else \

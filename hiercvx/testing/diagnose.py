@@ -97,13 +97,25 @@ def _intercept_scaled(p: Problem):
             for s in (1.0, 2.0, 10.0, 0.5) if s != current]
 
 
-def _other_losses(p: Problem):
-    current = p.model_options.get("loss", "half_symmetric")
-    if not isinstance(current, str):
-        return []
-    return [({"loss": name}, {}, f"the wrong loss Delta: your weights are optimal for loss={name!r}, "
-                                 f"not {current!r}")
-            for name in ("zero_one", "symmetric_difference", "half_symmetric") if name != current]
+def _other_values(key: str, default: str, choices: tuple, what: str):
+    """The neighbours where the string option ``key`` takes each of its other ``choices``."""
+    def variants(p: Problem):
+        current = p.model_options.get(key, default)
+        if not isinstance(current, str):
+            return []
+        return [({key: value}, {}, f"{what}: your weights are optimal for {key}={value!r}, not "
+                                   f"{current!r}")
+                for value in choices if value != current]
+    return variants
+
+
+_other_losses = _other_values("loss", "half_symmetric",
+                              ("zero_one", "symmetric_difference", "half_symmetric"),
+                              "the wrong loss Delta")
+_other_attributes = _other_values("attributes", "class_depth",
+                                  ("class_depth", "indicator", "tree_depth", "normalized"),
+                                  "other class attributes")
+_other_rescaling = _other_values("rescaling", "slack", ("slack", "margin"), "the other rescaling")
 
 
 def own_node_attributes(p: Problem):
@@ -118,22 +130,6 @@ def own_node_attributes(p: Problem):
         own[row, p.H.nodes.index(c)] = 1.0
     return [({"attributes": Lam * own}, {}, "ancestors are missing: your weights are optimal when "
              "each class's attribute row holds only its own node, not its ancestors (thesis (3.7))")]
-
-
-def _other_attributes(p: Problem):
-    current = p.model_options.get("attributes", "class_depth")
-    if not isinstance(current, str):
-        return []
-    return [({"attributes": s}, {}, f"other class attributes: your weights are optimal for "
-                                    f"attributes={s!r}, not {current!r}")
-            for s in ("class_depth", "indicator", "tree_depth", "normalized") if s != current]
-
-
-def _other_rescaling(p: Problem):
-    current = p.model_options.get("rescaling", "slack")
-    other = "margin" if current == "slack" else "slack"
-    return [({"rescaling": other}, {}, f"the other rescaling: your weights are optimal for "
-                                       f"rescaling={other!r}, not {current!r}")]
 
 
 def _options_ignored(p: Problem):
