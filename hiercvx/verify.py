@@ -167,13 +167,15 @@ def verify_method(method, quick: bool = True, progress=None, gurobi: bool = Fals
 INFERENCE_ROUTES = {"dp": "tree", "ilp": "any", "lp": "any", "enumerate": "any"}
 
 
-def verify_inference(quick: bool = True, progress=None) -> list[Row]:
+def verify_inference(quick: bool = True, progress=None, problems=None) -> list[Row]:
     """Label-set inference (NHSVM program (19), plain and loss-augmented (18), on a tree and on a
     DAG): the certified CVXPY reference (:func:`hiercvx.inference.reference`) against each fast
     route of :func:`hiercvx.inference.best_label_set` (tree DP, HiGHS ILP, LP with ILP fallback,
     enumeration).  Objectives are ``-sum_i (s(y_i) + Delta(y_i, t_i))``: the program's cost."""
     rows = []
-    for problem in inference_problems(seed=0, n=12 if quick else 40):
+    if problems is None:
+        problems = inference_problems(seed=0, n=12 if quick else 40)
+    for problem in problems:
         try:
             ref, t_ref = _timed(problem.reference)
         except HierCVXError as exc:
@@ -205,7 +207,8 @@ def verify(names=None, quick: bool = True, verbose: bool = True, gurobi: bool = 
     Gurobi route (:func:`gurobi_route`)."""
     wanted = list(names or [*registry.names(), "inference"])
     chosen = [registry.get(n) for n in wanted if n != "inference"]
-    n_cases = sum(len(m.cases(quick)) for m in chosen) + (6 if "inference" in wanted else 0)
+    labelling = inference_problems(seed=0, n=12 if quick else 40) if "inference" in wanted else []
+    n_cases = sum(len(m.cases(quick)) for m in chosen) + len(labelling)
     rows = []
     with tqdm(total=n_cases, desc="verify", unit="case", disable=not verbose, leave=False) as bar:
         for method in chosen:
@@ -213,7 +216,7 @@ def verify(names=None, quick: bool = True, verbose: bool = True, gurobi: bool = 
             rows.extend(verify_method(method, quick=quick, progress=bar, gurobi=gurobi))
         if "inference" in wanted:
             bar.set_postfix_str("inference")
-            rows.extend(verify_inference(quick=quick, progress=bar))
+            rows.extend(verify_inference(quick=quick, progress=bar, problems=labelling))
     return rows
 
 
