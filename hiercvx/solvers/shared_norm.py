@@ -208,14 +208,8 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float | None = None,
                              cache_size=cache_size, accelerate=accelerate)
     check_iteration_options(options.tol, options.max_iter, who="shared_norm.solve")
     check_iteration_options(None, options.inner_max_iter, who="shared_norm.solve (inner_max_iter)")
-    alpha = None if alpha0 is None else _first_alpha(model, alpha0)
     t0 = time.perf_counter()
-    collapse = model.collapsed()
-    work = model if collapse is None else collapse.model
-    if alpha is None:
-        alpha = _first_alpha(work, None)
-    elif collapse is not None:  # a group's leaves share one path constraint: keep the first's
-        alpha = alpha[collapse.kept]
+    collapse, work, alpha = _collapsed_start(model, alpha0)
     with blas_threads(1):
         out, dual_point = _Alternation(work, float(lam), options, random_state, verbose,
                                        t0).run(alpha, time_limit)
@@ -223,6 +217,19 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float | None = None,
             out = _lift(collapse, out, dual_point, float(lam), float(options.tol))
     out.warn_unless_converged("alternations", stacklevel=2)
     return nhsvm_fw.split_intercept(model, out)
+
+
+def _collapsed_start(model: SharedNormModel, alpha0):
+    """The model the alternation runs on (interchangeable leaves collapsed when there are any:
+    ``collapse`` is None otherwise) and its first alpha."""
+    alpha = None if alpha0 is None else _first_alpha(model, alpha0)
+    collapse = model.collapsed()
+    work = model if collapse is None else collapse.model
+    if alpha is None:
+        alpha = _first_alpha(work, None)
+    elif collapse is not None:  # a group's leaves share one path constraint: keep the first's
+        alpha = alpha[collapse.kept]
+    return collapse, work, alpha
 
 
 def _with_keywords(options: Options | None, **keywords) -> Options:
