@@ -192,13 +192,31 @@ def make_cai_synthetic(n_samples: int = 200, n_features: int = 20, branching: in
     bound = math.sqrt(q)
     if not 1 <= min_labels < bound:
         raise InputError(f"min_labels must be at least 1 and below sqrt(q) = {bound:.3g}")
+    X, Z, drawn, kept = _accepted_draws(rng, Wc, n_samples, (min_labels, bound), max_batches)
+    classes = np.asarray(H.leaves)
+    y = [frozenset(classes[row].tolist()) for row in Z]
+    rule = LinearBayesRule(Wc, classes, multilabel=True)
+    return Dataset(X=X, y=y, hierarchy=H, feature_names=_feature_names(n_features),
+                   name="cai_synthetic", bayes_rule=rule, bayes_error=0.0,
+                   metadata={"source": "Cai thesis 7.1.1", "node_weights": W,
+                             "class_weights": Wc, "acceptance_rate": kept / drawn,
+                             "branching": branching, "depth": depth,
+                             "variances": variances})
+
+
+def _accepted_draws(rng, Wc: np.ndarray, n_samples: int, label_range, max_batches: int):
+    """Rejection sampling of Cai thesis section 7.1.1: ``x ~ N(0, I)`` drawn in batches until
+    ``n_samples`` have a number of classes ``F(x, y) > 0`` in ``[low, high)``
+    (``label_range``).  Returns ``(X, Z, drawn, kept)`` with ``Z`` the class indicator."""
+    low, high = label_range
+    n_features = Wc.shape[1]
     X_parts, Z_parts, drawn, kept = [], [], 0, 0
     batch = max(256, 4 * n_samples)
     for _ in range(max_batches):
         Xb = rng.standard_normal((batch, n_features))
         Zb = (Xb @ Wc.T) > 0
         k = Zb.sum(axis=1)
-        ok = (k >= min_labels) & (k < bound)
+        ok = (k >= low) & (k < high)
         drawn += batch
         kept += int(ok.sum())
         X_parts.append(Xb[ok])
@@ -209,19 +227,9 @@ def make_cai_synthetic(n_samples: int = 200, n_features: int = 20, branching: in
         rate = max(kept, 1) / drawn
         batch = int(min(max(256, 1.2 * (n_samples - kept) / rate), max(256, 2**24 // n_features)))
     else:
-        raise InputError(f"only {kept} of {drawn} draws had between {min_labels} and sqrt(q) = "
-                         f"{bound:.3g} classes; change random_state, variances or the tree")
-    X = np.concatenate(X_parts)[:n_samples]
-    Z = np.concatenate(Z_parts)[:n_samples]
-    classes = np.asarray(H.leaves)
-    y = [frozenset(classes[row].tolist()) for row in Z]
-    rule = LinearBayesRule(Wc, classes, multilabel=True)
-    return Dataset(X=X, y=y, hierarchy=H, feature_names=_feature_names(n_features),
-                   name="cai_synthetic", bayes_rule=rule, bayes_error=0.0,
-                   metadata={"source": "Cai thesis 7.1.1", "node_weights": W,
-                             "class_weights": Wc, "acceptance_rate": kept / drawn,
-                             "branching": branching, "depth": depth,
-                             "variances": variances})
+        raise InputError(f"only {kept} of {drawn} draws had between {low} and sqrt(q) = "
+                         f"{high:.3g} classes; change random_state, variances or the tree")
+    return np.concatenate(X_parts)[:n_samples], np.concatenate(Z_parts)[:n_samples], drawn, kept
 
 
 # ---------------------------------------------------------------------- NHSVM 8.1

@@ -257,11 +257,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float | None = N
             route = "coordinate"
             out = _Ascent(prob, opts, random_state, log, t_start).run()
     W, upper, lower, alpha, n_pass, converged, hist, at_zero, n_newton = out
-    S_out = prob.S if prob.K is not None else prob.S_fixed
-    if reduced is not None:
-        W, alpha = reduced.lift_weights(W), reduced.lift_dual(alpha)
-        S_out = reduced.lift_box(S_out, K_sparse) if prob.K is not None else sp.csr_matrix(model.S)
-    S_out = S_out.toarray() if len(model.var_nodes) <= 2000 else S_out
+    W, alpha, S_out = _lifted(model, prob, reduced, K_sparse, W, alpha)
     weights, intercept = model.split_weights(model.full_weights(W))
     res = Solution(weights=weights, objective=float(upper), lower_bound=float(lower),
                    solver="orthogonal_dual", n_iter=n_pass, converged=converged, tol=float(opts.tol),
@@ -276,6 +272,18 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float | None = N
     res.warn_unless_converged("passes", stacklevel=2)
     log("%s", res)
     return res
+
+
+def _lifted(model: otm.PairModel, prob: Problem, reduced, K_sparse, W, alpha):
+    """``(W, alpha, S)`` of the full model: the reduced problem's weights and pair multipliers
+    lifted back (when the model was reduced) and the S of the dual bound, dense when it is
+    small enough to hand back as an array."""
+    S_out = prob.S if prob.K is not None else prob.S_fixed
+    if reduced is not None:
+        W, alpha = reduced.lift_weights(W), reduced.lift_dual(alpha)
+        S_out = reduced.lift_box(S_out, K_sparse) if prob.K is not None else sp.csr_matrix(model.S)
+    S_out = S_out.toarray() if len(model.var_nodes) <= 2000 else S_out
+    return W, alpha, S_out
 
 
 def _check_model(model, K):

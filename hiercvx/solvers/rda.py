@@ -410,12 +410,7 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str | None = Non
     C = check_positive(C, "C")
     check_iteration_options(tol, max_iter, who="RDA")
     opts = _options(options, psi=psi, tol=tol, max_iter=max_iter, averaging=averaging, dual_bound=dual_bound)
-    K_used = _K_of(model, K)
-    reg = regularizer_for(model, K_used, opts.psi, opts) if regularizer is None else regularizer
-    hinge = Hinge(model, C)
-    if reg.size != hinge.n_vars:
-        raise InputError(f"the regularizer is {reg.size}x{reg.size} but the model has {hinge.n_vars} "
-                         "weight vectors")
+    K_used, reg, hinge = _objective_parts(model, C, K, regularizer, opts)
     log = logger.info if verbose else logger.debug
     # the products are small: threaded BLAS only adds synchronisation (badly so on a loaded
     # machine), so the whole loop runs single-threaded
@@ -438,6 +433,18 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, psi: str | None = Non
     res.warn_unless_converged("iterations", stacklevel=2)
     log("%s", res)
     return res
+
+
+def _objective_parts(model: otm.PairModel, C: float, K, regularizer, opts: Options):
+    """The two parts of the objective Algorithm 1 minimizes: ``(K used, regularizer, hinge)``,
+    the regularizer checked against the hinge's number of weight vectors."""
+    K_used = _K_of(model, K)
+    reg = regularizer_for(model, K_used, opts.psi, opts) if regularizer is None else regularizer
+    hinge = Hinge(model, C)
+    if reg.size != hinge.n_vars:
+        raise InputError(f"the regularizer is {reg.size}x{reg.size} but the model has {hinge.n_vars} "
+                         "weight vectors")
+    return K_used, reg, hinge
 
 
 def _options(options: Options | None, **given) -> Options:
