@@ -51,7 +51,7 @@ from ..models.margin import MarginModel
 from ..models.multiclass import MulticlassModel
 from ..models.symmetry import CollapsedModel, collapse_interchangeable
 from ..result import Solution, reached, relative_gap
-from . import crammer_singer, interior_point, smoothing, working_set
+from . import crammer_singer, interior_point, low_rank_kernel, smoothing, working_set
 
 __all__ = ["Options", "SOLVERS", "choose", "coordinates_first", "solve"]
 
@@ -91,6 +91,9 @@ class Options:
         The solvers' own settings (:class:`.interior_point.Options`,
         :class:`.crammer_singer.Options`, :class:`.working_set.Options`,
         :class:`.smoothing.Options`).
+    low_rank : low_rank_kernel.Options
+        When a kernel model is solved as the linear model on a pivoted-Cholesky factor of its
+        kernel, and at what residual trace (:mod:`.low_rank_kernel`).
     """
 
     smooth_from_pairs: int = 2000
@@ -105,6 +108,7 @@ class Options:
     crammer_singer: crammer_singer.Options = field(default_factory=crammer_singer.Options)
     working_set: working_set.Options = field(default_factory=working_set.Options)
     smoothing: smoothing.Options = field(default_factory=smoothing.Options)
+    low_rank: low_rank_kernel.Options = field(default_factory=low_rank_kernel.Options)
 
 
 def choose(model: MarginModel, *, warm: bool = False, options: Options | None = None) -> str:
@@ -141,6 +145,12 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
     if solver not in SOLVERS:
         raise InputError(f"solver must be one of {SOLVERS}, got {solver!r}")
     options = Options() if options is None else options
+    if low_rank_kernel.applies(model, options.low_rank, functools.partial(
+            interior_point.applicable, options=options.interior_point)):
+        return low_rank_kernel.solve(model, C, functools.partial(
+            solve, C=C, solver=solver, tol=tol, max_iter=max_iter, verbose=verbose,
+            alpha0=alpha0, random_state=random_state, options=options),
+            options=options.low_rank, verbose=verbose)
     if alpha0 is None and not isinstance(model, MulticlassModel):
         collapsed = collapse_interchangeable(model)
         if collapsed is not None:
