@@ -2,11 +2,13 @@
 
 A :class:`Solution` carries a primal point (``weights``), its objective *recomputed in numpy*
 at that point, a certified ``lower_bound`` from a dual feasible point (weak duality), the
-relative ``gap`` between them, a ``status``, iteration count and times.  What only one solver
+relative ``gap`` between them (the README's, at every scale), which test certified it
+(``converged_by``), a ``status``, iteration count and times.  What only one solver
 knows (a path-weight vector, the cutting planes, the DC iterates, an update log) goes into
 ``extras`` and reads back as an attribute (``sol.alpha`` is ``sol.extras["alpha"]``).
 
-The gap formula (:func:`relative_gap`), the stopping test (:func:`reached`), the one
+The gap formula (:func:`relative_gap`), the decrease from zero weights (:func:`gap_from_zero`),
+the certificate's tests (:func:`certified_by`, :func:`stopping_gap`, :func:`reached`), the one
 ``ConvergenceWarning`` (:meth:`Solution.warn_unless_converged`) and the validation of the
 options every iterative solver takes (:func:`check_iteration_options`) live here and nowhere
 else.
@@ -23,8 +25,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .exceptions import InputError
 
-__all__ = ["progress_hint", "Solution", "relative_gap", "gap_scale", "comparison_scale",
-           "reached", "check_iteration_options", "OPTIMAL", "ITERATION_LIMIT"]
+__all__ = ["progress_hint", "Solution", "relative_gap", "gap_from_zero", "certified_by",
+           "stopping_gap", "gap_scale", "comparison_scale", "reached", "check_iteration_options",
+           "OPTIMAL", "ITERATION_LIMIT", "RELATIVE_GAP", "DECREASE_FROM_ZERO"]
 
 #: ``status`` of a certified answer (reference: the solver said optimal and the gap holds;
 #: fast solver: the recomputed gap reached ``tol``)
@@ -52,37 +55,100 @@ def comparison_scale(*values: float) -> float:
     return max(abs(float(v)) for v in values) or 1.0
 
 
-def relative_gap(objective: float, lower_bound: float, at_zero: float | None = None,
-                 zero_optimum: float = 1e-9) -> float:
+def relative_gap(objective: float, lower_bound: float) -> float:
     """``(objective - lower_bound) / max(|objective|, |lower_bound|)``: the certificate's
-    relative gap (``0`` when both are ``0``, the certified optimum of a problem whose every
-    loss vanishes at zero weights).
+    relative gap, ``Solution.gap`` (``0`` when both are ``0``).
 
     Every model's objective is its primal value (non-negative for all hiercvx models), so the
     gap is at most 1 for any bound in ``[0, objective]`` and at least 1 for a negative bound:
-    the all-zero starting point of a dual method (bound 0) never passes, at any scale.
-
-    ``at_zero``, the objective at zero weights (``C`` times the losses at zero), when the
-    solver knows it: the gap is then also measured against the decrease still possible from
-    zero, ``at_zero - lower_bound``, as the square of that ratio, so ``gap <= tol`` also
-    means ``objective - lower_bound <= sqrt(tol) (at_zero - lower_bound)``: at least a
-    fraction ``1 - sqrt(tol)`` of the decrease from ``W = 0`` is certified.  With a tiny ``C``
-    the objective is ``C sum loss(0)`` up to ``O(C^2)``, so the first ratio alone would
-    certify ``W = 0``; at ordinary scales the square is far below the first ratio and changes
-    nothing.  Only for points below ``at_zero``: at ``W = 0`` itself the first ratio decides
-    (so a problem whose optimum is ``W = 0`` is certified as usual).  The denominator is
-    never below ``zero_optimum * at_zero`` (default 1e-9, far above round-off and far below
-    any gap a solver is asked for): when the optimum is 0, objective and bound are round-off
-    (1e-21 vs 0) whose ratio says nothing."""
+    the all-zero starting point of a dual method (bound 0) never passes, at any scale.  It
+    bounds the relative error of the objective: the optimum lies in
+    ``[objective (1 - gap), objective]``."""
     objective, lower_bound = float(objective), float(lower_bound)
     scale = gap_scale(objective, lower_bound)
-    if at_zero is not None and np.isfinite(at_zero) and at_zero > 0:
-        # an optimum of 0 (every loss met with margin, e.g. one class and free biases): the
-        # values are round-off, measured against the problem's own scale, not each other
+    return 0.0 if scale == 0.0 else (objective - lower_bound) / scale
+
+
+def gap_from_zero(objective: float, lower_bound: float, at_zero: float | None) -> float:
+    """``(objective - lower_bound) / (at_zero - lower_bound)``: the fraction of the decrease
+    from zero weights that the bound leaves uncertified (``Solution.gap_from_zero``).
+
+    ``at_zero`` is the objective at ``W = 0`` (``C`` times the losses at zero).  ``nan`` when
+    it is unknown; ``0`` when the bound proves ``W = 0`` optimal and the point is no worse
+    (``at_zero <= lower_bound``, ``objective <= lower_bound``), ``inf`` when it proves zero
+    optimal and the point is worse.  Small at a tiny ``C`` only when the point is more than
+    ``W = 0`` (where the relative gap is small for any point); it says nothing about the
+    relative error of the objective."""
+    if at_zero is None or not np.isfinite(at_zero):
+        return float("nan")
+    diff, room = float(objective) - float(lower_bound), float(at_zero) - float(lower_bound)
+    if room <= 0:
+        return 0.0 if diff <= 0 else float("inf")
+    return diff / room
+
+
+#: the names ``certified_by`` gives to the tests a certificate can pass
+RELATIVE_GAP, DECREASE_FROM_ZERO = "relative_gap", "decrease_from_zero"
+
+
+def _guard_holds(objective, lower_bound, at_zero, tol) -> bool:
+    """The tiny-``C`` condition of both tests: below ``at_zero``, at least ``1 - sqrt(tol)``
+    of the decrease from ``W = 0`` is certified (``gap_from_zero**2 <= tol``)."""
+    if at_zero is None or not np.isfinite(at_zero) or not lower_bound < objective < at_zero:
+        return True
+    return reached(gap_from_zero(objective, lower_bound, at_zero) ** 2, tol)
+
+
+def certified_by(objective: float, lower_bound: float, tol: float, at_zero: float | None = None,
+                 zero_optimum: float = 1e-9) -> str:
+    """Which test certifies ``(objective, lower_bound)`` at ``tol``: ``"relative_gap"``,
+    ``"decrease_from_zero"``, or ``""`` (none); ``Solution.converged_by``.
+
+    - ``"relative_gap"``: :func:`relative_gap` ``<= tol``, the README's certificate: the
+      objective is within a fraction ``tol`` of the optimum.
+    - ``"decrease_from_zero"``: the relative gap is over ``tol``, but ``objective -
+      lower_bound <= tol * zero_optimum * at_zero``: the optimum is zero to round-off (every
+      loss met with margin, e.g. one class and free biases: objective and bound are 1e-21 and
+      0, whose ratio says nothing), and the point is certified to that absolute accuracy
+      only.  Needs ``at_zero``, the objective at ``W = 0``.  It also passes for an optimum
+      that is small but not zero (separable data with ``X`` scaled by 1e6), where the
+      objective may be far from the optimum: read ``Solution.gap`` then.
+
+    Both also require, when ``at_zero`` is known and ``lower_bound < objective < at_zero``,
+    ``gap_from_zero(...)**2 <= tol``: with a tiny ``C`` the relative gap of ``W = 0`` itself is
+    ``O(C)``, so at least ``1 - sqrt(tol)`` of the decrease from zero must be certified too (at
+    ordinary scales this changes nothing; at ``W = 0`` itself it does not apply, so a problem
+    whose optimum is ``W = 0`` is certified as usual).  ``zero_optimum`` (default 1e-9) lies far
+    above round-off and far below any gap a solver is asked for."""
+    objective, lower_bound = float(objective), float(lower_bound)
+    if not (np.isfinite(objective) and np.isfinite(lower_bound) and np.isfinite(tol)):
+        return ""
+    if not _guard_holds(objective, lower_bound, at_zero, tol):
+        return ""
+    if reached(relative_gap(objective, lower_bound), tol):
+        return RELATIVE_GAP
+    if at_zero is not None and np.isfinite(at_zero) and at_zero > 0 and \
+            reached((objective - lower_bound) / (zero_optimum * float(at_zero)), tol):
+        return DECREASE_FROM_ZERO
+    return ""
+
+
+def stopping_gap(objective: float, lower_bound: float, at_zero: float | None = None,
+                 zero_optimum: float = 1e-9) -> float:
+    """The number a solver compares with ``tol`` (:func:`reached`): ``<= tol`` exactly when
+    :func:`certified_by` names a test.  Not ``Solution.gap`` (:func:`relative_gap`).
+
+    ``(objective - lower_bound) / max(|objective|, |lower_bound|, zero_optimum * at_zero)``,
+    and, below ``at_zero``, at least ``gap_from_zero**2``; without ``at_zero`` it is the
+    relative gap."""
+    objective, lower_bound = float(objective), float(lower_bound)
+    scale = gap_scale(objective, lower_bound)
+    known = at_zero is not None and np.isfinite(at_zero)
+    if known and at_zero > 0:
         scale = max(scale, zero_optimum * float(at_zero))
     gap = 0.0 if scale == 0.0 else (objective - lower_bound) / scale
-    if at_zero is not None and lower_bound < objective < float(at_zero):
-        gap = max(gap, ((objective - lower_bound) / (float(at_zero) - lower_bound)) ** 2)
+    if known and lower_bound < objective < float(at_zero):
+        gap = max(gap, gap_from_zero(objective, lower_bound, at_zero) ** 2)
     return gap
 
 
@@ -153,7 +219,19 @@ class Solution:
         A dual objective at a dual feasible point (weak duality), or the method's own certified
         bound (RDA's, a cutting-plane master's).
     gap : float
-        ``relative_gap(objective, lower_bound)`` (a property).
+        ``(objective - lower_bound) / max(|objective|, |lower_bound|)`` (a property,
+        :func:`relative_gap`): at every scale the objective is within this fraction of the
+        optimum.
+    gap_from_zero : float
+        ``(objective - lower_bound) / (at_zero - lower_bound)``, the fraction of the decrease
+        from zero weights left uncertified (a property, :func:`gap_from_zero`); ``nan`` unless
+        the solver recorded the objective at zero (``extras["at_zero"]``).
+    converged_by : str
+        Which test certified the point (:func:`certified_by`): ``"relative_gap"`` (``gap <=
+        tol``), ``"decrease_from_zero"`` (an optimum that is zero to round-off: ``objective -
+        lower_bound <= 1e-9 tol at_zero``, the relative gap may be large), the status of a
+        solver with its own test (``"separated"``: a perceptron), ``"solver"`` for a solver's
+        test on numbers other than these; ``""`` when not converged.
     status : str
         ``"optimal"`` when certified within tolerance; otherwise why it stopped.
     solver : str
@@ -194,10 +272,17 @@ class Solution:
     problem_class: str = ""
     #: solvers tried before ``solver`` when it was chosen automatically, with why each failed
     failed_solvers: tuple = ()
+    converged_by: str = ""
 
     def __post_init__(self):
         if not self.status:
             self.status = OPTIMAL if self.converged else ITERATION_LIMIT
+        if not self.converged:
+            self.converged_by = ""
+        elif not self.converged_by:
+            test = certified_by(self.objective, self.lower_bound, self.tol,
+                                self.extras.get("at_zero"))
+            self.converged_by = test or (self.status if self.status != OPTIMAL else "solver")
 
     def __getattr__(self, key):
         # only reached when normal lookup fails: per-solver extras read as attributes
@@ -209,10 +294,16 @@ class Solution:
 
     @property
     def gap(self) -> float:
-        """``relative_gap(objective, lower_bound, extras.get("at_zero"))``:
-        ``(objective - lower_bound) / max(|objective|, |lower_bound|)``, and against the decrease from zero
-        weights when the solver recorded the objective there (``extras["at_zero"]``)."""
-        return relative_gap(self.objective, self.lower_bound, self.extras.get("at_zero"))
+        """``(objective - lower_bound) / max(|objective|, |lower_bound|)``
+        (:func:`relative_gap`), at every scale of ``C`` and ``X``."""
+        return relative_gap(self.objective, self.lower_bound)
+
+    @property
+    def gap_from_zero(self) -> float:
+        """``(objective - lower_bound) / (at_zero - lower_bound)`` (:func:`gap_from_zero`):
+        the fraction of the decrease from zero weights left uncertified; ``nan`` when the
+        solver did not record the objective at zero (``extras["at_zero"]``)."""
+        return gap_from_zero(self.objective, self.lower_bound, self.extras.get("at_zero"))
 
     def duality_gap(self) -> float:
         """Absolute gap ``objective - lower_bound`` (qpsolvers' name)."""
@@ -226,8 +317,14 @@ class Solution:
         if not self.converged:
             hint = progress_hint(self.history, self.tol, unit)
             advice = "" if "has not decreased" in hint else "; raise max_iter or tol"
-            what = reason or (f"with a certified relative duality gap of {self.gap:.3e} > "
-                              f"tol={self.tol:g}{advice}{hint}")
+            if reached(self.gap, self.tol):  # the tiny-C condition failed (certified_by)
+                what = (f"with a certified relative duality gap of {self.gap:.3e} <= tol={self.tol:g}"
+                        f" but {self.gap_from_zero:.3e} of the decrease from zero weights "
+                        f"uncertified (> sqrt(tol)){advice}{hint}")
+            else:
+                what = f"with a certified relative duality gap of {self.gap:.3e} > tol={self.tol:g}" \
+                    f"{advice}{hint}"
+            what = reason or what
             warnings.warn(f"{self.name or self.solver or 'the solver'} stopped after {self.n_iter} "
                           f"{unit} {what}", ConvergenceWarning, stacklevel=stacklevel + 1)
 
@@ -243,6 +340,12 @@ class Solution:
         lines += [f"  lower bound (dual)      {self.lower_bound:.10g}",
                   f"  relative gap            {self.gap:.3e}"
                   + (f" (tol {self.tol:g})" if np.isfinite(self.tol) else "")]
+        if np.isfinite(self.gap_from_zero):
+            lines.append(f"  gap from zero weights   {self.gap_from_zero:.3e}")
+        if self.converged_by and self.converged_by != RELATIVE_GAP:
+            lines.append(f"  certified by            {self.converged_by}"
+                         + (" (the optimum is zero to round-off; read the relative gap)"
+                            if self.converged_by == DECREASE_FROM_ZERO else ""))
         if self.n_iter:
             lines.append(f"  iterations              {self.n_iter}")
         lines.append(f"  build {self.build_time:.3f}s, solve {self.solve_time:.3f}s")
