@@ -58,7 +58,7 @@ over when such a certificate misses ``tol``.
 :class:`~hiercvx.solvers.primitives.CertificateSchedule`): ``U`` recomputed from ``alpha``,
 ``W = S^{-1} U``, the lower bound ``D(alpha, S)`` (valid for any feasible alpha and any PD
 ``S`` of the box, :func:`hiercvx.models.orthogonal.quadratic_lower_bound`) and the objective
-(7) at ``W``; stop when ``relative_gap(upper, lower, J(0)) <= tol``.  At the joint optimum
+(7) at ``W``; stop when ``stopping_gap(upper, lower, J(0)) <= tol``.  At the joint optimum
 ``S_ij <w_i, w_j> = K_ij |<w_i, w_j>|`` (complementarity), so the gap closes.
 """
 
@@ -79,7 +79,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import multiclass as mc_model
 from ..models import orthogonal as otm
-from ..result import Solution, check_iteration_options, reached, relative_gap
+from ..result import Solution, check_iteration_options, reached, relative_gap, stopping_gap
 from . import _orthogonal_kernels as kern
 from . import crammer_singer, interior_point
 from ._orthogonal_problem import BlockInverse, Problem
@@ -97,8 +97,8 @@ class Options:
     Attributes
     ----------
     tol : float
-        Stop when ``relative_gap(upper, lower, J(0)) <= tol``
-        (:func:`hiercvx.result.relative_gap`); 1e-4: four significant digits of the objective,
+        Stop when ``stopping_gap(upper, lower, J(0)) <= tol``
+        (:func:`hiercvx.result.stopping_gap`); 1e-4: four significant digits of the objective,
         where the predictions of a classifier have long stopped changing.
     max_iter : int
         Passes over the slacks; a ``ConvergenceWarning`` when they run out.
@@ -391,7 +391,7 @@ def _certify_once(prob: Problem, alpha, W, n_iter, tol, t_start, log, route_text
     upper = prob.objective(W)
     if upper_alpha < upper:
         upper, W = upper_alpha, W_alpha
-    gap = relative_gap(upper, lower, at_zero)
+    gap = stopping_gap(upper, lower, at_zero)
     log("orthogonal_dual %s: %s, upper %.10g, lower %.10g, gap %.3e", prob.model.method,
         route_text, upper, lower, gap)
     hist = {"upper": [upper], "lower": [lower], "gap": [gap], "time": [time.perf_counter() - t_start]}
@@ -510,13 +510,13 @@ class _Ascent:
         stalled = self.n_pass - self.last_newton >= self.stall_wait
         if (opts.polish and self.n_pass > 0 and self.n_pass >= self.next_polish
                 and self.last_support is not None
-                and not reached(relative_gap(self.upper, max(self.lower, low), self.at_zero), opts.tol)
+                and not reached(stopping_gap(self.upper, max(self.lower, low), self.at_zero), opts.tol)
                 and (np.count_nonzero(support != self.last_support)
                      <= max(opts.support_change * support.sum(), opts.support_change_min) or stalled)):
             low, support = self._polish(low, support, stalled)
         self.last_support = support
         self.lower = max(self.lower, low)
-        gap = relative_gap(self.upper, self.lower, self.at_zero)
+        gap = stopping_gap(self.upper, self.lower, self.at_zero)
         for key, val in (("upper", self.upper), ("lower", self.lower), ("gap", gap),
                          ("time", time.perf_counter() - self.t_start)):
             self.hist[key].append(val)

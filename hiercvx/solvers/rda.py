@@ -41,9 +41,9 @@ below holds for any positive weights):
   It is never below the paper's (which linearizes the convex quadratic
   ``1/2 tr(W^T (S - P) W)`` that this one keeps); for the baselines the two coincide.
 
-It stops when ``relative_gap(upper, lower, J(0)) <= tol`` (at most ``Solution.gap``: the gap
-relative to the decrease possible from ``W = 0`` when that is smaller, so a tiny ``C`` does not
-certify ``W = 0``).  Cost per
+It stops when ``stopping_gap(upper, lower, J(0)) <= tol`` (:func:`hiercvx.result.certified_by`:
+the relative gap, with at least ``1 - sqrt(tol)`` of the decrease from ``W = 0`` certified so a
+tiny ``C`` does not certify ``W = 0``; or an optimum of zero to round-off).  Cost per
 iteration: one product ``X W^T`` (``O(nnz(X) m)``), one scatter of the chosen rows of X
 (``O(nnz(X))``, numba) and ``O(m^2 d + m^3)`` for the regularizer and the bounds.
 """
@@ -62,7 +62,7 @@ import scipy.sparse as sp
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import orthogonal as otm
-from ..result import Solution, check_iteration_options, reached, relative_gap
+from ..result import Solution, check_iteration_options, reached, relative_gap, stopping_gap
 from ._rda_kernels import scatter_csr, scatter_dense
 from .primitives import blas_threads
 
@@ -81,8 +81,8 @@ class Options:
     Attributes
     ----------
     tol : float
-        Stop when ``relative_gap(upper, lower, J(0)) <= tol``
-        (:func:`hiercvx.result.relative_gap`).
+        Stop when ``stopping_gap(upper, lower, J(0)) <= tol``
+        (:func:`hiercvx.result.stopping_gap`).
     max_iter : int
         Subgradient steps; a ``ConvergenceWarning`` when they run out (Algorithm 1's gap shrinks
         like ``O(ln t / t)``, so many cheap steps).
@@ -518,7 +518,7 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
             upper, best = J, W
         if t == 0:  # J(0): the gap is taken relative to the decrease possible from W = 0
             at_zero = J
-        gap = relative_gap(upper, lower, at_zero)
+        gap = stopping_gap(upper, lower, at_zero)
         for key, val in (("upper", upper), ("lower", lower), ("lower_rda", lb_rda),
                          ("lower_dual", lb_dual), ("time", time.perf_counter() - t_start)):
             hist[key].append(val)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...result import gap_scale, relative_gap
+from ...result import gap_scale, stopping_gap
 from ..primitives import MODE_GRAM, row_data, row_sq_norms
 from ._kernels import PairIndex, sweep
 from .certificate import Certificate
@@ -124,7 +124,7 @@ class ALM:
                 best = (primal, Wc, bc)
             if lower > best_lower[0]:
                 best_lower = (lower, feas)
-            gap = relative_gap(best[0], best_lower[0], at_zero)
+            gap = stopping_gap(best[0], best_lower[0], at_zero)
             for key, value in zip(history, (primal, lower, gap, float(np.abs(resid).max()),
                                             float(worst))):
                 history[key].append(value)

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ...result import relative_gap
+from ...result import stopping_gap
 from .. import dual_qp
 from ..dual_qp import BlockDiagonal
 from .certificate import Certificate
@@ -185,13 +185,13 @@ class DualRoute:
         beta, W, bc, S, margins = point
         primal = m.penalty(W) + C * float(m.hinge_terms(S).sum()) + float(lam @ margins)
         lower, feas = self.certificate.lower_bound(beta, lam, C)
-        gap = relative_gap(primal, lower, at_zero)
+        gap = stopping_gap(primal, lower, at_zero)
         if gap > tol:
             W2, b2 = pb.complete_biases(W, m.biases_lp(W, C, lam), live)
             primal2 = m.primal_value(W2, b2, C, lam)
             if primal2 < primal:
                 bc, primal = b2, primal2
-                gap = relative_gap(primal, lower, at_zero)
+                gap = stopping_gap(primal, lower, at_zero)
         state["last_gap"] = gap
         if gap < state["gap"]:
             state.update(W=W, b=bc, primal=primal, lower=lower, feas=feas, beta=beta, gap=gap)

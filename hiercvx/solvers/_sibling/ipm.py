@@ -24,7 +24,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...models.sibling import SiblingPairs
-from ...result import gap_scale, relative_gap
+from ...result import gap_scale, stopping_gap
 from ..dual_qp import DenseNewton, factor_newton, step_length
 from ..primitives import centrality_correctors, kronecker_sum
 from ._kernels import example_sums, schur_blocks
@@ -281,7 +281,7 @@ class PrimalIPM:
             W, b = self.to_functions(Z)
             primal = self.problem.model.primal_value(W, b, C, lam)
             lower, feas = certificate.lower_bound(lm, lam, C)
-            gap = relative_gap(primal, lower, at_zero)
+            gap = stopping_gap(primal, lower, at_zero)
             state.update(W=W, b=b, primal=primal, lower=lower, feas=feas, beta=lm.copy(), gap=gap)
             return gap <= tol
 
