@@ -64,6 +64,11 @@ class Options:
         largest need): by complementary slackness its alpha is 0 at the optimum.
     switch_check : every this many alternations the switched-off nodes come back unless the gap
         fell by 10% (a wrong switch costs alternations, never the optimum).
+    stall_alternations : the alternation stops when the certified gap fell by less than 1% over
+        this many alternations with every node live (switched-off nodes come back first): at
+        that rate ``max_iter`` alternations would not gain a decade.  A nearly hard-margin
+        problem (features in raw units at ``C = 1``) stalls so, and its ``ConvergenceWarning``
+        says the gap stalled and how to rescale.
     """
 
     tol: float = 1e-6
@@ -77,6 +82,7 @@ class Options:
     switch_off_alpha: float = 1e-2
     switch_off_slack: float = 1e-3
     switch_check: int = 100
+    stall_alternations: int = 5
 
 
 def alpha_for(U, H: Hierarchy, gap: float = 1e-9):
@@ -208,6 +214,8 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float | None = None,
                              cache_size=cache_size, accelerate=accelerate)
     check_iteration_options(options.tol, options.max_iter, who="shared_norm.solve")
     check_iteration_options(None, options.inner_max_iter, who="shared_norm.solve (inner_max_iter)")
+    check_iteration_options(None, options.stall_alternations,
+                            who="shared_norm.solve (stall_alternations)")
     t0 = time.perf_counter()
     collapse, work, alpha = _collapsed_start(model, alpha0)
     with blas_threads(1):
@@ -270,6 +278,14 @@ class _Alternation:
                                                cache_size=options.cache_size,
                                                max_steps=options.inner_max_steps)
         self.history: dict = {}
+        self.live_since = 0
+
+    def _stalled(self, it: int) -> bool:
+        """Whether the gap fell by less than 1% over the last ``stall_alternations``
+        alternations since the nodes last all came back."""
+        window = self.options.stall_alternations
+        gaps = self.history["gap"]
+        return it - self.live_since > window and gaps[-1] >= 0.99 * gaps[-1 - window]
 
     def _record(self, **values) -> None:
         for key, val in values.items():
@@ -314,6 +330,11 @@ class _Alternation:
                     break
                 if time_limit is not None and time.perf_counter() - self.t0 > time_limit:
                     break
+                if self._stalled(it):
+                    if not switch.off.any():
+                        break
+                    switch.revive_all()  # a wrong switch may be what holds the gap
+                    self.live_since = it
                 alpha = switch.next_alpha(it, new_alpha, slack, gap, improved, accel, alpha, start)
                 inner_tol = max(0.25 * o.tol, min(inner_tol, 0.1 * gap))
         finally:
@@ -336,6 +357,11 @@ class _Switching:
         self.revived = np.zeros(M, dtype=bool)
         self.checked_gap = np.inf
         self.below = options.switch_off_alpha if options.accelerate else 0.0
+
+    def revive_all(self) -> None:
+        """Every switched-off node comes back for good."""
+        self.revived |= self.off
+        self.off = np.zeros_like(self.off)
 
     def next_alpha(self, it, new_alpha, slack, gap, improved, accel, alpha, start) -> np.ndarray:
         # nodes heading to alpha = 0 that the dual's path cover leaves slack are switched off
