@@ -6,8 +6,9 @@ Rows (one run, ratios against LIBLINEAR's Crammer-Singer measured in the same ru
   path, 480 x 77, 107 classes on the 201-node pruned tree with "self" leaves:
   ``hiercvx.reproduce.leaderboard.dataset``), features standardized, C = 1 (LIBLINEAR's
   meaning), estimator defaults (``tol=1e-4``): ``OrthogonalTransferSVC(method=...)`` with
-  ``fast_solver="dual_cd"`` (dual block-coordinate ascent, :mod:`hiercvx.solvers.orthogonal_dual`,
-  the default) and ``fast_solver="rda"`` (Algorithm 1, :mod:`hiercvx.solvers.rda`, its
+  ``solver_options={"method": "dual_cd"}`` (dual block-coordinate ascent,
+  :mod:`hiercvx.solvers.orthogonal_dual`, the default) and ``{"method": "rda"}`` (Algorithm 1,
+  :mod:`hiercvx.solvers.rda`, its
   ``max_iter`` = ``--rda-max-iter``, default the estimator's 20000), for each ``--methods``
   (default ``orthogonal,treeloss``), and ``LinearSVC(multi_class="crammer_singer")`` (defaults)
   on the same data;
@@ -93,8 +94,8 @@ def main(argv=None):
                 budgets = {"dual_cd": 20000, "rda": rda_max_iter}
                 for solver in args.solvers.split(","):
                     max_iter = budgets[solver]
-                    est = OrthogonalTransferSVC(hierarchy=H, method=method, fast_solver=solver,
-                                                max_iter=max_iter)
+                    est = OrthogonalTransferSVC(hierarchy=H, method=method, max_iter=max_iter,
+                                                solver_options={"method": solver})
                     seconds, warned = timed_fit(est, X, y)
                     row(name, f"{method} {solver}", seconds, base, est.n_iter_, est.gap_,
                         "warn" if warned else "yes", est.objective_)

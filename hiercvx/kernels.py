@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from .exceptions import InputError
 
-__all__ = ["Kernel", "make_kernel", "gram", "median_heuristic", "check_psd", "psd_factor", "KERNELS"]
+__all__ = ["Kernel", "ClassKernel", "make_kernel", "gram", "median_heuristic", "check_psd", "psd_factor", "KERNELS"]
 
 KERNELS = ("linear", "rbf", "gaussian", "precomputed")
 
@@ -90,7 +90,21 @@ def psd_factor(K: np.ndarray, rtol: float = 1e-12, scale_floor: float = 1.0) -> 
 
 @dataclass
 class Kernel:
-    """A resolved kernel: ``kernel(A, B)`` returns the Gram block between rows of A and B."""
+    """A kernel on inputs: ``kernel(A, B)`` returns the Gram block between rows of A and B.
+
+    Estimators take it as their ``kernel`` parameter when the kernel has a width:
+    ``Kernel("rbf", sigma=0.5)`` (``sigma=None``: the estimator's rule for the width, e.g.
+    the median heuristic); :func:`make_kernel` resolves it on the training data.
+
+    Parameters
+    ----------
+    name : str
+        ``"linear"``, ``"rbf"`` (alias ``"gaussian"``), ``"precomputed"`` or ``"callable"``.
+    sigma : float, optional
+        The Gaussian width of ``exp(-||a - b||^2 / (2 sigma^2))``.
+    function : callable, optional
+        ``k(A, B)`` for ``name="callable"``.
+    """
 
     name: str
     sigma: float | None = None
@@ -119,9 +133,35 @@ class Kernel:
         return self.name == "linear"
 
 
+@dataclass(frozen=True)
+class ClassKernel:
+    """A kernel on classes that replaces ``Lam Lam^T`` (Lijuan Cai, *Multilabel Classification
+    over Category Taxonomies*, PhD thesis, Brown University, 2008, eq. (4.17)): given to
+    :class:`~hiercvx.estimators.HierarchicalSVC` as ``attributes=ClassKernel(Q)`` in place of
+    class attributes.
+
+    Parameters
+    ----------
+    gram : array or callable
+        A PSD ``(q, q)`` array over the classes, or a callable ``(H, classes) -> array``.
+    """
+
+    gram: object
+
+
 def make_kernel(kernel="linear", X=None, y=None, sigma: float | None = None) -> Kernel:
-    """Resolve a kernel argument.  For ``"rbf"`` without ``sigma`` the median heuristic on
-    ``X`` (between classes when ``y`` is given) fixes the bandwidth."""
+    """Resolve a kernel argument: a name, a callable ``k(A, B)`` or a :class:`Kernel` (which
+    carries its own width: ``Kernel("rbf", sigma=0.5)``; then ``sigma`` must be None).  For
+    ``"rbf"`` without a width the median heuristic on ``X`` (between classes when ``y`` is
+    given) fixes the bandwidth.  The argument is never modified: a new :class:`Kernel` is
+    returned."""
+    if isinstance(kernel, Kernel):
+        if sigma is not None:
+            raise InputError(f"the Kernel {kernel.name!r} carries its own width: give "
+                             f"Kernel({kernel.name!r}, sigma=...) and no separate sigma")
+        if kernel.name == "callable":
+            return Kernel("callable", function=kernel.function)
+        return make_kernel(kernel.name, X=X, y=y, sigma=kernel.sigma)
     if callable(kernel) and not isinstance(kernel, str):
         return Kernel("callable", function=kernel)
     if kernel == "linear":

@@ -1,7 +1,7 @@
 """scikit-learn classifiers, one per method; ``solver="fast" | "reference"``."""
 
 from .boosting import AdaBoostMH
-from .nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
+from .nhsvm import NormalizedHierarchicalSVC, PathWeights, SharedNormSVC
 from .orthogonal import OrthogonalTransferSVC
 from .perceptron import HierarchicalPerceptron
 from .sibling import (HierarchicalPsiClassifier, SequentialHierarchicalSVC, SiblingMarginSVC,
@@ -11,7 +11,7 @@ from .topdown import TopDownSVC
 from .tuning import HoldoutTuning, tune_on_holdout, wang_C_grid
 
 __all__ = ["HierarchicalSVC", "MulticlassSVC", "OrthogonalTransferSVC",
-           "NormalizedHierarchicalSVC", "SharedNormSVC", "HierarchicalPerceptron",
+           "NormalizedHierarchicalSVC", "SharedNormSVC", "PathWeights", "HierarchicalPerceptron",
            "SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC", "paper_sigma",
            "tune_on_holdout", "wang_C_grid", "HoldoutTuning",
            "TopDownSVC", "AdaBoostMH"]

@@ -11,7 +11,7 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .. import targets
 from .._validation import check_hierarchy_argument, check_not_complex, check_positive, check_target
 from ..exceptions import InputError, InputTypeError
-from ..kernels import check_psd
+from ..kernels import Kernel, check_psd
 from ..metrics import node_scores
 from ..result import check_iteration_options
 from ._labels import read_test_labels
@@ -152,6 +152,8 @@ def check_common_params(estimator) -> None:
     ``dc_max_iter`` (a positive int) and ``shuffle`` (a bool)."""
     name = type(estimator).__name__
     state = getattr(estimator, "random_state", None)
+    if state is None and isinstance(getattr(estimator, "solver_options", None), dict):
+        state = estimator.solver_options.get("random_state")  # the fast route's seed
     if state is not None and not isinstance(state, (np.random.RandomState, np.random.Generator)) and (
             isinstance(state, (bool, np.bool_)) or not isinstance(state, (int, np.integer))
             or not 0 <= int(state) < 2**32):
@@ -171,18 +173,131 @@ def check_common_params(estimator) -> None:
         raise InputError(f"{name}: shuffle must be True or False, got {shuffle!r}")
 
 
-def check_solver_options_arg(estimator):
-    """The estimator's ``solver_options``: None (the fast solver's defaults) or the fast solver's
-    frozen ``Options`` dataclass, passed to it as ``options=``."""
+def kernel_parts(kernel):
+    """``(kernel, sigma)`` of an estimator's ``kernel`` parameter: a
+    :class:`~hiercvx.kernels.Kernel` gives its name (its function for ``"callable"``) and its
+    width; a name or a callable is returned as it is, with ``sigma=None``."""
+    if isinstance(kernel, Kernel):
+        return (kernel.function if kernel.name == "callable" else kernel.name), kernel.sigma
+    return kernel, None
+
+
+def is_precomputed(kernel) -> bool:
+    """Whether an estimator's ``kernel`` parameter says that ``X`` is a precomputed Gram matrix."""
+    name = kernel_parts(kernel)[0]
+    return isinstance(name, str) and name == "precomputed"
+
+
+#: ``solver_options`` keys every estimator reads itself, per route (the rest go to the solver)
+ROUTE_KEYS = {"fast": ("method", "random_state", "warm_start", "keep_dual"),
+              "reference": ("solver", "keep_dual")}
+
+
+def _is_options(value) -> bool:
+    return (dataclasses.is_dataclass(value) and not isinstance(value, type)
+            and type(value).__name__ == "Options")
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    """The settings of the solver route an estimator's ``solver`` selects, read from its
+    ``solver_options`` (:func:`solver_route`).
+
+    Attributes
+    ----------
+    method : str or None
+        Fast route: the algorithm (None: the estimator's default).
+    random_state : int, numpy generator or None
+        Fast route: the seed of the visiting order (None: the solver's default).
+    warm_start : bool
+        Fast route: start from the previous fit's dual variables.
+    keep_dual : bool
+        Pickle the solver's state (``result_`` with its dual variables) with the model.
+    solver : str or None
+        Reference route: the conic solver, as in CVXPY's ``problem.solve(solver=...)``.
+    settings : dict
+        The other keys: fields of the fast solver's ``Options`` (fast route) or keywords of
+        :meth:`hiercvx.ReferenceProblem.solve` (reference route).
+    options : Options or None
+        The fast solver's ``Options`` given as such.
+    """
+
+    method: str | None = None
+    random_state: object = None
+    warm_start: bool = False
+    keep_dual: bool = False
+    solver: str | None = None
+    settings: dict = dataclasses.field(default_factory=dict)
+    options: object = None
+
+    def fast_options(self, options_type):
+        """The fast solver's ``Options`` (an instance of ``options_type``), or None for its
+        defaults; unknown fields are refused naming the known ones."""
+        if self.options is not None:
+            if options_type is not None and not isinstance(self.options, options_type):
+                raise InputTypeError(f"solver_options is a {type(self.options).__module__}.Options, but "
+                                     f"this fit runs {options_type.__module__}: give its Options "
+                                     "or a dict of its fields")
+            return self.options
+        if not self.settings:
+            return None
+        known = [f.name for f in dataclasses.fields(options_type)]
+        unknown = sorted(set(self.settings) - set(known))
+        if unknown:
+            raise InputError(f"solver_options: {unknown} are not settings of "
+                             f"{options_type.__module__}.Options (its fields: {known}; the "
+                             f"estimator reads {list(ROUTE_KEYS['fast'])})")
+        return options_type(**self.settings)
+
+    def refuse(self, who: str, *keys: str) -> None:
+        """Refuse the keys among ``keys`` (``"method"``, ``"random_state"``, ``"warm_start"``)
+        that were given although this estimator's fast solver has no such setting."""
+        given = [k for k in keys if getattr(self, k) not in (None, False)]
+        if given:
+            raise InputError(f"{who}: solver_options {given} are not settings of this "
+                             "estimator's fast solver; drop them")
+
+    def seeded(self) -> dict:
+        """``{"random_state": ...}`` when one was given, else ``{}`` (the solver's default)."""
+        return {} if self.random_state is None else {"random_state": self.random_state}
+
+
+def solver_route(estimator) -> Route:
+    """The estimator's ``solver_options`` read for its ``solver``: None (defaults), a dict (the
+    keys of :data:`ROUTE_KEYS` read here, the rest left to the solver) or, for
+    ``solver="fast"``, the fast solver's frozen ``Options``."""
     value = getattr(estimator, "solver_options", None)
-    if value is None:
-        return None
-    if not (dataclasses.is_dataclass(value) and not isinstance(value, type)
-            and type(value).__name__ == "Options"):
-        raise InputTypeError(f"solver_options must be None or the fast solver's Options dataclass "
-                             f"(e.g. hiercvx.solvers.margin_engine.Options(...) for "
-                             f"HierarchicalSVC), got {type(value).__name__}")
-    return value
+    route = getattr(estimator, "solver", "fast")
+    name = type(estimator).__name__
+    if value is None or route not in ROUTE_KEYS:  # an unknown solver is refused by its check
+        return Route()
+    if _is_options(value):
+        if route != "fast":
+            raise InputTypeError(f"{name}: solver_options is a fast solver's Options but "
+                                 f"solver={route!r}; give a dict such as {{'solver': 'CLARABEL'}}")
+        return Route(options=value)
+    if not isinstance(value, dict):
+        raise InputTypeError(f"{name}: solver_options must be None, a dict or the fast solver's "
+                             f"Options dataclass (e.g. hiercvx.solvers.margin_engine.Options(...) "
+                             f"for HierarchicalSVC), got {type(value).__name__}")
+    other = "reference" if route == "fast" else "fast"
+    misplaced = sorted(set(value) & (set(ROUTE_KEYS[other]) - set(ROUTE_KEYS[route])))
+    if misplaced:
+        raise InputError(f"{name}: solver_options {misplaced} are settings of solver={other!r}, "
+                         f"not of solver={route!r}")
+    own = {k: value[k] for k in ROUTE_KEYS.get(route, ()) if k in value}
+    for flag in ("warm_start", "keep_dual"):
+        if not isinstance(own.get(flag, False), (bool, np.bool_)):
+            raise InputError(f"{name}: solver_options[{flag!r}] must be True or False, "
+                             f"got {own[flag]!r}")
+    settings = {k: v for k, v in value.items() if k not in own}
+    return Route(settings=settings, **own)
+
+
+def keeps_dual(estimator) -> bool:
+    """Whether ``solver_options`` asks to pickle the solver's state (``"keep_dual": True``)."""
+    value = getattr(estimator, "solver_options", None)
+    return isinstance(value, dict) and bool(value.get("keep_dual", False))
 
 
 class NodeScoresMixin:

@@ -11,7 +11,8 @@ once the fit has run for :data:`BAR_DELAY` seconds.  The fit ends with one summa
 Pickling: a fitted estimator keeps the solver's :class:`~hiercvx.result.Solution` in
 ``result_`` (its dual variables warm-start the next fit).  :class:`LightPickleMixin` pickles
 only its certificate (objective, bound, gap, status, iterations, times) unless the estimator
-was built with ``keep_dual=True``: the pickled model is its coefficients, not the solver state.
+was built with ``solver_options={"keep_dual": True}``: the pickled model is its coefficients,
+not the solver state.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from tqdm.auto import tqdm
 
 from ..exceptions import InputError
 from ..result import Solution
-from ._base import check_common_params
+from ._base import check_common_params, keeps_dual
 
 __all__ = ["reports_progress", "progress", "LightPickleMixin", "certificate_only",
            "check_verbose", "PROGRESS", "BAR_DELAY"]
@@ -167,11 +168,12 @@ def certificate_only(result):
 
 
 class LightPickleMixin:
-    """Pickle a fitted estimator without its solver state (``keep_dual=True`` keeps it)."""
+    """Pickle a fitted estimator without its solver state (``solver_options={"keep_dual": True}``
+    keeps it)."""
 
     def __getstate__(self):
         state = super().__getstate__()
-        if not getattr(self, "keep_dual", False) and "result_" in state:
+        if not keeps_dual(self) and "result_" in state:
             state = dict(state)
             state["result_"] = certificate_only(state["result_"])
         return state

@@ -17,7 +17,7 @@ label set of ``Y_m`` (:func:`hiercvx.inference.best_label_set`) for multi-label 
 
 from __future__ import annotations
 
-import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -25,9 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..exceptions import InputError
-from ..result import check_iteration_options
-from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options,
-                    check_solver_options_arg, validate_training_X, validate_X)
+from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, solver_route,
+                    validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
 
@@ -35,7 +34,35 @@ from ._labels import read_training_labels, user_label_sets, user_names
 _NHSVM = methods.parts("nhsvm")
 _SHARED = methods.parts("shared_norm")
 
-__all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC"]
+__all__ = ["NormalizedHierarchicalSVC", "SharedNormSVC", "PathWeights"]
+
+
+@dataclass(frozen=True)
+class PathWeights:
+    """The node weights ``alpha`` of the NHSVM as one of the paper's programs, with its
+    settings: ``NormalizedHierarchicalSVC(alpha=PathWeights("power", rho=3.0))``.
+
+    Heejin Choi, Yutaka Sasaki, Nathan Srebro, *Normalized Hierarchical SVM*,
+    arXiv:1508.02479, 2016: ``"power"`` is (6) with exponent ``rho``, ``"maxmin"`` (7),
+    ``"dag"`` (6) under the relaxation (8) with ``T``; computed by
+    :func:`hiercvx.formulations.nhsvm.path_weights`.
+
+    Parameters
+    ----------
+    method : str
+        ``"power"``, ``"maxmin"`` or ``"dag"``.
+    rho : float
+        The exponent of (6) (> 1).
+    T : float, optional
+        The bound of (8) (None: the paper's 1.5 for ``"dag"``, equality (4) otherwise).
+    directional : bool, optional
+        The directional constraints (None: on for ``"maxmin"`` only).
+    """
+
+    method: str = "power"
+    rho: float = 2.0
+    T: float | None = None
+    directional: bool | None = None
 
 
 class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin,
@@ -43,20 +70,10 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
     def _check_common(self) -> float:
-        """Validate the shared options; return the paper's ``lam = 1 / (2 C)`` (or the
-        deprecated ``lam`` when given)."""
-        if self.lam is not None:
-            warnings.warn(f"{type(self).__name__}(lam=...) is deprecated and will be removed in the "
-                          "next release: pass C = 1 / (2 lam) (the LIBLINEAR meaning, "
-                          "1/2 ||W||^2 + C sum loss)", FutureWarning, stacklevel=3)
-            check_solver_options(self.lam, "lam", self.tol, self.solver, self.max_iter,
-                                 who=type(self).__name__)
-            lam = float(self.lam)
-        else:
-            check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter,
-                                 who=type(self).__name__)
-            lam = 1.0 / (2.0 * float(self.C))
-        return lam
+        """Validate the shared options; return the paper's ``lam = 1 / (2 C)``."""
+        check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter,
+                             who=type(self).__name__)
+        return 1.0 / (2.0 * float(self.C))
 
     def _set_weights(self, model, res, lam):
         """``coef_`` / ``intercept_`` from the solution (weights without the bias column and
@@ -128,6 +145,17 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
         return tags
 
 
+def _array_T(alpha, H) -> float | None:
+    """The T of (8) that node weights given as an array satisfy: their largest leaf ancestor
+    sum when it is above 1, else None (equality (4)); :func:`check_path_weights` refuses the
+    rest (a sum below 1, a wrong shape, non-finite or negative weights)."""
+    a = np.asarray(alpha, dtype=float) if np.ndim(alpha) == 1 else None
+    if a is None or a.shape != (len(H),) or not np.all(np.isfinite(a)):
+        return None
+    largest = float((H.ancestor_matrix[H.leaf_indices] @ a).max())
+    return largest if largest > 1.0 + 1e-6 else None
+
+
 class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     """The Normalized Hierarchical SVM, NHSVM paper eq. (10) (or its variant (13)).
 
@@ -144,31 +172,32 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
         value ``intercept_scaling`` appended to ``X`` at fit and predict (LIBLINEAR's treatment);
         node scores ``sqrt(alpha_n) (W_n . x + b_n)``
-    lam : deprecated (one release): the paper's ``lam`` of (10); when given it overrides ``C``
-        with a FutureWarning
-    alpha : node weights: ``"power"`` ((6), ``rho``), ``"maxmin"`` ((7)), ``"dag"`` ((6) under (8),
-        ``T`` default 1.5), an array over ``hierarchy.nodes``, or None (``"power"`` on trees,
-        ``"dag"`` on DAGs)
-    rho, T, directional : options of :func:`hiercvx.formulations.nhsvm.path_weights`
+    alpha : node weights: ``"power"`` ((6) with ``rho = 2``), ``"maxmin"`` ((7)), ``"dag"``
+        ((6) under (8) with ``T = 1.5``), a :class:`PathWeights` carrying the program's settings
+        (``PathWeights("power", rho=3.0)``, ``PathWeights("dag", T=2.0)``), an array over
+        ``hierarchy.nodes`` (every leaf's ancestor sum 1 as in (4), or in ``[1, T]`` as in (8)),
+        or None (``"power"`` on trees, ``"dag"`` on DAGs)
     variant : ``"nhsvm"`` (eq. (10)) or ``"13"`` (eq. (13), single-label only)
     loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
     solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
-        ``"reference"`` (CVXPY; cutting planes for multi-label; ``reference_solver`` the QP solver)
-    method : the fast solver's method (``"auto"``: the margin engine on single-label (10) —
-        the interior point when affordable —; otherwise pairwise Frank-Wolfe, finished after
-        50 passes by n-slack cutting planes with an interior-point master while
-        ``n_nodes * n_features`` is at most 4000; ``"pairwise"``, ``"cutting_plane"``, ``"bcfw"``, ``"sgd"``,
-        ``"working_set"``, ``"interior_point"``)
+        ``"reference"`` (CVXPY; cutting planes for multi-label)
     inference : label-set inference for multi-label training and prediction (``"auto"``: tree
         DP; on DAGs enumeration up to 10 leaves, else the integer program (19); ``"lp"``: LP
         relaxation with ILP fallback)
     internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
         :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
         sets with their ancestors, labels that stop at internal nodes)
-    verbose, keep_dual : as in :class:`~hiercvx.estimators.HierarchicalSVC`
-    solver_options : the fast solver's settings (:class:`hiercvx.solvers.nhsvm_fw.Options` for
-        NHSVM, :class:`hiercvx.solvers.shared_norm.Options` for the shared-norm SVM); the
-        keywords above override the fields of the same name
+    verbose : as in :class:`~hiercvx.estimators.HierarchicalSVC`
+    solver_options : the settings of the route ``solver`` selects, as in
+        :class:`~hiercvx.estimators.HierarchicalSVC`.  ``solver="fast"``: a
+        :class:`hiercvx.solvers.nhsvm_fw.Options` or a dict of its fields, with the keys
+        ``"method"`` (``"auto"``, the default: the margin engine on single-label (10) — the
+        interior point when affordable —; otherwise pairwise Frank-Wolfe, finished after 50
+        passes by n-slack cutting planes with an interior-point master while ``n_nodes *
+        n_features`` is at most 4000; ``"pairwise"``, ``"cutting_plane"``, ``"bcfw"``,
+        ``"sgd"``, ``"working_set"``, ``"interior_point"``), ``"random_state"`` and
+        ``"keep_dual"``; ``tol`` and ``max_iter`` override the fields of the same name.
+        ``solver="reference"``: ``{"solver": "CLARABEL", ...}``
 
     Attributes
     ----------
@@ -182,49 +211,44 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, alpha=None,
-                 rho=2.0, T=None, directional=None, variant="nhsvm", loss=None, solver="fast",
-                 method="auto", tol=1e-5, max_iter=1000, inference="auto", reference_solver=None,
-                 random_state=0, verbose=False, lam=None, internal_labels="self_leaf",
-                 keep_dual=False, solver_options=None):
+                 variant="nhsvm", loss=None, solver="fast", tol=1e-5, max_iter=1000,
+                 inference="auto", verbose=False, internal_labels="self_leaf", solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
-        self.keep_dual = keep_dual
         self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
-        self.lam = lam
         self.alpha = alpha
-        self.rho = rho
-        self.T = T
-        self.directional = directional
         self.variant = variant
         self.loss = loss
         self.solver = solver
-        self.method = method
         self.tol = tol
         self.max_iter = max_iter
         self.inference = inference
-        self.reference_solver = reference_solver
-        self.random_state = random_state
         self.verbose = verbose
 
     def _path_weights(self, H):
-        alpha, T = self.alpha, self.T
+        """``(alpha, T)``: the node weights over ``H.nodes`` and the T of (8) they satisfy."""
+        alpha = self.alpha
         if alpha is None:
             alpha = "power" if H.is_tree else "dag"
         if isinstance(alpha, str):
-            if alpha == "dag" and T is None:
-                T = _NHSVM.dag_T
-            return _NHSVM.path_weights(H, method=alpha, rho=self.rho, T=T,
-                                       directional=self.directional), T
-        return _NHSVM.check_path_weights(alpha, H, T=T), T
+            alpha = PathWeights(alpha)
+        if not isinstance(alpha, PathWeights):
+            T = _array_T(alpha, H)
+            return _NHSVM.check_path_weights(alpha, H, T=T), T
+        T = _NHSVM.dag_T if (alpha.method == "dag" and alpha.T is None) else alpha.T
+        return _NHSVM.path_weights(H, method=alpha.method, rho=alpha.rho, T=T,
+                                   directional=alpha.directional), T
 
     @reports_progress
     def fit(self, X, y):
         """Fit on ``X`` and ``y``: one node per sample, or label sets (ancestors included or
         not), stopping at leaves or internal nodes (see ``internal_labels``)."""
         lam = self._check_common()
+        route = solver_route(self)
+        route.refuse(type(self).__name__, "warm_start")
         known = _NHSVM.inference_methods
         if not isinstance(self.inference, str) or self.inference not in known:
             raise InputError(f"inference must be one of {known}, got {self.inference!r}")
@@ -237,18 +261,19 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
                                    fit_intercept=self.fit_intercept,
                                    intercept_scaling=self.intercept_scaling, check_input=False)
         if self.solver == "fast":
-            res = registered.fast_solvers["pairwise"].solve(
-                model, lam, method=self.method, tol=float(self.tol), max_iter=self.max_iter,
-                inference=self.inference, random_state=self.random_state, verbose=self.verbose,
-                options=check_solver_options_arg(self))
+            fast = registered.fast_solvers["pairwise"]
+            res = fast.solve(
+                model, lam, method=route.method or "auto", tol=float(self.tol),
+                max_iter=self.max_iter, inference=self.inference, verbose=self.verbose,
+                options=route.fast_options(fast.options_type), **route.seeded())
             res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light
             self.n_iter_ = res.n_iter
         elif model.multilabel:
             res = _NHSVM.from_model["cutting_plane"](model, lam, inference=self.inference).solve(
-                solver=self.reference_solver, verbose=bool(self.verbose))
+                solver=route.solver, verbose=bool(self.verbose), **route.settings)
             self.n_iter_ = res.n_iter
         else:
-            res = _NHSVM.from_model["primal"](model, lam).solve(solver=self.reference_solver)
+            res = _NHSVM.from_model["primal"](model, lam).solve(solver=route.solver, **route.settings)
             self.n_iter_ = 1
         self._set_weights(model, res, lam)
         self.alpha_ = np.asarray(alpha, dtype=float)
@@ -275,14 +300,15 @@ class SharedNormSVC(_NodeScoreClassifier):
     fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
         value ``intercept_scaling`` appended to ``X`` at fit and predict; node scores
         ``U_n . x + b_n``
-    lam : deprecated (one release): the paper's ``lam`` of (14); overrides ``C`` with a
-        FutureWarning
     loss : ``Delta``: a loss name of :mod:`hiercvx.losses` (default ``"zero_one"``) or a
         ``(q, q)`` array over ``hierarchy.leaves``
     solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve`,
         certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`)
-    tol, max_iter : the fast solver's relative gap and alternations; inner_max_iter: iterations
-        of each weight step (pairwise BCFW)
+    tol, max_iter : the fast solver's relative gap and alternations
+    verbose, internal_labels : as in :class:`NormalizedHierarchicalSVC`
+    solver_options : as in :class:`NormalizedHierarchicalSVC`, with the fields of
+        :class:`hiercvx.solvers.shared_norm.Options` (e.g. ``{"inner_max_iter": 1000}``: passes
+        of each weight step) and the keys ``"random_state"`` and ``"keep_dual"``
 
     Attributes
     ----------
@@ -296,44 +322,39 @@ class SharedNormSVC(_NodeScoreClassifier):
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
-                 loss="zero_one", solver="fast", tol=1e-4, max_iter=1000, inner_max_iter=1000,
-                 reference_solver=None, random_state=0, verbose=False, lam=None,
-                 internal_labels="self_leaf", keep_dual=False, solver_options=None):
+                 loss="zero_one", solver="fast", tol=1e-4, max_iter=1000, verbose=False,
+                 internal_labels="self_leaf", solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
-        self.keep_dual = keep_dual
         self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
-        self.lam = lam
         self.loss = loss
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
-        self.inner_max_iter = inner_max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
         self.verbose = verbose
 
     @reports_progress
     def fit(self, X, y):
         """Fit on ``X`` and ``y`` (one path per sample)."""
         lam = self._check_common()
-        check_iteration_options(None, self.inner_max_iter, who="SharedNormSVC (inner_max_iter)")
+        route = solver_route(self)
+        route.refuse(type(self).__name__, "method", "warm_start")
         X, targets = self._targets(X, y, single_label=True)
         H, labels = targets.hierarchy, targets.labels
         registered = methods.get("shared_norm")
         model = registered.prepare(X, labels, H, loss=self.loss, fit_intercept=self.fit_intercept,
                                    intercept_scaling=self.intercept_scaling, check_input=False)
         if self.solver == "fast":
-            res = registered.fast_solvers["alternating"].solve(
-                model, lam, tol=float(self.tol), max_iter=self.max_iter,
-                inner_max_iter=self.inner_max_iter, random_state=self.random_state,
-                verbose=self.verbose, options=check_solver_options_arg(self))
+            fast = registered.fast_solvers["alternating"]
+            res = fast.solve(model, lam, tol=float(self.tol), max_iter=self.max_iter,
+                             verbose=self.verbose, options=route.fast_options(fast.options_type),
+                             **route.seeded())
             self.n_iter_, self.alpha_ = res.n_iter, res.alpha
         else:
-            res = _SHARED.from_model["primal"](model, lam).solve(solver=self.reference_solver)
+            res = _SHARED.from_model["primal"](model, lam).solve(solver=route.solver, **route.settings)
             self.n_iter_ = 1
             self.alpha_ = _SHARED.scaled_alpha(res.values["alpha"], model.A)
         self._set_weights(model, res, lam)

@@ -4,9 +4,10 @@ One estimator, :class:`OrthogonalTransferSVC`, with a ``method`` switch over the
 of the paper: ``"orthogonal"`` (4), ``"flatmult"`` (12) over the leaves, ``"hiermult"`` (12)
 at every internal node, ``"transfer"`` and ``"treeloss"`` (section 5).  Training is done by
 dual block-coordinate ascent (:mod:`hiercvx.solvers.orthogonal_dual`, ``solver="fast"``, the
-default ``fast_solver="dual_cd"``; HIERMULT's node problems go to the interior point and
-FLATMULT to the Crammer--Singer solver, certified the same way), by RDA with optimality bounds (:mod:`hiercvx.solvers.rda`,
-``fast_solver="rda"``, the paper's Algorithm 1) or by the certified
+default ``solver_options={"method": "dual_cd"}``; HIERMULT's node problems go to the interior
+point and FLATMULT to the Crammer--Singer solver, certified the same way), by RDA with
+optimality bounds (:mod:`hiercvx.solvers.rda`, ``solver_options={"method": "rda"}``, the
+paper's Algorithm 1) or by the certified
 CVXPY reference (:func:`hiercvx.formulations.orthogonal.primal_from_model`, ``solver="reference"``),
 both on the model the registry's ``prepare`` builds (:mod:`hiercvx.models.orthogonal`); either way
 the certificate is kept (``objective_``, ``gap_``).  Prediction follows the paper: the recursive
@@ -24,7 +25,7 @@ from .. import methods
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..result import check_iteration_options
-from ._base import SOLVERS, NodeScoresMixin, check_solver_options_arg, validate_training_X, validate_X
+from ._base import SOLVERS, NodeScoresMixin, solver_route, validate_training_X, validate_X
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_test_labels, read_training_labels, user_names
 
@@ -57,17 +58,11 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
     alpha : heuristic (6)'s off-diagonal value
     method : ``"orthogonal"``, ``"flatmult"``, ``"hiermult"``, ``"transfer"`` or ``"treeloss"``
         (the registered methods of the paper, ``hiercvx.methods.get(method)``)
-    solver : ``"fast"`` (``fast_solver``, stops on a certified relative gap ``tol``) or
-        ``"reference"`` (the exact SDP / QP, certified; ``reference_solver`` picks the solver)
-    fast_solver : the registered fast solver of ``solver="fast"``: ``"dual_cd"`` (dual
-        block-coordinate ascent; ``max_iter`` counts passes over the samples; HIERMULT and
-        FLATMULT take the faster routes of :func:`hiercvx.solvers.orthogonal_dual.solve`,
-        ``result_.extras["route"]``) or ``"rda"``
-        (Algorithm 1; ``max_iter`` counts subgradient steps)
+    solver : ``"fast"`` (stops on a certified relative gap ``tol``) or ``"reference"`` (the
+        exact SDP / QP, certified)
     tol, max_iter : the fast solver's certified relative gap and iteration budget
     treeloss_classes : TREELOSS's classes, ``"nodes"`` (the paper: every non-root node) or
         ``"leaves"``
-    reference_solver : the conic solver of ``solver="reference"`` (default: chosen by hiercvx)
     verbose : ``True`` (or an int > 0) prints the solver's progress to stderr; ``"progress"``:
         a progress bar on long fits (as in :class:`~hiercvx.estimators.HierarchicalSVC`)
     internal_labels : ``"self_leaf"`` (default) or ``"refuse"``.  Orthogonal transfer,
@@ -75,9 +70,17 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         node as the paper does (its path ``A+(y)`` ends there); FLATMULT and TREELOSS over
         ``"leaves"`` learn it through a leaf for the node itself (Cai thesis section 3.2),
         predicted back as the internal node; ``"refuse"`` refuses such labels for every method
-    keep_dual : pickle the solver's state with the model (default: the certificate only)
-    solver_options : the fast solver's settings (:class:`hiercvx.solvers.orthogonal_dual.Options`
-        for ``fast_solver="dual_cd"``, :class:`hiercvx.solvers.rda.Options` for ``"rda"``)
+    solver_options : the settings of the route ``solver`` selects, as in
+        :class:`~hiercvx.estimators.HierarchicalSVC`.  ``solver="fast"``: a dict with
+        ``"method"``, the registered fast solver: ``"dual_cd"`` (the default: dual
+        block-coordinate ascent; ``max_iter`` counts passes over the samples; HIERMULT and
+        FLATMULT take the faster routes of :func:`hiercvx.solvers.orthogonal_dual.solve`,
+        ``result_.extras["route"]``) or ``"rda"`` (Algorithm 1; ``max_iter`` counts
+        subgradient steps), ``"random_state"`` (``"dual_cd"``'s visiting order),
+        ``"keep_dual"`` and fields of its Options
+        (:class:`hiercvx.solvers.orthogonal_dual.Options`, :class:`hiercvx.solvers.rda.Options`),
+        or such an Options itself.  ``solver="reference"``: ``{"solver": "SCS", ...}`` (default:
+        the conic solver chosen by hiercvx)
 
     Labels are node names, one path per sample: label sets that are one path with its
     ancestors (as ``hiercvx.datasets.load_arff`` gives them) are read as their deepest node;
@@ -99,11 +102,10 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, K=None,
                  alpha=1.0, method="orthogonal", solver="fast", tol=1e-4, max_iter=20000,
-                 treeloss_classes="nodes", reference_solver=None, verbose=False, fast_solver="dual_cd",
-                 internal_labels="self_leaf", keep_dual=False, solver_options=None):
+                 treeloss_classes="nodes", verbose=False, internal_labels="self_leaf",
+                 solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
-        self.keep_dual = keep_dual
         self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
@@ -115,9 +117,7 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         self.tol = tol
         self.max_iter = max_iter
         self.treeloss_classes = treeloss_classes
-        self.reference_solver = reference_solver
         self.verbose = verbose
-        self.fast_solver = fast_solver
 
     # ------------------------------------------------------------------ fit
     def _check_params(self):
@@ -131,8 +131,13 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
             raise InputError(f"method must be one of {_PARTS.methods}, got {self.method!r}")
         check_positive(self.alpha, "alpha")
         check_iteration_options(self.tol, self.max_iter, who=type(self).__name__)
-        if self.fast_solver not in FAST_SOLVERS:
-            raise InputError(f"fast_solver must be one of {FAST_SOLVERS}, got {self.fast_solver!r}")
+        route = solver_route(self)
+        if self.solver == "fast" and route.method not in (None, *FAST_SOLVERS):
+            raise InputError(f"solver_options['method'] must be one of {FAST_SOLVERS}, got "
+                             f"{route.method!r}")
+        route.refuse(type(self).__name__, "warm_start")
+        if route.method == "rda":
+            route.refuse(type(self).__name__, "random_state")
         if self.treeloss_classes not in ("nodes", "leaves"):
             raise InputError(f"treeloss_classes must be 'nodes' or 'leaves', got {self.treeloss_classes!r}")
 
@@ -164,15 +169,17 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         # the model appends the bias feature itself (fit_intercept): solutions come back
         # without the bias column, the biases under "intercept"
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
+        route = solver_route(self)
         if self.solver == "fast":
-            self.result_ = method.fast_solvers[self.fast_solver].solve(
+            fast = method.fast_solvers[route.method or "dual_cd"]
+            self.result_ = fast.solve(
                 model, C=C_paper, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                options=check_solver_options_arg(self))
+                options=route.fast_options(fast.options_type), **route.seeded())
             self.n_iter_ = self.result_.n_iter
             intercept = self.result_.extras.get("intercept")
         else:
             prob = _PARTS.from_model["primal"](model, C=C_paper)
-            self.result_ = prob.solve(solver=self.reference_solver, verbose=bool(self.verbose))
+            self.result_ = prob.solve(solver=route.solver, verbose=bool(self.verbose), **route.settings)
             self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)
             intercept = self.result_.values.get("intercept")
         res = self.result_

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import methods
 from ..exceptions import InputError
 from ..kernels import make_kernel
-from ._base import ravel_column_target, validate_training_X
+from ._base import is_precomputed, ravel_column_target, validate_training_X
 from ._habits import reports_progress
 from .svm import MarginSVC
 
@@ -40,7 +40,8 @@ class HierarchicalPerceptron(MarginSVC):
         weight); ``intercept_`` ``(n_nodes,)`` is its weight times ``intercept_scaling`` and
         ``coef_`` excludes it.  Other kernels: ``k + intercept_scaling**2``.
         ``fit_intercept=False``: the thesis's perceptron on X itself.
-    kernel : ``"linear"`` (primal form, Alg. 4), ``"rbf"`` (``sigma`` or the median heuristic),
+    kernel : ``"linear"`` (primal form, Alg. 4), ``"rbf"`` (width by the median heuristic), a
+        :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``),
         ``"precomputed"`` or a callable (dual form, Alg. 5).
     max_epochs : kappa (Minover: at most ``kappa n`` steps).  ``None`` trains until an epoch
         without mistakes, refusing provably non-separable data and capping at
@@ -61,7 +62,7 @@ class HierarchicalPerceptron(MarginSVC):
 
     def __init__(self, hierarchy=None, variant="online", update="perceptron", loss="half_symmetric",
                  attributes="class_depth", fit_intercept=True, intercept_scaling=1.0,
-                 kernel="linear", sigma=None, max_epochs=20, shuffle=True, random_state=0,
+                 kernel="linear", max_epochs=20, shuffle=True, random_state=0,
                  verbose=False, internal_labels="self_leaf"):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
@@ -72,7 +73,6 @@ class HierarchicalPerceptron(MarginSVC):
         self.loss = loss
         self.attributes = attributes
         self.kernel = kernel
-        self.sigma = sigma
         self.max_epochs = max_epochs
         self.shuffle = shuffle
         self.random_state = random_state
@@ -89,7 +89,7 @@ class HierarchicalPerceptron(MarginSVC):
         """Fit on ``X`` and ``y``: one label per sample, or label sets (ancestors included or
         not), stopping at leaves or internal nodes (see ``internal_labels``)."""
         self._check_params()
-        precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
+        precomputed = is_precomputed(self.kernel)
         # the solver checks a precomputed kernel itself (PSD test capped in size)
         X = validate_training_X(self, X, precomputed=precomputed, check_kernel=False)
         y = ravel_column_target(y)
@@ -97,7 +97,7 @@ class HierarchicalPerceptron(MarginSVC):
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
                                           targets.multilabel)
         scaling = self._bias_scaling()
-        kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
+        kernel = make_kernel(self.kernel, X=None if precomputed else X)
         # the model adds the bias: [X, s] (linear) or k + s^2 (bias.with_bias)
         model = methods.get("hsvm").prepare(X, labels, H, loss=self.loss, attributes=self.attributes,
                               classes=tuple(classes.tolist()), kernel=kernel,

@@ -17,10 +17,10 @@ prepares the model of the registry entry (``hiercvx.methods.get("sibling_svm")``
 that model (:mod:`hiercvx.formulations.hpsi`, ``solver="reference"``); both keep the
 certificate (``objective_``, ``gap_``).
 
-Gaussian kernel: ``kernel="rbf"`` with ``sigma=None`` (or ``"median_between_classes"``)
-is section 4.1's choice, ``exp(-||x - z||^2 / m^2)`` with ``m`` the median distance between
-training points of different classes; hiercvx's Gaussian is ``exp(-||x - z||^2 / (2
-sigma^2))``, so ``sigma_ = m / sqrt(2)``.  A number for ``sigma`` is used as is.
+Gaussian kernel: ``kernel="rbf"`` (or ``Kernel("rbf")`` without a width) is section 4.1's
+choice, ``exp(-||x - z||^2 / m^2)`` with ``m`` the median distance between training points of
+different classes; hiercvx's Gaussian is ``exp(-||x - z||^2 / (2 sigma^2))``, so
+``sigma_ = m / sqrt(2)``.  A width given as ``Kernel("rbf", sigma=0.5)`` is used as is.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from .. import methods
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
-from ..kernels import median_heuristic
-from ._base import check_solver_options, check_solver_options_arg, validate_training_X, validate_X
+from ..kernels import Kernel, median_heuristic
+from ._base import (check_solver_options, is_precomputed, kernel_parts, solver_route,
+                    validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_test_labels, read_training_labels
 
@@ -56,8 +57,19 @@ def paper_sigma(X, y) -> float:
     return median_heuristic(X, np.asarray(y, dtype=object)) / np.sqrt(2.0)
 
 
+def _is_gaussian(kernel) -> bool:
+    name = kernel_parts(kernel)[0]
+    return isinstance(name, str) and name in ("rbf", "gaussian")
+
+
+def _with_width(kernel, sigma):
+    """The estimator's ``kernel`` with the Gaussian width fixed to ``sigma`` (other kernels as
+    they are): what the node SVMs of the sequential baseline share."""
+    return Kernel("rbf", sigma=sigma) if _is_gaussian(kernel) else kernel
+
+
 def _resolve_sigma(kernel, sigma, X, labels):
-    if not (isinstance(kernel, str) and kernel in ("rbf", "gaussian")):
+    if not _is_gaussian(kernel):
         return None if isinstance(sigma, str) else sigma
     if sigma is None or (isinstance(sigma, str) and sigma in SIGMA_RULES):
         return paper_sigma(X, labels)
@@ -109,24 +121,18 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
     parameters declares its own (scikit-learn reads them from the signature)."""
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
-                 kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
-                 reference_solver=None, random_state=0, verbose=False, internal_labels="self_leaf",
-                 keep_dual=False, solver_options=None):
+                 kernel="linear", solver="fast", tol=1e-6, max_iter=None, verbose=False,
+                 internal_labels="self_leaf", solver_options=None):
         self.hierarchy = hierarchy
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.kernel = kernel
-        self.sigma = sigma
         self.solver = solver
-        self.method = method
         self.tol = tol
         self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
         self.verbose = verbose
         self.internal_labels = internal_labels
-        self.keep_dual = keep_dual
         self.solver_options = solver_options
 
     def score(self, X, y, sample_weight=None):
@@ -137,10 +143,11 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
         check_fit_intercept(self.fit_intercept, type(self).__name__)
+        solver_route(self).refuse(type(self).__name__, "warm_start")
 
     @property
     def _precomputed(self):
-        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+        return is_precomputed(self.kernel)
 
     def _prepare(self, X, y):
         self._check_params()
@@ -152,17 +159,21 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
                                        internal_labels=getattr(self, "internal_labels", "self_leaf"),
                                        single_label=True, keep_internal=True)
         H, labels = targets.hierarchy, targets.labels
-        sigma = _resolve_sigma(self.kernel, self.sigma, X, labels)
+        sigma = _resolve_sigma(self.kernel, kernel_parts(self.kernel)[1], X, labels)
         return X, labels, H, sigma
 
     def _model(self, name, X, labels, H, sigma):
         """The model of the registry entry ``name`` (:func:`hiercvx.models.sibling.prepare`) on
         this training set: labels, tree and kernel validated here, once."""
-        return methods.get(name).prepare(X, labels, H, kernel=self.kernel, sigma=sigma)
+        return methods.get(name).prepare(X, labels, H, kernel=kernel_parts(self.kernel)[0],
+                                         sigma=sigma)
 
-    def _engine_options(self):
-        return {"method": self.method, "random_state": self.random_state,
-                "options": check_solver_options_arg(self)}
+    def _engine_options(self, fast):
+        """The keywords of the fast solver ``fast`` (a registered FastSolver) from
+        ``solver_options``."""
+        route = solver_route(self)
+        method = {} if route.method is None else {"method": route.method}
+        return {**method, **route.seeded(), "options": route.fast_options(fast.options_type)}
 
     def _store_model(self, X, H, sigma, model, coef, biases):
         """Keep the fitted model: the caller's and the working hierarchy, the kernel and
@@ -260,22 +271,24 @@ class SiblingMarginSVC(_SiblingBase):
         (``intercept_``); the model and solvers do not support ``b = 0``
     intercept_scaling : unused (the biases are unregularized, so their scale does not matter);
         kept for the same signature as the other hiercvx estimators
-    kernel : ``"linear"``, ``"rbf"``, ``"precomputed"`` or a callable ``k(A, B)``
-    sigma : Gaussian bandwidth; None or ``"median_between_classes"``: section 4.1's rule
-        (see the module docstring), a number: ``exp(-||x - z||^2 / (2 sigma^2))``
+    kernel : ``"linear"``, ``"rbf"`` (width by section 4.1's rule, see the module docstring),
+        a :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``:
+        ``exp(-||x - z||^2 / (2 sigma^2))``), ``"precomputed"`` or a callable ``k(A, B)``
     solver : ``"fast"`` (:mod:`hiercvx.solvers.sibling_qp`, certified) or ``"reference"``
-        (CVXPY, certified; ``reference_solver`` picks the QP solver)
-    method : the fast solver's method, ``"auto"`` | ``"ipm"`` | ``"dual_ipm"`` | ``"working_set"`` |
-        ``"alm"`` (see :class:`hiercvx.solvers.sibling_qp.SiblingQPSolver`)
+        (CVXPY, certified)
     tol : certified relative duality gap
     verbose : ``True`` (or an int > 0) prints the solver's progress to stderr; ``"progress"``:
         a progress bar on long fits
     internal_labels : ``"self_leaf"`` (default): a label that stops at an internal node is
         learnt through a leaf for the node itself (the paper's section 2) and predicted back
         as the node; ``"refuse"``: such labels raise a ``LabelError``
-    keep_dual : pickle the solver's state with the model (default: the certificate only)
-    solver_options : the fast solver's settings, a :class:`hiercvx.solvers.sibling_qp.Options`;
-        ``method``, ``tol`` and ``max_iter`` override the fields of the same name
+    solver_options : the settings of the route ``solver`` selects, as in
+        :class:`~hiercvx.estimators.HierarchicalSVC`.  ``solver="fast"``: a
+        :class:`hiercvx.solvers.sibling_qp.Options` or a dict of its fields, with the keys
+        ``"method"`` (``"auto"`` | ``"ipm"`` | ``"dual_ipm"`` | ``"working_set"`` | ``"alm"``,
+        see :class:`hiercvx.solvers.sibling_qp.SiblingQPSolver`), ``"random_state"`` and
+        ``"keep_dual"``; ``tol`` and ``max_iter`` override the fields of the same name.
+        ``solver="reference"``: ``{"solver": "CLARABEL", ...}``
 
     Labels: one path per sample; a label set that is one path with its ancestors (as
     ``hiercvx.datasets.load_arff`` gives it) is read as its deepest node.
@@ -292,13 +305,15 @@ class SiblingMarginSVC(_SiblingBase):
         C = float(self.C)
         model = self._model("sibling_svm", X, labels, H, sigma)
         if self.solver == "fast":
-            res = methods.get("sibling_svm").fast_solvers["ipm"].solve(model, C, tol=float(self.tol), max_iter=self.max_iter,
-                                   **self._engine_options())
+            fast = methods.get("sibling_svm").fast_solvers["ipm"]
+            res = fast.solve(model, C, tol=float(self.tol), max_iter=self.max_iter,
+                             **self._engine_options(fast))
             coef, b = res.weights, res.biases
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
         else:
             prob = _SIBLING.from_model["primal"](model, C)
-            res = prob.solve(self.reference_solver, gap_tol=float(self.tol))
+            route = solver_route(self)
+            res = prob.solve(route.solver, **{"gap_tol": float(self.tol), **route.settings})
             coef, b = res.weights, res.values["biases"]
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, 1
         self.result_ = res
@@ -324,27 +339,21 @@ class HierarchicalPsiClassifier(_SiblingBase):
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
-                 kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
-                 dc_tol=1e-6, dc_max_iter=50, reference_solver=None, random_state=0, verbose=False,
-                 internal_labels="self_leaf", keep_dual=False, solver_options=None):
+                 kernel="linear", solver="fast", tol=1e-6, max_iter=None, dc_tol=1e-6,
+                 dc_max_iter=50, verbose=False, internal_labels="self_leaf", solver_options=None):
         self.hierarchy = hierarchy
         self.verbose = verbose
         self.internal_labels = internal_labels
-        self.keep_dual = keep_dual
         self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.kernel = kernel
-        self.sigma = sigma
         self.solver = solver
-        self.method = method
         self.tol = tol
         self.max_iter = max_iter
         self.dc_tol = dc_tol
         self.dc_max_iter = dc_max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
 
     @reports_progress
     def fit(self, X, y):
@@ -357,13 +366,15 @@ class HierarchicalPsiClassifier(_SiblingBase):
         C = float(self.C)
         model = self._model("hpsi", X, labels, H, sigma)
         if self.solver == "fast":
-            res = methods.get("hpsi").fast_solvers["solve_dc"].solve(model, C, tol=float(self.dc_tol),
-                                      max_iter=int(self.dc_max_iter), gap_tol=float(self.tol),
-                                      step_max_iter=self.max_iter, **self._engine_options())
+            fast = methods.get("hpsi").fast_solvers["solve_dc"]
+            res = fast.solve(model, C, tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
+                             gap_tol=float(self.tol), step_max_iter=self.max_iter,
+                             **self._engine_options(fast))
         else:
+            route = solver_route(self)
             res = _HPSI.from_model["dc"](model, C, tol=float(self.dc_tol),
-                                     max_iter=int(self.dc_max_iter), solver=self.reference_solver,
-                                     gap_tol=float(self.tol))
+                                        max_iter=int(self.dc_max_iter), solver=route.solver,
+                                        **{"gap_tol": float(self.tol), **route.settings})
         self.hsvm_objective_ = res.hsvm.objective
         self.result_ = res.hsvm  # the HSVM start's certificate; the DC result is not stored
         self.step_gaps_ = np.asarray(res.step_gaps)
@@ -382,9 +393,9 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
     per parent node, trained on the examples whose label lies below that node (labelled by
     the child they pass through), applied top-down.
 
-    ``C``, ``fit_intercept`` (True only) and ``intercept_scaling`` (unused) as in
-    :class:`SiblingMarginSVC`.  Every node's SVM uses the same ``C``, kernel and ``sigma_`` (resolved once on the whole
-    training set).  A node whose training examples all go to one child predicts that child;
+    ``C``, ``fit_intercept`` (True only), ``intercept_scaling`` (unused), ``kernel`` and
+    ``solver_options`` as in :class:`SiblingMarginSVC`.  Every node's SVM uses the same ``C``,
+    kernel and ``sigma_`` (resolved once on the whole training set).  A node whose training examples all go to one child predicts that child;
     a node no training example reaches predicts its first child.  Labels on internal nodes
     go to a self leaf, as in :class:`SiblingMarginSVC`.
 
@@ -395,8 +406,8 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
-                 kernel="linear", sigma=None, solver="fast", method="auto", tol=1e-6, max_iter=None,
-                 reference_solver=None, random_state=0, verbose=False, internal_labels="self_leaf"):
+                 kernel="linear", solver="fast", tol=1e-6, max_iter=None, verbose=False,
+                 internal_labels="self_leaf", solver_options=None):
         self.hierarchy = hierarchy
         self.verbose = verbose
         self.internal_labels = internal_labels
@@ -404,26 +415,21 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.kernel = kernel
-        self.sigma = sigma
         self.solver = solver
-        self.method = method
         self.tol = tol
         self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
+        self.solver_options = solver_options
 
     @reports_progress
     def fit(self, X, y):
         """Fit one flat SVM per parent node of the hierarchy."""
-        if isinstance(self.kernel, str) and self.kernel == "precomputed":
+        if is_precomputed(self.kernel):
             raise InputError("SequentialHierarchicalSVC trains on subsets of the examples and "
                              "does not take kernel='precomputed'; pass the features and a kernel")
         check_fit_intercept(self.fit_intercept, type(self).__name__)
         base = SiblingMarginSVC(hierarchy=self.hierarchy, C=self.C, kernel=self.kernel,
-                                sigma=self.sigma, solver=self.solver,
-                                method=self.method, tol=self.tol, max_iter=self.max_iter,
-                                reference_solver=self.reference_solver,
-                                random_state=self.random_state,
+                                solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                                solver_options=self.solver_options,
                                 internal_labels=self.internal_labels)
         X, labels, H, sigma = base._prepare(X, y)
         self.n_features_in_ = X.shape[1]
@@ -450,10 +456,9 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
                 models[s] = int(present[0])
                 continue
             flat = Hierarchy.from_parents({-1: None, **{int(c): -1 for c in kids}})
-            svm = SiblingMarginSVC(hierarchy=flat, C=self.C, kernel=self.kernel, sigma=sigma,
-                                   solver=self.solver, method=self.method, tol=self.tol,
-                                   max_iter=self.max_iter, reference_solver=self.reference_solver,
-                                   random_state=self.random_state)
+            svm = SiblingMarginSVC(hierarchy=flat, C=self.C, kernel=_with_width(self.kernel, sigma),
+                                   solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                                   solver_options=self.solver_options)
             svm.fit(X[rows], child)
             models[s] = svm
             objective += svm.objective_

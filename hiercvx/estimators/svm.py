@@ -18,9 +18,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..bias import ShiftedKernel, bias_scaling, with_bias
-from ..kernels import make_kernel
-from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, check_solver_options_arg,
-                    check_training_weights, fit_label_set_threshold, predict_from_scores,
+from ..kernels import ClassKernel, make_kernel
+from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, check_training_weights,
+                    fit_label_set_threshold, is_precomputed, predict_from_scores, solver_route,
                     validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
@@ -58,15 +58,17 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         they fit this problem (same solver, same number of dual variables; the solver projects
         them onto the new feasible set, e.g. for a new ``C``); else None (a cold start)."""
         prev = getattr(self, "result_", None)
-        if not (getattr(self, "warm_start", False) and prev is not None
+        if not (solver_route(self).warm_start and prev is not None
                 and getattr(self, "_dual_solver", None) == solver_name):
             return None
         dual = getattr(prev, "dual", None)
         return dual if dual is not None and np.shape(dual) == (n_dual,) else None
 
     def _fast_options(self, model, solver_name: str) -> dict:
+        route = solver_route(self)
+        options_type = methods.get(solver_name).fast_solvers["auto"].options_type
         return dict(tol=float(self.tol), max_iter=self.max_iter, verbose=self.verbose,
-                    random_state=self.random_state, options=check_solver_options_arg(self),
+                    options=route.fast_options(options_type), **route.seeded(),
                     alpha0=self._warm_dual(model.data.n_pairs, solver_name))
 
     def _read_labels(self, y, n_samples: int):
@@ -80,14 +82,16 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         """Fit on ``X`` and ``y``: one label per sample, or label sets (ancestors included or
         not); labels may stop at internal nodes (module :mod:`hiercvx.estimators._labels`)."""
         self._check_params()
-        precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
+        route = solver_route(self)
+        route.refuse(type(self).__name__, "method")
+        precomputed = is_precomputed(self.kernel)
         X = validate_training_X(self, X, precomputed=precomputed)
         hierarchy, loss, attributes, rescaling, class_kernel = self._model_options()
         targets = self._read_labels(y, X.shape[0])
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
                                           targets.multilabel)
         sample_weight = check_training_weights(sample_weight, X)
-        kernel = make_kernel(self.kernel, X=None if precomputed else X, sigma=self.sigma)
+        kernel = make_kernel(self.kernel, X=None if precomputed else X)
         scaling = self._bias_scaling()
         if self.solver == "fast" and kernel.is_linear and self._flat_crammer_singer(multilabel):
             self._fit_crammer_singer(X, H, classes, labels, sample_weight, scaling)
@@ -105,7 +109,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
             coef = res.weights if model.node_weights else res.coefficients
         else:
             declare = _PARTS.from_model["primal" if model.node_weights else "dual"]
-            res = declare(model, C=float(self.C)).solve(solver=self.reference_solver)
+            res = declare(model, C=float(self.C)).solve(solver=route.solver, **route.settings)
             self._dual_solver, n_iter = None, 1
             coef = res.weights if model.node_weights else _PARTS.coefficients(res.values["alpha"],
                                                                              model.data)
@@ -210,7 +214,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.input_tags.pairwise = isinstance(self.kernel, str) and self.kernel == "precomputed"
+        tags.input_tags.pairwise = is_precomputed(self.kernel)
         return tags
 
 
@@ -238,32 +242,39 @@ class HierarchicalSVC(MarginSVC):
         constant part of each class score.
     loss : name of a loss in ``hiercvx.losses`` (default half symmetric difference, thesis
         7.2), a ``(q, q)`` array or a callable
-    attributes : class-attribute scheme (default ``"class_depth"``: unit-norm rows)
+    attributes : class-attribute scheme (default ``"class_depth"``: unit-norm rows), a
+        ``(q, M)`` array, a callable ``t(H, node, cls)``, or a
+        :class:`hiercvx.kernels.ClassKernel` replacing ``Lam Lam^T`` (thesis (4.17))
     rescaling : ``"slack"`` (thesis (4.10)) or ``"margin"``
-    kernel : ``"linear"``, ``"rbf"`` (``sigma`` or the median heuristic), ``"precomputed"``
-        or a callable; ``class_kernel`` optionally replaces ``Lam Lam^T`` (thesis (4.17))
+    kernel : ``"linear"``, ``"rbf"`` (width by the median heuristic), a
+        :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``),
+        ``"precomputed"`` or a callable ``k(A, B)``
     solver : ``"fast"`` (the margin engine, :mod:`hiercvx.solvers.margin_engine`: the
         interior-point method when a Newton step is affordable — few features or samples —,
         L-BFGS on the smoothed primal for thousands of pairs per example (label sets over a
         large DAG) or hundreds per example on a million pairs in all, else the working-set
         Algorithm 2; certified gap ``tol``) or
-        ``"reference"`` (CVXPY, certified; ``reference_solver`` picks the QP solver).
+        ``"reference"`` (CVXPY, certified; ``solver_options={"solver": "CLARABEL"}`` picks the
+        QP solver).
         ``max_iter`` counts passes of the working-set method, L-BFGS iterations of the
         smoothing solver (those a stall leaves unused go to its dual passes; the
         interior-point method stops at 100 Newton steps).  An L-BFGS iteration evaluates
         every pair, so on label sets over a large DAG a smaller ``max_iter`` stops at a
         looser certified gap, and the ``ConvergenceWarning`` says so
-    warm_start : fast solver only: start from the previous fit's dual variables when they fit
-        the new problem (same training labels; e.g. a path of increasing ``C``)
     verbose : ``True`` (or an int > 0) prints the solver's progress to stderr (iteration, gap,
         time since the fit started); ``"progress"``: a progress bar on fits longer than a few
         seconds
-    solver_options : the fast engine's settings, a
-        :class:`hiercvx.solvers.margin_engine.Options` (default: its documented defaults);
-        ``tol``, ``max_iter`` and ``random_state`` above override the fields of the same name.
-    keep_dual : pickle the solver's state with the model (``result_``'s dual variables, for a
-        warm start after unpickling); by default a pickled model keeps its coefficients and
-        the certificate only
+    solver_options : the settings of the route ``solver`` selects (None: defaults), as CVXPY's
+        ``problem.solve(solver=..., **options)``.  ``solver="fast"``: a
+        :class:`hiercvx.solvers.margin_engine.Options` or a dict of its fields, with the keys
+        ``"random_state"`` (seed of the visiting order), ``"warm_start"`` (start from the
+        previous fit's dual variables when they fit the new problem: same training labels,
+        e.g. a path of increasing ``C``) and ``"keep_dual"``; ``tol`` and ``max_iter`` above
+        override the fields of the same name.  ``solver="reference"``: a dict with
+        ``"solver"`` (the conic solver, e.g. ``"CLARABEL"``), ``"keep_dual"`` and keywords of
+        :meth:`hiercvx.ReferenceProblem.solve`.  ``"keep_dual": True`` pickles the solver's
+        state with the model (``result_``'s dual variables, for a warm start after
+        unpickling); by default a pickled model keeps its coefficients and the certificate
 
     Attributes
     ----------
@@ -277,12 +288,10 @@ class HierarchicalSVC(MarginSVC):
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  loss="half_symmetric", attributes="class_depth", rescaling="slack",
-                 kernel="linear", sigma=None, class_kernel=None, solver="fast", tol=1e-6,
-                 max_iter=10000, reference_solver=None, warm_start=False, random_state=0,
-                 verbose=False, internal_labels="self_leaf", keep_dual=False, solver_options=None):
+                 kernel="linear", solver="fast", tol=1e-6, max_iter=10000, verbose=False,
+                 internal_labels="self_leaf", solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
-        self.keep_dual = keep_dual
         self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
@@ -291,18 +300,15 @@ class HierarchicalSVC(MarginSVC):
         self.attributes = attributes
         self.rescaling = rescaling
         self.kernel = kernel
-        self.sigma = sigma
-        self.class_kernel = class_kernel
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.warm_start = warm_start
-        self.random_state = random_state
         self.verbose = verbose
 
     def _model_options(self):
-        return self.hierarchy, self.loss, self.attributes, self.rescaling, self.class_kernel
+        if isinstance(self.attributes, ClassKernel):  # the attributes given by their Gram (4.17)
+            return self.hierarchy, self.loss, "class_depth", self.rescaling, self.attributes.gram
+        return self.hierarchy, self.loss, self.attributes, self.rescaling, None
 
 
 class MulticlassSVC(MarginSVC):
@@ -316,7 +322,7 @@ class MulticlassSVC(MarginSVC):
     is that feature's weight times ``intercept_scaling`` and ``coef_`` excludes it.  With a
     non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
     It is flat: labels are read as they are (label sets are multi-label over the names seen).
-    ``verbose``, ``keep_dual`` and ``solver_options`` as in :class:`HierarchicalSVC`.
+    ``kernel``, ``verbose`` and ``solver_options`` as in :class:`HierarchicalSVC`.
     ``solver="reference"`` solves it with CVXPY and certifies it, ``solver="fast"`` uses the
     margin engine (:mod:`hiercvx.solvers.margin_engine`): the interior-point method when a
     Newton step is affordable, else the sequential dual solver (linear) or the working-set
@@ -326,22 +332,15 @@ class MulticlassSVC(MarginSVC):
     _intercept_per_class = True
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, kernel="linear",
-                 sigma=None, solver="fast", tol=1e-6, max_iter=10000, reference_solver=None,
-                 warm_start=False, random_state=0, verbose=False, keep_dual=False,
-                 solver_options=None):
-        self.keep_dual = keep_dual
+                 solver="fast", tol=1e-6, max_iter=10000, verbose=False, solver_options=None):
         self.solver_options = solver_options
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.kernel = kernel
-        self.sigma = sigma
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.warm_start = warm_start
-        self.random_state = random_state
         self.verbose = verbose
 
     def _model_options(self):

@@ -31,9 +31,10 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from ..exceptions import LabelError, ProblemTooLargeError
-from ..kernels import median_heuristic
+from ..kernels import Kernel, median_heuristic
 from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    ravel_column_target, validate_training_X, validate_X)
+                    is_precomputed, kernel_parts, ravel_column_target, validate_training_X,
+                    validate_X)
 from ._habits import reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
 from .svm import MulticlassSVC
@@ -124,16 +125,15 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
     ----------
     hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``;
         the model is then exactly one :class:`MulticlassSVC`)
-    C, fit_intercept, intercept_scaling, kernel, sigma, solver, tol, max_iter,
-    reference_solver, random_state, verbose :
+    C, fit_intercept, intercept_scaling, kernel, solver, tol, max_iter, verbose, solver_options :
         passed to every node's :class:`MulticlassSVC`: C in LIBLINEAR's meaning
         (``1/2 ||W||^2 + C sum_i xi_i`` per node), ``fit_intercept=True`` (default, as in
         ``LinearSVC``) a regularized bias per node's class through a constant feature
         ``intercept_scaling`` appended to X (``k + intercept_scaling**2`` for other kernels),
         each node's ``intercept_`` on its estimator (``solver="fast"``: working-set solver
         with certified gap ``tol``; ``"reference"``: CVXPY).  For ``kernel="rbf"`` without
-        ``sigma`` the median heuristic is taken once on all training data, so every node
-        uses the same kernel.
+        a width (a :class:`hiercvx.kernels.Kernel` carries one) the median heuristic is taken
+        once on all training data, so every node uses the same kernel.
 
     internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
         :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
@@ -157,26 +157,23 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
-                 kernel="linear", sigma=None, solver="fast", tol=1e-6, max_iter=10000,
-                 reference_solver=None, random_state=0, verbose=False,
-                 internal_labels="self_leaf"):
+                 kernel="linear", solver="fast", tol=1e-6, max_iter=10000, verbose=False,
+                 internal_labels="self_leaf", solver_options=None):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
         self.C = C
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.kernel = kernel
-        self.sigma = sigma
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
-        self.reference_solver = reference_solver
-        self.random_state = random_state
         self.verbose = verbose
+        self.solver_options = solver_options
 
     # ------------------------------------------------------------------ fit
     def _precomputed(self) -> bool:
-        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+        return is_precomputed(self.kernel)
 
     @reports_progress
     def fit(self, X, y, sample_weight=None):
@@ -203,9 +200,12 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         weight = check_training_weights(sample_weight, X)
         if weight is not None:
             R = R & (weight > 0)[:, None]  # a zero-weight sample carries no mass at any node
-        sigma = self.sigma
-        if isinstance(self.kernel, str) and self.kernel in ("rbf", "gaussian") and sigma is None:
-            sigma = median_heuristic(X)  # one bandwidth for every node
+        kernel, sigma = kernel_parts(self.kernel)
+        if isinstance(kernel, str) and kernel in ("rbf", "gaussian"):
+            # one bandwidth for every node
+            kernel = Kernel("rbf", sigma=median_heuristic(X) if sigma is None else sigma)
+        else:
+            kernel = self.kernel
         self._n_paths(H)  # refuse an unmanageable DAG before training
         estimators, routes, counts, node_rows, n_iter = {}, {}, {}, {}, 0
         for v in tqdm(np.flatnonzero(~H.leaf_mask), desc="DNC-SVM nodes", disable=not self.verbose):
@@ -235,11 +235,9 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
                 targets = np.argmax(T, axis=1)
             Xv = X[np.ix_(rows, rows)] if precomputed else X[rows]
             clf = MulticlassSVC(C=self.C, fit_intercept=self.fit_intercept,
-                                intercept_scaling=self.intercept_scaling, kernel=self.kernel,
-                                sigma=sigma, solver=self.solver,
-                                tol=self.tol, max_iter=self.max_iter,
-                                reference_solver=self.reference_solver,
-                                random_state=self.random_state, verbose=self.verbose)
+                                intercept_scaling=self.intercept_scaling, kernel=kernel,
+                                solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                                solver_options=self.solver_options, verbose=self.verbose)
             clf.fit(Xv, targets, sample_weight=None if weight is None else weight[rows])
             estimators[H.nodes[v]] = clf
             node_rows[H.nodes[v]] = rows  # for a precomputed kernel at prediction time

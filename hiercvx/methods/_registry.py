@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
 from dataclasses import dataclass, field
 from importlib import import_module, resources
 from pathlib import Path
@@ -32,6 +34,11 @@ class FastSolver:
     algorithm: str
     options: Mapping[str, Any] = field(default_factory=dict)
     rtol: float = 1e-6
+
+    @property
+    def options_type(self):
+        """The solver's frozen ``Options`` dataclass (the ``Options`` of its module), or None."""
+        return getattr(sys.modules[inspect.unwrap(self.solve).__module__], "Options", None)
 
     def __post_init__(self):
         # a stalled fit on raw-unit features says so (:mod:`hiercvx.methods._scale`)

@@ -193,7 +193,7 @@ def make_method(name: str, H, C: float, multilabel: bool = False, normalize_rows
         "NormalizedHierarchicalSVC": lambda: NormalizedHierarchicalSVC(hierarchy=H, C=C, tol=1e-3,
                                                                        max_iter=1000),
         "SharedNormSVC": lambda: SharedNormSVC(hierarchy=H, C=C, tol=1e-3, max_iter=100,
-                                               inner_max_iter=300),
+                                               solver_options={"inner_max_iter": 300}),
         "hiclass-per-node": lambda: HiclassPaths(H, "node", C),
         "hiclass-per-parent": lambda: HiclassPaths(H, "parent", C),
         "hiclass-per-level": lambda: HiclassPaths(H, "level", C),

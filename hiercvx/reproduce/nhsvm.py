@@ -57,7 +57,8 @@ def table3_models(H, lam):
         "HSVM": HierarchicalSVC(hierarchy=H, C=C, attributes="indicator", rescaling="margin",
                                 loss="symmetric_difference", tol=1e-3, max_iter=2000),
         "NHSVM": NormalizedHierarchicalSVC(hierarchy=H, C=C, tol=1e-3, max_iter=2000),
-        "SSVM": SharedNormSVC(hierarchy=H, C=C, tol=1e-3, max_iter=100, inner_max_iter=300),
+        "SSVM": SharedNormSVC(hierarchy=H, C=C, tol=1e-3, max_iter=100,
+                              solver_options={"inner_max_iter": 300}),
     }
 
 

@@ -40,6 +40,7 @@ from ..estimators.sibling import (
     paper_sigma,
 )
 from ..estimators.tuning import tune_on_holdout, wang_C_grid
+from ..kernels import Kernel
 from ..metrics import test_errors, weighted_f1
 from ._table import Table, parse_reported
 
@@ -85,26 +86,25 @@ def make_hsvm_c(H, kernel, sigma):
     constant feature (linear) or a constant 1 added to the kernel (Gaussian), i.e. a
     regularized intercept."""
     if kernel == "gaussian":
-        return HierarchicalSVC(hierarchy=H, kernel="rbf", sigma=sigma, fit_intercept=True)
+        return HierarchicalSVC(hierarchy=H, kernel=Kernel("rbf", sigma=sigma), fit_intercept=True)
     return HierarchicalSVC(hierarchy=H, fit_intercept=True)
 
 
 def make_estimator(method, H, kernel, sigma):
     """The unfitted estimator of ``method`` (one of :data:`METHODS`)."""
-    k = "rbf" if kernel == "gaussian" else "linear"
-    s = sigma if k == "rbf" else None
+    k = Kernel("rbf", sigma=sigma) if kernel == "gaussian" else "linear"
     if method == "SVM":
-        return SiblingMarginSVC(None, kernel=k, sigma=s)
+        return SiblingMarginSVC(None, kernel=k)
     if method == "psi":
-        return HierarchicalPsiClassifier(None, kernel=k, sigma=s)
+        return HierarchicalPsiClassifier(None, kernel=k)
     if method == "HSVM_c":
         return make_hsvm_c(H, kernel, sigma)
     if method == "SHSVM":
-        return SequentialHierarchicalSVC(H, kernel=k, sigma=s)
+        return SequentialHierarchicalSVC(H, kernel=k)
     if method == "HSVM":
-        return SiblingMarginSVC(H, kernel=k, sigma=s)
+        return SiblingMarginSVC(H, kernel=k)
     if method == "HPSI":
-        return HierarchicalPsiClassifier(H, kernel=k, sigma=s)
+        return HierarchicalPsiClassifier(H, kernel=k)
     raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
 
 
