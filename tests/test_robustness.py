@@ -248,7 +248,7 @@ def test_multiclass_max_iter_is_validated_at_fit():
 
 def test_shared_norm_inner_max_iter_is_validated():
     with pytest.raises(InputError, match="inner_max_iter"):
-        E.SharedNormSVC(hierarchy=TREE, inner_max_iter=2.5, solver="reference").fit(X_TREE, Y_TREE)
+        E.SharedNormSVC(hierarchy=TREE, solver_options={"inner_max_iter": 2.5}).fit(X_TREE, Y_TREE)
 
 
 @pytest.mark.parametrize("bad", ["nope", None, 3])
@@ -260,11 +260,13 @@ def test_nhsvm_inference_is_validated_on_single_label_fits(bad):
 def test_hpsi_max_iter_bounds_every_convex_step():
     """max_iter reaches the fast solver's convex steps: one ALM step cannot certify them."""
     with pytest.warns(ConvergenceWarning):
-        E.HierarchicalPsiClassifier(hierarchy=TREE, method="alm", max_iter=1, dc_max_iter=1).fit(
+        E.HierarchicalPsiClassifier(hierarchy=TREE, solver_options={"method": "alm"}, max_iter=1,
+                                    dc_max_iter=1).fit(
             X_TREE, Y_TREE)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        E.HierarchicalPsiClassifier(hierarchy=TREE, method="alm", max_iter=500, dc_max_iter=20).fit(
+        E.HierarchicalPsiClassifier(hierarchy=TREE, solver_options={"method": "alm"}, max_iter=500,
+                                    dc_max_iter=20).fit(
             X_TREE, Y_TREE)
 
 
