@@ -45,3 +45,60 @@ def test_a_stalled_gap_does_not_advise_more_iterations():
         sol.warn_unless_converged()
     text = str(record[0].message)
     assert "has not decreased" in text and "raise max_iter" not in text
+
+
+# ---------------------------------------------------------------------- every estimator at X x 1e6
+import inspect  # noqa: E402
+
+import hiercvx.estimators as E  # noqa: E402
+from hiercvx.solvers import shared_norm  # noqa: E402
+
+#: every scikit-learn classifier the package exports
+ESTIMATORS = sorted(name for name in E.__all__ if inspect.isclass(getattr(E, name))
+                    and hasattr(getattr(E, name), "fit") and hasattr(getattr(E, name), "predict"))
+FLAT = ("MulticlassSVC", "AdaBoostMH")
+#: what bounds each fast fit on raw-unit features (an iteration budget, never a clock)
+BUDGETS = {"OrthogonalTransferSVC": {"max_iter": 300},
+           "SharedNormSVC": {"max_iter": 30,
+                             "solver_options": shared_norm.Options(inner_max_iter=100)}}
+
+
+def _make(name, **params):
+    cls = getattr(E, name)
+    known = cls().get_params()
+    kwargs = {k: v for k, v in {**BUDGETS.get(name, {}), **params}.items() if k in known}
+    if "hierarchy" in known and name not in FLAT:
+        kwargs["hierarchy"] = H
+    return cls(**kwargs)
+
+
+def _fit(est, X_fit):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X_fit, Y)
+    return est, [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+
+def test_the_scale_matrix_covers_every_estimator():
+    assert {"HierarchicalSVC", "MulticlassSVC", "SharedNormSVC", "NormalizedHierarchicalSVC",
+            "OrthogonalTransferSVC", "SiblingMarginSVC", "AdaBoostMH"} <= set(ESTIMATORS)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_every_estimator_at_raw_unit_scale_reaches_the_reference_or_says_to_standardize(name):
+    """``X x 1e6`` at ``C = 1``: the fast fit returns (its budget is iterations) with the
+    reference's objective, or with a ConvergenceWarning that names the scale and the fix;
+    estimators without an objective (perceptron, boosting) still fit and predict the labels."""
+    X_raw = X * 1e6
+    est, messages = _fit(_make(name), X_raw)
+    predicted = est.predict(X_raw)
+    assert len(predicted) == len(Y) and set(map(str, predicted)) <= set(map(str, Y)) | set(H.nodes)
+    if messages:
+        assert any("badly scaled" in m and "StandardScaler" in m for m in messages), messages
+        assert not any("raise max_iter" in m for m in messages), messages
+        return
+    if "solver" not in est.get_params() or getattr(est, "objective_", None) is None:
+        return  # nothing to compare: no reference (perceptron, boosting) or no single objective
+    ref, ref_messages = _fit(_make(name, solver="reference"), X_raw)
+    assert not ref_messages
+    assert est.objective_ == pytest.approx(ref.objective_, rel=1e-4, abs=1e-9)

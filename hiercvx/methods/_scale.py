@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import warnings
 
 import numpy as np
@@ -56,6 +57,13 @@ def scale_advice(model, params: dict, limit: float = 1e9) -> str:
             + ("divide C" if "C" in params else "multiply lam") + " by the square of the features' scale")
 
 
+def without_more_iterations(message: str) -> str:
+    """``message`` without its advice to raise ``max_iter`` (it contradicts the scale advice:
+    a nearly hard-margin problem does not finish in more iterations)."""
+    message = re.sub(r";?\s*raise max_iter(?: \([^)]*\))?(?: or tol)?", "", message)
+    return message.replace(", max_iter or tol", " or tol")
+
+
 def _named(solve, model, args, kwargs) -> dict:
     """The call's arguments by name (``C`` or ``lam`` is often passed by position)."""
     try:
@@ -77,7 +85,8 @@ def with_scale_advice(solve):
             message = w.message
             if issubclass(w.category, ConvergenceWarning):
                 advice = scale_advice(model, _named(solve, model, args, kwargs)) if advice is None else advice
-                message = f"{w.message}{advice}" if advice else w.message
+                message = f"{without_more_iterations(str(w.message))}{advice}" if advice \
+                    else w.message
             warnings.warn_explicit(message, w.category, w.filename, w.lineno)
         return result
     return run
