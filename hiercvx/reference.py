@@ -50,7 +50,9 @@ except ImportError:  # pragma: no cover - a CVXPY dependency
 
 from .describe import Formulation, Symbol, Term, describe_parts, render_latex, render_text
 from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUnavailableError
-from .result import OPTIMAL, Solution, gap_scale, relative_gap
+from ._reference_scaling import radial_polish
+from .result import (OPTIMAL, RELATIVE_GAP, Solution, certified_by, gap_scale,
+                     reached, relative_gap)
 
 logger = logging.getLogger(__name__)
 
@@ -481,6 +483,9 @@ class ReferenceProblem:
         self.data = dict(data or {})  # what the numpy routes need (X, Y, H, ...), for inspection
         # solvers whose cached settings a retry tightened -> the settings it changed
         self._settings_changed: dict = {}
+        #: the same declaration on rescaled features, when X is badly scaled
+        #: (:mod:`hiercvx._reference_scaling`; set by the builder)
+        self.scaling = None
 
     def __repr__(self):
         return (f"ReferenceProblem({self.name!r}, {len(self.variables)} variables, "
@@ -610,11 +615,33 @@ class ReferenceProblem:
 
     def _solve_with(self, name: str, options: Options, verbose: bool,
                     solver_options: dict) -> ReferenceSolution:
-        """Solve with the solver ``name`` and certify (see :meth:`solve`), retrying when the
-        certificate fails: first the solver's defaults (or the caller's ``solver_options``,
-        then the only try), then :attr:`Options.tight_settings`, then the objective divided by
-        its magnitude (an interior-point solver measures its gap against ``max(1, |objective|)``,
-        so a tiny objective, ``C n`` tiny, stops it early).  Raises the last try's
+        """Solve with the solver ``name`` and certify (see :meth:`solve`).  With badly scaled
+        features (:attr:`scaling`), the same declaration on ``X / s`` first, its point mapped
+        back and certified on this problem; then this problem's own tries
+        (:meth:`_own_tries`) unless that certified the relative gap.  An answer certified by
+        the relative gap wins over one certified only by the decrease from zero."""
+        scaled = self._solve_scaled(name, options, verbose, solver_options)
+        if scaled is not None and scaled.converged_by == RELATIVE_GAP:
+            return scaled
+        try:
+            own = self._own_tries(name, options, verbose, solver_options)
+        except SolverError as exc:
+            if scaled is None or exc.status in ("not-dcp", "licence", "unsupported"):
+                raise
+            return scaled
+        if scaled is not None and own.converged_by != RELATIVE_GAP and scaled.objective < own.objective:
+            return scaled
+        return own
+
+    def _own_tries(self, name: str, options: Options, verbose: bool,
+                   solver_options: dict) -> ReferenceSolution:
+        """This problem's tries: first the solver's defaults (or the caller's
+        ``solver_options``, then the only try), then :attr:`Options.tight_settings`, then the
+        objective divided by its magnitude (an interior-point solver measures its gap against
+        ``max(1, |objective|)``, so a tiny objective, ``C n`` tiny, stops it early).  The first
+        answer certified by the relative gap returns; an answer certified only by the decrease
+        from zero (:func:`~hiercvx.result.certified_by`) is kept while the next tries look for
+        the relative gap, and returned when none finds it.  Else raises the last try's
         ``SolverError``, naming every try's reason."""
         if name == "GUROBI":  # CVXPY hides the licence's "model too large": check first
             check_gurobi_size(self.problem, what=self.name or "the reference problem")
@@ -625,17 +652,22 @@ class ReferenceProblem:
                       dict(solver_options) or self._default_settings(name))]
         if not solver_options:
             tries.append(_Try("tight tolerances", self.problem, 1.0, tight))
-        failures, scale = [], ctx.at_zero
+        failures, scale, kept = [], ctx.at_zero, None
         for attempt in tries:
             if attempt.label == "tight tolerances":
                 self._settings_changed[name] = tuple(tight)  # a later solve starts from the defaults
             try:
-                return self._certify(ctx, attempt)
+                sol = self._certify(ctx, attempt)
             except SolverError as exc:
                 if exc.status in ("not-dcp", "licence", "unsupported"):
                     raise
                 failures.append((attempt.label, exc))
                 scale = getattr(exc, "objective_scale", None) or scale
+            else:
+                if sol.converged_by == RELATIVE_GAP:
+                    return sol
+                kept = sol if kept is None or sol.objective < kept.objective else kept
+                scale = gap_scale(sol.objective, sol.lower_bound)
             if attempt.label == "tight tolerances" and options.worth_rescaling(scale):
                 # the same constraints (so the same variables and dual values), the objective
                 # divided by its magnitude; the duals come back divided by it too
@@ -643,11 +675,48 @@ class ReferenceProblem:
                 rescaled = cp.Problem(sense(self.problem.objective.expr * (1.0 / scale)),
                                       self.problem.constraints)
                 tries.append(_Try(f"objective divided by {scale:.3g}", rescaled, scale, tight))
+        if kept is not None:
+            return kept
         last = failures[-1][1]
         if len(failures) > 1:
             last.args = (f"{last} -- tried " + "; ".join(
                 f"{label}: {_reason(exc)}" for label, exc in failures),)
         raise last
+
+    def _solve_scaled(self, name, options, verbose, solver_options) -> ReferenceSolution | None:
+        """The answer of the declaration on ``X / s`` (:attr:`scaling`), certified on this
+        problem; ``None`` without a scaling, or when it fails (this problem's own tries
+        follow)."""
+        scaling = self.scaling
+        if scaling is None:
+            return None
+        t0 = time.perf_counter()
+        try:
+            inner = scaling.rebuilt(self)._solve_with(name, options, verbose, solver_options)
+        except SolverError as exc:
+            if exc.status in ("not-dcp", "licence", "unsupported"):
+                raise
+            logger.info("%s: the problem on X / %g failed (%s)", self.name, scaling.factor, exc)
+            return None
+        values = scaling.values(inner.values)
+        if values is None:
+            return None
+        ctx = _Context(name, inner.problem_class, options, verbose, self._objective_at_zero(), t0)
+        try:
+            return self._judge(ctx, values, scaling.objective(inner.lower_bound), inner.status,
+                               lambda values, objective, lower, test: replace(
+                                   inner, objective=objective, lower_bound=lower, values=values,
+                                   weights=self._weights(values), converged_by=test, name=self.name,
+                                   duals={k: d * scaling.factor ** scaling.objective_power
+                                          for k, d in inner.duals.items()},
+                                   solver_objective=scaling.objective(inner.solver_objective),
+                                   extras={**inner.extras, "at_zero": ctx.at_zero,
+                                           "settings": f"features divided by {scaling.factor:g}, "
+                                                       f"{inner.extras.get('settings')}"}))
+        except SolverError as exc:
+            logger.info("%s: the point of the problem on X / %g does not certify (%s)", self.name,
+                        scaling.factor, exc)
+            return None
 
     def _default_settings(self, name: str) -> dict:
         """``{}``, or the solver's own defaults of what the tight settings change when an
@@ -720,26 +789,39 @@ class ReferenceProblem:
         return values, duals
 
     def _certify(self, ctx: _Context, attempt: _Try) -> ReferenceSolution:
-        """One solve of ``attempt.problem`` and the certificate: finite values, feasibility, and
-        the recomputed gap against the dual bound.  The solver's status only says whether it
-        returned a point: an ``optimal_inaccurate`` point whose recomputed objective and dual
-        bound prove the gap is certified."""
+        """One solve of ``attempt.problem`` and its certificate (:meth:`_judge`).  The solver's
+        status only says whether it returned a point: an ``optimal_inaccurate`` point whose
+        recomputed objective and dual bound prove the gap is certified."""
         self._run(ctx, attempt)
         values, duals = self._point(ctx, attempt)
-        status, name, opts = attempt.problem.status, ctx.name, ctx.options
+        lower = float(self._lower_bound(values, duals))
+        return self._judge(ctx, values, lower, attempt.problem.status,
+                           lambda values, objective, lower, test: self._solution(
+                               ctx, attempt, values, duals, objective, lower, test))
+
+    def _judge(self, ctx: _Context, values: dict, lower: float, status: str, make) -> ReferenceSolution:
+        """The certificate of a primal point ``values`` with the bound ``lower``: feasibility,
+        finite numbers, the recomputed objective (polished along its ray,
+        :func:`~hiercvx._reference_scaling.radial_polish`, when the relative gap is over
+        tolerance) and a test of :func:`~hiercvx.result.certified_by`; ``make(values,
+        objective, lower, test)`` builds the answer, else ``SolverError``."""
+        name, opts = ctx.name, ctx.options
         if self._infeasibility is not None:
             resid = float(self._infeasibility(values))
             if not resid <= opts.feas_tol:
                 raise SolverError(f"{self.name}: returned point violates the constraints by {resid:.3g} "
                                   f"(> feas_tol={opts.feas_tol:g})", status=status, solver=name)
         objective = float(self._objective(values))
-        lower = float(self._lower_bound(values, duals))
         if not (np.isfinite(objective) and np.isfinite(lower)):
             raise SolverError(f"{self.name}: objective or lower bound is not finite "
                               f"({objective}, {lower})", status=status, solver=name)
-        gap = relative_gap(objective, lower, ctx.at_zero)
-        if not gap <= opts.gap_tol:
-            what = "the duality gap" if relative_gap(objective, lower) > opts.gap_tol else \
+        if not reached(relative_gap(objective, lower), opts.gap_tol):
+            values, objective = radial_polish(self._objective, values, objective,
+                                              self._infeasibility, opts.feas_tol)
+        test = certified_by(objective, lower, opts.gap_tol, ctx.at_zero)
+        gap = relative_gap(objective, lower)
+        if not test:
+            what = "the duality gap" if gap > opts.gap_tol else \
                 ("the gap against the decrease from zero weights (the objective is almost its "
                  "value at zero: C tiny or X scaled down)")
             exc = SolverError(f"{self.name}: {what} is over gap_tol={opts.gap_tol:g}; tighten the "
@@ -747,13 +829,13 @@ class ReferenceProblem:
                               solver=name, gap=gap)
             exc.objective_scale = gap_scale(objective, lower)
             raise exc
-        if relative_gap(objective, lower) < -max(opts.gap_tol, opts.weak_duality_slack):
+        if gap < -max(opts.gap_tol, opts.weak_duality_slack):
             raise SolverError(f"{self.name}: the lower bound exceeds the recomputed objective, which "
                               "weak duality forbids: the certificate is inconsistent", status=status,
                               solver=name, gap=gap)
-        return self._solution(ctx, attempt, values, duals, objective, lower)
+        return make(values, objective, lower, test)
 
-    def _solution(self, ctx: _Context, attempt: _Try, values, duals, objective, lower):
+    def _solution(self, ctx: _Context, attempt: _Try, values, duals, objective, lower, test):
         """The certified :class:`ReferenceSolution` with its times and extras."""
         problem = attempt.problem
         stats = problem.solver_stats
@@ -768,7 +850,7 @@ class ReferenceProblem:
             tol=ctx.options.gap_tol, build_time=self.declare_time + compile_time,
             solve_time=float(solve_time), weights=self._weights(values), values=values,
             duals=duals, solver_objective=float(problem.value) * attempt.dual_scale,
-            problem_class=ctx.klass, name=self.name, extras=extras)
+            problem_class=ctx.klass, name=self.name, extras=extras, converged_by=test)
 
 
 def _solver_defaults(name: str, keys) -> dict:

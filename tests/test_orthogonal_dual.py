@@ -27,7 +27,7 @@ from hiercvx.datasets import make_nhsvm_balanced
 from hiercvx.estimators.orthogonal import OrthogonalTransferSVC
 from hiercvx.formulations import orthogonal as ot_ref
 from hiercvx.models import orthogonal as otm
-from hiercvx.result import relative_gap
+from hiercvx.result import certified_by, relative_gap
 from hiercvx.solvers import _orthogonal_kernels as kern
 from hiercvx.solvers import orthogonal_dual as od
 from hiercvx.solvers import rda
@@ -101,7 +101,8 @@ def test_certificate_is_recomputed_by_the_model(name):
     assert lb == pytest.approx(res.lower_bound, rel=1e-9, abs=1e-10)
     assert model.lower_bound((alpha, S) if name == "orthogonal" else alpha, C) == pytest.approx(
         res.lower_bound, rel=1e-9, abs=1e-10)
-    assert relative_gap(res.objective, res.lower_bound, res.at_zero) == res.gap
+    assert relative_gap(res.objective, res.lower_bound) == res.gap
+    assert res.converged_by == certified_by(res.objective, res.lower_bound, res.tol, res.at_zero)
 
 
 @pytest.mark.parametrize("name", ["orthogonal", "treeloss"])
@@ -257,11 +258,12 @@ def test_estimator_defaults_to_dual_cd():
     X, y = clustered_data(H, n=40, d=4, seed=7)
     est = OrthogonalTransferSVC(hierarchy=H).fit(X, y)
     assert est.result_.solver == "orthogonal_dual" and est.gap_ <= 1e-4
-    paper = OrthogonalTransferSVC(hierarchy=H, fast_solver="rda", tol=1e-4, max_iter=200_000).fit(X, y)
+    paper = OrthogonalTransferSVC(hierarchy=H, tol=1e-4, max_iter=200_000,
+                                  solver_options={"method": "rda"}).fit(X, y)
     assert paper.result_.solver == "rda"
     assert abs(est.objective_ - paper.objective_) <= 2e-4 * paper.objective_
-    with pytest.raises(hc.InputError, match="fast_solver"):
-        OrthogonalTransferSVC(hierarchy=H, fast_solver="nope").fit(X, y)
+    with pytest.raises(hc.InputError, match="method"):
+        OrthogonalTransferSVC(hierarchy=H, solver_options={"method": "nope"}).fit(X, y)
 
 
 def test_hiermult_node_problems_are_solved_block_by_block():

@@ -23,7 +23,8 @@ from hiercvx.hierarchy import Hierarchy
 from hiercvx.methods.cases import TREE, problem
 from hiercvx.models import orthogonal as otm
 from hiercvx.models import sibling as sm
-from hiercvx.result import Solution, gap_scale, progress_hint, relative_gap
+from hiercvx.result import (Solution, certified_by, gap_from_zero, gap_scale, progress_hint,
+                            relative_gap, stopping_gap)
 from hiercvx.solvers import rda, sibling_qp
 
 X_TREE, Y_TREE, _ = problem("tree", n=40, d=4)
@@ -60,15 +61,21 @@ def test_relative_gap_is_scale_free():
     # zero weights against the zero dual point: never certified, however small the objective
     assert relative_gap(4e-7, 0.0) == 1.0
     assert relative_gap(0.0, 0.0) == 0.0
-    # at_zero: relative to the decrease still possible from W = 0
-    assert relative_gap(1.0, 1.0 - 1e-9, at_zero=1.0 + 1e-9) == pytest.approx(0.25)
-    assert relative_gap(10.0, 9.0, at_zero=1000.0) == pytest.approx(0.1)  # ordinary scale: unchanged
-    assert relative_gap(1.0, 0.5, at_zero=0.4) == relative_gap(1.0, 0.5)  # zero is optimal: no effect
+    # at_zero: the stopping test also takes the decrease still possible from W = 0
+    assert stopping_gap(1.0, 1.0 - 1e-9, at_zero=1.0 + 1e-9) == pytest.approx(0.25)
+    assert gap_from_zero(1.0, 1.0 - 1e-9, 1.0 + 1e-9) == pytest.approx(0.5)
+    assert certified_by(1.0, 1.0 - 1e-9, 1e-6, 1.0 + 1e-9) == ""  # relative gap 1e-9, not enough
+    assert stopping_gap(10.0, 9.0, at_zero=1000.0) == pytest.approx(0.1)  # ordinary scale: unchanged
+    assert stopping_gap(1.0, 0.5, at_zero=0.4) == relative_gap(1.0, 0.5)  # zero is optimal: no effect
     # an optimum of 0: round-off on both sides is measured against the objective at zero
-    # (a reference's 6.5e-21 vs 0, a fast solver's 0 vs 5.9e-199 gave gaps 1 and -1)
-    assert abs(relative_gap(6.5e-21, 0.0, at_zero=60.0)) <= 1e-9
-    assert abs(relative_gap(0.0, 5.9e-199, at_zero=60.0)) <= 1e-9
-    assert relative_gap(1e-3, 0.0, at_zero=60.0) == 1.0  # a real gap is still one
+    # (a reference's 6.5e-21 vs 0, a fast solver's 0 vs 5.9e-199 gave gaps 1 and -1); certified
+    # by the decrease from zero, the relative gap reported as it is
+    assert abs(stopping_gap(6.5e-21, 0.0, at_zero=60.0)) <= 1e-9
+    assert abs(stopping_gap(0.0, 5.9e-199, at_zero=60.0)) <= 1e-9
+    assert certified_by(6.5e-21, 0.0, 1e-6, 60.0) == "decrease_from_zero"
+    assert relative_gap(6.5e-21, 0.0) == 1.0
+    assert stopping_gap(1e-3, 0.0, at_zero=60.0) == 1.0  # a real gap is still one
+    assert certified_by(1e-3, 0.0, 1e-6, 60.0) == ""
 
 
 def _scaled(make, X, y, C, scale):
@@ -181,7 +188,9 @@ def test_reference_certifies_a_tiny_objective(method, role):
     prob = _reference(method, role, 1e-8)
     sol = prob.solve("CLARABEL")
     at_zero = sol.extras["at_zero"]
-    assert sol.gap <= 1e-6 and sol.gap == relative_gap(sol.objective, sol.lower_bound, at_zero)
+    assert sol.gap <= 1e-6 and sol.gap == relative_gap(sol.objective, sol.lower_bound)
+    assert stopping_gap(sol.objective, sol.lower_bound, at_zero) <= 1e-6
+    assert sol.converged_by == "relative_gap"
     assert np.abs(sol.weights).max() > 0
     if sol.objective < at_zero:  # below zero's objective: most of the decrease is certified
         assert sol.objective - sol.lower_bound <= 1e-3 * (at_zero - sol.lower_bound)

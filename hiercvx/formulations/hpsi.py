@@ -43,6 +43,7 @@ from ..models.sibling import (SiblingModel, SiblingPairs, check_pair_weights, co
                               predict_top_down, prepare, psi, sibling_pairs, u_min)
 from ..kernels import psd_factor
 from ..describe import Symbol, latex_text
+from .._reference_scaling import rescales_features
 from ..reference import Formulation, ReferenceProblem, ReferenceSolution, check_size
 from ..result import Solution
 from ..solvers.dc import check_dc_options, dc_iterations
@@ -221,6 +222,7 @@ def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulati
 
 
 # ---------------------------------------------------------------------- primal (2) / (8)
+@rescales_features({"W": -1, "Z": -1, "b": 0, "xi": 0})
 def primal(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None,
            max_size=None) -> ReferenceProblem:
     """HSVM (2), or one DC step (8) of HPSI, on ``(X, y, H)``: :func:`prepare` then
@@ -336,6 +338,7 @@ class _PrimalCertificate:
 
 
 # ---------------------------------------------------------------------- dual (9)-(11)
+@rescales_features({"beta": -2})
 def dual(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, bias="auto",
          keep_delta=False, max_size=None) -> ReferenceProblem:
     """The dual (9)-(11) on ``(X, y, H)``: :func:`prepare` then :func:`dual_from_model`."""

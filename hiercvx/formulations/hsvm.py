@@ -47,6 +47,7 @@ from ..models.hsvm import DEFAULT_ATTRIBUTES, DEFAULT_LOSS, HSVMModel
 from ..models.hsvm import prepare as prepare_model
 from ..models.margin import MarginData
 from ..describe import Symbol
+from .._reference_scaling import rescales_features
 from ..reference import Formulation, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
@@ -277,6 +278,7 @@ def _pair_violation(S: np.ndarray, xi: np.ndarray, data: MarginData) -> float:
 
 
 # ---------------------------------------------------------------------- primal (4.10)
+@rescales_features({"W": -1, "xi": 0, "intercept": -1})
 def primal(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, classes=None,
            rescaling="slack", sample_weight=None, fit_intercept=False, intercept_scaling=1.0,
            max_size=None) -> ReferenceProblem:
@@ -374,6 +376,7 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
 
 
 # ---------------------------------------------------------------------- dual (4.15)
+@rescales_features({"alpha": -2})
 def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
          attributes=DEFAULT_ATTRIBUTES, classes=None, rescaling="slack", sample_weight=None,
          sigma=None, fit_intercept=False, intercept_scaling=1.0,

@@ -51,6 +51,7 @@ from ..models.multiclass import (MulticlassModel, augment, encode_labels, exampl
                                  flat_margin_data)
 from ..models.multiclass import prepare as prepare_model
 from ..describe import Symbol
+from .._reference_scaling import rescales_features
 from ..reference import Formulation, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ def dual_formulation() -> Formulation:
                   "c_i": Symbol("the weight of example i", "the weight of example $i$")})
 
 
+@rescales_features({"W": -1, "xi": 0, "intercept": -1})
 def primal(X, y, C: float = 1.0, fit_intercept: bool = False, intercept_scaling: float = 1.0,
            sample_weight=None, class_weight=None, max_size: int | None = None) -> ReferenceProblem:
     """Crammer--Singer primal, exactly the objective of LIBLINEAR's ``MCSVM_CS``.
@@ -191,25 +193,40 @@ def primal_from_model(model: MulticlassModel, C: float = 1.0,
     margin = D @ cp.vec(scores, order="C") + R @ xi >= e
     problem = cp.Problem(cp.Minimize(regularizer + C_param * (Cw @ xi)), [margin])
 
-    def objective(values):
-        return model.objective(values["W"], float(C_param.value), intercept=values.get("intercept"))
-
-    def lower_bound(values, duals):
-        # the dual of row (i, m != y_i) is alpha for pair (i, y_i, m); pairs are sorted by i, then m
-        lam = np.asarray(duals["margin"], dtype=float).reshape(n, q)
-        alpha = _margin.project_dual(lam[data.pair_i, data.pair_ybar], data, float(C_param.value))
-        return _margin.dual_objective_linear(alpha, X_aug, data)
-
+    routes = _PrimalRoutes(model, C_param)
     logger.debug("Crammer-Singer primal: n=%d, d=%d, q=%d, intercept=%s", n, d, q, fit_intercept)
     return ReferenceProblem(
-        problem, variables=variables, objective=objective, lower_bound=lower_bound,
-        weights=lambda values: np.asarray(values["W"], dtype=float), constraints={"margin": margin},
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints={"margin": margin},
         parameters={"C": C_param}, name="Crammer-Singer primal (LIBLINEAR MCSVM_CS)",
         formulation=primal_formulation(bool(fit_intercept)),
         build_time=time.perf_counter() - t0,
         data={"X": X, "X_augmented": X_aug, "y_index": y_index, "classes": classes, "margin": data,
               "example_weights": Cw, "fit_intercept": bool(fit_intercept),
               "intercept_scaling": float(intercept_scaling), "selection": (D, R, e), "model": model})
+
+
+class _PrimalRoutes:
+    """The primal's numpy routes at the current ``C`` (a module-level class, so a
+    :class:`~hiercvx.reference.ReferenceProblem` pickles)."""
+
+    def __init__(self, model: MulticlassModel, C_param):
+        self.model, self.C_param = model, C_param
+
+    def objective(self, values):
+        return self.model.objective(values["W"], float(self.C_param.value),
+                                    intercept=values.get("intercept"))
+
+    def lower_bound(self, values, duals):
+        # the dual of row (i, m != y_i) is alpha for pair (i, y_i, m); pairs are sorted by i, then m
+        data = self.model.data
+        lam = np.asarray(duals["margin"], dtype=float).reshape(data.Y.shape)
+        alpha = _margin.project_dual(lam[data.pair_i, data.pair_ybar], data, float(self.C_param.value))
+        return _margin.dual_objective_linear(alpha, self.model.X, data)
+
+    @staticmethod
+    def weights(values):
+        return np.asarray(values["W"], dtype=float)
 
 
 # ----------------------------------------------------------------------------- dual
@@ -271,6 +288,7 @@ def recover_coefficients(Lambda: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return np.where(Y, 1.0, -1.0) * np.asarray(Lambda, dtype=float)
 
 
+@rescales_features({"Lambda": -2})
 def dual(X, y, C: float = 1.0, kernel="linear", sample_weight=None, class_weight=None,
          sigma: float | None = None, max_size: int | None = None) -> ReferenceProblem:
     """The lecture notes' multi-class kernel SVM dual ("Lagrangian Dual Problem for Multi-Class SVM")::
@@ -341,35 +359,49 @@ def dual_from_model(model: MulticlassModel, C: float = 1.0,
     FT = F.T.tocsr() if sp.issparse(F) else np.ascontiguousarray(F.T)
     problem = cp.Problem(cp.Maximize(cp.sum(own) - 0.5 * cp.sum_squares(FT @ G)), [balance, budget])
 
-    def pair_alpha(values):
-        return np.asarray(values["Lambda"], dtype=float)[data.pair_i, data.pair_ybar]
-
-    def coefficients(values):
-        # Kuhn-Tucker form: G_{i c_i} = sum_{y != c_i} lambda_{iy}, G_{iy} = -lambda_{iy}
-        return _margin.coefficients(pair_alpha(values), data)
-
-    def objective(values):
-        Gv = coefficients(values)
-        if k.is_linear:
-            W = _margin.weights_from_coefficients(Gv, X, data.Lam)
-            return _margin.primal_objective(W, X, data, float(C_param.value))
-        return _margin.kernel_objective(Gv, K, data, float(C_param.value))
-
-    def lower_bound(values, duals):
-        alpha = _margin.project_dual(pair_alpha(values), data, float(C_param.value))
-        if k.is_linear:
-            return _margin.dual_objective_linear(alpha, X, data)
-        return _margin.dual_objective(alpha, K, data)
-
-    def weights(values):
-        return KernelClassFunctions(coef=coefficients(values), kernel=k,
-                                    X_train=None if precomputed else X, classes=classes)
-
+    routes = _DualRoutes(model, K, C_param)
     logger.debug("multi-class kernel SVM dual: n=%d, q=%d, kernel=%s, rank=%d", n, q, k.name, F.shape[1])
     return ReferenceProblem(
-        problem, variables={"Lambda": Lambda}, objective=objective, lower_bound=lower_bound,
-        weights=weights, constraints={"balance": balance, "budget": budget}, parameters={"C": C_param},
+        problem, variables={"Lambda": Lambda}, objective=routes.objective,
+        lower_bound=routes.lower_bound, weights=routes.weights, constraints={"balance": balance, "budget": budget}, parameters={"C": C_param},
         name=f"multi-class SVM dual ({k.name} kernel)", build_time=time.perf_counter() - t0,
         formulation=dual_formulation(),
         data={"X": X, "K": K, "factor": F, "kernel": k, "y_index": y_index, "classes": classes,
               "margin": data, "example_weights": Cw, "model": model})
+
+
+class _DualRoutes:
+    """The dual's numpy routes at the current ``C`` (``K`` None for the linear kernel; a
+    module-level class, so a :class:`~hiercvx.reference.ReferenceProblem` pickles)."""
+
+    def __init__(self, model: MulticlassModel, K, C_param):
+        self.model, self.K, self.C_param = model, K, C_param
+
+    def _pair_alpha(self, values):
+        data = self.model.data
+        return np.asarray(values["Lambda"], dtype=float)[data.pair_i, data.pair_ybar]
+
+    def _coefficients(self, values):
+        # Kuhn-Tucker form: G_{i c_i} = sum_{y != c_i} lambda_{iy}, G_{iy} = -lambda_{iy}
+        return _margin.coefficients(self._pair_alpha(values), self.model.data)
+
+    def objective(self, values):
+        model, data, C = self.model, self.model.data, float(self.C_param.value)
+        Gv = self._coefficients(values)
+        if model.kernel.is_linear:
+            W = _margin.weights_from_coefficients(Gv, model.X, data.Lam)
+            return _margin.primal_objective(W, model.X, data, C)
+        return _margin.kernel_objective(Gv, self.K, data, C)
+
+    def lower_bound(self, values, duals):
+        model, data = self.model, self.model.data
+        alpha = _margin.project_dual(self._pair_alpha(values), data, float(self.C_param.value))
+        if model.kernel.is_linear:
+            return _margin.dual_objective_linear(alpha, model.X, data)
+        return _margin.dual_objective(alpha, self.K, data)
+
+    def weights(self, values):
+        model = self.model
+        return KernelClassFunctions(coef=self._coefficients(values), kernel=model.kernel,
+                                    X_train=None if model.precomputed else model.X,
+                                    classes=model.classes)

@@ -54,6 +54,7 @@ from ..models.nhsvm import (DAG_T, PATH_METHODS, VARIANTS, NHSVMModel, SharedNor
                             check_path_weights, cover, node_scores, optimal_alpha, prepare_shared,
                             primal_objective, ratio_sum, scaled_alpha)
 
+from .._reference_scaling import rescales_features
 from ..reference import ReferenceProblem, check_size
 from ._nhsvm_describe import (nhsvm_dual_formulation, nhsvm_formulation, shared_dual_formulation,
                               shared_formulation)
@@ -102,6 +103,7 @@ def _nnz(X) -> int:
 
 
 # ====================================================================== NHSVM primal (10) / (13)
+@rescales_features({"W": -1, "xi": 0, "intercept": -1}, weight="lam")
 def primal(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm", *,
            multilabel: bool | None = None, loss=None, T=None, fit_intercept: bool = False,
            intercept_scaling: float = 1.0, inference: str = "auto", max_size: int | None = None):
@@ -225,6 +227,7 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
 
 
 # ====================================================================== shared-norm SVM (14)
+@rescales_features({"U": -1, "alpha": 0, "xi": 0, "intercept": -1}, weight="lam")
 def shared_primal(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one", *,
                   fit_intercept: bool = False, intercept_scaling: float = 1.0,
                   max_size: int | None = None) -> ReferenceProblem:
@@ -387,6 +390,7 @@ def _coefficients_value(beta: np.ndarray, leaf_pos: np.ndarray, scale: np.ndarra
     return Gc
 
 
+@rescales_features({"beta": 0}, weight="lam")
 def dual(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm", *,
          multilabel: bool | None = None, loss=None, T=None, fit_intercept: bool = False,
          intercept_scaling: float = 1.0, inference: str = "auto", max_size: int | None = None):
@@ -454,6 +458,7 @@ def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None
         data={"nhsvm": model, "X": X, "H": H, "alpha": model.alpha, "Lam": Lam})
 
 
+@rescales_features({"beta": 0, "mu": 0}, weight="lam")
 def shared_dual(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one", *,
                 fit_intercept: bool = False, intercept_scaling: float = 1.0,
                 max_size: int | None = None) -> ReferenceProblem:

@@ -58,6 +58,7 @@ from ..models.orthogonal import (METHODS, NonConvexKError, PairModel, check_conv
                                  predict_top_down, prepare, strong_convexity, top_down_errors,
                                  transfer_matrix, tree_distance)
 from ..describe import Symbol
+from .._reference_scaling import rescales_features
 from ..reference import Formulation, ReferenceProblem, check_size
 from ._orthogonal_parts import (
     bias_columns,
@@ -346,6 +347,7 @@ def baseline_dual_formulation(method: str) -> Formulation:
 
 
 # =============================================================================== declarations
+@rescales_features({"V": -1, "G": -2, "xi": 0, "W": -1, "intercept": -1})
 def primal(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
            max_size: int | None = None, *, fit_intercept: bool = False,
            intercept_scaling: float = 1.0) -> ReferenceProblem:
@@ -591,6 +593,7 @@ def _pair_gradient(model: PairModel, F, alpha):
     return FsT @ G @ d.Lam[:, model.var_nodes]
 
 
+@rescales_features({"alpha": -2})
 def dual(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
          max_size: int | None = None, *, fit_intercept: bool = False,
          intercept_scaling: float = 1.0) -> ReferenceProblem:

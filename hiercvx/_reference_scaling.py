@@ -1,0 +1,192 @@
+"""Badly scaled data in the exact references: the declaration rebuilt on ``X / s``, and the
+radial polish of a returned point.
+
+Every hiercvx objective is ``R(W) + C L(X W)`` with ``R`` homogeneous of degree 2 (or
+``lam R(W) + L(X W)``), so with ``V = s W`` the problem on ``(X, C)`` is the problem on
+``(X / s, C s^2)`` with every objective value multiplied by ``s^2`` (``lam / s^2``: the same
+values).  A builder decorated with :func:`rescales_features` records that map on its
+:class:`~hiercvx.reference.ReferenceProblem` when ``X``'s largest entry lies outside
+``[1e-2, 1e2]``; :meth:`~hiercvx.reference.ReferenceProblem.solve` then solves the rebuilt
+problem first (an interior-point solver sees weights and features of unit size), maps its
+point back (``W = V / s``, multipliers ``/ s^2``, slacks and free biases unchanged) and
+certifies that point on the user's problem: the objective recomputed from the user's data,
+the lower bound the rebuilt problem's certified bound times ``s^-2`` (exact: the optimal
+values are in that ratio).  ``s`` is a power of two, so ``X / s`` and ``C s^2`` are exact.
+
+:func:`radial_polish` moves a returned point along the ray through it (every variable times
+``t`` near 1): hinge losses at a margin met to round-off cost ``C`` times the round-off, a
+large amount when ``C s^2`` is large (separable data scaled up), and a factor ``1 + 1e-12``
+on the weights removes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["FeatureScaling", "feature_scale", "rescales_features", "radial_polish"]
+
+
+def feature_scale(X, inside: tuple = (1e-2, 1e2)) -> float | None:
+    """The power of two nearest ``X``'s largest absolute entry when that lies outside
+    ``inside``; ``None`` when ``X`` is well scaled, empty, or not a finite numeric matrix."""
+    try:
+        data = X.data if sp.issparse(X) else np.asarray(X, dtype=float)
+        top = float(np.max(np.abs(data))) if np.size(data) else 0.0
+    except (TypeError, ValueError):
+        return None
+    if not np.isfinite(top) or top == 0.0 or inside[0] <= top <= inside[1]:
+        return None
+    return float(2.0 ** np.round(np.log2(top)))
+
+
+@dataclass
+class FeatureScaling:
+    """How a reference maps to the same declaration on ``X / factor``.
+
+    Attributes
+    ----------
+    factor : float
+        ``s``: the rebuilt problem's features are ``X / s``.
+    builder : callable
+        The decorated builder (module level, so the record pickles).
+    arguments : dict
+        The builder's arguments with ``X / s``, the weight and ``intercept_scaling`` rebuilt.
+    weight : str
+        The swept parameter read from the user's problem at each solve (``"C"``, ``"lam"``).
+    weight_power : int
+        The rebuilt weight is the user's times ``s**weight_power`` (2 for ``C``, -2 for ``lam``).
+    objective_power : int
+        The user's objective is the rebuilt one times ``s**objective_power`` (-2, or 0).
+    powers : mapping
+        Per variable, the user's value is the rebuilt one times ``s**power``.
+    """
+
+    factor: float
+    builder: Callable
+    arguments: dict
+    weight: str
+    weight_power: int
+    objective_power: int
+    powers: Mapping[str, int]
+    problem: Any = None
+
+    def rebuilt(self, user) -> Any:
+        """The rebuilt :class:`~hiercvx.reference.ReferenceProblem`, its weight set from the
+        user's problem's current value (built once, then only the parameter changes)."""
+        value = self.arguments.get(self.weight)
+        param = user.parameters.get(self.weight)
+        if param is not None and param.value is not None:
+            value = float(param.value)
+        value = value * self.factor ** self.weight_power
+        if self.problem is None or self.weight not in self.problem.parameters:
+            self.problem = self.builder(**{**self.arguments, self.weight: value})
+        else:
+            self.problem.set(**{self.weight: value})
+        return self.problem
+
+    def values(self, values: dict) -> dict | None:
+        """The rebuilt problem's values in the user's units; ``None`` when a variable has no
+        declared power (the map is not known: the caller solves the user's problem)."""
+        if any(k not in self.powers for k in values):
+            return None
+        return {k: v * self.factor ** self.powers[k] for k, v in values.items()}
+
+    def objective(self, value: float) -> float:
+        """A rebuilt objective or bound in the user's units."""
+        return float(value) * self.factor ** self.objective_power
+
+
+def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
+                      objective_power: int | None = None, kernel: str = "kernel",
+                      inside: tuple = (1e-2, 1e2)):
+    """Decorate a reference builder ``builder(X, ..., C=..., ...)`` so its problem carries a
+    :class:`FeatureScaling` when ``X`` is badly scaled (:func:`feature_scale`).
+
+    Parameters
+    ----------
+    powers : mapping
+        Per variable name, the power of ``s`` from the rebuilt value to the user's (weights
+        ``-1``, multipliers of a ``C`` form ``-2``, slacks and free biases ``0``).  A variable
+        not listed leaves the problem unscaled.
+    weight : str
+        ``"C"`` (rebuilt ``C s^2``, objective ``s^-2``) or ``"lam"`` (``lam s^-2``, the same
+        objective).
+    objective_power : int, optional
+        Overrides the objective's power.
+    kernel : str
+        The builder's kernel argument: only a linear kernel (or none) is rescaled.
+    inside : tuple
+        The range of ``X``'s largest entry left as it is.
+    """
+    weight_power = 2 if weight == "C" else -2
+    obj_power = (-2 if weight == "C" else 0) if objective_power is None else objective_power
+
+    def decorate(builder):
+        signature = inspect.signature(builder)
+
+        @functools.wraps(builder)
+        def build(*args, **kwargs):
+            problem = builder(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = dict(bound.arguments)
+            if arguments.get(kernel, "linear") not in ("linear", None):
+                return problem
+            X = next(iter(arguments.values()))
+            s = feature_scale(X, inside)
+            if s is None:
+                return problem
+            first = next(iter(arguments))
+            arguments[first] = X / s if sp.issparse(X) else np.asarray(X, dtype=float) / s
+            if "intercept_scaling" in arguments and arguments.get("fit_intercept"):
+                arguments["intercept_scaling"] = float(arguments["intercept_scaling"]) / s
+            extra = {k: arguments.pop(k) for k in [k for k, p in signature.parameters.items()
+                                                   if p.kind is p.VAR_KEYWORD]}
+            for more in extra.values():
+                arguments.update(more)
+            problem.scaling = FeatureScaling(s, wrapper_of(builder), arguments, weight,
+                                             weight_power, obj_power, dict(powers))
+            return problem
+
+        build.__wrapped_builder__ = builder
+        _WRAPPERS[builder] = build
+        return build
+
+    return decorate
+
+
+#: decorated builder -> its wrapper (the module-level name a scaling record calls and pickles)
+_WRAPPERS: dict = {}
+
+
+def wrapper_of(builder):
+    """The module-level wrapper of a decorated ``builder``."""
+    return _WRAPPERS.get(builder, builder)
+
+
+def radial_polish(objective: Callable, values: dict, current: float,
+                  infeasibility: Callable | None = None, feas_tol: float = np.inf,
+                  exponents=range(-15, -3)) -> tuple[dict, float]:
+    """The best of ``values`` times ``t`` for ``t = 1 +- 10**k`` (``k`` in ``exponents``) by
+    the recomputed ``objective``, keeping feasibility (``infeasibility <= feas_tol``);
+    ``(values, current)`` when none is lower."""
+    best, best_value = values, float(current)
+    for k in exponents:
+        for t in (1.0 + 10.0 ** k, 1.0 - 10.0 ** k):
+            trial = {name: v * t for name, v in values.items()}
+            try:
+                with np.errstate(all="ignore"):
+                    value = float(objective(trial))
+                    if infeasibility is not None and not float(infeasibility(trial)) <= feas_tol:
+                        continue
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+            if np.isfinite(value) and value < best_value:
+                best, best_value = trial, value
+    return best, best_value
