@@ -173,12 +173,13 @@ def wrapper_of(builder):
 def radial_polish(objective: Callable, values: dict, current: float,
                   infeasibility: Callable | None = None, feas_tol: float = np.inf,
                   exponents=range(-15, -3)) -> tuple[dict, float]:
-    """The best of ``values`` times ``t`` for ``t = 1 +- 10**k`` (``k`` in ``exponents``) by
-    the recomputed ``objective``, keeping feasibility (``infeasibility <= feas_tol``);
-    ``(values, current)`` when none is lower."""
+    """The best of ``values`` times ``t`` for ``t = 1 +- m 10**k`` (``m`` in 1, 2, 5; ``k`` in
+    ``exponents``) by the recomputed ``objective``, keeping feasibility (``infeasibility <=
+    feas_tol``); ``(values, current)`` when none is lower."""
     best, best_value = values, float(current)
-    for k in exponents:
-        for t in (1.0 + 10.0 ** k, 1.0 - 10.0 ** k):
+    steps = [m * 10.0 ** k for k in exponents for m in (1.0, 2.0, 5.0)]
+    for step in steps:
+        for t in (1.0 + step, 1.0 - step):
             trial = {name: v * t for name, v in values.items()}
             try:
                 with np.errstate(all="ignore"):

@@ -1,0 +1,148 @@
+"""Certificates that mean what they say at every scale of X.
+
+On separable data scaled by ``s`` the optimum is known in closed form: the weights scale by
+``1 / s``, so where the hard margin is active the objective is ``optimum(X) / s^2``; for two
+symmetric points of two classes (Crammer and Singer's SVM) the optimum is known for every
+``C`` and ``s``.  Each reference's ``gap`` must be the relative gap
+``(objective - lower_bound) / max(|objective|, |lower_bound|)``; an answer certified by it must
+have the closed-form objective, and no certified answer may be beaten by a feasible point (the
+fast solver's).  An answer certified only by the decrease from zero says so
+(``converged_by``) and reports its true relative gap.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from hiercvx import methods
+from hiercvx.exceptions import SolverError
+from hiercvx.formulations import multiclass as mc
+from hiercvx.result import DECREASE_FROM_ZERO, RELATIVE_GAP, relative_gap
+
+TOL = 1e-6
+
+
+def _separable(method: str):
+    """The registry's first quick case of ``method`` with tight clusters (centres 3 apart,
+    spread 0.05): separable, the hard margin active at ``C = 1``."""
+    case = methods.get(method).cases(True)[0]
+    X = case.X.toarray() if hasattr(case.X, "toarray") else np.asarray(case.X, dtype=float)
+    labels = [str(sorted(y)) if isinstance(y, (set, frozenset)) else str(y) for y in case.Y]
+    rng = np.random.default_rng(0)
+    distinct = sorted(set(labels))
+    centres = 3.0 * rng.standard_normal((len(distinct), X.shape[1]))
+    X = np.array([centres[distinct.index(v)] for v in labels]) + 0.05 * rng.standard_normal(X.shape)
+    return case, X
+
+
+def _reference(method: str, role: str, scale: float):
+    case, X = _separable(method)
+    scaled = methods.Case(case.name, case.structure, X * scale, case.Y, case.H,
+                          case.model_options, case.params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return methods.get(method).build(role, scaled).solve(), scaled
+
+
+def _fast(method: str, case):
+    """The first fast solver's feasible point on ``case`` (its objective recomputed)."""
+    m = methods.get(method)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return m.run_fast(next(iter(m.fast_solvers)), case)
+
+
+def _check_honest(sol):
+    """The gap is the relative gap; the test that certified is named and holds."""
+    assert sol.gap == relative_gap(sol.objective, sol.lower_bound)
+    assert sol.converged_by in (RELATIVE_GAP, DECREASE_FROM_ZERO)
+    if sol.converged_by == RELATIVE_GAP:
+        assert sol.gap <= TOL * (1 + 1e-6)
+    else:
+        at_zero = sol.extras["at_zero"]
+        assert sol.objective - sol.lower_bound <= TOL * 1e-9 * at_zero * (1 + 1e-6)
+    assert "relative gap" in sol.certificate()
+
+
+# --------------------------------------------------------- two symmetric points, every scale
+def _two_points_optimum(a: float, C: float) -> float:
+    """Crammer--Singer on ``x_A = a e_1``, ``x_B = -a e_1``: by symmetry ``w_A = -w_B = u e_1``
+    and the objective is ``u^2 + 2 C max(0, 1 - 2 u a)``: ``1 / (4 a^2)`` when ``4 C a^2 >= 1``
+    (hard margin), else ``2 C - 4 C^2 a^2`` at ``u = 2 C a``."""
+    return 1.0 / (4 * a * a) if 4 * C * a * a >= 1 else 2 * C - 4 * C * C * a * a
+
+
+@pytest.mark.parametrize("role", ["primal", "dual"])
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 1e6])
+def test_two_symmetric_points_certify_the_closed_form(role, scale):
+    X = np.array([[scale, 0.0], [-scale, 0.0]])
+    y = np.array([0, 1])
+    build = mc.primal if role == "primal" else mc.dual
+    sol = build(X, y, C=1.0).solve()
+    _check_honest(sol)
+    assert sol.converged_by == RELATIVE_GAP
+    assert sol.objective == pytest.approx(_two_points_optimum(scale, 1.0), rel=10 * TOL)
+
+
+# ------------------------------------------------------- every family, scaled separable data
+FAMILIES = [("multiclass", "primal"), ("multiclass", "dual"), ("hsvm", "primal"), ("hsvm", "dual"),
+            ("sibling_svm", "primal"), ("sibling_svm", "dual"), ("orthogonal", "primal"),
+            ("nhsvm", "primal"), ("nhsvm", "dual")]
+
+
+@pytest.fixture(scope="module")
+def unscaled():
+    """Each family's certified optimum on the unscaled separable data."""
+    return {}
+
+
+def _optimum(unscaled, method, role):
+    if (method, role) not in unscaled:
+        sol, _ = _reference(method, role, 1.0)
+        assert sol.converged_by == RELATIVE_GAP
+        unscaled[(method, role)] = sol.objective
+    return unscaled[(method, role)]
+
+
+def _check_scaled(unscaled, method, role, scale):
+    sol, case = _reference(method, role, scale)
+    _check_honest(sol)
+    fast = _fast(method, case)
+    # no certified answer is beaten by a feasible point: its objective is above the bound
+    assert fast.objective >= sol.lower_bound - 1e-9 * abs(sol.lower_bound)
+    if scale >= 1.0:
+        optimum = _optimum(unscaled, method, role) / scale ** 2  # hard margin active at C = 1
+        assert sol.lower_bound <= optimum * (1 + 10 * TOL)
+        if sol.converged_by == RELATIVE_GAP:
+            assert sol.objective == pytest.approx(optimum, rel=10 * TOL)
+    return sol
+
+
+@pytest.mark.parametrize("method, role", [("multiclass", "dual"), ("hsvm", "dual"),
+                                          ("sibling_svm", "primal"), ("nhsvm", "primal")])
+def test_scaled_up_references_certify_the_optimum(unscaled, method, role):
+    """X * 1e6: certified by the relative gap at optimum(X) / 1e12."""
+    sol = _check_scaled(unscaled, method, role, 1e6)
+    assert sol.converged_by == RELATIVE_GAP
+
+
+@pytest.mark.parametrize("method, role", [("multiclass", "primal"), ("hsvm", "primal"),
+                                          ("sibling_svm", "dual")])
+def test_scaled_up_references_say_which_test_passed(unscaled, method, role):
+    """X * 1e6, the references whose point misses the relative gap: honest, never beaten."""
+    _check_scaled(unscaled, method, role, 1e6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [1e-6, 1e6, 1e8])
+@pytest.mark.parametrize("method, role", FAMILIES)
+def test_every_family_at_every_scale(unscaled, method, role, scale):
+    """Every family: an honest certificate never beaten by a feasible point, or a
+    ``SolverError`` (never an answer whose gap is not what it says)."""
+    try:
+        _check_scaled(unscaled, method, role, scale)
+    except SolverError as exc:
+        assert exc.gap is None or not exc.gap <= TOL
