@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import hiercvx.estimators as E
+from hiercvx import methods
 from hiercvx.exceptions import InputError
 from hiercvx.methods.cases import TREE, problem
 
@@ -60,12 +61,16 @@ def test_orthogonal_objective_at_zero_weights_is_C_N():
     assert est.objective_ >= 0.99 * C * N
 
 
-def test_nhsvm_lam_is_deprecated_and_maps_to_C():
-    with pytest.warns(FutureWarning, match="lam"):
-        old = E.NormalizedHierarchicalSVC(hierarchy=TREE, lam=0.25, tol=1e-8).fit(X_TREE, Y_TREE)
+def test_nhsvm_C_maps_to_the_papers_lam():
+    """The paper's lam of (10) is not a parameter (it was deprecated for C = 1 / (2 lam)); the
+    estimator solves (10) at lam = 1 / (2 C)."""
+    with pytest.raises(TypeError, match="lam"):
+        E.NormalizedHierarchicalSVC(hierarchy=TREE, lam=0.25)
     new = E.NormalizedHierarchicalSVC(hierarchy=TREE, C=2.0, tol=1e-8).fit(X_TREE, Y_TREE)
-    assert np.allclose(old.coef_, new.coef_, atol=1e-5)
-    assert old.objective_ == pytest.approx(new.objective_, rel=1e-6)
+    entry = methods.get("nhsvm")
+    paper = entry.fast_solvers["pairwise"].solve(
+        entry.prepare(X_TREE, Y_TREE, TREE, fit_intercept=True), 0.25, method="auto", tol=1e-8)
+    assert new.result_.objective == pytest.approx(paper.objective, rel=1e-6)
     assert new.C_ == 2.0
     # the reported objective is C times the paper's (10) with lam = 1 / (2C)
     assert new.objective_ == pytest.approx(2.0 * new.result_.objective, rel=1e-12)

@@ -16,7 +16,7 @@ from hiercvx.estimators.sibling import (
 )
 from hiercvx.estimators.tuning import tune_on_holdout, wang_C_grid
 from hiercvx.formulations import hpsi
-from hiercvx.kernels import median_heuristic
+from hiercvx.kernels import Kernel, median_heuristic
 
 ESTIMATORS = [SiblingMarginSVC, HierarchicalPsiClassifier, SequentialHierarchicalSVC]
 #: scikit-learn's estimator checks of HPSI take ~24 s (loaded machine): make test-slow
@@ -151,9 +151,9 @@ def test_paper_sigma_is_the_between_class_median():
     # hiercvx's exp(-d^2 / (2 sigma_^2)) is the paper's exp(-d^2 / m^2)
     d2 = np.sum((ds.X[0] - ds.X[1]) ** 2)
     assert est.kernel_(ds.X[:1], ds.X[1:2])[0, 0] == pytest.approx(np.exp(-d2 / m ** 2))
-    named = SiblingMarginSVC(ds.hierarchy, kernel="rbf", sigma="median_between_classes").fit(ds.X, ds.y)
+    named = SiblingMarginSVC(ds.hierarchy, kernel=Kernel("rbf")).fit(ds.X, ds.y)
     assert named.sigma_ == est.sigma_
-    assert SiblingMarginSVC(ds.hierarchy, kernel="rbf", sigma=0.3).fit(ds.X, ds.y).sigma_ == 0.3
+    assert SiblingMarginSVC(ds.hierarchy, kernel=Kernel("rbf", sigma=0.3)).fit(ds.X, ds.y).sigma_ == 0.3
 
 
 # ---------------------------------------------------------------------- tuning protocol
@@ -198,7 +198,7 @@ def test_bad_input(Est, wang3):
     with pytest.raises(hc.LabelError, match="one label per sample"):
         Est(H).fit(X[:3], [{1, 2}, {3}, {4}])
     with pytest.raises(hc.InputError, match="sigma"):
-        Est(H, kernel="rbf", sigma="silverman").fit(X, y)
+        Est(H, kernel=Kernel("rbf", sigma="silverman")).fit(X, y)
     with pytest.raises(hc.InputError, match="solver"):
         Est(H, solver="fastest").fit(X, y)
     Xbad = X.copy()

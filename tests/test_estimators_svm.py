@@ -135,8 +135,8 @@ def test_bad_input(data):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: MulticlassSVC(tol=1e-6, warm_start=True),
-    lambda: HierarchicalSVC(tol=1e-6, warm_start=True)])
+    lambda: MulticlassSVC(tol=1e-6, solver_options={"warm_start": True}),
+    lambda: HierarchicalSVC(tol=1e-6, solver_options={"warm_start": True})])
 def test_warm_start_along_a_C_path(make):
     """warm_start reuses the previous dual (projected onto the new budget) in the coordinate
     methods (the engine's interior-point method has no use for a dual start): same certified
@@ -148,7 +148,7 @@ def test_warm_start_along_a_C_path(make):
     warm = make()
     for k, C in enumerate((0.1, 0.3, 1.0, 3.0)):
         warm.set_params(C=C).fit(X, y)
-        cold = clone(warm).set_params(warm_start=False).fit(X, y)
+        cold = clone(warm).set_params(solver_options=None).fit(X, y)
         assert warm.gap_ <= 1e-6 and cold.gap_ <= 1e-6
         np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=3e-6)
         assert cold.result_.solver == "interior_point"

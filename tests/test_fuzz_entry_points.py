@@ -288,6 +288,26 @@ def _data_args():
     return {"X": X0.copy(), "y": list(Y0)}
 
 
+#: options fuzzed that are not constructor parameters, with their defaults: the fast solver's
+#: settings (given in ``solver_options``) and NHSVM's exponent rho (given in ``alpha``)
+MOVED = {"method": "auto", "inner_max_iter": 1000, "rho": 2.0}
+
+
+def _moved(kw: dict) -> dict:
+    """Constructor keywords from the fuzzed options: ``method`` and ``inner_max_iter`` into
+    ``solver_options``, ``rho`` into a :class:`~hiercvx.estimators.PathWeights` (the default
+    program: (6) on trees, (6) under (8) on DAGs)."""
+    kw = dict(kw)
+    routed = {k: kw.pop(k) for k in ("method", "inner_max_iter") if k in kw}
+    if routed:
+        kw["solver_options"] = routed
+    if "rho" in kw:
+        H = kw.get("hierarchy")
+        dag = isinstance(H, Hierarchy) and not H.is_tree
+        kw["alpha"] = E.PathWeights("dag" if dag else "power", rho=kw.pop("rho"))
+    return kw
+
+
 #: estimator -> (factory, the options fuzzed and their kinds)
 ESTIMATORS = {
     "HierarchicalSVC": (lambda **kw: E.HierarchicalSVC(hierarchy=kw.pop("hierarchy", TREE), **kw),
@@ -305,11 +325,11 @@ ESTIMATORS = {
         {"C": "positive", "tol": "tolerance", "max_iter": "count", "solver": "choice",
          "method": "choice", "alpha": "positive", "hierarchy": "hierarchy"}),
     "NormalizedHierarchicalSVC": (
-        lambda **kw: E.NormalizedHierarchicalSVC(hierarchy=kw.pop("hierarchy", TREE), **kw),
+        lambda **kw: E.NormalizedHierarchicalSVC(**_moved({"hierarchy": TREE, **kw})),
         {"C": "positive", "tol": "tolerance", "max_iter": "count", "solver": "choice",
          "method": "choice", "variant": "choice", "inference": "choice", "rho": "positive",
          "hierarchy": "hierarchy"}),
-    "SharedNormSVC": (lambda **kw: E.SharedNormSVC(hierarchy=kw.pop("hierarchy", TREE), **kw),
+    "SharedNormSVC": (lambda **kw: E.SharedNormSVC(**_moved({"hierarchy": TREE, **kw})),
                       {"C": "positive", "tol": "tolerance", "max_iter": "count",
                        "inner_max_iter": "count", "solver": "choice", "loss": "choice",
                        "hierarchy": "hierarchy"}),
@@ -317,7 +337,7 @@ ESTIMATORS = {
         lambda **kw: E.HierarchicalPerceptron(hierarchy=kw.pop("hierarchy", TREE), **kw),
         {"max_epochs": "count", "variant": "choice", "update": "choice", "loss": "choice",
          "kernel": "choice", "hierarchy": "hierarchy"}),
-    "SiblingMarginSVC": (lambda **kw: E.SiblingMarginSVC(hierarchy=kw.pop("hierarchy", TREE), **kw),
+    "SiblingMarginSVC": (lambda **kw: E.SiblingMarginSVC(**_moved({"hierarchy": TREE, **kw})),
                          {"C": "positive", "tol": "tolerance", "max_iter": "count",
                           "solver": "choice", "method": "choice", "kernel": "choice",
                           "hierarchy": "hierarchy"}),
@@ -367,7 +387,8 @@ def _estimator_entries():
 
         def args(_defaults=defaults, _options=options):
             a = _data_args()
-            a.update({k: (TREE if k == "hierarchy" else _defaults[k]) for k in _options})
+            a.update({k: (TREE if k == "hierarchy" else _defaults.get(k, MOVED.get(k)))
+                      for k in _options})
             return _bounded(a)
 
         y_kind = "flat_y" if name in FLAT_ESTIMATORS else "y"

@@ -15,7 +15,7 @@ from strategies import dags, trees
 
 import hiercvx as hc
 from hiercvx import testing
-from hiercvx.estimators.nhsvm import NormalizedHierarchicalSVC, SharedNormSVC
+from hiercvx.estimators.nhsvm import NormalizedHierarchicalSVC, PathWeights, SharedNormSVC
 from hiercvx.formulations import nhsvm
 from hiercvx.inference import best_label_set, is_valid_label_set
 from hiercvx.formulations.nhsvm import prepare
@@ -417,7 +417,8 @@ def test_alternating_bad_input():
 @pytest.mark.parametrize("est", [
     NormalizedHierarchicalSVC(tol=1e-4, max_iter=200),
     pytest.param(NormalizedHierarchicalSVC(solver="reference"), marks=pytest.mark.slow),
-    pytest.param(SharedNormSVC(tol=1e-3, max_iter=20, inner_max_iter=100), marks=pytest.mark.slow),
+    pytest.param(SharedNormSVC(tol=1e-3, max_iter=20, solver_options={"inner_max_iter": 100}),
+                 marks=pytest.mark.slow),
     pytest.param(SharedNormSVC(solver="reference"), marks=pytest.mark.slow),
 ], ids=["nhsvm-fast", "nhsvm-reference", "shared-fast", "shared-reference"])
 def test_check_estimator(est):
@@ -465,7 +466,7 @@ def test_nhsvm_estimator_options():
     with pytest.raises(hc.InputError, match="alpha is infeasible"):
         NormalizedHierarchicalSVC(hierarchy=TREE, alpha=np.full(len(TREE), 0.5)).fit(X, y)
     with pytest.raises(hc.InputError, match="rho"):
-        NormalizedHierarchicalSVC(hierarchy=TREE, rho=1.0).fit(X, y)
+        NormalizedHierarchicalSVC(hierarchy=TREE, alpha=PathWeights("power", rho=1.0)).fit(X, y)
     with pytest.raises(hc.InputError, match="solver"):
         NormalizedHierarchicalSVC(solver="slow").fit(X, y)
     X2, Y2 = planted(TREE, multilabel=True)

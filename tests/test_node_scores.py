@@ -59,5 +59,14 @@ def test_estimators_take_their_fast_solvers_options():
     assert b.objective_ == pytest.approx(a.objective_, rel=1e-6)
     NormalizedHierarchicalSVC(hierarchy=H, solver_options=nhsvm_fw.Options()).fit(Xs, ys)
     OrthogonalTransferSVC(hierarchy=H, solver_options=orthogonal_dual.Options()).fit(Xs, ys)
-    with pytest.raises(InputError, match="solver_options must be None or the fast solver's Options"):
+    # a dict of the Options' fields is the same settings
+    c = HierarchicalSVC(hierarchy=H, solver_options={
+        "newton_steps": margin_engine.Options().newton_steps}).fit(Xs, ys)
+    assert c.objective_ == pytest.approx(a.objective_, rel=1e-6)
+    with pytest.raises(InputError, match="not settings of"):
         HierarchicalSVC(hierarchy=H, solver_options={"tol": 1e-3}).fit(Xs, ys)
+    with pytest.raises(InputError, match="solver_options must be None, a dict or the fast solver's"):
+        HierarchicalSVC(hierarchy=H, solver_options=3).fit(Xs, ys)
+    with pytest.raises(InputError, match="Options but solver='reference'"):
+        HierarchicalSVC(hierarchy=H, solver="reference",
+                        solver_options=margin_engine.Options()).fit(Xs, ys)

@@ -148,11 +148,12 @@ Xt, yt, Ht = problem("tree", n=24, d=3, seed=0)
     (lambda: E.SiblingMarginSVC(hierarchy=Ht, intercept_scaling=-1), "intercept_scaling"),
     (lambda: E.SiblingMarginSVC(hierarchy=Ht, intercept_scaling=float("nan")), "intercept_scaling"),
     (lambda: E.HierarchicalPsiClassifier(hierarchy=Ht, intercept_scaling=-1), "intercept_scaling"),
-    (lambda: E.HierarchicalSVC(hierarchy=Ht, random_state="abc"), "random_state"),
-    (lambda: E.NormalizedHierarchicalSVC(hierarchy=Ht, C=2, lam=1), "not both"),
+    (lambda: E.HierarchicalSVC(hierarchy=Ht, solver_options={"random_state": "abc"}), "random_state"),
+    (lambda: E.NormalizedHierarchicalSVC(hierarchy=Ht, solver="reference",
+                                         solver_options={"method": "pairwise"}), "solver='fast'"),
     (lambda: E.HierarchicalPsiClassifier(hierarchy=Ht, dc_max_iter=0), "dc_max_iter"),
     (lambda: E.HierarchicalPerceptron(hierarchy=Ht, shuffle="maybe"), "shuffle"),
-], ids=["sibling-scaling-neg", "sibling-scaling-nan", "psi-scaling", "random_state", "C-and-lam",
+], ids=["sibling-scaling-neg", "sibling-scaling-nan", "psi-scaling", "random_state", "fast-setting-on-reference",
         "dc_max_iter", "shuffle"])
 def test_meaningless_estimator_parameters_are_refused(make, match):
     with pytest.raises(InputError, match=match):

@@ -14,7 +14,7 @@ from scipy.cluster import hierarchy as sch
 import hiercvx as hc
 from hiercvx import taxonomy as T
 from hiercvx.estimators.perceptron import HierarchicalPerceptron
-from hiercvx.kernels import make_kernel
+from hiercvx.kernels import Kernel, make_kernel
 
 
 def _planted(seed, n=600, noise=0.2):
@@ -153,7 +153,7 @@ def test_learned_hierarchy_trains_a_hierarchical_estimator():
     X, y, _ = _planted(0, n=200)
     H = T.learn_hierarchy(X, y)
     # classes 1 apart, 200 away from the origin: a local (rbf) kernel, not a linear one
-    est = HierarchicalPerceptron(hierarchy=H, variant="averaged", kernel="rbf", sigma=1.0).fit(X, y)
+    est = HierarchicalPerceptron(hierarchy=H, variant="averaged", kernel=Kernel("rbf", sigma=1.0)).fit(X, y)
     assert set(est.classes_) == set(range(12)) and np.mean(est.predict(X) == y) > 0.9
 
 

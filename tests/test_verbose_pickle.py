@@ -85,7 +85,8 @@ def test_progress_bar_fit_and_bad_verbose(small, capsys):
 
 def test_pickle_without_solver_state(wide):
     """A pickled HierarchicalSVC is within a few times its coefficients and predicts the same;
-    ``keep_dual=True`` keeps the dual variables (a warm start after unpickling)."""
+    ``solver_options={"keep_dual": True}`` keeps the dual variables (a warm start after
+    unpickling)."""
     X, y, H = wide
     est = HierarchicalSVC(hierarchy=H).fit(X, y)
     blob = pickle.dumps(est)
@@ -95,7 +96,7 @@ def test_pickle_without_solver_state(wide):
     assert back.result_.dual is None and back.gap_ == est.gap_
     assert back.result_.objective == est.result_.objective
     assert est.result_.dual is not None  # the fitted object itself keeps it (warm starts)
-    kept = HierarchicalSVC(hierarchy=H, keep_dual=True).fit(X, y)
+    kept = HierarchicalSVC(hierarchy=H, solver_options={"keep_dual": True}).fit(X, y)
     heavy = pickle.loads(pickle.dumps(kept))
     assert heavy.result_.dual is not None and np.array_equal(heavy.result_.dual, kept.result_.dual)
 

@@ -263,7 +263,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         if self.solver == "fast":
             fast = registered.fast_solvers["pairwise"]
             res = fast.solve(
-                model, lam, method=route.method or "auto", tol=float(self.tol),
+                model, lam, method="auto" if route.method is None else route.method, tol=float(self.tol),
                 max_iter=self.max_iter, inference=self.inference, verbose=self.verbose,
                 options=route.fast_options(fast.options_type), **route.seeded())
             res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light

@@ -173,7 +173,7 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         if self.solver == "fast":
             fast = method.fast_solvers[route.method or "dual_cd"]
             self.result_ = fast.solve(
-                model, C=C_paper, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                model, C=C_paper, tol=float(self.tol), max_iter=self.max_iter, verbose=self.verbose,
                 options=route.fast_options(fast.options_type), **route.seeded())
             self.n_iter_ = self.result_.n_iter
             intercept = self.result_.extras.get("intercept")

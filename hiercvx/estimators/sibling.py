@@ -47,9 +47,6 @@ _HPSI = methods.parts("hpsi")
 __all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
            "paper_sigma", "check_fit_intercept"]
 
-SIGMA_RULES = ("median_between_classes",)
-
-
 def paper_sigma(X, y) -> float:
     """Section 4.1's Gaussian bandwidth in hiercvx's convention: ``m / sqrt(2)`` with ``m``
     the median distance between points of different classes (the paper's kernel is
@@ -69,13 +66,11 @@ def _with_width(kernel, sigma):
 
 
 def _resolve_sigma(kernel, sigma, X, labels):
+    """The Gaussian width: the one the Kernel carries, or section 4.1's rule."""
     if not _is_gaussian(kernel):
-        return None if isinstance(sigma, str) else sigma
-    if sigma is None or (isinstance(sigma, str) and sigma in SIGMA_RULES):
+        return sigma
+    if sigma is None:
         return paper_sigma(X, labels)
-    if isinstance(sigma, str):
-        raise InputError(f"sigma must be a positive number, None or one of {SIGMA_RULES}, "
-                         f"got {sigma!r}")
     return check_positive(sigma, "sigma")
 
 
