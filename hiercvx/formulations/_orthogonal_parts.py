@@ -17,7 +17,8 @@ from ..models.orthogonal import PairModel
 from ..reference import check_size
 
 __all__ = ["margin_constraint", "estimate", "_representer_basis", "features", "_node_rows", "bias_columns",
-           "objective_augmented", "Recovered"]
+           "objective_augmented", "Recovered", "QPRoutes", "QPDualRoutes", "SDPRoutes",
+           "SDPDualRoutes"]
 
 
 def margin_constraint(model: PairModel, F, V, xi):
@@ -121,3 +122,130 @@ class Recovered:
     @property
     def value(self):
         return self._compute()
+
+
+# ---------------------------------------------------------------------- the numpy routes
+# Module-level classes, never closures, so a ReferenceProblem pickles; ``Cp`` is the
+# declaration's C parameter, read at every call.
+class QPRoutes:
+    """A baseline primal's numpy routes (weights ``W`` over ``model.var_nodes``)."""
+
+    variable = "W"
+
+    def __init__(self, model: PairModel, Cp):
+        self.model, self.Cp = model, Cp
+
+    def weights(self, v):
+        return self.model.full_weights(v[self.variable])
+
+    def objective(self, v):
+        return self.model.objective(self.weights(v), C=float(self.Cp.value), intercept=v.get("intercept"))
+
+    def lower_bound(self, v, duals):
+        return self.model.lower_bound(duals["margin"], C=float(self.Cp.value))
+
+    def infeasibility(self, v):
+        model = self.model
+        return model.violation(model.augmented_weights(self.weights(v), v.get("intercept")), v["xi"])
+
+
+class SDPRoutes(QPRoutes):
+    """The lifted SDP's numpy routes (weights in the representer ``basis`` when there is one;
+    ``K`` the comparison matrix and ``pairs`` its off-diagonal entries in the epigraph)."""
+
+    variable = "V"
+
+    def __init__(self, model: PairModel, Cp, basis, K, pairs):
+        super().__init__(model, Cp)
+        self.basis, self.K, self.pairs = basis, K, pairs
+
+    def weights(self, v):
+        return self.model.full_weights(v["V"], self.basis)
+
+    def lower_bound(self, v, duals):
+        pi, pj = self.pairs
+        S = np.diag(np.diag(self.K)).astype(float)
+        if len(pi):  # off-diagonal entries of the box from the epigraph's duals
+            s = duals["abs_upper"] - duals["abs_lower"]
+            S[pi, pj] = s
+            S[pj, pi] = s
+        return self.model.lower_bound((duals["margin"], S), C=float(self.Cp.value))
+
+
+class QPDualRoutes:
+    """A baseline dual's numpy routes: ``W~ = R^{-1} U(alpha)`` over the augmented features
+    (``alpha`` the declaration's variable, for the recovered intercept)."""
+
+    def __init__(self, model: PairModel, Cp, alpha):
+        self.model, self.Cp, self.alpha = model, Cp, alpha
+
+    def augmented(self, a):
+        model = self.model
+        U = model.node_gradient(a)[model.var_nodes]
+        return model.full_weights(np.linalg.solve(model.S, U))
+
+    def objective(self, v):
+        return objective_augmented(self.model, self.augmented(v["alpha"]), float(self.Cp.value))
+
+    def lower_bound(self, v, duals):
+        return self.model.lower_bound(v["alpha"], C=float(self.Cp.value))
+
+    def weights(self, v):
+        return self.model.split_weights(self.augmented(v["alpha"]))[0]
+
+    def intercept(self):
+        if self.alpha.value is None:
+            return None
+        return self.model.split_weights(self.augmented(self.alpha.value))[1]
+
+
+class SDPDualRoutes:
+    """The lifted SDP dual's numpy routes: ``W`` from the dual point (``S^{-1} U(alpha)``) or
+    from the multiplier ``Z`` of the PSD block ``lift`` (``-Z_21 Z_11^{-1}``), whichever is
+    better (both are feasible points of (4)); ``variables`` ``(alpha, S)``, ``r`` the size of
+    the block's first part."""
+
+    def __init__(self, model: PairModel, Cp, basis, lift, variables, r: int):
+        self.model, self.Cp, self.basis, self.lift = model, Cp, basis, lift
+        self.variables, self.r = variables, int(r)
+
+    def _from_dual_point(self, v):
+        model = self.model
+        U = model.node_gradient(v["alpha"])[model.var_nodes]
+        if self.basis is not None:
+            U = U @ self.basis.T
+        return model.full_weights(np.linalg.solve(model.box_matrix(v["S"]), U), self.basis)
+
+    def _from_lift_multiplier(self):
+        Z, r = self.lift.dual_value, self.r
+        if Z is None:
+            return None
+        Z = np.asarray(Z, dtype=float)
+        try:
+            return self.model.full_weights(-np.linalg.solve(Z[:r, :r], Z[r:, :r].T).T, self.basis)
+        except np.linalg.LinAlgError:
+            return None
+
+    def _candidates(self, v):
+        return [W for W in (self._from_dual_point(v), self._from_lift_multiplier()) if W is not None]
+
+    def _value(self, W):
+        return objective_augmented(self.model, W, float(self.Cp.value))
+
+    def objective(self, v):  # both recoveries are feasible points of (4): the better one bounds
+        return min(self._value(W) for W in self._candidates(v))
+
+    def augmented(self, v):  # the better recovered W~ = [W, b / s]
+        return min(self._candidates(v), key=self._value)
+
+    def lower_bound(self, v, duals):
+        return self.model.lower_bound((v["alpha"], v["S"]), C=float(self.Cp.value))
+
+    def weights(self, v):
+        return self.model.split_weights(self.augmented(v))[0]
+
+    def intercept(self):
+        alpha, S = self.variables
+        if alpha.value is None or S.value is None:
+            return None
+        return self.model.split_weights(self.augmented({"alpha": alpha.value, "S": S.value}))[1]

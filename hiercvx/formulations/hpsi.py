@@ -299,7 +299,7 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
     what = "linear" if model.linear else f"{model.kernel.name} kernel"
     return _HierReference(
         problem, variables={name_f: F, "b": b, "xi": xi}, objective=cert.objective,
-        lower_bound=cert.lower_bound, weights=lambda v: cert.functions(v)[0],
+        lower_bound=cert.lower_bound, weights=cert.weights,
         constraints={"pairs": pairs, "xi_nonneg": nonneg, "sum_to_zero": sum_zero},
         parameters={"C": Cp, "pair_weights": lam}, infeasibility=cert.infeasibility,
         name=f"sibling-margin SVM primal (2)/(8), {what}", build_time=time.perf_counter() - t0,
@@ -331,6 +331,9 @@ class _PrimalCertificate:
     def infeasibility(self, v):
         coef, bb = _full(self.model.coefficients(v[self.name_f])), _full(v["b"])
         return self.model.sum_to_zero_residual(coef, bb) / max(1.0, float(np.abs(bb).max()))
+
+    def weights(self, v):
+        return self.functions(v)[0]
 
     def extras(self, v):
         coef, bb = self.functions(v)
@@ -427,12 +430,12 @@ def dual_from_model(model: SiblingModel, C=1.0, pair_weights=None, bias="auto",
     what = "linear" if model.linear else f"{model.kernel.name} kernel"
     return _HierReference(
         problem, variables=variables, objective=cert.objective,
-        lower_bound=cert.lower_bound, weights=lambda v: cert.recover(v)["weights"],
+        lower_bound=cert.lower_bound, weights=cert.weights,
         constraints={"beta_nonneg": nonneg, "budget": budget, "bias_stationarity": stationary},
         parameters={"C": Cp, "pair_weights": lam}, infeasibility=cert.infeasibility,
         name=f"sibling-margin SVM dual (9)-(11), {what}" + (", with delta" if keep_delta else ""),
         build_time=time.perf_counter() - t0,
-        extras=lambda v: dict(cert.recover(v)), formulation=dual_formulation(model.linear, keep_delta),
+        extras=cert.extras, formulation=dual_formulation(model.linear, keep_delta),
         data={"model": model, "hierarchy": model.pairs.hierarchy, "pairs": model.pairs,
               "kernel": model.kernel, "X": model.X, "K": model.K})
 
@@ -482,6 +485,12 @@ class _DualCertificate:
         out = {"weights": coef, "biases": bb, "bias_route": route}
         self._cache["key"], self._cache["value"] = key, out
         return out
+
+    def weights(self, v):
+        return self.recover(v)["weights"]
+
+    def extras(self, v):
+        return dict(self.recover(v))
 
     def objective(self, v):
         rec = self.recover(v)

@@ -352,20 +352,11 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
     problem = cp.Problem(cp.Minimize(regularizer + Cp * (data.Cw @ xi)),
                          [pairs, nonneg, U == Lam_sp @ W, S == scores])
 
-    def objective(v):
-        return model.objective(v["W"], float(Cp.value), intercept=v.get("intercept"))
-
-    def lower_bound(v, duals):
-        alpha = _margin.project_dual(duals["pairs"], data, float(Cp.value))
-        return _margin.dual_objective_linear(alpha, model.X, data)  # with the bias column
-
-    def infeasibility(v):
-        return _pair_violation(model.scores(v["W"], X, v.get("intercept")), v["xi"], data)
-
+    routes = _PrimalRoutes(model, Cp)
     return ReferenceProblem(
-        problem, variables=variables, objective=objective, lower_bound=lower_bound,
-        weights=lambda v: v["W"], constraints={"pairs": pairs, "xi_nonneg": nonneg},
-        parameters={"C": Cp}, infeasibility=infeasibility,
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints={"pairs": pairs, "xi_nonneg": nonneg},
+        parameters={"C": Cp}, infeasibility=routes.infeasibility,
         name=f"hierarchical SVM primal (4.10), {rescaling} rescaling"
              + (", intercept" if fit_intercept else ""),
         build_time=time.perf_counter() - t0,
@@ -373,6 +364,31 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
         data={"X": X, "X_augmented": model.X, "H": H, "classes": model.classes, "Lam": Lam,
               "margin_data": data, "model": model, "fit_intercept": fit_intercept,
               "intercept_scaling": model.intercept_scaling})
+
+
+class _PrimalRoutes:
+    """The primal (4.10)'s numpy routes at the current ``C`` (a module-level class, so a
+    :class:`~hiercvx.reference.ReferenceProblem` pickles)."""
+
+    def __init__(self, model: HSVMModel, Cp):
+        self.model, self.Cp = model, Cp
+
+    def objective(self, v):
+        return self.model.objective(v["W"], float(self.Cp.value), intercept=v.get("intercept"))
+
+    def lower_bound(self, v, duals):
+        model = self.model
+        alpha = _margin.project_dual(duals["pairs"], model.data, float(self.Cp.value))
+        return _margin.dual_objective_linear(alpha, model.X, model.data)  # with the bias column
+
+    def infeasibility(self, v):
+        model = self.model
+        return _pair_violation(model.scores(v["W"], model.X_features, v.get("intercept")), v["xi"],
+                               model.data)
+
+    @staticmethod
+    def weights(v):
+        return v["W"]
 
 
 # ---------------------------------------------------------------------- dual (4.15)
@@ -480,34 +496,11 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
     problem = cp.Problem(cp.Maximize(b @ alpha - 0.5 * cp.sum_squares(T_var @ LQ)),
                          [nonneg, budget, *links])
 
-    def objective(v):
-        G = _margin.coefficients(v["alpha"], data)
-        if node_weights:
-            return _margin.primal_objective(_margin.weights_from_coefficients(G, X, data.Lam), X, data,
-                                            float(Cp.value))
-        return _margin.kernel_objective(G, K, data, float(Cp.value))
-
-    def lower_bound(v, duals):
-        a = _margin.project_dual(v["alpha"], data, float(Cp.value))
-        if node_weights:
-            return _margin.dual_objective_linear(a, X, data)
-        return _margin.dual_objective(a, K, data)
-
-    def weights(v):  # (4.12); with a bias its column split off (values["intercept"])
-        G = _margin.coefficients(v["alpha"], data)
-        if not node_weights:
-            return G
-        return model.split_weights(_margin.weights_from_coefficients(G, X, data.Lam))[0]
-
-    def infeasibility(v):
-        a = v["alpha"]
-        over = Bm @ a - float(Cp.value) * data.Cw
-        return max(0.0, float(-a.min()), float(over.max()))
-
+    routes = _DualRoutes(model, K, Bm, Cp)
     return ReferenceProblem(
-        problem, variables=variables, objective=objective, lower_bound=lower_bound,
-        weights=weights, constraints={"alpha_nonneg": nonneg, "budget": budget},
-        parameters={"C": Cp}, infeasibility=infeasibility,
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints={"alpha_nonneg": nonneg, "budget": budget},
+        parameters={"C": Cp}, infeasibility=routes.infeasibility,
         name=f"hierarchical SVM dual (4.15), {model.input_kernel.name} kernel, {rescaling} rescaling"
              + (", intercept" if model.fit_intercept else ""),
         formulation=dual_formulation(rescaling),
@@ -515,6 +508,42 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
         data={"X": model.X_features, "X_augmented": X, "H": H, "classes": model.classes,
               "Lam": data.Lam, "Q": data.Q, "K": K, "model": model,
               "kernel": kern, "margin_data": data, "weights": "W" if node_weights else "G"})
+
+
+class _DualRoutes:
+    """The dual (4.15)'s numpy routes at the current ``C`` (``K`` None when the certificate
+    works on the features; ``Bm`` the budget matrix; a module-level class, so a
+    :class:`~hiercvx.reference.ReferenceProblem` pickles)."""
+
+    def __init__(self, model: HSVMModel, K, Bm, Cp):
+        self.model, self.K, self.Bm, self.Cp = model, K, Bm, Cp
+
+    def objective(self, v):
+        model, data, C = self.model, self.model.data, float(self.Cp.value)
+        G = _margin.coefficients(v["alpha"], data)
+        if model.node_weights:
+            W = _margin.weights_from_coefficients(G, model.X, data.Lam)
+            return _margin.primal_objective(W, model.X, data, C)
+        return _margin.kernel_objective(G, self.K, data, C)
+
+    def lower_bound(self, v, duals):
+        model, data = self.model, self.model.data
+        a = _margin.project_dual(v["alpha"], data, float(self.Cp.value))
+        if model.node_weights:
+            return _margin.dual_objective_linear(a, model.X, data)
+        return _margin.dual_objective(a, self.K, data)
+
+    def weights(self, v):  # (4.12); with a bias its column split off (values["intercept"])
+        model, data = self.model, self.model.data
+        G = _margin.coefficients(v["alpha"], data)
+        if not model.node_weights:
+            return G
+        return model.split_weights(_margin.weights_from_coefficients(G, model.X, data.Lam))[0]
+
+    def infeasibility(self, v):
+        a = v["alpha"]
+        over = self.Bm @ a - float(self.Cp.value) * self.model.data.Cw
+        return max(0.0, float(-a.min()), float(over.max()))
 
 
 def dual_scores(problem: ReferenceProblem, solution, X_new) -> np.ndarray:
@@ -678,22 +707,37 @@ def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferencePr
         variables["intercept"] = node_bias
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(Rh @ U) + Cp * (data.Cw @ xi)), cons)
 
-    def objective(v):
-        return _margin.primal_objective(class_to_node_weights(v["U"], Lam), X, data, float(Cp.value))
-
-    def lower_bound(v, duals):
-        alpha = _margin.project_dual(duals["pairs"], data, float(Cp.value))
-        return _margin.dual_objective_linear(alpha, X, data)
-
-    def infeasibility(v):
-        return _pair_violation(np.asarray(X @ v["U"].T), v["xi"], data)
-
+    routes = _ClassFormRoutes(model, Cp)
     return ReferenceProblem(
-        problem, variables=variables, infeasibility=infeasibility, objective=objective, lower_bound=lower_bound,
-        weights=lambda v: model.split_weights(class_to_node_weights(v["U"], Lam))[0],
+        problem, variables=variables, infeasibility=routes.infeasibility, objective=routes.objective,
+        lower_bound=routes.lower_bound, weights=routes.weights,
         constraints={"pairs": pairs, "xi_nonneg": nonneg}, parameters={"C": Cp},
         name=f"hierarchical SVM class form (4.48), {rescaling} rescaling",
         formulation=class_form_formulation(rescaling),
         build_time=time.perf_counter() - t0,
         data={"X": model.X_features, "X_augmented": X, "H": H, "classes": model.classes, "Lam": Lam,
               "R": R, "regularizer": how, "model": model, "margin_data": data})
+
+
+class _ClassFormRoutes:
+    """The class form (4.48)'s numpy routes at the current ``C`` (a module-level class, so a
+    :class:`~hiercvx.reference.ReferenceProblem` pickles)."""
+
+    def __init__(self, model: HSVMModel, Cp):
+        self.model, self.Cp = model, Cp
+
+    def objective(self, v):
+        model = self.model
+        return _margin.primal_objective(class_to_node_weights(v["U"], model.Lam), model.X,
+                                        model.data, float(self.Cp.value))
+
+    def lower_bound(self, v, duals):
+        model = self.model
+        alpha = _margin.project_dual(duals["pairs"], model.data, float(self.Cp.value))
+        return _margin.dual_objective_linear(alpha, model.X, model.data)
+
+    def infeasibility(self, v):
+        return _pair_violation(np.asarray(self.model.X @ v["U"].T), v["xi"], self.model.data)
+
+    def weights(self, v):
+        return self.model.split_weights(class_to_node_weights(v["U"], self.model.Lam))[0]

@@ -192,32 +192,12 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
     margin = D @ cp.vec(S, order="C") + R @ xi >= e
     problem = cp.Problem(cp.Minimize(lam_p * regularizer + cp.sum(xi)), [margin])
 
-    def current_lam() -> float:
-        value = float(lam_p.value)
-        if value <= 0:
-            raise InputError(f"lam must be positive, got {value!r}")
-        return value
-
-    def augmented(values):
-        return data.augmented_weights(values["W"], values.get("intercept"))
-
-    def objective(values):
-        return primal_objective(augmented(values), data, current_lam())
-
-    def lower_bound(values, duals):
-        # the rows' duals are masses on the leaves: projected and valued by the model
-        return data.lower_bound(np.asarray(duals["margin"], dtype=float).reshape(n, q), current_lam())
-
-    def infeasibility(values):
-        Sv = _margin.class_scores(augmented(values), X_aug, Lam).ravel()
-        resid = e - D @ Sv - R @ values["xi"]
-        return max(0.0, float(resid.max()))
-
+    routes = _PrimalRoutes(data, lam_p, (D, R, e))
     label = "(10)" if data.variant == "nhsvm" else "(13)"
     return ReferenceProblem(
-        problem, variables=variables, objective=objective, lower_bound=lower_bound,
-        weights=lambda values: np.asarray(values["W"], dtype=float), constraints={"margin": margin},
-        parameters={"lam": lam_p}, infeasibility=infeasibility,
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints={"margin": margin},
+        parameters={"lam": lam_p}, infeasibility=routes.infeasibility,
         name=f"NHSVM primal {label}, single-label", build_time=time.perf_counter() - t0,
         formulation=nhsvm_formulation(data.variant),
         data={"nhsvm": data, "X": X, "X_augmented": X_aug, "H": H, "alpha": data.alpha, "Lam": Lam,
@@ -305,46 +285,12 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
     paths = A @ alpha <= 1
     problem = cp.Problem(cp.Minimize(lam_p * regularizer + cp.sum(xi)), [margin, paths, alpha >= 0])
 
-    def lam_value() -> float:
-        value = float(lam_p.value)
-        if value <= 0:
-            raise InputError(f"lam must be positive, got {value!r}")
-        return value
-
-    def augmented(values):
-        return model.augmented_weights(values["U"], values.get("intercept"))
-
-    def objective(values):
-        Uv = augmented(values)
-        a = scaled_alpha(values["alpha"], A)
-        norms = np.einsum("ij,ij->i", Uv, Uv)
-        reg = ratio_sum(norms, a)
-        if H.is_tree:
-            # the solver's alpha can be ~0 on a node whose row is tiny but not 0 (ratio inf);
-            # the alpha that is optimal for U is feasible too and gives a valid, finite value
-            reg = min(reg, ratio_sum(norms, scaled_alpha(optimal_alpha(Uv, H), A)))
-        return lam_value() * reg + float(model.hinge(Uv).sum())
-
-    def lower_bound(values, duals):
-        lam_v = lam_value()
-        beta_full = np.asarray(duals["margin"], dtype=float).reshape(n, q)
-        beta = _margin.project_dual(beta_full[md.pair_i, md.pair_ybar], md, 1.0)
-        V = _margin.weights_from_coefficients(_margin.coefficients(beta, md), X_aug, Lam)
-        need = np.einsum("ij,ij->i", V, V) / (4.0 * lam_v)
-        mu = cover(duals["paths"], need, H, A)
-        return float(md.pair_loss @ beta) - float(mu.sum())
-
-    def infeasibility(values):
-        Sv = _margin.class_scores(augmented(values), X_aug, Lam).ravel()
-        a = np.asarray(values["alpha"], dtype=float)
-        return max(0.0, float((e - D @ Sv - R @ values["xi"]).max()), float((A @ a).max()) - 1.0,
-                   float(-a.min()))
-
+    routes = _SharedPrimalRoutes(model, lam_p, (D, R, e))
     return ReferenceProblem(
-        problem, variables=variables, objective=objective,
-        lower_bound=lower_bound, weights=lambda values: np.asarray(values["U"], dtype=float),
+        problem, variables=variables, objective=routes.objective,
+        lower_bound=routes.lower_bound, weights=routes.weights,
         constraints={"margin": margin, "paths": paths}, parameters={"lam": lam_p},
-        infeasibility=infeasibility, name="shared-norm SVM (14)", build_time=time.perf_counter() - t0,
+        infeasibility=routes.infeasibility, name="shared-norm SVM (14)", build_time=time.perf_counter() - t0,
         formulation=shared_formulation(),
         data={"X": X, "X_augmented": X_aug, "H": H, "leaf_pos": leaf_pos, "loss": L, "Lam": Lam,
               "margin_data": md, "leaf_paths": A, "fit_intercept": model.fit_intercept,
@@ -442,16 +388,11 @@ def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None
     problem = cp.Problem(cp.Maximize(lam_p * cp.sum(cp.multiply(e, beta)) - 0.25 * cp.sum_squares(V)),
                          rows)
 
-    def augmented(values):
-        Gv = _coefficients_value(values["beta"], model.leaf_pos, scale)
-        return _margin.weights_from_coefficients(Gv, X, Lam) / (2.0 * float(lam_p.value))
-
+    routes = _DualRoutes(model, lam_p, scale)
     label = "(10)" if model.variant == "nhsvm" else "(13)"
     return ReferenceProblem(
-        problem, variables={"beta": beta},
-        objective=lambda values: primal_objective(augmented(values), model, float(lam_p.value)),
-        lower_bound=lambda values, duals: model.lower_bound(values["beta"], float(lam_p.value)),
-        weights=lambda values: _split_into(values, model, augmented(values)),
+        problem, variables={"beta": beta}, objective=routes.objective,
+        lower_bound=routes.lower_bound, weights=routes.weights,
         constraints={"simplex": rows[0]}, parameters={"lam": lam_p},
         name=f"NHSVM dual of {label}, single-label", build_time=time.perf_counter() - t0,
         formulation=nhsvm_dual_formulation(model.variant),
@@ -512,38 +453,155 @@ def shared_dual_from_model(model: SharedNormModel, lam: float = 1.0, *, max_size
     cones = cp.SOC(cover + 1, cp.vstack([2 * V, cp.reshape(cover - 1, (1, M), order="C")]), axis=0)
     problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(e, beta)) - cp.sum(mu)), rows + [cones])
 
-    def candidates(values):
-        """``(U, alpha)`` from the cones' multiplier, and ``U = alpha V(beta) / (2 lam)``."""
-        lam_v = float(lam_p.value)
-        if cones.dual_value is None:
-            return []
-        u0, u = (np.asarray(part, dtype=float) for part in cones.dual_value)
-        a = scaled_alpha(4.0 * lam_v * (u0 + u[d]), A)
-        Gv = _coefficients_value(values["beta"], model.leaf_pos, scale)
-        Vv = _margin.weights_from_coefficients(Gv, X, Lam)          # (M, d)
-        return [(-2.0 * u[:d].T, a), (a[:, None] * Vv / (2.0 * lam_v), a)]
-
-    def value(U, a):
-        lam_v = float(lam_p.value)
-        v = model.augmented_objective(U, lam_v, alpha=a)
-        if H.is_tree:  # the alpha step (20) for U is feasible too
-            v = min(v, model.augmented_objective(U, lam_v))
-        return v
-
-    def objective(values):
-        return min((value(U, a) for U, a in candidates(values)), default=float("inf"))
-
-    def weights(values):
-        U, a = min(candidates(values), key=lambda c: value(*c))
-        values["alpha"] = a
-        return _split_into(values, model, U)
-
+    routes = _SharedDualRoutes(model, lam_p, cones, scale)
     return ReferenceProblem(
-        problem, variables={"beta": beta, "mu": mu}, objective=objective,
-        lower_bound=lambda values, duals: model.lower_bound(values["beta"], float(lam_p.value)),
-        weights=weights, constraints={"simplex": rows[0]},
+        problem, variables={"beta": beta, "mu": mu}, objective=routes.objective,
+        lower_bound=routes.lower_bound, weights=routes.weights, constraints={"simplex": rows[0]},
         parameters={"lam": lam_p}, name="shared-norm SVM (14), dual",
         build_time=time.perf_counter() - t0,
         formulation=shared_dual_formulation(),
         data={"X": X, "H": H, "leaf_pos": model.leaf_pos, "loss": model.loss, "Lam": Lam,
               "leaf_paths": A, "model": model})
+
+
+# ====================================================================== the numpy routes
+# Module-level classes, never closures, so a ReferenceProblem pickles.
+def _positive_lam(lam_p) -> float:
+    value = float(lam_p.value)
+    if value <= 0:
+        raise InputError(f"lam must be positive, got {value!r}")
+    return value
+
+
+class _PrimalRoutes:
+    """The single-label primal (10) / (13)'s numpy routes at the current ``lam``
+    (``rows``: the selection ``(D, R, e)`` of the margin rows)."""
+
+    def __init__(self, model: NHSVMModel, lam_p, rows):
+        self.model, self.lam_p, self.rows = model, lam_p, rows
+
+    def _augmented(self, values):
+        return self.model.augmented_weights(values["W"], values.get("intercept"))
+
+    def objective(self, values):
+        return primal_objective(self._augmented(values), self.model, _positive_lam(self.lam_p))
+
+    def lower_bound(self, values, duals):
+        # the rows' duals are masses on the leaves: projected and valued by the model
+        n, q = self.model.X.shape[0], self.model.Lam.shape[0]
+        return self.model.lower_bound(np.asarray(duals["margin"], dtype=float).reshape(n, q),
+                                      _positive_lam(self.lam_p))
+
+    def infeasibility(self, values):
+        D, R, e = self.rows
+        Sv = _margin.class_scores(self._augmented(values), self.model.X, self.model.Lam).ravel()
+        return max(0.0, float((e - D @ Sv - R @ values["xi"]).max()))
+
+    @staticmethod
+    def weights(values):
+        return np.asarray(values["W"], dtype=float)
+
+
+class _SharedPrimalRoutes:
+    """The shared-norm SVM (14)'s numpy routes at the current ``lam`` (``rows``: the hinge
+    rows ``(D, R, e)``)."""
+
+    def __init__(self, model: SharedNormModel, lam_p, rows):
+        self.model, self.lam_p, self.rows = model, lam_p, rows
+
+    def _augmented(self, values):
+        return self.model.augmented_weights(values["U"], values.get("intercept"))
+
+    def objective(self, values):
+        model = self.model
+        Uv = self._augmented(values)
+        a = scaled_alpha(values["alpha"], model.A)
+        norms = np.einsum("ij,ij->i", Uv, Uv)
+        reg = ratio_sum(norms, a)
+        if model.H.is_tree:
+            # the solver's alpha can be ~0 on a node whose row is tiny but not 0 (ratio inf);
+            # the alpha that is optimal for U is feasible too and gives a valid, finite value
+            reg = min(reg, ratio_sum(norms, scaled_alpha(optimal_alpha(Uv, model.H), model.A)))
+        return _positive_lam(self.lam_p) * reg + float(model.hinge(Uv).sum())
+
+    def lower_bound(self, values, duals):
+        model, md = self.model, self.model.margin
+        lam_v = _positive_lam(self.lam_p)
+        n, q = model.X.shape[0], len(model.H.leaves)
+        beta_full = np.asarray(duals["margin"], dtype=float).reshape(n, q)
+        beta = _margin.project_dual(beta_full[md.pair_i, md.pair_ybar], md, 1.0)
+        V = _margin.weights_from_coefficients(_margin.coefficients(beta, md), model.X, model.Lam)
+        need = np.einsum("ij,ij->i", V, V) / (4.0 * lam_v)
+        mu = cover(duals["paths"], need, model.H, model.A)
+        return float(md.pair_loss @ beta) - float(mu.sum())
+
+    def infeasibility(self, values):
+        D, R, e = self.rows
+        A = self.model.A
+        Sv = _margin.class_scores(self._augmented(values), self.model.X, self.model.Lam).ravel()
+        a = np.asarray(values["alpha"], dtype=float)
+        return max(0.0, float((e - D @ Sv - R @ values["xi"]).max()), float((A @ a).max()) - 1.0,
+                   float(-a.min()))
+
+    @staticmethod
+    def weights(values):
+        return np.asarray(values["U"], dtype=float)
+
+
+class _DualRoutes:
+    """The single-label dual of (10) / (13)'s numpy routes at the current ``lam`` (``scale``:
+    the rows' scales ``sigma`` per sample and leaf)."""
+
+    def __init__(self, model: NHSVMModel, lam_p, scale):
+        self.model, self.lam_p, self.scale = model, lam_p, scale
+
+    def _augmented(self, values):
+        model = self.model
+        Gv = _coefficients_value(values["beta"], model.leaf_pos, self.scale)
+        return _margin.weights_from_coefficients(Gv, model.X, model.Lam) / (2.0 * float(self.lam_p.value))
+
+    def objective(self, values):
+        return primal_objective(self._augmented(values), self.model, float(self.lam_p.value))
+
+    def lower_bound(self, values, duals):
+        return self.model.lower_bound(values["beta"], float(self.lam_p.value))
+
+    def weights(self, values):
+        return _split_into(values, self.model, self._augmented(values))
+
+
+class _SharedDualRoutes(_DualRoutes):
+    """The dual of (14)'s numpy routes: the primal point from the cones' multiplier or from
+    ``beta``, whichever is better (``cones``: the constraint whose dual value is read)."""
+
+    def __init__(self, model: SharedNormModel, lam_p, cones, scale):
+        super().__init__(model, lam_p, scale)
+        self.cones = cones
+
+    def _candidates(self, values):
+        """``(U, alpha)`` from the cones' multiplier, and ``U = alpha V(beta) / (2 lam)``."""
+        model, lam_v = self.model, float(self.lam_p.value)
+        if self.cones.dual_value is None:
+            return []
+        d = model.X.shape[1]
+        u0, u = (np.asarray(part, dtype=float) for part in self.cones.dual_value)
+        a = scaled_alpha(4.0 * lam_v * (u0 + u[d]), model.A)
+        Gv = _coefficients_value(values["beta"], model.leaf_pos, self.scale)
+        Vv = _margin.weights_from_coefficients(Gv, model.X, model.Lam)          # (M, d)
+        return [(-2.0 * u[:d].T, a), (a[:, None] * Vv / (2.0 * lam_v), a)]
+
+    def _value(self, candidate):
+        U, a = candidate
+        model, lam_v = self.model, float(self.lam_p.value)
+        v = model.augmented_objective(U, lam_v, alpha=a)
+        if model.H.is_tree:  # the alpha step (20) for U is feasible too
+            v = min(v, model.augmented_objective(U, lam_v))
+        return v
+
+    def objective(self, values):
+        return min((self._value(c) for c in self._candidates(values)), default=float("inf"))
+
+    def weights(self, values):
+        U, a = min(self._candidates(values), key=self._value)
+        values["alpha"] = a
+        return _split_into(values, self.model, U)

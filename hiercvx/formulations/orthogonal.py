@@ -65,8 +65,11 @@ from ._orthogonal_parts import (
     estimate,
     features,
     margin_constraint,
-    objective_augmented,
+    QPDualRoutes,
+    QPRoutes,
     Recovered,
+    SDPDualRoutes,
+    SDPRoutes,
 )
 
 logger = logging.getLogger(__name__)
@@ -441,25 +444,13 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
         penalty = penalty + Kp @ t
     problem = cp.Problem(cp.Minimize(penalty + Cp * (model.data.Cw @ xi)), constraints)
 
-    def weights(v):
-        return model.full_weights(v["V"], basis)
-
-    def lower_bound(v, duals):
-        S = np.diag(np.diag(K)).astype(float)
-        if len(pi):  # off-diagonal entries of the box from the epigraph's duals
-            s = duals["abs_upper"] - duals["abs_lower"]
-            S[pi, pj] = s
-            S[pj, pi] = s
-        return model.lower_bound((duals["margin"], S), C=float(Cp.value))
-
+    routes = SDPRoutes(model, Cp, basis, K, (pi, pj))
     logger.debug("orthogonal SDP: n=%d, d=%d, r=%d, m=%d, pairs=%d, K pairs=%d, intercept=%s", n,
                  X.shape[1], r, m, model.data.n_pairs, len(pi), model.fit_intercept)
     return ReferenceProblem(
-        problem, variables=variables,
-        objective=lambda v: model.objective(weights(v), C=float(Cp.value), intercept=v.get("intercept")),
-        lower_bound=lower_bound, weights=weights, constraints=named, parameters={"C": Cp},
-        infeasibility=lambda v: model.violation(model.augmented_weights(weights(v), v.get("intercept")),
-                                                v["xi"]),
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints=named, parameters={"C": Cp},
+        infeasibility=routes.infeasibility,
         name="orthogonal transfer (4), lifted SDP" + ("" if basis is None else " in the representer basis"),
         build_time=time.perf_counter() - t0,
         formulation=_with_bias(sdp_formulation(off_diagonal=bool(len(pi))), model.fit_intercept),
@@ -492,16 +483,11 @@ def _qp_from_model(model: PairModel, Cval: float, name: str, max_size) -> Refere
     if intercept is not None:
         variables["intercept"] = intercept
 
-    def weights(v):
-        return model.full_weights(v["W"])
-
+    routes = QPRoutes(model, Cp)
     return ReferenceProblem(
-        problem, variables=variables,
-        objective=lambda v: model.objective(weights(v), C=float(Cp.value), intercept=v.get("intercept")),
-        lower_bound=lambda v, duals: model.lower_bound(duals["margin"], C=float(Cp.value)),
-        weights=weights, constraints={"margin": margin_rows, "xi_nonneg": nonneg}, parameters={"C": Cp},
-        infeasibility=lambda v: model.violation(model.augmented_weights(weights(v), v.get("intercept")),
-                                                v["xi"]),
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints={"margin": margin_rows, "xi_nonneg": nonneg},
+        parameters={"C": Cp}, infeasibility=routes.infeasibility,
         name=name, build_time=time.perf_counter() - t0,
         formulation=_with_bias(baseline_formulation(model.method), model.fit_intercept),
         data={"X": X, "H": model.H, "y_index": model.y_index, "model": model, "regularizer": model.S,
@@ -665,43 +651,13 @@ def _sdp_dual_from_model(model: PairModel, Cval: float, representer, max_size) -
     problem = cp.Problem(cp.Maximize(model.data.pair_offset @ alpha - 0.5 * cp.trace(T)),
                          [budget, box, diagonal, lift])
 
-    def from_dual_point(v):  # W = S^{-1} U(alpha), in the basis of F
-        U = model.node_gradient(v["alpha"])[model.var_nodes]
-        if basis is not None:
-            U = U @ basis.T
-        return model.full_weights(np.linalg.solve(model.box_matrix(v["S"]), U), basis)
-
-    def from_lift_multiplier():  # Z = multiplier of the PSD block: W = -Z_21 Z_11^{-1}
-        Z = lift.dual_value
-        if Z is None:
-            return None
-        Z = np.asarray(Z, dtype=float)
-        try:
-            return model.full_weights(-np.linalg.solve(Z[:r, :r], Z[r:, :r].T).T, basis)
-        except np.linalg.LinAlgError:
-            return None
-
-    def candidates(v):
-        return [W for W in (from_dual_point(v), from_lift_multiplier()) if W is not None]
-
-    def objective(v):  # both recoveries are feasible points of (4): the better one bounds
-        return min(objective_augmented(model, W, float(Cp.value)) for W in candidates(v))
-
-    def augmented(v):  # the better recovered W~ = [W, b / s]
-        return min(candidates(v), key=lambda W: objective_augmented(model, W, float(Cp.value)))
-
-    def intercept():
-        if alpha.value is None or S.value is None:
-            return None
-        return model.split_weights(augmented({"alpha": alpha.value, "S": S.value}))[1]
-
+    routes = SDPDualRoutes(model, Cp, basis, lift, (alpha, S), r)
     variables = {"alpha": alpha, "S": S, "T": T}
     if model.fit_intercept:
-        variables["intercept"] = Recovered((len(model.H),), intercept)
+        variables["intercept"] = Recovered((len(model.H),), routes.intercept)
     return ReferenceProblem(
-        problem, variables=variables, objective=objective,
-        lower_bound=lambda v, duals: model.lower_bound((v["alpha"], v["S"]), C=float(Cp.value)),
-        weights=lambda v: model.split_weights(augmented(v))[0], constraints={"budget": budget, "lift": lift},
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints={"budget": budget, "lift": lift},
         parameters={"C": Cp},
         name="orthogonal transfer (4), dual of the lifted SDP"
              + ("" if basis is None else " in the representer basis"),
@@ -727,21 +683,13 @@ def _qp_dual_from_model(model: PairModel, Cval: float, max_size) -> ReferencePro
     problem = cp.Problem(cp.Maximize(model.data.pair_offset @ alpha - 0.5 * cp.sum_squares(Ut @ Linv_T)),
                          [budget])
 
-    def augmented(a):  # W~ = R^{-1} U(alpha), over the augmented features with an intercept
-        U = model.node_gradient(a)[model.var_nodes]
-        return model.full_weights(np.linalg.solve(model.S, U))
-
-    def intercept():
-        return None if alpha.value is None else model.split_weights(augmented(alpha.value))[1]
-
+    routes = QPDualRoutes(model, Cp, alpha)
     variables = {"alpha": alpha}
     if model.fit_intercept:
-        variables["intercept"] = Recovered((len(model.H),), intercept)
+        variables["intercept"] = Recovered((len(model.H),), routes.intercept)
     return ReferenceProblem(
-        problem, variables=variables,
-        objective=lambda v: objective_augmented(model, augmented(v["alpha"]), float(Cp.value)),
-        lower_bound=lambda v, duals: model.lower_bound(v["alpha"], C=float(Cp.value)),
-        weights=lambda v: model.split_weights(augmented(v["alpha"]))[0], constraints={"budget": budget},
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints={"budget": budget},
         parameters={"C": Cp}, name=f"{_NAMES.get(model.method, 'TREELOSS (section 5)')}, dual",
         build_time=time.perf_counter() - t0,
         formulation=_with_bias(baseline_dual_formulation(model.method), model.fit_intercept, dual=True),
