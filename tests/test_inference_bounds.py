@@ -16,6 +16,10 @@ import hiercvx as hc
 from hiercvx import inference as inf
 from hiercvx.models._nhsvm_leaves import leaf_violations
 
+#: the bound stage alone: the closure cut in front of it would answer some samples first
+#: (tests/test_nhsvm_labelsets.py checks the cut)
+BOUNDS = inf.Options(closure_cut=False)
+
 
 def random_hierarchy(rng, n_nodes: int, dag: bool) -> hc.Hierarchy:
     edges = []
@@ -67,7 +71,7 @@ def test_bounded_ilp_matches_enumeration_and_plain_ilp(seed):
     H = random_hierarchy(rng, int(rng.integers(3, 13)), dag=True)
     S = score_rows(rng, len(H), 4)
     optimum = (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
-    Z, info = inf.LabelSetOracle(H, "ilp").solve(S, return_info=True)
+    Z, info = inf.LabelSetOracle(H, "ilp", options=BOUNDS).solve(S, return_info=True)
     _, info_p = inf.LabelSetOracle(H, "ilp", presolve=False).solve(S, return_info=True)
     assert inf.is_valid_label_set(Z, H).all()
     np.testing.assert_allclose(info.objective, optimum, atol=1e-9)
@@ -79,7 +83,7 @@ def test_bound_certifies_without_the_solver(monkeypatch):
     """All-positive scores: the greedy set (everything) meets the bound; no program is solved."""
     rng = np.random.default_rng(3)
     H = random_hierarchy(rng, 30, dag=True)
-    oracle = inf.LabelSetOracle(H, "ilp")
+    oracle = inf.LabelSetOracle(H, "ilp", options=BOUNDS)
     calls = []
     model = oracle._model(integer=True)
     monkeypatch.setattr(model, "solve_subset", lambda *a: calls.append(a))
@@ -98,7 +102,7 @@ def test_bounded_ilp_with_loss_on_a_larger_dag():
         T[i] = H.ancestor_matrix[rng.choice(leaves, size=2)].toarray().any(axis=0)
     S = 0.5 * rng.normal(size=(8, len(H)))
     kw = {"loss": "leaf_hamming", "true_indicator": T, "return_info": True}
-    _, info = inf.LabelSetOracle(H, "ilp").solve(S, **kw)
+    _, info = inf.LabelSetOracle(H, "ilp", options=BOUNDS).solve(S, **kw)
     _, plain = inf.LabelSetOracle(H, "ilp", presolve=False).solve(S, **kw)
     np.testing.assert_allclose(info.objective, plain.objective, atol=1e-8)
 
@@ -111,7 +115,7 @@ def test_chain_and_star_bounds_are_exact():
     rng = np.random.default_rng(0)
     for H in (chain, star):
         S = rng.normal(size=(4, len(H)))
-        _, info = inf.LabelSetOracle(H, "ilp").solve(S, return_info=True)
+        _, info = inf.LabelSetOracle(H, "ilp", options=BOUNDS).solve(S, return_info=True)
         Zd = inf.LabelSetOracle(H, "dp").solve(S)
         np.testing.assert_allclose(info.objective, inf.label_set_scores(S, Zd), atol=1e-9)
         assert info.n_bounded == 4
@@ -126,7 +130,7 @@ def test_restricted_program_keeps_the_optimum(seed):
     S = score_rows(rng, len(H), 3)
     optimum = (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
     _, _, _, keep, _ = inf.DagBounds(H).run(S)
-    model = inf.LabelSetOracle(H, "ilp")._model(integer=True)
+    model = inf.LabelSetOracle(H, "ilp", options=BOUNDS)._model(integer=True)
     for i in range(len(S)):
         z, value = model.solve_subset(-S[i], keep[i])
         assert inf.is_valid_label_set(z > 0.5, H)
@@ -167,7 +171,8 @@ def test_relaxation_on_the_kept_nodes_or_the_whole_graph_reaches_the_optimum(see
     H = random_hierarchy(rng, int(rng.integers(6, 14)), dag=True)
     S = score_rows(rng, len(H), 4)
     optimum = (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
-    oracle = inf.LabelSetOracle(H, "ilp", options=inf.Options(restrict_below=restrict_below))
+    oracle = inf.LabelSetOracle(H, "ilp", options=inf.Options(restrict_below=restrict_below,
+                                                                closure_cut=False))
     relaxation = oracle._model(integer=False)
     routes = []
     for name in ("solve", "solve_subset"):

@@ -56,6 +56,11 @@ class Options:
         CVXPY solvers :func:`~hiercvx.inference.reference` tries for (19), first installed wins.
     lp_solvers : tuple of str
         CVXPY solvers for the LP relaxation of (19), first installed wins.
+    closure_cut : bool
+        Methods ``"ilp"`` and ``"lp"`` first solve the closure relaxation of (19) by a minimum
+        cut (:mod:`hiercvx.inference.closure`): a sample whose closed set is a label set is
+        answered exactly in milliseconds, without a program; False sends every sample to the
+        programs.
     """
 
     enumerate_max_nodes: int = 20
@@ -70,6 +75,7 @@ class Options:
     progress_from: int = 2000
     milp_solvers: tuple = ("HIGHS", "GUROBI", "SCIP", "CBC", "GLPK_MI")
     lp_solvers: tuple = ("HIGHS", "CLARABEL", "ECOS", "SCS")
+    closure_cut: bool = True
 
     def __post_init__(self):
         if not (0 < self.integrality_tol < 0.5):

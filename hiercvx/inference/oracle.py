@@ -25,6 +25,7 @@ from ..exceptions import HierarchyError, InputError, SolverError
 from ..hierarchy import Hierarchy
 from ._checks import check_hierarchy, check_scores
 from .bounds import DagBounds
+from .closure import ClosureCut
 from .labelsets import auto_method, enumerate_label_sets, is_valid_label_set, label_set_scores
 from .losses import loss_augmented_scores
 from .options import METHODS, SOLVERS, Options, resolve
@@ -46,6 +47,9 @@ class InferenceInfo:
     the LP optimum was not integral; ``fell_back``: the integer program was solved instead;
     ``n_fractional``: how many samples fell back.  ``n_bounded`` (method ``"ilp"``): how many
     samples the bound certificate answered without the solver (see :class:`LabelSetOracle`).
+    ``n_closure`` (methods ``"ilp"``, ``"lp"``): how many samples the closure relaxation
+    answered exactly (a minimum cut, :mod:`hiercvx.inference.closure`), before any bound or
+    program.
     """
 
     method: str
@@ -57,6 +61,7 @@ class InferenceInfo:
     n_fractional: int
     solve_time: float
     n_bounded: int = 0  # samples answered by the bound certificate, without the solver
+    n_closure: int = 0  # samples answered by the closure relaxation (a minimum cut)
 
 
 
@@ -68,6 +73,11 @@ class LabelSetOracle:
     The tree levels, the enumerated sets and the solver models are built on first use and
     kept; for the solvers only the objective changes from one sample to the next (the LP
     re-solve warm-starts from the previous basis).
+
+    Methods ``"ilp"`` and ``"lp"`` first solve the closure relaxation of (19) by a minimum cut
+    (:class:`~hiercvx.inference.closure.ClosureCut`, ``options.closure_cut``): a sample whose
+    largest-score closed set is a label set of ``Y_m`` has its optimum
+    (``InferenceInfo.n_closure``); only the others go on.
 
     ``presolve`` (method ``"ilp"``): before the integer program, every sample gets a label
     set and per-node upper bounds in O(nodes + ancestor entries) (plus a few subgradient steps
@@ -123,7 +133,7 @@ class LabelSetOracle:
     # lazily built pieces; dropped when pickling (solver handles are not picklable)
     def __getstate__(self):
         state = self.__dict__.copy()
-        for key in ("_ilp", "_lp", "_dp", "_bounds"):
+        for key in ("_ilp", "_lp", "_dp", "_bounds", "_cut"):
             state.pop(key, None)
         return state
 
@@ -188,7 +198,8 @@ class LabelSetOracle:
             relaxation_objective=None if relaxation is None else relaxation + constant,
             fractional=fractional, fell_back=fractional.copy(),
             n_fractional=int(fractional.sum()), solve_time=time.perf_counter() - t0,
-            n_bounded=int(self.__dict__.get("_n_bounded", 0)) if self.method == "ilp" else 0)
+            n_bounded=int(self.__dict__.get("_n_bounded", 0)) if self.method == "ilp" else 0,
+            n_closure=int(self.__dict__.get("_n_closure", 0)) if self.method in ("ilp", "lp") else 0)
         return out, info
 
     def _enumerate(self, S: np.ndarray) -> np.ndarray:
@@ -208,11 +219,24 @@ class LabelSetOracle:
         Z = np.zeros((n, M), dtype=bool)
         relaxation = None if integer else np.empty(n)
         fractional = np.zeros(n, dtype=bool)
-        self._n_bounded = 0
-        if integer and self.presolve and n:
-            return self._solve_bounded(S, model, verbose), relaxation, fractional
-        show = (n >= self.options.progress_from) if verbose is None else bool(verbose)
-        rows = range(n)
+        self._n_bounded = self._n_closure = 0
+        todo = np.arange(n)
+        if self.options.closure_cut and n:
+            # the closure relaxation by a minimum cut: exact wherever its set is a label set
+            if "_cut" not in self.__dict__:
+                self._cut = ClosureCut(self.H)
+            Zc, value, exact = self._cut.run(S)
+            Z[exact] = Zc[exact]
+            if relaxation is not None:  # closure >= LP >= (19), equal here
+                relaxation[exact] = value[exact]
+            todo = np.flatnonzero(~exact)
+            self._n_closure = int(exact.sum())
+        if integer and self.presolve:
+            if len(todo):
+                Z[todo] = self._solve_bounded(S[todo], model, verbose)
+            return Z, relaxation, fractional
+        show = (len(todo) >= self.options.progress_from) if verbose is None else bool(verbose)
+        rows = todo
         if show:
             rows = tqdm(rows, desc=f"inference ({self.method})", unit="sample")
         for i in rows:

@@ -1,0 +1,80 @@
+"""The closure relaxation of program (19): a minimum cut that answers most samples exactly.
+
+Program (19) of Choi, Sasaki and Srebro, "Normalized Hierarchical SVM", arXiv:1508.02479,
+2016, asks for the best label set of ``Y_m``: an ancestor-closed set (closure rows), every
+chosen internal node with a chosen child (extendability rows), a leaf chosen, the root in.
+Dropping the extendability rows leaves a maximum-weight closure problem, which a minimum cut
+solves exactly in polynomial time (Picard, Management Science 22, 1976).  Its optimum bounds
+(19) from above; when the closed set it returns is itself a label set of ``Y_m`` it is optimal
+for (19), and no LP or integer program is needed.
+
+Loss-augmented inference with the leaf-Hamming loss (every leaf outside the true set gains 1)
+is answered this way almost always; plain prediction often, and the
+:class:`~hiercvx.inference.LabelSetOracle` sends the rest on to the bounds, the LP relaxation and
+(19) itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..hierarchy import Hierarchy
+from ._closure_kernels import closure_batch
+
+__all__ = ["ClosureCut"]
+
+
+class ClosureCut:
+    """The flow network of a hierarchy, built once; :meth:`run` solves the closure relaxation of
+    (19) for many score rows (compiled, :func:`~hiercvx.inference._closure_kernels.closure_batch`).
+
+    Parameters
+    ----------
+    H : Hierarchy
+    """
+
+    def __init__(self, H: Hierarchy):
+        M = len(H)
+        src, snk = M, M + 1
+        parent, child = H.edge_index[:, 0], H.edge_index[:, 1]
+        nodes = np.arange(M)
+        # forward arcs: child -> parent (infinite), source -> node, node -> sink
+        tail = np.concatenate([child, np.full(M, src), nodes])
+        headv = np.concatenate([parent, nodes, np.full(M, snk)])
+        base = np.concatenate([np.full(len(child), np.inf), np.zeros(M), np.zeros(M)])
+        base[len(child) + H.index(H.root)] = np.inf  # the root is always in
+        n_fwd = len(tail)
+        # each forward arc a has its reverse a + n_fwd (capacity 0)
+        all_tail = np.concatenate([tail, headv])
+        all_head = np.concatenate([headv, tail])
+        all_cap = np.concatenate([base, np.zeros(n_fwd)])
+        order = np.argsort(all_tail, kind="stable")
+        position = np.empty_like(order)
+        position[order] = np.arange(len(order))
+        reverse = np.concatenate([np.arange(n_fwd) + n_fwd, np.arange(n_fwd)])
+        ptr = np.zeros(M + 3, dtype=np.int64)
+        np.add.at(ptr, all_tail + 1, 1)
+        ptr = np.cumsum(ptr)
+        self.net = (ptr[:-1].copy(), ptr[1:].copy(), all_head[order].astype(np.int64),
+                    position[reverse[order]].astype(np.int64), all_cap[order].astype(float),
+                    position[len(child) + nodes].astype(np.int64),
+                    position[len(child) + M + nodes].astype(np.int64))
+        children = H.children_indices
+        child_ptr = np.zeros(M + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in children], out=child_ptr[1:])
+        child_idx = (np.concatenate([np.asarray(c, dtype=np.int64) for c in children])
+                     if child_ptr[-1] else np.zeros(0, dtype=np.int64))
+        self.graph = (child_ptr, child_idx, np.asarray(H.leaf_mask, dtype=np.bool_))
+
+    def run(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(Z, value, exact)`` for the score rows of ``S`` ``(n, M)``: a largest-score closed
+        set per row, its score, and whether it is a label set of ``Y_m`` (then it is an optimum
+        of (19); otherwise ``value`` is only an upper bound on it)."""
+        S = np.ascontiguousarray(S, dtype=float)
+        n, M = S.shape
+        Z = np.zeros((n, M), dtype=np.bool_)
+        value = np.empty(n)
+        exact = np.zeros(n, dtype=np.bool_)
+        if n:
+            closure_batch(S, self.net, self.graph, Z, value, exact)
+        return Z, value, exact
