@@ -25,6 +25,7 @@ The declarations' text and LaTeX renderings are :mod:`hiercvx.describe`.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import time
@@ -486,6 +487,15 @@ class ReferenceProblem:
         #: the same declaration on rescaled features, when X is badly scaled
         #: (:mod:`hiercvx._reference_scaling`; set by the builder)
         self.scaling = None
+
+    def __getstate__(self):
+        """The state to pickle: the CVXPY problem without its solvers' caches (native objects
+        that do not pickle; a solve after unpickling builds them again)."""
+        state = dict(self.__dict__)
+        problem = copy.copy(self.problem)
+        problem._solver_cache = {}
+        state["problem"] = problem
+        return state
 
     def __repr__(self):
         return (f"ReferenceProblem({self.name!r}, {len(self.variables)} variables, "

@@ -30,3 +30,15 @@ def test_reference_problem_pickles_and_solves_to_the_same_certificate(name, role
     W1, W2 = (np.asarray(getattr(s.weights, "coef", s.weights), dtype=float)
               for s in (first, second))
     assert W2.shape == W1.shape
+    # a solved problem pickles too (the solvers' native caches are left out) and solves again
+    again = pickle.loads(pickle.dumps(prob)).solve()
+    assert again.objective == pytest.approx(first.objective, rel=1e-6, abs=1e-9)
+
+
+def test_a_reference_with_an_intercept_pickles_its_recovered_values():
+    method = methods.get("orthogonal")
+    case = method.cases(True)[0]
+    prob = method.references["dual"](case.X, case.Y, case.H, **case.model_options, **case.params,
+                                      fit_intercept=True)
+    first, second = prob.solve(), pickle.loads(pickle.dumps(prob)).solve()
+    assert np.allclose(second.values["intercept"], first.values["intercept"], atol=1e-5)
