@@ -61,51 +61,57 @@ def _path_constraints(H: Hierarchy, A, T, directional: bool, linear: bool):
     return equalities, inequalities
 
 
-def _certificate(equalities: dict, inequalities: dict, M: int, linear: bool, rho: float,
+class _Certificate:
+    """The numpy routes of a path-weight program (see :func:`path_weights_problem`): the
+    objective recomputed in numpy, the Lagrangian bound at the solver's multipliers minimized
+    in closed form over the box ``[0, upper]``, the largest constraint violation (a
+    module-level class, so the :class:`~hiercvx.reference.ReferenceProblem` pickles)."""
+
+    def __init__(self, equalities: dict, inequalities: dict, M: int, linear: bool, rho: float,
                  upper: float):
-    """``(objective, lower_bound, infeasibility)`` of a path-weight program (see
-    :func:`path_weights_problem`): the objective recomputed in numpy, the Lagrangian bound at
-    the solver's multipliers minimized in closed form over the box ``[0, upper]``, the largest
-    constraint violation."""
-    nz = M + int(linear)
+        self.equalities, self.inequalities = equalities, inequalities
+        self.M, self.linear, self.rho, self.upper = M, linear, rho, upper
 
-    def stacked(values):
+    def _stacked(self, values):
         a = np.asarray(values["alpha"], dtype=float)
-        return np.r_[a, float(values["t"])] if linear else a
+        return np.r_[a, float(values["t"])] if self.linear else a
 
-    def objective(values):
+    def objective(self, values):
         a = np.asarray(values["alpha"], dtype=float)
-        if linear:
+        if self.linear:
             return -float(a.min())
-        return float(np.sum(np.maximum(a, 0.0) ** rho))
+        return float(np.sum(np.maximum(a, 0.0) ** self.rho))
 
-    def lower_bound(values, duals):
+    def lower_bound(self, values, duals):
         # Lagrangian f(z) - nu^T (A_eq z - b) - mu^T (G z - h); CVXPY's equality dual is -nu
-        r = np.zeros(nz)
+        M = self.M
+        r = np.zeros(M + int(self.linear))
         const = 0.0
-        for name, (mat, rhs) in equalities.items():
+        for name, (mat, rhs) in self.equalities.items():
             nu = -np.asarray(duals[name], dtype=float)
             r += mat.T @ nu
             const += float(rhs @ nu)
-        for name, (mat, rhs) in inequalities.items():
+        for name, (mat, rhs) in self.inequalities.items():
             mu = np.maximum(np.asarray(duals[name], dtype=float), 0.0)
             r += mat.T @ mu
             const += float(rhs @ mu)
-        if linear:  # objective -t: coefficient 0 on alpha, -1 on t
+        if self.linear:  # objective -t: coefficient 0 on alpha, -1 on t
             c = np.r_[np.zeros(M), -1.0]
-            return const + float(np.minimum(0.0, (c - r) * upper).sum())
-        return const + float(_lagrangian_power_min(r, rho, upper).sum())
+            return const + float(np.minimum(0.0, (c - r) * self.upper).sum())
+        return const + float(_lagrangian_power_min(r, self.rho, self.upper).sum())
 
-    def infeasibility(values):
-        zv = stacked(values)
+    def infeasibility(self, values):
+        zv = self._stacked(values)
         worst = float(max(0.0, -np.min(values["alpha"])))
-        for mat, rhs in equalities.values():
+        for mat, rhs in self.equalities.values():
             worst = max(worst, float(np.abs(mat @ zv - rhs).max()))
-        for mat, rhs in inequalities.values():
+        for mat, rhs in self.inequalities.values():
             worst = max(worst, float(np.max(rhs - mat @ zv, initial=0.0)))
         return worst
 
-    return objective, lower_bound, infeasibility
+    @staticmethod
+    def weights(values):
+        return np.maximum(np.asarray(values["alpha"], dtype=float), 0.0)
 
 
 def path_weights_problem(H: Hierarchy, method: str = "power", rho: float = 2.0, T=None,
@@ -150,15 +156,13 @@ def path_weights_problem(H: Hierarchy, method: str = "power", rho: float = 2.0, 
     nonneg = alpha >= 0
     problem = cp.Problem(cp.Minimize(objective_expr), list(constraints.values()) + [nonneg])
     upper = 1.0 if T is None else T
-    objective, lower_bound, infeasibility = _certificate(equalities, inequalities, M, linear, rho,
-                                                         upper)
+    routes = _Certificate(equalities, inequalities, M, linear, rho, upper)
 
     what = {"power": f"(6), rho={rho:g}", "maxmin": "(7)", "dag": f"(6), rho={rho:g}"}[method]
     relax = "" if T is None else f", relaxation (8) T={T:g}"
     return ReferenceProblem(
-        problem, variables=variables, objective=objective, lower_bound=lower_bound,
-        weights=lambda values: np.maximum(np.asarray(values["alpha"], dtype=float), 0.0),
-        constraints=constraints, infeasibility=infeasibility,
+        problem, variables=variables, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.weights, constraints=constraints, infeasibility=routes.infeasibility,
         name=f"NHSVM path weights {what}{relax}{', directional' if directional else ''}",
         build_time=time.perf_counter() - t0,
         data={"H": H, "method": method, "rho": rho, "T": T, "directional": directional,

@@ -61,28 +61,38 @@ def alpha_step(U, H: Hierarchy, max_size: int | None = None) -> ReferenceProblem
         paths = cp.Constant(np.zeros(A.shape[0])) <= 1
         problem = cp.Problem(cp.Minimize(0), [gamma >= 0] if gamma.size else [])
 
-    def alpha_of(values) -> np.ndarray:
-        a = np.zeros(M)
-        if pos.size:
-            a[pos] = root_b * np.maximum(np.asarray(values["gamma"], dtype=float), 0.0)
-        return scaled_alpha(a, A)
-
-    def objective(values):
-        return ratio_sum(b, alpha_of(values))
-
-    def lower_bound(values, duals):
-        if not pos.size:
-            return 0.0
-        mu = np.maximum(np.asarray(duals["paths"], dtype=float), 0.0)
-        c = A.T @ mu
-        return 2.0 * float(np.sum(np.sqrt(b * c))) - float(mu.sum())
-
+    routes = _AlphaStepRoutes(b, pos, A)
     return ReferenceProblem(
-        problem, variables={"gamma": gamma} if pos.size else {}, objective=objective,
-        lower_bound=lower_bound, weights=alpha_of,
+        problem, variables={"gamma": gamma} if pos.size else {}, objective=routes.objective,
+        lower_bound=routes.lower_bound, weights=routes.alpha_of,
         constraints={"paths": paths} if pos.size else {},
         name="shared-norm alpha step (20)", build_time=time.perf_counter() - t0,
         data={"H": H, "U": U, "squared_norms": b, "leaf_paths": A})
+
+
+class _AlphaStepRoutes:
+    """The alpha step (20)'s numpy routes (``b`` the squared row norms, ``pos`` the nodes with
+    ``b > 0``, ``A`` the leaf paths; a module-level class, so the problem pickles)."""
+
+    def __init__(self, b, pos, A):
+        self.b, self.pos, self.A = b, pos, A
+
+    def alpha_of(self, values) -> np.ndarray:
+        a = np.zeros(len(self.b))
+        if self.pos.size:
+            a[self.pos] = np.sqrt(self.b[self.pos]) * np.maximum(
+                np.asarray(values["gamma"], dtype=float), 0.0)
+        return scaled_alpha(a, self.A)
+
+    def objective(self, values):
+        return ratio_sum(self.b, self.alpha_of(values))
+
+    def lower_bound(self, values, duals):
+        if not self.pos.size:
+            return 0.0
+        mu = np.maximum(np.asarray(duals["paths"], dtype=float), 0.0)
+        c = self.A.T @ mu
+        return 2.0 * float(np.sum(np.sqrt(self.b * c))) - float(mu.sum())
 
 
 # ====================================================================== shared norms (16), (17)
@@ -136,22 +146,34 @@ def _structured_shared_norm(U: np.ndarray, H, max_size, t0: float) -> ReferenceP
     paths = A @ alpha <= 1
     problem = cp.Problem(cp.Minimize(total), [classes, paths, alpha >= 0])
 
-    def objective(values):
-        a = scaled_alpha(values["alpha"], A)
-        return _inverse_quadratic(U, (A.multiply(a[None, :]) @ A.T).toarray())
-
-    def lower_bound(values, duals):
-        gamma = -np.asarray(duals["classes"], dtype=float)      # CVXPY adds +<dual, AW - U>
-        V = A.T @ gamma
-        need = np.einsum("ij,ij->i", V, V) / 4.0
-        mu = cover(duals["paths"], need, H, A)
-        return float(np.sum(gamma * U)) - float(mu.sum())
-
+    routes = _StructuredRoutes(U, H, A)
     return ReferenceProblem(
-        problem, variables={"W": W, "alpha": alpha}, objective=objective, lower_bound=lower_bound,
-        weights=lambda values: scaled_alpha(values["alpha"], A),
+        problem, variables={"W": W, "alpha": alpha}, objective=routes.objective,
+        lower_bound=routes.lower_bound, weights=routes.weights,
         constraints={"classes": classes, "paths": paths}, name="structured shared norm (16), squared",
         build_time=time.perf_counter() - t0, data={"U": U, "H": H, "leaf_paths": A})
+
+
+class _StructuredRoutes:
+    """The structured shared norm (16)'s numpy routes (a module-level class, so the problem
+    pickles)."""
+
+    def __init__(self, U, H, A):
+        self.U, self.H, self.A = U, H, A
+
+    def weights(self, values):
+        return scaled_alpha(values["alpha"], self.A)
+
+    def objective(self, values):
+        A, a = self.A, self.weights(values)
+        return _inverse_quadratic(self.U, (A.multiply(a[None, :]) @ A.T).toarray())
+
+    def lower_bound(self, values, duals):
+        gamma = -np.asarray(duals["classes"], dtype=float)      # CVXPY adds +<dual, AW - U>
+        V = self.A.T @ gamma
+        need = np.einsum("ij,ij->i", V, V) / 4.0
+        mu = cover(duals["paths"], need, self.H, self.A)
+        return float(np.sum(gamma * self.U)) - float(mu.sum())
 
 
 def shared_norm_problem(U, H: Hierarchy | None = None, max_size: int | None = None) -> ReferenceProblem:
@@ -187,26 +209,36 @@ def shared_norm_problem(U, H: Hierarchy | None = None, max_size: int | None = No
     rows = cp.diag(Z[:r, :r]) <= 1
     problem = cp.Problem(cp.Minimize(cp.trace(Z[r:, r:])), [coupling, rows])
 
-    def kernel(values) -> np.ndarray:
+    routes = _SharedNormRoutes(U)
+    return ReferenceProblem(
+        problem, variables={"Z": Z}, objective=routes.objective, lower_bound=routes.lower_bound,
+        weights=routes.kernel,
+        constraints={"coupling": coupling, "rows": rows}, name="shared norm (17), squared",
+        build_time=time.perf_counter() - t0, data={"U": U})
+
+
+class _SharedNormRoutes:
+    """The shared norm (17)'s numpy routes (a module-level class, so the problem pickles)."""
+
+    def __init__(self, U):
+        self.U = U
+
+    def kernel(self, values) -> np.ndarray:
+        r = self.U.shape[0]
         K = _psd_part(np.asarray(values["Z"], dtype=float)[:r, :r])
         top = float(np.diag(K).max())
         return K / top if top > 1.0 else K
 
-    def objective(values):
-        K = kernel(values)
-        return min(_inverse_quadratic(U, (1.0 - eps) * K + eps * np.eye(r)) for eps in _RIDGES)
+    def objective(self, values):
+        K, r = self.kernel(values), self.U.shape[0]
+        return min(_inverse_quadratic(self.U, (1.0 - eps) * K + eps * np.eye(r)) for eps in _RIDGES)
 
-    def lower_bound(values, duals):
+    def lower_bound(self, values, duals):
         gamma = np.asarray(duals["coupling"], dtype=float)
         mu = np.maximum(np.asarray(duals["rows"], dtype=float), 0.0)
         slack = np.linalg.eigvalsh(np.diag(mu) - gamma @ gamma.T / 4.0).min()
         mu = mu + max(0.0, -float(slack))
-        return -float(np.sum(gamma * U)) - float(mu.sum())
-
-    return ReferenceProblem(
-        problem, variables={"Z": Z}, objective=objective, lower_bound=lower_bound, weights=kernel,
-        constraints={"coupling": coupling, "rows": rows}, name="shared norm (17), squared",
-        build_time=time.perf_counter() - t0, data={"U": U})
+        return -float(np.sum(gamma * self.U)) - float(mu.sum())
 
 
 def shared_norm(U, H: Hierarchy | None = None, *, solver: str | None = None,
