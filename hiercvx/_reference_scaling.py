@@ -35,14 +35,19 @@ __all__ = ["FeatureScaling", "feature_scale", "rescales_features", "radial_polis
 def feature_scale(X, inside: tuple = (1e-2, 1e2)) -> float | None:
     """The power of two nearest ``X``'s largest absolute entry when that lies outside
     ``inside``; ``None`` when ``X`` is well scaled, empty, or not a finite numeric matrix."""
-    try:
-        data = X.data if sp.issparse(X) else np.asarray(X, dtype=float)
-        top = float(np.max(np.abs(data))) if np.size(data) else 0.0
-    except (TypeError, ValueError):
-        return None
+    top = _largest(X)
     if not np.isfinite(top) or top == 0.0 or inside[0] <= top <= inside[1]:
         return None
     return float(2.0 ** np.round(np.log2(top)))
+
+
+def _largest(X) -> float:
+    """``X``'s largest absolute entry (0 when it has none or is not numeric)."""
+    try:
+        data = X.data if sp.issparse(X) else np.asarray(X, dtype=float)
+        return float(np.max(np.abs(data))) if np.size(data) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
 
 
 @dataclass
@@ -65,6 +70,13 @@ class FeatureScaling:
         The user's objective is the rebuilt one times ``s**objective_power`` (-2, or 0).
     powers : mapping
         Per variable, the user's value is the rebuilt one times ``s**power``.
+    cap : float
+        The largest ``C`` (``1 / lam``) the rebuilt problem is first solved with
+        (:meth:`weights`).
+    multipliers : tuple
+        Variables that are multipliers of a ``lam`` form: at a rebuilt ``lam'`` other than
+        the user's ``lam / s^2`` they are the user's times ``lam' s^2 / lam`` (the weights are
+        recovered as ``V(beta) / (2 lam)``).
     """
 
     factor: float
@@ -74,28 +86,53 @@ class FeatureScaling:
     weight_power: int
     objective_power: int
     powers: Mapping[str, int]
+    cap: float = 1e3
+    multipliers: tuple = ()
     problem: Any = None
 
-    def rebuilt(self, user) -> Any:
-        """The rebuilt :class:`~hiercvx.reference.ReferenceProblem`, its weight set from the
-        user's problem's current value (built once, then only the parameter changes)."""
+    def weights(self, user) -> list[tuple[float, float]]:
+        """The rebuilt weights to solve with, in order, each with the factor its certified
+        bound is multiplied by to bound the rebuilt problem at the user's weight (for ``lam``
+        also the factor of :attr:`multipliers`).
+
+        The user's weight rebuilt (``C s^2``) is huge for separable data scaled up, a problem
+        no interior-point solver solves to 1e-6; its optimum is that of any ``C' <= C s^2``
+        at which no multiplier reaches its box (the hard margin), and the objective grows
+        with ``C``, so ``C' = cap, 10 cap, ..., 1e5 cap`` come first: their bound bounds the user's
+        problem (for ``lam``: times ``lam / lam'``), their point is optimal when the margin is
+        hard."""
         value = self.arguments.get(self.weight)
         param = user.parameters.get(self.weight)
         if param is not None and param.value is not None:
             value = float(param.value)
         value = value * self.factor ** self.weight_power
+        c_form = self.weight_power > 0
+        c_equivalent = value if c_form else 1.0 / value
+        out, c = [], self.cap
+        while c < c_equivalent and len(out) < 6:
+            out.append((c, 1.0) if c_form else (1.0 / c, value * c))
+            c *= 10.0
+        # unscaled features at the user's weight: the user's problem itself (its own tries)
+        return out if self.factor == 1.0 else out + [(value, 1.0)]
+
+    def rebuilt(self, value: float) -> Any:
+        """The rebuilt :class:`~hiercvx.reference.ReferenceProblem` with its weight at
+        ``value`` (built once, then only the parameter changes)."""
         if self.problem is None or self.weight not in self.problem.parameters:
             self.problem = self.builder(**{**self.arguments, self.weight: value})
+            self.problem.scaling = None  # solved as it is (its own tries), never rebuilt again
         else:
             self.problem.set(**{self.weight: value})
         return self.problem
 
-    def values(self, values: dict) -> dict | None:
-        """The rebuilt problem's values in the user's units; ``None`` when a variable has no
+    def values(self, values: dict, factor: float = 1.0) -> dict | None:
+        """The rebuilt problem's values in the user's units (:attr:`multipliers` also times
+        ``factor``, the bound's factor of :meth:`weights`); ``None`` when a variable has no
         declared power (the map is not known: the caller solves the user's problem)."""
         if any(k not in self.powers for k in values):
             return None
-        return {k: v * self.factor ** self.powers[k] for k, v in values.items()}
+        return {k: v * self.factor ** self.powers[k] * (factor if k in self.multipliers else 1.0)
+                for k, v in values.items()}
 
     def objective(self, value: float) -> float:
         """A rebuilt objective or bound in the user's units."""
@@ -104,7 +141,7 @@ class FeatureScaling:
 
 def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
                       objective_power: int | None = None, kernel: str = "kernel",
-                      inside: tuple = (1e-2, 1e2)):
+                      inside: tuple = (1e-2, 1e2), cap: float = 1e3, multipliers: tuple = ()):
     """Decorate a reference builder ``builder(X, ..., C=..., ...)`` so its problem carries a
     :class:`FeatureScaling` when ``X`` is badly scaled (:func:`feature_scale`).
 
@@ -123,6 +160,13 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
         The builder's kernel argument: only a linear kernel (or none) is rescaled.
     inside : tuple
         The range of ``X``'s largest entry left as it is.
+    cap : float
+        :attr:`FeatureScaling.cap`: a ``C`` above which the rebuilt problem is first solved at
+        smaller ``C`` (also when ``X`` is well scaled and ``C`` times its largest entry squared
+        exceeds ``1e3 cap``); 1e3 is what interior-point solvers solve to 1e-9 on unit-size
+        features.
+    multipliers : tuple
+        :attr:`FeatureScaling.multipliers`.
     """
     weight_power = 2 if weight == "C" else -2
     obj_power = (-2 if weight == "C" else 0) if objective_power is None else objective_power
@@ -140,8 +184,13 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
                 return problem
             X = next(iter(arguments.values()))
             s = feature_scale(X, inside)
-            if s is None:
-                return problem
+            if s is None:  # well scaled: rebuilt only for a huge C (a tiny lam)
+                top = _largest(X)
+                c = arguments.get(weight)
+                c = c if weight_power > 0 or not c else 1.0 / c
+                if not (top and c and c * top * top > 1e3 * cap):
+                    return problem
+                s = 1.0
             first = next(iter(arguments))
             arguments[first] = X / s if sp.issparse(X) else np.asarray(X, dtype=float) / s
             if "intercept_scaling" in arguments and arguments.get("fit_intercept"):
@@ -151,7 +200,8 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
             for more in extra.values():
                 arguments.update(more)
             problem.scaling = FeatureScaling(s, wrapper_of(builder), arguments, weight,
-                                             weight_power, obj_power, dict(powers))
+                                             weight_power, obj_power, dict(powers), cap,
+                                             tuple(multipliers))
             return problem
 
         build.__wrapped_builder__ = builder

@@ -694,35 +694,47 @@ class ReferenceProblem:
         raise last
 
     def _solve_scaled(self, name, options, verbose, solver_options) -> ReferenceSolution | None:
-        """The answer of the declaration on ``X / s`` (:attr:`scaling`), certified on this
-        problem; ``None`` without a scaling, or when it fails (this problem's own tries
-        follow)."""
-        scaling = self.scaling
+        """The answer of the declaration on ``X / s`` (:attr:`scaling`), at the weights of
+        :meth:`~hiercvx._reference_scaling.FeatureScaling.weights` in turn, certified on this
+        problem; the first certified by the relative gap, else the best other one, else
+        ``None`` (this problem's own tries follow)."""
+        scaling, kept = self.scaling, None
         if scaling is None:
             return None
+        for value, factor in scaling.weights(self):
+            sol = self._scaled_try(scaling, value, factor, name, options, verbose, solver_options)
+            if sol is not None and sol.converged_by == RELATIVE_GAP:
+                return sol
+            if sol is not None and (kept is None or sol.objective < kept.objective):
+                kept = sol
+        return kept
+
+    def _scaled_try(self, scaling, value, factor, name, options, verbose, solver_options):
+        """One solve of the rebuilt problem at weight ``value``, its point mapped back and
+        certified here with its bound times ``factor`` (in this problem's units)."""
         t0 = time.perf_counter()
         try:
-            inner = scaling.rebuilt(self)._solve_with(name, options, verbose, solver_options)
+            inner = scaling.rebuilt(value)._solve_with(name, options, verbose, solver_options)
         except SolverError as exc:
             if exc.status in ("not-dcp", "licence", "unsupported"):
                 raise
             logger.info("%s: the problem on X / %g failed (%s)", self.name, scaling.factor, exc)
             return None
-        values = scaling.values(inner.values)
+        values = scaling.values(inner.values, factor)
         if values is None:
             return None
         ctx = _Context(name, inner.problem_class, options, verbose, self._objective_at_zero(), t0)
+        label = f"features divided by {scaling.factor:g}, {scaling.weight}={value:.3g}, "
         try:
-            return self._judge(ctx, values, scaling.objective(inner.lower_bound), inner.status,
-                               lambda values, objective, lower, test: replace(
+            return self._judge(ctx, values, scaling.objective(inner.lower_bound) * factor,
+                               inner.status, lambda values, objective, lower, test: replace(
                                    inner, objective=objective, lower_bound=lower, values=values,
                                    weights=self._weights(values), converged_by=test, name=self.name,
-                                   duals={k: d * scaling.factor ** scaling.objective_power
+                                   duals={k: d * scaling.factor ** scaling.objective_power * factor
                                           for k, d in inner.duals.items()},
-                                   solver_objective=scaling.objective(inner.solver_objective),
+                                   solver_objective=float("nan"),
                                    extras={**inner.extras, "at_zero": ctx.at_zero,
-                                           "settings": f"features divided by {scaling.factor:g}, "
-                                                       f"{inner.extras.get('settings')}"}))
+                                           "settings": label + str(inner.extras.get("settings"))}))
         except SolverError as exc:
             logger.info("%s: the point of the problem on X / %g does not certify (%s)", self.name,
                         scaling.factor, exc)

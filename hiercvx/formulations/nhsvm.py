@@ -336,7 +336,7 @@ def _coefficients_value(beta: np.ndarray, leaf_pos: np.ndarray, scale: np.ndarra
     return Gc
 
 
-@rescales_features({"beta": 0}, weight="lam")
+@rescales_features({"beta": 0}, weight="lam", multipliers=("beta",))
 def dual(X, Y, H: Hierarchy, lam: float = 1.0, alpha=None, variant: str = "nhsvm", *,
          multilabel: bool | None = None, loss=None, T=None, fit_intercept: bool = False,
          intercept_scaling: float = 1.0, inference: str = "auto", max_size: int | None = None):
@@ -399,7 +399,7 @@ def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None
         data={"nhsvm": model, "X": X, "H": H, "alpha": model.alpha, "Lam": Lam})
 
 
-@rescales_features({"beta": 0, "mu": 0}, weight="lam")
+@rescales_features({"beta": 0, "mu": 0}, weight="lam", multipliers=("beta", "mu"))
 def shared_dual(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one", *,
                 fit_intercept: bool = False, intercept_scaling: float = 1.0,
                 max_size: int | None = None) -> ReferenceProblem:

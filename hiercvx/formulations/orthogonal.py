@@ -350,7 +350,7 @@ def baseline_dual_formulation(method: str) -> Formulation:
 
 
 # =============================================================================== declarations
-@rescales_features({"V": -1, "G": -2, "xi": 0, "W": -1, "intercept": -1})
+@rescales_features({"V": -1, "G": -2, "t": -2, "xi": 0, "W": -1, "intercept": -1})
 def primal(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
            max_size: int | None = None, *, fit_intercept: bool = False,
            intercept_scaling: float = 1.0) -> ReferenceProblem:
