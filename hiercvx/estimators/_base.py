@@ -147,8 +147,8 @@ def predict_from_scores(scores: np.ndarray, classes: np.ndarray, multilabel: boo
 
 def check_common_params(estimator) -> None:
     """The parameters many estimators share, checked where ``fit`` starts (each only where the
-    estimator has it): ``random_state`` (None, a non-negative int or a numpy generator),
-    ``intercept_scaling`` (a positive finite number), ``C`` beside ``lam`` (one of the two),
+    estimator has it): ``random_state`` (None, a non-negative int or a numpy generator; the
+    fast route's seed in ``solver_options``), ``intercept_scaling`` (a positive finite number),
     ``dc_max_iter`` (a positive int) and ``shuffle`` (a bool)."""
     name = type(estimator).__name__
     state = getattr(estimator, "random_state", None)
@@ -161,9 +161,6 @@ def check_common_params(estimator) -> None:
                          f"random generator, got {state!r}")
     if hasattr(estimator, "intercept_scaling"):
         check_positive(estimator.intercept_scaling, "intercept_scaling")
-    if getattr(estimator, "lam", None) is not None and getattr(estimator, "C", 1.0) != 1.0:
-        raise InputError(f"{name}: give C (LIBLINEAR's meaning) or lam (the paper's), not both: "
-                         f"got C={estimator.C!r} and lam={estimator.lam!r}")
     for key in ("dc_max_iter",):
         value = getattr(estimator, key, 1)
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
