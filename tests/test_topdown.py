@@ -315,3 +315,17 @@ def test_intercept_is_passed_to_every_node(tree_data):
         assert np.allclose(est.local_scores(X)[est.hierarchy_.root], ref.class_scores(X), atol=1e-8)
     assert np.any(TopDownSVC(C=0.5, **OPTS).fit(X, y).estimators_[est.hierarchy_.root].intercept_ != 0)
     assert np.all(node.intercept_ == 0)
+
+
+def test_max_paths_bounds_the_enumerated_paths():
+    """A DAG with more root-to-leaf paths than ``max_paths`` is refused before training; the
+    limit is the estimator's parameter."""
+    H = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "x"), ("b", "x"), ("a", "y")])
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 3))
+    y = np.array(["x", "y"] * 10, dtype=object)
+    TopDownSVC(hierarchy=H, max_paths=3).fit(X, y)
+    with pytest.raises(hc.ProblemTooLargeError, match="max_paths=2"):
+        TopDownSVC(hierarchy=H, max_paths=2).fit(X, y)
+    with pytest.raises(hc.InputError, match="max_paths"):
+        TopDownSVC(hierarchy=H, max_paths=0).fit(X, y)

@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from ..exceptions import LabelError, ProblemTooLargeError
+from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..kernels import Kernel, median_heuristic
 from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
                     is_precomputed, kernel_parts, ravel_column_target, validate_training_X,
@@ -42,9 +42,6 @@ from .svm import MulticlassSVC
 logger = logging.getLogger(__name__)
 
 __all__ = ["TopDownSVC", "top_down_ranking"]
-
-MAX_PATHS = 200_000  # root-to-leaf paths enumerated for the ranking (DAGs can have many)
-
 
 def _lexicographic_positions(keys: np.ndarray) -> np.ndarray:
     """Per row of ``keys`` ``(n, P, D)``: the position of each of the ``P`` key tuples in
@@ -135,6 +132,8 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         a width (a :class:`hiercvx.kernels.Kernel` carries one) the median heuristic is taken
         once on all training data, so every node uses the same kernel.
 
+    max_paths : the largest number of root-to-leaf paths the top-down ranking enumerates (a DAG
+        can have exponentially many); a hierarchy with more is refused before training
     internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
         :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
         sets with their ancestors; a label that stops at an internal node is a leaf for the
@@ -158,7 +157,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", solver="fast", tol=1e-6, max_iter=10000, verbose=False,
-                 internal_labels="self_leaf", solver_options=None):
+                 internal_labels="self_leaf", solver_options=None, max_paths=200_000):
         self.hierarchy = hierarchy
         self.internal_labels = internal_labels
         self.C = C
@@ -170,6 +169,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         self.max_iter = max_iter
         self.verbose = verbose
         self.solver_options = solver_options
+        self.max_paths = max_paths
 
     # ------------------------------------------------------------------ fit
     def _precomputed(self) -> bool:
@@ -206,7 +206,10 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
             kernel = Kernel("rbf", sigma=median_heuristic(X) if sigma is None else sigma)
         else:
             kernel = self.kernel
-        self._n_paths(H)  # refuse an unmanageable DAG before training
+        if (isinstance(self.max_paths, (bool, np.bool_))
+                or not isinstance(self.max_paths, (int, np.integer)) or self.max_paths < 1):
+            raise InputError(f"max_paths must be a positive integer, got {self.max_paths!r}")
+        self._n_paths(H, self.max_paths)  # refuse an unmanageable DAG before training
         estimators, routes, counts, node_rows, n_iter = {}, {}, {}, {}, 0
         for v in tqdm(np.flatnonzero(~H.leaf_mask), desc="DNC-SVM nodes", disable=not self.verbose):
             ch = H.children_indices[v]
@@ -257,18 +260,18 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         return self
 
     @staticmethod
-    def _n_paths(H) -> int:
+    def _n_paths(H, max_paths: int) -> int:
         counts = np.zeros(len(H), dtype=float)
         counts[H.index(H.root)] = 1.0
         for v, ps in enumerate(H.parent_indices):
             if len(ps):
                 counts[v] = counts[ps].sum()
         total = float(counts[H.leaf_mask].sum())
-        if total > MAX_PATHS:
+        if total > max_paths:
             raise ProblemTooLargeError(
-                f"the hierarchy has {total:.0f} root-to-leaf paths (limit {MAX_PATHS}); the top-down "
-                "ranking enumerates them. Use a tree (e.g. a spanning tree of the DAG) or raise "
-                "hiercvx.estimators.topdown.MAX_PATHS")
+                f"the hierarchy has {total:.0f} root-to-leaf paths (limit max_paths={max_paths}); "
+                "the top-down ranking enumerates them. Use a tree (e.g. a spanning tree of the DAG) "
+                "or raise max_paths")
         return int(total)
 
     # ------------------------------------------------------------------ scores
