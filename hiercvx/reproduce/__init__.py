@@ -10,7 +10,7 @@ ours beside the paper's and writes CSV + PNG.
     >>> print(result)                                                  # doctest: +SKIP
 """
 
-from . import cai, flat_hierarchical, leaderboard, wang_funcat, zhou
+from . import cai, flat_hierarchical, hmc_aupr, leaderboard, wang_funcat, zhou
 from ._runner import (
                       TABLES,
                       TableResult,
@@ -28,7 +28,7 @@ from ._table import DataUnavailable, Reported, Table, parse_reported
 
 # tables registered beside _runner's (wang, nhsvm): the runner's ``get`` reads this dict
 TABLES.update({t.name: t for t in wang_funcat.TABLES + cai.TABLES + flat_hierarchical.TABLES
-               + leaderboard.TABLES + zhou.TABLES})
+               + leaderboard.TABLES + zhou.TABLES + hmc_aupr.TABLES})
 
 __all__ = ["TABLES", "DataUnavailable", "Reported", "Table", "TableResult", "aggregate", "format_result", "get", "names",
            "parse_reported", "plot", "replication_seeds", "run_table", "within_spread", "write"]
