@@ -200,15 +200,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         weight = check_training_weights(sample_weight, X)
         if weight is not None:
             R = R & (weight > 0)[:, None]  # a zero-weight sample carries no mass at any node
-        kernel, sigma = kernel_parts(self.kernel)
-        if isinstance(kernel, str) and kernel in ("rbf", "gaussian"):
-            # one bandwidth for every node
-            kernel = Kernel("rbf", sigma=median_heuristic(X) if sigma is None else sigma)
-        else:
-            kernel = self.kernel
-        if (isinstance(self.max_paths, (bool, np.bool_))
-                or not isinstance(self.max_paths, (int, np.integer)) or self.max_paths < 1):
-            raise InputError(f"max_paths must be a positive integer, got {self.max_paths!r}")
+        kernel = self._shared_kernel(X)
         self._n_paths(H, self.max_paths)  # refuse an unmanageable DAG before training
         estimators, routes, counts, node_rows, n_iter = {}, {}, {}, {}, 0
         for v in tqdm(np.flatnonzero(~H.leaf_mask), desc="DNC-SVM nodes", disable=not self.verbose):
@@ -259,8 +251,20 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         self.n_iter_ = n_iter
         return self
 
+    def _shared_kernel(self, X):
+        """The kernel of every node's SVM: a Gaussian without a width gets the median heuristic
+        on all training data once, so that every node uses the same kernel."""
+        kernel, sigma = kernel_parts(self.kernel)
+        if isinstance(kernel, str) and kernel in ("rbf", "gaussian"):
+            return Kernel("rbf", sigma=median_heuristic(X) if sigma is None else sigma)
+        return self.kernel
+
     @staticmethod
     def _n_paths(H, max_paths: int) -> int:
+        """The number of root-to-leaf paths of ``H``, refused above ``max_paths``."""
+        if (isinstance(max_paths, (bool, np.bool_))
+                or not isinstance(max_paths, (int, np.integer)) or max_paths < 1):
+            raise InputError(f"max_paths must be a positive integer, got {max_paths!r}")
         counts = np.zeros(len(H), dtype=float)
         counts[H.index(H.root)] = 1.0
         for v, ps in enumerate(H.parent_indices):
