@@ -1,7 +1,7 @@
 """One entry point for the margin family: the solver chosen by the shape of the problem.
 
 Crammer–Singer and the Cai–Hofmann hierarchical SVM are one model
-(:mod:`hiercvx.models.margin`) with four fast solvers that win in different regimes:
+(:mod:`hiercvx.models.margin`) with five fast solvers that win in different regimes:
 
 - :mod:`.interior_point` — 15-30 Newton steps whatever the noise; a step factorizes a dense
   matrix of the primal dimension (classes x features, or classes x samples when the features
@@ -11,6 +11,9 @@ Crammer–Singer and the Cai–Hofmann hierarchical SVM are one model
   for the flat single-label linear problem with many features;
 - :mod:`.working_set` — thesis Algorithm 2 for everything else (many classes x features,
   kernels on many samples, label sets);
+- :mod:`.labelset` — cutting planes over pairs with the loss-augmented oracle, the working set
+  solving the model restricted to the pairs met, for label sets with hundreds of pairs per
+  example (before the classes are collapsed: it never lists the pairs it does not need);
 - :mod:`.smoothing` — L-BFGS on the soft-max primal, its dual finished by the working set, for
   linear models with thousands of pairs per example (label sets over a large DAG), or hundreds
   per example on millions of pairs in all, where a coordinate pass is long and ``w(alpha)`` a
@@ -51,11 +54,11 @@ from ..models.margin import MarginModel
 from ..models.multiclass import MulticlassModel
 from ..models.symmetry import CollapsedModel, collapse_interchangeable
 from ..result import Solution, reached, relative_gap
-from . import crammer_singer, interior_point, low_rank_kernel, smoothing, working_set
+from . import crammer_singer, interior_point, labelset, low_rank_kernel, smoothing, working_set
 
 __all__ = ["Options", "SOLVERS", "choose", "coordinates_first", "solve"]
 
-SOLVERS = ("auto", "interior_point", "crammer_singer", "working_set", "smoothing")
+SOLVERS = ("auto", "interior_point", "crammer_singer", "working_set", "smoothing", "labelset")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,11 @@ class Options:
 
     Attributes
     ----------
+    labelset_from_pairs : int
+        Pairs per example (on average) from which ``auto`` runs :mod:`.labelset` (cutting
+        planes over pairs with the oracle) on a model with label sets: its working sets hold a
+        few tens of pairs per example whatever the number of classes, so it wins once the
+        examples list hundreds.
     smooth_from_pairs : int
         Pairs per example (on average) from which ``auto`` runs :mod:`.smoothing` rather than
         the working set on a linear hierarchical model: a coordinate pass then visits thousands
@@ -96,6 +104,7 @@ class Options:
         kernel, and at what residual trace (:mod:`.low_rank_kernel`).
     """
 
+    labelset_from_pairs: int = 200
     smooth_from_pairs: int = 2000
     smooth_label_sets_from_pairs: int = 500
     smooth_from_total_pairs: int = 1_000_000
@@ -108,6 +117,7 @@ class Options:
     crammer_singer: crammer_singer.Options = field(default_factory=crammer_singer.Options)
     working_set: working_set.Options = field(default_factory=working_set.Options)
     smoothing: smoothing.Options = field(default_factory=smoothing.Options)
+    labelset: labelset.Options = field(default_factory=labelset.Options)
     low_rank: low_rank_kernel.Options = field(default_factory=low_rank_kernel.Options)
 
 
@@ -120,6 +130,9 @@ def choose(model: MarginModel, *, warm: bool = False, options: Options | None = 
         return "crammer_singer"
     data = model.data
     per_example = data.n_pairs / max(data.n_samples, 1)
+    label_sets = bool(np.any(np.count_nonzero(data.Y, axis=1) > 1))
+    if not warm and label_sets and per_example >= options.labelset_from_pairs:
+        return "labelset"
     if not warm and model.node_weights and (
             per_example >= options.smooth_from_pairs
             or (per_example >= options.smooth_label_sets_from_pairs
@@ -151,6 +164,11 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
             solve, C=C, solver=solver, tol=tol, max_iter=max_iter, verbose=verbose,
             alpha0=alpha0, random_state=random_state, options=options),
             options=options.low_rank, verbose=verbose)
+    if solver == "labelset" or (alpha0 is None and solver == "auto"
+                                and choose(model, options=options) == "labelset"):
+        return labelset.solve(model, C, tol=tol, verbose=verbose, random_state=random_state,
+                              alpha0=alpha0, options=options.labelset,
+                              **({} if max_iter is None else {"max_iter": max_iter}))
     if alpha0 is None and not isinstance(model, MulticlassModel):
         collapsed = collapse_interchangeable(model)
         if collapsed is not None:

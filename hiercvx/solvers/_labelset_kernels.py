@@ -1,0 +1,91 @@
+"""Compiled kernels of the label-set engine (:mod:`.labelset`): the loss-augmented oracle.
+
+For example i with relevant classes ``Y_i`` (the CSR lists ``rel_ptr``, ``rel``) and class
+scores ``S_i`` the violation of a pair ``p = (i, y, ybar)``, ``y in Y_i``, ``ybar not in Y_i``,
+is (Cai thesis (4.24); :mod:`hiercvx.models.margin`)::
+
+    slack rescaling:   v_p = Delta(y, ybar) (1 - (S_iy - S_iybar))
+    margin rescaling:  v_p = Delta(y, ybar) - (S_iy - S_iybar)
+
+and the slack of (4.10) is ``xi_i = max(0, max_p v_p)``.  Both kernels loop over
+``ybar`` (all classes not in ``Y_i``) and, for each, over ``y in Y_i``: ``O(|Y_i| q)`` per
+example, never a list of pairs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = ["most_violated", "violated_pairs"]
+
+
+@njit(cache=True, inline="always")
+def _violation(S, loss, i, y, ybar, slack):
+    diff = S[i, y] - S[i, ybar]
+    return loss[y, ybar] * (1.0 - diff) if slack else loss[y, ybar] - diff
+
+
+@njit(cache=True, parallel=True)
+def most_violated(S, rel_ptr, rel, loss, slack, best_y, best_ybar, best_v):
+    """Per example the most violated pair ``(best_y, best_ybar)`` and its violation ``best_v``
+    (the first in the order ``ybar``, then ``y`` among ties; ``-1, -1, -inf`` for an example
+    without pairs: every class relevant, or none)."""
+    n, q = S.shape
+    for i in prange(n):
+        mask = np.zeros(q, dtype=np.bool_)
+        for r in range(rel_ptr[i], rel_ptr[i + 1]):
+            mask[rel[r]] = True
+        by, bb, bv = -1, -1, -np.inf
+        if rel_ptr[i + 1] > rel_ptr[i]:
+            for ybar in range(q):
+                if mask[ybar]:
+                    continue
+                for r in range(rel_ptr[i], rel_ptr[i + 1]):
+                    v = _violation(S, loss, i, rel[r], ybar, slack)
+                    if v > bv:
+                        by, bb, bv = rel[r], ybar, v
+        best_y[i], best_ybar[i], best_v[i] = by, bb, bv
+
+
+@njit(cache=True, parallel=True)
+def violated_pairs(S, rel_ptr, rel, loss, slack, floor, out_y, out_ybar):
+    """Per example up to ``k = out_y.shape[1]`` pairs violated above ``floor[i]``: the ``k``
+    irrelevant classes ``ybar`` with the largest ``max_y v_(i, y, ybar)``, each with its best
+    ``y``, written to row i of ``out_y`` / ``out_ybar`` (``-1`` where fewer qualify).  Returns
+    per example how many it wrote."""
+    n, q = S.shape
+    k = out_y.shape[1]
+    count = np.zeros(n, dtype=np.int64)
+    for i in prange(n):
+        mask = np.zeros(q, dtype=np.bool_)
+        for r in range(rel_ptr[i], rel_ptr[i + 1]):
+            mask[rel[r]] = True
+        value = np.full(q, -np.inf)
+        arg = np.full(q, -1, dtype=np.int64)
+        if rel_ptr[i + 1] > rel_ptr[i]:
+            for ybar in range(q):
+                if mask[ybar]:
+                    continue
+                for r in range(rel_ptr[i], rel_ptr[i + 1]):
+                    v = _violation(S, loss, i, rel[r], ybar, slack)
+                    if v > value[ybar]:
+                        value[ybar] = v
+                        arg[ybar] = rel[r]
+        m = 0
+        for _ in range(k):  # k small: k selections of the largest remaining
+            best = -1
+            bv = floor[i]
+            for ybar in range(q):
+                if value[ybar] > bv:
+                    bv = value[ybar]
+                    best = ybar
+            if best < 0:
+                break
+            out_y[i, m], out_ybar[i, m] = arg[best], best
+            value[best] = -np.inf
+            m += 1
+        for t in range(m, k):
+            out_y[i, t], out_ybar[i, t] = -1, -1
+        count[i] = m
+    return count

@@ -1,0 +1,339 @@
+"""The margin family on label sets by cutting planes over pairs (n-slack, with the oracle).
+
+With label sets (Cai thesis, chapter 4: (4.10) on sets) every example i has one slack over all
+pairs ``(i, y, ybar)``, ``y in Y_i``, ``ybar not in Y_i``; on a FunCat tree that is a thousand
+pairs per example, on a GO DAG ten thousand.  Only few of them ever carry a multiplier.  This
+engine never works on the list of all pairs: it keeps a working set of pairs per example,
+solves the margin model restricted to it, and asks the loss-augmented oracle
+(:mod:`._labelset_kernels`: per example ``max_{ybar not in Y_i} max_{y in Y_i} v_(i,y,ybar)``,
+``O(|Y_i| q)``) which pairs the restricted answer violates -- the n-slack cutting-plane method
+of Tsochantaridis, Joachims, Hofmann & Altun ("Large margin methods for structured and
+interdependent output variables", JMLR 6, 2005) and Joachims, Finley & Yu ("Cutting-plane
+training of structural SVMs", Machine Learning 77, 2009, the n-slack variant):
+
+1. the working set starts with the ``enter`` most violated pairs of every example at ``W = 0``;
+2. the restricted model (the same inputs, kernel, bias, weights and rescaling; only its pair
+   list is the working set) is solved by the working-set solver (:mod:`.working_set`, thesis
+   Algorithm 2 with its exact face and support steps), warm-started from the previous round's
+   multipliers, to an inner gap that tightens with the outer one;
+3. the oracle scores every pair at the restricted answer; per example up to ``enter`` pairs
+   violated beyond the restricted slack join the working set; pairs never leave it.
+
+Certificate, as everywhere in hiercvx: the primal (4.10) recomputed at the returned weights
+over *all* pairs (the oracle's slacks, ``xi_i = max(0, max_p v_p)``), and the dual (4.14) at
+the restricted multipliers, which are a feasible point of the full dual (4.15) (zero on the
+pairs outside the working set, the per-example budgets unchanged).  It stops when their
+relative gap (:func:`hiercvx.result.relative_gap`) reaches ``tol``.  When no violated pair is
+left outside, the full and restricted problems share their optimum, so the outer loop ends
+as soon as the inner solve certifies ``tol``.
+
+Entry point: ``solve(model, C)`` for any :class:`~hiercvx.models.margin.MarginModel` (linear
+with class attributes, or a kernel); settings in :class:`Options`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_positive
+from ..exceptions import InputError
+from ..models import margin as _margin
+from ..models.margin import MarginData, MarginModel
+from ..result import Solution, check_iteration_options, reached, relative_gap
+from . import working_set
+from ._labelset_kernels import most_violated, violated_pairs
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Options", "oracle", "full_slacks", "solve"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the label-set engine.  Each default with its reason.
+
+    Attributes
+    ----------
+    enter : int
+        Pairs per example joining the working set per round (one, as in the n-slack method,
+        needs a round per support pair; the support of a label-set example holds tens).
+    inner_first : float
+        Inner relative gap of the first round: the first working sets are far from the final
+        ones, so their restricted optimum need not be accurate.
+    inner_share : float
+        Later rounds solve to this share of the outer gap (never below ``tol``): an inner
+        answer much more accurate than the working set is wasted.
+    entry_rtol : float
+        A pair joins only when its violation exceeds the restricted slack by this share of the
+        largest loss (round-off must not enter pairs that are tied at the maximum).
+    polish_below : float
+        The inner solver takes its exact steps (:mod:`.margin_polish`) only once the inner gap
+        asked for is below this: on working sets that are still growing an exact step on the
+        working pairs is wasted.
+    max_rounds : int
+        Rounds of the outer loop (it needs a handful; this bounds a pathological run).
+    working_set : working_set.Options
+        The inner solver's settings (:class:`.working_set.Options`).
+    """
+
+    enter: int = 8
+    inner_first: float = 1e-1
+    inner_share: float = 0.1
+    entry_rtol: float = 1e-9
+    polish_below: float = 1e-4
+    max_rounds: int = 100
+    working_set: working_set.Options = field(default_factory=working_set.Options)
+
+
+# --------------------------------------------------------------------------------------------
+# The oracle on a model
+# --------------------------------------------------------------------------------------------
+
+def _relevant_lists(Y: np.ndarray):
+    """``(rel_ptr, rel)``: the relevant classes of every example as CSR lists."""
+    Y = np.asarray(Y, dtype=bool)
+    rows, cols = np.nonzero(Y)
+    ptr = np.zeros(Y.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=Y.shape[0]), out=ptr[1:])
+    return ptr, cols.astype(np.int64)
+
+
+def oracle(S, data: MarginData):
+    """Per example the most violated pair at class scores ``S`` ``(n, q)`` without listing the
+    pairs: ``(y, ybar, violation)`` arrays of length n (``-1, -1, -inf`` for an example without
+    pairs), the violation as in :meth:`hiercvx.models.margin.MarginModel.oracle`
+    (``Delta (1 - (S_iy - S_iybar))`` or ``Delta - (S_iy - S_iybar)``)."""
+    S = np.ascontiguousarray(S, dtype=float)
+    ptr, rel = _relevant_lists(data.Y)
+    n = S.shape[0]
+    y, ybar, v = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    most_violated(S, ptr, rel, np.ascontiguousarray(data.loss, dtype=float),
+                  data.rescaling == "slack", y, ybar, v)
+    return y, ybar, v
+
+
+def full_slacks(S, data: MarginData) -> np.ndarray:
+    """``xi_i = max(0, max_p v_p)`` over every pair of example i (the oracle's slacks)."""
+    return np.maximum(oracle(S, data)[2], 0.0)
+
+
+def _model_scores(model: MarginModel, weights) -> np.ndarray:
+    """Class scores ``(n, q)`` of the training examples at the model's own weights (node
+    weights with the bias column, or representer coefficients ``G``)."""
+    if model.node_weights:
+        return _margin.class_scores(weights, model.X, model.data.Lam)
+    return model.K @ weights @ model.data.Q
+
+
+def _full_objective(model: MarginModel, weights, C: float) -> float:
+    """(4.10) at the model's own weights, the slacks from the oracle over every pair."""
+    data = model.data
+    xi = full_slacks(_model_scores(model, weights), data)
+    if model.node_weights:
+        reg = float(np.sum(weights * weights))
+    else:
+        reg = float(np.sum(weights * (model.K @ weights @ data.Q)))
+    return 0.5 * reg + C * float(data.Cw @ xi)
+
+
+# --------------------------------------------------------------------------------------------
+# The working set of pairs
+# --------------------------------------------------------------------------------------------
+
+class _Pairs:
+    """The working set as sorted keys ``(i q + y) q + ybar`` (the order of
+    :func:`hiercvx.models.margin.label_pairs`) and the restricted model built on it."""
+
+    def __init__(self, model: MarginModel):
+        self.model, self.data = model, model.data
+        self.q = self.data.n_classes
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.rel = _relevant_lists(self.data.Y)
+        self.loss = np.ascontiguousarray(self.data.loss, dtype=float)
+
+    def arrays(self, keys=None):
+        keys = self.keys if keys is None else keys
+        q = self.q
+        return keys // (q * q), (keys // q) % q, keys % q
+
+    def add(self, S, floor, enter: int) -> int:
+        """The pairs violated above ``floor`` (up to ``enter`` per example) join; returns how
+        many were new."""
+        n = S.shape[0]
+        out_y = np.empty((n, enter), np.int64)
+        out_b = np.empty((n, enter), np.int64)
+        violated_pairs(np.ascontiguousarray(S, dtype=float), self.rel[0], self.rel[1],
+                       self.loss, self.data.rescaling == "slack",
+                       np.ascontiguousarray(floor, dtype=float), out_y, out_b)
+        ok = out_y >= 0
+        rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], ok.shape)[ok]
+        new = (rows * self.q + out_y[ok]) * self.q + out_b[ok]
+        before = self.keys.size
+        self.keys = np.union1d(self.keys, new)
+        return self.keys.size - before
+
+    def restricted(self) -> MarginModel:
+        """The model on the working set: same inputs and settings, its pairs only."""
+        d = self.data
+        pi, py, pyb = self.arrays()
+        ptr = np.zeros(d.n_samples + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pi, minlength=d.n_samples), out=ptr[1:])
+        sub = MarginData(Y=d.Y, Q=d.Q, loss=d.loss, rescaling=d.rescaling, Cw=d.Cw, pair_i=pi,
+                         pair_y=py, pair_ybar=pyb, pair_loss=d.loss[py, pyb], pair_ptr=ptr,
+                         Lam=d.Lam)
+        small = copy.copy(self.model)
+        small.data = sub
+        return small
+
+    def carry(self, old_keys, old_alpha) -> np.ndarray:
+        """The multipliers of ``old_keys`` placed on the current working set (0 for new pairs)."""
+        alpha = np.zeros(self.keys.size)
+        if old_keys.size:
+            alpha[np.searchsorted(self.keys, old_keys)] = old_alpha
+        return alpha
+
+    def full_dual(self, keys, alpha) -> np.ndarray | None:
+        """The multipliers ``alpha`` of the pairs ``keys`` on the model's own pair list (zero
+        elsewhere), when the model lists its pairs; else None."""
+        d = self.data
+        if d.pair_i is None or d.n_pairs == 0:
+            return None
+        q = self.q
+        all_keys = (d.pair_i * q + d.pair_y) * q + d.pair_ybar  # sorted: label_pairs' order
+        full = np.zeros(d.n_pairs)
+        full[np.searchsorted(all_keys, keys)] = alpha
+        return full
+
+
+# --------------------------------------------------------------------------------------------
+# The solver
+# --------------------------------------------------------------------------------------------
+
+def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: int = 10_000,
+          verbose: bool = False, alpha0=None, random_state=0,
+          options: Options | None = None) -> Solution:
+    """The margin model (thesis (4.10) / (4.15) on label sets) by n-slack cutting planes.
+
+    Parameters
+    ----------
+    model : MarginModel
+        ``hiercvx.models.hsvm.prepare(X, Y, H, ...)`` with label sets (or single labels), any
+        kernel, rescaling, sample weights and bias.
+    C : float
+        Positive; example i's budget is ``C * data.Cw[i]``.
+    tol : float
+        Certified relative duality gap to reach.
+    max_iter : int
+        Passes of the inner working-set solver over all rounds; a ``ConvergenceWarning`` is
+        issued when they run out.
+    verbose : bool
+        Log the rounds at INFO level (DEBUG otherwise).
+    alpha0 : None
+        Not supported (the engine starts from its own working set); must be None.
+    random_state : int
+        Seed of the inner solver's order of examples.
+    options : Options, optional
+        The engine's settings (default ``Options()``).
+
+    Returns
+    -------
+    Solution
+        ``weights`` node weights ``W`` ``(M, d)`` (linear kernel with class attributes; the
+        bias in ``extras["intercept"]``) or expansion coefficients ``G`` ``(n, q)``;
+        ``objective`` (4.10) recomputed over all pairs; ``lower_bound`` the dual (4.14) at
+        ``dual``, the multipliers on the model's pair list (zero outside the working set).
+        Extras: ``coefficients``, ``working_pairs`` (the working set's ``(i, y, ybar)``),
+        ``working_dual`` (its multipliers), ``rounds``.
+    """
+    if not isinstance(model, MarginModel):
+        raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...)"
+                         f", got {type(model).__name__}")
+    if alpha0 is not None:
+        raise InputError("the label-set engine takes no dual warm start; use solver="
+                         "'working_set' to start from alpha0")
+    C = check_positive(C)
+    check_iteration_options(tol, max_iter, who="labelset.solve")
+    options = Options() if options is None else options
+    return _Run(model, C, float(tol), options, verbose).run(int(max_iter), random_state)
+
+
+class _Run:
+    def __init__(self, model, C, tol, options: Options, verbose):
+        self.model, self.C, self.tol, self.options = model, C, tol, options
+        self.log = logger.info if verbose else logger.debug
+        self.pairs = _Pairs(model)
+        self.history = {k: [] for k in ("round", "objective", "lower_bound", "gap", "pairs",
+                                        "inner_passes", "time")}
+        if not model.node_weights:
+            model.K  # formed once, shared by the restricted models (copy keeps the cache)
+
+    def run(self, max_iter, random_state) -> Solution:
+        t0 = time.perf_counter()
+        opts, data = self.options, self.model.data
+        n = data.n_samples
+        scale = float(np.max(data.loss)) if data.loss.size else 1.0
+        self.pairs.add(np.zeros((n, data.n_classes)), np.full(n, -np.inf), opts.enter)
+        alpha, inner, passes, best = np.zeros(self.pairs.keys.size), opts.inner_first, 0, None
+        self.inner_options = dataclasses.replace(opts.working_set, polish=False)
+        for rnd in range(opts.max_rounds):
+            small = self.pairs.restricted()
+            with warnings.catch_warnings():  # an unfinished round is no news: the outer decides
+                warnings.simplefilter("ignore")
+                res = working_set.solve(small, self.C, tol=max(inner, self.tol),
+                                        max_iter=max(max_iter - passes, 1), alpha0=alpha,
+                                        random_state=random_state, options=self.inner_options)
+            passes += res.n_iter
+            own = small.augmented_weights(res.weights, res.extras.get("intercept")) \
+                if small.node_weights else res.weights
+            S = _model_scores(self.model, own)
+            objective = _full_objective(self.model, own, self.C)
+            gap = relative_gap(objective, res.lower_bound)
+            if best is None or gap < best[0]:
+                best = (gap, res, objective, self.pairs.keys.copy())
+            self._record(rnd, objective, res.lower_bound, gap, passes, t0)
+            if reached(gap, self.tol) or passes >= max_iter:
+                break
+            xi_small = _margin.slacks(_model_scores(small, own), small.data)
+            old_keys, old_alpha = self.pairs.keys.copy(), res.dual
+            added = self.pairs.add(S, xi_small + opts.entry_rtol * scale, opts.enter)
+            alpha = self.pairs.carry(old_keys, old_alpha)
+            inner = max(self.tol, min(inner, opts.inner_share * gap))
+            self.inner_options = opts.working_set if inner <= opts.polish_below else \
+                dataclasses.replace(opts.working_set, polish=False)
+            if added == 0 and reached(res.gap, self.tol):
+                break  # nothing to add and the restricted problem is solved: round-off only
+        return self._result(best, passes, t0)
+
+    def _record(self, rnd, objective, lower, gap, passes, t0):
+        for key, val in (("round", rnd), ("objective", objective), ("lower_bound", lower),
+                         ("gap", gap), ("pairs", int(self.pairs.keys.size)),
+                         ("inner_passes", passes), ("time", time.perf_counter() - t0)):
+            self.history[key].append(val)
+        self.log("round %d: %d working pairs, primal %.10g dual %.10g gap %.3e (%d passes)",
+                 rnd, self.pairs.keys.size, objective, lower, gap, passes)
+
+    def _result(self, best, passes, t0) -> Solution:
+        gap, res, objective, keys = best
+        model = self.model
+        pi, py, pyb = self.pairs.arrays(keys)
+        sub_alpha = np.asarray(res.dual, dtype=float)
+        full = self.pairs.full_dual(keys, sub_alpha)
+        extras = {k: v for k, v in res.extras.items()
+                  if k in ("coefficients", "intercept", "at_zero")}
+        extras.update(working_pairs=(pi, py, pyb), working_dual=sub_alpha,
+                      rounds=len(self.history["round"]))
+        sol = Solution(weights=res.weights, objective=float(objective),
+                       lower_bound=float(res.lower_bound), n_iter=passes,
+                       converged=reached(gap, self.tol), tol=self.tol, dual=full,
+                       history=self.history, solve_time=time.perf_counter() - t0,
+                       solver="labelset", name="hsvm label-set cutting planes (n-slack)",
+                       extras=extras)
+        sol.warn_unless_converged("passes", stacklevel=4)
+        return sol

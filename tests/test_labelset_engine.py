@@ -1,0 +1,180 @@
+"""The label-set engine of the margin family (``hiercvx.solvers.labelset``).
+
+The oracle (most violated pair per example, without listing the pairs) against brute force
+over the listed pairs; the engine against the CVXPY reference (tree and DAG, both rescalings,
+sample weights, intercept) and the working-set solver; its certificate recomputed from the
+weights and the dual; ``check_solver`` on it; the margin engine's choice of it.
+"""
+
+import numpy as np
+import pytest
+
+import hiercvx as hc
+from hiercvx import methods, testing
+from hiercvx.exceptions import InputError
+from hiercvx.formulations import hsvm
+from hiercvx.models import hsvm as hsvm_model
+from hiercvx.solvers import interior_point, labelset, margin_engine, working_set
+from hiercvx.solvers._labelset_kernels import violated_pairs
+
+
+def tree():
+    parents = {"r": None}
+    for g in range(3):
+        parents[f"g{g}"] = "r"
+    for k in range(9):
+        parents[f"l{k}"] = f"g{k % 3}"
+    return hc.Hierarchy.from_parents(parents)
+
+
+def dag():
+    edges = [("r", "a"), ("r", "b"), ("r", "c"), ("a", "l0"), ("a", "l1"), ("a", "l2"),
+             ("b", "l2"), ("b", "l3"), ("b", "l4"), ("c", "l4"), ("c", "l5"), ("c", "l6")]
+    return hc.Hierarchy.from_edges(edges)
+
+
+def label_sets(H, n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    leaves = list(H.leaves)
+    means = rng.standard_normal((len(leaves), d))
+    Y = [frozenset(rng.choice(leaves, size=rng.integers(1, 4), replace=False)) for _ in range(n)]
+    X = np.array([means[[leaves.index(v) for v in s]].mean(axis=0) for s in Y])
+    return 2 * (X + 0.5 * rng.standard_normal(X.shape)), Y
+
+
+HIERARCHIES = {"tree": tree, "dag": dag}
+
+
+# ------------------------------------------------------------------ the oracle
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+@pytest.mark.parametrize("shape", ["tree", "dag"])
+def test_oracle_is_the_brute_force_maximum_over_the_pairs(shape, rescaling):
+    H = HIERARCHIES[shape]()
+    X, Y = label_sets(H, 25, 3, seed=1)
+    model = hsvm_model.prepare(X, Y, H, rescaling=rescaling, loss="zero_one"
+                               if rescaling == "margin" else "half_symmetric")
+    S = np.random.default_rng(2).standard_normal((25, model.data.n_classes))
+    y, ybar, v = labelset.oracle(S, model.data)
+    by, bybar, bv = model.oracle(S)  # over the listed pairs
+    assert np.allclose(v, bv, rtol=0, atol=1e-12)
+    # the returned pair is a pair of the example and attains the maximum
+    d = model.data
+    assert np.all(d.Y[np.arange(25), y]) and not np.any(d.Y[np.arange(25), ybar])
+    diff = S[np.arange(25), y] - S[np.arange(25), ybar]
+    L = d.loss[y, ybar]
+    again = L * (1 - diff) if rescaling == "slack" else L - diff
+    assert np.allclose(again, v, atol=1e-12)
+    assert np.allclose(labelset.full_slacks(S, d), hc.models.margin.slacks(S, d), atol=1e-12)
+
+
+def test_violated_pairs_are_the_largest_above_the_floor():
+    H = dag()
+    X, Y = label_sets(H, 20, 3, seed=3)
+    model = hsvm_model.prepare(X, Y, H)
+    d = model.data
+    S = np.random.default_rng(4).standard_normal((20, d.n_classes))
+    floor = np.random.default_rng(5).uniform(0.5, 1.5, 20)
+    k = 3
+    ptr, rel = labelset._relevant_lists(d.Y)
+    out_y = np.empty((20, k), np.int64)
+    out_b = np.empty((20, k), np.int64)
+    count = violated_pairs(S, ptr, rel, d.loss, True, floor, out_y, out_b)
+    for i in range(20):
+        lo, hi = d.pair_ptr[i], d.pair_ptr[i + 1]
+        py, pb = d.pair_y[lo:hi], d.pair_ybar[lo:hi]
+        v = d.pair_loss[lo:hi] * (1 - (S[i, py] - S[i, pb]))
+        per_ybar = {}
+        for yy, bb, vv in zip(py, pb, v):
+            per_ybar[bb] = max(per_ybar.get(bb, -np.inf), vv)
+        best = sorted((val for val in per_ybar.values() if val > floor[i]), reverse=True)[:k]
+        assert count[i] == len(best)
+        got = [d.loss[out_y[i, t], out_b[i, t]] * (1 - (S[i, out_y[i, t]] - S[i, out_b[i, t]]))
+               for t in range(count[i])]
+        assert np.allclose(got, best, atol=1e-12)
+        assert np.all(out_y[i, count[i]:] == -1)
+
+
+# ------------------------------------------------------------------ the engine
+CASES = [("tree", "slack", False, False), ("tree", "margin", True, False),
+         ("dag", "slack", False, True), ("dag", "margin", True, True)]
+
+
+@pytest.mark.parametrize("shape, rescaling, weighted, intercept", CASES)
+def test_engine_matches_the_reference(shape, rescaling, weighted, intercept):
+    H = HIERARCHIES[shape]()
+    X, Y = label_sets(H, 24, 4, seed=6)
+    sw = np.random.default_rng(7).uniform(0.5, 2.0, 24) if weighted else None
+    kw = dict(rescaling=rescaling, sample_weight=sw, fit_intercept=intercept)
+    model = hsvm_model.prepare(X, Y, H, **kw)
+    fast = labelset.solve(model, 1.5, tol=1e-9, options=labelset.Options(enter=2))
+    assert fast.converged and fast.gap <= 1e-9
+    ref = hsvm.primal(X, Y, H, C=1.5, **kw).solve()
+    testing.assert_fast_matches_reference(fast, ref, rtol=1e-6)
+    if intercept:
+        assert np.allclose(fast.intercept, ref.values["intercept"], atol=1e-3)
+    assert np.allclose(fast.weights, ref.weights, atol=1e-3)
+
+
+@pytest.mark.parametrize("rescaling", ["slack", "margin"])
+def test_engine_agrees_with_the_working_set_and_its_certificate_holds(rescaling):
+    H = tree()
+    X, Y = label_sets(H, 40, 5, seed=8)
+    model = hsvm_model.prepare(X, Y, H, rescaling=rescaling, fit_intercept=True)
+    C = 0.8
+    fast = labelset.solve(model, C, tol=1e-9)
+    old = working_set.solve(model, C, tol=1e-9)
+    assert fast.objective == pytest.approx(old.objective, rel=1e-7)
+    # the objective recomputed from the weights over every listed pair
+    assert model.objective(fast.weights, C, intercept=fast.intercept) == \
+        pytest.approx(fast.objective, rel=1e-12)
+    # the dual: feasible on the model's pairs, the bound the model computes at it
+    d, alpha = model.data, fast.dual
+    assert alpha.shape == (d.n_pairs,) and np.all(alpha >= 0)
+    used = np.bincount(d.pair_i, weights=alpha * d.pair_cost, minlength=d.n_samples)
+    assert np.all(used <= C * d.Cw * (1 + 1e-9))
+    assert model.lower_bound(alpha, C) == pytest.approx(fast.lower_bound, rel=1e-9)
+    # fewer pairs than the model lists
+    assert fast.working_pairs[0].size < d.n_pairs
+
+
+def test_kernel_model():
+    H = dag()
+    X, Y = label_sets(H, 20, 3, seed=9)
+    model = hsvm_model.prepare(X, Y, H, kernel="rbf", sigma=1.5)
+    fast = labelset.solve(model, 1.0, tol=1e-8)
+    old = working_set.solve(model, 1.0, tol=1e-8)
+    assert fast.converged and fast.objective == pytest.approx(old.objective, rel=1e-6)
+    assert model.objective(fast.weights, 1.0) == pytest.approx(fast.objective, rel=1e-10)
+
+
+def test_check_solver_accepts_the_engine():
+    def fit(X, Y, H, C=1.0, **options):
+        model = methods.get("hsvm").prepare(X, Y, H, **options)
+        sol = labelset.solve(model, C, tol=1e-9)
+        intercept = sol.intercept if model.fit_intercept else None
+        return {"weights": sol.weights, "intercept": intercept}
+
+    outcomes = testing.check_solver(fit, "hsvm", structures=["multilabel"])
+    assert outcomes and all(o.ok for o in outcomes)
+
+
+def test_margin_engine_runs_and_chooses_it():
+    H = tree()
+    X, Y = label_sets(H, 30, 4, seed=10)
+    model = hsvm_model.prepare(X, Y, H, fit_intercept=True)
+    sol = margin_engine.solve(model, 1.0, solver="labelset", tol=1e-8)
+    assert sol.solver == "labelset" and sol.converged
+    no_ipm = interior_point.Options(max_dimension=1)  # the small problem fits it otherwise
+    eager = margin_engine.Options(labelset_from_pairs=1, interior_point=no_ipm)
+    assert margin_engine.choose(model, options=eager) == "labelset"
+    assert margin_engine.solve(model, 1.0, tol=1e-8, options=eager).solver == "labelset"
+    single = hsvm_model.prepare(X, [sorted(s)[0] for s in Y], H)
+    assert margin_engine.choose(single, options=eager) != "labelset"  # label sets only
+
+
+def test_refuses_a_warm_start():
+    H = tree()
+    X, Y = label_sets(H, 10, 3)
+    model = hsvm_model.prepare(X, Y, H)
+    with pytest.raises(InputError, match="warm start"):
+        labelset.solve(model, 1.0, alpha0=np.zeros(model.data.n_pairs))
