@@ -269,8 +269,8 @@ class HierarchicalSVC(MarginSVC):
         :class:`hiercvx.solvers.margin_engine.Options` or a dict of its fields, with the keys
         ``"random_state"`` (seed of the visiting order), ``"warm_start"`` (start from the
         previous fit's dual variables when they fit the new problem: same training labels,
-        e.g. a path of increasing ``C``) and ``"keep_dual"``; ``tol`` and ``max_iter`` above
-        override the fields of the same name.  ``solver="reference"``: a dict with
+        e.g. a path of increasing ``C``) and ``"keep_dual"`` (``tol`` and ``max_iter`` above
+        are the engine's own keywords).  ``solver="reference"``: a dict with
         ``"solver"`` (the conic solver, e.g. ``"CLARABEL"``), ``"keep_dual"`` and keywords of
         :meth:`hiercvx.ReferenceProblem.solve`.  ``"keep_dual": True`` pickles the solver's
         state with the model (``result_``'s dual variables, for a warm start after
