@@ -10,23 +10,32 @@ duality.  :meth:`ReferenceProblem.solve` returns a :class:`ReferenceSolution` on
   values: the certificate below judges it, not the solver's status),
 * every returned value is finite,
 * the primal point is feasible (where the formulation supplies a residual), and
-* the relative gap ``(objective - lower_bound) / max(|objective|, |lower_bound|)``, also
-  measured against the decrease still possible from zero weights (``at_zero``, the objective
-  recomputed with every variable at zero; :func:`hiercvx.result.relative_gap`), is within
-  ``gap_tol`` -- meaningful at every scale of ``C`` and ``X``;
+* a test of :func:`hiercvx.result.certified_by` passes at ``gap_tol``: the relative gap
+  ``(objective - lower_bound) / max(|objective|, |lower_bound|)`` (``sol.gap``, meaningful at
+  every scale of ``C`` and ``X``), or, for an optimum that is zero to round-off, the decrease
+  from zero weights (``at_zero``, the objective recomputed with every variable at zero); both
+  with most of the decrease from zero certified when ``C`` is tiny.  ``sol.converged_by``
+  names the test; an answer certified by the relative gap is preferred: one certified only by
+  the decrease from zero is returned when no try reaches the relative gap;
 
 otherwise it retries (tight tolerances, then the objective divided by its magnitude) and
 then raises :class:`~hiercvx.exceptions.SolverError` naming the status, the solver, the gap
 and each try's reason.  The tolerances and the retries are the fields of :class:`Options`
-(``solve(options=Options(...))``).  Also here: the choice of a solver per problem class
-(:data:`SOLVER_PREFERENCE`), the size of a problem before compiling, Gurobi's licence limits.
+(``solve(options=Options(...))``).  Also here (from :mod:`hiercvx._solver_choice`): the choice
+of a solver per problem class (:data:`SOLVER_PREFERENCE`), the size of a problem before
+compiling, Gurobi's licence limits.
 The declarations' text and LaTeX renderings are :mod:`hiercvx.describe`.
+
+Badly scaled features (``X`` far from unit size, or ``C`` times its square huge) are solved as
+the same declaration on ``X / s`` (:mod:`hiercvx._reference_scaling`, recorded by the builder
+as :attr:`ReferenceProblem.scaling`), first at moderate ``C`` where the hard margin makes that
+the same optimum, the point mapped back and certified on the user's problem; a point whose
+relative gap misses ``gap_tol`` is first polished along its ray.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import logging
 import time
 import warnings
@@ -36,13 +45,6 @@ from typing import Any, Callable, Mapping
 
 import cvxpy as cp
 import numpy as np
-import scipy.sparse as sp
-from cvxpy.constraints import PSD, ExpCone
-
-try:  # optional: the pip wheel carries a size-limited licence
-    import gurobipy as gp
-except ImportError:  # pragma: no cover - gurobipy is installed by default
-    gp = None
 
 try:  # CVXPY's default QP/SOCP solver; read for its default settings
     import clarabel
@@ -50,7 +52,11 @@ except ImportError:  # pragma: no cover - a CVXPY dependency
     clarabel = None
 
 from .describe import Formulation, Symbol, Term, describe_parts, render_latex, render_text
-from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUnavailableError
+from ._solver_choice import (GUROBI_LIMIT_MARKERS, GUROBI_SIZE_LIMITS, OPEN_SOURCE_ALTERNATIVE,
+                             SOLVER_PREFERENCE, ProblemSize, check_gurobi_size, check_size,
+                             choose_solver, gurobi_licence, gurobi_limit_text, gurobi_size,
+                             installed_solvers, problem_class, problem_size, usable_solvers)
+from .exceptions import InputError, SolverError, SolverUnavailableError
 from ._reference_scaling import radial_polish
 from .result import (OPTIMAL, RELATIVE_GAP, Solution, certified_by, gap_scale,
                      reached, relative_gap)
@@ -78,262 +84,6 @@ __all__ = [
     "check_size",
     "SOLVER_PREFERENCE",
 ]
-
-#: Solver capabilities as data: preference order per problem class (first installed wins).
-SOLVER_PREFERENCE = {
-    "LP": ("CLARABEL", "HIGHS", "ECOS", "SCS", "GUROBI"),
-    "QP": ("CLARABEL", "OSQP", "ECOS", "SCS", "GUROBI"),
-    "SOCP": ("CLARABEL", "ECOS", "SCS", "GUROBI"),
-    "SDP": ("CLARABEL", "SCS"),
-    "EXP": ("CLARABEL", "ECOS", "SCS"),
-    "MILP": ("HIGHS", "GUROBI", "SCIPY", "ECOS_BB"),
-    "MIQP": ("GUROBI", "ECOS_BB"),
-    "MISOCP": ("GUROBI", "ECOS_BB"),
-}
-
-_GUROBI_LIMIT_MARKERS = ("size-limited", "Model too large", "10010", "restricted license")
-
-
-#: The limits of Gurobi's size-limited licence (the one the ``gurobipy`` pip wheel carries) on
-#: LP, QP, SOCP, MILP and MIQP models: at most 2000 variables and 2000 constraints (linear and
-#: quadratic together), and at most 200 variables as soon as the model has a quadratic term (a
-#: QP objective, a second-order cone: CVXPY passes every cone as a quadratic constraint over
-#: auxiliary variables).  Nonzeros are not limited.  ``tests/test_gurobi.py`` checks each bound.
-GUROBI_SIZE_LIMITS = {"variables": 2000, "constraints": 2000, "quadratic_variables": 200}
-
-#: the open-source solver to name when Gurobi's licence refuses a problem of a class
-OPEN_SOURCE_ALTERNATIVE = {"LP": "HIGHS", "QP": "CLARABEL", "SOCP": "CLARABEL", "SDP": "CLARABEL",
-                           "EXP": "CLARABEL", "MILP": "HIGHS", "MIQP": "ECOS_BB", "MISOCP": "ECOS_BB"}
-
-
-def installed_solvers() -> tuple[str, ...]:
-    """Solvers that CVXPY can import here."""
-    return tuple(cp.installed_solvers())
-
-
-@functools.lru_cache(maxsize=1)
-def gurobi_licence() -> str:
-    """``"full"``, ``"size-limited"``, ``"not installed"`` or ``"unusable: <reason>"``.
-
-    Probed once per process with an empty model one variable past the size-limited licence's
-    limit (:data:`GUROBI_SIZE_LIMITS`); a restricted licence answers with error 10010.
-    """
-    if gp is None or "GUROBI" not in installed_solvers():
-        return "not installed"
-    try:
-        with gp.Env(empty=True) as env:
-            env.setParam("OutputFlag", 0)
-            env.start()
-            with gp.Model(env=env) as m:
-                m.addVars(GUROBI_SIZE_LIMITS["variables"] + 1)
-                m.optimize()
-    except Exception as exc:  # gurobipy.GurobiError, or a licence server's error
-        msg = str(exc)
-        if any(k in msg for k in _GUROBI_LIMIT_MARKERS):
-            return "size-limited"
-        return f"unusable: {msg}"
-    return "full"
-
-
-def gurobi_limit_text() -> str:
-    """The measured limits of the size-limited licence, in words."""
-    lim = GUROBI_SIZE_LIMITS
-    return (f"at most {lim['variables']} variables and {lim['constraints']} constraints, "
-            f"{lim['quadratic_variables']} variables with a quadratic term (QP, SOCP)")
-
-
-def usable_solvers() -> dict[str, str]:
-    """Installed solvers and whether they work: name -> ``"ok"`` or the reason they do not.
-
-    Gurobi is probed (:func:`gurobi_licence`), so a restricted licence is reported here with
-    its limits rather than in the middle of a solve.
-    """
-    out = {name: "ok" for name in installed_solvers()}
-    if "GUROBI" in out:
-        licence = gurobi_licence()
-        if licence == "size-limited":
-            out["GUROBI"] = f"size-limited licence ({gurobi_limit_text()})"
-        elif licence != "full":
-            out["GUROBI"] = licence
-    return out
-
-
-def gurobi_size(problem) -> dict:
-    """The size of ``problem`` as Gurobi receives it from CVXPY: ``{"variables",
-    "constraints", "quadratic", "integer"}``.
-
-    Read from CVXPY's problem data for Gurobi (the compilation is cached, so the solve that
-    follows does not compile again): the QP route passes ``n_var`` variables and the equality
-    and inequality rows; the conic route adds, per second-order cone of dimension k, k
-    auxiliary variables, k linear coupling rows and one quadratic constraint.
-    """
-    data, _, _ = problem.get_problem_data(solver="GUROBI")
-    P = data.get("P")
-    quadratic = P is not None and (P.nnz if sp.issparse(P) else np.count_nonzero(P)) > 0
-    if "n_var" in data:  # QP route
-        n_var, n_con = int(data["n_var"]), int(data["n_eq"]) + int(data["n_ineq"])
-    else:  # conic route
-        dims = data["dims"]
-        soc = [int(k) for k in dims.soc]
-        n_var = int(data["A"].shape[1]) + sum(soc)
-        n_con = int(dims.zero) + int(dims.nonneg) + sum(soc) + len(soc)
-        quadratic = quadratic or bool(soc)
-    integer = bool(len(data.get("int_vars_idx", ())) or len(data.get("bool_vars_idx", ())))
-    return {"variables": n_var, "constraints": n_con, "quadratic": quadratic, "integer": integer}
-
-
-def check_gurobi_size(problem, what: str = "the problem") -> None:
-    """Raise :class:`SolverUnavailableError` (status ``"licence"``) when Gurobi's licence is
-    size-limited and ``problem`` exceeds :data:`GUROBI_SIZE_LIMITS`; naming the limit and the
-    open-source solver of the problem's class.  A full licence is not checked."""
-    if gurobi_licence() != "size-limited":
-        return
-    try:
-        size = gurobi_size(problem)
-    except cp.error.SolverError as exc:  # e.g. an SDP: Gurobi takes no PSD cone
-        klass = problem_class(problem)
-        raise SolverUnavailableError(
-            f"Gurobi cannot solve {what} ({klass}: {exc}); use the open-source "
-            f"solver='{OPEN_SOURCE_ALTERNATIVE.get(klass, 'CLARABEL')}'", status="unsupported",
-            solver="GUROBI") from None
-    lim = GUROBI_SIZE_LIMITS
-    max_vars = lim["quadratic_variables"] if size["quadratic"] else lim["variables"]
-    over = []
-    if size["variables"] > max_vars:
-        kind = " with a quadratic term (QP objective or cone)" if size["quadratic"] else ""
-        over.append(f"{size['variables']:,} variables{kind} > {max_vars:,}")
-    if size["constraints"] > lim["constraints"]:
-        over.append(f"{size['constraints']:,} constraints > {lim['constraints']:,}")
-    if over:
-        klass = problem_class(problem)
-        alt = OPEN_SOURCE_ALTERNATIVE.get(klass, "CLARABEL")
-        raise SolverUnavailableError(
-            f"{what} is too large for Gurobi's size-limited licence ({gurobi_limit_text()}): "
-            f"as compiled for Gurobi it has {'; '.join(over)}. Use the open-source "
-            f"solver='{alt}' for this {klass}, or a full Gurobi licence", status="licence",
-            solver="GUROBI")
-
-
-def problem_class(problem) -> str:
-    """``"LP"``, ``"QP"``, ``"SOCP"``, ``"SDP"``, ``"EXP"`` or a mixed-integer class.
-
-    Decided from the expression tree, without compiling (compiling twice would double
-    the build time that the benchmarks report).
-    """
-    def atoms(expr):
-        yield type(expr).__name__
-        for a in getattr(expr, "args", ()):
-            yield from atoms(a)
-
-    names = set(atoms(problem.objective))
-    for c in problem.constraints:
-        names.update(atoms(c))
-    psd = any(isinstance(c, PSD) for c in problem.constraints) or any(
-        v.attributes.get("PSD") or v.attributes.get("NSD") for v in problem.variables())
-    exp = any(isinstance(c, ExpCone) for c in problem.constraints) or bool(
-        names & {"exp", "log", "entr", "kl_div", "log_sum_exp", "logistic", "rel_entr"})
-    if problem.is_mixed_integer():
-        if problem.is_lp():
-            return "MILP"
-        return "MIQP" if problem.is_qp() else "MISOCP"
-    if psd or names & {"lambda_max", "lambda_min", "normNuc", "log_det", "matrix_frac"}:
-        return "SDP"
-    if exp:
-        return "EXP"
-    if problem.is_lp():
-        return "LP"
-    if problem.is_qp():
-        return "QP"
-    return "SOCP"
-
-
-def choose_solver(problem, solver: str | None = None) -> str:
-    """The solver to use: ``solver`` if given (checked to be installed), else the first
-    installed one in :data:`SOLVER_PREFERENCE` for the problem's class."""
-    available = installed_solvers()
-    if solver is not None:
-        name = str(solver).upper()
-        if name not in available:
-            hint = ", ".join(available)
-            raise SolverUnavailableError(f"solver {solver!r} is not installed; installed: {hint}",
-                                         solver=name)
-        return name
-    klass = problem_class(problem)
-    for name in SOLVER_PREFERENCE[klass]:
-        if name in available:
-            return name
-    raise SolverUnavailableError(f"no installed solver handles a {klass} problem; install one of "
-                                 f"{', '.join(SOLVER_PREFERENCE[klass])}")
-
-
-def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | None = None,
-               what: str = "the reference problem", *, default_max_size: int = 5_000_000) -> None:
-    """Refuse a reference whose estimated size exceeds ``max_size`` nonzeros, before compiling.
-
-    Parameters
-    ----------
-    n_variables, n_constraints, nnz : int
-        The estimated size: scalar variables, constraint rows, and nonzeros of the constraint
-        matrix plus the quadratic term.
-    max_size : int or None
-        The limit on ``nnz``; builders take ``max_size=`` to raise it.  None: ``default_max_size``.
-    what : str
-        The problem's name in the error message.
-    default_max_size : int, default 5_000_000
-        The limit when ``max_size`` is None: a problem CVXPY compiles and an interior-point
-        solver factors within a workstation's memory; beyond it the fast solvers are the tool.
-
-    Raises
-    ------
-    ProblemTooLargeError
-        When ``nnz`` exceeds the limit; the message says how to proceed.
-    """
-    if max_size is not None and (isinstance(max_size, (bool, np.bool_))
-                                 or not isinstance(max_size, (int, np.integer)) or max_size < 1):
-        raise InputError(f"max_size must be None or a positive integer (a number of nonzeros), got "
-                         f"{max_size!r}")
-    limit = default_max_size if max_size is None else int(max_size)
-    size = int(nnz)
-    if size > limit:
-        raise ProblemTooLargeError(
-            f"{what} would have about {n_variables:,} variables, {n_constraints:,} constraints and "
-            f"{size:,} nonzeros, over the limit of {limit:,}. Use the fast solver "
-            f"(solver='fast'), subsample the data, or pass max_size={size} (or larger) to build it anyway")
-
-
-# ---------------------------------------------------------------------- size and structure
-@dataclass(frozen=True)
-class ProblemSize:
-    """The size of a CVXPY problem before compilation: scalar variables, scalar constraint
-    rows, and nonzeros of the constant matrices and vectors in its expressions."""
-
-    variables: int
-    constraints: int
-    nonzeros: int
-
-    def __str__(self):
-        return (f"{self.variables:,} variables, {self.constraints:,} constraints, "
-                f"{self.nonzeros:,} nonzeros")
-
-
-def _constant_nonzeros(expr, seen: set) -> int:
-    if isinstance(expr, cp.Constant):
-        if id(expr) in seen:
-            return 0
-        seen.add(id(expr))
-        value = expr.value
-        return int(value.nnz) if sp.issparse(value) else int(np.count_nonzero(value))
-    return sum(_constant_nonzeros(a, seen) for a in getattr(expr, "args", ()))
-
-
-def problem_size(problem) -> ProblemSize:
-    """:class:`ProblemSize` of ``problem``, read from its expression tree (no compilation)."""
-    seen: set = set()
-    nnz = _constant_nonzeros(problem.objective, seen)
-    nnz += sum(_constant_nonzeros(c, seen) for c in problem.constraints)
-    return ProblemSize(sum(int(v.size) for v in problem.variables()),
-                       sum(int(c.size) for c in problem.constraints), nnz)
-
 
 #: A certified reference returns the one result type of hiercvx (:class:`hiercvx.result.Solution`).
 ReferenceSolution = Solution
@@ -770,7 +520,7 @@ class ReferenceProblem:
                 attempt.problem.solve(solver=name, verbose=ctx.verbose, **options)
         except cp.error.SolverError as exc:
             msg = str(exc)
-            if name == "GUROBI" and any(k in msg for k in _GUROBI_LIMIT_MARKERS):
+            if name == "GUROBI" and any(k in msg for k in GUROBI_LIMIT_MARKERS):
                 raise SolverUnavailableError(
                     f"Gurobi's size-limited licence ({gurobi_limit_text()}) cannot take this "
                     f"problem; use the open-source solver='"
