@@ -122,8 +122,9 @@ class Options:
     ----------
     gap_tol : float
         Largest relative gap ``(objective - lower_bound) / max(|objective|, |lower_bound|)``
-        (also against the decrease possible from zero weights) that certifies: 1e-6 is what
-        interior-point solvers reach at their default settings on these problems.
+        that certifies (the ``tol`` of :func:`~hiercvx.result.certified_by`, which also
+        takes the decrease from zero weights): 1e-6 is what interior-point solvers reach at
+        their default settings on these problems.
     feas_tol : float
         Largest primal residual (where the formulation supplies one): the solvers' own
         feasibility tolerance scale.
@@ -324,10 +325,12 @@ class ReferenceProblem:
         -------
         ReferenceSolution
             Certified: a point was returned, every value is finite, the point is feasible and
-            the recomputed gap is within ``gap_tol``.  Each solver is tried with its default
+            a test of :func:`~hiercvx.result.certified_by` passes at ``gap_tol`` (named by
+            ``converged_by``; ``gap`` is the relative gap, whichever passed).  Badly scaled
+            features are solved on ``X / s`` first (:attr:`scaling`).  Each solver is tried with its default
             settings, then :attr:`Options.tight_settings`, then with the objective divided by
-            its magnitude.  ``sol.extras`` records ``at_zero``, the solver's own
-            ``solver_status`` and the ``settings`` that certified.
+            its magnitude.  ``sol.extras`` records ``at_zero`` (``sol.gap_from_zero`` reads it),
+            the solver's own ``solver_status`` and the ``settings`` that certified.
         """
         options = options if options is not None else Options()
         if not isinstance(options, Options):
