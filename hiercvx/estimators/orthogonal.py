@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from .._validation import check_positive
-from ..exceptions import InputError
+from ..exceptions import HierarchyError, InputError
 from ..result import check_iteration_options
 from ._base import SOLVERS, NodeScoresMixin, solver_route, validate_training_X, validate_X
 from ._habits import LightPickleMixin, reports_progress
@@ -169,6 +169,11 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         # the model appends the bias feature itself (fit_intercept): solutions come back
         # without the bias column, the biases under "intercept"
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
+        if model.data.n_pairs == 0:  # one leaf: no class to tell apart, every score infinite
+            raise HierarchyError(f"{type(self).__name__}: nothing to classify, the labels give no "
+                                 f"two classes to separate (the hierarchy's leaves: "
+                                 f"{', '.join(map(repr, H.leaves[:3]))}); give a hierarchy with at "
+                                 "least two leaves")
         route = solver_route(self)
         if self.solver == "fast":
             fast = method.fast_solvers[route.method or "dual_cd"]

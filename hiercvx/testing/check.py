@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exceptions import InputError
+from ..exceptions import InputError, InputTypeError
 from ..methods import Case
 from ..result import comparison_scale
 from ._judge import WeightJudgement, judge_weights
@@ -419,6 +419,9 @@ def check_solver(fit, method, *, problems=None, rtol: float = 1e-4, weight_rtol:
         report, and the skipped problems.
     """
     __tracebackhide__ = True
+    if not callable(fit):
+        raise InputTypeError(f"fit must be a callable fit(X, Y, H, **options) -> result, got "
+                             f"{type(fit).__name__} {fit!r}")
     rtol = _check_tolerance("rtol", rtol)
     weight_rtol = _check_tolerance("weight_rtol", weight_rtol)
     method = as_method(method)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import InputError
+from ..exceptions import InputError, InputTypeError
 from ..hierarchy import Hierarchy
 from ..methods import STRUCTURES, Case, Method, get
 from ..methods.cases import problem as generate_data
@@ -264,6 +264,10 @@ def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d
         raise InputError("seeds is empty: give at least one seed, e.g. seeds=(0,)")
     if isinstance(structures, str):
         structures = (structures,)
+    if structures is not None and (not hasattr(structures, "__iter__")
+                                   or not all(isinstance(s, str) for s in structures)):
+        raise InputTypeError(f"structures must be None, a structure name or a sequence of them "
+                             f"(known: {STRUCTURES}), got {structures!r}")
     wanted = tuple(method.structures) if structures is None else tuple(structures)
     unknown = [s for s in wanted if s not in STRUCTURES]
     if unknown:
