@@ -145,17 +145,6 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
         return tags
 
 
-def _array_T(alpha, H) -> float | None:
-    """The T of (8) that node weights given as an array satisfy: their largest leaf ancestor
-    sum when it is above 1, else None (equality (4)); :func:`check_path_weights` refuses the
-    rest (a sum below 1, a wrong shape, non-finite or negative weights)."""
-    a = np.asarray(alpha, dtype=float) if np.ndim(alpha) == 1 else None
-    if a is None or a.shape != (len(H),) or not np.all(np.isfinite(a)):
-        return None
-    largest = float((H.ancestor_matrix[H.leaf_indices] @ a).max())
-    return largest if largest > 1.0 + 1e-6 else None
-
-
 class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     """The Normalized Hierarchical SVM, NHSVM paper eq. (10) (or its variant (13)).
 
@@ -175,8 +164,9 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     alpha : node weights: ``"power"`` ((6) with ``rho = 2``), ``"maxmin"`` ((7)), ``"dag"``
         ((6) under (8) with ``T = 1.5``), a :class:`PathWeights` carrying the program's settings
         (``PathWeights("power", rho=3.0)``, ``PathWeights("dag", T=2.0)``), an array over
-        ``hierarchy.nodes`` (every leaf's ancestor sum 1 as in (4), or in ``[1, T]`` as in (8)),
-        or None (``"power"`` on trees, ``"dag"`` on DAGs)
+        ``hierarchy.nodes`` (every leaf's ancestor sum 1, as in (4); the weights of the
+        relaxation (8) are given as ``PathWeights("dag", T=...)``), or None (``"power"`` on
+        trees, ``"dag"`` on DAGs)
     variant : ``"nhsvm"`` (eq. (10)) or ``"13"`` (eq. (13), single-label only)
     loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
     solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
@@ -236,8 +226,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         if isinstance(alpha, str):
             alpha = PathWeights(alpha)
         if not isinstance(alpha, PathWeights):
-            T = _array_T(alpha, H)
-            return _NHSVM.check_path_weights(alpha, H, T=T), T
+            return _NHSVM.check_path_weights(alpha, H), None
         T = _NHSVM.dag_T if (alpha.method == "dag" and alpha.T is None) else alpha.T
         return _NHSVM.path_weights(H, method=alpha.method, rho=alpha.rho, T=T,
                                    directional=alpha.directional), T
