@@ -90,6 +90,10 @@ class FeatureScaling:
     multipliers: tuple = ()
     problem: Any = None
 
+    def __getstate__(self):
+        # the rebuilt problem is a cache (CVXPY objects): rebuilt after unpickling
+        return {**self.__dict__, "problem": None}
+
     def weights(self, user) -> list[tuple[float, float]]:
         """The rebuilt weights to solve with, in order, each with the factor its certified
         bound is multiplied by to bound the rebuilt problem at the user's weight (for ``lam``
