@@ -49,6 +49,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
+from threadpoolctl import threadpool_limits
 
 from ..datasets import load
 from ..estimators import HierarchicalSVC, NormalizedHierarchicalSVC
@@ -242,8 +243,10 @@ def _fit_score(method, H, params, train, test, settings, seed):
     nodes = evaluated_nodes(y, H)
     model = method.make(H, params[0], params[1], settings, seed)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():   # an unconverged grid point is still scored
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    # one BLAS thread per fit: the small per-node problems lose most of their time to
+    # thread start-up otherwise (the leaderboard does the same)
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # still scored
         if method.flat:
             model.fit(X, np.asarray(H.closure(y), dtype=int)[:, nodes])
         else:

@@ -11,6 +11,8 @@ returned weights, certified lower bound, gap, status, iterations, times, per-sol
 - :mod:`.working_set` — Cai–Hofmann hierarchical SVM, variable selection (thesis Alg. 2)
 - :mod:`.interior_point` — the margin family (Crammer–Singer, Cai–Hofmann) by a primal-dual
   interior-point method; :mod:`.margin_engine` chooses among the three margin solvers
+- :mod:`.low_rank_kernel` — a kernel margin model solved as the linear one on a
+  pivoted-Cholesky factor of its kernel (the margin engine's entry takes it for large kernels)
 - :mod:`.orthogonal_dual` — the orthogonal-transfer family by dual block-coordinate ascent on
   the SDP lifting (the estimators' default)
 - :mod:`.rda` — regularized dual averaging with optimality bounds (Zhou et al., Alg. 1)
