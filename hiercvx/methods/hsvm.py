@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..formulations import hsvm
 from ..models import hsvm as hsvm_model
-from ..solvers import smoothing, working_set
+from ..solvers import labelset, smoothing, working_set
 from ._margin import ENGINE_SOLVERS
 from ._papers import CAI
 from ._registry import Case, FastSolver, Method
@@ -71,6 +71,11 @@ METHODS = (
             "smoothing", smoothing.solve,
             algorithm="L-BFGS on the soft-max smoothed primal (continuation in mu), the dual "
                       "finished by Algorithm 2 warm-started at the soft multipliers",
+            options={"tol": 1e-8}, rtol=1e-6),
+            "labelset": FastSolver(
+            "labelset", labelset.solve,
+            algorithm="n-slack cutting planes over pairs with the loss-augmented oracle, the "
+                      "model restricted to the working pairs solved by Algorithm 2",
             options={"tol": 1e-8}, rtol=1e-6),
             **ENGINE_SOLVERS},
         estimator="hiercvx.estimators.HierarchicalSVC",

@@ -49,6 +49,7 @@ from ..models.margin import MarginData, MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import working_set
 from ._labelset_kernels import most_violated, violated_pairs
+from .score_factor import choose_factor
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,10 @@ class Options:
         The inner solver takes its exact steps (:mod:`.margin_polish`) only once the inner gap
         asked for is below this: on working sets that are still growing an exact step on the
         working pairs is wasted.
+    round_passes : int
+        Passes of the inner solver per round at most: a working set that is still missing
+        pairs is not worth solving accurately, the oracle's next round is (a pass and an oracle
+        call cost about the same).
     max_rounds : int
         Rounds of the outer loop (it needs a handful; this bounds a pathological run).
     working_set : working_set.Options
@@ -88,7 +93,8 @@ class Options:
     inner_share: float = 0.1
     entry_rtol: float = 1e-9
     polish_below: float = 1e-4
-    max_rounds: int = 100
+    round_passes: int = 50
+    max_rounds: int = 1000
     working_set: working_set.Options = field(default_factory=working_set.Options)
 
 
@@ -281,13 +287,17 @@ class _Run:
         scale = float(np.max(data.loss)) if data.loss.size else 1.0
         self.pairs.add(np.zeros((n, data.n_classes)), np.full(n, -np.inf), opts.enter)
         alpha, inner, passes, best = np.zeros(self.pairs.keys.size), opts.inner_first, 0, None
-        self.inner_options = dataclasses.replace(opts.working_set, polish=False)
+        factor = opts.working_set.factor
+        if factor == "auto":  # chosen once, on the first working set, not every round
+            factor = choose_factor(self.pairs.restricted().data, gram=not self.model.node_weights)
+        self.inner_options = dataclasses.replace(opts.working_set, polish=False, factor=factor)
         for rnd in range(opts.max_rounds):
             small = self.pairs.restricted()
             with warnings.catch_warnings():  # an unfinished round is no news: the outer decides
                 warnings.simplefilter("ignore")
                 res = working_set.solve(small, self.C, tol=max(inner, self.tol),
-                                        max_iter=max(max_iter - passes, 1), alpha0=alpha,
+                                        max_iter=max(min(max_iter - passes, opts.round_passes),
+                                                     1), alpha0=alpha,
                                         random_state=random_state, options=self.inner_options)
             passes += res.n_iter
             own = small.augmented_weights(res.weights, res.extras.get("intercept")) \
@@ -305,8 +315,8 @@ class _Run:
             added = self.pairs.add(S, xi_small + opts.entry_rtol * scale, opts.enter)
             alpha = self.pairs.carry(old_keys, old_alpha)
             inner = max(self.tol, min(inner, opts.inner_share * gap))
-            self.inner_options = opts.working_set if inner <= opts.polish_below else \
-                dataclasses.replace(opts.working_set, polish=False)
+            self.inner_options = dataclasses.replace(
+                self.inner_options, polish=opts.working_set.polish and inner <= opts.polish_below)
             if added == 0 and reached(res.gap, self.tol):
                 break  # nothing to add and the restricted problem is solved: round-off only
         return self._result(best, passes, t0)

@@ -1,0 +1,112 @@
+"""``HierarchicalSVC()`` on the Clus-HMC yeast label sets vs one-vs-rest ``LinearSVC`` over
+the nodes, measured in one run.
+
+Data: cellcycle_FUN (FunCat tree) and cellcycle_GO (GO DAG) from the shared Clus-HMC folder,
+train + valid for training, test for scoring; missing values imputed by the mean and features
+standardized on the training rows; labels as the loader gives them (label sets of node names).
+
+Per dataset:
+1. one-vs-rest ``LinearSVC`` (C = 1, scikit-learn defaults) over the evaluated nodes
+   (:func:`hiercvx.metrics.evaluated_nodes`: nodes with a positive in training), its node
+   scores on the test set;
+2. ``HierarchicalSVC(hierarchy=H)`` at its defaults (C = 1, tol = 1e-6 relative duality gap,
+   the margin engine's choice of solver): fit time, certified gap, solver, test prediction time
+   (``predict`` and ``node_decision_function``);
+3. AU(PRC) of both (:func:`hiercvx.metrics.au_prc`, micro-averaged over the evaluated nodes).
+Ratio = HierarchicalSVC fit time / one-vs-rest fit time (target: at most 10).
+
+Run: ``.venv/bin/python benchmarks/bench_labelsets.py [--n N] [--datasets cellcycle_FUN ...]
+[--max-iter K]`` (``--n``: a seeded random subset of N training rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+from sklearn.impute import SimpleImputer
+from sklearn.multiclass import OneVsRestClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+
+from hiercvx import metrics
+from hiercvx.datasets import load_arff
+from hiercvx.estimators import HierarchicalSVC
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "hmc")
+
+
+def load(name: str, n: int | None, seed: int = 0):
+    """Train + valid (a random subset of ``n`` rows when given) and test, imputed and scaled."""
+    parts = [load_arff(os.path.join(DATA, f"{name}.{s}.arff")) for s in ("train", "valid", "test")]
+    X = np.vstack([parts[0].X, parts[1].X])
+    y = list(parts[0].y) + list(parts[1].y)
+    if n is not None and n < len(y):
+        idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
+        X, y = X[idx], [y[i] for i in idx]
+    pre = make_pipeline(SimpleImputer(), StandardScaler()).fit(X)
+    return pre.transform(X), y, pre.transform(parts[2].X), list(parts[2].y), parts[0].hierarchy
+
+
+def one_vs_rest(X, y, Xt, H):
+    """Fit time and test node scores ``(m, M)`` of one-vs-rest LinearSVC on the evaluated nodes."""
+    T = np.asarray(H.closure(y), dtype=bool)
+    mask = metrics.evaluated_nodes(y, H)
+    t0 = time.perf_counter()
+    ovr = OneVsRestClassifier(LinearSVC(C=1.0)).fit(X, T[:, mask])
+    fit = time.perf_counter() - t0
+    P = np.full((Xt.shape[0], len(H.nodes)), -np.inf)
+    P[:, mask] = ovr.decision_function(Xt)
+    return fit, P, int(mask.sum())
+
+
+def hierarchical(X, y, Xt, H, max_iter):
+    est = HierarchicalSVC(hierarchy=H, max_iter=max_iter)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    est.predict(Xt)
+    P = est.node_decision_function(Xt)
+    return est, fit, time.perf_counter() - t0, P
+
+
+def run(name, n, max_iter):
+    X, y, Xt, yt, H = load(name, n)
+    t_ovr, P_ovr, n_nodes = one_vs_rest(X, y, Xt, H)
+    a_ovr = metrics.au_prc(yt, P_ovr, hierarchy=H, y_train=y)
+    print(f"{name}: n={X.shape[0]} d={X.shape[1]} nodes={len(H.nodes)} evaluated={n_nodes}",
+          flush=True)
+    print(f"  one-vs-rest LinearSVC   fit {t_ovr:8.1f} s   AU(PRC) {a_ovr:.3f}", flush=True)
+    est, t_h, t_pred, P_h = hierarchical(X, y, Xt, H, max_iter)
+    a_h = metrics.au_prc(yt, P_h, hierarchy=H, y_train=y)
+    res = est.result_
+    print(f"  HierarchicalSVC()       fit {t_h:8.1f} s   AU(PRC) {a_h:.3f}   gap {est.gap_:.2e} "
+          f"({'converged' if res.converged else 'NOT converged'}, {res.solver}: {res.name}, "
+          f"{est.n_iter_} passes)   test prediction {t_pred:.2f} s", flush=True)
+    print(f"  ratio HierarchicalSVC / one-vs-rest: {t_h / t_ovr:.1f}", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=None, help="random subset of training rows")
+    ap.add_argument("--datasets", nargs="+", default=["cellcycle_FUN", "cellcycle_GO"])
+    ap.add_argument("--max-iter", type=int, default=10000, help="HierarchicalSVC max_iter")
+    args = ap.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+          f"{os.getloadavg()[2]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    for name in args.datasets:
+        if not os.path.exists(os.path.join(DATA, f"{name}.train.arff")):
+            print(f"{name}: not found in {os.path.abspath(DATA)}; skipped")
+            continue
+        run(name, args.n, args.max_iter)
+
+
+if __name__ == "__main__":
+    main()
