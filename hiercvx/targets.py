@@ -79,6 +79,11 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
     multilabel = is_multilabel_target(y)
     if not multilabel:
         yy = np.asarray(y)
+        if yy.dtype == object and yy.size and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                for v in yy.ravel().tolist()):
+            yy = yy.astype(np.int64)  # integer node names in an object array: scikit-learn's
+            # check calls them of unknown type
         try:
             check_classification_targets(yy.ravel() if yy.ndim == 2 and yy.shape[1] == 1 else yy)
         except ValueError as exc:  # scikit-learn's words, the package's error
@@ -128,7 +133,10 @@ def class_array(values) -> np.ndarray:
     """Class names as an array of their common type (int, str, ...); object dtype only when
     the names mix types, so that nothing is silently converted to strings."""
     values = list(values)
-    arr = np.asarray(values)
+    try:
+        arr = np.asarray(values)
+    except ValueError:  # names of unequal lengths, e.g. self leaves (v, suffix) beside integers
+        arr = np.empty(0, dtype=object).reshape(0, 0)
     if arr.ndim != 1 or arr.dtype.kind not in "iufbU" or any(
             type(a) is not type(values[0]) for a in values):
         arr = np.empty(len(values), dtype=object)

@@ -145,6 +145,66 @@ def test_fuzz_estimators_on_random_problems_long(case):
     check_fit_case(case)
 
 
+# ---------------------------------------------------------------------- estimators, every option
+#: values each option may take (unknown combinations are refused with the package's errors)
+OPTION_VALUES = {
+    "C": [1e-3, 1.0, 1e3], "fit_intercept": [True, False], "intercept_scaling": [0.5, 1.0, 10.0],
+    "kernel": ["linear", "rbf", "gaussian"], "solver": ["fast", "reference"],
+    "internal_labels": ["self_leaf", "refuse"], "tol": [1e-2, 1e-6],
+    "loss": [None, "zero_one", "half_symmetric", "symmetric_difference", "sibling", "leaf_count"],
+    "attributes": ["indicator", "tree_depth", "class_depth", "normalized"],
+    "rescaling": ["slack", "margin"],
+    "method": ["orthogonal", "transfer", "hiermult", "flatmult", "treeloss", "auto", "pairwise"],
+    "variant": ["nhsvm", "13", "online", "batch"], "update": ["perceptron", "passive_aggressive"],
+    "shuffle": [True, False], "treeloss_classes": ["nodes", "leaves"], "inference": ["auto", "lp"],
+}
+
+
+@st.composite
+def option_cases(draw, name):
+    """An estimator with a random choice of its options and a random small problem."""
+    _, X, y, H, weight = draw(fit_cases(name))
+    known = getattr(E, name)().get_params()
+    options = {k: draw(st.sampled_from(v)) for k, v in OPTION_VALUES.items()
+               if k in known and draw(st.booleans())}
+    return name, X, y, H, weight, options
+
+
+def check_option_case(case):
+    name, X, y, H, weight, options = case
+    est = _estimator(name, H, **options)
+    fit_params = {} if weight is None else {"sample_weight": weight}
+    try:
+        _fit(est, X, y, **fit_params)
+    except Exception as exc:  # noqa: BLE001 - judged here
+        assert _ours(exc), (f"{name}({options}).fit: foreign {type(exc).__module__}."
+                            f"{type(exc).__name__}: {exc}")
+        return
+    predicted, _ = _call(est.predict, X)
+    assert predicted is not None and len(predicted) == X.shape[0]
+    if getattr(est, "objective_", None) is not None:
+        assert np.isfinite(est.objective_)
+    if hasattr(est, "decision_function"):
+        scores, _ = _call(est.decision_function, X)
+        if scores is not None:
+            assert np.all(np.isfinite(np.asarray(scores, dtype=float))), (name, options)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@SMALL
+@given(data=st.data())
+def test_fuzz_estimator_options_on_random_problems(name, data):
+    check_option_case(data.draw(option_cases(name)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ESTIMATORS)
+@LARGE
+@given(data=st.data())
+def test_fuzz_estimator_options_on_random_problems_long(name, data):
+    check_option_case(data.draw(option_cases(name)))
+
+
 # ---------------------------------------------------------------------- estimators, bad values
 BAD_PARAMETERS = [float("nan"), float("inf"), -float("inf"), -1.0, 0.0, -3, "abc", "", None, [1.0],
                   {"a": 1}, 1j, True, object()]
@@ -477,3 +537,21 @@ def test_fuzz_testing_api(entry, value):
 @given(st.sampled_from(sorted(CALLS)), ANY)
 def test_fuzz_testing_api_long(entry, value):
     test_fuzz_testing_api.hypothesis.inner_test(entry, value)
+
+
+def test_integer_node_names_in_an_object_array_are_labels():
+    """Found by the fuzz: scikit-learn's target check calls an object array of integers of
+    unknown type; integer node names are labels like any other."""
+    H = Hierarchy.from_parents({0: None, 1: 0, 2: 0, 3: 1, 4: 1})
+    X, y = hst.clustered_data(H, 12, d=2, seed=0)
+    y = np.array(list(y), dtype=object)
+    for name in ("HierarchicalSVC", "TopDownSVC", "MulticlassSVC"):
+        est = _estimator(name, H)
+        _fit(est, X, y)
+        assert set(est.predict(X).tolist()) <= {2, 3, 4}
+    # a label at an internal node of an integer-named tree gets the self leaf (1, "/<self>")
+    y_partial = y.copy()
+    y_partial[0] = 1
+    est = _estimator("TopDownSVC", H)
+    _fit(est, X, y_partial)
+    assert len(est.predict(X)) == len(y)
