@@ -17,7 +17,7 @@ try:  # optional: the pip wheel carries a size-limited licence
 except ImportError:  # pragma: no cover - gurobipy is installed by default
     gp = None
 
-from .exceptions import InputError, ProblemTooLargeError, SolverUnavailableError
+from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUnavailableError
 
 __all__ = ["SOLVER_PREFERENCE", "GUROBI_SIZE_LIMITS", "OPEN_SOURCE_ALTERNATIVE", "installed_solvers",
            "gurobi_licence", "gurobi_limit_text", "usable_solvers", "gurobi_size", "check_gurobi_size",
@@ -140,6 +140,9 @@ def check_gurobi_size(problem, what: str = "the problem") -> None:
             f"Gurobi cannot solve {what} ({klass}: {exc}); use the open-source "
             f"solver='{OPEN_SOURCE_ALTERNATIVE.get(klass, 'CLARABEL')}'", status="unsupported",
             solver="GUROBI") from None
+    except (ValueError, TypeError) as exc:  # CVXPY's compilation failed (a degenerate problem)
+        raise SolverError(f"CVXPY cannot compile {what} for Gurobi: {exc}", status="error",
+                          solver="GUROBI") from exc
     lim = GUROBI_SIZE_LIMITS
     max_vars = lim["quadratic_variables"] if size["quadratic"] else lim["variables"]
     over = []
