@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from ..inference import LabelSetOracle, auto_method
 from ..result import Solution, relative_gap
+from ._nhsvm_kernels import resync_kernel
 from .primitives import RowData, row_data
 
 logger = logging.getLogger("hiercvx.solvers.nhsvm_fw")
@@ -178,17 +179,10 @@ class DualState:
         """Recompute ``g`` and ``l`` from the cached masses (removes rounding drift)."""
         if hasattr(self, "_keys") and self._pool_size == 0:
             return
-        pool = self.pool
-        n, M = self.G.shape
-        mask = self.cid >= 0
-        ids = np.where(mask, self.cid, 0)
-        beta = np.where(mask, self.cbeta, 0.0)
-        w = beta * self.cscale
-        self.l = (beta * self.coff).sum(axis=1)
-        G = w.sum(axis=1)[:, None] * model.T
-        for k in range(self.K):  # one slot at a time: never an (n, K, M) temporary
-            G -= w[:, k, None] * pool[ids[:, k]]
-        self.G = G
+        G, l = np.empty_like(self.G), np.empty_like(self.l)
+        resync_kernel(self.pool, self.cid, self.cbeta, self.coff, self.cscale,
+                      np.ascontiguousarray(model.T, dtype=float), G, l)
+        self.G, self.l = G, l
 
     def add(self, model: VertexModel, vertex, rows=None) -> tuple[int, bool]:
         """Add each sample's vertex (from :meth:`VertexModel.most_violating`) to its cache.

@@ -19,7 +19,7 @@ from numba import njit
 from .primitives import row_dot
 
 __all__ = ["node_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
-           "bcfw_sweep_single", "sgd_epoch_single"]
+           "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel"]
 
 # Reassociation lets LLVM vectorize the dot products and rank-one updates (inputs are finite).
 _FAST = {"reassoc", "contract", "nsz"}
@@ -74,6 +74,8 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
     s = np.empty(M)
     u = np.empty(M)
     delta = np.empty(M)
+    diff = np.empty(M, dtype=np.int64)
+    ds = np.empty(M)
     grad = np.empty(n_slots)
     total = 0
     worst = 0.0
@@ -125,6 +127,7 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
             if down == -2 or up == down or g_up - g_down <= eps:
                 break
             kappa = 0.0
+            nd = 0
             for m in range(M):
                 val = 0.0
                 if up >= 0:
@@ -132,7 +135,10 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                 if down >= 0:
                     val -= cscale[i, down] * (Tf[i, m] - pool[cid[i, down], m])
                 u[m] = val
-                kappa += (sqa[m] * val) ** 2
+                if val != 0.0:  # the direction lives on the nodes where the two vertices differ
+                    diff[nd] = m
+                    nd += 1
+                    kappa += (sqa[m] * val) ** 2
             kappa *= curv
             t_max = slack if down == -1 else cbeta[i, down]
             t = t_max
@@ -150,18 +156,23 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                 lsum[i] -= t * coff[i, down]
             else:
                 slack = 0.0 if t >= t_max else slack - t
-            own = 0.0
-            for m in range(M):
+            # the scores move on the differing nodes only: update them and every cached
+            # vertex's gradient there (O(k |diff|), not O(k M))
+            d_own = 0.0
+            for q in range(nd):
+                m = diff[q]
                 delta[m] += t * u[m]
-                r[m] += t * curv * sqa[m] * u[m]
-                s[m] = sqa[m] * r[m]
-                own += Tf[i, m] * s[m]
+                dr = t * curv * sqa[m] * u[m]
+                r[m] += dr
+                ds[q] = sqa[m] * dr
+                s[m] += ds[q]
+                d_own += Tf[i, m] * ds[q]
             for j in range(k):
                 p = cid[i, j]
-                sz = 0.0
-                for m in range(M):
-                    sz += pool[p, m] * s[m]
-                grad[j] = coff[i, j] - cscale[i, j] * (own - sz)
+                dsz = 0.0
+                for q in range(nd):
+                    dsz += pool[p, diff[q]] * ds[q]
+                grad[j] -= cscale[i, j] * (d_own - dsz)
             changed = True
             total += 1
         if changed:
@@ -309,3 +320,23 @@ def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, G, lsum, xs
         visits += order.size
         active = active[bgap[active] > eps]
     return visits, active
+
+
+@njit(cache=True)
+def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, G, lsum):
+    """``g_i = sum_j beta_ij sigma_ij (t_i - z_j)`` and ``l_i = sum_j beta_ij b_ij`` from the
+    cached masses (slots with mass only), written into ``G`` and ``lsum``."""
+    n, M = G.shape
+    for i in range(n):
+        lsum[i] = 0.0
+        for m in range(M):
+            G[i, m] = 0.0
+        for j in range(cid.shape[1]):
+            b = cbeta[i, j]
+            p = cid[i, j]
+            if p < 0 or b <= 0.0:
+                continue
+            lsum[i] += b * coff[i, j]
+            w = b * cscale[i, j]
+            for m in range(M):
+                G[i, m] += w * (Tf[i, m] - pool[p, m])

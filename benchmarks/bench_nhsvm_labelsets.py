@@ -1,0 +1,147 @@
+"""NHSVM on Clus-HMC label sets beside one-vs-rest LinearSVC over the evaluated nodes.
+
+Data: ``../shared/data/hmc/cellcycle_{FUN,GO}.{train,valid,test}.arff`` (yeast cell-cycle
+expression, 77 features with missing values; FunCat tree / Gene Ontology DAG).  The models
+train on train + valid (mean imputation and standardization fitted there) and are scored on
+test.
+
+Rows per dataset, all measured in the same run (wall and CPU seconds; the machine's load is
+printed before and after, since only ratios from one run compare):
+
+* ``OvR LinearSVC``: one ``sklearn.svm.LinearSVC(C=1)`` per evaluated node
+  (:func:`hiercvx.metrics.evaluated_nodes`: a positive in training, root excluded) on the
+  closed label sets; a node positive for every sample scores a constant.
+* ``NHSVM``: ``NormalizedHierarchicalSVC(hierarchy=H)`` with its defaults (C = 1, leaf-Hamming
+  loss, default ``tol``): fit time, passes, certified relative gap, predict time of the test
+  set (best label set per sample: the tree DP on FunCat, the closure cut / bounds / LP / (19)
+  on GO) and the share of samples the closure cut answered.
+
+Both rows report AU(PRC) (:func:`hiercvx.metrics.au_prc`, the literature's measure) on the
+test set: the OvR decision values, and NHSVM's ``node_decision_function``.  The ratio column
+is NHSVM's fit time over OvR's.
+
+    .venv/bin/python benchmarks/bench_nhsvm_labelsets.py [--n 600] [--datasets FUN,GO]
+        [--max-iter N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+
+from hiercvx.datasets import load_arff
+from hiercvx.estimators import NormalizedHierarchicalSVC
+from hiercvx.inference.closure import ClosureCut
+from hiercvx.metrics import au_prc, evaluated_nodes
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+
+
+class Clock:
+    """Wall and CPU seconds of a block."""
+
+    def __enter__(self):
+        self.w0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w0
+        self.cpu = time.process_time() - self.c0
+
+
+def load(name: str, n: int | None, seed: int = 0):
+    """Train + valid (optionally ``n`` of them at random) and test, imputed and standardized."""
+    train, valid, test = (load_arff(DATA / f"cellcycle_{name}.{s}.arff")
+                          for s in ("train", "valid", "test"))
+    X = np.vstack([train.X, valid.X])
+    y = list(train.y) + list(valid.y)
+    prep = make_pipeline(SimpleImputer(strategy="mean"), StandardScaler()).fit(X)
+    X, Xte = prep.transform(X), prep.transform(test.X)
+    if n is not None and n < len(y):
+        keep = np.sort(np.random.default_rng(seed).choice(len(y), n, replace=False))
+        X, y = X[keep], [y[i] for i in keep]
+    return train.hierarchy, X, y, Xte, list(test.y)
+
+
+def one_vs_rest(H, X, y, Xte):
+    """LinearSVC per evaluated node; returns (fit Clock, predict Clock, node scores on test)."""
+    nodes = np.flatnonzero(evaluated_nodes(y, H))
+    T = H.closure(y)
+    S = np.zeros((Xte.shape[0], len(H)))
+    models = {}
+    with Clock() as fit:
+        for j in nodes:
+            if T[:, j].all():
+                continue
+            models[j] = LinearSVC(C=1.0).fit(X, T[:, j])
+    with Clock() as pred:
+        for j in nodes:
+            S[:, j] = models[j].decision_function(Xte) if j in models else 1.0
+    return fit, pred, S, len(nodes)
+
+
+def nhsvm(H, X, y, Xte, max_iter):
+    est = NormalizedHierarchicalSVC(hierarchy=H)
+    if max_iter:
+        est.set_params(max_iter=max_iter)
+    with Clock() as fit, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    with Clock() as pred:
+        est.predict(Xte)
+    S = est.node_decision_function(Xte)
+    F = est.hierarchy_
+    share = np.nan
+    if not F.is_tree:  # the test samples the closure cut decides (the rest: bounds, LP, (19))
+        share = float(ClosureCut(F).run(est.node_scores(Xte))[2].mean())
+    return est, fit, pred, S, share
+
+
+def run(name: str, n, max_iter) -> None:
+    H, X, y, Xte, yte = load(name, n)
+    print(f"\ncellcycle_{name}: {X.shape[0]} train+valid samples, {X.shape[1]} features, "
+          f"{Xte.shape[0]} test; {H!r}", flush=True)
+    fo, po, So, n_nodes = one_vs_rest(H, X, y, Xte)
+    ap_o = au_prc(yte, So, H, y_train=y)
+    est, fn, pn, Sn, share = nhsvm(H, X, y, Xte, max_iter)
+    ap_n = au_prc(yte, Sn, H, y_train=y)
+    print(f"  {'model':<16} {'fit wall':>9} {'fit cpu':>8} {'pred wall':>9} {'passes':>6} "
+          f"{'gap':>8} {'AU(PRC)':>8}")
+    print(f"  {'OvR LinearSVC':<16} {fo.wall:9.1f} {fo.cpu:8.1f} {po.wall:9.2f} {'-':>6} {'-':>8} "
+          f"{ap_o:8.3f}   ({n_nodes} evaluated nodes)")
+    print(f"  {'NHSVM':<16} {fn.wall:9.1f} {fn.cpu:8.1f} {pn.wall:9.2f} {est.n_iter_:>6} "
+          f"{est.gap_:8.1e} {ap_n:8.3f}   (tol {est.tol:g}; {len(est.hierarchy_)} nodes)")
+    print(f"  ratio NHSVM / OvR fit: wall {fn.wall / fo.wall:.2f}, cpu {fn.cpu / fo.cpu:.2f}"
+          + ("" if np.isnan(share) else f"; test samples decided by the closure cut: {share:.0%}"),
+          flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=None, help="subsample train+valid to n samples")
+    ap.add_argument("--datasets", default="FUN,GO")
+    ap.add_argument("--max-iter", type=int, default=0, help="cap NHSVM's passes (0: default)")
+    args = ap.parse_args(argv)
+    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    missing = [f"cellcycle_{d}" for d in names if not (DATA / f"cellcycle_{d}.train.arff").exists()]
+    if missing:
+        print(f"data absent in {DATA}: {', '.join(missing)}; nothing to benchmark")
+        return
+    print("load average before:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
+    for name in names:
+        run(name, args.n, args.max_iter)
+    print("\nload average after:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""NHSVM on label sets (Choi, Sasaki & Srebro, "Normalized Hierarchical SVM", arXiv:1508.02479,
+2016: (10) over ``Y_m`` with a decomposable loss, inference (19)).
+
+* the closure relaxation of (19) by a minimum cut: its value bounds (19) from above, its sets
+  are closed, and where it reports a label set that set is optimal (enumeration of ``Y_m``);
+* the inference methods with the cut in front ("ilp", "lp") return what exact enumeration
+  returns, plain and loss-augmented, on small trees and DAGs;
+* the fast solver on seeded label-set problems (tree and DAG) against the CVXPY reference, its
+  certificate recomputed independently (the primal by enumeration, the bound from the dual
+  point it returns);
+* the estimator's predictions equal exact inference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hiercvx as hc
+from hiercvx import inference as inf
+from hiercvx.estimators import NormalizedHierarchicalSVC
+from hiercvx.formulations import nhsvm
+from hiercvx.inference.closure import ClosureCut
+from hiercvx.models.nhsvm import node_scores
+from hiercvx.solvers import nhsvm_fw
+
+
+def random_hierarchy(rng, n_nodes: int, dag: bool) -> hc.Hierarchy:
+    """Nodes ``n1..`` under earlier nodes (one parent, or up to two on a DAG), root ``n0``."""
+    edges = []
+    for k in range(1, n_nodes):
+        k_parents = int(rng.integers(1, 3)) if dag and k > 1 else 1
+        for p in rng.choice(k, size=min(k, k_parents), replace=False):
+            edges.append((f"n{p}", f"n{k}"))
+    return hc.Hierarchy.from_edges(edges)
+
+
+def optimum(S, H):
+    """Best label-set value per row of ``S`` by enumeration of ``Y_m``."""
+    return (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
+
+
+def planted_sets(H, n, d, seed):
+    """Features and label sets from a planted node-weight model."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    S = X @ rng.standard_normal((len(H), d)).T
+    Z = inf.best_label_set(S + 0.5 * rng.standard_normal(S.shape), H, "enumerate")
+    leaves = np.array(H.leaves, dtype=object)
+    cols = [H.index(v) for v in H.leaves]
+    return X, [frozenset(leaves[row].tolist()) for row in Z[:, cols]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("dag", [False, True])
+def test_closure_cut_bounds_19_and_its_label_sets_are_optimal(seed, dag):
+    rng = np.random.default_rng(700 + seed)
+    H = random_hierarchy(rng, int(rng.integers(3, 15)), dag)
+    S = rng.normal(size=(30, len(H))) + rng.normal()
+    Z, value, exact = ClosureCut(H).run(S)
+    best = optimum(S, H)
+    assert np.all(value >= best - 1e-9)  # a relaxation of (19)
+    np.testing.assert_allclose(value, inf.label_set_scores(S, Z), atol=1e-9)
+    closed = np.asarray((H.ancestor_matrix.T @ Z.T.astype(float)).T > 0)  # ancestors of members
+    assert not np.any(closed & ~Z) and Z[:, 0].all()
+    assert np.all(inf.is_valid_label_set(Z[exact], H))
+    np.testing.assert_allclose(value[exact], best[exact], atol=1e-9)
+
+
+def test_closure_cut_answers_positive_leaves_and_refuses_bare_internal_nodes():
+    H = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "x"), ("b", "x"), ("b", "y")])
+    S = np.zeros((2, len(H)))
+    S[0, H.index("x")] = 1.0   # x pulls in a and b: a label set, exact
+    S[1, H.index("b")] = 2.0   # b alone is closed but has no chosen child: not a label set
+    S[1, [H.index("x"), H.index("y")]] = -1.0
+    Z, value, exact = ClosureCut(H).run(S)
+    assert exact.tolist() == [True, False]
+    assert value[1] == pytest.approx(2.0) and optimum(S, H)[1] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("method", ["ilp", "lp"])
+def test_inference_with_the_cut_equals_enumeration(seed, method):
+    rng = np.random.default_rng(900 + seed)
+    H = random_hierarchy(rng, int(rng.integers(4, 14)), dag=True)
+    S = rng.normal(size=(12, len(H)))
+    Z, info = inf.LabelSetOracle(H, method).solve(S, return_info=True)
+    assert np.all(inf.is_valid_label_set(Z, H))
+    np.testing.assert_allclose(info.objective, optimum(S, H), atol=1e-9)
+    assert 0 <= info.n_closure <= len(S)
+    # loss-augmented (the training oracle): the same value as enumeration
+    T = inf.best_label_set(rng.normal(size=S.shape), H, "enumerate")
+    kw = {"loss": "leaf_hamming", "true_indicator": T, "return_info": True}
+    _, aug = inf.LabelSetOracle(H, method).solve(S, **kw)
+    _, brute = inf.LabelSetOracle(H, "enumerate").solve(S, **kw)
+    np.testing.assert_allclose(aug.objective, brute.objective, atol=1e-9)
+
+
+def _certificate(model, res, lam):
+    """The objective recomputed with enumeration as the oracle, and the dual value at the
+    returned dual point (``g`` over the nodes and the loss term)."""
+    W = model.augmented_weights(res.weights, res.extras.get("intercept"))
+    oracle = inf.LabelSetOracle(model.H, "enumerate")
+    P = nhsvm.primal_objective(W, model, lam, oracle)
+    D = model.dual_value(res.extras["dual_coef"], np.array([res.extras["loss_term"]]), lam)
+    return P, D
+
+
+@pytest.mark.parametrize("structure", ["tree", "dag"])
+def test_fast_solver_on_label_sets_matches_the_reference_with_an_independent_certificate(structure):
+    rng = np.random.default_rng(11)
+    H = random_hierarchy(rng, 9, dag=structure == "dag")
+    X, Y = planted_sets(H, n=24, d=3, seed=5)
+    lam = 0.5
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    res = nhsvm_fw.solve(model, lam, method="pairwise", tol=1e-8, max_iter=3000)
+    ref = nhsvm.primal(X, Y, H, lam=lam, multilabel=True).solve(verbose=False)
+    assert res.converged
+    assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+    P, D = _certificate(model, res, lam)
+    assert P == pytest.approx(res.objective, rel=1e-10)
+    assert D <= ref.objective * (1 + 1e-9) and D == pytest.approx(res.lower_bound, rel=1e-9)
+    assert (P - D) / max(abs(P), 1.0) <= 1e-8
+
+
+def test_estimator_predictions_equal_exact_inference_on_a_dag():
+    rng = np.random.default_rng(4)
+    H = random_hierarchy(rng, 12, dag=True)
+    X, Y = planted_sets(H, n=40, d=3, seed=6)
+    est = NormalizedHierarchicalSVC(hierarchy=H, tol=1e-6).fit(X, Y)
+    S = est.node_scores(X)
+    exact = inf.best_label_set(S, est.hierarchy_, "enumerate")
+    fast, info = inf.LabelSetOracle(est.hierarchy_, "ilp").solve(S, return_info=True)
+    np.testing.assert_allclose(inf.label_set_scores(S, fast), inf.label_set_scores(S, exact),
+                               atol=1e-9)
+    assert info.n_closure + info.n_bounded <= len(X)
+    leaves = est.hierarchy_.leaves
+    cols = [est.hierarchy_.index(v) for v in leaves]
+    pred = est.predict(X)
+    values = [inf.label_set_scores(S[i], est.hierarchy_.closure([p])[0]) for i, p in enumerate(pred)]
+    np.testing.assert_allclose(np.ravel(values), inf.label_set_scores(S, exact), atol=1e-9)
+    assert all(p for p in pred) and len(cols) == len(leaves)
+
+
+def test_node_scores_follow_the_model():
+    rng = np.random.default_rng(2)
+    H = random_hierarchy(rng, 8, dag=False)
+    X, Y = planted_sets(H, n=20, d=3, seed=1)
+    est = NormalizedHierarchicalSVC(hierarchy=H, tol=1e-6).fit(X, Y)
+    S = node_scores(est.coef_, X, est.alpha_) + np.sqrt(est.alpha_) * est.intercept_
+    np.testing.assert_allclose(est.node_scores(X), S, atol=1e-12)
