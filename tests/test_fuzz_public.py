@@ -401,6 +401,61 @@ def test_fuzz_formulation_builders_long(case):
     check_reference_case(case)
 
 
+@st.composite
+def random_reference_problems(draw, name):
+    """A random small problem of a structure the method supports: ``(X, Y, H, params)``."""
+    method = methods.get(name)
+    kinds = [k for k, needs in (("tree", "tree"), ("chain", "tree"), ("star", "flat"),
+                                ("one_child", "tree"), ("dag", "dag"))
+             if needs in method.structures]
+    kind = draw(st.sampled_from(kinds))
+    multilabel = "multilabel" in method.structures and draw(st.booleans())
+    partial = "partial" in method.structures and draw(st.booleans())
+    X, Y, H = draw(hst.datasets(kind=kind, n_min=4, n_max=12, d_max=3, multilabel=multilabel,
+                                partial=partial, sparse="sparse" in method.structures and None))
+    param = next(iter(method.cases(True)[0].params))
+    params = {param: draw(st.sampled_from([0.1, 1.0, 10.0]))}
+    if name == "multiclass":  # flat: the labels are the classes
+        Y = [next(iter(v)) if isinstance(v, frozenset) else v for v in Y]
+    return X, Y, H, params
+
+
+def check_primal_and_dual_agree(name, problem):
+    """Both declarations of the method certify the same optimum, or refuse with the package's
+    errors (an independent route: the primal's and the dual's objectives)."""
+    X, Y, H, params = problem
+    solved = {}
+    for role, build in methods.get(name).references.items():
+        prob, error = _call(build, X, Y, H, **params)
+        if error is not None:
+            return
+        sol, error = _call(prob.solve)
+        if sol is not None:
+            assert sol.lower_bound <= sol.objective + 1e-6 * max(1.0, abs(sol.objective))
+            solved[role] = sol
+    if len(solved) == 2:
+        a, b = (s.objective for s in solved.values())
+        assert a == pytest.approx(b, rel=1e-4, abs=1e-6), (name, solved)
+
+
+REFERENCE_SETTINGS = settings(SMALL, max_examples=max(2, SMALL.max_examples // 2))
+
+
+@pytest.mark.parametrize("name", methods.names())
+@REFERENCE_SETTINGS
+@given(data=st.data())
+def test_fuzz_references_on_random_problems(name, data):
+    check_primal_and_dual_agree(name, data.draw(random_reference_problems(name)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", methods.names())
+@settings(LARGE, max_examples=60)
+@given(data=st.data())
+def test_fuzz_references_on_random_problems_long(name, data):
+    check_primal_and_dual_agree(name, data.draw(random_reference_problems(name)))
+
+
 # ---------------------------------------------------------------------- loaders: random text
 TOKENS = st.sampled_from(["@RELATION", "@ATTRIBUTE", "@DATA", "@relation r", "numeric", "REAL",
                           "string", "{a,b}", "hierarchical", "a/b", "a", "b", "01", "01/02", "?",

@@ -51,7 +51,7 @@ import scipy.sparse as sp
 
 from .._validation import check_positive
 from ..bias import append_constant
-from ..exceptions import InputError
+from ..exceptions import HierarchyError, InputError
 from ..hierarchy import Hierarchy
 from ..models.orthogonal import (METHODS, NonConvexKError, PairModel, check_convexity, comparison_matrix,
                                  edge_incidence, heuristic_K, omega, omega_subgradient, predict_flat,
@@ -579,7 +579,7 @@ def _pair_gradient(model: PairModel, F, alpha):
     return FsT @ G @ d.Lam[:, model.var_nodes]
 
 
-@rescales_features({"alpha": -2})
+@rescales_features({"alpha": -2}, multipliers=("alpha",))
 def dual(X, y, H: Hierarchy, C: float = 1.0, K=None, alpha: float = 1.0, representer: bool | None = None,
          max_size: int | None = None, *, fit_intercept: bool = False,
          intercept_scaling: float = 1.0) -> ReferenceProblem:
@@ -621,6 +621,11 @@ def dual_from_model(model: PairModel, C: float = 1.0, *, representer: bool | Non
 def _dual_pieces(model: PairModel, Cval: float, F):
     """The margin multipliers, their budget rows, the parameter C and ``U(alpha)^T``."""
     d = model.data
+    if d.n_pairs == 0:  # a CVXPY variable of size 0 does not compile
+        raise HierarchyError(f"the dual of {model.method.upper()} has no multipliers: the labels "
+                             "give no two classes to separate (the hierarchy's leaves: "
+                             f"{', '.join(map(repr, model.H.leaves[:3]))}); give a hierarchy with "
+                             "at least two leaves (the primal's optimum is W = 0)")
     Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
     alpha = cp.Variable(d.n_pairs, nonneg=True, name="alpha")
     budget_rows = sp.csr_matrix((d.pair_cost, (d.pair_i, np.arange(d.n_pairs))),
