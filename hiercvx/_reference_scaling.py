@@ -24,12 +24,28 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["FeatureScaling", "feature_scale", "rescales_features", "radial_polish"]
+__all__ = ["FeatureScaling", "Step", "feature_scale", "rescales_features", "radial_polish"]
+
+
+class Step(NamedTuple):
+    """One solve of the rebuilt problem (:meth:`FeatureScaling.steps`): its weight, and the
+    factors that map its answer to the user's problem beyond the powers of ``s``.
+
+    ``bound``: of its certified bound (``None``: the bound is the user's own, evaluated at the
+    mapped point and duals); ``multipliers``: of :attr:`FeatureScaling.multipliers`;
+    ``weights``: of the variables of power ``-1`` (weights, regularized intercepts);
+    ``duals``: of the constraints' duals."""
+
+    value: float
+    bound: float | None = 1.0
+    multipliers: float = 1.0
+    weights: float = 1.0
+    duals: float = 1.0
 
 
 def feature_scale(X, inside: tuple = (1e-2, 1e2)) -> float | None:
@@ -74,9 +90,11 @@ class FeatureScaling:
         The largest ``C`` (``1 / lam``) the rebuilt problem is first solved with
         (:meth:`weights`).
     multipliers : tuple
-        Variables that are multipliers of a ``lam`` form: at a rebuilt ``lam'`` other than
-        the user's ``lam / s^2`` they are the user's times ``lam' s^2 / lam`` (the weights are
-        recovered as ``V(beta) / (2 lam)``).
+        The variables that are multipliers (of the dual formulations): at a rebuilt weight
+        other than the user's they map with :attr:`Step.multipliers`.
+    floor : float
+        The smallest ``C`` (largest ``1 / lam``) the rebuilt problem is solved with when the
+        user's is smaller (:meth:`steps`).
     """
 
     factor: float
@@ -88,23 +106,26 @@ class FeatureScaling:
     powers: Mapping[str, int]
     cap: float = 1e3
     multipliers: tuple = ()
+    floor: float = 1e-3
     problem: Any = None
 
     def __getstate__(self):
         # the rebuilt problem is a cache (CVXPY objects): rebuilt after unpickling
         return {**self.__dict__, "problem": None}
 
-    def weights(self, user) -> list[tuple[float, float]]:
-        """The rebuilt weights to solve with, in order, each with the factor its certified
-        bound is multiplied by to bound the rebuilt problem at the user's weight (for ``lam``
-        also the factor of :attr:`multipliers`).
+    def steps(self, user) -> list[Step]:
+        """The rebuilt problems to solve, in order (:class:`Step`).
 
         The user's weight rebuilt (``C s^2``) is huge for separable data scaled up, a problem
         no interior-point solver solves to 1e-6; its optimum is that of any ``C' <= C s^2``
         at which no multiplier reaches its box (the hard margin), and the objective grows
-        with ``C``, so ``C' = cap, 10 cap, ..., 1e5 cap`` come first: their bound bounds the user's
-        problem (for ``lam``: times ``lam / lam'``), their point is optimal when the margin is
-        hard."""
+        with ``C``, so ``C' = cap, 10 cap, ..., 1e5 cap`` come first: their bound bounds the
+        user's problem (for ``lam``: times ``lam / lam'``), their point is optimal when the
+        margin is hard.  It is tiny for data scaled down: the objective is then its value at
+        zero up to a decrease no solver resolves; while no margin reaches its hinge the
+        solution is linear in ``C`` (weights and a ``C`` form's multipliers ``C g``), so
+        ``C' = floor`` comes first, its point scaled by ``C s^2 / floor`` and certified with
+        the user's own bound.  The user's weight rebuilt comes last."""
         value = self.arguments.get(self.weight)
         param = user.parameters.get(self.weight)
         if param is not None and param.value is not None:
@@ -114,10 +135,14 @@ class FeatureScaling:
         c_equivalent = value if c_form else 1.0 / value
         out, c = [], self.cap
         while c < c_equivalent and len(out) < 6:
-            out.append((c, 1.0) if c_form else (1.0 / c, value * c))
+            out.append(Step(c) if c_form else Step(1.0 / c, value * c, value * c, 1.0, value * c))
             c *= 10.0
+        if c_equivalent < self.floor:
+            r = c_equivalent / self.floor
+            out.append(Step(self.floor, None, r, r, r) if c_form else
+                       Step(1.0 / self.floor, None, 1.0, r, 1.0))
         # unscaled features at the user's weight: the user's problem itself (its own tries)
-        return out if self.factor == 1.0 else out + [(value, 1.0)]
+        return out if self.factor == 1.0 else out + [Step(value)]
 
     def rebuilt(self, value: float) -> Any:
         """The rebuilt :class:`~hiercvx.reference.ReferenceProblem` with its weight at
@@ -129,14 +154,19 @@ class FeatureScaling:
             self.problem.set(**{self.weight: value})
         return self.problem
 
-    def values(self, values: dict, factor: float = 1.0) -> dict | None:
-        """The rebuilt problem's values in the user's units (:attr:`multipliers` also times
-        ``factor``, the bound's factor of :meth:`weights`); ``None`` when a variable has no
-        declared power (the map is not known: the caller solves the user's problem)."""
+    def values(self, values: dict, step: Step = Step(1.0)) -> dict | None:
+        """The rebuilt problem's values in the user's units (times the factors of ``step``);
+        ``None`` when a variable has no declared power (the map is not known: the caller
+        solves the user's problem)."""
         if any(k not in self.powers for k in values):
             return None
-        return {k: v * self.factor ** self.powers[k] * (factor if k in self.multipliers else 1.0)
-                for k, v in values.items()}
+
+        def extra(k):
+            if k in self.multipliers:
+                return step.multipliers
+            return step.weights if self.powers[k] == -1 else 1.0
+
+        return {k: v * self.factor ** self.powers[k] * extra(k) for k, v in values.items()}
 
     def objective(self, value: float) -> float:
         """A rebuilt objective or bound in the user's units."""
@@ -145,7 +175,8 @@ class FeatureScaling:
 
 def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
                       objective_power: int | None = None, kernel: str = "kernel",
-                      inside: tuple = (1e-2, 1e2), cap: float = 1e3, multipliers: tuple = ()):
+                      inside: tuple = (1e-2, 1e2), cap: float = 1e3, multipliers: tuple = (),
+                      floor: float = 1e-3):
     """Decorate a reference builder ``builder(X, ..., C=..., ...)`` so its problem carries a
     :class:`FeatureScaling` when ``X`` is badly scaled (:func:`feature_scale`).
 
@@ -171,6 +202,9 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
         features.
     multipliers : tuple
         :attr:`FeatureScaling.multipliers`.
+    floor : float
+        :attr:`FeatureScaling.floor` (also when ``X`` is well scaled and ``C`` times its
+        largest entry squared is below ``1e-3 floor``).
     """
     weight_power = 2 if weight == "C" else -2
     obj_power = (-2 if weight == "C" else 0) if objective_power is None else objective_power
@@ -192,7 +226,7 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
                 top = _largest(X)
                 c = arguments.get(weight)
                 c = c if weight_power > 0 or not c else 1.0 / c
-                if not (top and c and c * top * top > 1e3 * cap):
+                if not (top and c and not 1e-3 * floor <= c * top * top <= 1e3 * cap):
                     return problem
                 s = 1.0
             first = next(iter(arguments))
@@ -205,7 +239,7 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
                 arguments.update(more)
             problem.scaling = FeatureScaling(s, wrapper_of(builder), arguments, weight,
                                              weight_power, obj_power, dict(powers), cap,
-                                             tuple(multipliers))
+                                             tuple(multipliers), floor)
             return problem
 
         build.__wrapped_builder__ = builder

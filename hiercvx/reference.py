@@ -454,18 +454,20 @@ class ReferenceProblem:
         scaling, kept = self.scaling, None
         if scaling is None:
             return None
-        for value, factor in scaling.weights(self):
-            sol = self._scaled_try(scaling, value, factor, name, options, verbose, solver_options)
+        for step in scaling.steps(self):
+            sol = self._scaled_try(scaling, step, name, options, verbose, solver_options)
             if sol is not None and sol.converged_by == RELATIVE_GAP:
                 return sol
             if sol is not None and (kept is None or sol.objective < kept.objective):
                 kept = sol
         return kept
 
-    def _scaled_try(self, scaling, value, factor, name, options, verbose, solver_options):
-        """One solve of the rebuilt problem at weight ``value``, its point mapped back and
-        certified here with its bound times ``factor`` (in this problem's units)."""
+    def _scaled_try(self, scaling, step, name, options, verbose, solver_options):
+        """One solve of the rebuilt problem at ``step.value``, its point and duals mapped back
+        (:class:`~hiercvx._reference_scaling.Step`) and certified here: with its bound times
+        ``step.bound`` in this problem's units, or this problem's own bound."""
         t0 = time.perf_counter()
+        value = step.value
         try:
             inner = scaling.rebuilt(value)._solve_with(name, options, verbose, solver_options)
         except SolverError as exc:
@@ -473,22 +475,25 @@ class ReferenceProblem:
                 raise
             logger.info("%s: the problem on X / %g failed (%s)", self.name, scaling.factor, exc)
             return None
-        values = scaling.values(inner.values, factor)
+        values = scaling.values(inner.values, step)
         if values is None:
             return None
+        duals = {k: d * scaling.factor ** scaling.objective_power * step.duals
+                 for k, d in inner.duals.items()}
         ctx = _Context(name, inner.problem_class, options, verbose, self._objective_at_zero(), t0)
         label = f"features divided by {scaling.factor:g}, {scaling.weight}={value:.3g}, "
         try:
-            return self._judge(ctx, values, scaling.objective(inner.lower_bound) * factor,
+            lower = scaling.objective(inner.lower_bound) * step.bound if step.bound is not None \
+                else float(self._lower_bound(values, duals))
+            return self._judge(ctx, values, lower,
                                inner.status, lambda values, objective, lower, test: replace(
                                    inner, objective=objective, lower_bound=lower, values=values,
                                    weights=self._weights(values), converged_by=test, name=self.name,
-                                   duals={k: d * scaling.factor ** scaling.objective_power * factor
-                                          for k, d in inner.duals.items()},
+                                   duals=duals,
                                    solver_objective=float("nan"),
                                    extras={**inner.extras, "at_zero": ctx.at_zero,
                                            "settings": label + str(inner.extras.get("settings"))}))
-        except SolverError as exc:
+        except (SolverError, ArithmeticError, ValueError, IndexError, KeyError) as exc:
             logger.info("%s: the point of the problem on X / %g does not certify (%s)", self.name,
                         scaling.factor, exc)
             return None

@@ -142,7 +142,8 @@ def test_scaled_up_references_certify_the_optimum(unscaled, method, role):
     assert sol.converged_by == RELATIVE_GAP
 
 
-@pytest.mark.parametrize("method, role", [("multiclass", "dual"), ("sibling_svm", "primal")])
+@pytest.mark.parametrize("method, role", [("multiclass", "primal"), ("multiclass", "dual"),
+                                          ("hsvm", "dual"), ("sibling_svm", "primal")])
 def test_scaled_down_references_certify(unscaled, method, role):
     """X * 1e-6 (``C s^2`` tiny: the objective is almost its value at zero): certified by
     the relative gap, the decrease from zero reported beside it."""

@@ -341,7 +341,7 @@ class _PrimalCertificate:
 
 
 # ---------------------------------------------------------------------- dual (9)-(11)
-@rescales_features({"beta": -2})
+@rescales_features({"beta": -2}, multipliers=("beta",))
 def dual(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, bias="auto",
          keep_delta=False, max_size=None) -> ReferenceProblem:
     """The dual (9)-(11) on ``(X, y, H)``: :func:`prepare` then :func:`dual_from_model`."""

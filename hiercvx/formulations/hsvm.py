@@ -392,7 +392,7 @@ class _PrimalRoutes:
 
 
 # ---------------------------------------------------------------------- dual (4.15)
-@rescales_features({"alpha": -2})
+@rescales_features({"alpha": -2}, multipliers=("alpha",))
 def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
          attributes=DEFAULT_ATTRIBUTES, classes=None, rescaling="slack", sample_weight=None,
          sigma=None, fit_intercept=False, intercept_scaling=1.0,

@@ -288,7 +288,7 @@ def recover_coefficients(Lambda: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return np.where(Y, 1.0, -1.0) * np.asarray(Lambda, dtype=float)
 
 
-@rescales_features({"Lambda": -2})
+@rescales_features({"Lambda": -2}, multipliers=("Lambda",))
 def dual(X, y, C: float = 1.0, kernel="linear", sample_weight=None, class_weight=None,
          sigma: float | None = None, max_size: int | None = None) -> ReferenceProblem:
     """The lecture notes' multi-class kernel SVM dual ("Lagrangian Dual Problem for Multi-Class SVM")::
