@@ -39,13 +39,17 @@ class Step(NamedTuple):
     ``bound``: of its certified bound (``None``: the bound is the user's own, evaluated at the
     mapped point and duals); ``multipliers``: of :attr:`FeatureScaling.multipliers`;
     ``weights``: of the variables of power ``-1`` (weights, regularized intercepts);
-    ``duals``: of the constraints' duals."""
+    ``duals``: of the constraints' duals; ``partner``: a second weight solved too, the other
+    variables (slacks, free biases: affine in ``C`` where the solution is linear) taken at
+    ``v + extrapolate (v_partner - v)``."""
 
     value: float
     bound: float | None = 1.0
     multipliers: float = 1.0
     weights: float = 1.0
     duals: float = 1.0
+    partner: float | None = None
+    extrapolate: float = 0.0
 
 
 def feature_scale(X, inside: tuple = (1e-2, 1e2)) -> float | None:
@@ -138,9 +142,9 @@ class FeatureScaling:
             out.append(Step(c) if c_form else Step(1.0 / c, value * c, value * c, 1.0, value * c))
             c *= 10.0
         if c_equivalent < self.floor:
-            r = c_equivalent / self.floor
-            out.append(Step(self.floor, None, r, r, r) if c_form else
-                       Step(1.0 / self.floor, None, 1.0, r, 1.0))
+            r, t = c_equivalent / self.floor, 2.0 * (1.0 - c_equivalent / self.floor)
+            out.append(Step(self.floor, None, r, r, r, self.floor / 2, t) if c_form else
+                       Step(1.0 / self.floor, None, 1.0, r, 1.0, 2.0 / self.floor, t))
         # unscaled features at the user's weight: the user's problem itself (its own tries)
         return out if self.factor == 1.0 else out + [Step(value)]
 
@@ -154,10 +158,11 @@ class FeatureScaling:
             self.problem.set(**{self.weight: value})
         return self.problem
 
-    def values(self, values: dict, step: Step = Step(1.0)) -> dict | None:
-        """The rebuilt problem's values in the user's units (times the factors of ``step``);
-        ``None`` when a variable has no declared power (the map is not known: the caller
-        solves the user's problem)."""
+    def values(self, values: dict, step: Step = Step(1.0), other: dict | None = None) -> dict | None:
+        """The rebuilt problem's values in the user's units (times the factors of ``step``;
+        with ``other``, the values at ``step.partner``, the variables without a factor
+        extrapolated); ``None`` when a variable has no declared power (the map is not known:
+        the caller solves the user's problem)."""
         if any(k not in self.powers for k in values):
             return None
 
@@ -166,7 +171,12 @@ class FeatureScaling:
                 return step.multipliers
             return step.weights if self.powers[k] == -1 else 1.0
 
-        return {k: v * self.factor ** self.powers[k] * extra(k) for k, v in values.items()}
+        def value(k, v):
+            if other is not None and extra(k) == 1.0:
+                v = v + step.extrapolate * (other[k] - v)
+            return v * self.factor ** self.powers[k] * extra(k)
+
+        return {k: value(k, v) for k, v in values.items()}
 
     def objective(self, value: float) -> float:
         """A rebuilt objective or bound in the user's units."""

@@ -475,7 +475,15 @@ class ReferenceProblem:
                 raise
             logger.info("%s: the problem on X / %g failed (%s)", self.name, scaling.factor, exc)
             return None
-        values = scaling.values(inner.values, step)
+        other = None
+        if step.partner is not None:  # the second point of the linear path
+            try:
+                other = scaling.rebuilt(step.partner)._solve_with(name, options, verbose,
+                                                                  solver_options).values
+            except SolverError as exc:
+                logger.info("%s: the problem on X / %g failed (%s)", self.name, scaling.factor, exc)
+                return None
+        values = scaling.values(inner.values, step, other)
         if values is None:
             return None
         duals = {k: d * scaling.factor ** scaling.objective_power * step.duals
