@@ -93,7 +93,7 @@ class Options:
     inner_share: float = 0.1
     entry_rtol: float = 1e-9
     polish_below: float = 1e-4
-    round_passes: int = 50
+    round_passes: int = 20
     max_rounds: int = 1000
     working_set: working_set.Options = field(default_factory=working_set.Options)
 
