@@ -149,3 +149,29 @@ def test_node_scores_follow_the_model():
     est = NormalizedHierarchicalSVC(hierarchy=H, tol=1e-6).fit(X, Y)
     S = node_scores(est.coef_, X, est.alpha_) + np.sqrt(est.alpha_) * est.intercept_
     np.testing.assert_allclose(est.node_scores(X), S, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_branch_and_bound_on_the_lp_reaches_the_optimum_of_19(seed):
+    """Samples whose LP is fractional: branch and bound from the bound's set returns an optimal
+    label set (enumeration), and the oracle without the cut (bounds, LP, branching) agrees."""
+    rng = np.random.default_rng(1500 + seed)
+    H = random_hierarchy(rng, int(rng.integers(8, 15)), dag=True)
+    S = rng.normal(size=(40, len(H))) - 0.3
+    best = optimum(S, H)
+    lp = inf.LabelSetOracle(H, "ilp")._model(integer=False)
+    start, keep = inf.DagBounds(H).run(S)[1:4:2]
+    branched = 0
+    for i in range(len(S)):
+        z, _ = lp.solve(-S[i])
+        if np.abs(z - np.round(z)).max() <= 1e-6:
+            continue
+        Z = lp.branch_subset(-S[i], keep[i], start[i], 200, 1e-6, 1e-12)
+        assert Z is not None and inf.is_valid_label_set(Z, H)
+        assert inf.label_set_scores(S[i], Z) == pytest.approx(best[i], abs=1e-9)
+        branched += 1
+    no_cut = inf.Options(closure_cut=False)
+    for options in (no_cut, inf.Options(closure_cut=False, branch_max_nodes=1)):
+        _, info = inf.LabelSetOracle(H, "ilp", options=options).solve(S, return_info=True)
+        np.testing.assert_allclose(info.objective, best, atol=1e-9)
+    assert branched > 0  # the seeds are chosen so that some LPs are fractional

@@ -61,6 +61,11 @@ class Options:
         cut (:mod:`hiercvx.inference.closure`): a sample whose closed set is a label set is
         answered exactly in milliseconds, without a program; False sends every sample to the
         programs.
+    branch_max_nodes : int
+        Method ``"ilp"``: an uncertified sample whose LP is fractional is solved by depth-first
+        branch and bound on the warm-started LP over its kept nodes, up to this many LPs (a
+        few suffice where the LP is nearly integral, each a fraction of HiGHS's integer-program
+        start-up); past it, or with 0, HiGHS's integer program.
     """
 
     enumerate_max_nodes: int = 20
@@ -76,6 +81,7 @@ class Options:
     milp_solvers: tuple = ("HIGHS", "GUROBI", "SCIP", "CBC", "GLPK_MI")
     lp_solvers: tuple = ("HIGHS", "CLARABEL", "ECOS", "SCS")
     closure_cut: bool = True
+    branch_max_nodes: int = 64
 
     def __post_init__(self):
         if not (0 < self.integrality_tol < 0.5):
@@ -84,7 +90,7 @@ class Options:
                      "progress_from"):
             if int(getattr(self, name)) < 1:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        for name in ("enumerate_auto_leaves", "lagrange_steps"):  # 0 turns the step off
+        for name in ("enumerate_auto_leaves", "lagrange_steps", "branch_max_nodes"):  # 0: off
             if int(getattr(self, name)) < 0:
                 raise InputError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not (0 <= self.restrict_below <= 1):

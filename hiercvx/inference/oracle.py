@@ -261,7 +261,9 @@ class LabelSetOracle:
         lower bound reaches the upper bound keep their set (no solver call); the others get
         the LP relaxation (an integral LP optimum is optimal for (19)) -- on the nodes that
         can still be in an optimal set when they are few, else on the whole graph,
-        warm-started -- and where it is fractional, (19) restricted to those nodes."""
+        warm-started -- and where it is fractional, (19) restricted to those nodes, by branch
+        and bound on the LP (:meth:`~hiercvx.inference.programs.HighsModel.branch_subset`)
+        or, past its node budget, the integer program."""
         if "_bounds" not in self.__dict__:
             self._bounds = DagBounds(self.H, self.options)
         value, Z, certified, keep, _ = self._bounds.run(S)
@@ -278,12 +280,26 @@ class LabelSetOracle:
             z, _ = relaxation.solve_subset(-S[i], keep[i]) if few else relaxation.solve(-S[i])
             rounded = z > 0.5
             if np.max(np.abs(z - rounded)) > self.integrality_tol:
-                z, _ = model.solve_subset(-S[i], keep[i])
-                rounded = z > 0.5
+                rounded = self._branch(relaxation, model, S[i], keep[i], Z[i])
             # the bound's set is feasible in both programs: never return less
             if label_set_scores(S[i], rounded)[0] >= value[i]:
                 Z[i] = rounded
         return Z
+
+
+    def _branch(self, relaxation, model, s: np.ndarray, keep: np.ndarray, start: np.ndarray):
+        """(19) on the nodes ``keep`` for one score row whose LP is fractional: branch and
+        bound on the LP from the bound's set ``start`` (``options.branch_max_nodes`` LPs), else
+        the integer program."""
+        o = self.options
+        if o.branch_max_nodes and hasattr(relaxation, "branch_subset"):
+            tol = o.bound_rtol * (1.0 + float(np.abs(s).sum()))
+            z = relaxation.branch_subset(-s, keep, start, o.branch_max_nodes,
+                                         self.integrality_tol, tol)
+            if z is not None:
+                return z
+        z, _ = model.solve_subset(-s, keep)
+        return z > 0.5
 
 
 def best_label_set(scores, H: Hierarchy, method: str = "auto", *, loss=None, true_indicator=None,

@@ -190,6 +190,67 @@ class HighsModel:
         return z, value
 
 
+    def branch_subset(self, cost: np.ndarray, keep: np.ndarray, incumbent: np.ndarray,
+                      max_nodes: int, integrality_tol: float, tol: float):
+        """Program (19) on the nodes ``keep`` by depth-first branch and bound on this (LP)
+        model: each node of the search is the LP relaxation with some variables fixed at 0 or
+        1, warm-started from its parent's basis; a node whose LP cost is not below the best
+        integral cost by more than ``tol`` is pruned, a fractional one branches on its most
+        fractional variable (1 first).  ``incumbent``: a label set of ``Y_m`` (bool over the
+        nodes, inside ``keep``), the first best.  Returns the best set (bool over the nodes), or
+        None after ``max_nodes`` LPs without a proof (the caller then runs (19) itself)."""
+        A, lower, upper, col_lower, col_upper = self._rows
+        cols = np.flatnonzero(keep)
+        sub = A[:, cols].tocsr()
+        used = np.diff(sub.indptr) > 0
+        sub = sub[used].tocsc()
+        sub.sort_indices()
+        if self._small is None:
+            self._small = new_highs()
+            for name, value in _highs_options(self._integer, self._options):
+                self._small.setOptionValue(name, value)
+        h = self._small
+        _pass_program(h, sub, lower[used], upper[used], col_lower[cols], col_upper[cols], False)
+        k = len(cols)
+        index = np.arange(k, dtype=np.int32)
+        h.changeColsCost(k, index, cost[cols])
+        base_lo, base_up = col_lower[cols].astype(float), col_upper[cols].astype(float)
+        best = incumbent[cols].astype(float)
+        best_cost = float(cost[cols] @ best)
+        stack = [((), ())]  # (fixed columns, their values)
+        now_lo, now_up = base_lo.copy(), base_up.copy()
+        for _ in range(int(max_nodes)):
+            if not stack:
+                out = np.zeros(len(cost), dtype=bool)
+                out[cols] = best > 0.5
+                return out
+            fixed, values = stack.pop()
+            lo, up = base_lo.copy(), base_up.copy()
+            lo[list(fixed)] = up[list(fixed)] = values
+            moved = np.flatnonzero((lo != now_lo) | (up != now_up)).astype(np.int32)
+            if len(moved):  # only the bounds that change: the basis stays warm
+                h.changeColsBounds(len(moved), moved, lo[moved], up[moved])
+            now_lo, now_up = lo, up
+            h.run()
+            status = h.getModelStatus()
+            if status == highspy.HighsModelStatus.kInfeasible:
+                continue
+            if status != highspy.HighsModelStatus.kOptimal:
+                return None  # let the integer program decide
+            z = np.asarray(h.getSolution().col_value, dtype=float)
+            value = float(cost[cols] @ z)
+            if value >= best_cost - tol:
+                continue
+            off = np.abs(z - np.round(z))
+            j = int(np.argmax(off))
+            if off[j] <= integrality_tol:
+                best, best_cost = np.round(z), float(cost[cols] @ np.round(z))
+                continue
+            stack.append((fixed + (j,), values + (0.0,)))
+            stack.append((fixed + (j,), values + (1.0,)))
+        return None
+
+
 class GurobiModel:  # pragma: no cover - needs gurobipy and a licence
     """Program (19) in one ``gurobipy.Model``; only the objective changes between samples."""
 
