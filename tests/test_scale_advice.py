@@ -11,6 +11,7 @@ from hiercvx import methods
 from hiercvx.estimators import HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC
 from hiercvx.methods._scale import scale_advice
 from hiercvx.methods.cases import problem
+from hiercvx.exceptions import InputError
 from hiercvx.result import Solution
 
 X, Y, H = problem("tree", n=40, d=4, seed=0)
@@ -102,3 +103,27 @@ def test_every_estimator_at_raw_unit_scale_reaches_the_reference_or_says_to_stan
     ref, ref_messages = _fit(_make(name, solver="reference"), X_raw)
     assert not ref_messages
     assert est.objective_ == pytest.approx(ref.objective_, rel=1e-4, abs=1e-9)
+
+
+def test_shared_norm_alternation_stops_when_the_gap_stalls():
+    """Raw-unit features: no weight step finishes and the gap does not move, so the alternation
+    stops after stall_alternations of them, however large max_iter, and says so with the
+    advice."""
+    registered = methods.get("shared_norm")
+    model = registered.prepare(X * 1e6, Y, H)
+    options = shared_norm.Options(inner_max_iter=20, stall_alternations=3)
+    with pytest.warns(ConvergenceWarning) as record:
+        res = registered.fast_solvers["alternating"].solve(model, 0.5, max_iter=1000,
+                                                           options=options)
+    assert not res.converged and res.n_iter <= 3 + 1
+    text = " ".join(str(w.message) for w in record)
+    assert "has not decreased" in text and "badly scaled" in text and "raise max_iter" not in text
+    # on standardized data the rule never fires before convergence
+    res = shared_norm.solve(registered.prepare(X, Y, H), 0.5, options=options)
+    assert res.converged
+
+
+def test_stall_alternations_is_checked():
+    with pytest.raises(InputError, match="stall_alternations"):
+        shared_norm.solve(methods.get("shared_norm").prepare(X, Y, H), 0.5,
+                          options=shared_norm.Options(stall_alternations=0))

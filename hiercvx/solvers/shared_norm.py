@@ -64,11 +64,11 @@ class Options:
         largest need): by complementary slackness its alpha is 0 at the optimum.
     switch_check : every this many alternations the switched-off nodes come back unless the gap
         fell by 10% (a wrong switch costs alternations, never the optimum).
-    stall_alternations : the alternation stops when the certified gap fell by less than 1% over
-        this many alternations with every node live (switched-off nodes come back first): at
-        that rate ``max_iter`` alternations would not gain a decade.  A nearly hard-margin
-        problem (features in raw units at ``C = 1``) stalls so, and its ``ConvergenceWarning``
-        says the gap stalled and how to rescale.
+    stall_alternations : the alternation stops when this many weight steps in a row ran out
+        of passes and the certified gap fell by less than 1% over them (a plateau of the best
+        gap while the weight steps finish is normal and goes on).  A nearly hard-margin
+        problem (features in raw units at ``C = 1``) stalls so: no weight step finishes, and
+        its ``ConvergenceWarning`` says the gap stalled and how to rescale.
     """
 
     tol: float = 1e-6
@@ -278,14 +278,15 @@ class _Alternation:
                                                cache_size=options.cache_size,
                                                max_steps=options.inner_max_steps)
         self.history: dict = {}
-        self.live_since = 0
+        self.unfinished = 0  # consecutive weight steps that ran out of passes
 
-    def _stalled(self, it: int) -> bool:
-        """Whether the gap fell by less than 1% over the last ``stall_alternations``
-        alternations since the nodes last all came back."""
+    def _stalled(self) -> bool:
+        """Whether the last ``stall_alternations`` weight steps all ran out of passes and the
+        gap fell by less than 1% over them."""
         window = self.options.stall_alternations
         gaps = self.history["gap"]
-        return it - self.live_since > window and gaps[-1] >= 0.99 * gaps[-1 - window]
+        return (self.unfinished >= window and len(gaps) > window
+                and gaps[-1] >= 0.99 * gaps[-1 - window])
 
     def _record(self, **values) -> None:
         for key, val in values.items():
@@ -330,11 +331,9 @@ class _Alternation:
                     break
                 if time_limit is not None and time.perf_counter() - self.t0 > time_limit:
                     break
-                if self._stalled(it):
-                    if not switch.off.any():
-                        break
-                    switch.revive_all()  # a wrong switch may be what holds the gap
-                    self.live_since = it
+                self.unfinished = 0 if res.converged else self.unfinished + 1
+                if self._stalled():
+                    break
                 alpha = switch.next_alpha(it, new_alpha, slack, gap, improved, accel, alpha, start)
                 inner_tol = max(0.25 * o.tol, min(inner_tol, 0.1 * gap))
         finally:
@@ -357,11 +356,6 @@ class _Switching:
         self.revived = np.zeros(M, dtype=bool)
         self.checked_gap = np.inf
         self.below = options.switch_off_alpha if options.accelerate else 0.0
-
-    def revive_all(self) -> None:
-        """Every switched-off node comes back for good."""
-        self.revived |= self.off
-        self.off = np.zeros_like(self.off)
 
     def next_alpha(self, it, new_alpha, slack, gap, improved, accel, alpha, start) -> np.ndarray:
         # nodes heading to alpha = 0 that the dual's path cover leaves slack are switched off
