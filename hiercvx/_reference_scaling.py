@@ -13,6 +13,15 @@ certifies that point on the user's problem: the objective recomputed from the us
 the lower bound the rebuilt problem's certified bound times ``s^-2`` (exact: the optimal
 values are in that ratio).  ``s`` is a power of two, so ``X / s`` and ``C s^2`` are exact.
 
+``C s^2`` itself is what makes such a problem hard (``C`` times the squared size of the
+features is the scale-free quantity), so the rebuilt problem is solved at a moderate ``C``
+first (:meth:`FeatureScaling.steps`): scaled up, at ``C' = 1e3, 1e4, ...``, whose optimum is
+the user's once the margin is hard (no multiplier at its box) and whose bound holds at every
+larger ``C``; scaled down, at ``C' = 1e-3`` and ``5e-4``, where the solution is still linear in
+``C``: weights and multipliers scaled by ``C s^2 / C'``, slacks and free biases extrapolated
+along the path, the bound the user's own at the mapped duals.  A step whose premise fails
+gives a point whose certificate fails, and the next step follows.
+
 :func:`radial_polish` moves a returned point along the ray through it (every variable times
 ``t`` near 1): hinge losses at a margin met to round-off cost ``C`` times the round-off, a
 large amount when ``C s^2`` is large (separable data scaled up), and a factor ``1 + 1e-12``
@@ -232,7 +241,7 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
                 return problem
             X = next(iter(arguments.values()))
             s = feature_scale(X, inside)
-            if s is None:  # well scaled: rebuilt only for a huge C (a tiny lam)
+            if s is None:  # well scaled: rebuilt only for a huge or tiny C
                 top = _largest(X)
                 c = arguments.get(weight)
                 c = c if weight_power > 0 or not c else 1.0 / c
