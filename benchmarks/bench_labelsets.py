@@ -59,7 +59,7 @@ def one_vs_rest(X, y, Xt, H):
     t0 = time.perf_counter()
     ovr = OneVsRestClassifier(LinearSVC(C=1.0)).fit(X, T[:, mask])
     fit = time.perf_counter() - t0
-    P = np.full((Xt.shape[0], len(H.nodes)), -np.inf)
+    P = np.zeros((Xt.shape[0], len(H.nodes)))  # unevaluated nodes: au_prc leaves them out
     P[:, mask] = ovr.decision_function(Xt)
     return fit, P, int(mask.sum())
 
