@@ -158,10 +158,12 @@ def test_engine_chooses_smoothing_for_many_pairs_per_example():
     X, Y = label_sets(H, n=60, d=60, size=30, seed=6)
     model = hsvm_model.prepare(X, Y, H)
     assert model.data.n_pairs >= margin_engine.Options().smooth_from_pairs * 60
-    assert margin_engine.choose(model) == "smoothing"
+    # the label-set engine (solvers.labelset) aside: its own rule is tested with it
+    pairs_listed = margin_engine.Options(labelset_from_pairs=10 ** 9)
+    assert margin_engine.choose(model, options=pairs_listed) == "smoothing"
     assert margin_engine.choose(model, warm=True) == "working_set"
     few = hsvm_model.prepare(*label_sets(wide_tree(), n=20, d=3, size=2), wide_tree())
-    assert margin_engine.choose(few) != "smoothing"
+    assert margin_engine.choose(few, options=pairs_listed) != "smoothing"
     with pytest.raises(InputError, match="warm start"):
         margin_engine.solve(model, 1.0, solver="smoothing", alpha0=np.zeros(model.data.n_pairs))
 
@@ -171,9 +173,10 @@ def test_engine_chooses_smoothing_for_millions_of_pairs():
     H = wide_tree(n_leaves=120)
     model = hsvm_model.prepare(*label_sets(H, n=60, d=60, size=5, seed=7), H)
     per_example = model.data.n_pairs / 60
-    defaults = margin_engine.Options()
+    # the label-set engine (solvers.labelset) aside: its own rule is tested with it
+    defaults = margin_engine.Options(labelset_from_pairs=10 ** 9)
     assert defaults.smooth_label_sets_from_pairs <= per_example < defaults.smooth_from_pairs
-    assert margin_engine.choose(model) == "working_set"
+    assert margin_engine.choose(model, options=defaults) == "working_set"
     total = dataclasses.replace(defaults, smooth_from_total_pairs=model.data.n_pairs)
     assert margin_engine.choose(model, options=total) == "smoothing"
     assert margin_engine.choose(model, warm=True, options=total) == "working_set"
