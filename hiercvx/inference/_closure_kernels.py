@@ -82,6 +82,46 @@ def _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work):
 
 
 @njit(cache=True)
+def _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, work):
+    """A first feasible flow: each node's source supply sent up to the nearest ancestors that
+    still have sink capacity, along the (infinite) child -> parent arcs of an upward search.
+    Dinic's phases then only correct it; the minimum cut does not depend on the start."""
+    stamp, queue, via = work
+    for v in range(M):
+        rem = cap[src_arc[v]]
+        if rem <= 0.0 or rem == np.inf:
+            continue
+        mark = v + 1
+        stamp[v] = mark
+        via[v] = -1
+        qh, qt = 0, 1
+        queue[0] = v
+        while qh < qt and rem > 0.0:
+            u = queue[qh]
+            qh += 1
+            room = cap[snk_arc[u]]
+            if room > 0.0:
+                amt = rem if rem < room else room
+                rem -= amt
+                cap[snk_arc[u]] -= amt
+                cap[rev[snk_arc[u]]] += amt
+                w = u
+                while via[w] >= 0:  # back along the search path: the reverse arcs gain
+                    a = via[w]
+                    cap[rev[a]] += amt
+                    w = to[rev[a]]
+                cap[src_arc[v]] -= amt
+                cap[rev[src_arc[v]]] += amt
+            for a in range(head[u], nxt_ptr[u]):
+                p = to[a]
+                if p < M and base_cap[a] == np.inf and stamp[p] != mark:
+                    stamp[p] = mark
+                    via[p] = a
+                    queue[qt] = p
+                    qt += 1
+
+
+@njit(cache=True)
 def _extendable(z, child_ptr, child_idx, is_leaf):
     """Whether the closed set ``z`` is a label set of ``Y_m``: a leaf is in, and every chosen
     internal node has a chosen child."""
@@ -124,6 +164,7 @@ def closure_batch(S, net, graph, Z, value, ok):
             np.empty(n_vertices + 1, dtype=np.int64))
     seen = np.zeros(n_vertices, dtype=np.bool_)
     queue = work[1]
+    greedy = (np.zeros(M, dtype=np.int64), np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64))
     for i in range(n):
         for a in range(cap.shape[0]):
             cap[a] = base_cap[a]
@@ -133,6 +174,8 @@ def closure_batch(S, net, graph, Z, value, ok):
                 cap[src_arc[v]] += sv
             elif sv < 0.0:
                 cap[snk_arc[v]] -= sv
+        greedy[0][:] = 0
+        _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, greedy)
         _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)
         # smallest optimal closure: reachable from the source in the residual graph
         seen[:] = False
