@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_positive
+from ..exceptions import InputError, InputTypeError
 from ..reference import installed_solvers
 from ..result import comparison_scale
 
@@ -24,12 +26,20 @@ __all__ = [
 ]
 
 
+def _number(value, what: str) -> float:
+    """``value`` as a float, or the package's error saying what was expected."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise InputTypeError(f"{what} must be a number (or a hiercvx Solution carrying it), got "
+                             f"{type(value).__name__} {value!r}")
+    return float(value)
+
+
 def _objective(sol) -> float:
-    return float(getattr(sol, "objective", sol))
+    return _number(getattr(sol, "objective", sol), "a solution's objective")
 
 
 def _lower_bound(sol) -> float:
-    return float(getattr(sol, "lower_bound", _objective(sol)))
+    return _number(getattr(sol, "lower_bound", _objective(sol)), "a solution's lower bound")
 
 
 _scale = comparison_scale  # the largest magnitude: a comparison means the same at every scale
@@ -39,7 +49,11 @@ def assert_certified(sol, gap_tol: float = 1e-6) -> None:
     """Finite objective and bound, bound below objective (up to rounding), gap within tol.
 
     ``sol`` must carry a certificate (a :class:`~hiercvx.result.Solution`)."""
-    obj, lb = float(sol.objective), float(sol.lower_bound)
+    if not (hasattr(sol, "objective") and hasattr(sol, "lower_bound")):
+        raise InputTypeError(f"sol must carry a certificate (objective and lower_bound, as a "
+                             f"hiercvx Solution does), got {type(sol).__name__}")
+    gap_tol = check_positive(gap_tol, "gap_tol")
+    obj, lb = _objective(sol), _lower_bound(sol)
     assert np.isfinite(obj) and np.isfinite(lb), f"non-finite certificate: objective {obj}, bound {lb}"
     assert lb <= obj + 1e-9 * _scale(obj), f"lower bound {lb!r} exceeds objective {obj!r}"
     gap = (obj - lb) / _scale(obj)
@@ -51,6 +65,7 @@ def assert_same_optimum(a, b, rtol: float = 1e-6) -> None:
 
     When both carry certificates, the tolerance also allows for their gaps.
     """
+    rtol = check_positive(rtol, "rtol")
     fa, fb = _objective(a), _objective(b)
     slack = rtol * _scale(fa, fb)
     for s in (a, b):
@@ -68,9 +83,10 @@ def fast_vs_reference(fast, ref, rtol: float = 1e-6) -> str:
       reference's own gap;
     * weak duality across the two: each lower bound is below the other's objective.
     """
+    rtol = check_positive(rtol, "rtol")
+    f_obj, r_obj, r_lb = _objective(fast), _objective(ref), _lower_bound(ref)
     if not getattr(fast, "converged", True):
         return f"the fast solver did not converge: {fast}"
-    f_obj, r_obj, r_lb = _objective(fast), _objective(ref), _lower_bound(ref)
     scale = _scale(f_obj, r_obj)
     tol = rtol * scale
     if not abs(f_obj - r_obj) <= tol + abs(r_obj - r_lb):
@@ -92,8 +108,15 @@ def assert_fast_matches_reference(fast, ref, rtol: float = 1e-6) -> None:
 
 def assert_bounds_bracket(lower, upper, optimum, rtol: float = 1e-7) -> None:
     """Iterates' bounds bracket the optimum: ``lower <= optimum <= upper`` (arrays allowed)."""
-    lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
-    tol = rtol * _scale(float(optimum))
+    rtol = check_positive(rtol, "rtol")
+    optimum = _number(optimum, "optimum")
+    try:
+        lower = np.atleast_1d(np.asarray(lower, float))
+        upper = np.atleast_1d(np.asarray(upper, float))
+    except (TypeError, ValueError):
+        raise InputTypeError(f"lower and upper must be numbers or arrays of numbers, got "
+                             f"{lower!r} and {upper!r}") from None
+    tol = rtol * _scale(optimum)
     bad_lo = np.flatnonzero(lower > optimum + tol)
     bad_up = np.flatnonzero(upper < optimum - tol)
     assert bad_lo.size == 0, f"lower bound above the optimum {optimum!r} at iterations {bad_lo[:5]}"
@@ -115,7 +138,14 @@ def solve_with_each(build, solvers, **solve_kw):
 def check_gradient(f, grad, x, eps: float = 1e-6, rtol: float = 1e-4, random_state=0) -> None:
     """Central finite differences of ``f`` along random directions against ``grad(x)``."""
     rng = np.random.default_rng(random_state)
-    x = np.asarray(x, dtype=float)
+    try:
+        x = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise InputTypeError(f"x must be an array of numbers, got {x!r}") from None
+    if x.ndim == 0 or x.size == 0 or not np.all(np.isfinite(x)):
+        raise InputError(f"x must be a non-empty finite array (the point where the gradient is "
+                         f"checked), got {x!r}")
+    eps, rtol = check_positive(eps, "eps"), check_positive(rtol, "rtol")
     g = np.asarray(grad(x), dtype=float)
     for _ in range(5):
         d = rng.standard_normal(x.shape)
