@@ -215,6 +215,7 @@ class HighsModel:
         index = np.arange(k, dtype=np.int32)
         h.changeColsCost(k, index, cost[cols])
         base_lo, base_up = col_lower[cols].astype(float), col_upper[cols].astype(float)
+        row_lo, row_up = lower[used], upper[used]
         best = incumbent[cols].astype(float)
         best_cost = float(cost[cols] @ best)
         stack = [((), ())]  # (fixed columns, their values)
@@ -241,6 +242,11 @@ class HighsModel:
             value = float(cost[cols] @ z)
             if value >= best_cost - tol:
                 continue
+            # the support of a feasible point of the LP is a label set (closed, every member
+            # with a member child, a leaf in): a free incumbent
+            support = (z > integrality_tol).astype(float)
+            if float(cost[cols] @ support) < best_cost and _satisfies(sub, row_lo, row_up, support):
+                best, best_cost = support, float(cost[cols] @ support)
             off = np.abs(z - np.round(z))
             j = int(np.argmax(off))
             if off[j] <= integrality_tol:
@@ -249,6 +255,12 @@ class HighsModel:
             stack.append((fixed + (j,), values + (0.0,)))
             stack.append((fixed + (j,), values + (1.0,)))
         return None
+
+
+def _satisfies(rows, lower, upper, z) -> bool:
+    """Whether the 0/1 point ``z`` satisfies the rows ``lower <= rows z <= upper`` exactly."""
+    value = rows @ z
+    return bool(np.all(value >= lower) and np.all(value <= upper))
 
 
 class GurobiModel:  # pragma: no cover - needs gurobipy and a licence
