@@ -82,6 +82,10 @@ class Options:
         Passes of the inner solver per round at most: a working set that is still missing
         pairs is not worth solving accurately, the oracle's next round is (a pass and an oracle
         call cost about the same).
+    settled_share : float
+        Once a round adds at most this share of the working set, the set has settled: the
+        next inner solve runs to its gap without the ``round_passes`` cap (every round restarts
+        the inner solver's schedules, which a capped round on a settled set only repeats).
     max_rounds : int
         Rounds of the outer loop (it needs a handful; this bounds a pathological run).
     working_set : working_set.Options
@@ -94,6 +98,7 @@ class Options:
     entry_rtol: float = 1e-9
     polish_below: float = 1e-4
     round_passes: int = 20
+    settled_share: float = 0.01
     max_rounds: int = 1000
     working_set: working_set.Options = field(default_factory=working_set.Options)
 
@@ -163,6 +168,8 @@ class _Pairs:
         self.keys = np.zeros(0, dtype=np.int64)
         self.rel = _relevant_lists(self.data.Y)
         self.loss = np.ascontiguousarray(self.data.loss, dtype=float)
+        # CSR once (when mostly zeros), not at every product of every round
+        self.Lam = None if self.data.Lam is None else _margin.sparse_attributes(self.data.Lam)
 
     def arrays(self, keys=None):
         keys = self.keys if keys is None else keys
@@ -193,7 +200,7 @@ class _Pairs:
         np.cumsum(np.bincount(pi, minlength=d.n_samples), out=ptr[1:])
         sub = MarginData(Y=d.Y, Q=d.Q, loss=d.loss, rescaling=d.rescaling, Cw=d.Cw, pair_i=pi,
                          pair_y=py, pair_ybar=pyb, pair_loss=d.loss[py, pyb], pair_ptr=ptr,
-                         Lam=d.Lam)
+                         Lam=self.Lam)
         small = copy.copy(self.model)
         small.data = sub
         return small
@@ -287,6 +294,7 @@ class _Run:
         scale = float(np.max(data.loss)) if data.loss.size else 1.0
         self.pairs.add(np.zeros((n, data.n_classes)), np.full(n, -np.inf), opts.enter)
         alpha, inner, passes, best = np.zeros(self.pairs.keys.size), opts.inner_first, 0, None
+        cap = opts.round_passes
         factor = opts.working_set.factor
         if factor == "auto":  # chosen once, on the first working set, not every round
             factor = choose_factor(self.pairs.restricted().data, gram=not self.model.node_weights)
@@ -296,8 +304,8 @@ class _Run:
             with warnings.catch_warnings():  # an unfinished round is no news: the outer decides
                 warnings.simplefilter("ignore")
                 res = working_set.solve(small, self.C, tol=max(inner, self.tol),
-                                        max_iter=max(min(max_iter - passes, opts.round_passes),
-                                                     1), alpha0=alpha,
+                                        max_iter=max(min(max_iter - passes, cap), 1),
+                                        alpha0=alpha,
                                         random_state=random_state, options=self.inner_options)
             passes += res.n_iter
             own = small.augmented_weights(res.weights, res.extras.get("intercept")) \
@@ -314,6 +322,8 @@ class _Run:
             old_keys, old_alpha = self.pairs.keys.copy(), res.dual
             added = self.pairs.add(S, xi_small + opts.entry_rtol * scale, opts.enter)
             alpha = self.pairs.carry(old_keys, old_alpha)
+            settled = added <= opts.settled_share * old_keys.size
+            cap = max_iter if settled else opts.round_passes
             inner = max(self.tol, min(inner, opts.inner_share * gap))
             self.inner_options = dataclasses.replace(
                 self.inner_options, polish=opts.working_set.polish and inner <= opts.polish_below)

@@ -38,7 +38,7 @@ class ScoreFactor:
         self.form = form
         q = data.n_classes
         if form == "nodes":
-            Lam = nonzero_pattern(np.asarray(data.Lam, dtype=float))
+            Lam = nonzero_pattern(data.Lam)  # dense or already sparse
             self.read = self.move = _csr_triple(Lam)
             self.n_rows = Lam.shape[1]
         else:
@@ -71,7 +71,7 @@ def choose_factor(data: _margin.MarginData, gram: bool = False, *, share: float 
     y, yb = data.pair_y[take], data.pair_ybar[take]
     Q = np.asarray(data.Q, dtype=float)
     class_updates = np.count_nonzero(Q[y] != Q[yb], axis=1)
-    Lam = nonzero_pattern(np.asarray(data.Lam, dtype=float))
+    Lam = nonzero_pattern(data.Lam)  # dense or already sparse
     Ly, Lb = Lam[y], Lam[yb]
     node_updates = np.diff(nonzero_pattern(Ly - Lb).indptr)
     node_reads = np.diff(nonzero_pattern(abs(Ly) + abs(Lb)).indptr)
