@@ -95,10 +95,10 @@ class Options:
         The interior point's dense products run about this many more multiply-adds per second
         than the passes count in theirs (BLAS level 3 against scattered updates; the passes'
         bookkeeping goes uncounted).
-    interior_point, crammer_singer, working_set, smoothing : Options
+    interior_point, crammer_singer, working_set, smoothing, labelset : Options
         The solvers' own settings (:class:`.interior_point.Options`,
         :class:`.crammer_singer.Options`, :class:`.working_set.Options`,
-        :class:`.smoothing.Options`).
+        :class:`.smoothing.Options`, :class:`.labelset.Options`).
     low_rank : low_rank_kernel.Options
         When a kernel model is solved as the linear model on a pivoted-Cholesky factor of its
         kernel, and at what residual trace (:mod:`.low_rank_kernel`).
