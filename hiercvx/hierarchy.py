@@ -109,6 +109,10 @@ def _check_name(seen: dict, v) -> None:
     if v != v:
         raise HierarchyError(f"node name {v!r} is not equal to itself (NaN), so it could never be "
                              "looked up; name the node with a string or an integer")
+    if isinstance(v, (set, frozenset)):
+        raise HierarchyError(f"node name {v!r} is a set, which labels read as a label set (a "
+                             "sample's several labels), so it could never be a label; name the "
+                             "node with a string, an integer or a tuple")
     first = seen.setdefault(v, v)
     if str(first) != str(v):
         raise HierarchyError(f"node names {first!r} and {v!r} are equal in Python ({first!r} == {v!r}) "

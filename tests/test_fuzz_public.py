@@ -351,6 +351,54 @@ def test_fuzz_hierarchy_names_python_merges_are_refused(edges):
         Hierarchy.from_edges(edges)
 
 
+NAMES = st.sampled_from(["r", "a", "b", "c", 1, 2, 2.5, ("t", 1), "", " ", None, float("nan"),
+                         True, frozenset({"a"}), ["x"]])
+
+
+@st.composite
+def random_structures(draw):
+    """``(constructor, argument)``: random edge lists, parent maps and path strings over a pool
+    of names (strings, integers, tuples, and names that mean nothing: None, NaN, unhashables)."""
+    kind = draw(st.sampled_from(["edges", "parents", "paths"]))
+    if kind == "edges":
+        return Hierarchy.from_edges, draw(st.lists(st.tuples(NAMES, NAMES), max_size=6))
+    if kind == "parents":
+        pairs = draw(st.lists(st.tuples(NAMES, NAMES), max_size=6))
+        parents = {}
+        for child, parent in pairs:
+            try:
+                parents[child] = parent
+            except TypeError:  # an unhashable key: the dict itself refuses it
+                continue
+        return Hierarchy.from_parents, parents
+    return Hierarchy.from_paths, draw(st.lists(st.text(alphabet="ab/ ", max_size=6), max_size=4))
+
+
+def check_structure(case):
+    make, argument = case
+    H, error = _call(make, argument)
+    if H is None:
+        return
+    assert len(H.nodes) == len(set(H.nodes)) and H.nodes[0] == H.root
+    labels = np.empty(len(H.leaves), dtype=object)  # 1-D even when names are tuples
+    labels[:] = list(H.leaves)
+    closure, _ = _call(H.closure, labels)
+    assert closure is not None and closure.shape == (len(labels), len(H.nodes))
+
+
+@SMALL
+@given(random_structures())
+def test_fuzz_hierarchy_constructors(case):
+    check_structure(case)
+
+
+@pytest.mark.slow
+@LARGE
+@given(random_structures())
+def test_fuzz_hierarchy_constructors_long(case):
+    check_structure(case)
+
+
 # ---------------------------------------------------------------------- formulation builders
 REFERENCES = [(name, role) for name in methods.names() for role in methods.get(name).references]
 
@@ -627,3 +675,12 @@ def test_integer_node_names_in_an_object_array_are_labels():
     est = _estimator("TopDownSVC", H)
     _fit(est, X, y_partial)
     assert len(est.predict(X)) == len(y)
+
+
+def test_a_set_is_not_a_node_name():
+    """Found by the fuzz: a frozenset node name was accepted, but a label that is a set is a
+    label set, so the node could never be a label."""
+    with pytest.raises(HierarchyError, match="is a set"):
+        Hierarchy.from_edges([("r", frozenset({"a"}))])
+    with pytest.raises(HierarchyError, match="is a set"):
+        Hierarchy.from_parents({"r": None, frozenset({"a"}): "r"})
