@@ -7,8 +7,9 @@ subclasses) -- never an exception from numpy, scipy, scikit-learn or CVXPY, neve
 run (every fit here has an iteration budget).  Input that means nothing (NaN, inf, a negative
 ``C``, a string where a number goes, a duplicated node name) must be refused.
 
-``make test`` draws a few examples per test (:data:`SMALL`); the ``slow`` copies draw many
-(:data:`LARGE`, ``make test-slow``).  :mod:`tests.test_fuzz_entry_points` corrupts one argument
+``make test`` draws a few examples per test (:data:`SMALL`; the environment variable
+``HIERCVX_FUZZ_EXAMPLES`` sets how many, and ``HYPOTHESIS_PROFILE=explore`` draws as many as
+the slow copies); the ``slow`` copies draw many (:data:`LARGE`, ``make test-slow``).  :mod:`tests.test_fuzz_entry_points` corrupts one argument
 of a valid call at a time; this suite draws whole problems.
 """
 
@@ -35,10 +36,12 @@ from hiercvx.hierarchy import Hierarchy
 from hiercvx.solvers import shared_norm
 from hiercvx.testing import strategies as hst
 
-SMALL = settings(max_examples=int(os.environ.get("HIERCVX_FUZZ_EXAMPLES", 8)), deadline=None,
-                 derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 LARGE = settings(max_examples=400, deadline=None, derandomize=True, database=None,
                  suppress_health_check=list(HealthCheck))
+_EXPLORE = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
+SMALL = settings(LARGE, max_examples=int(os.environ.get("HIERCVX_FUZZ_EXAMPLES",
+                                                        LARGE.max_examples if _EXPLORE else 8)),
+                 derandomize=not _EXPLORE)
 
 #: every scikit-learn classifier the package exports
 ESTIMATORS = sorted(name for name in E.__all__ if inspect.isclass(getattr(E, name))
@@ -624,7 +627,7 @@ def _testing_calls():
         "assert_bounds_bracket.lower": lambda v: testing.assert_bounds_bracket(v, 2.0, 1.5),
         "assert_bounds_bracket.rtol": lambda v: testing.assert_bounds_bracket(1.0, 2.0, 1.5, rtol=v),
         "fast_vs_reference.fast": lambda v: testing.fast_vs_reference(v, _solution()),
-        "check_gradient.x": lambda v: testing.check_gradient(lambda x: float(x @ x),
+        "check_gradient.x": lambda v: testing.check_gradient(lambda x: float(np.sum(x * x)),
                                                              lambda x: 2 * x, v),
         "strong_convexity.model": lambda v: testing.strong_convexity(v),
     }
