@@ -9,8 +9,9 @@ run (every fit here has an iteration budget).  Input that means nothing (NaN, in
 
 ``make test`` draws a few examples per test (:data:`SMALL`; the environment variable
 ``HIERCVX_FUZZ_EXAMPLES`` sets how many, and ``HYPOTHESIS_PROFILE=explore`` draws as many as
-the slow copies); the ``slow`` copies draw many (:data:`LARGE`, ``make test-slow``).  :mod:`tests.test_fuzz_entry_points` corrupts one argument
-of a valid call at a time; this suite draws whole problems.
+the slow copies); the ``slow`` copies draw many (:data:`LARGE`, ``make test-slow``).
+:mod:`tests.test_fuzz_entry_points` corrupts one argument of a valid call at a time; this
+suite draws whole problems.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def fit_cases(draw, name=None):
     X, y, H = draw(hst.datasets(kind=kind, n_min=4, n_max=14, d_max=3, multilabel=multilabel,
                                 partial=draw(st.booleans())))
     weight = None
-    if "sample_weight" in inspect.signature(getattr(E, name).fit).parameters and draw(st.booleans()):
+    takes_weights = "sample_weight" in inspect.signature(getattr(E, name).fit).parameters
+    if takes_weights and draw(st.booleans()):
         weight = np.asarray(draw(st.lists(st.floats(0.1, 5.0), min_size=X.shape[0],
                                           max_size=X.shape[0])))
     return name, X, y, H, weight
@@ -334,7 +336,7 @@ def test_fuzz_estimators_refuse_bad_data_long(case):
     check_bad_data(case)
 
 
-# ---------------------------------------------------------------------- hierarchies: duplicated names
+# ---------------------------------------------------------------------- hierarchies: names
 @st.composite
 def colliding_names(draw):
     """Edges whose node names Python would merge (``1``, ``1.0``, ``True``) or that are NaN."""
@@ -423,7 +425,7 @@ def check_reference_case(case):
     X = X * scale if not sp.issparse(X) else X.multiply(scale).tocsr()
     keep = rng.permutation(X.shape[0])
     X = X[keep]
-    Y = [template.Y[i] for i in keep] if not isinstance(template.Y, np.ndarray) else template.Y[keep]
+    Y = template.Y[keep] if isinstance(template.Y, np.ndarray) else [template.Y[i] for i in keep]
     params = dict(template.params)
     if param is not None:
         params[next(iter(params))] = param
@@ -528,7 +530,8 @@ def arff_texts(draw):
                           max_size=n_attr))
     lines += [f"@ATTRIBUTE {n} {draw(st.sampled_from(['numeric', 'REAL', '{x,y}', 'string']))}"
               for n in names]
-    lines.append(f"@ATTRIBUTE class hierarchical {draw(st.sampled_from(['a,a/b,c', '01,01/02', 'a', '']))}")
+    paths = draw(st.sampled_from(["a,a/b,c", "01,01/02", "a", ""]))
+    lines.append(f"@ATTRIBUTE class hierarchical {paths}")
     lines.append("@DATA")
     for _ in range(draw(st.integers(0, 4))):
         cells = draw(st.lists(st.sampled_from(["1", "-2.5", "?", "x", "y", "a/b", "a@c", "c", "nan",
@@ -625,7 +628,8 @@ def _testing_calls():
             _solution(), _solution(), rtol=v),
         "assert_same_optimum.b": lambda v: testing.assert_same_optimum(_solution(), v),
         "assert_bounds_bracket.lower": lambda v: testing.assert_bounds_bracket(v, 2.0, 1.5),
-        "assert_bounds_bracket.rtol": lambda v: testing.assert_bounds_bracket(1.0, 2.0, 1.5, rtol=v),
+        "assert_bounds_bracket.rtol": lambda v: testing.assert_bounds_bracket(1.0, 2.0, 1.5,
+                                                                               rtol=v),
         "fast_vs_reference.fast": lambda v: testing.fast_vs_reference(v, _solution()),
         "check_gradient.x": lambda v: testing.check_gradient(lambda x: float(np.sum(x * x)),
                                                              lambda x: 2 * x, v),
