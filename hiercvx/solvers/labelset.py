@@ -341,7 +341,6 @@ class _Run:
 
     def _result(self, best, passes, t0) -> Solution:
         gap, res, objective, keys = best
-        model = self.model
         pi, py, pyb = self.pairs.arrays(keys)
         sub_alpha = np.asarray(res.dual, dtype=float)
         full = self.pairs.full_dual(keys, sub_alpha)
