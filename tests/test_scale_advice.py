@@ -128,3 +128,32 @@ def test_stall_alternations_is_checked():
     with pytest.raises(InputError, match="stall_alternations"):
         shared_norm.solve(methods.get("shared_norm").prepare(X, Y, H), 0.5,
                           options=shared_norm.Options(stall_alternations=0))
+
+
+def test_orthogonal_transfer_ascent_stops_when_the_gap_stalls():
+    """Raw-unit features: the certified gap of orthogonal transfer's coordinate ascent does not
+    move, so it stops after about stall_window passes, far below max_iter, and says so with the
+    advice; on standardized data the rule does not fire (same passes as without it)."""
+    from hiercvx.solvers import orthogonal_dual
+
+    registered = methods.get("orthogonal")
+    options = orthogonal_dual.Options(stall_window=50)
+    model = registered.prepare(X * 1e6, Y, H, fit_intercept=True)
+    with pytest.warns(ConvergenceWarning) as record:
+        res = registered.fast_solvers["dual_cd"].solve(model, 40.0, options=options)
+    assert not res.converged and res.n_iter < options.max_iter
+    assert res.extras["route"] == "coordinate" and res.n_iter <= 2 * options.stall_window
+    text = " ".join(str(w.message) for w in record)
+    assert "has not decreased" in text and "badly scaled" in text and "raise max_iter" not in text
+    model = registered.prepare(X, Y, H, fit_intercept=True)
+    res = orthogonal_dual.solve(model, 40.0, options=options)
+    without = orthogonal_dual.solve(model, 40.0, options=orthogonal_dual.Options(
+        stall_window=options.max_iter))
+    assert res.converged and res.n_iter == without.n_iter and res.objective == without.objective
+
+
+def test_stall_window_is_checked():
+    from hiercvx.solvers import orthogonal_dual
+
+    with pytest.raises(InputError, match="stall_window"):
+        orthogonal_dual.Options(stall_window=0)
