@@ -243,7 +243,8 @@ def rescales_features(powers: Mapping[str, int], *, weight: str = "C",
             s = feature_scale(X, inside)
             if s is None:  # well scaled: rebuilt only for a huge or tiny C
                 top = _largest(X)
-                c = arguments.get(weight)
+                c = arguments.get(weight)  # the builder has checked it: a positive number
+                c = None if c is None else float(c)
                 c = c if weight_power > 0 or not c else 1.0 / c
                 if not (top and c and not 1e-3 * floor <= c * top * top <= 1e3 * cap):
                     return problem
