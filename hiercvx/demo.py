@@ -13,7 +13,6 @@ The data folder is ``data_dir`` (``hiercvx demo --data DIR``), else ``$HIERCVX_H
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from . import datasets, metrics
+from .datasets import _common
 from .estimators import HierarchicalSVC, MulticlassSVC
 from .hierarchy import most_specific
 from .verify import format_table, verify
@@ -32,14 +32,14 @@ __all__ = ["run_demo", "real_data_fit", "deepest_labels", "default_data_dir", "D
 logger = logging.getLogger(__name__)
 
 #: the environment variable naming the folder of the Clus-HMC ARFF files
-DATA_ENV = "HIERCVX_HMC_DATA"
+DATA_ENV = _common.HMC_DATA_ENV
 #: where the shared real data sets live beside a checkout of the project
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA_DIR = _common.SHARED_HMC_DIR
 
 
 def default_data_dir() -> Path:
     """``$HIERCVX_HMC_DATA`` when set, else :data:`DATA_DIR`."""
-    return Path(os.environ.get(DATA_ENV) or DATA_DIR)
+    return _common.hmc_data_dir()
 
 
 def deepest_labels(label_sets, H) -> np.ndarray:

@@ -233,7 +233,7 @@ def test_predicted_sets_are_reduced(gene_like):
 
 
 # ---------------------------------------------------------------------- the real files
-DATA = Path(__import__("os").environ.get("HIERCVX_HMC_DATA") or "/work/shared/data/hmc")
+DATA = __import__("hiercvx.datasets._common", fromlist=["x"]).hmc_data_dir()
 REAL = {"ImageCLEF07A": "ImCLEF07A_Train.arff", "cellcycle_FUN": "cellcycle_FUN.train.arff"}
 
 

@@ -21,6 +21,19 @@ import scipy.sparse as sp
 from ..exceptions import DataFormatError, InputError, InputTypeError
 from ..hierarchy import Hierarchy
 
+
+#: the environment variable naming the folder of the Clus-HMC ARFF files
+HMC_DATA_ENV = "HIERCVX_HMC_DATA"
+#: where the shared real data sets live beside a checkout of the project (``shared/data/hmc``
+#: next to the checkout's folder)
+SHARED_HMC_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "hmc"
+
+
+def hmc_data_dir() -> Path:
+    """The folder of the Clus-HMC ARFF files: ``$HIERCVX_HMC_DATA`` when set, else
+    :data:`SHARED_HMC_DIR`."""
+    return Path(os.environ.get(HMC_DATA_ENV) or SHARED_HMC_DIR)
+
 __all__ = ["Dataset", "ColumnNames", "MAX_GZ_BYTES", "max_gz_bytes", "decode_text",
            "split_lines", "read_text", "read_lines", "first_lines"]
 

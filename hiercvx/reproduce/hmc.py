@@ -1,6 +1,6 @@
 """The Clus-HMC ARFF data the real-data tables read, and how they say when it is absent.
 
-``DATA_DIR`` is ``$HIERCVX_HMC_DATA`` if set, else ``/work/shared/data/hmc``; every table that
+``DATA_DIR`` is ``$HIERCVX_HMC_DATA`` if set, else ``shared/data/hmc`` beside the checkout; every table that
 needs a file registers :func:`missing` for its files (``Table.missing_data``), so that
 ``hiercvx reproduce`` prints a "skipped" line and exits 0 when they are not there.
 
@@ -13,16 +13,15 @@ a label left out; missing feature values stay NaN (imputed inside each method's 
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from ..datasets import load
+from ..datasets._common import hmc_data_dir
 from ..hierarchy import Hierarchy, most_specific
 
-DATA_DIR = Path(os.environ.get("HIERCVX_HMC_DATA", "/work/shared/data/hmc"))
+DATA_DIR = hmc_data_dir()
 
 # name -> (training files, test files)
 MULTILABEL_SETS = {
