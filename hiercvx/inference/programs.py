@@ -167,9 +167,10 @@ class HighsModel:
         self._h.changeColsCost(self._M, self._cols, cost)
         return self._run(self._h)
 
-    def solve_subset(self, cost: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, float]:
-        """:meth:`solve` with ``z_j = 0`` for the nodes outside ``keep`` (bool over the nodes),
-        as a program over the kept columns only (rows left empty are dropped)."""
+    def _load_subset(self, keep: np.ndarray, integer: bool):
+        """Program (19) restricted to the nodes ``keep`` (bool over the nodes; rows left empty
+        dropped), loaded into the second HiGHS model; returns the model, the kept columns and
+        the sub-program ``(rows, row lower, row upper, column lower, column upper)``."""
         A, lower, upper, col_lower, col_upper = self._rows
         cols = np.flatnonzero(keep)
         sub = A[:, cols].tocsr()
@@ -180,15 +181,19 @@ class HighsModel:
             self._small = new_highs()
             for name, value in _highs_options(self._integer, self._options):
                 self._small.setOptionValue(name, value)
-        h = self._small
-        _pass_program(h, sub, lower[used], upper[used], col_lower[cols], col_upper[cols],
-                      self._integer)
+        program = (sub, lower[used], upper[used], col_lower[cols], col_upper[cols])
+        _pass_program(self._small, *program, integer)
+        return self._small, cols, program
+
+    def solve_subset(self, cost: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, float]:
+        """:meth:`solve` with ``z_j = 0`` for the nodes outside ``keep`` (bool over the nodes),
+        as a program over the kept columns only (rows left empty are dropped)."""
+        h, cols, _ = self._load_subset(keep, self._integer)
         h.changeColsCost(len(cols), np.arange(len(cols), dtype=np.int32), cost[cols])
         zs, value = self._run(h)
         z = np.zeros(self._M)
         z[cols] = zs
         return z, value
-
 
     def branch_subset(self, cost: np.ndarray, keep: np.ndarray, incumbent: np.ndarray,
                       max_nodes: int, integrality_tol: float, tol: float):
@@ -199,23 +204,11 @@ class HighsModel:
         fractional variable (1 first).  ``incumbent``: a label set of ``Y_m`` (bool over the
         nodes, inside ``keep``), the first best.  Returns the best set (bool over the nodes), or
         None after ``max_nodes`` LPs without a proof (the caller then runs (19) itself)."""
-        A, lower, upper, col_lower, col_upper = self._rows
-        cols = np.flatnonzero(keep)
-        sub = A[:, cols].tocsr()
-        used = np.diff(sub.indptr) > 0
-        sub = sub[used].tocsc()
-        sub.sort_indices()
-        if self._small is None:
-            self._small = new_highs()
-            for name, value in _highs_options(self._integer, self._options):
-                self._small.setOptionValue(name, value)
-        h = self._small
-        _pass_program(h, sub, lower[used], upper[used], col_lower[cols], col_upper[cols], False)
+        h, cols, (sub, row_lo, row_up, col_lo, col_up) = self._load_subset(keep, False)
         k = len(cols)
         index = np.arange(k, dtype=np.int32)
         h.changeColsCost(k, index, cost[cols])
-        base_lo, base_up = col_lower[cols].astype(float), col_upper[cols].astype(float)
-        row_lo, row_up = lower[used], upper[used]
+        base_lo, base_up = col_lo.astype(float), col_up.astype(float)
         best = incumbent[cols].astype(float)
         best_cost = float(cost[cols] @ best)
         stack = [((), ())]  # (fixed columns, their values)
