@@ -144,6 +144,27 @@ def _extendable(z, child_ptr, child_idx, is_leaf):
 
 
 @njit(cache=True)
+def _residual_reach(start, backward, head, nxt_ptr, to, rev, cap, seen, queue):
+    """Mark in ``seen`` the vertices ``start`` reaches in the residual graph (``backward``: the
+    vertices that reach ``start``; ``w -> u`` has residual capacity iff the reverse of the arc
+    ``u -> w`` does)."""
+    seen[:] = False
+    seen[start] = True
+    qh, qt = 0, 1
+    queue[0] = start
+    while qh < qt:
+        u = queue[qh]
+        qh += 1
+        for a in range(head[u], nxt_ptr[u]):
+            w = to[a]
+            residual = cap[rev[a]] if backward else cap[a]
+            if residual > 0.0 and not seen[w]:
+                seen[w] = True
+                queue[qt] = w
+                qt += 1
+
+
+@njit(cache=True)
 def closure_batch(S, net, graph, Z, value, ok):
     """For every row ``s`` of ``S``: the largest-score closed set (source side of a minimum cut,
     the smallest such set first, then the largest), written into ``Z[i]`` with its score
@@ -178,38 +199,13 @@ def closure_batch(S, net, graph, Z, value, ok):
         _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, greedy)
         _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)
         # smallest optimal closure: reachable from the source in the residual graph
-        seen[:] = False
-        seen[src] = True
-        qh, qt = 0, 1
-        queue[0] = src
-        while qh < qt:
-            u = queue[qh]
-            qh += 1
-            for a in range(head[u], nxt_ptr[u]):
-                w = to[a]
-                if cap[a] > 0.0 and not seen[w]:
-                    seen[w] = True
-                    queue[qt] = w
-                    qt += 1
+        _residual_reach(src, False, head, nxt_ptr, to, rev, cap, seen, queue)
         for v in range(M):
             Z[i, v] = seen[v]
         good = _extendable(Z[i], child_ptr, child_idx, is_leaf)
         if not good:
             # largest optimal closure: all but the nodes that reach the sink in the residual
-            seen[:] = False
-            seen[snk] = True
-            qh, qt = 0, 1
-            queue[0] = snk
-            while qh < qt:
-                u = queue[qh]
-                qh += 1
-                for a in range(head[u], nxt_ptr[u]):
-                    w = to[a]
-                    # w -> u has residual capacity iff its arc (the reverse of a) does
-                    if cap[rev[a]] > 0.0 and not seen[w]:
-                        seen[w] = True
-                        queue[qt] = w
-                        qt += 1
+            _residual_reach(snk, True, head, nxt_ptr, to, rev, cap, seen, queue)
             for v in range(M):
                 Z[i, v] = not seen[v]
             good = _extendable(Z[i], child_ptr, child_idx, is_leaf)
