@@ -69,7 +69,7 @@ from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import _interior_point_kernels as _k
 from ._mehrotra import PairProblem, mehrotra
-from .primitives import blas_threads, kronecker_sum
+from .primitives import blas_threads, kronecker_sum, pivoted_cholesky
 
 logger = logging.getLogger(__name__)
 
@@ -181,23 +181,12 @@ def low_rank_factor(K: np.ndarray, max_rank: int, rtol: float = Options.low_rank
     Wang et al.'s 2-D Example 3: rank 133 of 1500 at 1e-12) is a few hundred columns, so the
     Newton step works in ``q x r`` instead of ``q x n``; the certificate is evaluated on the
     model's own kernel, so the truncation cannot pass unnoticed."""
-    n = K.shape[0]
-    resid = np.array(np.diag(K), dtype=float)
-    total = resid.sum()
-    if n == 0 or total <= 0:
+    diagonal = np.array(np.diag(K), dtype=float)
+    total = diagonal.sum()
+    if K.shape[0] == 0 or total <= 0:
         return None
-    F = np.zeros((n, min(max_rank, n)))
-    for k in range(F.shape[1] + 1):
-        if resid.sum() <= rtol * total:
-            return F[:, :k]
-        if k == F.shape[1]:
-            return None
-        j = int(np.argmax(resid))
-        column = np.asarray(K[:, j], dtype=float) - F[:, :k] @ F[j, :k]
-        F[:, k] = column / np.sqrt(resid[j])
-        resid = np.maximum(resid - F[:, k] ** 2, 0.0)
-        resid[j] = 0.0
-    return None
+    F, _, residual = pivoted_cholesky(diagonal, lambda j: K[:, j], max_rank=max_rank, rtol=rtol)
+    return F if residual.sum() <= rtol * total else None
 
 
 def _kernel_factor(model: MarginModel, options: Options = _DEFAULT):

@@ -40,7 +40,6 @@ from typing import Callable
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 
 from ..exceptions import InputError
 from ..kernels import Kernel
@@ -48,6 +47,7 @@ from ..models import margin as _margin
 from ..models.margin import MarginModel
 from ..models.multiclass import MulticlassModel
 from ..result import Solution, relative_gap
+from .primitives import pivoted_cholesky as _pivoted_cholesky
 
 __all__ = ["Options", "KernelFactor", "KernelApproximation", "applies", "factor",
            "pivoted_cholesky", "linear_twin", "solve"]
@@ -203,26 +203,9 @@ def pivoted_cholesky(diagonal: np.ndarray, column: Callable[[int], np.ndarray], 
     ``max_rank`` columns, or when the residual is round-off.  Pivot columns are reproduced
     exactly and ``K - L L^T`` is PSD.
     """
-    d = np.array(diagonal, dtype=float)
-    n = d.size
-    total = float(d.sum())
-    cap = min(n, int(max_rank))
-    L = np.zeros((n, cap))
-    pivots = np.zeros(cap, dtype=np.int64)
-    floor = 1e-12 * max(float(d.max()), 0.0) if n else 0.0
-    k = 0
-    while k < cap and d.sum() > rtol * total:
-        j = int(np.argmax(d))
-        if d[j] <= floor:
-            break
-        col = np.asarray(column(j), dtype=float).ravel() - L[:, :k] @ L[j, :k]
-        L[:, k] = col / np.sqrt(d[j])
-        d -= L[:, k] ** 2
-        d[j] = 0.0
-        np.maximum(d, 0.0, out=d)
-        pivots[k] = j
-        k += 1
-    return KernelFactor(np.ascontiguousarray(L[:, :k]), pivots[:k], float(d.sum()), total)
+    L, pivots, residual = _pivoted_cholesky(diagonal, column, max_rank=max_rank, rtol=rtol,
+                                            rule="trace", floor=1e-12)
+    return KernelFactor(L, pivots, float(residual.sum()), float(np.sum(diagonal)))
 
 
 def factor(model: MarginModel, options: Options | None = None) -> KernelFactor:

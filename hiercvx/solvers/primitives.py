@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,7 +26,7 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["MODE_DENSE", "MODE_CSR", "MODE_GRAM", "RowData", "row_data", "row_dot", "row_axpy",
            "row_sq_norms", "budget_qp", "isotropic_budget_step", "CertificateSchedule",
-           "blas_threads", "kronecker_sum", "centrality_correctors"]
+           "blas_threads", "kronecker_sum", "centrality_correctors", "pivoted_cholesky"]
 
 MODE_DENSE, MODE_CSR, MODE_GRAM = 0, 1, 2
 
@@ -317,3 +317,42 @@ class CertificateSchedule:
             per_pass = max(self.pass_work / self.n_passes, 1.0)
             want = int(np.ceil(self.certificate_work / (self.share * per_pass)))
             self.interval = min(max(self.min_every, want), self.max_every)
+
+
+def pivoted_cholesky(diagonal: np.ndarray, column: Callable[[int], np.ndarray], *, max_rank: int,
+                     rtol: float, rule: str = "trace", floor: float = 0.0):
+    """Greedy pivoted Cholesky ``K ~ L L^T`` of a PSD matrix given by its ``diagonal`` and
+    ``column(j)`` (Harbrecht, Peters & Schneider, "On the low-rank approximation by the pivoted
+    Cholesky decomposition", Applied Numerical Mathematics 62, 2012): each step pivots on the
+    largest residual diagonal.  The pivot columns are reproduced exactly and ``K - L L^T`` is
+    PSD (the Nystrom approximation on the pivots).
+
+    Stops at ``max_rank`` columns, when the pivot's residual is ``<= floor * max(diag K)``
+    (round-off), or by ``rule``: ``"trace"``, the residual trace ``<= rtol * trace(K)``;
+    ``"diagonal"``, the largest residual diagonal ``<= rtol * max(diag K)``.
+
+    Returns ``(L, pivots, residual)``: ``L`` ``(n, r)``, the ``r`` pivot indices and the
+    residual diagonal ``diag(K - L L^T)``.
+    """
+    d = np.array(diagonal, dtype=float)
+    n = d.size
+    total = float(d.sum())
+    dmax = max(float(d.max()), 1e-300) if n else 1.0
+    cap = max(0, min(n, int(max_rank)))
+    L = np.zeros((n, cap))
+    pivots = np.zeros(cap, dtype=np.int64)
+    k = 0
+    while k < cap:
+        if rule == "trace" and d.sum() <= rtol * total:
+            break
+        j = int(np.argmax(d))
+        if (rule == "diagonal" and d[j] <= rtol * dmax) or d[j] <= floor * dmax:
+            break
+        col = np.asarray(column(j), dtype=float).ravel() - L[:, :k] @ L[j, :k]
+        L[:, k] = col / np.sqrt(d[j])
+        d -= L[:, k] ** 2
+        d[j] = 0.0
+        np.maximum(d, 0.0, out=d)
+        pivots[k] = j
+        k += 1
+    return np.ascontiguousarray(L[:, :k]), pivots[:k], d

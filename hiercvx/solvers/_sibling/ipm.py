@@ -27,6 +27,7 @@ from ...models.sibling import SiblingPairs
 from ...result import gap_scale, stopping_gap
 from ..dual_qp import DenseNewton, factor_newton, step_length
 from ..primitives import centrality_correctors, kronecker_sum
+from ..primitives import pivoted_cholesky as _pivoted_cholesky
 from ._kernels import example_sums, schur_blocks
 from .options import Options
 from .problem import PairProblem, StepResult
@@ -44,25 +45,12 @@ def pivoted_cholesky(K, rtol: float = 1e-12, max_rank: int | None = None):
     """
     K = np.asarray(K, dtype=float)
     n = K.shape[0]
-    d = np.diag(K).copy()
-    dmax = max(float(d.max()), 1e-300) if n else 1.0
     cap = n if max_rank is None else max(1, min(n, int(max_rank)))
-    L = np.zeros((n, cap))
-    piv: list = []
-    complete = False
-    for k in range(cap):
-        j = int(np.argmax(d))
-        if d[j] <= rtol * dmax:
-            complete = True
-            break
-        piv.append(j)
-        col = K[:, j] - L[:, :k] @ L[j, :k]
-        L[:, k] = col / np.sqrt(d[j])
-        d -= L[:, k] ** 2
-        d[j] = 0.0
-    else:
-        complete = bool(d.max() <= rtol * dmax) if n else True
-    return L[:, :len(piv)], np.asarray(piv, dtype=np.int64), complete
+    L, pivots, residual = _pivoted_cholesky(np.diag(K), lambda j: K[:, j], max_rank=cap,
+                                            rtol=rtol, rule="diagonal")
+    dmax = max(float(np.diag(K).max()), 1e-300) if n else 1.0
+    complete = bool(residual.max() <= rtol * dmax) if n else True
+    return L, pivots, complete
 
 
 def group_basis(pairs: SiblingPairs) -> np.ndarray:
