@@ -26,6 +26,29 @@ def _violation(S, loss, i, y, ybar, slack):
     return loss[y, ybar] * (1.0 - diff) if slack else loss[y, ybar] - diff
 
 
+@njit(cache=True)
+def _best_per_irrelevant(S, rel_ptr, rel, loss, slack, i, value, arg):
+    """For example ``i``: ``value[ybar] = max_y v_(i, y, ybar)`` over its relevant ``y`` and
+    ``arg[ybar]`` the first ``y`` reaching it, for every irrelevant ``ybar`` (``value`` and
+    ``arg`` come filled with ``-inf`` and ``-1``, left so for relevant classes and for an
+    example without relevant classes)."""
+    q = S.shape[1]
+    lo, hi = rel_ptr[i], rel_ptr[i + 1]
+    if hi == lo:
+        return
+    mask = np.zeros(q, dtype=np.bool_)
+    for r in range(lo, hi):
+        mask[rel[r]] = True
+    for ybar in range(q):
+        if mask[ybar]:
+            continue
+        for r in range(lo, hi):
+            v = _violation(S, loss, i, rel[r], ybar, slack)
+            if v > value[ybar]:
+                value[ybar] = v
+                arg[ybar] = rel[r]
+
+
 @njit(cache=True, parallel=True)
 def most_violated(S, rel_ptr, rel, loss, slack, best_y, best_ybar, best_v):
     """Per example the most violated pair ``(best_y, best_ybar)`` and its violation ``best_v``
@@ -33,18 +56,13 @@ def most_violated(S, rel_ptr, rel, loss, slack, best_y, best_ybar, best_v):
     without pairs: every class relevant, or none)."""
     n, q = S.shape
     for i in prange(n):
-        mask = np.zeros(q, dtype=np.bool_)
-        for r in range(rel_ptr[i], rel_ptr[i + 1]):
-            mask[rel[r]] = True
+        value = np.full(q, -np.inf)
+        arg = np.full(q, -1, dtype=np.int64)
+        _best_per_irrelevant(S, rel_ptr, rel, loss, slack, i, value, arg)
         by, bb, bv = -1, -1, -np.inf
-        if rel_ptr[i + 1] > rel_ptr[i]:
-            for ybar in range(q):
-                if mask[ybar]:
-                    continue
-                for r in range(rel_ptr[i], rel_ptr[i + 1]):
-                    v = _violation(S, loss, i, rel[r], ybar, slack)
-                    if v > bv:
-                        by, bb, bv = rel[r], ybar, v
+        for ybar in range(q):
+            if value[ybar] > bv:
+                by, bb, bv = arg[ybar], ybar, value[ybar]
         best_y[i], best_ybar[i], best_v[i] = by, bb, bv
 
 
@@ -58,20 +76,9 @@ def violated_pairs(S, rel_ptr, rel, loss, slack, floor, out_y, out_ybar):
     k = out_y.shape[1]
     count = np.zeros(n, dtype=np.int64)
     for i in prange(n):
-        mask = np.zeros(q, dtype=np.bool_)
-        for r in range(rel_ptr[i], rel_ptr[i + 1]):
-            mask[rel[r]] = True
         value = np.full(q, -np.inf)
         arg = np.full(q, -1, dtype=np.int64)
-        if rel_ptr[i + 1] > rel_ptr[i]:
-            for ybar in range(q):
-                if mask[ybar]:
-                    continue
-                for r in range(rel_ptr[i], rel_ptr[i + 1]):
-                    v = _violation(S, loss, i, rel[r], ybar, slack)
-                    if v > value[ybar]:
-                        value[ybar] = v
-                        arg[ybar] = rel[r]
+        _best_per_irrelevant(S, rel_ptr, rel, loss, slack, i, value, arg)
         m = 0
         for _ in range(k):  # k small: k selections of the largest remaining
             best = -1
