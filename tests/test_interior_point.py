@@ -471,3 +471,36 @@ def test_pair_rows_newton_matrix_by_products_and_by_triangles(n, r, d):
         T = Rd[rows].T @ (D[rows, None] * Rd[rows]) - np.outer(v, v) / delta[i]
         H += np.kron(T, np.outer(F[i], F[i]))
     np.testing.assert_allclose(H_auto, H, atol=1e-9)
+
+
+def test_features_in_raw_units_certify_through_a_regularized_newton_matrix():
+    """``X x 1e6``: round-off makes the Newton matrix indefinite near the optimum; the shifted
+    factorization keeps stepping, and the answer is certified on the user's problem (the same
+    optimum as the standardized problem at ``C s^2``, scaled by ``1 / s^2``)."""
+    X, Y, H = problem("tree", n=40, d=4, seed=0)
+    scaled = hsvm_model.prepare(X * 1e6, Y, H)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sol = interior_point.solve(scaled, 1.0)
+    assert sol.converged and sol.gap <= 1e-8
+    assert sol.objective == pytest.approx(_margin.primal_objective(sol.weights, scaled.X, scaled.data, 1.0))
+    same = interior_point.solve(hsvm_model.prepare(X, Y, H), 1e12)
+    assert sol.objective == pytest.approx(same.objective / 1e12, rel=1e-6)
+
+
+def test_a_newton_matrix_that_will_not_factorize_stops_with_the_true_reason(monkeypatch):
+    """A stop by round-off is not reported as a spent budget: no 'raise max_iter'."""
+    X, Y, H = problem("tree", n=30, d=3, seed=1)
+    model = hsvm_model.prepare(X, Y, H)
+
+    def indefinite(self, *args):
+        H_, V = original(self, *args)
+        return -np.eye(H_.shape[0]), V
+
+    original = interior_point._Factored.newton_matrix
+    monkeypatch.setattr(interior_point._Factored, "newton_matrix", indefinite)
+    with pytest.warns(ConvergenceWarning) as record:
+        sol = interior_point.solve(model, 1.0)
+    text = " ".join(str(w.message) for w in record)
+    assert not sol.converged and "positive definiteness" in text and "raise max_iter" not in text
+    assert sol.lower_bound <= sol.objective

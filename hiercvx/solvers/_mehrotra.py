@@ -103,11 +103,34 @@ def _start(prob: PairProblem, options) -> _Iterate:
     return _Iterate(np.zeros((prob.r, prob.d)), xi, alpha, s, prob.C - used)
 
 
+def _regularized_cholesky(H, shift_from: float, shift_to: float):
+    """The Cholesky factor of the Newton matrix ``H``, positive definite in exact arithmetic
+    (``I`` plus a Schur complement); when round-off breaks that (multipliers and features of
+    very different magnitudes), of ``H + shift max(diag H) I`` with the smallest ``shift`` in
+    ``shift_from, 100 shift_from, ... <= shift_to`` that factorizes (static regularization of
+    interior-point methods: the direction is then inexact, and every iterate is still certified
+    by its recomputed primal and dual).  Raises ``LinAlgError`` when none does."""
+    try:
+        return sla.cho_factor(H, lower=False, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    scale = float(np.max(np.abs(np.diag(H)))) if np.all(np.isfinite(H)) else np.inf
+    shift = shift_from
+    while np.isfinite(scale) and shift <= shift_to:
+        H_reg = H.copy()
+        H_reg[np.diag_indices_from(H_reg)] += shift * scale
+        try:
+            return sla.cho_factor(H_reg, lower=False, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            shift *= 100.0
+    raise np.linalg.LinAlgError("the Newton matrix is not positive definite, even regularized")
+
+
 class _NewtonSystem:
     """The Newton system at an iterate, its matrix factorized once (module docstring):
     :meth:`direction` solves it for any complementarity right-hand sides."""
 
-    def __init__(self, prob: PairProblem, it: _Iterate, residuals):
+    def __init__(self, prob: PairProblem, it: _Iterate, residuals, options):
         self.prob, self.it = prob, it
         self.r_p, self.r_xi, self.r_w = residuals
         c = prob.c
@@ -118,7 +141,7 @@ class _NewtonSystem:
         _k.pair_sums(prob.ptr, c * self.cD, self.tmp)
         self.delta = self.tmp + self.E
         H, self.V = prob.newton_matrix(self.D, self.cD, self.delta)
-        self.chol = sla.cho_factor(H, lower=False, check_finite=False)
+        self.chol = _regularized_cholesky(H, options.regularize_from, options.regularize_to)
 
     def direction(self, r_s, r_mu):
         """Newton direction for the complementarity residuals ``r_s``, ``r_mu`` (and the
@@ -189,15 +212,17 @@ def _certify(prob: PairProblem, it: _Iterate, S):
 def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options):
     """The primal-dual iteration to a certified relative gap ``tol`` (``options``: the
     :class:`.interior_point.Options` ``shift``, ``init``, ``step_fraction``,
-    ``max_correctors``).  Returns ``(w, alpha, n_iter, converged, history)``: the last
-    iterate, or the best certified one when it did not converge."""
+    ``max_correctors``, ``regularize_from``, ``regularize_to``).  Returns ``(w, alpha, n_iter,
+    converged, history, stopped)``: the last iterate, or the best certified one when it did not
+    converge; ``stopped`` says why an unconverged iteration ended before ``max_iter`` (``""``
+    when it converged or ran out of steps)."""
     log = logger.info if verbose else logger.debug
     history = {k: [] for k in ("n_iter", "objective", "lower_bound", "gap", "time")}
     if prob.n == 0:  # nothing constrains w: the optimum is 0
-        return np.zeros((prob.r, prob.d)), np.zeros(0), 0, True, history
+        return np.zeros((prob.r, prob.d)), np.zeros(0), 0, True, history, ""
     it = _start(prob, options)
     best = (np.inf, None, None)
-    n_iter, converged = 0, False
+    n_iter, converged, stopped = 0, False, ""
     for n_iter in range(1, max_iter + 1):
         S = prob.scores(it.w)
         residuals = _residuals(prob, it, S)
@@ -217,18 +242,20 @@ def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options):
             n_iter -= 1
             break
         try:
-            system = _NewtonSystem(prob, it, residuals)
+            system = _NewtonSystem(prob, it, residuals, options)
         except (np.linalg.LinAlgError, ValueError):
-            log("step %d: the Newton matrix is not positive definite; stopping", n_iter)
+            stopped = "the Newton matrix lost positive definiteness in round-off"
+            log("step %d: %s; stopping", n_iter, stopped)
             break
         step, t = system.predictor_corrector(comp, mu_avg, options.max_correctors)
         t *= options.step_fraction
         if t < 1e-12:  # blocked at the boundary: round-off has taken over
-            log("step %d: step length %.1e; stopping", n_iter, t)
+            stopped = f"the step to the boundary shrank to {t:.1e} (round-off)"
+            log("step %d: %s; stopping", n_iter, stopped)
             break
         it = it.moved(t, step)
     else:
         n_iter = max_iter
     if not converged and best[1] is not None:  # report the best certified iterate
-        return best[1], best[2], n_iter, False, history
-    return it.w, prob.project(it.alpha), n_iter, converged, history
+        return best[1], best[2], n_iter, False, history, stopped
+    return it.w, prob.project(it.alpha), n_iter, converged, history, stopped

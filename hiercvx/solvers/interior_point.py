@@ -124,6 +124,11 @@ class Options:
         Gondzio's centrality correctors per Newton step (Gondzio, "Multiple centrality
         corrections in a primal-dual method for linear programming", Comput. Optim. Appl. 6,
         1996): each one more solve with the step's factorization.
+    regularize_from, regularize_to : float
+        When round-off makes the Newton matrix indefinite, ``shift max(diag)`` is added to its
+        diagonal, ``shift`` from the first value up to the second by factors of 100: the
+        smallest shift that factorizes (a few units of round-off relative to the largest
+        entry first; above ``1e-6`` the direction is too far from Newton's to be worth a step).
     """
 
     max_dimension: int = 6000
@@ -139,6 +144,8 @@ class Options:
     init: float = 0.5
     shift: float = 1.0
     max_correctors: int = 2
+    regularize_from: float = 1e-14
+    regularize_to: float = 1e-6
 
 
 _DEFAULT = Options()
@@ -466,8 +473,8 @@ def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 10
                          f"matrix, above its limit {options.max_dimension} "
                          "(Options.max_dimension)")
     with blas_threads(1):
-        w, alpha, n_iter, converged, history = mehrotra(prob, float(tol), int(max_iter), verbose,
-                                                         t_start, options)
+        w, alpha, n_iter, converged, history, _ = mehrotra(prob, float(tol), int(max_iter),
+                                                            verbose, t_start, options)
     lower, alpha, w_dual = prob.dual(alpha)
     objective = prob.primal(w_dual)
     obj_w = prob.primal(w)
@@ -533,14 +540,20 @@ def solve(model, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 100,
     prob = _Factored(model, C, examples, options)
     # one BLAS thread: the matrices are small, and threaded BLAS spins against other processes
     with blas_threads(1):
-        w, alpha, n_iter, converged, history = mehrotra(prob, float(tol), int(max_iter),
-                                                         verbose, t_start, options)
-    return _result(model, prob, w, alpha, C, float(tol), n_iter, converged, history, t_start,
-                   warn)
+        w, alpha, n_iter, converged, history, stopped = mehrotra(prob, float(tol), int(max_iter),
+                                                                  verbose, t_start, options)
+    res = _result(model, prob, w, alpha, C, float(tol), n_iter, converged, history, t_start)
+    if warn:
+        reason = None
+        if stopped:  # not the step budget: "raise max_iter" would be untrue
+            reason = (f"with a certified relative duality gap of {res.gap:.3e} > tol={res.tol:g}: "
+                      f"{stopped}; standardized features (or a rescaled C) keep the Newton "
+                      "systems well conditioned")
+        res.warn_unless_converged("Newton steps", stacklevel=3, reason=reason)
+    return res
 
 
-def _result(model, prob, w, alpha_f, C, tol, n_iter, converged, history, t_start,
-            warn=True) -> Solution:
+def _result(model, prob, w, alpha_f, C, tol, n_iter, converged, history, t_start) -> Solution:
     """The model's own certificate at the final iterate: the weights of ``alpha`` (thesis
     (4.12)) or, for node weights, the primal iterate mapped back, whichever is lower."""
     data = model.data
@@ -569,6 +582,4 @@ def _result(model, prob, w, alpha_f, C, tol, n_iter, converged, history, t_start
                    dual=alpha, history=history, solve_time=time.perf_counter() - t_start,
                    solver="interior_point", name="margin model, primal-dual interior point",
                    extras=extras)
-    if warn:
-        res.warn_unless_converged("Newton steps", stacklevel=4)
     return res
