@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from hiercvx import reproduce
+from hiercvx import Hierarchy, reproduce
 from hiercvx.datasets import make_cai_synthetic
 from hiercvx.reproduce import hmc_aupr
 
@@ -17,7 +17,8 @@ def test_registered_with_the_published_numbers_and_their_source():
     assert table.reported[("cellcycle_FUN", "CLUS-ENS (published)", "AU(PRC)")].mean == 0.227
     assert table.reported[("cellcycle_GO", "CLUS-ENS (published)", "AU(PRC)")].mean == 0.387
     assert "NeurIPS 2020" in table.source and "ICML 2018" in table.source
-    assert set(hmc_aupr.QUICK.methods) <= set(hmc_aupr.METHODS)
+    assert table.reported[("cellcycle_FUN", "CLUS-HMC (published)", "AU(PRC)")].mean == 0.172
+    assert table.reported[("cellcycle_GO", "CLUS-HMC (published)", "AU(PRC)")].mean == 0.357
 
 
 def _synthetic_splits():
@@ -45,16 +46,51 @@ def test_absent_data_is_reported_not_failed(monkeypatch, tmp_path):
         hmc_aupr.run_settings(hmc_aupr.QUICK)
 
 
-@pytest.mark.slow  # the quick table loads the ARFF files and fits four methods on a grid
 @pytest.mark.skipif(hmc_aupr._missing() is not None, reason="Clus-HMC data absent")
-def test_quick_table_runs_and_writes_csv_and_png(tmp_path):
+def test_quick_table_runs_every_row_and_writes_csv_and_png(tmp_path):
+    # every method (linear and Gaussian, hierarchical and one-vs-rest) chosen on valid,
+    # refitted on train + valid, scored on test, beside the published rows
     result = reproduce.run_table("hmc-aupr", quick=True, verbose=False, out=tmp_path)
     cells = {(c["setting"], c["method"], c["metric"]): c for c in result.cells}
-    for method in hmc_aupr.QUICK.methods:
+    assert hmc_aupr.QUICK.methods is None
+    for method, spec in hmc_aupr.METHODS.items():
         value = cells[("cellcycle_FUN", method, "AU(PRC)")]["mean"]
         assert 0.0 < value < 1.0
-    published = cells[("cellcycle_FUN", "C-HMCNN (published)", "AU(PRC)")]
-    assert published["mean"] == published["paper_mean"] == 0.255
+        assert cells[("cellcycle_FUN", method, "C")]["mean"] in hmc_aupr.QUICK.C_grid
+        assert (("cellcycle_FUN", method, "sigma") in cells) == spec.kernel
+    for method in hmc_aupr.PUBLISHED_METHODS:
+        published = cells[("cellcycle_FUN", method, "AU(PRC)")]
+        assert published["mean"] == published["paper_mean"] == \
+            hmc_aupr.PUBLISHED[("cellcycle_FUN", method)]
     assert not any(math.isnan(c["mean"]) for c in result.cells)
     assert [f.suffix for f in result.files] == [".csv", ".csv", ".png"]
     assert all(f.exists() for f in result.files)
+
+
+@pytest.mark.slow  # the whole FunCat tree (500 nodes): minutes for every method on a grid
+@pytest.mark.skipif(hmc_aupr._missing() is not None, reason="Clus-HMC data absent")
+def test_whole_funcat_tree_subsampled():
+    settings = hmc_aupr.Settings(data_sets=("cellcycle_FUN",), C_grid=(0.1, 1.0),
+                                 sigma_factors=(1.0,), rank=60, tol=1e-2,
+                                 subsample=(150, 80, 150))
+    rows = hmc_aupr.run_settings(settings)
+    got = {(r["method"], r["metric"]): r["value"] for r in rows}
+    for method in hmc_aupr.METHODS:
+        assert 0.0 < got[(method, "AU(PRC)")] < 1.0
+    assert got[("C-HMCNN (published)", "AU(PRC)")] == 0.255
+
+
+def test_top_levels_keeps_parents_and_cuts_label_sets():
+    H = Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "a1"), ("b", "a1"),
+                              ("a1", "a11"), ("b", "b1")])
+    X = np.arange(8.0).reshape(4, 2)
+    y = [frozenset({"a11"}), frozenset({"b1", "a"}), frozenset({"a1"}), frozenset({"b"})]
+    splits = hmc_aupr.Splits("dag", H, {"train": (X, y), "valid": (X, y), "test": (X, y)})
+    top = hmc_aupr.top_levels(splits, 1)
+    assert set(top.hierarchy.nodes) == {"r", "a", "b"}
+    # a11's parent a1 has two parents: both are kept
+    assert top.parts["train"][1] == [frozenset({"a", "b"}), frozenset({"a", "b"}),
+                                     frozenset({"a", "b"}), frozenset({"b"})]
+    deeper = hmc_aupr.top_levels(splits, 2)
+    assert set(deeper.hierarchy.parents("a1")) == {"a", "b"}
+    assert deeper.parts["test"][1][0] == frozenset({"a1"})
