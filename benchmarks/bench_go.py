@@ -31,8 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_wide import ESTIMATORS, run_capped, run_row  # the chain / star rows, same child process
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 GO_ESTIMATORS = ESTIMATORS  # every estimator: fitted, or refused with its ValueError
 WIDE_ESTIMATORS = ("HierarchicalSVC", "NormalizedHierarchicalSVC", "SharedNormSVC")
 

@@ -21,8 +21,9 @@ import numpy as np
 import hiercvx as hc
 from hiercvx.datasets import load_arff
 from hiercvx.inference import LabelSetOracle, label_set_scores
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 
 
 def random_tree(n_nodes: int, rng) -> hc.Hierarchy:

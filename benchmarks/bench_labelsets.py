@@ -36,8 +36,9 @@ from sklearn.svm import LinearSVC
 from hiercvx import metrics
 from hiercvx.datasets import load_arff
 from hiercvx.estimators import HierarchicalSVC
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "hmc")
+DATA = str(hmc_data_dir())  # $HIERCVX_HMC_DATA, else shared/data/hmc
 
 
 def load(name: str, n: int | None, seed: int = 0):

@@ -30,9 +30,10 @@ from sklearn.datasets import load_svmlight_file  # the peer of load_libsvm
 
 from hiercvx import Hierarchy
 from hiercvx.datasets import load_arff, load_libsvm
+from hiercvx.datasets._common import hmc_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
-HMC = REPO.parent / "shared" / "data" / "hmc"
+HMC = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 SEED = 0
 
 

@@ -73,10 +73,11 @@ from hiercvx.formulations import nhsvm
 from hiercvx.inference import LabelSetOracle
 from hiercvx.metrics import hierarchical_precision_recall_f1, micro_f1
 from hiercvx.solvers import nhsvm_fw
+from hiercvx.datasets._common import hmc_data_dir
 
 warnings.simplefilter("ignore", ConvergenceWarning)
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 
 
 # ----------------------------------------------------------------------------- label space

@@ -43,8 +43,9 @@ from hiercvx.datasets import load_arff
 from hiercvx.estimators import NormalizedHierarchicalSVC
 from hiercvx.inference.closure import ClosureCut
 from hiercvx.metrics import au_prc, evaluated_nodes
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 
 
 class Clock:

@@ -56,8 +56,9 @@ from hiercvx.formulations import orthogonal as ot
 from hiercvx.reproduce.zhou import METHODS as ZHOU_METHODS
 from hiercvx.reproduce.zhou import RCV1_REPORTED
 from hiercvx.solvers import rda
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 METHODS = {name: methods.get(name) for name in ("orthogonal", "flatmult", "hiermult", "transfer",
                                                  "treeloss")}  # the registry's entries of the paper
 ORDER = ("flatmult", "hiermult", "transfer", "treeloss", "orthogonal")

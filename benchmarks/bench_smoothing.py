@@ -34,8 +34,9 @@ from sklearn.preprocessing import StandardScaler
 from hiercvx import methods
 from hiercvx.datasets import load_arff
 from hiercvx.solvers import smoothing, working_set
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 FILES = {"go": "cellcycle_GO.train.arff", "fun": "cellcycle_FUN.train.arff"}
 
 

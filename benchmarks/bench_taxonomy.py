@@ -31,8 +31,9 @@ from hiercvx.datasets.arff import load_arff
 from hiercvx.estimators import HierarchicalSVC
 from hiercvx.targets import flat_hierarchy
 from hiercvx.estimators.perceptron import HierarchicalPerceptron
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 
 
 def _leaf_labels(ds):

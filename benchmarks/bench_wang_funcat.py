@@ -80,8 +80,9 @@ from hiercvx.reproduce.wang_funcat import (
     parent_code,
     prefixes,
 )
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared/data/hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 FILES = [f"cellcycle_FUN.{part}.arff" for part in ("train", "valid", "test")]
 BRANCHES = ("10", "11")  # FunCat 2.x: cell cycle and DNA processing; transcription
 PAPER_SIZES = (303, 300, 500)  # training, tuning, test genes per partition (of n = 1103)

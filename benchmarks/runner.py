@@ -52,8 +52,9 @@ from hiercvx.estimators import HierarchicalSVC
 from hiercvx.estimators._base import flat_hierarchy
 from hiercvx.estimators.perceptron import HierarchicalPerceptron
 from hiercvx.estimators.topdown import TopDownSVC
+from hiercvx.datasets._common import hmc_data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
+DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 HMC_SETS = {"cellcycle_FUN": (["cellcycle_FUN.train.arff", "cellcycle_FUN.valid.arff"],
                               "cellcycle_FUN.test.arff"),
             "Enron_corr": (["Enron_corr_trainvalid.arff"], "Enron_corr_test.arff"),
