@@ -38,6 +38,8 @@ from hiercvx.datasets import load_arff
 from hiercvx.estimators import HierarchicalSVC
 from hiercvx.datasets._common import hmc_data_dir
 
+from _rows import converged, estimator_label, labelset_data, page_row  # the page's row line
+
 DATA = str(hmc_data_dir())  # $HIERCVX_HMC_DATA, else shared/data/hmc
 
 
@@ -92,6 +94,11 @@ def run(name, n, max_iter):
           f"({'converged' if res.converged else 'NOT converged'}, {res.solver}: {res.name}, "
           f"{est.n_iter_} passes)   test prediction {t_pred:.2f} s", flush=True)
     print(f"  ratio HierarchicalSVC / one-vs-rest: {t_h / t_ovr:.1f}", flush=True)
+    page_row(labelset_data(name, X.shape[0], X.shape[1], len(H.nodes), n == X.shape[0]),
+             estimator_label(est), t_h,
+             f"one-vs-rest `LinearSVC` over the {n_nodes} evaluated nodes", t_ovr,
+             f"gap {est.gap_:.1e}" + ("" if converged(est) else ", not converged")
+             + f"; AU(PRC) {a_h:.3f} (one-vs-rest {a_ovr:.3f}); predict {t_pred:.2f} s")
 
 
 def main(argv=None):

@@ -45,6 +45,8 @@ from hiercvx.inference.closure import ClosureCut
 from hiercvx.metrics import au_prc, evaluated_nodes
 from hiercvx.datasets._common import hmc_data_dir
 
+from _rows import converged, estimator_label, labelset_data, page_row  # the page's row line
+
 DATA = hmc_data_dir()  # $HIERCVX_HMC_DATA, else shared/data/hmc
 
 
@@ -125,6 +127,12 @@ def run(name: str, n, max_iter) -> None:
     print(f"  ratio NHSVM / OvR fit: wall {fn.wall / fo.wall:.2f}, cpu {fn.cpu / fo.cpu:.2f}"
           + ("" if np.isnan(share) else f"; test samples decided by the closure cut: {share:.0%}"),
           flush=True)
+    page_row(labelset_data(f"cellcycle_{name}", X.shape[0], X.shape[1], len(H.nodes),
+                           n == X.shape[0]),
+             estimator_label(est), fn.wall,
+             f"one-vs-rest `LinearSVC` over the {n_nodes} evaluated nodes", fo.wall,
+             f"gap {est.gap_:.1e}" + ("" if converged(est) else ", not converged")
+             + f"; AU(PRC) {ap_n:.3f} (one-vs-rest {ap_o:.3f}); predict {pn.wall:.2f} s")
 
 
 def main(argv=None):
