@@ -14,17 +14,24 @@ Two sources:
     sibling-margin SVM against LIBLINEAR) and of ``bench_orthogonal_engine.py --solvers dual_cd
     --methods orthogonal --quick`` (Zhou, Xiao & Wu's orthogonal transfer against LIBLINEAR);
     ``--imageclef`` adds the ImageCLEF07A rows (LIBLINEAR, ``MulticlassSVC()``,
-    ``HierarchicalSVC()``: a few minutes more).  The scripts' output is kept in
-    ``benchmarks/results/page-run.log``.
+    ``HierarchicalSVC()``: a few minutes more); ``--labelsets`` adds the label-set rows of
+    ``bench_labelsets.py`` and ``bench_nhsvm_labelsets.py`` (``HierarchicalSVC()`` and
+    ``NormalizedHierarchicalSVC()`` on the cellcycle_FUN and cellcycle_GO label sets against
+    one-vs-rest ``LinearSVC`` over the evaluated nodes, trained in the same run), on a random
+    subset of ``--n N`` training rows when the full sets take too long (each row says its
+    ``n``).  The scripts' output is kept in ``benchmarks/results/page-run.log``.
 ``--from-log FILE``
     reads the log ``make bench-targets`` writes (``benchmarks/results/targets.log``): the
-    engine rows with ImageCLEF07A, cellcycle_FUN, and the cellcycle_GO rows.
+    engine rows with ImageCLEF07A, cellcycle_FUN, the cellcycle_GO rows and the full-size
+    label-set rows.
 
-Both go through the same parser of the scripts' printed rows; a script whose output it does
-not recognise is listed under the table as not parsed.  The figure
-(``benchmarks/figures/speed.png``, shown by the README) plots the time ratios.
+Both go through the same parser: a script either prints a row line of its own
+(``benchmarks/_rows.py``: ``PAGE-ROW`` and one JSON record, read from any script), or its
+printed table is read by the parser written for it; a script that gave no row is listed under
+the table as not parsed.  The figure (``benchmarks/figures/speed.png``, shown by the README)
+plots the time ratios.
 
-    .venv/bin/python benchmarks/page.py --run [--imageclef]
+    .venv/bin/python benchmarks/page.py --run [--imageclef] [--labelsets [--n N]]
     .venv/bin/python benchmarks/page.py --from-log benchmarks/results/targets.log
 """
 
@@ -41,6 +48,9 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _rows import read_rows  # noqa: E402  (the row line the scripts print)
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "benchmarks.md"
 FIGURE = ROOT / "benchmarks" / "figures" / "speed.png"
@@ -54,9 +64,12 @@ QUICK = (
 )
 #: the ImageCLEF07A rows ``--run --imageclef`` adds
 IMAGECLEF = ("bench_engine.py", ["--imageclef-only"])
+#: the label-set rows ``--run --labelsets`` adds (``--n N`` appended for a subset)
+LABELSETS = (("bench_labelsets.py", []), ("bench_nhsvm_labelsets.py", []))
 
 LIBLINEAR = "LIBLINEAR Crammer–Singer (`LinearSVC`)"
 REFERENCE = "CVXPY reference (CLARABEL)"
+ONE_VS_REST = "one-vs-rest"  # how a label-set row's peer starts
 
 
 class Row(NamedTuple):
@@ -240,13 +253,18 @@ PARSERS = {"bench_engine.py": parse_engine, "bench_sibling_fun.py": parse_siblin
            "bench_orthogonal_engine.py": parse_orthogonal, "bench_go.py": parse_go}
 
 
+def parse_row_lines(lines, script) -> list[Row]:
+    """The rows a script printed as row lines (``benchmarks/_rows.py``), whatever the script."""
+    return [Row(**record, script=script) for record in read_rows(lines)]
+
+
 def parse_log(log: str) -> tuple[list[Row], list[str]]:
     """Every row of every script in ``log``, and the scripts whose output gave none."""
     rows, missed = [], []
     for command, lines in split_scripts(log):
         script = Path(command.split()[0]).name
         parser = PARSERS.get(script)
-        found = parser(lines, command) if parser else []
+        found = parse_row_lines(lines, command) + (parser(lines, command) if parser else [])
         rows += found
         if not found:
             missed.append(command)
@@ -254,10 +272,13 @@ def parse_log(log: str) -> tuple[list[Row], list[str]]:
 
 
 # ------------------------------------------------------------------------------ running
-def run_quick(imageclef: bool) -> str:
-    """Run the quick rows (and the ImageCLEF07A rows when asked); the log, as
-    ``make bench-targets`` writes its own (date, load, commit, then each script's output)."""
-    runs = list(QUICK) + ([IMAGECLEF] if imageclef else [])
+def run_quick(imageclef: bool, labelsets: bool = False, n: int | None = None) -> str:
+    """Run the quick rows (and the ImageCLEF07A rows, the label-set rows on ``n`` training
+    rows or all of them, when asked); the log, as ``make bench-targets`` writes its own (date,
+    load, commit, then each script's output)."""
+    subset = ["--n", str(n)] if n is not None else []
+    runs = (list(QUICK) + ([IMAGECLEF] if imageclef else [])
+            + ([(script, args + subset) for script, args in LABELSETS] if labelsets else []))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     log = [_dt.datetime.now(_dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y"),
            f"load average: {load}", commit().split()[0]]
@@ -311,15 +332,16 @@ def figure(rows: list[Row], path: Path = FIGURE) -> Path | None:
     labels = [f"{r.ours.replace('`', '')}\n{r.data}" for r in rows]
     ratios = [r.peer_seconds / r.seconds for r in rows]
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.2))
-    colors = ["#3b7dd8" if r.peer == REFERENCE else "#e07b39" for r in rows]
+    colors = ["#3b7dd8" if r.peer == REFERENCE else "#4a9a4a" if r.peer.startswith(ONE_VS_REST)
+              else "#e07b39" for r in rows]
     ax.barh(range(len(rows)), ratios, color=colors)
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_yticks(range(len(rows)), labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("peer time / hiercvx time (log scale; > 1: hiercvx faster)")
-    ax.set_title("blue: vs the certified CVXPY reference; orange: vs LIBLINEAR Crammer–Singer",
-                 fontsize=8)
+    ax.set_title("blue: vs the certified CVXPY reference; orange: vs LIBLINEAR Crammer–Singer; "
+                 "green: vs one-vs-rest LinearSVC over the nodes", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
@@ -341,7 +363,12 @@ def page(rows, missed, source: str, info: dict, when: str, rev: str, fig: Path |
         "Each row times hiercvx and a peer in the same run on the same machine, so their ratio "
         "holds where the absolute times do not. hiercvx's times include building the model "
         "and certifying the answer: *gap* is the certified relative duality gap at the returned "
-        "weights, *rel. objective* the difference to the reference's certified optimum.", "",
+        "weights, *rel. objective* the difference to the reference's certified optimum. "
+        "Label-set rows fit a hierarchical estimator on Clus-HMC label sets beside one-vs-rest "
+        "`LinearSVC` over the nodes with a positive in training, trained in the same run; their "
+        "*AU(PRC)* is the area under the micro-averaged precision-recall curve of the node "
+        "scores on the test split (`hiercvx.metrics.au_prc`), and a row on a random subset of "
+        "the training rows says its *n*.", "",
         table(rows) if rows else "No rows were measured.", "",
     ]
     if fig is not None:
@@ -353,7 +380,8 @@ def page(rows, missed, source: str, info: dict, when: str, rev: str, fig: Path |
     lines += [
         "The scripts in `benchmarks/` print more than this table (other problem sizes, every "
         "solver of a method, profiles); each says in its docstring what it measures. "
-        "`make bench-targets` runs the full rows, including ImageCLEF07A and cellcycle_GO, "
+        "`make bench-targets` runs the full rows, including ImageCLEF07A, cellcycle_GO and the "
+        "full-size label sets, "
         "and writes `benchmarks/results/targets.log`, from which `make bench-page` rebuilds "
         "this page.", ""]
     return "\n".join(lines)
@@ -365,14 +393,27 @@ def main(argv=None) -> int:
     src.add_argument("--run", action="store_true", help="measure the quick rows now")
     src.add_argument("--from-log", metavar="FILE", help="parse the log of `make bench-targets`")
     ap.add_argument("--imageclef", action="store_true", help="with --run: the ImageCLEF07A rows too")
+    ap.add_argument("--labelsets", action="store_true",
+                    help="with --run: the cellcycle_FUN / cellcycle_GO label-set rows too")
+    ap.add_argument("--n", type=int, default=None, metavar="N",
+                    help="with --labelsets: a random subset of N training rows (the rows say so)")
     ap.add_argument("--out", default=str(PAGE), help=f"the page (default {PAGE.relative_to(ROOT)})")
     ap.add_argument("--figure", default=str(FIGURE),
                     help=f"the figure (default {FIGURE.relative_to(ROOT)})")
     args = ap.parse_args(argv)
+    if (args.imageclef or args.labelsets) and not args.run:
+        ap.error("--imageclef and --labelsets go with --run")
+    if args.n is not None and not args.labelsets:
+        ap.error("--n goes with --labelsets")
+    if args.n is not None and args.n < 1:
+        ap.error("--n must be a positive number of training rows")
     if args.run:
-        log = run_quick(args.imageclef)
-        source = ("`benchmarks/page.py --run" + (" --imageclef" if args.imageclef else "")
-                  + f"` (the quick rows; their output in `{RUN_LOG.relative_to(ROOT)}`)")
+        log = run_quick(args.imageclef, args.labelsets, args.n)
+        flags = ((" --imageclef" if args.imageclef else "")
+                 + (" --labelsets" if args.labelsets else "")
+                 + (f" --n {args.n}" if args.n is not None else ""))
+        source = (f"`benchmarks/page.py --run{flags}` (the quick rows; their output in "
+                  f"`{RUN_LOG.relative_to(ROOT)}`)")
     else:
         log = Path(args.from_log).read_text()
         source = f"`{args.from_log}`"
