@@ -30,7 +30,7 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]' || true
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-# The rows of issue 12's targets, one after another in one run, each script printing its own
+# The full-size benchmark rows, one after another in one run, each script printing its own
 # ratios against the peers it runs beside; `make bench-page PAGE_SOURCE="--from-log $(TARGETS_LOG)"`
 # turns the log into the benchmarks page.
 TARGETS_LOG ?= benchmarks/results/targets.log
@@ -43,9 +43,12 @@ bench-targets: $(STAMP)
 	  $(PY) benchmarks/bench_orthogonal_engine.py --solvers dual_cd && \
 	  $(PY) benchmarks/bench_go.py --rows go --only HierarchicalSVC --max-iter 300 --cap 1500 && \
 	  $(PY) benchmarks/bench_go.py --rows go --only NormalizedHierarchicalSVC --max-iter 20 --cap 1500 && \
+	  $(PY) benchmarks/bench_labelsets.py && \
+	  $(PY) benchmarks/bench_nhsvm_labelsets.py && \
 	  date -u; uptime ) 2>&1 | tee $(TARGETS_LOG)
 
 # The benchmarks page (docs/benchmarks.md and its figure): the quick rows measured now, or a log.
+# PAGE_SOURCE="--run --labelsets --n 300" adds the label-set rows on 300 training rows.
 PAGE_SOURCE ?= --run
 bench-page: $(STAMP)
 	$(PY) benchmarks/page.py $(PAGE_SOURCE)
