@@ -35,7 +35,8 @@ def test_every_method_is_selected_on_valid_and_scored_on_test(method):
     rows = hmc_aupr._rows_of("synthetic", method, _synthetic_splits(), settings, seed=0)
     got = {r["metric"]: r["value"] for r in rows}
     assert 0.0 < got["AU(PRC)"] <= 1.0
-    assert got["C"] in settings.C_grid and got["fit s"] >= 0
+    assert got.get("C", settings.C_grid[0]) in settings.C_grid and got["fit s"] >= 0
+    assert ("C" in got) == hmc_aupr.METHODS[method].takes_C
     assert ("sigma" in got) == hmc_aupr.METHODS[method].kernel
 
 
@@ -56,7 +57,8 @@ def test_quick_table_runs_every_row_and_writes_csv_and_png(tmp_path):
     for method, spec in hmc_aupr.METHODS.items():
         value = cells[("cellcycle_FUN", method, "AU(PRC)")]["mean"]
         assert 0.0 < value < 1.0
-        assert cells[("cellcycle_FUN", method, "C")]["mean"] in hmc_aupr.QUICK.C_grid
+        if spec.takes_C:
+            assert cells[("cellcycle_FUN", method, "C")]["mean"] in hmc_aupr.QUICK.C_grid
         assert (("cellcycle_FUN", method, "sigma") in cells) == spec.kernel
     for method in hmc_aupr.PUBLISHED_METHODS:
         published = cells[("cellcycle_FUN", method, "AU(PRC)")]
