@@ -24,6 +24,8 @@ Metrics return the sample mean (optionally weighted by ``sample_weight``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.stats import rankdata
@@ -51,6 +53,10 @@ __all__ = [
     "top_loss",
     "parent_one_accuracy",
     "node_scores",
+    "node_margins",
+    "node_log_odds",
+    "NodeCalibration",
+    "fit_node_calibration",
     "evaluated_nodes",
     "au_prc",
     "SCORERS",
@@ -475,19 +481,211 @@ def node_scores(scores, classes, hierarchy) -> np.ndarray:
 
     The result is consistent with the hierarchy: a node never scores above its ancestors (the
     classes below a node are among those below each ancestor), so thresholding it at any level
-    gives an ancestor-closed label set -- what :func:`au_prc` expects of a hierarchical model.
+    gives an ancestor-closed label set.  It keeps each sample's offset: :func:`node_margins`
+    gives node scores free of it, :class:`NodeCalibration` scores on one scale across nodes.
     """
-    H = _need_hierarchy(hierarchy, "node_scores")
-    classes = _losses.class_tuple(classes)
-    cols = H.indices(classes)
-    n = np.shape(scores)[0] if np.ndim(scores) == 2 else 0
-    S = _losses.check_scores(scores, n, len(classes))
-    below = H.ancestor_matrix[cols].toarray().astype(bool)  # below[k, v]: class k at or below v
-    out = np.full((S.shape[0], len(H.nodes)), -np.inf)
-    for k in range(len(classes)):
+    S, below = _class_nodes(scores, classes, hierarchy, "node_scores")
+    return _best_below(S, below)
+
+
+def _best_below(S: np.ndarray, below: np.ndarray) -> np.ndarray:
+    """``(n, M)``: the best class score at or below each node (the lowest class score where no
+    class is below the node)."""
+    out = np.full((S.shape[0], below.shape[1]), -np.inf)
+    for k in range(below.shape[0]):
         out[:, below[k]] = np.maximum(out[:, below[k]], S[:, [k]])
     # a node no class reaches scores as the sample's lowest class: below every ancestor
     return np.where(np.isfinite(out), out, S.min(axis=1, keepdims=True))
+
+
+#: the node decodings of :func:`node_margins`
+NODE_MARGINS = ("max_marginal", "threshold", "standardized", "best_class")
+
+
+def _class_nodes(scores, classes, hierarchy, metric: str):
+    """``(S, below)``: checked class scores and ``below[k, v]`` (class k at or below node v)."""
+    H = _need_hierarchy(hierarchy, metric)
+    classes = _losses.class_tuple(classes)
+    n = np.shape(scores)[0] if np.ndim(scores) == 2 else 0
+    S = _losses.check_scores(scores, n, len(classes))
+    if not classes:
+        raise InputError(f"{metric}: classes is empty; give the classes that the columns of "
+                         "scores follow")
+    below = H.ancestor_matrix[H.indices(classes)].toarray().astype(bool)
+    return S, below
+
+
+def _best_outside(S: np.ndarray, below: np.ndarray) -> np.ndarray:
+    """``(n, M)``: the best class score not at or below each node (the lowest class score where
+    every class is below the node).  Only the nodes above a sample's top class miss its top
+    score, so only those are searched."""
+    n, M = S.shape[0], below.shape[1]
+    top = S.argmax(axis=1)
+    out = np.repeat(S.max(axis=1)[:, None], M, axis=1)
+    holds = below[top]                            # node v is at or above the top class
+    lowest = S.min(axis=1)
+    for v in np.flatnonzero(holds.any(axis=0)):
+        rows = np.flatnonzero(holds[:, v])
+        outside = ~below[:, v]
+        out[rows, v] = S[np.ix_(rows, outside)].max(axis=1) if outside.any() else lowest[rows]
+    return out
+
+
+def node_margins(scores, classes, hierarchy, *, method: str = "max_marginal",
+                 threshold: float = 0.0) -> np.ndarray:
+    """Node margins ``(n_samples, n_nodes)`` from class scores: scores per node that do not
+    change when a constant is added to a sample's class scores, and never exceed an
+    ancestor's (every threshold gives an ancestor-closed label set).
+
+    A label-set margin model -- the hierarchical SVM on label sets (Cai thesis (4.10) with
+    label sets), the Crammer-Singer SVM -- constrains only differences of class scores within a
+    sample, ``F(x, y) - F(x, ybar) >= Delta(y, ybar) - xi``: each sample's scores carry an
+    offset the training loss never sees, so raw class scores are not comparable across
+    samples.  With ``b_v(x) = max_{k <= v} F_k(x)`` the best class at or below node ``v``:
+
+    * ``"max_marginal"``: ``m_v = b_v - max_{k not <= v} F_k``, the margin by which the best
+      class under ``v`` beats every class outside it (positive exactly on the path of the top
+      class; where every class is under ``v`` the outside maximum is the lowest class score);
+    * ``"threshold"``: ``m_v = b_v - max_k F_k + threshold``, so that ``m_v >= 0`` exactly for
+      the nodes of the label set of every class within ``threshold`` of the top score, closed
+      upward (the multi-label decision rule of the estimators);
+    * ``"standardized"``: ``m_v = (b_v - mean_k F_k) / std_k F_k``: also free of each sample's
+      scale (a constant row gives zeros);
+    * ``"best_class"``: ``b_v`` itself (:func:`node_scores`; not offset-free).
+
+    A node that no class reaches takes the lowest class score for ``b_v``.
+
+    Parameters
+    ----------
+    scores : array ``(n_samples, n_classes)``, columns following ``classes``
+    classes : sequence of node names of ``hierarchy`` (leaves or internal nodes)
+    hierarchy : Hierarchy
+    method : one of ``"max_marginal"``, ``"threshold"``, ``"standardized"``, ``"best_class"``
+    threshold : float, the gap of the ``"threshold"`` rule (an estimator's ``threshold_``)
+
+    Returns
+    -------
+    margins : ndarray ``(n_samples, n_nodes)`` over ``hierarchy.nodes``
+    """
+    if not isinstance(method, str) or method not in NODE_MARGINS:
+        raise InputError(f"method must be one of {NODE_MARGINS}, got {method!r}")
+    S, below = _class_nodes(scores, classes, hierarchy, "node_margins")
+    best = _best_below(S, below)
+    if method == "best_class":
+        return best
+    if method == "max_marginal":
+        return best - _best_outside(S, below)
+    if method == "threshold":
+        t = float(threshold)
+        if not np.isfinite(t):
+            raise InputError(f"threshold must be a finite number, got {threshold!r}")
+        return best - S.max(axis=1, keepdims=True) + t
+    spread = S.std(axis=1, keepdims=True)
+    return (best - S.mean(axis=1, keepdims=True)) / np.where(spread > 0, spread, 1.0)
+
+
+def node_log_odds(y_train, hierarchy, *, smoothing: float = 0.5) -> np.ndarray:
+    """Log-odds of each node's frequency in the training labels (closed upward), ``(n_nodes,)``:
+    ``log((c_v + a) / (n - c_v + a))`` with ``c_v`` the training samples that hold node ``v``
+    and ``a = smoothing`` (Jeffreys' prior at the default).  An ancestor's count is at least
+    its descendants', so these never exceed an ancestor's."""
+    H = _need_hierarchy(hierarchy, "node_log_odds")
+    T = _closed(y_train, H)
+    a = float(smoothing)
+    if not np.isfinite(a) or a <= 0:
+        raise InputError(f"smoothing must be a positive number, got {smoothing!r}")
+    counts = T.sum(axis=0).astype(float)
+    return np.log(counts + a) - np.log(T.shape[0] - counts + a)
+
+
+@dataclass(frozen=True)
+class NodeCalibration:
+    """Calibrated node scores: ``log_odds_v + intercept + slope * m_v(x)``, the log-odds of
+    node ``v`` given the node margin ``m_v(x)`` (:func:`node_margins`) under a logistic model
+    whose per-node offsets are the training frequencies (:func:`node_log_odds`) and whose
+    slope and common intercept are fitted (:func:`fit_node_calibration`).
+
+    Micro-averaged AU(PRC) (:func:`au_prc`) pools the (sample, node) pairs of every node, so
+    the scores of a node held by a third of the samples and of a node held by a few must be on
+    one scale: the frequency term puts them there, the margin term orders the samples.  Both
+    terms never exceed an ancestor's, so neither does their sum (``slope >= 0``), and the
+    scores are free of a per-sample offset when the margins are.
+
+    Attributes
+    ----------
+    log_odds : ndarray ``(n_nodes,)``
+    slope : float (>= 0)
+    intercept : float
+    method : str, the :func:`node_margins` method the slope was fitted on
+    """
+
+    log_odds: np.ndarray
+    slope: float
+    intercept: float
+    method: str = "standardized"
+
+    def scores(self, margins) -> np.ndarray:
+        """Calibrated node scores (log-odds) ``(n_samples, n_nodes)`` of node margins."""
+        m = np.asarray(margins, dtype=float)
+        if m.ndim != 2 or m.shape[1] != len(self.log_odds):
+            raise InputError(f"margins must have shape (n_samples, {len(self.log_odds)}), got "
+                             f"{m.shape}")
+        return self.log_odds[None, :] + self.intercept + self.slope * m
+
+
+def _logistic_fit(m: np.ndarray, offset: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """``(slope >= 0, intercept)`` maximizing the likelihood of ``truth`` under
+    ``sigmoid(offset + intercept + slope * m)`` (a two-variable convex problem)."""
+    from scipy.optimize import minimize
+
+    scale = float(np.std(m)) or 1.0
+    z = m / scale
+
+    def objective(p):
+        u = offset + p[1] + p[0] * z
+        residual = 0.5 * (1.0 + np.tanh(0.5 * u)) - truth   # sigmoid(u) - truth, overflow-free
+        value = np.sum(np.logaddexp(0.0, u) - truth * u)
+        return value, np.array([residual @ z, residual.sum()])
+
+    res = minimize(objective, np.zeros(2), jac=True, method="L-BFGS-B",
+                   bounds=[(0.0, None), (None, None)])
+    return float(res.x[0]) / scale, float(res.x[1])
+
+
+def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standardized",
+                         nodes=None, smoothing: float = 0.5) -> NodeCalibration:
+    """Fit :class:`NodeCalibration` on the training samples: the node frequencies of
+    ``y_train`` and, by maximum likelihood over the (sample, node) pairs of ``nodes``, the
+    slope (``>= 0``) and common intercept of the logistic model
+    ``P(v in Y | x) = sigmoid(log_odds_v + intercept + slope * m_v(x))``.
+
+    Parameters
+    ----------
+    margins : array ``(n_samples, n_nodes)``, the training samples' node margins
+        (:func:`node_margins` with ``method``)
+    y_train : the training label sets (or node names, or an indicator over ``hierarchy.nodes``)
+    hierarchy : Hierarchy
+    method : str, the :func:`node_margins` method of ``margins`` (recorded)
+    nodes : bool array over ``hierarchy.nodes``, optional; default :func:`evaluated_nodes`
+    smoothing : float, the pseudo-count of :func:`node_log_odds`
+
+    Returns
+    -------
+    NodeCalibration
+    """
+    H = _need_hierarchy(hierarchy, "fit_node_calibration")
+    T = _closed(y_train, H)
+    m = _losses.check_scores(margins, T.shape[0], len(H.nodes))
+    log_odds = node_log_odds(T, H, smoothing=smoothing)
+    nodes = evaluated_nodes(T, H) if nodes is None else np.asarray(nodes, dtype=bool)
+    if nodes.shape != (len(H.nodes),):
+        raise InputError(f"nodes must be a bool array over H.nodes ({len(H.nodes)})")
+    if not nodes.any() or T[:, nodes].all() or not T[:, nodes].any():
+        return NodeCalibration(log_odds, 0.0, 0.0, method)   # nothing to order
+    slope, intercept = _logistic_fit(m[:, nodes].ravel(),
+                                     np.broadcast_to(log_odds[nodes], (T.shape[0], nodes.sum())).ravel(),
+                                     T[:, nodes].ravel().astype(float))
+    return NodeCalibration(log_odds, slope, intercept, method)
 
 
 def evaluated_nodes(y_train, hierarchy) -> np.ndarray:

@@ -33,7 +33,9 @@ def test_label_set_estimators_give_node_scores_and_au_prc(make):
     # the best class of each sample is where its top leaf scores: node scores carry the ranking
     S = est.decision_function(X)
     leaves = [H.index(c) for c in est.classes_]
-    np.testing.assert_allclose(N[:, leaves].max(axis=1), S.max(axis=1))
+    B = est.node_decision_function(X, method="best_class")
+    assert_consistent(B)
+    np.testing.assert_allclose(B[:, leaves].max(axis=1), S.max(axis=1))
 
 
 @pytest.mark.parametrize("make", [lambda: OrthogonalTransferSVC(hierarchy=H),

@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .. import targets
 from .._validation import check_hierarchy_argument, check_not_complex, check_positive, check_target
 from ..exceptions import InputError, InputTypeError
 from ..kernels import Kernel, check_psd
-from ..metrics import node_scores
+from ..metrics import NODE_MARGINS, fit_node_calibration, node_margins
 from ..result import check_iteration_options
 from ._labels import read_test_labels
 # target handling lives in the core (hiercvx.targets); re-exported for the estimators
@@ -297,24 +298,99 @@ def keeps_dual(estimator) -> bool:
     return isinstance(value, dict) and bool(value.get("keep_dual", False))
 
 
+#: the decodings ``node_decision_function`` offers: calibrated log-odds (the default) and the
+#: node margins of :func:`hiercvx.metrics.node_margins`
+NODE_SCORE_METHODS = ("calibrated",) + NODE_MARGINS
+
+
+def class_indicator(labels, classes) -> np.ndarray:
+    """Bool ``(n, n_classes)``: ``labels`` (one class or one set of classes per sample, in the
+    names of ``classes``) as an indicator over ``classes``."""
+    position = {c: k for k, c in enumerate(np.asarray(classes).tolist())}
+    Y = np.zeros((len(labels), len(position)), dtype=bool)
+    for i, label in enumerate(labels):
+        many = isinstance(label, (set, frozenset, list, tuple))
+        Y[i, [position[c] for c in (label if many else [label])]] = True
+    return Y
+
+
 class NodeScoresMixin:
     """``node_decision_function``: a score per node of the hierarchy, for the ranking measures
-    of the hierarchical multi-label literature (AU(PRC), :func:`hiercvx.metrics.au_prc`)."""
+    of the hierarchical multi-label literature (AU(PRC), :func:`hiercvx.metrics.au_prc`).
 
-    def node_decision_function(self, X):
-        """Scores ``(n_samples, n_nodes)`` over the nodes of the ``hierarchy`` the estimator was
-        given (``hierarchy.nodes`` order): a node scores as the best class at or below it
-        (:func:`hiercvx.metrics.node_scores` of the class scores), so no node scores above its
-        ancestors and every threshold gives an ancestor-closed label set."""
+    An estimator calls :meth:`_fit_node_calibration` at the end of ``fit`` with its training
+    samples' class scores and label sets; the default decoding is then calibrated.
+    """
+
+    #: the node margins the calibrated scores are fitted on
+    _node_margin_method = "standardized"
+
+    def _node_hierarchy(self):
         H = getattr(self, "hierarchy", None)
         if H is None:
             raise InputError(f"{type(self).__name__} was fitted without a hierarchy: node scores need "
                              "one (give hierarchy=H), or use decision_function for the classes")
+        return H
+
+    def _class_score_matrix(self, X):
         scorer = getattr(self, "class_scores", None) or self.decision_function
         S = np.asarray(scorer(X), dtype=float)
         if S.ndim == 1:  # the binary convention of decision_function: one column
             S = np.column_stack([-S, S])
-        return node_scores(S, list(self.classes_), H)
+        return S
+
+    def _margins_of_scores(self, S, method: str):
+        return node_margins(S, list(self.classes_), self._node_hierarchy(), method=method,
+                            threshold=float(getattr(self, "threshold_", 0.0)))
+
+    def _node_margins(self, X, method: str):
+        """Node margins ``(n, n_nodes)`` of the samples ``X`` (:func:`hiercvx.metrics.node_margins`
+        of the class scores; an estimator whose class scores are no margins overrides it)."""
+        return self._margins_of_scores(self._class_score_matrix(X), method)
+
+    def _fit_node_calibration(self, X, Y, scores=None) -> None:
+        """Fit ``node_calibration_`` (:func:`hiercvx.metrics.fit_node_calibration`) on the
+        training samples ``X`` and their classes ``Y``, a bool ``(n, n_classes)`` indicator over
+        ``classes_`` (``scores``: their class scores when already computed).  Without a
+        ``hierarchy`` parameter there are no node scores and nothing is fitted."""
+        self.node_calibration_ = None
+        H = getattr(self, "hierarchy", None)
+        if H is None:
+            return
+        Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
+        below = H.ancestor_matrix[H.indices(list(self.classes_))].astype(float)
+        held = (sp.csr_matrix(Y.astype(float)) @ below).toarray() > 0   # closed upward
+        method = self._node_margin_method
+        margins = (self._node_margins(X, method) if scores is None
+                   else self._margins_of_scores(np.asarray(scores, dtype=float), method))
+        self.node_calibration_ = fit_node_calibration(margins, held, H, method=method)
+
+    def node_decision_function(self, X, method: str = "calibrated"):
+        """Scores ``(n_samples, n_nodes)`` over the nodes of the ``hierarchy`` the estimator was
+        given (``hierarchy.nodes`` order); no node scores above its ancestors, so every
+        threshold gives an ancestor-closed label set.
+
+        ``method="calibrated"`` (default): the log-odds that the sample holds node ``v``,
+        ``log_odds_v + c + beta * m_v(x)`` (:class:`hiercvx.metrics.NodeCalibration`): the
+        node's training frequency ``log_odds_v`` puts every node on one scale, the standardized
+        node margin ``m_v(x)`` (:func:`hiercvx.metrics.node_margins`) orders the samples, ``c``
+        and ``beta >= 0`` fitted by maximum likelihood on the training samples.  Other methods
+        return the node margins themselves: ``"max_marginal"``, ``"threshold"`` (``>= 0``
+        exactly on the nodes of ``predict``'s label sets closed upward), ``"standardized"``,
+        ``"best_class"`` (the best class at or below the node,
+        :func:`hiercvx.metrics.node_scores`).
+        """
+        if not isinstance(method, str) or method not in NODE_SCORE_METHODS:
+            raise InputError(f"method must be one of {NODE_SCORE_METHODS}, got {method!r}")
+        self._node_hierarchy()
+        if method != "calibrated":
+            return self._node_margins(X, method)
+        calibration = getattr(self, "node_calibration_", None)
+        if calibration is None:
+            raise InputError(f"{type(self).__name__} has no node calibration (fitted without a "
+                             "hierarchy, or by an older version): refit it, or pass method="
+                             "'max_marginal'")
+        return calibration.scores(self._node_margins(X, calibration.method))
 
 
 class LabelSetScoreMixin:

@@ -25,8 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..exceptions import InputError
-from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, solver_route,
-                    validate_training_X, validate_X)
+from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, class_indicator,
+                    solver_route, validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
 
@@ -69,6 +69,10 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
                            BaseEstimator):
     """Shared prediction: node scores -> best leaf (single-label) or best label set."""
 
+    #: calibrated node scores on the margin of the best path under a node over the best path
+    #: outside it (they rank better than standardized path scores for these models)
+    _node_margin_method = "max_marginal"
+
     def _check_common(self) -> float:
         """Validate the shared options; return the paper's ``lam = 1 / (2 C)``."""
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter,
@@ -104,6 +108,11 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
         position[self._class_nodes] = np.arange(len(classes))
         self._class_position = position
 
+    def _calibrate_nodes(self, X, targets):
+        """``node_decision_function``'s calibration on the training samples."""
+        self._fit_node_calibration(X, class_indicator(targets.labels, targets.classes),
+                                   scores=self._class_scores_of(self._node_scores(X)))
+
     def node_scores(self, X):
         """Node scores ``(n_samples, n_nodes)`` over ``hierarchy_.nodes``; a label set's score is
         the sum over its nodes (eq. (10))."""
@@ -114,7 +123,9 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
     def class_scores(self, X):
         """Leaf (class) scores ``(n_samples, n_classes)`` in ``classes_`` order: the sum of the node
         scores on each class's ancestor set."""
-        S = self.node_scores(X)
+        return self._class_scores_of(self.node_scores(X))
+
+    def _class_scores_of(self, S):
         paths = self.hierarchy_.ancestor_matrix[self._class_nodes].astype(float)
         return np.asarray((paths @ S.T).T)
 
@@ -267,6 +278,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         self._set_weights(model, res, lam)
         self.alpha_ = np.asarray(alpha, dtype=float)
         self._set_classes(targets)
+        self._calibrate_nodes(X, targets)
         return self
 
     def _node_scores(self, X):
@@ -348,6 +360,7 @@ class SharedNormSVC(_NodeScoreClassifier):
             self.alpha_ = _SHARED.scaled_alpha(res.values["alpha"], model.A)
         self._set_weights(model, res, lam)
         self._set_classes(targets)
+        self._calibrate_nodes(X, targets)
         return self
 
     def _node_scores(self, X):

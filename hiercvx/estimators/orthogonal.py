@@ -25,7 +25,8 @@ from .. import methods
 from .._validation import check_positive
 from ..exceptions import HierarchyError, InputError
 from ..result import check_iteration_options
-from ._base import SOLVERS, NodeScoresMixin, solver_route, validate_training_X, validate_X
+from ._base import (SOLVERS, NodeScoresMixin, class_indicator, solver_route, validate_training_X,
+                    validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_test_labels, read_training_labels, user_names
 
@@ -204,6 +205,7 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         position = np.full(len(H), -1)
         position[class_nodes] = np.arange(len(class_nodes))
         self._position = position
+        self._fit_node_calibration(X, class_indicator(labels, classes))
         return self
 
     # ------------------------------------------------------------------ predict

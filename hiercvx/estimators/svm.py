@@ -149,7 +149,8 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         expansion coefficients over the rows of ``X_train``, or of the precomputed kernel's
         columns when ``X_train`` is None), the bias (``node_bias`` ``(M,)``: per node, linear;
         for other kernels it lives in the shifted kernel) and, for a multi-label fit, fit the
-        label-set threshold on the training data ``X`` (``data.Y`` the true label sets).
+        label-set threshold and the node calibration on the training data ``X`` (``data.Y``
+        the true label sets).
         ``classes_`` are in the caller's names (``paths``: the self-leaf map, or None)."""
         self.hierarchy_ = H
         self.self_leaves_ = paths
@@ -165,8 +166,10 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         self._node_bias = node_bias
         self.intercept_ = self._intercept(coef, data.Q)
         self.threshold_ = 0.0
+        S = self._scores(X)
         if multilabel:
-            self.threshold_ = fit_label_set_threshold(self._scores(X), data.Y)
+            self.threshold_ = fit_label_set_threshold(S, data.Y)
+        self._fit_node_calibration(X, data.Y, scores=S)   # node_decision_function's default
 
     def _intercept(self, coef, Q):
         """``intercept_``: linear kernel, the bias per node (per class for MulticlassSVC);

@@ -33,8 +33,8 @@ from tqdm.auto import tqdm
 from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..kernels import Kernel, median_heuristic
 from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    is_precomputed, kernel_parts, ravel_column_target, validate_training_X,
-                    validate_X)
+                    class_indicator, is_precomputed, kernel_parts, ravel_column_target,
+                    validate_training_X, validate_X)
 from ._habits import reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
 from .svm import MulticlassSVC
@@ -249,6 +249,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         self._node_rows = node_rows
         self._paths_data = root_to_leaf_paths(H, classes.tolist())
         self.n_iter_ = n_iter
+        self._fit_node_calibration(X, class_indicator(labels, classes))
         return self
 
     def _shared_kernel(self, X):
@@ -305,6 +306,51 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
                 S[:] = 0.0  # no training data below v: every child ties, the first one wins
             out[name] = S
         return out
+
+    #: calibrated on the local routing margins (the class scores are ranking positions)
+    _node_margin_method = "threshold"
+
+    def _node_margins(self, X, method: str):
+        """Node margins from the local classifiers: ``"threshold"`` (the default of the
+        calibration): ``l_pc = s_p(c) - max_c' s_p(c') + t_p`` at each node ``p`` (``t_p`` its
+        label-set threshold, 0 for a single-label fit; ``l_pc >= 0`` exactly when ``p`` routes
+        to ``c``); ``"max_marginal"``: ``l_pc = s_p(c) - max_{c' != c} s_p(c')``.  A node scores
+        ``m_v = min(min_p m_p, max_p l_pv)`` over its parents ``p`` (on a tree, the smallest
+        local margin on its path), so never above an ancestor.  The other methods read the
+        ranking class scores (:meth:`class_scores`)."""
+        if method not in ("threshold", "max_marginal"):
+            return super()._node_margins(X, method)
+        local = self._local(self._check_X(X))
+        H = self.hierarchy_
+        n = next(iter(local.values())).shape[0] if local else self._check_X(X).shape[0]
+        m = np.full((n, len(H)), np.inf)
+        edge = {}
+        for p in np.flatnonzero(~H.leaf_mask):
+            edge[p] = self._local_margins(H.nodes[p], local[H.nodes[p]], method)
+        for v in range(1, len(H)):  # parents before children
+            parents = H.parent_indices[v]
+            own = [edge[p][:, int(np.flatnonzero(H.children_indices[p] == v)[0])] for p in parents]
+            m[:, v] = np.minimum(np.min(m[:, parents], axis=1), np.max(own, axis=0))
+        # nodes above every branching (the root, one-child chains) take the row's largest margin
+        finite = np.where(np.isfinite(m), m, -np.inf).max(axis=1, keepdims=True)
+        m = np.where(np.isinf(m) & (m > 0), np.where(np.isfinite(finite), finite, 0.0), m)
+        return m[:, H.indices(list(self._node_hierarchy().nodes))]
+
+    def _local_margins(self, name, S, method: str) -> np.ndarray:
+        """``(n, n_children)`` local margins at node ``name`` (unseen children: one below the
+        lowest margin of the seen ones; one child: +inf, it is always routed to)."""
+        if S.shape[1] == 1:
+            return np.full(S.shape, np.inf)
+        seen = np.isfinite(S)
+        low = np.where(seen, S, np.inf).min(axis=1, keepdims=True)
+        S = np.where(seen, S, np.where(np.isfinite(low), low, 0.0) - 1.0)
+        if method == "threshold":
+            clf = self.estimators_.get(name)
+            t = float(clf.threshold_) if (clf is not None and self.multilabel_) else 0.0
+            return S - S.max(axis=1, keepdims=True) + t
+        order = np.sort(S, axis=1)
+        best, second = order[:, -1:], order[:, -2:-1]
+        return S - np.where(S >= best, second, best)
 
     def local_scores(self, X) -> dict:
         """``{internal node: (n_samples, n_children) scores}``, columns in
