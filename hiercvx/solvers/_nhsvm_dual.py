@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from ..inference import LabelSetOracle, auto_method
 from ..result import Solution, relative_gap
-from ._nhsvm_kernels import resync_kernel
+from ._nhsvm_kernels import extend_support, gram_update, resync_kernel
 from .primitives import RowData, row_data
 
 logger = logging.getLogger("hiercvx.solvers.nhsvm_fw")
@@ -135,40 +135,85 @@ class DualState:
         self.clen = np.zeros(n, dtype=np.int64)
         self.budget = np.ones(n)
         self.n_evicted = 0
+        # each block's support: the nodes where a cached vertex differs from the true set
+        # (a union that only grows; the sweeps and g_i live on it)
+        self.Tf = np.ascontiguousarray(model.T, dtype=float)
+        self.mark = np.zeros((n, M), dtype=np.bool_)
+        self.supp = np.zeros((n, M), dtype=np.int32)
+        self.slen = np.zeros(n, dtype=np.int64)
+        # each block's Gram matrix of its cached directions, valid for sqrt(alpha) = gram_sqa
+        self.Q = np.zeros((n, self.K, self.K))
+        self.dirty = np.zeros((n, self.K), dtype=np.bool_)
+        self.gram_sqa = None
         if model.multilabel:
-            self._pool = np.zeros((64, M))
+            # label sets as 0/1 bytes; an id no cache slot refers to any more is recycled, so
+            # the pool holds at most n K sets however many passes run
+            self._pool = np.zeros((64, M), dtype=np.uint8)
             self._pool_size = 0
             self._keys: dict = {}
+            self._key_of: dict = {}
+            self._refs = np.zeros(64, dtype=np.int64)
+            self._free: list = []
         else:
             self._pool = model.paths
 
     @property
     def cache(self) -> tuple:
-        """``(pool, cid, cbeta, coff, cscale, clen, budget)``: the caches as the compiled
-        sweeps take them (:func:`hiercvx.solvers._nhsvm_kernels.pairwise_sweep`)."""
-        return (self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.clen, self.budget)
+        """``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen)``: the caches and the
+        blocks' supports as the compiled sweeps take them
+        (:func:`hiercvx.solvers._nhsvm_kernels.pairwise_sweep`)."""
+        return (self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.clen, self.budget,
+                self.supp, self.slen, self.Q)
+
+    def sync_gram(self, model: VertexModel) -> None:
+        """Bring the blocks' Gram matrices up to date: the slots changed since the last call,
+        or all of them when ``sqrt(alpha)`` changed (the shared-norm alpha step)."""
+        sqa = model.sqrt_alpha
+        if self.gram_sqa is None or not np.array_equal(self.gram_sqa, sqa):
+            self.dirty[:] = np.arange(self.K)[None, :] < self.clen[:, None]
+            self.gram_sqa = sqa.copy()
+        if self.dirty.any():
+            gram_update(self.pool, self.Tf, np.ascontiguousarray(sqa, dtype=float), self.cid,
+                        self.cscale, self.clen, self.supp, self.slen, self.Q, self.dirty)
 
     @property
     def pool(self) -> np.ndarray:
-        """The vertices' node indicators (float, C-contiguous; leaf paths when single-label)."""
+        """The vertices' node indicators (C-contiguous; 0/1 bytes for label sets, the float
+        leaf paths when single-label)."""
         return self._pool
 
     def _pool_ids(self, Z: np.ndarray) -> np.ndarray:
-        """Ids of the label sets ``Z`` in the shared pool (added when new)."""
+        """Ids of the label sets ``Z`` in the shared pool (added when new, in a recycled slot
+        when one is free)."""
         packed = np.packbits(Z, axis=1)
         ids = np.empty(len(Z), dtype=np.int64)
         for k, row in enumerate(packed):
             key = row.tobytes()
             j = self._keys.get(key)
             if j is None:
-                j = self._pool_size
-                if j == len(self._pool):
-                    self._pool = np.concatenate([self._pool, np.zeros_like(self._pool)])
+                if self._free:
+                    j = self._free.pop()
+                else:
+                    j = self._pool_size
+                    self._pool_size += 1
+                    if j == len(self._pool):
+                        self._pool = np.concatenate([self._pool, np.zeros_like(self._pool)])
+                        self._refs = np.concatenate([self._refs, np.zeros_like(self._refs)])
                 self._pool[j] = Z[k]
                 self._keys[key] = j
-                self._pool_size += 1
+                self._key_of[j] = key
             ids[k] = j
         return ids
+
+    def _retain(self, new_ids: np.ndarray, old_ids: np.ndarray) -> None:
+        """Reference counts of the pooled label sets after slots changed from ``old_ids`` to
+        ``new_ids``; sets no slot holds any more are freed for reuse."""
+        np.add.at(self._refs, new_ids, 1)
+        old_ids = old_ids[old_ids >= 0]
+        np.subtract.at(self._refs, old_ids, 1)
+        for j in np.unique(old_ids[self._refs[old_ids] == 0]).tolist():
+            del self._keys[self._key_of.pop(j)]
+            self._free.append(j)
 
     def rebuild_weights(self, model: VertexModel) -> np.ndarray:
         """``V = sum_i (sqrt(alpha) g_i) x_i^T`` from scratch (no drift)."""
@@ -180,8 +225,8 @@ class DualState:
         if hasattr(self, "_keys") and self._pool_size == 0:
             return
         G, l = np.empty_like(self.G), np.empty_like(self.l)
-        resync_kernel(self.pool, self.cid, self.cbeta, self.coff, self.cscale,
-                      np.ascontiguousarray(model.T, dtype=float), G, l)
+        resync_kernel(self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.Tf,
+                      self.supp, self.slen, G, l)
         self.G, self.l = G, l
 
     def add(self, model: VertexModel, vertex, rows=None) -> tuple[int, bool]:
@@ -223,7 +268,13 @@ class DualState:
                 self.n_evicted += int(np.sum(lost > 0))
                 self.cbeta[fr, target] = 0.0
             slot[full] = target
+        previous = self.cid[rows, slot].copy()
         self.cid[rows, slot] = ids
+        self.dirty[rows, slot] = True
+        if model.multilabel:
+            self._retain(ids, previous)
+        extend_support(self.pool, rows.astype(np.int64), ids.astype(np.int64), self.Tf, self.mark,
+                       self.supp, self.slen)
         self.cbeta[rows, slot] = 0.0
         self.coff[rows, slot] = offsets
         self.cscale[rows, slot] = scales

@@ -19,7 +19,8 @@ from numba import njit
 from .primitives import row_dot
 
 __all__ = ["node_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
-           "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel"]
+           "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel", "extend_support",
+           "gram_update"]
 
 # Reassociation lets LLVM vectorize the dot products and rank-one updates (inputs are finite).
 _FAST = {"reassoc", "contract", "nsz"}
@@ -58,51 +59,56 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
     is ``b_j - sigma_j (s(t_i) - s(z_j))`` at the current node scores ``s``; the true set (the
     slack ``budget_i - sum_j beta_ij``) has gradient 0.  A step moves mass ``t`` from the
     smallest-gradient vertex holding mass to the largest-gradient one; along that direction
-    ``D`` is a concave parabola of curvature ``||x_i||^2 / (2 lam) ||sqrt(alpha) (c_up - c_down)||^2``,
-    so ``t`` is its maximizer clipped to the mass available (exact line search).
+    ``D`` is a concave parabola of curvature ``||x_i||^2 / (2 lam) ||a_up - a_down||^2``
+    (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``), so ``t`` is its maximizer clipped to the mass
+    available (exact line search).
+
+    Every quantity of block i lives on its **support** ``supp[i, :slen[i]]`` (the nodes where
+    some cached vertex differs from the true set; elsewhere ``t_i - z_j = 0``), and the steps
+    run on the block's Gram matrix ``Q[i, j, l] = <a_j, a_l>``: a step updates the ``k``
+    gradients in ``O(k)``, the node-space change is formed once at the end of the visit.  A
+    visit costs ``O(|support| (d + k) + steps k)``.
+
     ``bgap[i]`` receives block i's pairwise gap (largest minus smallest active gradient) at
     the start of its visit.  ``rows``: the samples (:class:`~hiercvx.solvers.primitives.RowData`);
-    ``cache``: ``(pool, cid, cbeta, coff, cscale, clen, budget)`` of the
+    ``cache``: ``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q)`` of the
     :class:`~hiercvx.solvers._nhsvm_dual.DualState`.  Returns ``(steps, largest block gap seen
     at a visit)``.
     """
     mode, Xd, indptr, indices, xvals, K = rows
-    pool, cid, cbeta, coff, cscale, clen, budget = cache
+    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q = cache
     M = V.shape[0]
     n_slots = cid.shape[1]
-    r = np.empty(M)
     s = np.empty(M)
-    u = np.empty(M)
-    delta = np.empty(M)
-    diff = np.empty(M, dtype=np.int64)
-    ds = np.empty(M)
+    tv = np.empty(M)
     grad = np.empty(n_slots)
+    dbeta = np.empty(n_slots)
     total = 0
     worst = 0.0
     for i in order:
         k = clen[i]
         bgap[i] = 0.0
-        if k == 0:
+        ns = slen[i]
+        if k == 0 or ns == 0:
             continue
-        node_products(mode, V, i, Xd, indptr, indices, xvals, r)
         own = 0.0
-        for m in range(M):
-            r[m] *= inv2lam
-            s[m] = sqa[m] * r[m]
-            own += Tf[i, m] * s[m]
+        for q in range(ns):  # scores on the support only (position q holds node supp[i, q])
+            m = supp[i, q]
+            s[q] = sqa[m] * row_dot(mode, V, m, i, Xd, indptr, indices, xvals) * inv2lam
+            tv[q] = Tf[i, m]
+            own += tv[q] * s[q]
         used = 0.0
         for j in range(k):
             used += cbeta[i, j]
+            dbeta[j] = 0.0
             p = cid[i, j]
             sz = 0.0
-            for m in range(M):
-                sz += pool[p, m] * s[m]
+            for q in range(ns):
+                sz += pool[p, supp[i, q]] * s[q]
             grad[j] = coff[i, j] - cscale[i, j] * (own - sz)
         slack = budget[i] - used
         if slack < 1e-15 * budget[i]:
             slack = 0.0
-        for m in range(M):
-            delta[m] = 0.0
         changed = False
         curv = xsq[i] * inv2lam
         for step in range(max_steps):
@@ -126,19 +132,13 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                     worst = g_up - g_down
             if down == -2 or up == down or g_up - g_down <= eps:
                 break
-            kappa = 0.0
-            nd = 0
-            for m in range(M):
-                val = 0.0
+            kappa = 0.0  # ||a_up - a_down||^2 from the Gram matrix (the slack's a is 0)
+            if up >= 0:
+                kappa += Q[i, up, up]
+            if down >= 0:
+                kappa += Q[i, down, down]
                 if up >= 0:
-                    val += cscale[i, up] * (Tf[i, m] - pool[cid[i, up], m])
-                if down >= 0:
-                    val -= cscale[i, down] * (Tf[i, m] - pool[cid[i, down], m])
-                u[m] = val
-                if val != 0.0:  # the direction lives on the nodes where the two vertices differ
-                    diff[nd] = m
-                    nd += 1
-                    kappa += (sqa[m] * val) ** 2
+                    kappa -= 2.0 * Q[i, up, down]
             kappa *= curv
             t_max = slack if down == -1 else cbeta[i, down]
             t = t_max
@@ -148,39 +148,85 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                 break
             if up >= 0:
                 cbeta[i, up] += t
+                dbeta[up] += t
                 lsum[i] += t * coff[i, up]
             else:
                 slack += t
             if down >= 0:
                 cbeta[i, down] = 0.0 if t >= t_max else cbeta[i, down] - t
+                dbeta[down] -= t
                 lsum[i] -= t * coff[i, down]
             else:
                 slack = 0.0 if t >= t_max else slack - t
-            # the scores move on the differing nodes only: update them and every cached
-            # vertex's gradient there (O(k |diff|), not O(k M))
-            d_own = 0.0
-            for q in range(nd):
-                m = diff[q]
-                delta[m] += t * u[m]
-                dr = t * curv * sqa[m] * u[m]
-                r[m] += dr
-                ds[q] = sqa[m] * dr
-                s[m] += ds[q]
-                d_own += Tf[i, m] * ds[q]
+            tc = t * curv
             for j in range(k):
-                p = cid[i, j]
-                dsz = 0.0
-                for q in range(nd):
-                    dsz += pool[p, diff[q]] * ds[q]
-                grad[j] -= cscale[i, j] * (d_own - dsz)
+                dq = 0.0
+                if up >= 0:
+                    dq += Q[i, j, up]
+                if down >= 0:
+                    dq -= Q[i, j, down]
+                grad[j] -= tc * dq
             changed = True
             total += 1
         if changed:
-            for m in range(M):
-                G[i, m] += delta[m]
-                u[m] = sqa[m] * delta[m]
-            add_outer(mode, V, u, i, Xd, indptr, indices, xvals, K)
+            # g_i and V change by sum_j dbeta_j a_j (x_i^T): formed once, on the support
+            for q in range(ns):
+                c = 0.0
+                for j in range(k):
+                    if dbeta[j] != 0.0:
+                        c += dbeta[j] * cscale[i, j] * (tv[q] - pool[cid[i, j], supp[i, q]])
+                if c == 0.0:
+                    continue
+                m = supp[i, q]
+                G[i, m] += c
+                c *= sqa[m]
+                if mode == 1:
+                    for pp in range(indptr[i], indptr[i + 1]):
+                        V[m, indices[pp]] += c * xvals[pp]
+                else:
+                    for f in range(V.shape[1]):
+                        V[m, f] += c * Xd[i, f]
     return total, worst
+
+
+@njit(cache=True)
+def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, Q, dirty):
+    """``Q[i, j, l] = <a_j, a_l>`` (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``, on block i's
+    support) for every slot ``j`` flagged in ``dirty`` and every cached ``l``; clears the
+    flags."""
+    n = cid.shape[0]
+    for i in range(n):
+        for j in range(clen[i]):
+            if not dirty[i, j]:
+                continue
+            pj = cid[i, j]
+            for l in range(clen[i]):
+                pl = cid[i, l]
+                acc = 0.0
+                if pj >= 0 and pl >= 0:
+                    for q in range(slen[i]):
+                        m = supp[i, q]
+                        t = Tf[i, m]
+                        acc += sqa[m] * sqa[m] * (t - pool[pj, m]) * (t - pool[pl, m])
+                acc *= cscale[i, j] * cscale[i, l]
+                Q[i, j, l] = acc
+                Q[i, l, j] = acc
+            dirty[i, j] = False
+
+
+@njit(cache=True)
+def extend_support(pool, rows, ids, Tf, mark, supp, slen):
+    """Add to each sample ``rows[e]``'s support the nodes where vertex ``pool[ids[e]]`` differs
+    from its true set ``Tf[rows[e]]`` (``mark`` ``(n, M)`` flags the nodes already in)."""
+    M = pool.shape[1]
+    for e in range(rows.size):
+        i = rows[e]
+        p = ids[e]
+        for m in range(M):
+            if pool[p, m] != Tf[i, m] and not mark[i, m]:
+                mark[i, m] = True
+                supp[i, slen[i]] = m
+                slen[i] += 1
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -323,9 +369,10 @@ def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, G, lsum, xs
 
 
 @njit(cache=True)
-def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, G, lsum):
+def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, G, lsum):
     """``g_i = sum_j beta_ij sigma_ij (t_i - z_j)`` and ``l_i = sum_j beta_ij b_ij`` from the
-    cached masses (slots with mass only), written into ``G`` and ``lsum``."""
+    cached masses (slots with mass only), written into ``G`` and ``lsum``; ``g_i`` is computed
+    on the block's support ``supp[i, :slen[i]]`` (zero elsewhere)."""
     n, M = G.shape
     for i in range(n):
         lsum[i] = 0.0
@@ -338,5 +385,6 @@ def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, G, lsum):
                 continue
             lsum[i] += b * coff[i, j]
             w = b * cscale[i, j]
-            for m in range(M):
+            for q in range(slen[i]):
+                m = supp[i, q]
                 G[i, m] += w * (Tf[i, m] - pool[p, m])

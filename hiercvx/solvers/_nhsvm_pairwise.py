@@ -104,6 +104,7 @@ def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensiv
     Tf, xsq, inv2lam, eps, bgap = step
     visits = 0
     refine = 0
+    state.sync_gram(model)
     while True:
         # the sweeps and their random orders in one compiled call: on small problems a
         # Python loop around them would dominate a pass
