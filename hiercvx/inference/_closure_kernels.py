@@ -18,7 +18,9 @@ __all__ = ["closure_batch"]
 
 @njit(cache=True)
 def _bfs_levels(head, nxt_ptr, to, cap, src, snk, level, queue):
-    """Distances from ``src`` in the residual graph (``-1``: unreachable); True if ``snk`` is."""
+    """Distances from ``src`` in the residual graph (``-1``: unreachable); True if ``snk`` is.
+    The search stops at the sink's level: an augmenting path of the level graph never passes
+    a vertex further away."""
     level[:] = -1
     level[src] = 0
     qh, qt = 0, 1
@@ -26,6 +28,8 @@ def _bfs_levels(head, nxt_ptr, to, cap, src, snk, level, queue):
     while qh < qt:
         u = queue[qh]
         qh += 1
+        if level[snk] >= 0 and level[u] >= level[snk] - 1:
+            break
         for a in range(head[u], nxt_ptr[u]):
             v = to[a]
             if cap[a] > 0.0 and level[v] < 0:
@@ -79,6 +83,51 @@ def _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work):
             it[u] = head[u]
         while _augment(head, nxt_ptr, to, rev, cap, src, snk, level, it, stack, arcs) > 0.0:
             pass
+
+
+@njit(cache=True)
+def _tree_push(tree, cap, src_arc, snk_arc, rev, work):
+    """A first flow along a spanning tree of the hierarchy in two linear passes.
+
+    ``tree = (parent, arc)``: each node's tree parent and its arc to it (``-1`` at the root;
+    nodes in topological order, parents first).  Children first, every node's supply plus
+    what its children send is absorbed by its sink capacity as far as it goes and the rest
+    sent to its tree parent; then parents first, what reached the root unabsorbed is returned
+    down the tree (from a node's own supply first, then from its children's shipments, in
+    index order), so the flow is feasible.  The root's source arc is infinite: it supplies
+    nothing here."""
+    parent, arc = tree
+    sup, inflow, push, rem = work
+    M = parent.shape[0]
+    for v in range(M):
+        sup[v] = 0.0 if parent[v] < 0 else cap[src_arc[v]]
+        inflow[v] = 0.0
+    for v in range(M - 1, -1, -1):
+        excess = sup[v] + inflow[v]
+        room = cap[snk_arc[v]]
+        absorbed = excess if excess < room else room
+        if absorbed > 0.0:
+            cap[snk_arc[v]] -= absorbed
+            cap[rev[snk_arc[v]]] += absorbed
+        push[v] = excess - absorbed
+        if parent[v] >= 0:
+            inflow[parent[v]] += push[v]
+    for v in range(M):
+        if parent[v] < 0:
+            back = push[v]  # unabsorbed at the root: returned
+        else:
+            p = parent[v]
+            back = rem[p] if rem[p] < push[v] else push[v]
+            rem[p] -= back
+            push[v] -= back
+            if push[v] > 0.0:
+                cap[rev[arc[v]]] += push[v]
+        own = back if back < sup[v] else sup[v]
+        rem[v] = back - own
+        used = sup[v] - own
+        if used > 0.0:
+            cap[src_arc[v]] -= used
+            cap[rev[src_arc[v]]] += used
 
 
 @njit(cache=True)
@@ -165,14 +214,16 @@ def _residual_reach(start, backward, head, nxt_ptr, to, rev, cap, seen, queue):
 
 
 @njit(cache=True)
-def closure_batch(S, net, graph, Z, value, ok):
+def closure_batch(S, net, tree, graph, Z, value, ok):
     """For every row ``s`` of ``S``: the largest-score closed set (source side of a minimum cut,
     the smallest such set first, then the largest), written into ``Z[i]`` with its score
     ``value[i]`` and ``ok[i]`` True when it is a label set of ``Y_m`` (then it solves (19)).
 
     ``net``: ``(head, nxt_ptr, to, rev, base_cap, src_arc, snk_arc)`` the network in CSR form
     (``base_cap`` holds the infinite arcs; ``src_arc[v]`` / ``snk_arc[v]`` the arc of node ``v``
-    from the source / to the sink); ``graph``: ``(child_ptr, child_idx, is_leaf)``.
+    from the source / to the sink); ``tree``: ``(parent, arc)`` a spanning tree of the
+    hierarchy (:func:`_tree_push`), ``graph``: ``(child_ptr, child_idx, is_leaf)``.  The flow
+    starts from :func:`_tree_push` and :func:`_greedy_flow`; Dinic's phases finish it.
     """
     head, nxt_ptr, to, rev, base_cap, src_arc, snk_arc = net
     child_ptr, child_idx, is_leaf = graph
@@ -186,6 +237,7 @@ def closure_batch(S, net, graph, Z, value, ok):
     seen = np.zeros(n_vertices, dtype=np.bool_)
     queue = work[1]
     greedy = (np.zeros(M, dtype=np.int64), np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64))
+    pushed = (np.empty(M), np.empty(M), np.empty(M), np.empty(M))
     for i in range(n):
         for a in range(cap.shape[0]):
             cap[a] = base_cap[a]
@@ -195,6 +247,7 @@ def closure_batch(S, net, graph, Z, value, ok):
                 cap[src_arc[v]] += sv
             elif sv < 0.0:
                 cap[snk_arc[v]] -= sv
+        _tree_push(tree, cap, src_arc, snk_arc, rev, pushed)
         greedy[0][:] = 0
         _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, greedy)
         _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)

@@ -59,6 +59,12 @@ class ClosureCut:
                     position[reverse[order]].astype(np.int64), all_cap[order].astype(float),
                     position[len(child) + nodes].astype(np.int64),
                     position[len(child) + M + nodes].astype(np.int64))
+        # the spanning tree of the first flow: each node under its first parent
+        first = np.full(M, -1, dtype=np.int64)
+        first_arc = np.full(M, -1, dtype=np.int64)
+        for e in range(len(child) - 1, -1, -1):
+            first[child[e]], first_arc[child[e]] = parent[e], position[e]
+        self.tree = (first, first_arc)
         children = H.children_indices
         child_ptr = np.zeros(M + 1, dtype=np.int64)
         np.cumsum([len(c) for c in children], out=child_ptr[1:])
@@ -76,5 +82,5 @@ class ClosureCut:
         value = np.empty(n)
         exact = np.zeros(n, dtype=np.bool_)
         if n:
-            closure_batch(S, self.net, self.graph, Z, value, exact)
+            closure_batch(S, self.net, self.tree, self.graph, Z, value, exact)
         return Z, value, exact

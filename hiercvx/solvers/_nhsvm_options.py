@@ -26,6 +26,9 @@ class Options:
         not stall a sweep (Osokin et al., ICML 2016, cap the inner steps likewise).
     inner_sweeps : sweeps over the cached problem between two certificates: a certificate
         costs an exact oracle call per sample, a sweep over the caches costs far less.
+    label_set_sweeps : the same with a cheap label-set oracle (the tree DP or enumeration):
+        an exact certificate there costs about one sweep and brings a new vertex per sample,
+        so fewer sweeps between certificates cost less in total.
     expensive_refines : with a DAG program (19) per sample as the oracle, extra passes over the
         cached problem (``eps / 10`` each) between two certificates; the new vertices decide
         the progress there, not the inner accuracy, so one suffices.
@@ -43,6 +46,7 @@ class Options:
     cache_size: int = 32
     max_steps: int = 50
     inner_sweeps: int = 20
+    label_set_sweeps: int = 10
     expensive_refines: int = 1
     handoff_passes: int = 50
     master_max_dimension: int = 4000

@@ -12,6 +12,7 @@ Blocks whose exact gap is 0 are skipped (exact shrinking).  The sweeps are compi
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -36,7 +37,8 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     vertices into the caches, then up to ``inner_sweeps`` sweeps over the blocks whose gap is
     positive (a block with gap 0 is optimal for the current ``W`` and is skipped: exact
     shrinking), each sweep dropping the blocks whose cached gap fell below ``eps``
-    (``options.inner_sweeps`` sweeps, ``options.max_steps`` steps per visit)."""
+    (``options.inner_sweeps`` sweeps, ``options.label_set_sweeps`` with a cheap label-set
+    oracle, ``options.max_steps`` steps per visit)."""
     tol, max_iter = options.tol, options.max_iter
     t0 = time.perf_counter() if t0 is None else t0
     rng = np.random.default_rng(random_state)
@@ -57,6 +59,8 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     bgap = np.zeros(n)
     best = (np.inf, None, None)
     expensive_oracle = model.multilabel and model.oracle.method in ("ilp", "lp")
+    if model.multilabel and not expensive_oracle:
+        options = replace(options, inner_sweeps=options.label_set_sweeps)
     bar = progress(verbose, max_iter, "NHSVM pairwise BCFW")
     try:
         for it in range(max_iter + 1):
