@@ -1,0 +1,110 @@
+"""The NHSVM pairwise solver's dual state on label sets (Choi, Sasaki & Srebro, "Normalized
+Hierarchical SVM", arXiv:1508.02479, 2016: the dual of (10) over ``Y_m``).
+
+* what the compiled sweeps keep per block agrees with a dense recomputation: the support
+  (every node where a cached vertex differs from the true set), the Gram matrix of the cached
+  directions ``<a_j, a_l>``, ``g_i`` and ``l_i`` from the cached masses;
+* the label-set pool recycles the ids no cache slot holds, and each pooled row is the set its
+  key names;
+* a cache of four vertices per sample (evictions and recycling) still reaches the CVXPY
+  reference's optimum with an independent certificate (two cannot: an optimal block may need
+  more vertices than that).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hiercvx import inference as inf
+from hiercvx.formulations import nhsvm
+from hiercvx.solvers import nhsvm_fw
+from hiercvx.solvers._nhsvm_options import Options
+import hiercvx as hc
+
+
+def random_hierarchy(rng, n_nodes: int, dag: bool) -> hc.Hierarchy:
+    """Nodes ``n1..`` under earlier nodes (one parent, or up to two on a DAG), root ``n0``."""
+    edges = []
+    for k in range(1, n_nodes):
+        k_parents = int(rng.integers(1, 3)) if dag and k > 1 else 1
+        for p in rng.choice(k, size=min(k, k_parents), replace=False):
+            edges.append((f"n{p}", f"n{k}"))
+    return hc.Hierarchy.from_edges(edges)
+
+
+def planted_sets(H, n, d, seed):
+    """Features and label sets from a planted node-weight model."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    S = X @ rng.standard_normal((len(H), d)).T
+    Z = inf.best_label_set(S + 0.5 * rng.standard_normal(S.shape), H, "enumerate")
+    leaves = np.array(H.leaves, dtype=object)
+    cols = [H.index(v) for v in H.leaves]
+    return X, [frozenset(leaves[row].tolist()) for row in Z[:, cols]]
+
+
+def _fitted_state(seed: int, cache_size: int, passes: int):
+    rng = np.random.default_rng(seed)
+    H = random_hierarchy(rng, 10, dag=True)
+    X, Y = planted_sets(H, n=20, d=3, seed=seed)
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    view = nhsvm_fw.vertex_model(model)
+    res = nhsvm_fw.pairwise(view, 0.5, Options(max_iter=passes, tol=1e-12,
+                                               cache_size=cache_size), quiet=True)
+    return view, res.extras["state"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_support_gram_and_dual_point_agree_with_a_dense_recomputation(seed):
+    view, state = _fitted_state(seed, cache_size=3, passes=15)
+    state.sync_gram(view)
+    T = view.T.astype(float)
+    sqa = view.sqrt_alpha
+    G = np.zeros_like(state.G)
+    l = np.zeros(len(T))
+    for i in range(len(T)):
+        k = state.clen[i]
+        Z = state.pool[state.cid[i, :k]].astype(float)
+        C = state.cscale[i, :k, None] * (T[i] - Z)          # (k, M) directions t_i - z_j
+        support = np.zeros(T.shape[1], dtype=bool)
+        support[state.supp[i, :state.slen[i]]] = True
+        assert not np.any(C[:, ~support]), "a cached vertex differs from t_i off the support"
+        A = C * sqa
+        np.testing.assert_allclose(state.Q[i, :k, :k], A @ A.T, atol=1e-12)
+        beta = np.maximum(state.cbeta[i, :k], 0.0)
+        G[i] = beta @ C
+        l[i] = beta @ state.coff[i, :k]
+        assert beta.sum() <= state.budget[i] * (1 + 1e-12)
+    np.testing.assert_allclose(state.G, G, atol=1e-10)
+    np.testing.assert_allclose(state.l, l, atol=1e-10)
+
+
+def test_the_pool_recycles_ids_and_keeps_each_set_under_its_key():
+    view, state = _fitted_state(1, cache_size=2, passes=30)
+    held = np.unique(state.cid[state.cid >= 0])
+    assert set(state._keys.values()) == set(held.tolist())
+    assert len(state._free) + len(held) == state._pool_size
+    for key, j in state._keys.items():
+        row = np.packbits(state.pool[j].astype(bool)).tobytes()
+        assert row == key
+    counts = np.bincount(state.cid[state.cid >= 0], minlength=state._pool_size)
+    np.testing.assert_array_equal(state._refs[:state._pool_size], counts)
+
+
+@pytest.mark.parametrize("structure", ["tree", "dag"])
+def test_a_small_cache_still_reaches_the_reference(structure):
+    rng = np.random.default_rng(21)
+    H = random_hierarchy(rng, 9, dag=structure == "dag")
+    X, Y = planted_sets(H, n=20, d=3, seed=8)
+    lam = 0.5
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    res = nhsvm_fw.solve(model, lam, method="pairwise", tol=1e-7, max_iter=5000, cache_size=4)
+    ref = nhsvm.primal(X, Y, H, lam=lam, multilabel=True).solve(verbose=False)
+    assert res.converged
+    assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+    W = model.augmented_weights(res.weights, res.extras.get("intercept"))
+    P = nhsvm.primal_objective(W, model, lam, inf.LabelSetOracle(H, "enumerate"))
+    D = model.dual_value(res.extras["dual_coef"], np.array([res.extras["loss_term"]]), lam)
+    assert P == pytest.approx(res.objective, rel=1e-10)
+    assert D <= ref.objective * (1 + 1e-9) and (P - D) / max(abs(P), 1.0) <= 1e-7
