@@ -79,8 +79,8 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
     pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q = cache
     M = V.shape[0]
     n_slots = cid.shape[1]
-    s = np.empty(M)
-    tv = np.empty(M)
+    s = np.zeros(M)  # scores by node, set on the block's support at each visit
+    delta = np.zeros(M)
     grad = np.empty(n_slots)
     dbeta = np.empty(n_slots)
     total = 0
@@ -91,20 +91,24 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
         ns = slen[i]
         if k == 0 or ns == 0:
             continue
+        full = ns == M  # a support of every node is read in node order (contiguous loops)
         own = 0.0
-        for q in range(ns):  # scores on the support only (position q holds node supp[i, q])
+        for q in range(ns):
             m = supp[i, q]
-            s[q] = sqa[m] * row_dot(mode, V, m, i, Xd, indptr, indices, xvals) * inv2lam
-            tv[q] = Tf[i, m]
-            own += tv[q] * s[q]
+            s[m] = sqa[m] * row_dot(mode, V, m, i, Xd, indptr, indices, xvals) * inv2lam
+            own += Tf[i, m] * s[m]
         used = 0.0
         for j in range(k):
             used += cbeta[i, j]
             dbeta[j] = 0.0
             p = cid[i, j]
             sz = 0.0
-            for q in range(ns):
-                sz += pool[p, supp[i, q]] * s[q]
+            if full:
+                for m in range(M):
+                    sz += pool[p, m] * s[m]
+            else:
+                for q in range(ns):
+                    sz += pool[p, supp[i, q]] * s[supp[i, q]]
             grad[j] = coff[i, j] - cscale[i, j] * (own - sz)
         slack = budget[i] - used
         if slack < 1e-15 * budget[i]:
@@ -171,13 +175,24 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
         if changed:
             # g_i and V change by sum_j dbeta_j a_j (x_i^T): formed once, on the support
             for q in range(ns):
-                c = 0.0
-                for j in range(k):
-                    if dbeta[j] != 0.0:
-                        c += dbeta[j] * cscale[i, j] * (tv[q] - pool[cid[i, j], supp[i, q]])
+                delta[supp[i, q]] = 0.0
+            for j in range(k):
+                if dbeta[j] == 0.0:
+                    continue
+                w = dbeta[j] * cscale[i, j]
+                p = cid[i, j]
+                if full:
+                    for m in range(M):
+                        delta[m] += w * (Tf[i, m] - pool[p, m])
+                else:
+                    for q in range(ns):
+                        m = supp[i, q]
+                        delta[m] += w * (Tf[i, m] - pool[p, m])
+            for q in range(ns):
+                m = supp[i, q]
+                c = delta[m]
                 if c == 0.0:
                     continue
-                m = supp[i, q]
                 G[i, m] += c
                 c *= sqa[m]
                 if mode == 1:
