@@ -11,8 +11,10 @@ Two kinds of metric:
   one-accuracy (7.6);
 - **on node scores** ``(y_true, scores)`` with ``scores`` of shape ``(n_samples, n_nodes)``:
   AU(PRC), the micro-averaged area under the precision-recall curve of the Clus-HMC benchmarks
-  (:func:`au_prc`); :func:`node_scores` turns class scores into node scores consistent with
-  the hierarchy.
+  (:func:`au_prc`); :func:`node_scores` and :func:`node_margins` turn class scores into node
+  scores consistent with the hierarchy (the margins free of each sample's offset), and
+  :class:`NodeCalibration` (:func:`fit_node_calibration`) puts them on one scale across nodes:
+  the default ``node_decision_function`` of the hierarchical estimators.
 
 Labels are node names, label sets of node names, or indicator matrices over ``H.nodes``
 (as in :mod:`hiercvx.losses`).  Every metric takes ``hierarchy=H`` where it needs one.
