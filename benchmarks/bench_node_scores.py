@@ -15,7 +15,9 @@ on valid is refitted on train + valid and scored on test.  One fit gives every d
 
 Rows: ``HierarchicalSVC`` (Cai thesis (4.10) on label sets; linear, and Gaussian on the
 low-rank kernel factor of :mod:`hiercvx.solvers.low_rank_kernel`), ``NormalizedHierarchicalSVC``
-(NHSVM paper (10); linear), ``TopDownSVC`` (Cai thesis 7.4.2; linear), one-vs-rest
+(NHSVM paper (10); linear), ``TopDownSVC`` (Cai thesis 7.4.2; linear), ``MulticlassSVC`` on
+the label sets (flat Crammer-Singer; node scores by the public :mod:`hiercvx.metrics`
+functions), one-vs-rest
 ``LinearSVC`` and ``LogisticRegression`` over the nodes with a positive in training (linear, and
 logistic on Nystrom features of the Gaussian kernel), and ``prior`` (every sample scored by the
 training frequency of each node: the floor a ranking must beat).  The published AU(PRC) of
@@ -42,9 +44,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from threadpoolctl import threadpool_limits
 
-from hiercvx.estimators import HierarchicalSVC, NormalizedHierarchicalSVC, TopDownSVC
+from hiercvx.estimators import (HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC,
+                                TopDownSVC)
 from hiercvx.kernels import Kernel, median_heuristic
-from hiercvx.metrics import NODE_MARGINS, au_prc, evaluated_nodes, node_log_odds
+from hiercvx.metrics import (NODE_MARGINS, au_prc, evaluated_nodes, fit_node_calibration,
+                             node_log_odds, node_margins)
 from hiercvx.reproduce.hmc_aupr import PUBLISHED, load_splits
 from hiercvx.solvers import low_rank_kernel, margin_engine
 
@@ -65,6 +69,7 @@ ROWS = {  # name -> (make(H, C, sigma, args), Gaussian?, flat one-vs-rest?)
     "hsvm-rbf": (_hsvm, True, False),
     "nhsvm": (lambda H, C, s, a: NormalizedHierarchicalSVC(hierarchy=H, C=C, tol=a.tol), False, False),
     "topdown": (lambda H, C, s, a: TopDownSVC(hierarchy=H, C=C, tol=a.tol), False, False),
+    "multiclass": (lambda H, C, s, a: _FlatLabelSets(H, C, a.tol), False, False),
     "ovr-linearsvc": (lambda H, C, s, a: OneVsRestClassifier(LinearSVC(C=C)), False, True),
     "ovr-logistic": (lambda H, C, s, a: OneVsRestClassifier(LogisticRegression(C=C, max_iter=1000)),
                      False, True),
@@ -72,6 +77,28 @@ ROWS = {  # name -> (make(H, C, sigma, args), Gaussian?, flat one-vs-rest?)
         Nystroem(gamma=0.5 / s ** 2, n_components=a.rank, random_state=0),
         OneVsRestClassifier(LogisticRegression(C=C, max_iter=1000))), True, True),
 }
+
+
+class _FlatLabelSets:
+    """``MulticlassSVC`` on the label sets (flat: no hierarchy), given node scores through the
+    public functions: :func:`hiercvx.metrics.node_margins` of its class scores, calibrated by
+    :func:`hiercvx.metrics.fit_node_calibration` on the training samples."""
+
+    def __init__(self, H, C, tol):
+        self.H, self.est = H, MulticlassSVC(C=C, tol=tol)
+
+    def fit(self, X, y):
+        self.est.fit(X, y)
+        margins = node_margins(self.est.decision_function(X), self.est.classes_, self.H,
+                               method="standardized")
+        self.calibration = fit_node_calibration(margins, y, self.H)
+        return self
+
+    def node_decision_function(self, X, method="calibrated"):
+        m = node_margins(self.est.decision_function(X), self.est.classes_, self.H,
+                         method="standardized" if method == "calibrated" else method,
+                         threshold=self.est.threshold_)
+        return self.calibration.scores(m) if method == "calibrated" else m
 
 
 def _scores(name, model, X, H, nodes) -> dict:

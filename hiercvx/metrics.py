@@ -486,18 +486,20 @@ def node_scores(scores, classes, hierarchy) -> np.ndarray:
     gives an ancestor-closed label set.  It keeps each sample's offset: :func:`node_margins`
     gives node scores free of it, :class:`NodeCalibration` scores on one scale across nodes.
     """
-    S, below = _class_nodes(scores, classes, hierarchy, "node_scores")
-    return _best_below(S, below)
+    return _best_below(*_class_nodes(scores, classes, hierarchy, "node_scores")[::-1])
 
 
-def _best_below(S: np.ndarray, below: np.ndarray) -> np.ndarray:
+def _best_below(S: np.ndarray, classes: tuple, H: Hierarchy) -> np.ndarray:
     """``(n, M)``: the best class score at or below each node (the lowest class score where no
-    class is below the node)."""
-    out = np.full((S.shape[0], below.shape[1]), -np.inf)
-    for k in range(below.shape[0]):
-        out[:, below[k]] = np.maximum(out[:, below[k]], S[:, [k]])
+    class is below the node): children before parents, ``best_v = max(S_v, max_c best_c)``."""
+    best = np.full((len(H.nodes), S.shape[0]), -np.inf)   # node-major: contiguous rows
+    best[H.indices(classes)] = S.T   # classes are distinct nodes
+    children = H.children_indices
+    for v in range(len(H.nodes) - 1, -1, -1):
+        if len(children[v]):
+            best[v] = np.maximum(best[v], best[children[v]].max(axis=0))
     # a node no class reaches scores as the sample's lowest class: below every ancestor
-    return np.where(np.isfinite(out), out, S.min(axis=1, keepdims=True))
+    return np.where(np.isfinite(best.T), best.T, S.min(axis=1, keepdims=True))
 
 
 #: the node decodings of :func:`node_margins`
@@ -505,7 +507,7 @@ NODE_MARGINS = ("max_marginal", "threshold", "standardized", "best_class")
 
 
 def _class_nodes(scores, classes, hierarchy, metric: str):
-    """``(S, below)``: checked class scores and ``below[k, v]`` (class k at or below node v)."""
+    """``(H, classes, S)``: the hierarchy, the class names and the checked class scores."""
     H = _need_hierarchy(hierarchy, metric)
     classes = _losses.class_tuple(classes)
     n = np.shape(scores)[0] if np.ndim(scores) == 2 else 0
@@ -513,8 +515,7 @@ def _class_nodes(scores, classes, hierarchy, metric: str):
     if not classes:
         raise InputError(f"{metric}: classes is empty; give the classes that the columns of "
                          "scores follow")
-    below = H.ancestor_matrix[H.indices(classes)].toarray().astype(bool)
-    return S, below
+    return H, classes, S
 
 
 def _best_outside(S: np.ndarray, below: np.ndarray) -> np.ndarray:
@@ -571,11 +572,12 @@ def node_margins(scores, classes, hierarchy, *, method: str = "max_marginal",
     """
     if not isinstance(method, str) or method not in NODE_MARGINS:
         raise InputError(f"method must be one of {NODE_MARGINS}, got {method!r}")
-    S, below = _class_nodes(scores, classes, hierarchy, "node_margins")
-    best = _best_below(S, below)
+    H, classes, S = _class_nodes(scores, classes, hierarchy, "node_margins")
+    best = _best_below(S, classes, H)
     if method == "best_class":
         return best
     if method == "max_marginal":
+        below = H.ancestor_matrix[H.indices(classes)].toarray().astype(bool)  # class k under v
         return best - _best_outside(S, below)
     if method == "threshold":
         t = float(threshold)
@@ -637,21 +639,35 @@ class NodeCalibration:
 
 def _logistic_fit(m: np.ndarray, offset: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     """``(slope >= 0, intercept)`` maximizing the likelihood of ``truth`` under
-    ``sigmoid(offset + intercept + slope * m)`` (a two-variable convex problem)."""
-    from scipy.optimize import minimize
-
+    ``sigmoid(offset + intercept + slope * m)``: a two-variable convex problem, solved by
+    Newton's method with backtracking (the slope held at 0 when its step would go below)."""
     scale = float(np.std(m)) or 1.0
     z = m / scale
 
-    def objective(p):
+    def loss(p):
         u = offset + p[1] + p[0] * z
-        residual = 0.5 * (1.0 + np.tanh(0.5 * u)) - truth   # sigmoid(u) - truth, overflow-free
-        value = np.sum(np.logaddexp(0.0, u) - truth * u)
-        return value, np.array([residual @ z, residual.sum()])
+        return float(np.sum(np.logaddexp(0.0, u) - truth * u)), u
 
-    res = minimize(objective, np.zeros(2), jac=True, method="L-BFGS-B",
-                   bounds=[(0.0, None), (None, None)])
-    return float(res.x[0]) / scale, float(res.x[1])
+    p = np.zeros(2)
+    value, u = loss(p)
+    for _ in range(50):
+        prob = 0.5 * (1.0 + np.tanh(0.5 * u))   # sigmoid(u), overflow-free
+        r, w = prob - truth, prob * (1.0 - prob)
+        g = np.array([r @ z, r.sum()])
+        Hm = np.array([[w @ (z * z), w @ z], [w @ z, w.sum()]]) + 1e-12 * np.eye(2)
+        step = -np.linalg.solve(Hm, g)
+        if p[0] + step[0] < 0:  # the bound is active: Newton on the intercept alone
+            step = np.array([-p[0], -g[1] / Hm[1, 1]])
+        t = 1.0
+        while True:
+            new_value, new_u = loss(p + t * step)
+            if new_value <= value + 1e-4 * t * (g @ step) or t < 1e-10:
+                break
+            t *= 0.5
+        p, decrease, value, u = p + t * step, value - new_value, new_value, new_u
+        if decrease <= 1e-12 * max(1.0, abs(value)):
+            break
+    return float(p[0]) / scale, float(p[1])
 
 
 def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standardized",
