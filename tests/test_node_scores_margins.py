@@ -148,3 +148,11 @@ def test_calibrated_node_scores_of_the_estimators():
         assert metrics.au_prc(ya, N, H, y_train=ya) > 0.5
     with pytest.raises(InputError, match="method must be one of"):
         est.node_decision_function(Xs, method="nope")
+
+
+def test_calibrated_node_scores_survive_pickling():
+    import pickle
+
+    est = HierarchicalSVC(hierarchy=H).fit(X, Y)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_allclose(again.node_decision_function(X), est.node_decision_function(X))
