@@ -318,8 +318,9 @@ class NodeScoresMixin:
     """``node_decision_function``: a score per node of the hierarchy, for the ranking measures
     of the hierarchical multi-label literature (AU(PRC), :func:`hiercvx.metrics.au_prc`).
 
-    An estimator calls :meth:`_fit_node_calibration` at the end of ``fit`` with its training
-    samples' class scores and label sets; the default decoding is then calibrated.
+    An estimator calls :meth:`_fit_node_calibration` at the end of ``fit`` on its training
+    samples and their classes, which sets ``node_calibration_``
+    (:class:`hiercvx.metrics.NodeCalibration`): the default decoding.
     """
 
     #: the node margins the calibrated scores are fitted on
@@ -372,12 +373,15 @@ class NodeScoresMixin:
 
         ``method="calibrated"`` (default): the log-odds that the sample holds node ``v``,
         ``log_odds_v + c + beta * m_v(x)`` (:class:`hiercvx.metrics.NodeCalibration`): the
-        node's training frequency ``log_odds_v`` puts every node on one scale, the standardized
-        node margin ``m_v(x)`` (:func:`hiercvx.metrics.node_margins`) orders the samples, ``c``
-        and ``beta >= 0`` fitted by maximum likelihood on the training samples.  Other methods
-        return the node margins themselves: ``"max_marginal"``, ``"threshold"`` (``>= 0``
-        exactly on the nodes of ``predict``'s label sets closed upward), ``"standardized"``,
-        ``"best_class"`` (the best class at or below the node,
+        node's training frequency ``log_odds_v`` puts every node on one scale, the estimator's
+        node margin ``m_v(x)`` orders the samples (``node_calibration_.method``: standardized
+        class scores for the margin SVMs, max-marginals of the path scores for the NHSVM
+        family, local routing margins for :class:`~hiercvx.estimators.TopDownSVC`), ``c`` and
+        ``beta >= 0`` fitted by maximum likelihood on the training samples.  The other methods
+        return node margins (:func:`hiercvx.metrics.node_margins`): ``"max_marginal"``,
+        ``"threshold"`` (for the estimators that predict the classes within ``threshold_`` of
+        the top score, ``>= 0`` exactly on the nodes of ``predict``'s label sets closed
+        upward), ``"standardized"``, ``"best_class"`` (the best class at or below the node,
         :func:`hiercvx.metrics.node_scores`).
         """
         if not isinstance(method, str) or method not in NODE_SCORE_METHODS:
@@ -387,9 +391,8 @@ class NodeScoresMixin:
             return self._node_margins(X, method)
         calibration = getattr(self, "node_calibration_", None)
         if calibration is None:
-            raise InputError(f"{type(self).__name__} has no node calibration (fitted without a "
-                             "hierarchy, or by an older version): refit it, or pass method="
-                             "'max_marginal'")
+            raise InputError(f"{type(self).__name__} has no node calibration: refit it, or "
+                             "pass method='max_marginal'")
         return calibration.scores(self._node_margins(X, calibration.method))
 
 
