@@ -286,7 +286,9 @@ class HierarchicalSVC(MarginSVC):
         self leaves when some label stops at an internal node; ``coef_``'s rows follow its
         nodes); self_leaves_ : the :class:`~hiercvx.hierarchy.PartialPaths` map, or None;
         multilabel_ ; coef_, intercept_ ; objective_, gap_, n_iter_ ; result_ (the solver's
-        :class:`~hiercvx.result.Solution`)
+        :class:`~hiercvx.result.Solution`); node_calibration_ (the
+        :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function``; None without
+        a ``hierarchy``)
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
