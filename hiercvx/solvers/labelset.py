@@ -15,7 +15,9 @@ training of structural SVMs", Machine Learning 77, 2009, the n-slack variant):
 2. the restricted model (the same inputs, kernel, bias, weights and rescaling; only its pair
    list is the working set) is solved by the working-set solver (:mod:`.working_set`, thesis
    Algorithm 2 with its exact face and support steps), warm-started from the previous round's
-   multipliers, to an inner gap that tightens with the outer one;
+   multipliers, to an inner gap that tightens with the outer one (or, with
+   ``Options.inner="proximal"``, once the outer gap is small, by the proximal dual of
+   :mod:`.labelset_alm`, warm-started from the last weights and multipliers);
 3. the oracle scores every pair at the restricted answer; per example up to ``enter`` pairs
    violated beyond the restricted slack join the working set; pairs never leave it.
 
@@ -47,7 +49,7 @@ from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginData, MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
-from . import working_set
+from . import labelset_alm, working_set
 from ._labelset_kernels import most_violated, violated_pairs
 from .score_factor import choose_factor
 
@@ -88,8 +90,19 @@ class Options:
         the inner solver's schedules, which a capped round on a settled set only repeats).
     max_rounds : int
         Rounds of the outer loop (it needs a handful; this bounds a pathological run).
+    inner : str
+        The inner solver of the restricted models: ``"working_set"`` (:mod:`.working_set`,
+        dual coordinate ascent) or ``"proximal"`` (:mod:`.labelset_alm`, the proximal dual by
+        semismooth Newton on the weights; linear models with class attributes only, others
+        keep the working set).
+    proximal_below : float
+        With ``inner="proximal"``, the rounds run the working set until the outer gap is below
+        this, the proximal dual after: the first working sets are far from the final ones and
+        cheap coordinate passes find their pairs.
     working_set : working_set.Options
         The inner solver's settings (:class:`.working_set.Options`).
+    proximal : labelset_alm.Options
+        The proximal dual's settings (:class:`.labelset_alm.Options`).
     """
 
     enter: int = 8
@@ -100,7 +113,10 @@ class Options:
     round_passes: int = 20
     settled_share: float = 0.01
     max_rounds: int = 1000
+    inner: str = "working_set"
+    proximal_below: float = 0.05
     working_set: working_set.Options = field(default_factory=working_set.Options)
+    proximal: labelset_alm.Options = field(default_factory=labelset_alm.Options)
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,6 +300,9 @@ class _Run:
         self.pairs = _Pairs(model)
         self.history = {k: [] for k in ("round", "objective", "lower_bound", "gap", "pairs",
                                         "inner_passes", "time")}
+        self.proximal = options.inner == "proximal" and model.node_weights
+        self.warm = (None, None)
+        self.gap = np.inf
         if not model.node_weights:
             model.K  # formed once, shared by the restricted models (copy keeps the cache)
 
@@ -301,18 +320,17 @@ class _Run:
         self.inner_options = dataclasses.replace(opts.working_set, polish=False, factor=factor)
         for rnd in range(opts.max_rounds):
             small = self.pairs.restricted()
-            with warnings.catch_warnings():  # an unfinished round is no news: the outer decides
-                warnings.simplefilter("ignore")
-                res = working_set.solve(small, self.C, tol=max(inner, self.tol),
-                                        max_iter=max(min(max_iter - passes, cap), 1),
-                                        alpha0=alpha,
-                                        random_state=random_state, options=self.inner_options)
+            res = self._inner(small, alpha, max(inner, self.tol),
+                              max(min(max_iter - passes, cap), 1), random_state)
             passes += res.n_iter
             own = small.augmented_weights(res.weights, res.extras.get("intercept")) \
                 if small.node_weights else res.weights
             S = _model_scores(self.model, own)
             objective = _full_objective(self.model, own, self.C)
             gap = relative_gap(objective, res.lower_bound)
+            self.gap = min(self.gap, gap)
+            if self.proximal and res.solver != "labelset_alm":
+                self.warm = (own, None)  # the proximal dual starts from the last working set
             if best is None or gap < best[0]:
                 best = (gap, res, objective, self.pairs.keys.copy())
             self._record(rnd, objective, res.lower_bound, gap, passes, t0)
@@ -330,6 +348,19 @@ class _Run:
             if added == 0 and reached(res.gap, self.tol):
                 break  # nothing to add and the restricted problem is solved: round-off only
         return self._result(best, passes, t0)
+
+    def _inner(self, small, alpha, tol, max_iter, random_state) -> Solution:
+        """The restricted model solved to ``tol`` from ``alpha`` (and the last weights)."""
+        with warnings.catch_warnings():  # an unfinished round is no news: the outer decides
+            warnings.simplefilter("ignore")
+            if self.proximal and self.gap <= self.options.proximal_below:
+                res = labelset_alm.solve(small, self.C, W0=self.warm[0], alpha0=alpha,
+                                         sigma0=self.warm[1], tol=tol,
+                                         options=self.options.proximal)
+                self.warm = (res.extras["W_last"], None)  # new pairs: sigma starts again
+                return res
+            return working_set.solve(small, self.C, tol=tol, max_iter=max_iter, alpha0=alpha,
+                                     random_state=random_state, options=self.inner_options)
 
     def _record(self, rnd, objective, lower, gap, passes, t0):
         for key, val in (("round", rnd), ("objective", objective), ("lower_bound", lower),
