@@ -37,8 +37,9 @@ number; a paper's table number is given only where it was read in the paper itse
 
 * C-HMCNN, cellcycle_FUN .255 / cellcycle_GO .413: Giunchiglia & Lukasiewicz, "Coherent
   hierarchical multi-label classification networks", NeurIPS 2020, their comparison of AU(PRC)
-  on the test splits of 20 data sets (against HMC-LMLP, HMCN-R, HMCN-F and CLUS-ENS).  Read
-  from listings of that table, not from the paper's PDF; its table number is not confirmed.
+  on the test splits of 20 data sets (against HMC-LMLP, HMCN-R, HMCN-F and CLUS-ENS).  The
+  two figures are confirmed by the authors' code release (github.com/EGiunchiglia/C-HMCNN,
+  README: the mean over 10 seeds); the paper's table number was not read in the paper.
 * CLUS-ENS, .227 / .387: as reported in the same comparison and in Wehrmann, Cerri & Barros,
   "Hierarchical multi-label classification networks", ICML 2018, their comparison table.  The
   method is Schietgat, Vens, Struyf, Blockeel, Kocev & Dzeroski, "Predicting gene function
@@ -390,9 +391,10 @@ TABLES = (Table(
           "multi-label classification, Machine Learning 73, 2008 (CLUS-HMC)",
     reference="AU(PRC) on the test split of cellcycle_FUN and cellcycle_GO",
     source="C-HMCNN and CLUS-ENS: Giunchiglia & Lukasiewicz, NeurIPS 2020, comparison of AU(PRC) "
-           "on the Clus-HMC test splits (read from listings of that table; table number not "
-           "confirmed); CLUS-ENS and CLUS-HMC as reported by Wehrmann, Cerri & Barros, ICML 2018, "
-           "comparison table (read from a third-party copy; not confirmed against the paper)",
+           "on the Clus-HMC test splits (C-HMCNN's figures as in the authors' code release, "
+           "mean over 10 seeds; table number not confirmed); CLUS-ENS and CLUS-HMC as reported "
+           "by Wehrmann, Cerri & Barros, ICML 2018, comparison table (read from a third-party "
+           "copy; not confirmed against the paper)",
     run=_run,
     metrics=METRICS,
     reported={(s, m, "AU(PRC)"): Reported(v) for (s, m), v in PUBLISHED.items()},
