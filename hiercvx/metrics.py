@@ -613,7 +613,11 @@ class NodeCalibration:
     the scores of a node held by a third of the samples and of a node held by a few must be on
     one scale: the frequency term puts them there, the margin term orders the samples.  Both
     terms never exceed an ancestor's, so neither does their sum (``slope >= 0``), and the
-    scores are free of a per-sample offset when the margins are.
+    scores are free of a per-sample offset when the margins are.  Fitted on the training
+    samples, whose margins a large-margin fit has pushed apart, the slope comes out larger
+    than held-out samples would give: the order within a node does not depend on it, only how
+    the nodes interleave (a slope fitted on held-out scores can be set with
+    ``dataclasses.replace``).
 
     Attributes
     ----------
