@@ -117,6 +117,14 @@ class DualState:
     Kept between calls so that a solve can be warm-started: the dual feasible set does not
     depend on ``lam`` nor on ``alpha``, so the shared-norm alternating algorithm re-solves its
     weight step from the previous dual point after each alpha step.
+
+    Per block it also keeps what the compiled sweeps work on: the **support** (``supp``,
+    ``slen``: the nodes where some cached vertex differs from the true set, a union that only
+    grows) and the **Gram matrix** ``Q[i, j, l] = <a_j, a_l>`` of the cached directions
+    ``a_j = sqrt(alpha) sigma_j (t_i - z_j)`` (:meth:`sync_gram` brings it up to date: the
+    slots changed since, or all of them when ``sqrt(alpha)`` changed).  Label sets are pooled
+    once as 0/1 bytes; an id no slot holds any more is recycled, so the pool never outgrows
+    the ``n K`` slots.
     """
 
     def __init__(self, model: VertexModel, cache_size: int):

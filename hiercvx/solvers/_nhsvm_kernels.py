@@ -18,7 +18,7 @@ from numba import njit
 
 from .primitives import row_dot
 
-__all__ = ["node_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
+__all__ = ["node_products", "support_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
            "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel", "extend_support",
            "gram_update"]
 
@@ -28,8 +28,18 @@ _FAST = {"reassoc", "contract", "nsz"}
 
 @njit(cache=True, fastmath=_FAST)
 def node_products(mode, V, i, X, indptr, indices, xvals, out):
-    """``out[m] = V[m] . x_i`` for every node ``m`` (dense / CSR rows, :func:`row_dot`)."""
+    """``out[m] = V[m] . x_i`` for every node ``m`` (dense / CSR rows, :func:`row_dot`); a
+    loop of its own: inside a sweep's body the products compile to slower code."""
     for m in range(V.shape[0]):
+        out[m] = row_dot(mode, V, m, i, X, indptr, indices, xvals)
+
+
+@njit(cache=True, fastmath=_FAST)
+def support_products(mode, V, i, X, indptr, indices, xvals, nodes, count, out):
+    """``out[m] = V[m] . x_i`` for the first ``count`` nodes ``m`` of ``nodes`` (a loop of its
+    own, like :func:`node_products`: inside the sweep's body the products compile slower)."""
+    for q in range(count):
+        m = nodes[q]
         out[m] = row_dot(mode, V, m, i, X, indptr, indices, xvals)
 
 
@@ -79,7 +89,7 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
     pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q = cache
     M = V.shape[0]
     n_slots = cid.shape[1]
-    s = np.zeros(M)  # scores by node, set on the block's support at each visit
+    s = np.zeros(M)  # scores by node: set at a visit (on the support, or all), 0 after it
     delta = np.zeros(M)
     grad = np.empty(n_slots)
     dbeta = np.empty(n_slots)
@@ -91,12 +101,21 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
         ns = slen[i]
         if k == 0 or ns == 0:
             continue
-        full = ns == M  # a support of every node is read in node order (contiguous loops)
+        # a support of most nodes is read in node order (contiguous loops; s and the
+        # directions are 0 off the support)
+        full = 2 * ns >= M
         own = 0.0
-        for q in range(ns):
-            m = supp[i, q]
-            s[m] = sqa[m] * row_dot(mode, V, m, i, Xd, indptr, indices, xvals) * inv2lam
-            own += Tf[i, m] * s[m]
+        if full:  # every node's score (off the support t_i - z_j = 0: no effect)
+            node_products(mode, V, i, Xd, indptr, indices, xvals, s)
+            for m in range(M):
+                s[m] *= sqa[m] * inv2lam
+                own += Tf[i, m] * s[m]
+        else:
+            support_products(mode, V, i, Xd, indptr, indices, xvals, supp[i], ns, s)
+            for q in range(ns):
+                m = supp[i, q]
+                s[m] *= sqa[m] * inv2lam
+                own += Tf[i, m] * s[m]
         used = 0.0
         for j in range(k):
             used += cbeta[i, j]
@@ -114,6 +133,7 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
         if slack < 1e-15 * budget[i]:
             slack = 0.0
         changed = False
+        net = 0.0  # sum_j dbeta_j sigma_j, exactly 0 after moves between equal-sigma vertices
         curv = xsq[i] * inv2lam
         for step in range(max_steps):
             up = -1
@@ -162,6 +182,9 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                 lsum[i] -= t * coff[i, down]
             else:
                 slack = 0.0 if t >= t_max else slack - t
+            c_up = cscale[i, up] if up >= 0 else 0.0
+            c_down = cscale[i, down] if down >= 0 else 0.0
+            net += t * (c_up - c_down)
             tc = t * curv
             for j in range(k):
                 dq = 0.0
@@ -172,22 +195,33 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                 grad[j] -= tc * dq
             changed = True
             total += 1
+        ref = -1
         if changed:
-            # g_i and V change by sum_j dbeta_j a_j (x_i^T): formed once, on the support
-            for q in range(ns):
-                delta[supp[i, q]] = 0.0
             for j in range(k):
+                if dbeta[j] != 0.0:
+                    ref = j
+                    break
+        if ref >= 0:
+            # g_i and V change by sum_j w_j (t_i - z_j) (w_j = dbeta_j sigma_j; then times
+            # sqrt(alpha), x_i^T), formed once as net (t_i - z_r) - sum_j w_j (z_j - z_r) with
+            # z_r a moved vertex: exactly 0 wherever the moved vertices agree, so only those
+            # nodes' weight rows are touched
+            pr = cid[i, ref]
+            for q in range(ns):
+                m = supp[i, q]
+                delta[m] = net * (Tf[i, m] - pool[pr, m])
+            for j in range(ref + 1, k):
                 if dbeta[j] == 0.0:
                     continue
                 w = dbeta[j] * cscale[i, j]
                 p = cid[i, j]
                 if full:
                     for m in range(M):
-                        delta[m] += w * (Tf[i, m] - pool[p, m])
+                        delta[m] -= w * (np.float64(pool[p, m]) - np.float64(pool[pr, m]))
                 else:
                     for q in range(ns):
                         m = supp[i, q]
-                        delta[m] += w * (Tf[i, m] - pool[p, m])
+                        delta[m] -= w * (np.float64(pool[p, m]) - np.float64(pool[pr, m]))
             for q in range(ns):
                 m = supp[i, q]
                 c = delta[m]
@@ -201,6 +235,12 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                 else:
                     for f in range(V.shape[1]):
                         V[m, f] += c * Xd[i, f]
+        if not full:
+            for q in range(ns):
+                s[supp[i, q]] = 0.0
+        else:
+            for m in range(M):
+                s[m] = 0.0
     return total, worst
 
 
@@ -232,16 +272,20 @@ def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, Q, dirty):
 @njit(cache=True)
 def extend_support(pool, rows, ids, Tf, mark, supp, slen):
     """Add to each sample ``rows[e]``'s support the nodes where vertex ``pool[ids[e]]`` differs
-    from its true set ``Tf[rows[e]]`` (``mark`` ``(n, M)`` flags the nodes already in)."""
+    from its true set ``Tf[rows[e]]`` (``mark`` ``(n, M)`` flags the nodes already in).  A
+    support is kept in increasing node order: the sweeps then stream the weight rows."""
     M = pool.shape[1]
     for e in range(rows.size):
         i = rows[e]
         p = ids[e]
+        before = slen[i]
         for m in range(M):
             if pool[p, m] != Tf[i, m] and not mark[i, m]:
                 mark[i, m] = True
                 supp[i, slen[i]] = m
                 slen[i] += 1
+        if slen[i] > before:
+            supp[i, :slen[i]] = np.sort(supp[i, :slen[i]])
 
 
 @njit(cache=True, fastmath=_FAST)
