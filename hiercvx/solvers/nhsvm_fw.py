@@ -31,7 +31,9 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     skipped (exact shrinking: they are optimal for the current ``W``), and several sweeps over
     the caches run between two certificates (more when the oracle is a DAG program).  This is
     the multi-plane BCFW idea (Shah, Kolmogorov & Lampert 2015) with pairwise steps (Osokin et
-    al. 2016); the sweep is compiled (numba).
+    al. 2016); the sweep is compiled (numba), each block read on its support (the nodes where a
+    cached vertex differs from the true set) and stepped on the Gram matrix of its cached
+    directions (:class:`DualState`).
 ``"bcfw"``  Lacoste-Julien et al.'s BCFW exactly: per sample, fresh loss-augmented inference at
     the current ``W``, one Frank–Wolfe step with exact line search.  Single-label sweeps are
     compiled; multi-label sweeps call the oracle once per sample from Python.
