@@ -33,7 +33,7 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     the multi-plane BCFW idea (Shah, Kolmogorov & Lampert 2015) with pairwise steps (Osokin et
     al. 2016); the sweep is compiled (numba), each block read on its support (the nodes where a
     cached vertex differs from the true set) and stepped on the Gram matrix of its cached
-    directions (:class:`DualState`).
+    directions (the ``DualState``).
 ``"bcfw"``  Lacoste-Julien et al.'s BCFW exactly: per sample, fresh loss-augmented inference at
     the current ``W``, one Frank–Wolfe step with exact line search.  Single-label sweeps are
     compiled; multi-label sweeps call the oracle once per sample from Python.
