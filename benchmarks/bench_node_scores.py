@@ -21,9 +21,9 @@ functions), one-vs-rest
 ``LinearSVC`` and ``LogisticRegression`` over the nodes with a positive in training (linear, and
 logistic on Nystrom features of the Gaussian kernel), and ``prior`` (every sample scored by the
 training frequency of each node: the floor a ranking must beat).  The published AU(PRC) of
-C-HMCNN (Giunchiglia & Lukasiewicz, NeurIPS 2020) is printed beside; its evaluation leaves
-out the nodes every gene holds (on GO the three namespace roots), which ``--skip-universal``
-does too.
+C-HMCNN (Giunchiglia & Lukasiewicz, NeurIPS 2020) is printed beside; their evaluation leaves
+out the root and, on GO, the three namespace roots (every gene of cellcycle_GO holds them):
+``--skip-universal`` leaves out the nodes every training sample holds, the same nodes here.
 
     .venv/bin/python benchmarks/bench_node_scores.py [--data cellcycle_FUN] [--rows hsvm,ovr]
         [--C 0.1,1] [--sigma 1] [--tol 1e-3] [--n 400]
