@@ -16,7 +16,8 @@ Per dataset:
 Ratio = HierarchicalSVC fit time / one-vs-rest fit time (target: at most 10).
 
 Run: ``.venv/bin/python benchmarks/bench_labelsets.py [--n N] [--datasets cellcycle_FUN ...]
-[--max-iter K]`` (``--n``: a seeded random subset of N training rows).
+[--max-iter K] [--inner working_set|proximal]`` (``--n``: a seeded random subset of N
+training rows; ``--inner``: the label-set engine's inner solver, :class:`hiercvx.solvers.labelset.Options`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sklearn.svm import LinearSVC
 from hiercvx import metrics
 from hiercvx.datasets import load_arff
 from hiercvx.estimators import HierarchicalSVC
+from hiercvx.solvers import labelset, margin_engine
 from hiercvx.datasets._common import hmc_data_dir
 
 from _rows import converged, estimator_label, labelset_data, page_row  # the page's row line
@@ -67,8 +69,10 @@ def one_vs_rest(X, y, Xt, H):
     return fit, P, int(mask.sum())
 
 
-def hierarchical(X, y, Xt, H, max_iter):
-    est = HierarchicalSVC(hierarchy=H, max_iter=max_iter)
+def hierarchical(X, y, Xt, H, max_iter, inner=None):
+    options = None if inner is None else margin_engine.Options(
+        labelset=labelset.Options(inner=inner))
+    est = HierarchicalSVC(hierarchy=H, max_iter=max_iter, solver_options=options)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -80,14 +84,14 @@ def hierarchical(X, y, Xt, H, max_iter):
     return est, fit, time.perf_counter() - t0, P
 
 
-def run(name, n, max_iter):
+def run(name, n, max_iter, inner=None):
     X, y, Xt, yt, H = load(name, n)
     t_ovr, P_ovr, n_nodes = one_vs_rest(X, y, Xt, H)
     a_ovr = metrics.au_prc(yt, P_ovr, hierarchy=H, y_train=y)
     print(f"{name}: n={X.shape[0]} d={X.shape[1]} nodes={len(H.nodes)} evaluated={n_nodes}",
           flush=True)
     print(f"  one-vs-rest LinearSVC   fit {t_ovr:8.1f} s   AU(PRC) {a_ovr:.3f}", flush=True)
-    est, t_h, t_pred, P_h = hierarchical(X, y, Xt, H, max_iter)
+    est, t_h, t_pred, P_h = hierarchical(X, y, Xt, H, max_iter, inner)
     a_h = metrics.au_prc(yt, P_h, hierarchy=H, y_train=y)
     res = est.result_
     print(f"  HierarchicalSVC()       fit {t_h:8.1f} s   AU(PRC) {a_h:.3f}   gap {est.gap_:.2e} "
@@ -106,6 +110,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=None, help="random subset of training rows")
     ap.add_argument("--datasets", nargs="+", default=["cellcycle_FUN", "cellcycle_GO"])
     ap.add_argument("--max-iter", type=int, default=10000, help="HierarchicalSVC max_iter")
+    ap.add_argument("--inner", choices=["working_set", "proximal"], default=None,
+                    help="the label-set engine's inner solver (default: its own default)")
     args = ap.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
           f"{os.getloadavg()[2]:.2f} on {os.cpu_count()} CPUs", flush=True)
@@ -113,7 +119,7 @@ def main(argv=None):
         if not os.path.exists(os.path.join(DATA, f"{name}.train.arff")):
             print(f"{name}: not found in {os.path.abspath(DATA)}; skipped")
             continue
-        run(name, args.n, args.max_iter)
+        run(name, args.n, args.max_iter, args.inner)
 
 
 if __name__ == "__main__":
