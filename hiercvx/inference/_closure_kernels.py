@@ -223,7 +223,9 @@ def closure_batch(S, net, tree, graph, Z, value, ok):
     (``base_cap`` holds the infinite arcs; ``src_arc[v]`` / ``snk_arc[v]`` the arc of node ``v``
     from the source / to the sink); ``tree``: ``(parent, arc)`` a spanning tree of the
     hierarchy (:func:`_tree_push`), ``graph``: ``(child_ptr, child_idx, is_leaf)``.  The flow
-    starts from :func:`_tree_push` and :func:`_greedy_flow`; Dinic's phases finish it.
+    starts from :func:`_tree_push` and :func:`_greedy_flow`; Dinic's phases finish it,
+    searching from the sink on the transposed network when fewer sink arcs than source arcs
+    are open.
     """
     head, nxt_ptr, to, rev, base_cap, src_arc, snk_arc = net
     child_ptr, child_idx, is_leaf = graph
@@ -231,6 +233,7 @@ def closure_batch(S, net, tree, graph, Z, value, ok):
     src, snk = M, M + 1
     n_vertices = M + 2
     cap = np.empty(base_cap.shape[0])
+    cap_t = np.empty(base_cap.shape[0])
     work = (np.empty(n_vertices, dtype=np.int64), np.empty(n_vertices, dtype=np.int64),
             np.empty(n_vertices, dtype=np.int64), np.empty(n_vertices + 1, dtype=np.int64),
             np.empty(n_vertices + 1, dtype=np.int64))
@@ -250,7 +253,24 @@ def closure_batch(S, net, tree, graph, Z, value, ok):
         _tree_push(tree, cap, src_arc, snk_arc, rev, pushed)
         greedy[0][:] = 0
         _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, greedy)
-        _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)
+        # Dinic's phases search from the terminal with fewer open arcs left (the maximum flow
+        # and its residual graph do not depend on the direction): after a loss augmentation
+        # most supply stays unabsorbed, and a search from the source would sweep all of it
+        n_supply = 0
+        n_demand = 0
+        for v in range(M):
+            if cap[src_arc[v]] > 0.0:
+                n_supply += 1
+            if cap[snk_arc[v]] > 0.0:
+                n_demand += 1
+        if n_demand < n_supply:  # on the transposed network: arc a carries rev[a]'s capacity
+            for a in range(cap.shape[0]):
+                cap_t[a] = cap[rev[a]]
+            _max_flow(head, nxt_ptr, to, rev, cap_t, snk, src, work)
+            for a in range(cap.shape[0]):
+                cap[a] = cap_t[rev[a]]
+        else:
+            _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)
         # smallest optimal closure: reachable from the source in the residual graph
         _residual_reach(src, False, head, nxt_ptr, to, rev, cap, seen, queue)
         for v in range(M):
