@@ -67,6 +67,22 @@ def test_closure_cut_bounds_19_and_its_label_sets_are_optimal(seed, dag):
     np.testing.assert_allclose(value[exact], best[exact], atol=1e-9)
 
 
+@pytest.mark.parametrize("offset", [-1.5, 1.5])
+@pytest.mark.parametrize("seed", range(3))
+def test_closure_cut_value_is_the_largest_closed_set_from_either_terminal(seed, offset):
+    # a negative offset leaves more open sink arcs, a positive one more source arcs: the flow
+    # is finished from the source, then from the sink; both reach the largest closed set
+    rng = np.random.default_rng(900 + seed)
+    H = random_hierarchy(rng, 11, dag=True)
+    M = len(H)
+    subsets = ((np.arange(1 << M)[:, None] >> np.arange(M)) & 1).astype(bool)
+    parent, child = H.edge_index[:, 0], H.edge_index[:, 1]
+    closed = subsets[subsets[:, 0] & ~np.any(subsets[:, child] & ~subsets[:, parent], axis=1)]
+    S = rng.normal(size=(20, M)) + offset
+    _, value, _ = ClosureCut(H).run(S)
+    np.testing.assert_allclose(value, (S @ closed.T.astype(float)).max(axis=1), atol=1e-9)
+
+
 def test_closure_cut_answers_positive_leaves_and_refuses_bare_internal_nodes():
     H = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "x"), ("b", "x"), ("b", "y")])
     S = np.zeros((2, len(H)))
