@@ -171,3 +171,11 @@ def test_refuses_a_kernel_model():
     model = hsvm_model.prepare(X, Y, H, kernel="rbf", sigma=1.0)
     with pytest.raises(InputError, match="linear model"):
         labelset_alm.solve(model, 1.0)
+
+
+def test_refuses_an_unknown_preconditioner():
+    H = tree()
+    X, Y = label_sets(H, 10, 3)
+    model = hsvm_model.prepare(X, Y, H)
+    with pytest.raises(InputError, match="preconditioner"):
+        labelset_alm.solve(model, 1.0, options=labelset_alm.Options(preconditioner="none"))

@@ -23,8 +23,9 @@ quadratic; it is minimized by the semismooth Newton method with conjugate gradie
 pattern of SSNAL: Li, Sun & Toh, "A highly efficient semismooth Newton augmented Lagrangian
 method for solving Lasso problems", SIAM J. Optim. 28, 2018): the generalized Hessian is
 ``I + sigma B^T J B`` with ``J`` a generalized Jacobian of ``Proj_A``
-(:mod:`._labelset_alm_kernels`), applied matrix-free through the class scores, so the Newton
-system never forms a matrix over pairs or weights.
+(:mod:`._labelset_alm_kernels`), applied matrix-free through the node scores ``X W^T``, so
+the Newton system never forms a matrix over pairs or weights; conjugate gradients are
+preconditioned by its diagonal or by its Kronecker approximation over nodes and features.
 
 Every ``alpha_k`` lies in ``A`` by construction, so the dual at it is a certified lower bound;
 the primal is recomputed at ``W_k`` and at ``W(alpha_k) = B^T alpha_k``.  The solver stops
@@ -90,11 +91,13 @@ class Options:
         Sufficient-decrease share of the line search.
     jacobian_margin : float
         Pairs within this share of the largest budget of entering the projection's support
-        count in the Newton systems' Jacobian: many pairs are nearly tied, and a Jacobian
-        without them underestimates the curvature along the step.
+        count in the Newton systems' Jacobian (0: the exact generalized Jacobian, for the
+        superlinear rate near the solution; a positive share takes fuller steps far from it,
+        where many nearly tied pairs enter along a step, at a linear rate).
     preconditioner : str
-        ``"kronecker"`` (:meth:`_Operators.kronecker`: the Newton matrix's Kronecker
-        structure, few features and nodes) or ``"diagonal"`` (its diagonal).
+        ``"diagonal"`` (the Newton matrix's diagonal: computed in one pass over the pairs) or
+        ``"kronecker"`` (:meth:`_Operators.kronecker`: its Kronecker structure over nodes and
+        features, exact for one example; an eigendecomposition over the nodes per step).
     """
 
     sigma0: float = 1e-2
@@ -107,7 +110,7 @@ class Options:
     cg_max: int = 500
     armijo: float = 1e-4
     jacobian_margin: float = 0.0
-    preconditioner: str = "kronecker"
+    preconditioner: str = "diagonal"
 
 
 class _Operators:
@@ -318,6 +321,9 @@ def solve(model: MarginModel, C: float, *, W0=None, alpha0=None, sigma0: float |
         raise InputError("the proximal dual needs a linear model with class attributes whose "
                          "pairs are listed; use hiercvx.solvers.working_set otherwise")
     options = Options() if options is None else options
+    if options.preconditioner not in ("diagonal", "kronecker"):
+        raise InputError("preconditioner must be 'diagonal' or 'kronecker', got "
+                         f"{options.preconditioner!r}")
     with blas_threads(1):  # small products: threads only add synchronisation
         return _solve(model, C, W0, alpha0, sigma0, tol, max_iter, options)
 
