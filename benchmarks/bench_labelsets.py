@@ -17,7 +17,8 @@ Ratio = HierarchicalSVC fit time / one-vs-rest fit time (target: at most 10).
 
 Run: ``.venv/bin/python benchmarks/bench_labelsets.py [--n N] [--datasets cellcycle_FUN ...]
 [--max-iter K] [--inner working_set|proximal]`` (``--n``: a seeded random subset of N
-training rows; ``--inner``: the label-set engine's inner solver, :class:`hiercvx.solvers.labelset.Options`).
+training rows; ``--inner``: the label-set engine's inner solver,
+:class:`hiercvx.solvers.labelset.Options`).
 """
 
 from __future__ import annotations
