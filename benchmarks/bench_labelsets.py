@@ -71,7 +71,7 @@ def one_vs_rest(X, y, Xt, H):
 
 
 def hierarchical(X, y, Xt, H, max_iter, inner=None):
-    options = None if inner is None else margin_engine.Options(
+    options = None if inner in (None, labelset.Options().inner) else margin_engine.Options(
         labelset=labelset.Options(inner=inner))
     est = HierarchicalSVC(hierarchy=H, max_iter=max_iter, solver_options=options)
     t0 = time.perf_counter()

@@ -15,9 +15,9 @@ training of structural SVMs", Machine Learning 77, 2009, the n-slack variant):
 2. the restricted model (the same inputs, kernel, bias, weights and rescaling; only its pair
    list is the working set) is solved by the working-set solver (:mod:`.working_set`, thesis
    Algorithm 2 with its exact face and support steps), warm-started from the previous round's
-   multipliers, to an inner gap that tightens with the outer one (or, with
-   ``Options.inner="proximal"``, once the outer gap is small, by the proximal dual of
-   :mod:`.labelset_alm`, warm-started from the last weights and multipliers);
+   multipliers, to an inner gap that tightens with the outer one; once the outer gap is small,
+   by the proximal dual of :mod:`.labelset_alm` (semismooth Newton on the weights),
+   warm-started from the last weights and multipliers (``Options.inner``);
 3. the oracle scores every pair at the restricted answer; per example up to ``enter`` pairs
    violated beyond the restricted slack join the working set; pairs never leave it.
 
@@ -91,10 +91,13 @@ class Options:
     max_rounds : int
         Rounds of the outer loop (it needs a handful; this bounds a pathological run).
     inner : str
-        The inner solver of the restricted models: ``"working_set"`` (:mod:`.working_set`,
-        dual coordinate ascent) or ``"proximal"`` (:mod:`.labelset_alm`, the proximal dual by
-        semismooth Newton on the weights; linear models with class attributes only, others
-        keep the working set).
+        The inner solver of the restricted models once the outer gap is below
+        ``proximal_below``: ``"proximal"`` (:mod:`.labelset_alm`, the proximal dual by
+        semismooth Newton on the weights; linear models with class attributes, others keep the
+        working set) or ``"working_set"`` (:mod:`.working_set` throughout).  On label sets the
+        restricted dual is degenerate (tens of tied support pairs per example) and coordinate
+        ascent converges slowly near the optimum, while Newton steps on the weights do not
+        depend on the multipliers' ties.
     proximal_below : float
         With ``inner="proximal"``, the rounds run the working set until the outer gap is below
         this, the proximal dual after: the first working sets are far from the final ones and
@@ -113,7 +116,7 @@ class Options:
     round_passes: int = 20
     settled_share: float = 0.01
     max_rounds: int = 1000
-    inner: str = "working_set"
+    inner: str = "proximal"
     proximal_below: float = 0.05
     working_set: working_set.Options = field(default_factory=working_set.Options)
     proximal: labelset_alm.Options = field(default_factory=labelset_alm.Options)
