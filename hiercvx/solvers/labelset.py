@@ -43,6 +43,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import check_positive
 from ..exceptions import InputError
@@ -93,8 +94,8 @@ class Options:
     inner : str
         The inner solver of the restricted models once the outer gap is below
         ``proximal_below``: ``"proximal"`` (:mod:`.labelset_alm`, the proximal dual by
-        semismooth Newton on the weights; linear models with class attributes, others keep the
-        working set) or ``"working_set"`` (:mod:`.working_set` throughout).  On label sets the
+        semismooth Newton on the weights; linear models with class attributes and dense
+        features, others keep the working set) or ``"working_set"`` (:mod:`.working_set` throughout).  On label sets the
         restricted dual is degenerate (tens of tied support pairs per example) and coordinate
         ascent converges slowly near the optimum, while Newton steps on the weights do not
         depend on the multipliers' ties.
@@ -303,7 +304,9 @@ class _Run:
         self.pairs = _Pairs(model)
         self.history = {k: [] for k in ("round", "objective", "lower_bound", "gap", "pairs",
                                         "inner_passes", "time")}
-        self.proximal = options.inner == "proximal" and model.node_weights
+        # the proximal dual multiplies dense node scores X W^T: dense features only
+        self.proximal = (options.inner == "proximal" and model.node_weights
+                         and not sp.issparse(model.X))
         self.warm = (None, None)
         self.gap = np.inf
         if not model.node_weights:
