@@ -179,3 +179,17 @@ def test_refuses_an_unknown_preconditioner():
     model = hsvm_model.prepare(X, Y, H)
     with pytest.raises(InputError, match="preconditioner"):
         labelset_alm.solve(model, 1.0, options=labelset_alm.Options(preconditioner="none"))
+
+
+def test_engine_keeps_the_working_set_on_sparse_features():
+    import scipy.sparse as sp
+
+    H = tree()
+    X, Y = label_sets(H, 30, 4, seed=11)
+    dense = hsvm_model.prepare(X, Y, H)
+    sparse = hsvm_model.prepare(sp.csr_matrix(X), Y, H)
+    opts = labelset.Options(proximal_below=np.inf)
+    a = labelset.solve(dense, 1.0, tol=1e-8, options=opts)
+    b = labelset.solve(sparse, 1.0, tol=1e-8, options=opts)
+    assert a.converged and b.converged
+    assert a.objective == pytest.approx(b.objective, rel=1e-6)
