@@ -106,7 +106,7 @@ class Options:
     proximal_max_weights : int
         The proximal dual only on models with at most this many node weights (nodes x
         features): it was measured faster than the working set on a FunCat tree (tens of
-        thousands of weights), not on a GO DAG (hundreds of thousands).
+        thousands of weights), not on a GO DAG (hundreds of thousands of weights).
     working_set : working_set.Options
         The inner solver's settings (:class:`.working_set.Options`).
     proximal : labelset_alm.Options
