@@ -303,15 +303,17 @@ def keeps_dual(estimator) -> bool:
 NODE_SCORE_METHODS = ("calibrated",) + NODE_MARGINS
 
 
-def class_indicator(labels, classes) -> np.ndarray:
-    """Bool ``(n, n_classes)``: ``labels`` (one class or one set of classes per sample, in the
-    names of ``classes``) as an indicator over ``classes``."""
-    position = {c: k for k, c in enumerate(np.asarray(classes).tolist())}
-    Y = np.zeros((len(labels), len(position)), dtype=bool)
-    for i, label in enumerate(labels):
-        many = isinstance(label, (set, frozenset, list, tuple))
-        Y[i, [position[c] for c in (label if many else [label])]] = True
-    return Y
+def held_nodes(labels, fitted, hierarchy) -> np.ndarray:
+    """Bool ``(n, len(hierarchy.nodes))``: the training ``labels`` (one node or one set of nodes
+    per sample, named on the ``fitted`` hierarchy: the caller's, or its copy with self leaves
+    for labels that stop at internal nodes) closed upward, over the caller's ``hierarchy``
+    (``None`` without one: there are no node scores to calibrate)."""
+    if hierarchy is None:
+        return None
+    held = np.asarray(fitted.closure(labels), dtype=bool)
+    if fitted is hierarchy or tuple(fitted.nodes) == tuple(hierarchy.nodes):
+        return held
+    return held[:, fitted.indices(list(hierarchy.nodes))]
 
 
 class NodeScoresMixin:
@@ -349,18 +351,20 @@ class NodeScoresMixin:
         of the class scores; an estimator whose class scores are no margins overrides it)."""
         return self._margins_of_scores(self._class_score_matrix(X), method)
 
-    def _fit_node_calibration(self, X, Y, scores=None) -> None:
+    def _fit_node_calibration(self, X, Y=None, scores=None, *, held=None) -> None:
         """Fit ``node_calibration_`` (:func:`hiercvx.metrics.fit_node_calibration`) on the
-        training samples ``X`` and their classes ``Y``, a bool ``(n, n_classes)`` indicator over
-        ``classes_`` (``scores``: their class scores when already computed).  Without a
-        ``hierarchy`` parameter there are no node scores and nothing is fitted."""
+        training samples ``X`` and their labels: ``Y``, a bool ``(n, n_classes)`` indicator over
+        ``classes_``, or ``held``, the nodes of ``hierarchy`` each sample holds
+        (:func:`held_nodes`; ``scores``: the class scores of ``X`` when already computed).
+        Without a ``hierarchy`` parameter there are no node scores and nothing is fitted."""
         self.node_calibration_ = None
         H = getattr(self, "hierarchy", None)
         if H is None:
             return
-        Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
-        below = H.ancestor_matrix[H.indices(list(self.classes_))].astype(float)
-        held = (sp.csr_matrix(Y.astype(float)) @ below).toarray() > 0   # closed upward
+        if held is None:
+            Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
+            below = H.ancestor_matrix[H.indices(list(self.classes_))].astype(float)
+            held = (sp.csr_matrix(Y.astype(float)) @ below).toarray() > 0   # closed upward
         method = self._node_margin_method
         margins = (self._node_margins(X, method) if scores is None
                    else self._margins_of_scores(np.asarray(scores, dtype=float), method))

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
 from ..exceptions import InputError
-from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, class_indicator,
+from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, held_nodes,
                     solver_route, validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
@@ -110,8 +110,8 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
 
     def _calibrate_nodes(self, X, targets):
         """``node_decision_function``'s calibration on the training samples."""
-        self._fit_node_calibration(X, class_indicator(targets.labels, targets.classes),
-                                   scores=self._class_scores_of(self._node_scores(X)))
+        held = held_nodes(targets.labels, targets.hierarchy, self.hierarchy)
+        self._fit_node_calibration(X, held=held, scores=self._class_scores_of(self._node_scores(X)))
 
     def node_scores(self, X):
         """Node scores ``(n_samples, n_nodes)`` over ``hierarchy_.nodes``; a label set's score is

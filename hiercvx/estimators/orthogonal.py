@@ -25,7 +25,7 @@ from .. import methods
 from .._validation import check_positive
 from ..exceptions import HierarchyError, InputError
 from ..result import check_iteration_options
-from ._base import (SOLVERS, NodeScoresMixin, class_indicator, solver_route, validate_training_X,
+from ._base import (SOLVERS, NodeScoresMixin, held_nodes, solver_route, validate_training_X,
                     validate_X)
 from ._habits import LightPickleMixin, reports_progress
 from ._labels import read_test_labels, read_training_labels, user_names
@@ -205,7 +205,7 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         position = np.full(len(H), -1)
         position[class_nodes] = np.arange(len(class_nodes))
         self._position = position
-        self._fit_node_calibration(X, class_indicator(labels, classes))
+        self._fit_node_calibration(X, held=held_nodes(labels, H, self.hierarchy))
         return self
 
     # ------------------------------------------------------------------ predict

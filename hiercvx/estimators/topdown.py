@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..kernels import Kernel, median_heuristic
 from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    class_indicator, is_precomputed, kernel_parts, ravel_column_target,
+                    held_nodes, is_precomputed, kernel_parts, ravel_column_target,
                     validate_training_X, validate_X)
 from ._habits import reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
@@ -249,7 +249,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         self._node_rows = node_rows
         self._paths_data = root_to_leaf_paths(H, classes.tolist())
         self.n_iter_ = n_iter
-        self._fit_node_calibration(X, class_indicator(labels, classes))
+        self._fit_node_calibration(X, held=held_nodes(labels, H, self.hierarchy))
         return self
 
     def _shared_kernel(self, X):
