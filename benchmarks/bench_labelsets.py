@@ -7,7 +7,7 @@ standardized on the training rows; labels as the loader gives them (label sets o
 
 Per dataset:
 1. one-vs-rest ``LinearSVC`` (C = 1, scikit-learn defaults) over the evaluated nodes
-   (:func:`hiercvx.metrics.evaluated_nodes`: nodes with a positive in training), its node
+   (:func:`hiercvx.metrics.evaluated_nodes` with a positive in training), its node
    scores on the test set;
 2. ``HierarchicalSVC(hierarchy=H)`` at its defaults (C = 1, tol = 1e-6 relative duality gap,
    the margin engine's choice of solver): fit time, certified gap, solver, test prediction time
@@ -61,12 +61,13 @@ def load(name: str, n: int | None, seed: int = 0):
 def one_vs_rest(X, y, Xt, H):
     """Fit time and test node scores ``(m, M)`` of one-vs-rest LinearSVC on the evaluated nodes."""
     T = np.asarray(H.closure(y), dtype=bool)
-    mask = metrics.evaluated_nodes(y, H)
+    mask = metrics.evaluated_nodes(y, H, with_positives=True)   # the nodes it can learn
     t0 = time.perf_counter()
     ovr = OneVsRestClassifier(LinearSVC(C=1.0)).fit(X, T[:, mask])
     fit = time.perf_counter() - t0
-    P = np.zeros((Xt.shape[0], len(H.nodes)))  # unevaluated nodes: au_prc leaves them out
+    P = np.zeros((Xt.shape[0], len(H.nodes)))
     P[:, mask] = ovr.decision_function(Xt)
+    P[:, ~mask] = P[:, mask].min() - 1.0   # no positive in training: below every learned score
     return fit, P, int(mask.sum())
 
 

@@ -134,12 +134,14 @@ def _fit(name, H, C, sigma, train, test, args):
 
 
 def _evaluated(y, H, args):
-    """The nodes scored: those with a positive in ``y`` (:func:`hiercvx.metrics.evaluated_nodes`),
-    without the nodes every sample of ``y`` holds when ``args.skip_universal`` (on GO the three
-    namespace roots, which C-HMCNN's evaluation leaves out)."""
-    nodes = evaluated_nodes(y, H)
-    if args.skip_universal:
-        nodes &= ~np.asarray(H.closure(y), dtype=bool).all(axis=0)
+    """The nodes scored: those with a positive in ``y``, the nodes every sample of ``y`` holds
+    (on GO the three namespace roots, which C-HMCNN's evaluation leaves out) only without
+    ``args.skip_universal``."""
+    nodes = evaluated_nodes(y, H, with_positives=True)
+    if not args.skip_universal:
+        universal = np.asarray(H.closure(y), dtype=bool).all(axis=0)
+        universal[H.index(H.root)] = False
+        nodes |= universal
     return nodes
 
 

@@ -44,9 +44,15 @@ def test_au_prc_of_perfect_and_reversed_scores():
     assert metrics.au_prc(y, -T, hierarchy=H) < 0.6
 
 
-def test_evaluated_nodes_are_those_with_a_positive_in_training():
+def test_evaluated_nodes_leave_out_the_nodes_every_training_sample_holds():
+    """C-HMCNN's evaluation: every node but the root and the nodes every sample holds (on GO,
+    the namespace roots); nodes without a training positive are scored too."""
+    names = lambda mask: [v for v, m in zip(H.nodes, mask) if m]  # noqa: E731
     mask = metrics.evaluated_nodes([{"a1"}, {"a2"}], H)
-    assert [v for v, m in zip(H.nodes, mask) if m] == ["a", "a1", "a2"]
+    assert "a" not in names(mask) and H.root not in names(mask)   # both samples hold "a"
+    assert set(names(mask)) == set(H.nodes) - {H.root, "a"}
+    trained = metrics.evaluated_nodes([{"a1"}, {"a2"}], H, with_positives=True)
+    assert names(trained) == ["a1", "a2"]
     y = [{"a1"}, {"b1"}]
     S = np.random.default_rng(1).standard_normal((2, len(H.nodes)))
     only = metrics.au_prc(y, S, hierarchy=H, y_train=[{"a1"}, {"a2"}])
