@@ -10,7 +10,6 @@ the label-set engine with it from the first round.
 import numpy as np
 import pytest
 
-import hiercvx as hc
 from hiercvx import testing
 from hiercvx.exceptions import InputError
 from hiercvx.formulations import hsvm

@@ -24,31 +24,12 @@ from hiercvx.inference.closure import ClosureCut
 from hiercvx.models.nhsvm import node_scores
 from hiercvx.solvers import nhsvm_fw
 
-
-def random_hierarchy(rng, n_nodes: int, dag: bool) -> hc.Hierarchy:
-    """Nodes ``n1..`` under earlier nodes (one parent, or up to two on a DAG), root ``n0``."""
-    edges = []
-    for k in range(1, n_nodes):
-        k_parents = int(rng.integers(1, 3)) if dag and k > 1 else 1
-        for p in rng.choice(k, size=min(k, k_parents), replace=False):
-            edges.append((f"n{p}", f"n{k}"))
-    return hc.Hierarchy.from_edges(edges)
+from labelset_cases import planted_sets, random_hierarchy
 
 
 def optimum(S, H):
     """Best label-set value per row of ``S`` by enumeration of ``Y_m``."""
     return (S @ inf.enumerate_label_sets(H).T.astype(float)).max(axis=1)
-
-
-def planted_sets(H, n, d, seed):
-    """Features and label sets from a planted node-weight model."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d))
-    S = X @ rng.standard_normal((len(H), d)).T
-    Z = inf.best_label_set(S + 0.5 * rng.standard_normal(S.shape), H, "enumerate")
-    leaves = np.array(H.leaves, dtype=object)
-    cols = [H.index(v) for v in H.leaves]
-    return X, [frozenset(leaves[row].tolist()) for row in Z[:, cols]]
 
 
 @pytest.mark.parametrize("seed", range(8))
