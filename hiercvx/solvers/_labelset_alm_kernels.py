@@ -100,6 +100,22 @@ def node_coefficients(gamma, pi, py, pyb, lptr, lidx, lval, N):
 
 
 @njit(cache=True)
+def _scatter_pair(y, yb, lptr, lidx, lval, v, mark, idx, count):
+    """``v += Lam_y - Lam_ybar`` (the pair's row ``a_p`` over the nodes), the nodes it touches
+    for the first time (``mark`` False) marked and appended to ``idx`` after ``count``
+    entries; returns the new count."""
+    for c, sgn in ((y, 1.0), (yb, -1.0)):
+        for k in range(lptr[c], lptr[c + 1]):
+            m = lidx[k]
+            if not mark[m]:
+                mark[m] = True
+                idx[count] = m
+                count += 1
+            v[m] += sgn * lval[k]
+    return count
+
+
+@njit(cache=True)
 def hessian_diagonal(active, tau, ptr, cost, py, pyb, lptr, lidx, lval, D):
     """``D[i, m] = (A_i^T J_i A_i)[m, m]`` (``D`` ``(n, M)`` comes zeroed), ``A_i`` the rows
     ``a_p = Lam_y - Lam_ybar`` of example i's pairs and ``J_i`` the projection's Jacobian
@@ -117,14 +133,7 @@ def hessian_diagonal(active, tau, ptr, cost, py, pyb, lptr, lidx, lval, D):
             if not active[p]:
                 continue
             cc += cost[p] * cost[p]
-            for c, sgn in ((py[p], 1.0), (pyb[p], -1.0)):
-                for k in range(lptr[c], lptr[c + 1]):
-                    m = lidx[k]
-                    if not mark[m]:
-                        mark[m] = True
-                        touched[n_touched] = m
-                        n_touched += 1
-                    v[m] += sgn * lval[k]
+            n_touched = _scatter_pair(py[p], pyb[p], lptr, lidx, lval, v, mark, touched, n_touched)
             for c in (py[p], pyb[p]):
                 for k in range(lptr[c], lptr[c + 1]):
                     m = lidx[k]  # a node shared by y and ybar: its v[m] is taken once
@@ -167,15 +176,7 @@ def node_curvature(active, tau, ptr, cost, py, pyb, lptr, lidx, lval, B, trace):
             if not active[p]:
                 continue
             cc += cost[p] * cost[p]
-            npair = 0
-            for c, sgn in ((py[p], 1.0), (pyb[p], -1.0)):
-                for k in range(lptr[c], lptr[c + 1]):
-                    m = lidx[k]
-                    if not pmark[m]:
-                        pmark[m] = True
-                        pidx[npair] = m
-                        npair += 1
-                    v[m] += sgn * lval[k]
+            npair = _scatter_pair(py[p], pyb[p], lptr, lidx, lval, v, pmark, pidx, 0)
             _outer_add(B, v, pidx, npair, 1.0)
             for a in range(npair):
                 m = pidx[a]
