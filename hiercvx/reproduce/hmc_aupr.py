@@ -35,21 +35,34 @@ Protocol (one replication; the papers' splits):
   every path runs, not a number to compare with the published rows.
 
 Published AU(PRC) (rows marked "published": nothing runs for them, the cell repeats the
-number; a paper's table number is given only where it was read in the paper itself):
+number; a paper's table number is given only where it was read in the paper itself, which is
+the case for none of them):
 
 * C-HMCNN, cellcycle_FUN .255 / cellcycle_GO .413: Giunchiglia & Lukasiewicz, "Coherent
   hierarchical multi-label classification networks", NeurIPS 2020, their comparison of AU(PRC)
-  on the test splits of 20 data sets (against HMC-LMLP, HMCN-R, HMCN-F and CLUS-ENS).  The
-  two figures are confirmed by the authors' code release (github.com/EGiunchiglia/C-HMCNN,
-  README: the mean over 10 seeds); the paper's table number was not read in the paper.
-* CLUS-ENS, .227 / .387: as reported in the same comparison and in Wehrmann, Cerri & Barros,
-  "Hierarchical multi-label classification networks", ICML 2018, their comparison table.  The
-  method is Schietgat, Vens, Struyf, Blockeel, Kocev & Dzeroski, "Predicting gene function
-  using hierarchical multi-label decision tree ensembles", BMC Bioinformatics 11:2, 2010; the
-  figures were not checked against that paper.
-* CLUS-HMC, .172 / .357: the Clus-HMC tree of Vens et al. 2008, as reported by Wehrmann,
-  Cerri & Barros (ICML 2018, comparison table), read from a third-party copy of that table;
-  not confirmed against either paper.
+  on the test splits of 20 data sets (against HMC-LMLP, HMCN-R, HMCN-F and CLUS-ENS).  Verified
+  in the authors' code release (github.com/EGiunchiglia/C-HMCNN, README: the mean of 10 runs,
+  one per seed); the paper's table itself was not read, so its number is not given.  Their
+  measure is scikit-learn's micro-averaged average precision (no interpolation) over every
+  node but the root and GO's three namespace roots, on the same cellcycle files as ours
+  (byte-identical copies).
+* CLUS-ENS, .227 / .387: the bagged Clus-HMC trees of Schietgat, Vens, Struyf, Blockeel, Kocev
+  & Dzeroski, "Predicting gene function using hierarchical multi-label decision tree
+  ensembles", BMC Bioinformatics 11:2, 2010, as reprinted in the comparison tables of Wehrmann,
+  Cerri & Barros, "Hierarchical multi-label classification networks", ICML 2018, and of
+  C-HMCNN.  Read only in third-party transcriptions of those two tables (they agree on
+  cellcycle, not on every other set); not verified against Schietgat et al. nor against either
+  reprinting paper.
+* CLUS-HMC, .172 / .357: the single Clus-HMC tree of Vens, Struyf, Schietgat, Dzeroski &
+  Blockeel, Machine Learning 73, 2008, as reprinted in Wehrmann, Cerri & Barros's comparison
+  table (C-HMCNN has no CLUS-HMC row).  Read only in a third-party transcription of that table;
+  not verified against Vens et al. nor against Wehrmann et al.
+* The two CLUS rows come from the Clus papers' protocol, not C-HMCNN's: AU(PRC) as the area
+  under the pooled precision-recall curve drawn through a fixed grid of thresholds and
+  interpolated between them (the scripts of Vens et al.'s Clus-HMC support page), on the data
+  sets' 2007 FunCat (scheme 2.1) and GO (1.2) annotations; nothing read here says the reprints
+  recomputed them.  Which annotation version our files carry was not checked (Nakano, Lietaert
+  & Vens, BMC Bioinformatics 20, 2019, publish updated ones).
 """
 
 from __future__ import annotations
@@ -391,13 +404,16 @@ TABLES = (Table(
           "baselines, linear and Gaussian, beside the published",
     paper="Giunchiglia & Lukasiewicz, Coherent hierarchical multi-label classification "
           "networks (C-HMCNN), NeurIPS 2020; Vens et al., Decision trees for hierarchical "
-          "multi-label classification, Machine Learning 73, 2008 (CLUS-HMC)",
+          "multi-label classification, Machine Learning 73, 2008 (CLUS-HMC); Schietgat et al., "
+          "Predicting gene function using hierarchical multi-label decision tree ensembles, "
+          "BMC Bioinformatics 11:2, 2010 (CLUS-ENS)",
     reference="AU(PRC) on the test split of cellcycle_FUN and cellcycle_GO",
-    source="C-HMCNN and CLUS-ENS: Giunchiglia & Lukasiewicz, NeurIPS 2020, comparison of AU(PRC) "
-           "on the Clus-HMC test splits (C-HMCNN's figures as in the authors' code release, "
-           "mean over 10 seeds; table number not confirmed); CLUS-ENS and CLUS-HMC as reported "
-           "by Wehrmann, Cerri & Barros, ICML 2018, comparison table (read from a third-party "
-           "copy; not confirmed against the paper)",
+    source="C-HMCNN: Giunchiglia & Lukasiewicz, NeurIPS 2020, verified in the authors' code "
+           "release (mean of 10 seeds; the paper's table not read). CLUS-ENS (Schietgat et al., "
+           "BMC Bioinformatics 11:2, 2010) and CLUS-HMC (Vens et al., Machine Learning 73, 2008): "
+           "as reprinted by Wehrmann, Cerri & Barros, ICML 2018 (CLUS-ENS also by C-HMCNN), read "
+           "in third-party transcriptions of those tables; not verified against the primary "
+           "sources; under the Clus papers' interpolated PR curve, not C-HMCNN's average precision",
     run=_run,
     metrics=METRICS,
     reported={(s, m, "AU(PRC)"): Reported(v) for (s, m), v in PUBLISHED.items()},
