@@ -1,5 +1,6 @@
 """The numeric parts of the node scores of :mod:`hiercvx.metrics`: best class scores at or
-below and outside each node, and the two-variable logistic fit of the node calibration."""
+below and outside each node, the logistic fits of the node calibration (pooled and per node)
+and the maximum over descendants that makes per-node scores consistent with the hierarchy."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 
 from .hierarchy import Hierarchy
 
-__all__ = ["best_below", "best_outside", "logistic_fit"]
+__all__ = ["best_below", "best_outside", "logistic_fit", "per_node_logistic_fit", "descendant_max"]
 
 
 def best_below(S: np.ndarray, classes: tuple, H: Hierarchy) -> np.ndarray:
@@ -70,3 +71,56 @@ def logistic_fit(m: np.ndarray, offset: np.ndarray, truth: np.ndarray) -> tuple[
         if decrease <= 1e-12 * max(1.0, abs(value)):
             break
     return float(p[0]) / scale, float(p[1])
+
+
+def per_node_logistic_fit(z: np.ndarray, offset: np.ndarray, truth: np.ndarray, prior: tuple,
+                          shrinkage: float, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Per column ``v``: ``(slope_v >= 0, intercept_v)`` minimizing the logistic loss of
+    ``truth[:, v]`` under ``sigmoid(offset_v + intercept_v + slope_v * z[:, v])`` plus
+    ``shrinkage / 2 * ((slope_v - s0)^2 + (intercept_v - c0)^2)``, ``(s0, c0) = prior``: one
+    strongly convex two-variable problem per column, solved together by projected Newton steps
+    with a backtracking search per column."""
+    s0, c0 = prior
+    M = z.shape[1]
+    a, b = np.full(M, float(s0)), np.full(M, float(c0))
+
+    def loss(a, b):
+        u = offset + b + a * z
+        return (np.sum(np.logaddexp(0.0, u) - truth * u, axis=0)
+                + 0.5 * shrinkage * ((a - s0) ** 2 + (b - c0) ** 2)), u
+
+    value, u = loss(a, b)
+    for _ in range(max_iter):
+        p = 0.5 * (1.0 + np.tanh(0.5 * u))
+        r, w = p - truth, p * (1.0 - p)
+        ga, gb = (r * z).sum(axis=0) + shrinkage * (a - s0), r.sum(axis=0) + shrinkage * (b - c0)
+        haa, hab = (w * z * z).sum(axis=0) + shrinkage, (w * z).sum(axis=0)
+        hbb = w.sum(axis=0) + shrinkage
+        det = haa * hbb - hab * hab
+        da, db = -(hbb * ga - hab * gb) / det, -(haa * gb - hab * ga) / det
+        bound = (a + da < 0)   # the slope's bound is active: Newton on the intercept alone
+        da, db = np.where(bound, -a, da), np.where(bound, -gb / hbb, db)
+        t = np.ones(M)
+        for _ in range(40):   # backtracking, column by column
+            new_value, new_u = loss(a + t * da, b + t * db)
+            short = new_value > value + 1e-4 * t * (ga * da + gb * db)
+            if not short.any():
+                break
+            t = np.where(short, 0.5 * t, t)
+        a, b = np.maximum(a + t * da, 0.0), b + t * db
+        decrease = value - new_value
+        value, u = loss(a, b)
+        if np.all(decrease <= 1e-10 * np.maximum(1.0, np.abs(value))):
+            break
+    return a, b
+
+
+def descendant_max(S: np.ndarray, H: Hierarchy) -> np.ndarray:
+    """``(n, M)``: each node's score raised to the best score at or below it (children before
+    parents), so that no node scores above an ancestor."""
+    out = np.array(S, dtype=float, copy=True).T   # node-major: contiguous rows
+    children = H.children_indices
+    for v in range(len(H.nodes) - 1, -1, -1):
+        if len(children[v]):
+            out[v] = np.maximum(out[v], out[children[v]].max(axis=0))
+    return out.T

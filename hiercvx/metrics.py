@@ -38,7 +38,9 @@ from ._validation import check_not_complex
 from .exceptions import InputError, LabelError
 from .hierarchy import Hierarchy
 from ._node_margin_parts import best_below as _best_below, best_outside as _best_outside
+from ._node_margin_parts import descendant_max as _descendant_max
 from ._node_margin_parts import logistic_fit as _logistic_fit
+from ._node_margin_parts import per_node_logistic_fit as _per_node_logistic_fit
 
 __all__ = [
     "hierarchical_precision",
@@ -61,6 +63,7 @@ __all__ = [
     "node_log_odds",
     "NodeCalibration",
     "fit_node_calibration",
+    "coherent_node_scores",
     "evaluated_nodes",
     "au_prc",
     "SCORERS",
@@ -577,33 +580,38 @@ def node_log_odds(y_train, hierarchy, *, smoothing: float = 0.5) -> np.ndarray:
 
 @dataclass(frozen=True)
 class NodeCalibration:
-    """Calibrated node scores: ``log_odds_v + intercept + slope * m_v(x)``, the log-odds of
+    """Calibrated node scores: ``log_odds_v + intercept_v + slope_v * m_v(x)``, the log-odds of
     node ``v`` given the node margin ``m_v(x)`` (:func:`node_margins`) under a logistic model
     whose per-node offsets are the training frequencies (:func:`node_log_odds`) and whose
-    slope and common intercept are fitted (:func:`fit_node_calibration`).
+    slope and intercept are fitted (:func:`fit_node_calibration`): one pair shared by every
+    node (pooled), or one pair per node (Platt scaling per node, shrunk towards the pooled pair).
 
     Micro-averaged AU(PRC) (:func:`au_prc`) pools the (sample, node) pairs of every node, so
     the scores of a node held by a third of the samples and of a node held by a few must be on
-    one scale: the frequency term puts them there, the margin term orders the samples.  Both
-    terms never exceed an ancestor's, so neither does their sum (``slope >= 0``), and the
-    scores are free of a per-sample offset when the margins are.  Fitted on the training
-    samples, whose margins a large-margin fit has pushed apart, the slope comes out larger
-    than held-out samples would give: the order within a node does not depend on it, only how
-    the nodes interleave (a slope fitted on held-out scores can be set with
-    ``dataclasses.replace``).
+    one scale: the frequency term puts them there, the margin term orders the samples.  With
+    one pair both terms never exceed an ancestor's, so neither does their sum (``slope >= 0``),
+    and the scores are free of a per-sample offset when the margins are.  With a pair per node
+    a node's score can exceed its ancestor's; ``hierarchy`` is then set and each node's score
+    is raised to the best score at or below it (:func:`coherent_node_scores`), which restores
+    the order.  Fitted on the training samples, whose margins a large-margin fit has pushed
+    apart, the slope comes out larger than held-out samples would give: fit it on held-out
+    (cross-fitted) margins where the estimator has them.
 
     Attributes
     ----------
     log_odds : ndarray ``(n_nodes,)``
-    slope : float (>= 0)
-    intercept : float
-    method : str, the :func:`node_margins` method the slope was fitted on
+    slope : float or ndarray ``(n_nodes,)`` (>= 0)
+    intercept : float or ndarray ``(n_nodes,)``
+    method : str, the :func:`node_margins` method (or the estimator's margin) fitted on
+    hierarchy : Hierarchy or None
+        Set for per-node pairs: the scores go through :func:`coherent_node_scores`.
     """
 
     log_odds: np.ndarray
     slope: float
     intercept: float
     method: str = "standardized"
+    hierarchy: Hierarchy | None = None
 
     def scores(self, margins) -> np.ndarray:
         """Calibrated node scores (log-odds) ``(n_samples, n_nodes)`` of node margins."""
@@ -611,25 +619,59 @@ class NodeCalibration:
         if m.ndim != 2 or m.shape[1] != len(self.log_odds):
             raise InputError(f"margins must have shape (n_samples, {len(self.log_odds)}), got "
                              f"{m.shape}")
-        return self.log_odds[None, :] + self.intercept + self.slope * m
+        S = self.log_odds[None, :] + self.intercept + self.slope * m
+        return S if self.hierarchy is None else _descendant_max(S, self.hierarchy)
 
 
-def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standardized",
-                         nodes=None, smoothing: float = 0.5) -> NodeCalibration:
-    """Fit :class:`NodeCalibration` on the training samples: the node frequencies of
-    ``y_train`` and, by maximum likelihood over the (sample, node) pairs of ``nodes``, the
-    slope (``>= 0``) and common intercept of the logistic model
-    ``P(v in Y | x) = sigmoid(log_odds_v + intercept + slope * m_v(x))``.
+def coherent_node_scores(scores, hierarchy) -> np.ndarray:
+    """Node scores raised to the best score at or below each node, ``max_{u <= v} s_u``: the
+    smallest scores above ``scores`` that no node has above an ancestor's, so every threshold
+    gives an ancestor-closed label set.  The max constraint module of Giunchiglia and
+    Lukasiewicz (Coherent hierarchical multi-label classification networks, NeurIPS 2020,
+    section 3), applied to scores.
 
     Parameters
     ----------
-    margins : array ``(n_samples, n_nodes)``, the training samples' node margins
-        (:func:`node_margins` with ``method``)
-    y_train : the training label sets (or node names, or an indicator over ``hierarchy.nodes``)
+    scores : array ``(n_samples, n_nodes)`` over ``hierarchy.nodes``
     hierarchy : Hierarchy
-    method : str, the :func:`node_margins` method of ``margins`` (recorded)
+
+    Returns
+    -------
+    ndarray ``(n_samples, n_nodes)``
+    """
+    H = _need_hierarchy(hierarchy, "coherent_node_scores")
+    S = _losses.check_scores(scores, np.shape(scores)[0] if np.ndim(scores) == 2 else 0,
+                             len(H.nodes))
+    return _descendant_max(S, H)
+
+
+def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standardized",
+                         nodes=None, smoothing: float = 0.5,
+                         shrinkage: float | None = None) -> NodeCalibration:
+    """Fit :class:`NodeCalibration` on samples with known labels: the node frequencies of
+    ``y_train`` and, by maximum likelihood over the (sample, node) pairs of ``nodes``, the
+    slope (``>= 0``) and intercept of the logistic model
+    ``P(v in Y | x) = sigmoid(log_odds_v + intercept + slope * m_v(x))``.
+
+    ``shrinkage=None`` (default) fits one (slope, intercept) pair for every node.  A number
+    ``rho > 0`` fits a pair per node (Platt, Probabilistic outputs for support vector
+    machines, 1999, per node) with the penalty ``rho / 2 ((a_v - s0)^2 + (b_v - c0)^2)``
+    towards the pooled pair ``(s0, c0)``, the margins scaled by their standard deviation over
+    the evaluated pairs (so ``rho`` is free of their unit): a node with few positives keeps
+    close to the pooled pair, a node with many takes its own.  Per-node pairs should be fitted
+    on held-out margins (the training margins of a flexible model are over-confident to a
+    degree that varies by node).
+
+    Parameters
+    ----------
+    margins : array ``(n_samples, n_nodes)``, the samples' node margins (:func:`node_margins`
+        with ``method``, or an estimator's own node margins)
+    y_train : the samples' label sets (or node names, or an indicator over ``hierarchy.nodes``)
+    hierarchy : Hierarchy
+    method : str, the margin of ``margins`` (recorded)
     nodes : bool array over ``hierarchy.nodes``, optional; default :func:`evaluated_nodes`
     smoothing : float, the pseudo-count of :func:`node_log_odds`
+    shrinkage : float or None, the per-node penalty ``rho`` (None: one pooled pair)
 
     Returns
     -------
@@ -638,16 +680,26 @@ def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standard
     H = _need_hierarchy(hierarchy, "fit_node_calibration")
     T = _closed(y_train, H)
     m = _losses.check_scores(margins, T.shape[0], len(H.nodes))
+    if shrinkage is not None and not (np.isfinite(shrinkage) and shrinkage > 0):
+        raise InputError(f"shrinkage must be None (one pooled pair) or a positive number, got "
+                         f"{shrinkage!r}")
     log_odds = node_log_odds(T, H, smoothing=smoothing)
     nodes = evaluated_nodes(T, H) if nodes is None else np.asarray(nodes, dtype=bool)
     if nodes.shape != (len(H.nodes),):
         raise InputError(f"nodes must be a bool array over H.nodes ({len(H.nodes)})")
     if not nodes.any() or T[:, nodes].all() or not T[:, nodes].any():
         return NodeCalibration(log_odds, 0.0, 0.0, method)   # nothing to order
-    slope, intercept = _logistic_fit(m[:, nodes].ravel(),
-                                     np.broadcast_to(log_odds[nodes], (T.shape[0], nodes.sum())).ravel(),
+    offsets = np.broadcast_to(log_odds[nodes], (T.shape[0], nodes.sum()))
+    slope, intercept = _logistic_fit(m[:, nodes].ravel(), offsets.ravel(),
                                      T[:, nodes].ravel().astype(float))
-    return NodeCalibration(log_odds, slope, intercept, method)
+    if shrinkage is None:
+        return NodeCalibration(log_odds, slope, intercept, method)
+    scale = float(np.std(m[:, nodes])) or 1.0   # per-node pairs on margins of unit spread
+    a, b = np.full(len(H.nodes), slope * scale), np.full(len(H.nodes), intercept)
+    a[nodes], b[nodes] = _per_node_logistic_fit(m[:, nodes] / scale, log_odds[nodes],
+                                                T[:, nodes].astype(float),
+                                                (slope * scale, intercept), float(shrinkage))
+    return NodeCalibration(log_odds, a / scale, b, method, H)
 
 
 def evaluated_nodes(y_train, hierarchy, *, with_positives: bool = False) -> np.ndarray:

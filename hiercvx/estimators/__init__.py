@@ -2,6 +2,7 @@
 
 from .boosting import AdaBoostMH
 from .nhsvm import NormalizedHierarchicalSVC, PathWeights, SharedNormSVC
+from .node_ridge import NodeKernelRidge
 from .orthogonal import OrthogonalTransferSVC
 from .perceptron import HierarchicalPerceptron
 from .sibling import (HierarchicalPsiClassifier, SequentialHierarchicalSVC, SiblingMarginSVC,
@@ -14,4 +15,4 @@ __all__ = ["HierarchicalSVC", "MulticlassSVC", "OrthogonalTransferSVC",
            "NormalizedHierarchicalSVC", "SharedNormSVC", "PathWeights", "HierarchicalPerceptron",
            "SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC", "paper_sigma",
            "tune_on_holdout", "wang_C_grid", "HoldoutTuning",
-           "TopDownSVC", "AdaBoostMH"]
+           "TopDownSVC", "AdaBoostMH", "NodeKernelRidge"]
