@@ -123,6 +123,13 @@ class Options:
     ahead : int
         The pass reads the data of the example this many places ahead in its order before it
         handles the current one (a software prefetch: the loads overlap with the work).
+    sub_share : float
+        A visit's reduced QP (step 8a) is solved to this share of the visit's own tolerance
+        (``local`` times the threshold) ...
+    sub_cap : float
+        ... and at least to this KKT violation: an exact step is cheap on the few pairs of a
+        single label; on label sets (tens of tied pairs per example, a degenerate QP whose
+        pairwise steps crawl) the label-set engine lifts the cap.
     dual : margin_dual.Options
         The dual state's and step 8b's settings (:class:`.margin_dual.Options`).
     """
@@ -138,6 +145,8 @@ class Options:
     skip_mass: float = 0.05
     n_enter: int = 8
     ahead: int = 8
+    sub_share: float = 0.1
+    sub_cap: float = 1e-9
     dual: margin_dual.Options = field(default_factory=margin_dual.Options)
 
 
@@ -348,7 +357,7 @@ class _Run:
         """Pass ``n_iter`` over ``order`` at the threshold ``eps``: ``(largest psi, work)``."""
         opts, state = self.options, self.state
         local_tol = opts.local * eps
-        control = (eps, local_tol, min(0.1 * local_tol, 1e-9), opts.max_rounds,
+        control = (eps, local_tol, min(opts.sub_share * local_tol, opts.sub_cap), opts.max_rounds,
                    eps if opts.shrink else np.inf, opts.dual.budget_rtol, opts.n_enter,
                    opts.ahead)
         factor = (state.F, state.factor.read, state.factor.move)
