@@ -1,0 +1,80 @@
+"""Per-node calibration pairs (fit_node_calibration(shrinkage=...)) and coherent_node_scores: each
+node's pair is the penalized logistic fit of that node alone, the pull towards the pooled pair
+grows with the shrinkage, and the scores never exceed an ancestor's."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from hiercvx import Hierarchy, metrics
+from hiercvx.exceptions import InputError
+
+DAG = Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "x"), ("b", "x"), ("a", "y"),
+                            ("b", "z"), ("x", "x1"), ("x", "x2")])
+
+
+def _brute_coherent(S, H):
+    out = np.empty_like(S)
+    for j, v in enumerate(H.nodes):
+        below = [H.index(u) for u in H.descendants(v, inclusive=True)]
+        out[:, j] = S[:, below].max(axis=1)
+    return out
+
+
+def test_coherent_node_scores_is_the_max_over_descendants():
+    S = np.random.default_rng(0).normal(size=(7, len(DAG.nodes)))
+    C = metrics.coherent_node_scores(S, DAG)
+    np.testing.assert_array_equal(C, _brute_coherent(S, DAG))
+    for k, v in enumerate(DAG.nodes):
+        for a in DAG.ancestors(v):
+            assert np.all(C[:, k] <= C[:, DAG.index(a)])
+    np.testing.assert_array_equal(metrics.coherent_node_scores(C, DAG), C)   # idempotent
+
+
+def _draw(n=3000, seed=1):
+    """Margins and labels drawn from a logistic model whose slope differs by node."""
+    rng = np.random.default_rng(seed)
+    M = len(DAG.nodes)
+    m = rng.normal(size=(n, M))
+    slopes = np.linspace(0.2, 3.0, M)
+    Y = rng.random((n, M)) < 1 / (1 + np.exp(-(-1.0 + slopes * m)))
+    return m, Y, slopes
+
+
+def test_per_node_pairs_are_each_nodes_penalized_logistic_fit():
+    m, Y, slopes = _draw()
+    nodes = np.isin(np.asarray(DAG.nodes, dtype=object), DAG.leaves)   # drawn as is
+    rho = 2.0
+    cal = metrics.fit_node_calibration(m, Y.astype(int), DAG, nodes=nodes, shrinkage=rho)
+    pooled = metrics.fit_node_calibration(m, Y.astype(int), DAG, nodes=nodes)
+    scale = np.std(m[:, nodes])
+    lo = cal.log_odds
+    for v in np.flatnonzero(nodes):   # the same problem by a general-purpose solver
+        z, y = m[:, v] / scale, Y[:, v]
+        prior = np.array([pooled.slope * scale, pooled.intercept])
+
+        def f(p):
+            u = lo[v] + p[1] + p[0] * z
+            return np.sum(np.logaddexp(0, u) - y * u) + rho / 2 * np.sum((p - prior) ** 2)
+        ref = minimize(f, prior, bounds=[(0, None), (None, None)], method="L-BFGS-B",
+                       options=dict(ftol=1e-14, gtol=1e-10)).x
+        assert cal.slope[v] * scale == pytest.approx(ref[0], abs=2e-3)
+        assert cal.intercept[v] == pytest.approx(ref[1], abs=2e-3)
+        assert cal.slope[v] == pytest.approx(slopes[v], rel=0.2)   # each node its own slope
+    # scores pass through the max over descendants
+    S = cal.scores(m)
+    np.testing.assert_allclose(S, _brute_coherent(lo + cal.intercept + cal.slope * m, DAG))
+
+
+def test_a_large_shrinkage_gives_the_pooled_pair():
+    m, Y, _ = _draw(n=500)
+    pooled = metrics.fit_node_calibration(m, Y.astype(int), DAG)
+    tight = metrics.fit_node_calibration(m, Y.astype(int), DAG, shrinkage=1e9)
+    loose = metrics.fit_node_calibration(m, Y.astype(int), DAG, shrinkage=1e-3)
+    nodes = metrics.evaluated_nodes(Y.astype(int), DAG)
+    np.testing.assert_allclose(tight.slope[nodes], pooled.slope, rtol=1e-5)
+    np.testing.assert_allclose(tight.intercept[nodes], pooled.intercept, atol=1e-5)
+    assert np.ptp(loose.slope[nodes]) > 100 * np.ptp(tight.slope[nodes])
+    assert np.all(loose.slope >= 0)
+    with pytest.raises(InputError, match="shrinkage"):
+        metrics.fit_node_calibration(m, Y.astype(int), DAG, shrinkage=0.0)

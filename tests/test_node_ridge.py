@@ -1,0 +1,69 @@
+"""NodeKernelRidge: the kernel ridge solution of every node at once, its exact leave-one-out
+outputs, calibrated node scores that never exceed an ancestor's, label sets and single labels."""
+
+import numpy as np
+import pytest
+from sklearn.kernel_ridge import KernelRidge
+
+from hiercvx import metrics
+from hiercvx.estimators import NodeKernelRidge
+from hiercvx.exceptions import InputError, LabelError
+from hiercvx.kernels import Kernel
+from hiercvx.methods.cases import problem
+
+X, Y, H = problem("multilabel", n=40, d=4, seed=0)
+KERNEL = Kernel("rbf", sigma=1.5)
+
+
+def test_ridge_outputs_are_kernel_ridge_of_the_centered_node_indicators():
+    est = NodeKernelRidge(hierarchy=H, alpha=0.7, kernel=KERNEL).fit(X, Y)
+    T = np.asarray(H.closure(Y), dtype=float)
+    ref = KernelRidge(alpha=0.7, kernel="rbf", gamma=1 / (2 * 1.5 ** 2)).fit(X, T - T.mean(0))
+    X_new = X[:7] + 0.1
+    np.testing.assert_allclose(est.node_decision_function(X_new, method="ridge"),
+                               ref.predict(X_new) + T.mean(0), atol=1e-8)
+
+
+def test_calibration_is_fitted_on_exact_leave_one_out_outputs():
+    est = NodeKernelRidge(hierarchy=H, alpha=0.5, kernel=KERNEL, shrinkage=None).fit(X, Y)
+    T = np.asarray(H.closure(Y), dtype=float)
+    R = T - T.mean(0)
+    loo = np.empty_like(R)
+    for i in range(len(X)):   # refit without sample i (the centering kept, as the estimator does)
+        keep = np.arange(len(X)) != i
+        model = KernelRidge(alpha=0.5, kernel="rbf", gamma=1 / (2 * 1.5 ** 2)).fit(X[keep], R[keep])
+        loo[i] = model.predict(X[i:i + 1])[0]
+    ref = metrics.fit_node_calibration(loo, T, H, method="leave_one_out")
+    assert est.node_calibration_.slope == pytest.approx(ref.slope, rel=1e-6)
+    assert est.node_calibration_.intercept == pytest.approx(ref.intercept, rel=1e-6)
+
+
+def test_calibrated_scores_are_consistent_and_rank_the_nodes():
+    est = NodeKernelRidge(hierarchy=H, kernel=KERNEL).fit(X, Y)
+    N = est.node_decision_function(X)
+    assert N.shape == (len(X), len(H.nodes)) and np.all(np.isfinite(N))
+    for k, v in enumerate(H.nodes):
+        for a in H.ancestors(v):
+            assert np.all(N[:, k] <= N[:, H.index(a)] + 1e-12)
+    frequency = np.broadcast_to(metrics.node_log_odds(Y, H), N.shape)
+    assert metrics.au_prc(Y, N, H, y_train=Y) > metrics.au_prc(Y, frequency, H, y_train=Y)
+    pred = est.predict(X)
+    assert len(pred) == len(X) and all(isinstance(s, frozenset) and s for s in pred)
+    assert 0.0 < est.score(X, Y) <= 1.0
+    np.testing.assert_array_equal(est.decision_function(X), N)
+
+
+def test_single_labels_and_refusals():
+    Xs, ys, Hs = problem("tree", n=30, d=3, seed=1)
+    est = NodeKernelRidge(hierarchy=Hs).fit(Xs, ys)
+    assert set(est.predict(Xs)) <= set(ys) and est.decision_function(Xs).shape[1] == len(set(ys))
+    with pytest.raises(InputError, match="hierarchy"):
+        NodeKernelRidge().fit(Xs, ys)
+    with pytest.raises(LabelError, match="not nodes"):
+        NodeKernelRidge(hierarchy=Hs).fit(Xs, ["nope"] * len(ys))
+    with pytest.raises(InputError, match="alpha"):
+        NodeKernelRidge(hierarchy=Hs, alpha=0.0).fit(Xs, ys)
+    with pytest.raises(InputError, match="max_samples"):
+        NodeKernelRidge(hierarchy=Hs, max_samples=10).fit(Xs, ys)
+    with pytest.raises(InputError, match="method must be one of"):
+        est.node_decision_function(Xs, method="nope")
