@@ -78,3 +78,31 @@ def test_a_large_shrinkage_gives_the_pooled_pair():
     assert np.all(loose.slope >= 0)
     with pytest.raises(InputError, match="shrinkage"):
         metrics.fit_node_calibration(m, Y.astype(int), DAG, shrinkage=0.0)
+
+
+def test_cross_fitted_calibration_of_an_estimator():
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold
+
+    from hiercvx.estimators import HierarchicalSVC
+    from hiercvx.methods.cases import problem
+
+    X, Y, H = problem("multilabel", n=30, d=4, seed=0)
+    est = HierarchicalSVC(hierarchy=H, tol=1e-4).fit(X, Y)
+    weights = est.coef_.copy()
+    est.fit_node_calibration_cv(X, Y, cv=3, shrinkage=1.0, random_state=2)
+    np.testing.assert_array_equal(est.coef_, weights)   # the model itself is kept
+    method = est._node_margin_method
+    margins = np.empty((len(Y), len(H.nodes)))
+    for train, test in KFold(3, shuffle=True, random_state=2).split(X):
+        fold = clone(est).fit(X[train], [Y[i] for i in train])
+        margins[test] = fold.node_decision_function(X[test], method=method)
+    ref = metrics.fit_node_calibration(margins, Y, H, method=method, shrinkage=1.0)
+    np.testing.assert_allclose(est.node_calibration_.slope, ref.slope, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(est.node_calibration_.intercept, ref.intercept, rtol=1e-6)
+    N = est.node_decision_function(X)
+    for k, v in enumerate(H.nodes):
+        for a in H.ancestors(v):
+            assert np.all(N[:, k] <= N[:, H.index(a)] + 1e-12)
+    with pytest.raises(InputError, match="cv must be"):
+        est.fit_node_calibration_cv(X, Y, cv=1)
