@@ -111,7 +111,10 @@ class Options:
         features): a FunCat tree has tens of thousands, a GO DAG hundreds of thousands, where
         its conjugate-gradient passes cost most.
     working_set : working_set.Options
-        The inner solver's settings (:class:`.working_set.Options`).
+        The inner solver's settings (:class:`.working_set.Options`); the default solves a
+        visit's reduced QP to half the visit's own tolerance, without the single-label cap: on
+        label sets the tens of tied pairs of an example make an exact reduced QP the most
+        expensive part of a pass.
     proximal : labelset_alm.Options
         The proximal dual's settings (:class:`.labelset_alm.Options`).
     """
@@ -127,7 +130,8 @@ class Options:
     inner: str = "working_set"
     proximal_below: float = 0.05
     proximal_max_weights: int = 100_000
-    working_set: working_set.Options = field(default_factory=working_set.Options)
+    working_set: working_set.Options = field(
+        default_factory=lambda: working_set.Options(sub_share=0.5, sub_cap=np.inf))
     proximal: labelset_alm.Options = field(default_factory=labelset_alm.Options)
 
 
