@@ -370,23 +370,40 @@ class NodeScoresMixin:
                    else self._margins_of_scores(np.asarray(scores, dtype=float), method))
         self.node_calibration_ = fit_node_calibration(margins, held, H, method=method)
 
+    def cross_fitted_node_margins(self, X, y, *, cv: int = 5, random_state=0) -> np.ndarray:
+        """Held-out node margins ``(n_samples, n_nodes)`` of the calibration's margin method:
+        ``cv`` clones of the estimator, each fitted on all folds of ``(X, y)`` but one
+        (scikit-learn's ``KFold``, shuffled with ``random_state``), score the fold they left
+        out.  Unlike the training margins of the fitted model, which a large-margin fit has
+        pushed apart, these are on the scale of new samples' margins."""
+        from sklearn.base import clone
+        from sklearn.model_selection import KFold
+
+        H = self._node_hierarchy()
+        if isinstance(cv, (bool, np.bool_)) or not isinstance(cv, (int, np.integer)) or cv < 2:
+            raise InputError(f"cv must be an integer >= 2 (the number of folds), got {cv!r}")
+        labels = list(y)
+        margins = np.empty((len(labels), len(H.nodes)))
+        folds = KFold(int(cv), shuffle=True, random_state=random_state)
+        for train, held_out in folds.split(np.zeros(len(labels))):
+            fold = clone(self).fit(X[train], [labels[i] for i in train])
+            margins[held_out] = fold._node_margins(X[held_out], self._node_margin_method)
+        return margins
+
     def fit_node_calibration_cv(self, X, y, *, cv: int = 5, shrinkage=None, random_state=0):
-        """Refit ``node_calibration_`` on cross-fitted node margins: ``cv`` clones of the
-        estimator, each fitted on all folds but one, give the node margins of the samples of
-        the fold it left out, and :func:`hiercvx.metrics.fit_node_calibration` is fitted on
-        those held-out margins (and the labels ``y``) instead of the training margins of the
-        fitted model, which a large-margin fit has pushed apart.  The model's own weights are
-        kept; ``cv`` more fits are paid.
+        """Refit ``node_calibration_`` (:func:`hiercvx.metrics.fit_node_calibration`) on the
+        cross-fitted node margins of :meth:`cross_fitted_node_margins` instead of the
+        training margins of the fitted model; the model's own weights are kept, ``cv`` more
+        fits are paid.
 
         Parameters
         ----------
         X, y : the data the estimator was fitted on (``y``: node names or label sets of
             ``hierarchy``)
         cv : int, default 5
-            Folds (scikit-learn's ``KFold``, shuffled with ``random_state``).
+            Folds.
         shrinkage : float or None, default None
-            One pooled (slope, intercept) pair (None) or a pair per node shrunk towards it
-            (:func:`hiercvx.metrics.fit_node_calibration`).
+            One pooled (slope, intercept) pair (None) or a pair per node shrunk towards it.
         random_state : int, default 0
             Seed of the fold assignment.
 
@@ -394,24 +411,13 @@ class NodeScoresMixin:
         -------
         self
         """
-        from sklearn.base import clone
-        from sklearn.model_selection import KFold
-
-        H = self._node_hierarchy()
         if not hasattr(self, "node_calibration_"):
             raise InputError(f"{type(self).__name__} is not fitted: call fit(X, y) first")
-        if isinstance(cv, (bool, np.bool_)) or not isinstance(cv, (int, np.integer)) or cv < 2:
-            raise InputError(f"cv must be an integer >= 2 (the number of folds), got {cv!r}")
-        labels = list(y)
-        n = len(labels)
-        method = self._node_margin_method
-        margins = np.empty((n, len(H.nodes)))
-        for train, held_out in KFold(int(cv), shuffle=True, random_state=random_state).split(
-                np.zeros(n)):
-            fold = clone(self).fit(X[train], [labels[i] for i in train])
-            margins[held_out] = fold._node_margins(X[held_out], method)
-        self.node_calibration_ = fit_node_calibration(margins, H.closure(labels), H,
-                                                      method=method, shrinkage=shrinkage)
+        H = self._node_hierarchy()
+        margins = self.cross_fitted_node_margins(X, y, cv=cv, random_state=random_state)
+        self.node_calibration_ = fit_node_calibration(margins, H.closure(list(y)), H,
+                                                      method=self._node_margin_method,
+                                                      shrinkage=shrinkage)
         return self
 
     def node_decision_function(self, X, method: str = "calibrated"):
