@@ -11,22 +11,28 @@ on valid is refitted on train + valid and scored on test.  One fit gives every d
 * ``calibrated``: the default, :class:`hiercvx.metrics.NodeCalibration` (training node
   frequencies plus a fitted slope on the estimator's node margins);
 * ``max_marginal``, ``threshold``, ``standardized``, ``best_class``:
-  :func:`hiercvx.metrics.node_margins` (``best_class`` is the best class at or below a node).
+  :func:`hiercvx.metrics.node_margins` (``best_class`` is the best class at or below a node);
+* with ``--cv K``, ``cv-pooled`` and ``cv-per-node``: the calibration refitted on cross-fitted
+  margins (``K`` more fits, :meth:`cross_fitted_node_margins`), one pooled pair or a pair per
+  node (``shrinkage`` 1, :func:`hiercvx.metrics.fit_node_calibration`).
 
 Rows: ``HierarchicalSVC`` (Cai thesis (4.10) on label sets; linear, and Gaussian on the
 low-rank kernel factor of :mod:`hiercvx.solvers.low_rank_kernel`), ``NormalizedHierarchicalSVC``
-(NHSVM paper (10); linear), ``TopDownSVC`` (Cai thesis 7.4.2; linear), ``MulticlassSVC`` on
+(NHSVM paper (10); linear), ``TopDownSVC`` (Cai thesis 7.4.2; linear, and on the exact
+Gaussian kernel), ``MulticlassSVC`` on
 the label sets (flat Crammer-Singer; node scores by the public :mod:`hiercvx.metrics`
 functions), one-vs-rest
 ``LinearSVC`` and ``LogisticRegression`` over the nodes with a positive in training (linear, and
-logistic on Nystrom features of the Gaussian kernel), and ``prior`` (every sample scored by the
+logistic on Nystrom features of the Gaussian kernel), ``node-ridge``
+(:class:`~hiercvx.estimators.NodeKernelRidge` on the exact Gaussian kernel, ``alpha = 1 / C``;
+decodings ``calibrated`` and ``ridge``), and ``prior`` (every sample scored by the
 training frequency of each node: the floor a ranking must beat).  The published AU(PRC) of
 C-HMCNN (Giunchiglia & Lukasiewicz, NeurIPS 2020) is printed beside; their evaluation leaves
 out the root and, on GO, the three namespace roots (every gene of cellcycle_GO holds them):
 ``--skip-universal`` leaves out the nodes every training sample holds, the same nodes here.
 
     .venv/bin/python benchmarks/bench_node_scores.py [--data cellcycle_FUN] [--rows hsvm,ovr]
-        [--C 0.1,1] [--sigma 1] [--tol 1e-3] [--n 400]
+        [--C 0.1,1] [--sigma 1] [--tol 1e-3] [--n 400] [--cv 5]
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from threadpoolctl import threadpool_limits
 
-from hiercvx.estimators import (HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC,
-                                TopDownSVC)
+from hiercvx.estimators import (HierarchicalSVC, MulticlassSVC, NodeKernelRidge,
+                                NormalizedHierarchicalSVC, TopDownSVC)
 from hiercvx.kernels import Kernel, median_heuristic
 from hiercvx.metrics import (NODE_MARGINS, au_prc, evaluated_nodes, fit_node_calibration,
                              node_log_odds, node_margins)
@@ -55,6 +61,7 @@ from hiercvx.reproduce.hmc_aupr import PUBLISHED, load_splits
 from hiercvx.solvers import low_rank_kernel, margin_engine
 
 DECODINGS = ("calibrated",) + NODE_MARGINS
+CV_DECODINGS = ("cv-pooled", "cv-per-node")
 
 
 def _hsvm(H, C, sigma, args):
@@ -71,6 +78,8 @@ ROWS = {  # name -> (make(H, C, sigma, args), Gaussian?, flat one-vs-rest?)
     "hsvm-rbf": (_hsvm, True, False),
     "nhsvm": (lambda H, C, s, a: NormalizedHierarchicalSVC(hierarchy=H, C=C, tol=a.tol), False, False),
     "topdown": (lambda H, C, s, a: TopDownSVC(hierarchy=H, C=C, tol=a.tol), False, False),
+    "topdown-rbf": (lambda H, C, s, a: TopDownSVC(hierarchy=H, C=C, tol=a.tol,
+                                                  kernel=Kernel("rbf", sigma=s)), True, False),
     "multiclass": (lambda H, C, s, a: _FlatLabelSets(H, C, a.tol), False, False),
     "ovr-linearsvc": (lambda H, C, s, a: OneVsRestClassifier(LinearSVC(C=C)), False, True),
     "ovr-logistic": (lambda H, C, s, a: OneVsRestClassifier(LogisticRegression(C=C, max_iter=1000)),
@@ -78,6 +87,8 @@ ROWS = {  # name -> (make(H, C, sigma, args), Gaussian?, flat one-vs-rest?)
     "ovr-logistic-rbf": (lambda H, C, s, a: make_pipeline(
         Nystroem(gamma=0.5 / s ** 2, n_components=a.rank, random_state=0),
         OneVsRestClassifier(LogisticRegression(C=C, max_iter=1000))), True, True),
+    "node-ridge": (lambda H, C, s, a: NodeKernelRidge(hierarchy=H, alpha=1.0 / C,
+                                                      kernel=Kernel("rbf", sigma=s)), True, False),
 }
 
 
@@ -103,14 +114,30 @@ class _FlatLabelSets:
         return self.calibration.scores(m) if method == "calibrated" else m
 
 
-def _scores(name, model, X, H, nodes) -> dict:
-    """``{decoding: (n, n_nodes) scores}`` of a fitted row on ``X``."""
+def _scores(name, model, X, H, nodes, cross_fitted=None) -> dict:
+    """``{decoding: (n, n_nodes) scores}`` of a fitted row on ``X`` (``cross_fitted``:
+    ``{decoding: NodeCalibration}`` fitted on cross-fitted margins)."""
     if ROWS[name][2]:
         S = np.asarray(model.decision_function(X), dtype=float).reshape(X.shape[0], -1)
         out = np.full((X.shape[0], len(H.nodes)), S.min() - 1.0)
         out[:, np.flatnonzero(nodes)] = S
         return {"ovr": out}
-    return {d: model.node_decision_function(X, method=d) for d in DECODINGS}
+    if isinstance(model, NodeKernelRidge):
+        return {d: model.node_decision_function(X, method=d) for d in ("calibrated", "ridge")}
+    out = {d: model.node_decision_function(X, method=d) for d in DECODINGS}
+    for d, calibration in (cross_fitted or {}).items():
+        out[d] = calibration.scores(model.node_decision_function(X, method=calibration.method))
+    return out
+
+
+def _cross_fitted(model, X, y, H, args) -> dict:
+    """``{decoding: NodeCalibration}`` on the cross-fitted margins of a hierarchical row."""
+    if not args.cv or not hasattr(model, "cross_fitted_node_margins"):
+        return {}
+    margins = model.cross_fitted_node_margins(X, y, cv=args.cv)
+    method = model._node_margin_method
+    return {"cv-pooled": fit_node_calibration(margins, y, H, method=method),
+            "cv-per-node": fit_node_calibration(margins, y, H, method=method, shrinkage=1.0)}
 
 
 def _fit(name, H, C, sigma, train, test, args):
@@ -128,8 +155,9 @@ def _fit(name, H, C, sigma, train, test, args):
             model.fit(X, np.asarray(H.closure(y), dtype=int)[:, nodes])
         else:
             model.fit(X, y)
-    seconds = time.perf_counter() - t0
-    scores = _scores(name, model, X_test, H, nodes)
+        seconds = time.perf_counter() - t0
+        cross_fitted = _cross_fitted(model, X, y, H, args)
+    scores = _scores(name, model, X_test, H, nodes, cross_fitted)
     return {d: au_prc(y_test, S, H, nodes=nodes) for d, S in scores.items()}, seconds
 
 
@@ -168,8 +196,9 @@ def run(data: str, args) -> None:
     print(f"{data}: {len(train[1])} train, {len(valid[1])} valid, {len(y_test)} test, "
           f"{len(H.nodes)} nodes; median distance {median:.3g}; published C-HMCNN "
           f"{PUBLISHED.get((data, 'C-HMCNN (published)'), float('nan')):.3f}", flush=True)
+    columns = DECODINGS + (CV_DECODINGS if args.cv else ()) + ("ridge",)
     print(f"{'row':18s} {'C':>6s} {'sigma':>6s} {'valid':>6s} {'fit s':>7s} | test AU(PRC): "
-          + " ".join(f"{d:>12s}" for d in DECODINGS), flush=True)
+          + " ".join(f"{d:>12s}" for d in columns), flush=True)
     print(f"{'prior':18s} {'':6s} {'':6s} {'':6s} {'':7s} | "
           f"{au_prc(y_test, prior, H, nodes=_evaluated(y_both, H, args)):12.4f}", flush=True)
     for name in args.rows:
@@ -187,7 +216,8 @@ def run(data: str, args) -> None:
         C, sigma = grid[best]
         values, seconds = _fit(name, H, C, sigma, both, test, args)
         cells = (f"{values['ovr']:12.4f}" if "ovr" in values
-                 else " ".join(f"{values[d]:12.4f}" for d in DECODINGS))
+                 else " ".join(f"{values[d]:12.4f}" if d in values else f"{'-':>12s}"
+                               for d in columns))
         print(f"{name:18s} {C:6g} {'' if sigma is None else f'{sigma:.3g}':>6s} "
               f"{valid_scores[best]:6.4f} {seconds:7.1f} | {cells}", flush=True)
 
@@ -202,6 +232,8 @@ def main(argv=None) -> None:
     p.add_argument("--rank", type=int, default=1000, help="kernel factor / Nystrom rank")
     p.add_argument("--n", type=int, default=None, help="subsample train and valid to n samples")
     p.add_argument("--verbose", action="store_true", help="print every grid point")
+    p.add_argument("--cv", type=int, default=0,
+                   help="folds of the cross-fitted calibrations (0: none)")
     p.add_argument("--skip-universal", action="store_true",
                    help="leave out the nodes every training sample holds (GO's namespace roots)")
     args = p.parse_args(argv)
