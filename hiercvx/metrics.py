@@ -587,14 +587,11 @@ class NodeCalibration:
     node (pooled), or one pair per node (Platt scaling per node, shrunk towards the pooled pair).
 
     Micro-averaged AU(PRC) (:func:`au_prc`) pools the (sample, node) pairs of every node, so
-    the scores of a node held by a third of the samples and of a node held by a few must be on
-    one scale: the frequency term puts them there, the margin term orders the samples.  With
-    one pair both terms never exceed an ancestor's, so neither does their sum (``slope >= 0``),
-    and the scores are free of a per-sample offset when the margins are.  With a pair per node
-    a node's score can exceed its ancestor's; ``hierarchy`` is then set and each node's score
-    is raised to the best score at or below it (:func:`coherent_node_scores`), which restores
-    the order.  Fitted on the training samples, whose margins a large-margin fit has pushed
-    apart, the slope comes out larger than held-out samples would give: fit it on held-out
+    the scores of all nodes must be on one scale: the frequency term puts them there, the
+    margin term orders the samples.  With one pair no score exceeds an ancestor's
+    (``slope >= 0``); with a pair per node ``hierarchy`` is set and each node's score is raised
+    to the best at or below it (:func:`coherent_node_scores`).  Training margins of a
+    large-margin fit are pushed apart, so a slope fitted on them is too steep: fit on held-out
     (cross-fitted) margins where the estimator has them.
 
     Attributes
@@ -624,11 +621,9 @@ class NodeCalibration:
 
 
 def coherent_node_scores(scores, hierarchy) -> np.ndarray:
-    """Node scores raised to the best score at or below each node, ``max_{u <= v} s_u``: the
-    smallest scores above ``scores`` that no node has above an ancestor's, so every threshold
-    gives an ancestor-closed label set.  The max constraint module of Giunchiglia and
-    Lukasiewicz (Coherent hierarchical multi-label classification networks, NeurIPS 2020,
-    section 3), applied to scores.
+    """Node scores raised to the best score at or below each node, ``max_{u <= v} s_u``, so no
+    node scores above an ancestor: the max constraint module of Giunchiglia and Lukasiewicz
+    (Coherent hierarchical multi-label classification networks, NeurIPS 2020), on scores.
 
     Parameters
     ----------
@@ -653,14 +648,11 @@ def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standard
     slope (``>= 0``) and intercept of the logistic model
     ``P(v in Y | x) = sigmoid(log_odds_v + intercept + slope * m_v(x))``.
 
-    ``shrinkage=None`` (default) fits one (slope, intercept) pair for every node.  A number
-    ``rho > 0`` fits a pair per node (Platt, Probabilistic outputs for support vector
-    machines, 1999, per node) with the penalty ``rho / 2 ((a_v - s0)^2 + (b_v - c0)^2)``
-    towards the pooled pair ``(s0, c0)``, the margins scaled by their standard deviation over
-    the evaluated pairs (so ``rho`` is free of their unit): a node with few positives keeps
-    close to the pooled pair, a node with many takes its own.  Per-node pairs should be fitted
-    on held-out margins (the training margins of a flexible model are over-confident to a
-    degree that varies by node).
+    ``shrinkage=None`` (default): one pair for every node.  ``rho > 0``: a pair per node (Platt,
+    Probabilistic outputs for support vector machines, 1999) penalized by
+    ``rho / 2 ((a_v - s0)^2 + (b_v - c0)^2)`` towards the pooled pair ``(s0, c0)``, on margins
+    scaled to unit standard deviation (``rho`` is free of their unit): a node with few
+    positives stays near the pooled pair.  Fit per-node pairs on held-out margins.
 
     Parameters
     ----------

@@ -5,7 +5,7 @@ multi-label benchmarks (AU(PRC), :func:`hiercvx.metrics.au_prc`).
 This is not a method of the five source papers.  It is the classical kernel ridge regression
 (Saunders, Gammerman & Vovk, "Ridge regression learning algorithm in dual variables", ICML
 1998) with one output per node of the hierarchy, the target of node ``v`` being whether the
-sample's label set closed upward holds ``v``:
+sample's label set closed upward holds ``v``::
 
     min_f  sum_i sum_v (t_iv - tbar_v - f_v(x_i))^2 + alpha sum_v ||f_v||_K^2
 
