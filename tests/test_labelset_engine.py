@@ -90,6 +90,39 @@ def test_engine_matches_the_reference(shape, rescaling, weighted, intercept):
     assert np.allclose(fast.weights, ref.weights, atol=1e-3)
 
 
+@pytest.mark.parametrize("shape, rescaling, weighted, intercept", CASES)
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_reduced_qp_tolerance_leaves_the_certified_optimum(shape, rescaling, weighted, intercept,
+                                                          kernel):
+    # the engine's inner solver solves a visit's reduced QP loosely (Options.working_set); the
+    # single-label setting (an exact reduced QP) certifies the same optimum
+    H = HIERARCHIES[shape]()
+    X, Y = label_sets(H, 24, 4, seed=16)
+    sw = np.random.default_rng(17).uniform(0.5, 2.0, 24) if weighted else None
+    model = hsvm_model.prepare(X, Y, H, rescaling=rescaling, sample_weight=sw,
+                               fit_intercept=intercept, kernel=kernel)
+    assert labelset.Options().working_set.sub_cap == np.inf
+    loose = labelset.solve(model, 1.2, tol=1e-9, options=labelset.Options(enter=2))
+    exact = labelset.solve(model, 1.2, tol=1e-9, options=labelset.Options(
+        enter=2, working_set=working_set.Options()))
+    assert loose.converged and exact.converged
+    assert loose.objective == pytest.approx(exact.objective, rel=1e-7)
+    assert loose.lower_bound <= exact.objective * (1 + 1e-12)
+    assert np.allclose(loose.weights, exact.weights, atol=1e-3)
+
+
+def test_working_set_reduced_qp_tolerance_option():
+    # the working-set solver itself, with and without the cap, on the explicit pairs
+    H = dag()
+    X, Y = label_sets(H, 30, 4, seed=18)
+    model = hsvm_model.prepare(X, Y, H, fit_intercept=True)
+    capped = working_set.solve(model, 1.0, tol=1e-9)
+    loose = working_set.solve(model, 1.0, tol=1e-9,
+                              options=working_set.Options(sub_share=0.5, sub_cap=np.inf))
+    assert capped.converged and loose.converged
+    assert loose.objective == pytest.approx(capped.objective, rel=1e-7)
+
+
 @pytest.mark.parametrize("rescaling", ["slack", "margin"])
 def test_engine_agrees_with_the_working_set_and_its_certificate_holds(rescaling):
     H = tree()
