@@ -66,6 +66,12 @@ class Options:
         branch and bound on the warm-started LP over its kept nodes, up to this many LPs (a
         few suffice where the LP is nearly integral, each a fraction of HiGHS's integer-program
         start-up); past it, or with 0, HiGHS's integer program.
+    split_root_from : int
+        Method ``"ilp"`` on a hierarchy of at least this many nodes whose root's children have
+        disjoint descendant sets (the Gene Ontology's namespaces) solves (19) once per such
+        component and combines them exactly (:mod:`hiercvx.inference.components`): a
+        component's bounds and programs are far tighter and smaller than the whole graph's.
+        Smaller hierarchies are solved whole (fast already); 0 never splits.
     """
 
     enumerate_max_nodes: int = 20
@@ -82,6 +88,7 @@ class Options:
     lp_solvers: tuple = ("HIGHS", "CLARABEL", "ECOS", "SCS")
     closure_cut: bool = True
     branch_max_nodes: int = 64
+    split_root_from: int = 1000
 
     def __post_init__(self):
         if not (0 < self.integrality_tol < 0.5):
@@ -90,7 +97,8 @@ class Options:
                      "progress_from"):
             if int(getattr(self, name)) < 1:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        for name in ("enumerate_auto_leaves", "lagrange_steps", "branch_max_nodes"):  # 0: off
+        for name in ("enumerate_auto_leaves", "lagrange_steps", "branch_max_nodes",
+                     "split_root_from"):  # 0: off
             if int(getattr(self, name)) < 0:
                 raise InputError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not (0 <= self.restrict_below <= 1):

@@ -26,6 +26,7 @@ from ..hierarchy import Hierarchy
 from ._checks import check_hierarchy, check_scores
 from .bounds import DagBounds
 from .closure import ClosureCut
+from .components import RootSplit, root_components
 from .labelsets import auto_method, enumerate_label_sets, is_valid_label_set, label_set_scores
 from .losses import loss_augmented_scores
 from .options import METHODS, SOLVERS, Options, resolve
@@ -133,7 +134,7 @@ class LabelSetOracle:
     # lazily built pieces; dropped when pickling (solver handles are not picklable)
     def __getstate__(self):
         state = self.__dict__.copy()
-        for key in ("_ilp", "_lp", "_dp", "_bounds", "_cut"):
+        for key in ("_ilp", "_lp", "_dp", "_bounds", "_cut", "_split"):
             state.pop(key, None)
         return state
 
@@ -224,6 +225,11 @@ class LabelSetOracle:
         fractional = np.zeros(n, dtype=bool)
         self._n_bounded = self._n_closure = 0
         self._cut_exact = None
+        if integer and n and self._root_split() is not None:
+            # one program per disjoint component under the root, combined exactly
+            Z, self._cut_exact = self._split.solve(S)
+            self._n_closure = int(self._cut_exact.sum())
+            return Z, relaxation, fractional
         todo = np.arange(n)
         if self.options.closure_cut and n:
             # the closure relaxation by a minimum cut: exact wherever its set is a label set
@@ -255,6 +261,24 @@ class LabelSetOracle:
                     rounded = z > 0.5
             Z[i] = rounded
         return Z, relaxation, fractional
+
+    def _root_split(self):
+        """The :class:`~hiercvx.inference.components.RootSplit` of this hierarchy (built once),
+        or None when it is under ``options.split_root_from`` nodes or its root does not split."""
+        if "_split" not in self.__dict__:
+            parts = None
+            if 0 < self.options.split_root_from <= len(self.H):
+                parts = root_components(self.H)
+            self._split = None if parts is None else RootSplit(self.H, parts, self._component_oracle)
+        return self._split
+
+    def _component_oracle(self, sub: Hierarchy) -> "LabelSetOracle":
+        """The oracle of one component of a root split: the tree DP on a tree, else this
+        oracle's method, solver and settings."""
+        if sub.is_tree:
+            return LabelSetOracle(sub, "dp", options=self.options)
+        return LabelSetOracle(sub, self.method, solver=self.solver, presolve=self.presolve,
+                              options=self.options)
 
     def _solve_bounded(self, S: np.ndarray, model, verbose) -> np.ndarray:
         """Program (19) behind the bound certificate of :class:`DagBounds`: samples whose
