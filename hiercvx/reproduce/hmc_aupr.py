@@ -467,8 +467,8 @@ TABLES = (Table(
               "NodeKernelRidge's alpha in {1, 3, 10}, width in {0.5, 0.7, 1} x median, "
               "calibration shrinkage in {1, 3})"),
     quick_protocol=("cellcycle_FUN cut at its second FunCat level (99 nodes), subsampled to "
-                    "100 / 60 / 120 genes, C in {0.1, 1}, the median width, rank 30, every "
-                    "method"),
+                    "100 / 60 / 120 genes, C in {0.1, 1} (NodeKernelRidge: alpha in {1, 10}), "
+                    "the median width, rank 30, every method"),
     notes=("rows marked 'published' repeat the papers' numbers (nothing runs for them); the "
            "other rows have no paper number on these data.  Every node is evaluated but the "
            "root and, on cellcycle_GO, the three GO namespace roots that every gene holds "
