@@ -60,9 +60,10 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         ``k(A, B)``.
     shrinkage : float or None, default 1.0
         Penalty of the per-node calibration pairs towards the pooled pair
-        (:func:`hiercvx.metrics.fit_node_calibration`; margins of unit spread): 1 lets a node
-        with a few dozen positives take its own slope.  None: one pooled pair, no hierarchy
-        step needed.
+        (:func:`hiercvx.metrics.fit_node_calibration`; margins of unit spread): 1 weighs the
+        pooled pair as much as about four samples near probability one half (the logistic
+        curvature is at most 1/4), so nodes with many positives take their own pair.  None:
+        one pooled pair.
     max_samples : int, default 20000
         Largest training set taken: the kernel matrix and its eigendecomposition are
         ``n x n`` (the refusal says how to raise it).
