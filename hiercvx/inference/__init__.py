@@ -23,6 +23,7 @@ Modules, by responsibility:
 :mod:`.tree_dp`     the O(M) dynamic program on trees (method ``"dp"``);
 :mod:`.bounds`      lower and per-node upper bounds on (19) that certify most samples;
 :mod:`.programs`    (19) and its LP relaxation in HiGHS or Gurobi (methods ``"ilp"``, ``"lp"``);
+:mod:`.components` (19) split at a root whose children have disjoint descendants, solved per part;
 :mod:`.oracle`      :class:`LabelSetOracle` and :func:`best_label_set`, dispatching on the method;
 :mod:`.certified`   (19) declared in CVXPY and certified (:func:`reference`), for the tests;
 :mod:`.options`     :class:`Options`, the settings of all of them.
