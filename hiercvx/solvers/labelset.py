@@ -111,10 +111,14 @@ class Options:
         features): a FunCat tree has tens of thousands, a GO DAG hundreds of thousands, where
         its conjugate-gradient passes cost most.
     working_set : working_set.Options
-        The inner solver's settings (:class:`.working_set.Options`); the default solves a
-        visit's reduced QP to half the visit's own tolerance, without the single-label cap: on
+        The inner solver's settings (:class:`.working_set.Options`).  The default solves a
+        visit's reduced QP to half the visit's own tolerance, without the single-label cap (on
         label sets the tens of tied pairs of an example make an exact reduced QP the most
-        expensive part of a pass.
+        expensive part of a pass), ends a visit at half the skip threshold rather than a tenth
+        (the next pass revisits the example anyway) and lets the skipped examples carry a fifth
+        of the gap's bound rather than a twentieth (a pass then visits only the examples that
+        carry most of it); on FunCat label sets these reach the same certified gap in less
+        CPU time than the single-label settings.
     proximal : labelset_alm.Options
         The proximal dual's settings (:class:`.labelset_alm.Options`).
     """
@@ -131,7 +135,8 @@ class Options:
     proximal_below: float = 0.05
     proximal_max_weights: int = 100_000
     working_set: working_set.Options = field(
-        default_factory=lambda: working_set.Options(sub_share=0.5, sub_cap=np.inf))
+        default_factory=lambda: working_set.Options(sub_share=0.5, sub_cap=np.inf, local=0.5,
+                                                     skip_mass=0.2))
     proximal: labelset_alm.Options = field(default_factory=labelset_alm.Options)
 
 
