@@ -13,8 +13,9 @@ printed before and after, since only ratios from one run compare):
   closed label sets; a node positive for every sample scores a constant.
 * ``NHSVM``: ``NormalizedHierarchicalSVC(hierarchy=H)`` with its defaults (C = 1, leaf-Hamming
   loss, default ``tol``): fit time, passes, certified relative gap, predict time of the test
-  set (best label set per sample: the tree DP on FunCat, the closure cut / bounds / LP / (19)
-  on GO) and the share of samples the closure cut answered.
+  set (best label set per sample: the tree DP on FunCat; on GO program (19) per namespace,
+  :mod:`hiercvx.inference.components`, each by the closure cut / bounds / LP / (19)) and the
+  share of samples the closure cut on the whole DAG answered.
 
 Both rows report AU(PRC) (:func:`hiercvx.metrics.au_prc`, the literature's measure) on the
 test set: the OvR decision values, and NHSVM's ``node_decision_function``.  The ratio column
