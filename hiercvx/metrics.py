@@ -586,13 +586,11 @@ class NodeCalibration:
     slope and intercept are fitted (:func:`fit_node_calibration`): one pair shared by every
     node (pooled), or one pair per node (Platt scaling per node, shrunk towards the pooled pair).
 
-    Micro-averaged AU(PRC) (:func:`au_prc`) pools the (sample, node) pairs of every node, so
-    the scores of all nodes must be on one scale: the frequency term puts them there, the
-    margin term orders the samples.  With one pair no score exceeds an ancestor's
-    (``slope >= 0``); with a pair per node ``hierarchy`` is set and each node's score is raised
-    to the best at or below it (:func:`coherent_node_scores`).  Training margins of a
-    large-margin fit are pushed apart, so a slope fitted on them is too steep: fit on held-out
-    (cross-fitted) margins where the estimator has them.
+    Micro-averaged AU(PRC) (:func:`au_prc`) pools the (sample, node) pairs of all nodes: the
+    frequency term puts the nodes on one scale, the margin term orders the samples.  With one
+    pair no score exceeds an ancestor's (``slope >= 0``); with a pair per node ``hierarchy``
+    is set and scores go through :func:`coherent_node_scores`.  Fit on held-out margins where
+    the estimator has them: training margins of a large-margin fit make the slope too steep.
 
     Attributes
     ----------
@@ -672,7 +670,8 @@ def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standard
     H = _need_hierarchy(hierarchy, "fit_node_calibration")
     T = _closed(y_train, H)
     m = _losses.check_scores(margins, T.shape[0], len(H.nodes))
-    if shrinkage is not None and not (np.isfinite(shrinkage) and shrinkage > 0):
+    if shrinkage is not None and (isinstance(shrinkage, (bool, np.bool_)) or not isinstance(
+            shrinkage, (int, float, np.number)) or not (np.isfinite(shrinkage) and shrinkage > 0)):
         raise InputError(f"shrinkage must be None (one pooled pair) or a positive number, got "
                          f"{shrinkage!r}")
     log_odds = node_log_odds(T, H, smoothing=smoothing)
