@@ -77,8 +77,8 @@ class RootSplit:
             self.parts.append((order, sub, make_oracle(sub)))
 
     def solve(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Z, n_closure)``: the best label set of each score row of ``S`` ``(n, M)``, and per
-        row whether every component was answered by its closure cut."""
+        """``(Z, by_cut)``: the best label set of each score row of ``S`` ``(n, M)`` (bool over
+        the nodes), and per row whether every component was answered by its closure cut."""
         n, M = S.shape
         values = np.empty((len(self.parts), n))
         sets = []
