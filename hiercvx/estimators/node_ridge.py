@@ -119,6 +119,9 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         self
         """
         check_positive(self.alpha, "alpha")
+        size = self.max_samples
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 2:
+            raise InputError(f"max_samples must be an integer >= 2, got {size!r}")
         if isinstance(self.kernel, str) and self.kernel == "precomputed":
             raise InputError("NodeKernelRidge takes features, not a precomputed kernel; pass "
                              "kernel='rbf', 'linear' or a callable k(A, B)")
@@ -140,7 +143,7 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         self.X_fit_ = X
         nodes = self.hierarchy.nodes
         self.classes_ = (class_array(nodes) if self.multilabel_ else
-                         class_array(sorted(set(ravel_column_target(y).tolist()), key=sort_key)))
+                         class_array(sorted(set(list(ravel_column_target(y))), key=sort_key)))
         self._class_cols = self.hierarchy.indices(list(self.classes_))
         self.node_calibration_ = fit_node_calibration(
             loo, T, self.hierarchy, method="leave_one_out", nodes=evaluated_nodes(T, self.hierarchy),
