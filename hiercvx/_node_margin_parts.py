@@ -84,9 +84,9 @@ def per_node_logistic_fit(z: np.ndarray, offset: np.ndarray, truth: np.ndarray, 
     M = z.shape[1]
     a, b = np.full(M, float(s0)), np.full(M, float(c0))
 
-    def loss(a, b):
-        u = offset + b + a * z
-        return (np.sum(np.logaddexp(0.0, u) - truth * u, axis=0)
+    def loss(a, b, cols=slice(None)):
+        u = offset[cols] + b + a * z[:, cols]
+        return (np.sum(np.logaddexp(0.0, u) - truth[:, cols] * u, axis=0)
                 + 0.5 * shrinkage * ((a - s0) ** 2 + (b - c0) ** 2)), u
 
     value, u = loss(a, b)
@@ -101,15 +101,18 @@ def per_node_logistic_fit(z: np.ndarray, offset: np.ndarray, truth: np.ndarray, 
         bound = (a + da < 0)   # the slope's bound is active: Newton on the intercept alone
         da, db = np.where(bound, -a, da), np.where(bound, -gb / hbb, db)
         t = np.ones(M)
-        for _ in range(40):   # backtracking, column by column
-            new_value, new_u = loss(a + t * da, b + t * db)
-            short = new_value > value + 1e-4 * t * (ga * da + gb * db)
-            if not short.any():
+        short = np.arange(M)
+        for _ in range(40):   # backtracking on the columns whose step is still too long
+            trial, _u = loss(a[short] + t[short] * da[short], b[short] + t[short] * db[short],
+                             short)
+            slope = ga[short] * da[short] + gb[short] * db[short]
+            short = short[trial > value[short] + 1e-4 * t[short] * slope]
+            if not len(short):
                 break
-            t = np.where(short, 0.5 * t, t)
+            t[short] *= 0.5
         a, b = np.maximum(a + t * da, 0.0), b + t * db
-        decrease = value - new_value
-        value, u = loss(a, b)
+        new_value, u = loss(a, b)
+        decrease, value = value - new_value, new_value
         if np.all(decrease <= 1e-10 * np.maximum(1.0, np.abs(value))):
             break
     return a, b
