@@ -67,3 +67,22 @@ def test_single_labels_and_refusals():
         NodeKernelRidge(hierarchy=Hs, max_samples=10).fit(Xs, ys)
     with pytest.raises(InputError, match="method must be one of"):
         est.node_decision_function(Xs, method="nope")
+
+
+def test_multiscale_kernel_is_the_mean_of_its_gaussians_and_a_kernel():
+    from hiercvx.kernels import MultiScaleRBF
+    k = MultiScaleRBF((1.0, 2.0, 4.0))
+    A, B = X[:9], X[5:20] + 0.3
+    expected = sum(Kernel("rbf", sigma=s)(A, B) for s in (1.0, 2.0, 4.0)) / 3
+    np.testing.assert_allclose(k(A, B), expected, rtol=1e-12)
+    np.testing.assert_allclose(np.diag(k(A)), 1.0)
+    assert np.linalg.eigvalsh(k(X)).min() > -1e-10
+    # in an estimator: the ridge outputs are scikit-learn's on the same Gram matrix
+    est = NodeKernelRidge(hierarchy=H, alpha=0.7, kernel=k).fit(X, Y)
+    T = np.asarray(H.closure(Y), dtype=float)
+    ref = KernelRidge(alpha=0.7, kernel="precomputed").fit(k(X), T - T.mean(0))
+    np.testing.assert_allclose(est.node_decision_function(B, method="ridge"),
+                               ref.predict(k(B, X)) + T.mean(0), atol=1e-8)
+    for bad in ((), (1.0, 0.0), (np.inf,), (-2.0,)):
+        with pytest.raises(InputError, match="positive, finite widths"):
+            MultiScaleRBF(bad)

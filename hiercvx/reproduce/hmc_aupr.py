@@ -33,8 +33,10 @@ Protocol (one replication; the papers' splits):
   and ``NodeKernelRidge`` (not a method of the source papers: kernel ridge regression of the
   node indicators on the exact Gaussian kernel, calibrated per node on its leave-one-out
   outputs and made consistent with the hierarchy by C-HMCNN's max over descendants;
-  :mod:`hiercvx.estimators.node_ridge`), whose ridge penalty ``alpha``, width and
-  calibration ``shrinkage`` are chosen on valid from their own grids (its fits are cheap);
+  :mod:`hiercvx.estimators.node_ridge`), whose ridge penalty ``alpha``, width, ``octaves``
+  (one Gaussian, or the mean of Gaussians at the width and twice it,
+  :class:`hiercvx.kernels.MultiScaleRBF`) and calibration ``shrinkage`` are chosen on valid
+  from their own grids (its fits are cheap);
   the Gaussian ``HierarchicalSVC`` and ``TopDownSVC`` rows again with their node calibration
   refitted on cross-fitted margins (``fit_node_calibration_cv``: five more fits, a pair per
   node; the ``fit s`` column includes them);
@@ -94,7 +96,7 @@ from ..datasets import load
 from ..estimators import (HierarchicalPerceptron, HierarchicalSVC, NodeKernelRidge,
                           NormalizedHierarchicalSVC, TopDownSVC)
 from ..hierarchy import Hierarchy, most_specific
-from ..kernels import Kernel, median_heuristic
+from ..kernels import Kernel, MultiScaleRBF, median_heuristic
 from ..metrics import au_prc, evaluated_nodes
 from ..solvers import low_rank_kernel, margin_engine
 from . import hmc
@@ -117,7 +119,7 @@ PUBLISHED = {
     ("cellcycle_FUN", "CLUS-HMC (published)"): 0.172,
     ("cellcycle_GO", "CLUS-HMC (published)"): 0.357,
 }
-METRICS = ("AU(PRC)", "C", "sigma", "alpha", "shrinkage", "fit s")
+METRICS = ("AU(PRC)", "C", "sigma", "alpha", "octaves", "shrinkage", "fit s")
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,10 @@ class Settings:
     ridge_sigma_factors : tuple of float
         Its Gaussian widths (multiples of the median distance): the ridge fits are cheap, so
         a finer grid than ``sigma_factors`` on the narrow side, where the exact kernel does best.
+    ridge_octaves : tuple of int
+        Its kernels: 1 the Gaussian of the width, ``m`` the mean of the Gaussians at the width
+        times 1, 2, ..., 2^(m-1) (:class:`hiercvx.kernels.MultiScaleRBF`): one narrow and one
+        wide scale, when the node targets vary at both.
     ridge_shrinkage : tuple of float
         Its calibration's pull of each node's (slope, intercept) towards the pooled pair
         (:func:`hiercvx.metrics.fit_node_calibration`).
@@ -175,6 +181,7 @@ class Settings:
     max_depth: int | None = None
     ridge_alphas: tuple = (1.0, 3.0, 10.0)
     ridge_sigma_factors: tuple = (0.5, 0.7, 1.0)
+    ridge_octaves: tuple = (1, 2)
     ridge_shrinkage: tuple = (1.0, 3.0)
     calibration_folds: int = 5
     calibration_shrinkage: float = 1.0
@@ -186,7 +193,8 @@ FULL = Settings()
 #: valid, the refit on train + valid, every method, the published rows
 QUICK = Settings(data_sets=("cellcycle_FUN",), C_grid=(0.1, 1.0), sigma_factors=(1.0,),
                  rank=30, tol=1e-2, subsample=(100, 60, 120), max_depth=2,
-                 ridge_alphas=(1.0, 10.0), ridge_sigma_factors=(1.0,), ridge_shrinkage=(1.0,))
+                 ridge_alphas=(1.0, 10.0), ridge_sigma_factors=(1.0,), ridge_octaves=(1, 2),
+                 ridge_shrinkage=(1.0,))
 
 
 @dataclass(frozen=True)
@@ -311,13 +319,14 @@ def _perceptron(kernel: bool):
 
 
 def _node_ridge():
-    def make(H, C, sigma, settings, seed, alpha=1.0, shrinkage=1.0):
-        return NodeKernelRidge(hierarchy=H, alpha=alpha, kernel=Kernel("rbf", sigma=sigma),
-                               shrinkage=shrinkage)
+    def make(H, C, sigma, settings, seed, alpha=1.0, shrinkage=1.0, octaves=1):
+        kernel = (Kernel("rbf", sigma=sigma) if octaves == 1 else
+                  MultiScaleRBF(tuple(sigma * 2.0 ** j for j in range(int(octaves)))))
+        return NodeKernelRidge(hierarchy=H, alpha=alpha, kernel=kernel, shrinkage=shrinkage)
 
     def grid(settings):
-        return [dict(alpha=a, shrinkage=r) for a in settings.ridge_alphas
-                for r in settings.ridge_shrinkage]
+        return [dict(alpha=a, shrinkage=r, octaves=m) for a in settings.ridge_alphas
+                for r in settings.ridge_shrinkage for m in settings.ridge_octaves]
     return _Method(make, kernel=True, flat=False, takes_C=False, grid=grid,
                    sigma_factors=lambda settings: settings.ridge_sigma_factors)
 
