@@ -37,39 +37,17 @@ from . import losses as _losses
 from ._validation import check_not_complex
 from .exceptions import InputError, LabelError
 from .hierarchy import Hierarchy
-from ._node_margin_parts import best_below as _best_below, best_outside as _best_outside
-from ._node_margin_parts import descendant_max as _descendant_max
-from ._node_margin_parts import logistic_fit as _logistic_fit
-from ._node_margin_parts import per_node_logistic_fit as _per_node_logistic_fit
+from ._node_margin_parts import (best_below as _best_below, best_outside as _best_outside,
+                                 descendant_max as _descendant_max, logistic_fit as _logistic_fit,
+                                 per_node_logistic_fit as _per_node_logistic_fit)
 
-__all__ = [
-    "hierarchical_precision",
-    "hierarchical_recall",
-    "hierarchical_f1",
-    "hierarchical_precision_recall_f1",
-    "micro_f1",
-    "weighted_f1",
-    "test_error",
-    "test_errors",
-    "bayes_regret_improvement",
-    "one_accuracy",
-    "average_precision",
-    "ranking_loss",
-    "maximal_loss",
-    "top_loss",
-    "parent_one_accuracy",
-    "node_scores",
-    "node_margins",
-    "node_log_odds",
-    "NodeCalibration",
-    "fit_node_calibration",
-    "coherent_node_scores",
-    "evaluated_nodes",
-    "au_prc",
-    "SCORERS",
-    "get_scorer",
-    "make_hierarchical_scorer",
-]
+__all__ = ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
+           "hierarchical_precision_recall_f1", "micro_f1", "weighted_f1", "test_error",
+           "test_errors", "bayes_regret_improvement", "one_accuracy", "average_precision",
+           "ranking_loss", "maximal_loss", "top_loss", "parent_one_accuracy", "node_scores",
+           "node_margins", "node_log_odds", "NodeCalibration", "fit_node_calibration",
+           "coherent_node_scores", "evaluated_nodes", "au_prc", "SCORERS", "get_scorer",
+           "make_hierarchical_scorer"]
 
 
 # ---------------------------------------------------------------------- helpers
