@@ -86,3 +86,10 @@ def test_multiscale_kernel_is_the_mean_of_its_gaussians_and_a_kernel():
     for bad in ((), (1.0, 0.0), (np.inf,), (-2.0,)):
         with pytest.raises(InputError, match="positive, finite widths"):
             MultiScaleRBF(bad)
+
+
+def test_score_reads_the_test_labels_without_changing_the_fit():
+    est = NodeKernelRidge(hierarchy=H, kernel=KERNEL).fit(X, Y)
+    first = est.score(X, Y)
+    est.score(X[:5], [next(iter(s)) for s in Y[:5]])   # single labels at test time
+    assert est.multilabel_ and est.score(X, Y) == first

@@ -88,7 +88,9 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         self.shrinkage = shrinkage
         self.max_samples = max_samples
 
-    def _targets(self, y, n: int) -> np.ndarray:
+    def _targets(self, y, n: int) -> tuple[np.ndarray, bool]:
+        """``(T, multilabel)``: the closed node indicators of ``y`` and whether it holds label
+        sets; reads ``y`` only (``score`` calls it on test labels)."""
         H = self.hierarchy
         if not isinstance(H, Hierarchy):
             raise InputError("NodeKernelRidge needs hierarchy=H (a hiercvx.Hierarchy): its "
@@ -96,14 +98,14 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         y = ravel_column_target(y)
         if len(y) != n:
             raise InputError(f"y has {len(y)} samples but X has {n}")
-        self.multilabel_ = any(isinstance(lab, (set, frozenset, list, tuple)) for lab in y)
+        multilabel = any(isinstance(lab, (set, frozenset, list, tuple)) for lab in y)
         labels = [lab if isinstance(lab, (set, frozenset, list, tuple)) else (lab,) for lab in y]
         unknown = sorted({str(v) for s in labels for v in s if v not in H})[:3]
         if unknown:
             raise LabelError(f"labels {unknown} are not nodes of the hierarchy")
         if any(len(s) == 0 for s in labels):
             raise LabelError("every sample needs at least one label (an empty label set was given)")
-        return np.asarray(H.closure(labels), dtype=float)
+        return np.asarray(H.closure(labels), dtype=float), multilabel
 
     def fit(self, X, y):
         """Solve the kernel ridge problem for every node and fit the node calibration on the
@@ -129,7 +131,7 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         if X.shape[0] > self.max_samples:
             raise ProblemTooLargeError(f"{X.shape[0]} samples: the kernel matrix is n x n; raise "
                                        f"max_samples (now {self.max_samples}) if it fits in memory")
-        T = self._targets(y, X.shape[0])
+        T, self.multilabel_ = self._targets(y, X.shape[0])
         self.kernel_ = make_kernel(self.kernel, X=X)
         K = self.kernel_(X)
         s, U = np.linalg.eigh(0.5 * (K + K.T))
@@ -200,7 +202,7 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         sets closed upward, root left out (multi-label fit)."""
         if not self.multilabel_:
             return super().score(X, y, sample_weight=sample_weight)
-        T = self._targets(y, np.shape(X)[0]).astype(bool)
+        T = self._targets(y, np.shape(X)[0])[0].astype(bool)
         P = np.asarray(self.hierarchy.closure(self.predict(X)), dtype=bool)
         root = self.hierarchy.index(self.hierarchy.root)
         T[:, root] = P[:, root] = False
