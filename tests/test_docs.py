@@ -74,7 +74,8 @@ def test_site_builds_with_every_page(site):
     for page in ["index", "reproductions", "benchmarks", "sheets/index",
                  "auto_examples/index", *(f"sheets/{s}" for s in SHEETS)]:
         assert (site / f"{page}.html").is_file(), f"{page}.html was not built"
-    for example in ("plot_duality_gap", "plot_flat_vs_hierarchical", "plot_hierarchy_confusions"):
+    for example in ("plot_duality_gap", "plot_flat_vs_hierarchical", "plot_hierarchy_confusions",
+                    "plot_label_sets_aupr"):
         assert (site / "auto_examples" / f"{example}.html").is_file(), f"gallery: {example} missing"
 
 
