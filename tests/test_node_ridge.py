@@ -4,8 +4,10 @@ outputs, calibrated node scores that never exceed an ancestor's, label sets and 
 import numpy as np
 import pytest
 from sklearn.kernel_ridge import KernelRidge
+from sklearn.utils.estimator_checks import check_estimator
 
 from hiercvx import metrics
+from hiercvx.targets import flat_hierarchy
 from hiercvx.estimators import NodeKernelRidge
 from hiercvx.exceptions import InputError, LabelError
 from hiercvx.kernels import Kernel
@@ -58,7 +60,7 @@ def test_single_labels_and_refusals():
     est = NodeKernelRidge(hierarchy=Hs).fit(Xs, ys)
     assert set(est.predict(Xs)) <= set(ys) and est.decision_function(Xs).shape[1] == len(set(ys))
     with pytest.raises(InputError, match="hierarchy"):
-        NodeKernelRidge().fit(Xs, ys)
+        NodeKernelRidge(hierarchy={"r": None, "a": "r"}).fit(Xs, ys)
     with pytest.raises(LabelError, match="not nodes"):
         NodeKernelRidge(hierarchy=Hs).fit(Xs, ["nope"] * len(ys))
     with pytest.raises(InputError, match="alpha"):
@@ -93,3 +95,35 @@ def test_score_reads_the_test_labels_without_changing_the_fit():
     first = est.score(X, Y)
     est.score(X[:5], [next(iter(s)) for s in Y[:5]])   # single labels at test time
     assert est.multilabel_ and est.score(X, Y) == first
+
+
+def test_without_a_hierarchy_the_labels_seen_sit_under_one_root():
+    Xs, ys, Hs = problem("tree", n=30, d=3, seed=1)
+    flat = NodeKernelRidge(kernel=KERNEL).fit(Xs, ys)
+    H = flat_hierarchy(sorted(set(ys)))
+    given = NodeKernelRidge(hierarchy=H, kernel=KERNEL).fit(Xs, ys)
+    assert flat.hierarchy is None and flat.hierarchy_.nodes == H.nodes
+    np.testing.assert_array_equal(flat.classes_, given.classes_)
+    np.testing.assert_allclose(flat.decision_function(Xs), given.decision_function(Xs))
+    sets = NodeKernelRidge(kernel=KERNEL).fit(X, Y)   # label sets: every node of the flat tree
+    seen = sorted({v for s in Y for v in s})
+    assert sets.multilabel_ and list(sets.classes_[1:]) == seen
+    with pytest.raises(ValueError):
+        NodeKernelRidge().fit(Xs, [ys[0]] + [{ys[1]}] * (len(ys) - 1))   # a mix, no hierarchy
+
+
+def test_two_classes_give_one_column_positive_for_the_second():
+    Xs, ys, Hs = problem("tree", n=30, d=3, seed=1)
+    two = np.where(np.asarray(ys) == ys[0], ys[0], "other")
+    est = NodeKernelRidge(kernel=KERNEL).fit(Xs, two)
+    N = est.node_decision_function(Xs)[:, est.hierarchy_.indices(list(est.classes_))]
+    d = est.decision_function(Xs)
+    assert d.shape == (len(Xs),)
+    np.testing.assert_allclose(d, N[:, 1] - N[:, 0])
+    np.testing.assert_array_equal(est.predict(Xs), est.classes_[(d > 0).astype(int)])
+
+
+def test_check_estimator():
+    results = check_estimator(NodeKernelRidge(), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert not failed, failed

@@ -33,9 +33,9 @@ from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..hierarchy import Hierarchy, most_specific
 from ..kernels import make_kernel
 from ..metrics import evaluated_nodes, fit_node_calibration
-from .._validation import check_positive
-from ._base import (class_array, ravel_column_target, sort_key, validate_training_X,
-                    validate_X)
+from .._validation import check_hierarchy_argument, check_positive, check_target
+from ._base import (class_array, ravel_column_target, resolve_training_targets, sort_key,
+                    validate_training_X, validate_X)
 
 __all__ = ["NodeKernelRidge"]
 
@@ -50,8 +50,10 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    hierarchy : Hierarchy
-        The label hierarchy (tree or DAG); required: the outputs are its nodes.
+    hierarchy : Hierarchy or None, default None
+        The label hierarchy (tree or DAG): the outputs are its nodes.  None: a flat
+        hierarchy, one artificial root above the labels seen in ``fit`` (as the other
+        estimators).
     alpha : float, default 1.0
         Ridge penalty of every node's function (scikit-learn's ``KernelRidge`` meaning).
     kernel : str, callable or Kernel, default "rbf"
@@ -71,7 +73,9 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray, the columns of ``decision_function``: every node of the hierarchy
-        (multi-label fit: ``y`` holds label sets) or the distinct training labels
+        (multi-label fit: ``y`` holds label sets) or the distinct training labels (two of
+        them: one column, positive for ``classes_[1]``)
+    hierarchy_ : Hierarchy, ``hierarchy`` or the flat one built from the training labels
     multilabel_ : bool, whether ``y`` held label sets
     kernel_ : Kernel, the resolved kernel (its width fixed on the training data)
     dual_coef_ : ndarray ``(n_samples, n_nodes)``, ``f_v(x) = k(x, X_fit_) @ dual_coef_[:, v]``
@@ -88,13 +92,9 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         self.shrinkage = shrinkage
         self.max_samples = max_samples
 
-    def _targets(self, y, n: int) -> tuple[np.ndarray, bool]:
-        """``(T, multilabel)``: the closed node indicators of ``y`` and whether it holds label
-        sets; reads ``y`` only (``score`` calls it on test labels)."""
-        H = self.hierarchy
-        if not isinstance(H, Hierarchy):
-            raise InputError("NodeKernelRidge needs hierarchy=H (a hiercvx.Hierarchy): its "
-                             "outputs are the nodes of the hierarchy")
+    def _targets(self, y, n: int, H: Hierarchy) -> tuple[np.ndarray, bool]:
+        """``(T, multilabel)``: the closed node indicators of ``y`` over ``H`` and whether it
+        holds label sets; reads ``y`` only (``score`` calls it on test labels)."""
         y = ravel_column_target(y)
         if len(y) != n:
             raise InputError(f"y has {len(y)} samples but X has {n}")
@@ -106,6 +106,20 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         if any(len(s) == 0 for s in labels):
             raise LabelError("every sample needs at least one label (an empty label set was given)")
         return np.asarray(H.closure(labels), dtype=float), multilabel
+
+    def _training_hierarchy(self, y, n: int) -> tuple[Hierarchy, object]:
+        """``(H, y)``: ``hierarchy``, or without one the flat hierarchy (one artificial root)
+        over the labels seen in ``y``, and ``y`` as the label reader takes it."""
+        check_hierarchy_argument(self.hierarchy)
+        # a lone label beside label sets is its singleton set when the hierarchy is given;
+        # without one, the flat classes are read from y's first entry, so a mix is refused
+        check_target(y, allow_mixed=self.hierarchy is not None)
+        if self.hierarchy is not None:
+            return self.hierarchy, y
+        H, _, labels, multilabel = resolve_training_targets(y, None, n)
+        if multilabel:
+            return H, [frozenset(s) for s in labels]
+        return H, class_array(labels)
 
     def fit(self, X, y):
         """Solve the kernel ridge problem for every node and fit the node calibration on the
@@ -131,7 +145,9 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         if X.shape[0] > self.max_samples:
             raise ProblemTooLargeError(f"{X.shape[0]} samples: the kernel matrix is n x n; raise "
                                        f"max_samples (now {self.max_samples}) if it fits in memory")
-        T, self.multilabel_ = self._targets(y, X.shape[0])
+        H, y = self._training_hierarchy(y, X.shape[0])
+        T, self.multilabel_ = self._targets(y, X.shape[0], H)
+        self.hierarchy_ = H
         self.kernel_ = make_kernel(self.kernel, X=X)
         K = self.kernel_(X)
         s, U = np.linalg.eigh(0.5 * (K + K.T))
@@ -143,12 +159,11 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         hat = np.einsum("ij,j,ij->i", U, s * filt, U)   # diagonal of K (K + alpha I)^{-1}
         loo = (K @ self.dual_coef_ - hat[:, None] * R) / (1.0 - hat)[:, None]
         self.X_fit_ = X
-        nodes = self.hierarchy.nodes
-        self.classes_ = (class_array(nodes) if self.multilabel_ else
+        self.classes_ = (class_array(H.nodes) if self.multilabel_ else
                          class_array(sorted(set(list(ravel_column_target(y))), key=sort_key)))
-        self._class_cols = self.hierarchy.indices(list(self.classes_))
+        self._class_cols = H.indices(list(self.classes_))
         self.node_calibration_ = fit_node_calibration(
-            loo, T, self.hierarchy, method="leave_one_out", nodes=evaluated_nodes(T, self.hierarchy),
+            loo, T, H, method="leave_one_out", nodes=evaluated_nodes(T, H),
             shrinkage=self.shrinkage)
         return self
 
@@ -158,7 +173,7 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         return self.kernel_(X, self.X_fit_) @ self.dual_coef_
 
     def node_decision_function(self, X, method: str = "calibrated") -> np.ndarray:
-        """Scores ``(n_samples, n_nodes)`` over ``hierarchy.nodes``.
+        """Scores ``(n_samples, n_nodes)`` over ``hierarchy_.nodes``.
 
         ``"calibrated"`` (default): the log-odds that the sample holds each node
         (:class:`hiercvx.metrics.NodeCalibration` of the ridge outputs; with per-node pairs no
@@ -175,8 +190,13 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """The calibrated node scores of the columns ``classes_`` (every node of the hierarchy
-        after a multi-label fit, the training labels after a single-label one)."""
-        return self.node_decision_function(X)[:, self._class_cols]
+        after a multi-label fit, the training labels after a single-label one), ``(n_samples,
+        n_classes)``; a single-label fit on two classes gives scikit-learn's ``(n_samples,)``,
+        ``score(classes_[1]) - score(classes_[0])`` (positive: ``classes_[1]``)."""
+        S = self.node_decision_function(X)[:, self._class_cols]
+        if S.shape[1] == 2 and not self.multilabel_:
+            return S[:, 1] - S[:, 0]
+        return S
 
     def predict(self, X) -> list:
         """Multi-label fit: label sets, the most specific nodes of positive calibrated log-odds
@@ -185,7 +205,7 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         S = self.node_decision_function(X)
         if not self.multilabel_:
             return self.classes_[np.argmax(S[:, self._class_cols], axis=1)]
-        H = self.hierarchy
+        H = self.hierarchy_
         root = H.index(H.root)
         sets = []
         for row in S:
@@ -202,9 +222,15 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         sets closed upward, root left out (multi-label fit)."""
         if not self.multilabel_:
             return super().score(X, y, sample_weight=sample_weight)
-        T = self._targets(y, np.shape(X)[0])[0].astype(bool)
-        P = np.asarray(self.hierarchy.closure(self.predict(X)), dtype=bool)
-        root = self.hierarchy.index(self.hierarchy.root)
+        H = self.hierarchy_
+        T = self._targets(y, np.shape(X)[0], H)[0].astype(bool)
+        P = np.asarray(H.closure(self.predict(X)), dtype=bool)
+        root = H.index(H.root)
         T[:, root] = P[:, root] = False
         f1 = 2 * (T & P).sum(axis=1) / np.maximum(T.sum(axis=1) + P.sum(axis=1), 1)
         return float(np.average(f1, weights=sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True   # CSR features: the kernels take them
+        return tags
