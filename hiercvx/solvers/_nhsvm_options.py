@@ -39,6 +39,8 @@ class Options:
         than pairwise passes.
     master_max_step_cost : and while one of its Newton steps costs at most this many
         multiply-adds (a fraction of a second).
+    eps_share : pairwise: a block leaves the sweeps when its cached gap is at most this share
+        of the mean block gap ``(P - D) / n`` of the last certificate.
     """
 
     tol: float = 1e-6
@@ -51,6 +53,7 @@ class Options:
     handoff_passes: int = 50
     master_max_dimension: int = 4000
     master_max_step_cost: float = 4e10
+    eps_share: float = 0.1
 
 
 def with_keywords(options: Options | None, **keywords) -> Options:
