@@ -127,7 +127,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=None, help="random subset of training rows")
     ap.add_argument("--datasets", nargs="+", default=["cellcycle_FUN", "cellcycle_GO"])
     ap.add_argument("--max-iter", type=int, default=10000, help="HierarchicalSVC max_iter")
-    ap.add_argument("--inner", choices=["working_set", "proximal"], default=None,
+    ap.add_argument("--inner", choices=["working_set", "proximal", "interior_point"], default=None,
                     help="the label-set engine's inner solver (default: its own default)")
     args = ap.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "

@@ -9,10 +9,11 @@ the boundary of the positive orthant.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 __all__ = ["pack", "example_blocks", "pair_sums", "pair_max", "scatter", "row_blocks",
-           "row_products", "row_scatter", "step_to_boundary"]
+           "row_products", "row_scatter", "step_to_boundary", "feature_blocks"]
 
 
 @njit(cache=True)
@@ -130,3 +131,46 @@ def step_to_boundary(alpha, dalpha, s, ds, xi, dxi, mu, dmu) -> float:
         if dmu[k] < 0.0 and t * dmu[k] < -mu[k]:
             t = -mu[k] / dmu[k]
     return t
+
+
+@njit(cache=True)
+def feature_blocks(ptr, rptr, ridx, rval, D, cD, delta, F2, B):
+    """``B[j, k, :] += T_i[j, k] F2[i, :]`` over the examples: the ``d`` blocks ``sum_i
+    F_ia^2 T_i`` ``(r, r)`` of the Newton matrix's feature-block diagonal, laid out ``(r, r,
+    d)``, ``T_i = R_i^T diag(D) R_i - v_i v_i^T / delta_i`` formed on the nodes example i's
+    rows touch (sparse pair rows ``R``: CSR ``rptr``, ``ridx``, ``rval``)."""
+    r = B.shape[0]
+    local = np.full(r, -1, dtype=np.int64)
+    idx = np.empty(r, dtype=np.int64)
+    T = np.zeros((r, r))
+    v = np.zeros(r)
+    for i in range(ptr.shape[0] - 1):
+        m = 0
+        for p in range(ptr[i], ptr[i + 1]):
+            for a in range(rptr[p], rptr[p + 1]):
+                j = ridx[a]
+                if local[j] < 0:
+                    local[j] = m
+                    idx[m] = j
+                    m += 1
+        for x in range(m):
+            v[x] = 0.0
+            for y in range(m):
+                T[x, y] = 0.0
+        for p in range(ptr[i], ptr[i + 1]):
+            dp, cp = D[p], cD[p]
+            for a in range(rptr[p], rptr[p + 1]):
+                la, va = local[ridx[a]], rval[a]
+                v[la] += cp * va
+                for e in range(rptr[p], rptr[p + 1]):
+                    T[la, local[ridx[e]]] += dp * va * rval[e]
+        inv = 1.0 / delta[i]
+        for x in range(m):
+            jx = idx[x]
+            for y in range(m):
+                t = T[x, y] - v[x] * v[y] * inv
+                jy = idx[y]
+                for f in range(F2.shape[1]):
+                    B[jx, jy, f] += t * F2[i, f]
+        for x in range(m):
+            local[idx[x]] = -1

@@ -29,7 +29,7 @@ from .primitives import centrality_correctors
 
 logger = logging.getLogger("hiercvx.solvers.interior_point")
 
-__all__ = ["PairProblem", "mehrotra"]
+__all__ = ["PairProblem", "DenseNewton", "mehrotra"]
 
 
 class PairProblem:
@@ -126,11 +126,32 @@ def _regularized_cholesky(H, shift_from: float, shift_to: float):
     raise np.linalg.LinAlgError("the Newton matrix is not positive definite, even regularized")
 
 
-class _NewtonSystem:
-    """The Newton system at an iterate, its matrix factorized once (module docstring):
-    :meth:`direction` solves it for any complementarity right-hand sides."""
+class DenseNewton:
+    """The Newton matrix ``I + sum_i T_i (x) F_i F_i^T`` formed by the problem
+    (``prob.newton_matrix``) and factorized by Cholesky: the default linear solver of
+    :func:`mehrotra`.  A linear solver is called as ``prepare(prob, D, cD, delta, accuracy)``
+    at every iterate and returns ``(V, solve)``: the ``v_i`` ``(n, r)`` and a function ``rhs
+    (r, d) -> dw (r, d)``.  ``accuracy = (gap, slack)`` tells an inexact solver what the
+    iterate needs: its certified relative gap, and ``slack``, its absolute gap over ``||w||``
+    (the residual of the reduced system becomes the next iterate's stationarity residual
+    ``r_w``, which moves the dual at the multipliers by about ``||w|| ||r_w||``)."""
 
-    def __init__(self, prob: PairProblem, it: _Iterate, residuals, options):
+    def __init__(self, options):
+        self.options = options
+
+    def prepare(self, prob: PairProblem, D, cD, delta, accuracy):
+        H, V = prob.newton_matrix(D, cD, delta)
+        chol = _regularized_cholesky(H, self.options.regularize_from, self.options.regularize_to)
+        return V, lambda rhs: sla.cho_solve(chol, rhs.ravel(), check_finite=False).reshape(
+            rhs.shape)
+
+
+class _NewtonSystem:
+    """The Newton system at an iterate, its matrix prepared once by the linear solver
+    (module docstring): :meth:`direction` solves it for any complementarity right-hand
+    sides."""
+
+    def __init__(self, prob: PairProblem, it: _Iterate, residuals, linear, accuracy):
         self.prob, self.it = prob, it
         self.r_p, self.r_xi, self.r_w = residuals
         c = prob.c
@@ -140,8 +161,7 @@ class _NewtonSystem:
         self.tmp = np.empty(prob.n)
         _k.pair_sums(prob.ptr, c * self.cD, self.tmp)
         self.delta = self.tmp + self.E
-        H, self.V = prob.newton_matrix(self.D, self.cD, self.delta)
-        self.chol = _regularized_cholesky(H, options.regularize_from, options.regularize_to)
+        self.V, self.solve = linear.prepare(prob, self.D, self.cD, self.delta, accuracy)
 
     def direction(self, r_s, r_mu):
         """Newton direction for the complementarity residuals ``r_s``, ``r_mu`` (and the
@@ -154,7 +174,7 @@ class _NewtonSystem:
         G = prob.scatter(e)
         G -= V * (h / delta)[:, None]
         rhs = prob.class_adjoint(G) - self.r_w
-        dw = sla.cho_solve(self.chol, rhs.ravel(), check_finite=False).reshape(it.w.shape)
+        dw = self.solve(rhs)
         Sd = prob.scores(dw)
         dxi = (h - np.einsum("ic,ic->i", V, Sd)) / delta
         dalpha = -D * (prob.pair_products(Sd) + c * dxi[prob.pi]) + e
@@ -209,14 +229,17 @@ def _certify(prob: PairProblem, it: _Iterate, S):
     return primal, dual, a_hat
 
 
-def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options):
+def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options, linear=None):
     """The primal-dual iteration to a certified relative gap ``tol`` (``options``: the
     :class:`.interior_point.Options` ``shift``, ``init``, ``step_fraction``,
-    ``max_correctors``, ``regularize_from``, ``regularize_to``).  Returns ``(w, alpha, n_iter,
-    converged, history, stopped)``: the last iterate, or the best certified one when it did not
-    converge; ``stopped`` says why an unconverged iteration ended before ``max_iter`` (``""``
-    when it converged or ran out of steps)."""
+    ``max_correctors``, ``regularize_from``, ``regularize_to``; ``linear``: the Newton
+    systems' solver, :class:`DenseNewton` by default, or a matrix-free one with the same
+    ``prepare``).  Returns ``(w, alpha, n_iter, converged, history, stopped)``: the last
+    iterate, or the best certified one when it did not converge; ``stopped`` says why an
+    unconverged iteration ended before ``max_iter`` (``""`` when it converged or ran out of
+    steps)."""
     log = logger.info if verbose else logger.debug
+    linear = DenseNewton(options) if linear is None else linear
     history = {k: [] for k in ("n_iter", "objective", "lower_bound", "gap", "time")}
     if prob.n == 0:  # nothing constrains w: the optimum is 0
         return np.zeros((prob.r, prob.d)), np.zeros(0), 0, True, history, ""
@@ -242,7 +265,8 @@ def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options):
             n_iter -= 1
             break
         try:
-            system = _NewtonSystem(prob, it, residuals, options)
+            slack = (primal - dual) / max(float(np.linalg.norm(it.w)), 1e-300)
+            system = _NewtonSystem(prob, it, residuals, linear, (gap, slack))
         except (np.linalg.LinAlgError, ValueError):
             stopped = "the Newton matrix lost positive definiteness in round-off"
             log("step %d: %s; stopping", n_iter, stopped)

@@ -18,7 +18,8 @@ training of structural SVMs", Machine Learning 77, 2009, the n-slack variant):
    multipliers, to an inner gap that tightens with the outer one (or, with
    ``Options.inner="proximal"``, once the outer gap is small, by the proximal dual of
    :mod:`.labelset_alm`, semismooth Newton on the weights, warm-started from the last weights
-   and multipliers);
+   and multipliers; or, with ``Options.inner="interior_point"``, once the outer gap is small,
+   by the interior point with matrix-free Newton systems of :mod:`.interior_point_cg`);
 3. the oracle scores every pair at the restricted answer; per example up to ``enter`` pairs
    violated beyond the restricted slack join the working set; pairs never leave it.
 
@@ -51,7 +52,7 @@ from ..exceptions import InputError
 from ..models import margin as _margin
 from ..models.margin import MarginData, MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
-from . import labelset_alm, working_set
+from . import interior_point_cg, labelset_alm, working_set
 from ._labelset_kernels import most_violated, violated_pairs
 from .score_factor import choose_factor
 
@@ -95,10 +96,12 @@ class Options:
     inner : str
         The inner solver of the restricted models: ``"working_set"`` (:mod:`.working_set`
         throughout; the default: on FunCat label sets of a few hundred genes, run side by side,
-        it certified ``tol`` in about half the time of the other) or ``"proximal"``
+        it certified ``tol`` in about half the time of the other), ``"proximal"``
         (:mod:`.labelset_alm`, the proximal dual by semismooth Newton on the weights, once the
         outer gap is below ``proximal_below``; linear models with class attributes and dense
-        features, others keep the working set).  On label sets the restricted dual is
+        features, others keep the working set) or ``"interior_point"``
+        (:mod:`.interior_point_cg`, Mehrotra's predictor-corrector with matrix-free Newton
+        systems, once the outer gap is below ``interior_below``; any kernel).  On label sets the restricted dual is
         degenerate (tens of tied support pairs per example), which slows coordinate ascent
         near the optimum; Newton steps on the weights do not depend on the multipliers' ties,
         but each costs conjugate-gradient passes over the working pairs.
@@ -121,6 +124,14 @@ class Options:
         CPU time than the single-label settings.
     proximal : labelset_alm.Options
         The proximal dual's settings (:class:`.labelset_alm.Options`).
+    interior_below : float
+        With ``inner="interior_point"``, the rounds run the working set until the outer gap is
+        below this, the interior point after (it does not warm start: each round it solves
+        from scratch, so it is kept for the rounds of a working set that has nearly settled).
+    interior_max_steps : int
+        Newton steps per round of the interior point at most (it needs 15-40).
+    interior_point : interior_point_cg.Options
+        The interior point's settings (:class:`.interior_point_cg.Options`).
     """
 
     enter: int = 8
@@ -138,6 +149,9 @@ class Options:
         default_factory=lambda: working_set.Options(sub_share=0.5, sub_cap=np.inf, local=0.5,
                                                      skip_mass=0.2))
     proximal: labelset_alm.Options = field(default_factory=labelset_alm.Options)
+    interior_below: float = 0.05
+    interior_max_steps: int = 60
+    interior_point: interior_point_cg.Options = field(default_factory=interior_point_cg.Options)
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,6 +392,11 @@ class _Run:
         """The restricted model solved to ``tol`` from ``alpha`` (and the last weights)."""
         with warnings.catch_warnings():  # an unfinished round is no news: the outer decides
             warnings.simplefilter("ignore")
+            if self.options.inner == "interior_point" and \
+                    self.gap <= self.options.interior_below:
+                return interior_point_cg.solve(small, self.C, tol=tol,
+                                               max_iter=self.options.interior_max_steps,
+                                               warn=False, options=self.options.interior_point)
             if self.proximal and self.gap <= self.options.proximal_below:
                 res = labelset_alm.solve(small, self.C, W0=self.warm[0], alpha0=alpha,
                                          sigma0=self.warm[1], tol=tol,
