@@ -10,7 +10,9 @@ returned weights, certified lower bound, gap, status, iterations, times, per-sol
 - :mod:`.crammer_singer` — flat Crammer–Singer, sequential dual with shrinking
 - :mod:`.working_set` — Cai–Hofmann hierarchical SVM, variable selection (thesis Alg. 2)
 - :mod:`.interior_point` — the margin family (Crammer–Singer, Cai–Hofmann) by a primal-dual
-  interior-point method; :mod:`.margin_engine` chooses among the margin solvers
+  interior-point method; :mod:`.margin_engine` chooses among the margin solvers;
+  :mod:`.interior_point_cg` the same iteration with matrix-free Newton systems (conjugate
+  gradients) for primal dimensions too large to factorize
 - :mod:`.labelset` — the margin family on label sets by cutting planes over pairs with the
   loss-augmented oracle (the working set solves the model restricted to the pairs met)
 - :mod:`.low_rank_kernel` — a kernel margin model solved as the linear one on a
