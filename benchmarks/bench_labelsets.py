@@ -17,9 +17,10 @@ Per dataset:
 Ratio = HierarchicalSVC fit time / one-vs-rest fit time, wall and CPU (target: at most 10).
 
 Run: ``.venv/bin/python benchmarks/bench_labelsets.py [--n N] [--datasets cellcycle_FUN ...]
-[--max-iter K] [--inner working_set|proximal]`` (``--n``: a seeded random subset of N
-training rows; ``--inner``: the label-set engine's inner solver,
-:class:`hiercvx.solvers.labelset.Options`).
+[--max-iter K] [--inner working_set|proximal|interior_point]`` (``--n``: a seeded random
+subset of N training rows; ``--inner``: the label-set engine's inner solver,
+:class:`hiercvx.solvers.labelset.Options`; ``interior_point`` is the matrix-free interior
+point of :mod:`hiercvx.solvers.interior_point_cg`).
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=None, help="random subset of training rows")
     ap.add_argument("--datasets", nargs="+", default=["cellcycle_FUN", "cellcycle_GO"])
     ap.add_argument("--max-iter", type=int, default=10000, help="HierarchicalSVC max_iter")
-    ap.add_argument("--inner", choices=["working_set", "proximal", "interior_point"], default=None,
+    ap.add_argument("--inner", choices=["working_set", "proximal", "interior_point"],
+                    default=None,
                     help="the label-set engine's inner solver (default: its own default)")
     args = ap.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "

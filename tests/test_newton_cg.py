@@ -15,7 +15,7 @@ from hiercvx import testing
 from hiercvx.exceptions import InputError
 from hiercvx.formulations import hsvm
 from hiercvx.models import hsvm as hsvm_model
-from hiercvx.solvers import interior_point, interior_point_cg, labelset, working_set
+from hiercvx.solvers import interior_point, interior_point_cg, labelset
 
 from labelset_cases import HIERARCHIES, dag, label_sets, tree  # noqa: F401
 

@@ -247,7 +247,7 @@ class MatrixFreeNewton:
                       "diagonal": _diagonal}[name]
         self.preconditioner = name
         self.stats = {"systems": 0, "cg_steps": 0, "max_cg_steps": 0, "setup_time": 0.0,
-                      "cg_time": 0.0}
+                      "cg_time": 0.0, "per_system": []}
 
     def prepare(self, prob, D, cD, delta, accuracy):
         opts = self.options
@@ -267,6 +267,7 @@ class MatrixFreeNewton:
             st["systems"] += 1
             st["cg_steps"] += steps
             st["max_cg_steps"] = max(st["max_cg_steps"], steps)
+            st["per_system"].append(steps)
             st["cg_time"] += time.perf_counter() - t
             return x
         return op.V, solve

@@ -295,8 +295,8 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     tol : float
         Certified relative duality gap to reach.
     max_iter : int
-        Passes of the inner working-set solver over all rounds; a ``ConvergenceWarning`` is
-        issued when they run out.
+        Passes of the inner working-set solver over all rounds (a Newton step of the interior
+        point counts as one); a ``ConvergenceWarning`` is issued when they run out.
     verbose : bool
         Log the rounds at INFO level (DEBUG otherwise).
     alpha0 : None
