@@ -101,10 +101,13 @@ class Options:
         outer gap is below ``proximal_below``; linear models with class attributes and dense
         features, others keep the working set) or ``"interior_point"``
         (:mod:`.interior_point_cg`, Mehrotra's predictor-corrector with matrix-free Newton
-        systems, once the outer gap is below ``interior_below``; any kernel).  On label sets the restricted dual is
-        degenerate (tens of tied support pairs per example), which slows coordinate ascent
-        near the optimum; Newton steps on the weights do not depend on the multipliers' ties,
-        but each costs conjugate-gradient passes over the working pairs.
+        systems, once the outer gap is below ``interior_below``; any kernel).  On label sets
+        the restricted dual is degenerate (tens of tied support pairs per example), which
+        slows coordinate ascent near the optimum; Newton steps on the weights do not depend on
+        the multipliers' ties, but each costs conjugate-gradient passes over the working
+        pairs, and the interior point's systems grow ill-conditioned as its barrier parameter
+        falls (its block preconditioners then need thousands of conjugate-gradient steps per
+        system on FunCat label sets).
     proximal_below : float
         With ``inner="proximal"``, the rounds run the working set until the outer gap is below
         this, the proximal dual after: the first working sets are far from the final ones and
