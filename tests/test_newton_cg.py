@@ -147,3 +147,19 @@ def test_refuses_an_unknown_preconditioner():
     with pytest.raises(InputError, match="preconditioner"):
         interior_point_cg.solve(model, 1.0, options=interior_point_cg.Options(
             dense_below=0, preconditioner="none"))
+
+
+@pytest.mark.slow
+def test_dual_regularization_keeps_the_certified_optimum():
+    # the RBF kernel's factor: ill-conditioned Newton systems that the regularization bounds
+    H = tree()
+    X, Y = label_sets(H, 30, 4, seed=3)
+    model = hsvm_model.prepare(X, Y, H, kernel="rbf")
+    dense = interior_point.solve(model, 1.0, tol=1e-8)
+    free = interior_point_cg.solve(model, 1.0, tol=1e-8, options=interior_point_cg.Options(
+        dense_below=0, preconditioner="feature_blocks", dual_regularization=1e-2))
+    assert free.converged and free.objective == pytest.approx(dense.objective, rel=1e-7)
+    regularized = interior_point.solve(model, 1.0, tol=1e-8, options=interior_point.Options(
+        dual_regularization=1e-2))
+    assert regularized.converged
+    assert regularized.objective == pytest.approx(dense.objective, rel=1e-7)

@@ -11,7 +11,10 @@ with pair slacks ``s``, multipliers ``alpha`` (the thesis' dual variables of (4.
 products, scatter, the Newton matrix ``I + sum_i T_i (x) F_i F_i^T``); :func:`mehrotra` runs
 the predictor-corrector (Mehrotra, SIAM J. Optim. 2, 1992) with Gondzio's centrality
 correctors (Comput. Optim. Appl. 6, 1996), certifying every iterate by the dual at the
-projected multipliers and the primal at their weights (thesis (4.12)).
+projected multipliers and the primal at their weights (thesis (4.12)).  With the option
+``dual_regularization`` (``rho``) the Newton systems are those of the proximally regularized
+multipliers (Friedlander & Orban, Math. Prog. Comp. 4, 2012): ``D = alpha / (s + rho
+alpha)``.
 """
 
 from __future__ import annotations
@@ -151,11 +154,13 @@ class _NewtonSystem:
     (module docstring): :meth:`direction` solves it for any complementarity right-hand
     sides."""
 
-    def __init__(self, prob: PairProblem, it: _Iterate, residuals, linear, accuracy):
+    def __init__(self, prob: PairProblem, it: _Iterate, residuals, linear, accuracy,
+                 rho: float = 0.0):
         self.prob, self.it = prob, it
         self.r_p, self.r_xi, self.r_w = residuals
         c = prob.c
-        self.D = it.alpha / it.s
+        # rho > 0: the proximal dual regularization, D = 1 / (s / alpha + rho) <= 1 / rho
+        self.D = it.alpha / (it.s + rho * it.alpha)
         self.E = it.mu / it.xi
         self.cD = c * self.D
         self.tmp = np.empty(prob.n)
@@ -168,7 +173,7 @@ class _NewtonSystem:
         linear residuals of the iterate)."""
         prob, it, c = self.prob, self.it, self.prob.c
         D, E, V, delta, tmp = self.D, self.E, self.V, self.delta, self.tmp
-        e = -D * self.r_p - r_s / it.s
+        e = -D * (self.r_p + r_s / it.alpha)
         _k.pair_sums(prob.ptr, c * e, tmp)
         h = -self.r_xi - r_mu / it.xi + tmp
         G = prob.scatter(e)
@@ -266,7 +271,8 @@ def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options, linear
             break
         try:
             slack = (primal - dual) / max(float(np.linalg.norm(it.w)), 1e-300)
-            system = _NewtonSystem(prob, it, residuals, linear, (gap, slack))
+            system = _NewtonSystem(prob, it, residuals, linear, (gap, slack),
+                                   getattr(options, "dual_regularization", 0.0))
         except (np.linalg.LinAlgError, ValueError):
             stopped = "the Newton matrix lost positive definiteness in round-off"
             log("step %d: %s; stopping", n_iter, stopped)

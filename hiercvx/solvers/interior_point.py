@@ -134,6 +134,16 @@ class Options:
         rows above ``max_dimension`` are refused), ``"matrix_free"`` (conjugate gradients,
         :mod:`.interior_point_cg`) or ``"auto"`` (dense up to ``max_dimension``, matrix-free
         above).  Dense by default: a master of a cutting-plane loop is usually small.
+    dual_regularization : float
+        ``rho`` of the proximal regularization of the multipliers (Altman & Gondzio,
+        "Regularized symmetric indefinite systems in interior point methods for linear and
+        quadratic optimization", Optim. Methods Softw. 11-12, 1999; Friedlander & Orban, "A
+        primal-dual regularized interior-point method for convex quadratic programs", Math.
+        Prog. Comp. 4, 2012): the Newton systems take ``D_p = 1 / (s_p / alpha_p + rho)``,
+        at most ``1 / rho``, which bounds their condition number; the pair rows' residual
+        then carries ``rho dalpha``, which vanishes with the steps.  0 for the factorized
+        systems (they need no bound); the matrix-free ones set their own
+        (:class:`.interior_point_cg.Options`).
     """
 
     max_dimension: int = 6000
@@ -152,6 +162,7 @@ class Options:
     regularize_from: float = 1e-14
     regularize_to: float = 1e-6
     rows_newton: str = "dense"
+    dual_regularization: float = 0.0
 
 
 _DEFAULT = Options()

@@ -100,6 +100,12 @@ class Options:
     max_correctors : int
         Gondzio's centrality correctors per Newton step: each costs one more solve by
         conjugate gradients, so fewer than with a factorization at hand.
+    dual_regularization : float
+        ``rho`` of the proximal regularization of the multipliers in the matrix-free systems
+        (:class:`.interior_point.Options`): ``D_p <= 1 / rho`` bounds the condition number
+        that the block preconditioners cannot; on small label-set problems this ``rho`` takes
+        as many Newton steps as none and far fewer conjugate-gradient steps, and it lets the
+        RBF kernel's factor converge at all.
     dense_below : int
         Primal dimensions ``r d`` up to this are factorized densely (a factorization is
         cheaper than the conjugate gradients' products there).
@@ -114,6 +120,7 @@ class Options:
     cg_rtol_min: float = 1e-10
     cg_max: int = 1000
     max_correctors: int = 1
+    dual_regularization: float = 1e-4
     dense_below: int = 1500
     interior_point: _ip.Options = field(default_factory=_ip.Options)
 
@@ -341,7 +348,8 @@ def _iterate(prob, tol, max_iter, verbose, t_start, options: Options):
         linear = DenseNewton(ip)
     else:
         linear = MatrixFreeNewton(prob, options)
-        ip = dataclasses.replace(ip, max_correctors=options.max_correctors)
+        ip = dataclasses.replace(ip, max_correctors=options.max_correctors,
+                                 dual_regularization=options.dual_regularization)
     with blas_threads(1):
         out = mehrotra(prob, float(tol), int(max_iter), verbose, t_start, ip, linear)
     return out, linear
