@@ -24,7 +24,11 @@ has ``(r d)^2 = 1.5e9`` entries.  This module solves the same systems without fo
   ``||w||``); then ``"feature_blocks"`` keeps the ``d`` blocks ``I + sum_i F_ia^2 T_i``
   ``(r, r)`` (exact when every example has the same ``T_i``: ``sum_i F_i F_i^T`` is then
   diagonal), ``"node_blocks"`` the ``r`` blocks ``I + sum_i T_i[m, m] F_i F_i^T`` ``(d, d)``,
-  ``"diagonal"`` the diagonal.  Each is factorized once per Newton step.
+  ``"diagonal"`` the diagonal.  Each is factorized once per Newton step;
+* a block diagonal cannot follow the pairs that become active: their ``D_p = alpha_p / s_p``
+  grow without bound as the barrier parameter falls, and the preconditioned systems' condition
+  number with them.  The multipliers are therefore regularized proximally (``D_p <= 1 /
+  rho``, :class:`.interior_point.Options` ``dual_regularization``), which bounds it.
 
 The iterates are certified exactly as by the dense method (the primal recomputed at the
 weights, the dual at the projected multipliers): inexact directions change the path, never
