@@ -22,7 +22,12 @@ test set: the OvR decision values, and NHSVM's ``node_decision_function``.  The 
 is NHSVM's fit time over OvR's.
 
     .venv/bin/python benchmarks/bench_nhsvm_labelsets.py [--n 600] [--datasets FUN,GO]
-        [--max-iter N]
+        [--max-iter N] [--option method=auto --option master_newton=matrix_free ...]
+
+``--option key=value`` (repeatable) passes ``solver_options`` to the estimator: ``method`` and
+the fields of :class:`hiercvx.solvers.nhsvm_fw.Options` (numbers parsed as such); with options
+the NHSVM row also prints the solver's method, its pairwise passes and, for cutting planes,
+the rounds, the masters' Newton steps and conjugate-gradient steps.
 """
 
 from __future__ import annotations
@@ -96,8 +101,35 @@ def one_vs_rest(H, X, y, Xte):
     return fit, pred, S, len(nodes)
 
 
-def nhsvm(H, X, y, Xte, max_iter):
-    est = NormalizedHierarchicalSVC(hierarchy=H)
+def parse_options(pairs) -> dict | None:
+    """``["key=value", ...]`` as a dict (ints and floats parsed), or None when empty."""
+    out = {}
+    for pair in pairs or ():
+        key, _, value = pair.partition("=")
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                continue
+        out[key.strip()] = value
+    return out or None
+
+
+def solver_work(est) -> str:
+    """The solver's method and, for cutting planes, rounds, Newton and CG steps of the masters."""
+    res = est.result_
+    h = res.history if isinstance(res.history, dict) else {}
+    text = f"method {res.extras.get('method')}, pairwise passes {res.extras.get('pairwise_passes')}"
+    if "master_newton_steps" in h:
+        text += (f", rounds {len(h['master_newton_steps'])}, master Newton steps "
+                 f"{sum(h['master_newton_steps'])}, CG steps {sum(h['master_cg_steps'])} over "
+                 f"{sum(h['master_systems'])} systems, master time {sum(h['master_time']):.1f} s")
+    return text
+
+
+def nhsvm(H, X, y, Xte, max_iter, solver_options=None):
+    est = NormalizedHierarchicalSVC(hierarchy=H, solver_options=solver_options)
     if max_iter:
         est.set_params(max_iter=max_iter)
     with Clock() as fit, warnings.catch_warnings():
@@ -113,13 +145,13 @@ def nhsvm(H, X, y, Xte, max_iter):
     return est, fit, pred, S, share
 
 
-def run(name: str, n, max_iter) -> None:
+def run(name: str, n, max_iter, solver_options=None) -> None:
     H, X, y, Xte, yte = load(name, n)
     print(f"\ncellcycle_{name}: {X.shape[0]} train+valid samples, {X.shape[1]} features, "
           f"{Xte.shape[0]} test; {H!r}", flush=True)
     fo, po, So, n_nodes = one_vs_rest(H, X, y, Xte)
     ap_o = au_prc(yte, So, H, y_train=y)
-    est, fn, pn, Sn, share = nhsvm(H, X, y, Xte, max_iter)
+    est, fn, pn, Sn, share = nhsvm(H, X, y, Xte, max_iter, solver_options)
     ap_n = au_prc(yte, Sn, H, y_train=y)
     print(f"  {'model':<16} {'fit wall':>9} {'fit cpu':>8} {'pred wall':>9} {'passes':>6} "
           f"{'gap':>8} {'AU(PRC)':>8}")
@@ -130,6 +162,8 @@ def run(name: str, n, max_iter) -> None:
     print(f"  ratio NHSVM / OvR fit: wall {fn.wall / fo.wall:.2f}, cpu {fn.cpu / fo.cpu:.2f}"
           + ("" if np.isnan(share) else f"; test samples decided by the closure cut: {share:.0%}"),
           flush=True)
+    if solver_options:
+        print(f"  solver_options {solver_options}: {solver_work(est)}", flush=True)
     page_row(labelset_data(f"cellcycle_{name}", X.shape[0], X.shape[1], len(H.nodes),
                            n == X.shape[0]),
              estimator_label(est), fn.wall,
@@ -143,6 +177,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=None, help="subsample train+valid to n samples")
     ap.add_argument("--datasets", default="FUN,GO")
     ap.add_argument("--max-iter", type=int, default=0, help="cap NHSVM's passes (0: default)")
+    ap.add_argument("--option", action="append", default=[],
+                    help="key=value of NHSVM's solver_options (repeatable)")
     args = ap.parse_args(argv)
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     missing = [f"cellcycle_{d}" for d in names if not (DATA / f"cellcycle_{d}.train.arff").exists()]
@@ -151,7 +187,7 @@ def main(argv=None):
         return
     print("load average before:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
     for name in names:
-        run(name, args.n, args.max_iter)
+        run(name, args.n, args.max_iter, parse_options(args.option))
     print("\nload average after:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

@@ -19,26 +19,41 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import InputError
 from ..result import Solution, reached, relative_gap
 from . import interior_point
 from ._nhsvm_dual import VertexModel, finish, progress, record
 from ._nhsvm_options import Options
 from ._nhsvm_pairwise import pairwise
 
-__all__ = ["cutting_plane_applicable", "cutting_plane", "pairwise_then_cutting_planes"]
+__all__ = ["cutting_plane_applicable", "master_newton", "cutting_plane", "pairwise_then_cutting_planes"]
 
 
 def cutting_plane_applicable(model: VertexModel, options: Options | None = None) -> bool:
     """Whether the cutting-plane master (an interior point in the ``M d`` node weights) is
-    affordable: ``M d <= options.master_max_dimension``, a Newton step within
-    ``options.master_max_step_cost`` and the dense features within
-    ``interior_point.Options().max_feature_entries``."""
+    affordable: the dense features within ``interior_point.Options().max_feature_entries``
+    and, unless its Newton systems are matrix-free (:func:`master_newton`), ``M d <=
+    options.master_max_dimension`` and a Newton step within ``options.master_max_step_cost``."""
     options = Options() if options is None else options
     n, d = model.X.shape
     M = model.n_nodes
-    return (M * d <= options.master_max_dimension
-            and n * d <= interior_point.Options().max_feature_entries
-            and interior_point.row_step_cost(n, M, d) <= options.master_max_step_cost)
+    if n * d > interior_point.Options().max_feature_entries:
+        return False
+    return (master_newton(model, options) == "matrix_free"
+            or (M * d <= options.master_max_dimension
+                and interior_point.row_step_cost(n, M, d) <= options.master_max_step_cost))
+
+
+def master_newton(model: VertexModel, options: Options) -> str:
+    """``"dense"`` or ``"matrix_free"``: how the master solves its Newton systems
+    (``options.master_newton``; ``"auto"``: dense while ``M d <= options.master_max_dimension``)."""
+    choice = options.master_newton
+    if choice not in ("dense", "matrix_free", "auto"):
+        raise InputError(f"master_newton must be 'dense', 'matrix_free' or 'auto', got {choice!r}")
+    if choice == "auto":
+        dense = model.n_nodes * model.X.shape[1] <= options.master_max_dimension
+        choice = "dense" if dense else "matrix_free"
+    return choice
 
 
 class _WorkingSets:
@@ -71,9 +86,11 @@ class _WorkingSets:
     def counts(self) -> np.ndarray:
         return np.array([len(r) for r in self.rows])
 
-    def solve_master(self, F, lam: float, master_tol: float):
-        """The master by the interior point; ``(W, G, l, cuts, b, sample)``: its weights, the dual
-        point in node space (``g`` ``(n, M)``, ``l`` ``(n,)``) and the stacked cuts."""
+    def solve_master(self, F, lam: float, master_tol: float, newton: str = "dense"):
+        """The master by the interior point (``newton``: its Newton systems, ``"dense"`` or
+        ``"matrix_free"``); ``(W, G, l, cuts, b, sample, master)``: its weights, the dual point
+        in node space (``g`` ``(n, M)``, ``l`` ``(n,)``), the stacked cuts and the interior
+        point's :class:`~hiercvx.result.Solution`."""
         model = self.model
         n, M = model.n_samples, model.n_nodes
         counts = self.counts()
@@ -81,15 +98,16 @@ class _WorkingSets:
         np.cumsum(counts, out=ptr[1:])
         cuts = np.vstack([np.asarray(r) for r in self.rows if r])
         b = np.concatenate([np.asarray(o) for o in self.offsets if o])
+        ip_options = interior_point.Options(rows_newton=newton)
         master = interior_point.solve_pair_rows(F, cuts * model.sqrt_alpha, ptr, b, np.ones(b.size),
                                                 np.full(n, 1.0 / (2.0 * lam)), tol=master_tol,
-                                                max_iter=200)
+                                                max_iter=200, options=ip_options)
         beta = 2.0 * lam * np.asarray(master.dual)
         sample = np.repeat(np.arange(n), counts)
         G = np.zeros((n, M))
         np.add.at(G, sample, beta[:, None] * cuts)
         l = np.bincount(sample, weights=beta * b, minlength=n)
-        return np.asarray(master.weights), G, l, cuts, b, sample
+        return np.asarray(master.weights), G, l, cuts, b, sample, master
 
 
 def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, verbose=False,
@@ -114,6 +132,7 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
     best_D, n_oracle, converged = -np.inf, 0, False
     dual_point = (np.zeros((n, M)), 0.0)  # (g, sum_i l_i) of best_D
     master_tol = 1e-3
+    newton = master_newton(model, options)
     if start is not None:
         W = np.asarray(start.weights, dtype=float)
         best_D, n_oracle = float(start.lower_bound), int(start.extras.get("n_oracle", 0))
@@ -149,7 +168,8 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
             if not sets.counts().any():  # nothing was ever violated: W = 0 is optimal, the bound 0
                 best_D = max(best_D, 0.0)
                 continue
-            W, G, l, cuts, b, sample = sets.solve_master(F, lam, master_tol)
+            W, G, l, cuts, b, sample, master = sets.solve_master(F, lam, master_tol, newton)
+            _record_master(history, master)
             D = model.source.dual_value(G, l, lam)
             if D > best_D:
                 best_D, dual_point = D, (G, float(l.sum()))
@@ -162,6 +182,17 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
     P, W, H = best
     return finish("cutting_plane", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
                   G=dual_point[0], loss_term=dual_point[1])
+
+
+def _record_master(history, master) -> None:
+    """Per round: the master's Newton steps, its time and (matrix-free) conjugate-gradient
+    steps over its Newton systems."""
+    linear = master.history.get("linear", {}) if isinstance(master.history, dict) else {}
+    history.setdefault("master_newton_steps", []).append(int(master.n_iter))
+    history.setdefault("master_time", []).append(float(master.solve_time))
+    history.setdefault("master_cg_steps", []).append(int(linear.get("cg_steps", 0)))
+    history.setdefault("master_systems", []).append(int(linear.get("systems", 0)))
+    history.setdefault("master_cuts", []).append(int(np.size(master.dual)))
 
 
 def pairwise_then_cutting_planes(view: VertexModel, lam, options: Options, state, time_limit,

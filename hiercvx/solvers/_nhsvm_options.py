@@ -34,9 +34,16 @@ class Options:
         the progress there, not the inner accuracy, so one suffices.
     handoff_passes : ``method="auto"`` on label sets and (13): pairwise passes before cutting
         planes take over; enough where the labels carry signal.
-    master_max_dimension : the cutting-plane master (an interior point in the node weights) is
-        used while ``M d`` is at most this; beyond, a master's dense Newton system costs more
-        than pairwise passes.
+    master_max_dimension : the cutting-plane master (an interior point in the node weights)
+        factorizes its Newton systems densely while ``M d`` is at most this; beyond, a dense
+        Newton system costs more than pairwise passes.
+    master_newton : how the master solves its Newton systems: ``"dense"`` (factorized; the
+        cutting planes are then used only while ``M d <= master_max_dimension``),
+        ``"matrix_free"`` (preconditioned conjugate gradients,
+        :mod:`hiercvx.solvers.interior_point_cg`, for any ``M d``) or ``"auto"`` (dense up to
+        ``master_max_dimension``, matrix-free above).  Dense: on a FunCat tree's label sets
+        the matrix-free master's conjugate gradients cost more than the pairwise passes they
+        replace.
     master_max_step_cost : and while one of its Newton steps costs at most this many
         multiply-adds (a fraction of a second).
     eps_share : pairwise: a block leaves the sweeps when its cached gap is at most this share
@@ -52,6 +59,7 @@ class Options:
     expensive_refines: int = 1
     handoff_passes: int = 50
     master_max_dimension: int = 4000
+    master_newton: str = "dense"
     master_max_step_cost: float = 4e10
     eps_share: float = 0.1
 
