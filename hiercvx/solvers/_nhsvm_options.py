@@ -42,8 +42,9 @@ class Options:
         ``"matrix_free"`` (preconditioned conjugate gradients,
         :mod:`hiercvx.solvers.interior_point_cg`, for any ``M d``) or ``"auto"`` (dense up to
         ``master_max_dimension``, matrix-free above).  Dense: on a FunCat tree's label sets
-        the matrix-free master's conjugate gradients cost more than the pairwise passes they
-        replace.
+        (``M d`` about 4e4) every round's master starts its interior point afresh and takes
+        tens of Newton steps of a hundred or more conjugate-gradient steps each, far more than
+        the pairwise passes it would replace.
     master_max_step_cost : and while one of its Newton steps costs at most this many
         multiply-adds (a fraction of a second).
     eps_share : pairwise: a block leaves the sweeps when its cached gap is at most this share

@@ -49,7 +49,8 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     multipliers are the dual point (:mod:`hiercvx.solvers._nhsvm_cutting`).  Few rounds of a
     few Newton steps each, where the Frank–Wolfe methods need many passes on noisy label sets;
     affordable while ``M d`` is at most ``Options.master_max_dimension``
-    (:func:`cutting_plane_applicable`).
+    (:func:`cutting_plane_applicable`), or at any size with matrix-free Newton systems
+    (``Options.master_newton``, :mod:`hiercvx.solvers.interior_point_cg`).
 ``"working_set"``, ``"interior_point"``  Single-label (10) only: the pair model ``model.margin``
     (``C = 1/(2 lam)``, objective times ``2 lam``) handed to the margin engine
     (:func:`hiercvx.solvers.margin_engine.solve`) with that solver.
