@@ -119,7 +119,7 @@ def test_label_set_engine_with_the_interior_point_inside(shape, rescaling, weigh
     assert model.lower_bound(fast.dual, 1.5) == pytest.approx(fast.lower_bound, rel=1e-9)
 
 
-def test_solve_pair_rows_matrix_free_option():
+def test_solve_pair_rows_matrix_free_agrees_with_the_dense_master():
     H = tree()
     X, Y = label_sets(H, 20, 3, seed=8)
     model = hsvm_model.prepare(X, Y, H)
@@ -128,16 +128,11 @@ def test_solve_pair_rows_matrix_free_option():
     R = L[data.pair_y] - L[data.pair_ybar]
     args = (np.asarray(X), R, data.pair_ptr, data.pair_offset, data.pair_cost, data.Cw * 1.0)
     dense = interior_point.solve_pair_rows(*args, tol=1e-9)
-    free = interior_point.solve_pair_rows(*args, tol=1e-9, options=interior_point.Options(
-        rows_newton="matrix_free"))
     direct = interior_point_cg.solve_pair_rows(*args, tol=1e-9, options=FORCE_CG)
-    assert dense.converged and free.converged and direct.converged
-    assert free.solver == direct.solver == "interior_point_cg.rows"
-    assert free.objective == pytest.approx(dense.objective, rel=1e-7)
+    assert dense.converged and direct.converged
+    assert direct.solver == "interior_point_cg.rows"
     assert direct.objective == pytest.approx(dense.objective, rel=1e-7)
     assert np.allclose(direct.weights, dense.weights, atol=1e-3)
-    with pytest.raises(InputError, match="rows_newton"):
-        interior_point.solve_pair_rows(*args, options=interior_point.Options(rows_newton="x"))
 
 
 def test_refuses_an_unknown_preconditioner():

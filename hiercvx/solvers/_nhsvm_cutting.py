@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from ..exceptions import InputError
 from ..result import Solution, reached, relative_gap
-from . import interior_point
+from . import interior_point, interior_point_cg
 from ._nhsvm_dual import VertexModel, finish, progress, record
 from ._nhsvm_options import Options
 from ._nhsvm_pairwise import pairwise
@@ -98,10 +98,10 @@ class _WorkingSets:
         np.cumsum(counts, out=ptr[1:])
         cuts = np.vstack([np.asarray(r) for r in self.rows if r])
         b = np.concatenate([np.asarray(o) for o in self.offsets if o])
-        ip_options = interior_point.Options(rows_newton=newton)
-        master = interior_point.solve_pair_rows(F, cuts * model.sqrt_alpha, ptr, b, np.ones(b.size),
-                                                np.full(n, 1.0 / (2.0 * lam)), tol=master_tol,
-                                                max_iter=200, options=ip_options)
+        solver = interior_point_cg if newton == "matrix_free" else interior_point
+        master = solver.solve_pair_rows(F, cuts * model.sqrt_alpha, ptr, b, np.ones(b.size),
+                                        np.full(n, 1.0 / (2.0 * lam)), tol=master_tol,
+                                        max_iter=200)
         beta = 2.0 * lam * np.asarray(master.dual)
         sample = np.repeat(np.arange(n), counts)
         G = np.zeros((n, M))

@@ -129,11 +129,6 @@ class Options:
         diagonal, ``shift`` from the first value up to the second by factors of 100: the
         smallest shift that factorizes (a few units of round-off relative to the largest
         entry first; above ``1e-6`` the direction is too far from Newton's to be worth a step).
-    rows_newton : str
-        How :func:`solve_pair_rows` solves its Newton systems: ``"dense"`` (factorized; pair
-        rows above ``max_dimension`` are refused), ``"matrix_free"`` (conjugate gradients,
-        :mod:`.interior_point_cg`) or ``"auto"`` (dense up to ``max_dimension``, matrix-free
-        above).  Dense by default: a master of a cutting-plane loop is usually small.
     dual_regularization : float
         ``rho`` of the proximal regularization of the multipliers (Altman & Gondzio,
         "Regularized symmetric indefinite systems in interior point methods for linear and
@@ -161,7 +156,6 @@ class Options:
     max_correctors: int = 2
     regularize_from: float = 1e-14
     regularize_to: float = 1e-6
-    rows_newton: str = "dense"
     dual_regularization: float = 0.0
 
 
@@ -480,20 +474,11 @@ def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 10
     dual point's weights, whichever has the lower primal), ``objective`` that primal,
     ``lower_bound`` the dual at the projected multipliers ``dual`` ``(P,)``; no warning (the
     caller, a cutting-plane loop, decides what an unconverged master means); ``options``:
-    :class:`Options` (``rows_newton``: dense or matrix-free Newton systems).
+    :class:`Options`.  Without the limit on ``r d``, by conjugate gradients:
+    :func:`hiercvx.solvers.interior_point_cg.solve_pair_rows`.
     """
     t_start = time.perf_counter()
     options = _DEFAULT if options is None else options
-    if options.rows_newton not in ("dense", "matrix_free", "auto"):
-        raise InputError("rows_newton must be 'dense', 'matrix_free' or 'auto', got "
-                         f"{options.rows_newton!r}")
-    dim = np.shape(F)[1] * np.shape(R)[1]
-    if options.rows_newton == "matrix_free" or (options.rows_newton == "auto"
-                                                and dim > options.max_dimension):
-        from . import interior_point_cg  # it builds on this module
-        return interior_point_cg.solve_pair_rows(
-            F, R, ptr, b, c, C, tol=tol, max_iter=max_iter, verbose=verbose,
-            options=interior_point_cg.Options(interior_point=options))
     prob = PairRows(F, R, ptr, b, c, C, options)
     if prob.dim > options.max_dimension:
         raise InputError(f"the interior-point method factorizes a dense ({prob.dim}, {prob.dim}) "
