@@ -369,3 +369,19 @@ def test_schedule_interval_grows_with_certificate_cost(min_every, max_extra, cer
         assert min_every <= s.interval <= max_every
         intervals.append(s.interval)
     assert intervals[0] <= intervals[1]
+
+
+def test_conjugate_gradients_solves_a_preconditioned_system_and_a_zero_right_hand_side():
+    from hiercvx.solvers.primitives import conjugate_gradients
+
+    rng = np.random.default_rng(3)
+    B = rng.standard_normal((30, 30))
+    A = B @ B.T + 0.1 * np.eye(30)
+    rhs = rng.standard_normal((6, 5))
+    diag = np.diag(A).reshape(6, 5)
+    x, steps = conjugate_gradients(lambda v: (A @ v.ravel()).reshape(6, 5), rhs,
+                                   lambda r: r / diag, 1e-12, 200)
+    assert np.allclose(x.ravel(), np.linalg.solve(A, rhs.ravel()), atol=1e-8)
+    assert 1 <= steps <= 200
+    zero, steps0 = conjugate_gradients(lambda v: v, np.zeros((2, 2)), lambda r: r, 1e-9, 10)
+    assert steps0 == 0 and not zero.any()

@@ -58,7 +58,7 @@ from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import _interior_point_kernels as _k
 from . import interior_point as _ip
 from ._mehrotra import DenseNewton, mehrotra
-from .primitives import blas_threads
+from .primitives import blas_threads, conjugate_gradients
 
 logger = logging.getLogger(__name__)
 
@@ -219,34 +219,6 @@ def _diagonal(op: _Operator):
     return lambda X: X / diag
 
 
-def _cg(product, rhs, precond, rtol: float, max_steps: int):
-    """Preconditioned conjugate gradients on ``product(x) = rhs`` from 0; ``(x, steps)``."""
-    x = np.zeros_like(rhs)
-    r = rhs.copy()
-    stop = rtol ** 2 * float(np.sum(r * r))
-    if stop == 0.0:
-        return x, 0
-    z = precond(r)
-    p = z.copy()
-    rz = float(np.sum(r * z))
-    for step in range(1, max_steps + 1):
-        Ap = product(p)
-        pAp = float(np.sum(p * Ap))
-        if not pAp > 0:
-            return x, step
-        a = rz / pAp
-        x += a * p
-        r -= a * Ap
-        if float(np.sum(r * r)) <= stop:
-            return x, step
-        z = precond(r)
-        rz_new = float(np.sum(r * z))
-        p *= rz_new / rz
-        p += z
-        rz = rz_new
-    return x, max_steps
-
-
 class MatrixFreeNewton:
     """The linear solver of :func:`._mehrotra.mehrotra` by preconditioned conjugate
     gradients (module docstring); counts its work in ``stats``."""
@@ -279,7 +251,7 @@ class MatrixFreeNewton:
             gap, slack = accuracy
             rtol = opts.cg_forcing * min(gap, slack / size if size > 0 else 1.0)
             rtol = float(np.clip(rtol, opts.cg_rtol_min, opts.cg_rtol_max))
-            x, steps = _cg(op, rhs, precond, rtol, opts.cg_max)
+            x, steps = conjugate_gradients(op, rhs, precond, rtol, opts.cg_max)
             st = self.stats
             st["systems"] += 1
             st["cg_steps"] += steps

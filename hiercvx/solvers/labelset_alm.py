@@ -51,7 +51,7 @@ from ..models.margin import MarginModel
 from ..result import Solution, reached, relative_gap
 from ._labelset_alm_kernels import (hessian_diagonal, jacobian_apply, node_coefficients,
                                     node_curvature, pair_margins, project_budgets)
-from .primitives import blas_threads
+from .primitives import blas_threads, conjugate_gradients
 
 logger = logging.getLogger(__name__)
 
@@ -215,33 +215,6 @@ class _Envelope:
         return D + self.sigma * ops.adjoint(ops.jacobian(ops.forward(D), tau))
 
 
-def _cg(product, rhs, precond, rtol: float, max_steps: int):
-    """Conjugate gradients on ``product(x) = rhs`` from 0, preconditioned by the function
-    ``precond`` (an approximate inverse); returns ``(x, steps)``."""
-    x = np.zeros_like(rhs)
-    r = rhs.copy()
-    zr = precond(r)
-    p = zr.copy()
-    rz = float(np.sum(r * zr))
-    stop = (rtol ** 2) * float(np.sum(r * r))
-    for step in range(1, max_steps + 1):
-        Ap = product(p)
-        pAp = float(np.sum(p * Ap))
-        if not pAp > 0:
-            return x, step
-        a = rz / pAp
-        x += a * p
-        r -= a * Ap
-        if float(np.sum(r * r)) <= stop:
-            return x, step
-        zr = precond(r)
-        rz_new = float(np.sum(r * zr))
-        p *= rz_new / rz
-        p += zr
-        rz = rz_new
-    return x, max_steps
-
-
 def _newton(env: _Envelope, W, z, target: float, options: Options, counts: dict):
     """Semismooth Newton on ``Phi`` from ``W`` (margins ``z``) until ``||grad|| <= target``;
     returns ``(W, z, alpha, reached)`` with ``alpha`` the projection at the final ``W``."""
@@ -252,9 +225,9 @@ def _newton(env: _Envelope, W, z, target: float, options: Options, counts: dict)
         gnorm = float(np.sqrt(np.sum(grad * grad)))
         if gnorm <= max(target, options.grad_floor):
             return W, z, alpha, True
-        D, steps = _cg(lambda V, j=jac: env.hessian_product(V, None, j), -grad,
-                       _preconditioner(ops, jac, env.sigma, options),
-                       min(options.cg_rtol, gnorm), options.cg_max)
+        D, steps = conjugate_gradients(lambda V, j=jac: env.hessian_product(V, None, j), -grad,
+                                       _preconditioner(ops, jac, env.sigma, options),
+                                       min(options.cg_rtol, gnorm), options.cg_max)
         counts["cg"] += steps
         counts["newton"] += 1
         zD = ops.forward(D)

@@ -26,7 +26,8 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["MODE_DENSE", "MODE_CSR", "MODE_GRAM", "RowData", "row_data", "row_dot", "row_axpy",
            "row_sq_norms", "budget_qp", "isotropic_budget_step", "CertificateSchedule",
-           "blas_threads", "kronecker_sum", "centrality_correctors", "pivoted_cholesky"]
+           "blas_threads", "kronecker_sum", "centrality_correctors", "pivoted_cholesky",
+           "conjugate_gradients"]
 
 MODE_DENSE, MODE_CSR, MODE_GRAM = 0, 1, 2
 
@@ -356,3 +357,35 @@ def pivoted_cholesky(diagonal: np.ndarray, column: Callable[[int], np.ndarray], 
         pivots[k] = j
         k += 1
     return np.ascontiguousarray(L[:, :k]), pivots[:k], d
+
+
+def conjugate_gradients(product: Callable, rhs: np.ndarray, precond: Callable, rtol: float,
+                        max_steps: int):
+    """Preconditioned conjugate gradients (Hestenes & Stiefel, J. Res. NBS 49, 1952) on the
+    positive definite ``product(x) = rhs`` from ``x = 0``, preconditioned by ``precond`` (an
+    approximate inverse), to the relative residual ``rtol``; ``(x, steps)``.  Stops early,
+    at that step, when a direction has no positive curvature (round-off)."""
+    x = np.zeros_like(rhs)
+    r = rhs.copy()
+    stop = rtol ** 2 * float(np.sum(r * r))
+    if stop == 0.0:
+        return x, 0
+    z = precond(r)
+    p = z.copy()
+    rz = float(np.sum(r * z))
+    for step in range(1, max_steps + 1):
+        Ap = product(p)
+        pAp = float(np.sum(p * Ap))
+        if not pAp > 0:
+            return x, step
+        a = rz / pAp
+        x += a * p
+        r -= a * Ap
+        if float(np.sum(r * r)) <= stop:
+            return x, step
+        z = precond(r)
+        rz_new = float(np.sum(r * z))
+        p *= rz_new / rz
+        p += z
+        rz = rz_new
+    return x, max_steps
