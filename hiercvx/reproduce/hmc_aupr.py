@@ -17,7 +17,10 @@ Protocol (one replication; the papers' splits):
   mean-imputed and standardized, both fitted on train + valid (as C-HMCNN's evaluation);
 * hyperparameters (``C``; ``sigma`` of the Gaussian kernel, multiples of the median distance
   between training points) chosen by AU(PRC) on the valid split after training on the train
-  split; the final model is trained on train + valid with them and scored on the test split;
+  split; the final model is trained on train + valid with them and scored on the test split,
+  and its certified relative duality gap reported (``gap``: the estimator's ``gap_``, the
+  largest node SVM's for ``TopDownSVC``; none for the perceptron, ``NodeKernelRidge`` and the
+  flat baselines);
 * scores per node: ``node_decision_function`` of the hierarchical estimators (calibrated node
   log-odds, :class:`hiercvx.metrics.NodeCalibration`); the decision function per node of the
   flat baselines; AU(PRC) over :func:`hiercvx.metrics.evaluated_nodes` (every node but those
