@@ -74,7 +74,8 @@ from .primitives import blas_threads, kronecker_sum, pivoted_cholesky
 logger = logging.getLogger(__name__)
 
 __all__ = ["Options", "solve", "solve_pair_rows", "PairRows", "row_step_cost", "step_cost",
-           "applicable", "feature_dimension", "low_rank_factor"]
+           "applicable", "feature_dimension", "low_rank_factor",
+           "rows_certificate"]
 
 #: the low-rank kernel factor found for each model, while the model lives (a cache: the
 #: search is asked by :func:`applicable`, :func:`step_cost` and :func:`solve` alike)
@@ -466,6 +467,18 @@ def row_step_cost(n: int, r: int, d: int) -> float:
     return float(n * (r * (r + 1) / 2) * (d * (d + 1) / 2) + dim ** 3 / 3)
 
 
+def rows_certificate(prob: PairRows, w, alpha):
+    """The certificate of a :class:`PairRows` iterate: ``(weights, objective, lower_bound,
+    alpha)``, the lower bound the dual at the projected multipliers ``alpha`` and the weights
+    whichever of the iterate ``w`` and the dual point's weights has the lower primal."""
+    lower, alpha, w_dual = prob.dual(alpha)
+    objective = prob.primal(w_dual)
+    obj_w = prob.primal(w)
+    if obj_w < objective:
+        objective, w_dual = obj_w, w
+    return w_dual, objective, lower, alpha
+
+
 def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 100,
                     verbose: bool = False, options: Options | None = None) -> Solution:
     """The primal of :class:`PairRows` by the same Mehrotra predictor-corrector as :func:`solve`.
@@ -487,12 +500,8 @@ def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 10
     with blas_threads(1):
         w, alpha, n_iter, converged, history, _ = mehrotra(prob, float(tol), int(max_iter),
                                                             verbose, t_start, options)
-    lower, alpha, w_dual = prob.dual(alpha)
-    objective = prob.primal(w_dual)
-    obj_w = prob.primal(w)
-    if obj_w < objective:
-        objective, w_dual = obj_w, w
-    return Solution(weights=np.ascontiguousarray(w_dual), objective=float(objective),
+    w_best, objective, lower, alpha = rows_certificate(prob, w, alpha)
+    return Solution(weights=np.ascontiguousarray(w_best), objective=float(objective),
                     lower_bound=float(lower), n_iter=n_iter,
                     converged=bool(reached(relative_gap(objective, lower), tol)), tol=float(tol),
                     dual=alpha, history=history, solve_time=time.perf_counter() - t_start,

@@ -436,12 +436,8 @@ def solve_pair_rows(F, R, ptr, b, c, C, *, tol: float = 1e-8, max_iter: int = 10
     prob = _ip.PairRows(Fr, R, ptr, b, c, C, options.interior_point)
     (w, alpha, n_iter, converged, history, _), linear = _iterate(
         prob, tol, max_iter, verbose, t_start, options)
-    lower, alpha, w_dual = prob.dual(alpha)
-    objective = prob.primal(w_dual)
-    obj_w = prob.primal(w)
-    if obj_w < objective:
-        objective, w_dual = obj_w, w
-    return Solution(weights=np.ascontiguousarray(w_dual @ U.T), objective=float(objective),
+    w_best, objective, lower, alpha = _ip.rows_certificate(prob, w, alpha)
+    return Solution(weights=np.ascontiguousarray(w_best @ U.T), objective=float(objective),
                     lower_bound=float(lower), n_iter=n_iter,
                     converged=bool(reached(relative_gap(objective, lower), tol)), tol=float(tol),
                     dual=alpha, history=_record_work(history, linear),
