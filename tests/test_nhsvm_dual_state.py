@@ -2,7 +2,8 @@
 Hierarchical SVM", arXiv:1508.02479, 2016: the dual of (10) over ``Y_m``).
 
 * what the compiled sweeps keep per block agrees with a dense recomputation: the support
-  (every node where a cached vertex differs from the true set), the Gram matrix of the cached
+  (every node where a cached vertex differs from the true set, or the true set's nodes and
+  those a cached vertex lacks, whichever is smaller), the Gram matrix of the cached
   directions ``<a_j, a_l>``, ``g_i`` and ``l_i`` from the cached masses;
 * the label-set pool recycles the ids no cache slot holds, and each pooled row is the set its
   key names;
@@ -49,7 +50,14 @@ def test_support_gram_and_dual_point_agree_with_a_dense_recomputation(seed):
         C = state.cscale[i, :k, None] * (T[i] - Z)          # (k, M) directions t_i - z_j
         support = np.zeros(T.shape[1], dtype=bool)
         support[state.supp[i, :state.slen[i]]] = True
-        assert not np.any(C[:, ~support]), "a cached vertex differs from t_i off the support"
+        if state.sref[i] == 0:  # relative to the true set
+            assert not np.any(C[:, ~support]), "a cached vertex differs from t_i off the support"
+        else:  # relative to the all-ones set: off the support t_i = 0 and every z_j = 1
+            assert not np.any(T[i, ~support]) and np.all(Z[:, ~support] == 1), \
+                "off the support a cached vertex lacks a node or t_i holds one"
+        # the smaller of the two unions (over every vertex ever cached) is kept
+        r = state.sref[i]
+        assert state.slen[i] == state.count[i, r] <= state.count[i, 1 - r]
         A = C * sqa
         np.testing.assert_allclose(state.Q[i, :k, :k], A @ A.T, atol=1e-12)
         beta = np.maximum(state.cbeta[i, :k], 0.0)

@@ -119,8 +119,11 @@ class DualState:
     weight step from the previous dual point after each alpha step.
 
     Per block it also keeps what the compiled sweeps work on: the **support** (``supp``,
-    ``slen``: the nodes where some cached vertex differs from the true set, a union that only
-    grows) and the **Gram matrix** ``Q[i, j, l] = <a_j, a_l>`` of the cached directions
+    ``slen``), the smaller of two unions that only grow, with its reference set ``sref``:
+    ``0``, the nodes where some cached vertex differs from the true set; ``1``, the true set's
+    nodes and those some cached vertex lacks (off it every direction ``t_i - z_j`` is ``-1``:
+    the loss-augmented sets of a large DAG hold nearly every node, and this support is then a
+    few percent of the graph), and the **Gram matrix** ``Q[i, j, l] = <a_j, a_l>`` of the cached directions
     ``a_j = sqrt(alpha) sigma_j (t_i - z_j)`` (:meth:`sync_gram` brings it up to date: the
     slots changed since, or all of them when ``sqrt(alpha)`` changed).  Label sets are pooled
     once as 0/1 bytes; an id no slot holds any more is recycled, so the pool never outgrows
@@ -143,12 +146,15 @@ class DualState:
         self.clen = np.zeros(n, dtype=np.int64)
         self.budget = np.ones(n)
         self.n_evicted = 0
-        # each block's support: the nodes where a cached vertex differs from the true set
-        # (a union that only grows; the sweeps and g_i live on it)
+        # each block's support, the smaller of two unions that only grow (the sweeps and g_i
+        # live on it): relative to the true set (the nodes where a cached vertex differs from
+        # it) or to the all-ones set (the true set's nodes and those a cached vertex lacks)
         self.Tf = np.ascontiguousarray(model.T, dtype=float)
-        self.mark = np.zeros((n, M), dtype=np.bool_)
+        self.mark = np.zeros((n, M), dtype=np.uint8)
+        self.count = np.zeros((n, 2), dtype=np.int64)
         self.supp = np.zeros((n, M), dtype=np.int32)
         self.slen = np.zeros(n, dtype=np.int64)
+        self.sref = np.zeros(n, dtype=np.int64)
         # each block's Gram matrix of its cached directions, valid for sqrt(alpha) = gram_sqa
         self.Q = np.zeros((n, self.K, self.K))
         self.dirty = np.zeros((n, self.K), dtype=np.bool_)
@@ -167,11 +173,11 @@ class DualState:
 
     @property
     def cache(self) -> tuple:
-        """``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen)``: the caches and the
-        blocks' supports as the compiled sweeps take them
+        """``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref)``: the caches,
+        the blocks' supports, Gram matrices and reference sets as the compiled sweeps take them
         (:func:`hiercvx.solvers._nhsvm_kernels.pairwise_sweep`)."""
         return (self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.clen, self.budget,
-                self.supp, self.slen, self.Q)
+                self.supp, self.slen, self.Q, self.sref)
 
     def sync_gram(self, model: VertexModel) -> None:
         """Bring the blocks' Gram matrices up to date: the slots changed since the last call,
@@ -182,7 +188,8 @@ class DualState:
             self.gram_sqa = sqa.copy()
         if self.dirty.any():
             gram_update(self.pool, self.Tf, np.ascontiguousarray(sqa, dtype=float), self.cid,
-                        self.cscale, self.clen, self.supp, self.slen, self.Q, self.dirty)
+                        self.cscale, self.clen, self.supp, self.slen, self.sref, self.Q,
+                        self.dirty)
 
     @property
     def pool(self) -> np.ndarray:
@@ -234,7 +241,7 @@ class DualState:
             return
         G, l = np.empty_like(self.G), np.empty_like(self.l)
         resync_kernel(self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.Tf,
-                      self.supp, self.slen, G, l)
+                      self.supp, self.slen, self.sref, G, l)
         self.G, self.l = G, l
 
     def add(self, model: VertexModel, vertex, rows=None) -> tuple[int, bool]:
@@ -282,7 +289,7 @@ class DualState:
         if model.multilabel:
             self._retain(ids, previous)
         extend_support(self.pool, rows.astype(np.int64), ids.astype(np.int64), self.Tf, self.mark,
-                       self.supp, self.slen)
+                       self.count, self.supp, self.slen, self.sref)
         self.cbeta[rows, slot] = 0.0
         self.coff[rows, slot] = offsets
         self.cscale[rows, slot] = scales

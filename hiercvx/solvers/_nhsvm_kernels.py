@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .primitives import row_dot
+from .primitives import row_axpy, row_dot
 
 __all__ = ["node_products", "support_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
            "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel", "extend_support",
@@ -61,8 +61,114 @@ def add_outer(mode, V, coef, i, X, indptr, indices, xvals, K):
                 V[m, k] += c * X[i, k]
 
 
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _block_scores(i, rows, V, aux, sqa, Tf, nodes, ns, full, inv2lam, s):
+    """Block ``i``'s node scores ``s = sqrt(alpha) (V - sqrt(alpha) u^T) x_i / (2 lam)`` on its
+    support (every node when ``full``), and ``(own, u . x_i)``: the true set's score (``t_i``
+    lies inside the support) and the shift ``u . x_i`` (``aux[0] = u``)."""
+    mode, Xd, indptr, indices, xvals, K = rows
+    M = V.shape[0]
+    ux = row_dot(mode, aux, 0, i, Xd, indptr, indices, xvals)
+    own = 0.0
+    if full:
+        node_products(mode, V, i, Xd, indptr, indices, xvals, s)
+        for m in range(M):
+            s[m] = sqa[m] * inv2lam * (s[m] - sqa[m] * ux)
+            own += Tf[i, m] * s[m]
+    else:
+        support_products(mode, V, i, Xd, indptr, indices, xvals, nodes, ns, s)
+        for q in range(ns):
+            m = nodes[q]
+            s[m] = sqa[m] * inv2lam * (s[m] - sqa[m] * ux)
+            own += Tf[i, m] * s[m]
+    return own, ux
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _block_gradients(i, cache, s, own, total, comp, full, grad, dbeta):
+    """The gradients ``grad[j] = b_j - sigma_j (s(t_i) - s(z_j))`` of block ``i``'s cached
+    vertices (``dbeta`` zeroed); ``s(z_j)`` over the support, or, for a block held relative to
+    the all-ones set (``comp``), ``total`` minus the scores of the support's nodes outside
+    ``z_j``.  Returns the mass in use."""
+    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
+    M = s.shape[0]
+    ns = slen[i]
+    used = 0.0
+    for j in range(clen[i]):
+        used += cbeta[i, j]
+        dbeta[j] = 0.0
+        p = cid[i, j]
+        sz = 0.0
+        if full:
+            for m in range(M):
+                sz += pool[p, m] * s[m]
+        elif comp:
+            sz = total
+            for q in range(ns):
+                m = supp[i, q]
+                sz -= (1.0 - pool[p, m]) * s[m]
+        else:
+            for q in range(ns):
+                sz += pool[p, supp[i, q]] * s[supp[i, q]]
+        grad[j] = coff[i, j] - cscale[i, j] * (own - sz)
+    return used
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta):
+    """Add block ``i``'s change ``sum_j w_j (t_i - z_j)`` (``w_j = dbeta_j sigma_j``, times
+    ``sqrt(alpha)`` and ``x_i^T``) to the weights ``V - sqrt(alpha) u^T``: on the support
+    explicitly, and for a block held relative to the all-ones set (``comp``: off its support
+    every moved direction is ``-1``) the rest as ``u += net x_i``; ``aux[1]``, the weighted
+    row sum ``V^T sqrt(alpha)``, follows."""
+    mode, Xd, indptr, indices, xvals, K = rows
+    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
+    M = V.shape[0]
+    k = clen[i]
+    ns = slen[i]
+    ref = -1
+    for j in range(k):
+        if dbeta[j] != 0.0:
+            ref = j
+            break
+    if ref < 0:
+        return
+    # formed as net (t_i - z_r) - sum_j w_j (z_j - z_r) with z_r a moved vertex: exactly 0
+    # wherever the moved vertices agree, so only those nodes' weight rows are touched
+    pr = cid[i, ref]
+    for q in range(ns):
+        m = supp[i, q]
+        delta[m] = net * (Tf[i, m] - pool[pr, m])
+    for j in range(ref + 1, k):
+        if dbeta[j] == 0.0:
+            continue
+        w = dbeta[j] * cscale[i, j]
+        p = cid[i, j]
+        if full:
+            for m in range(M):
+                delta[m] -= w * (np.float64(pool[p, m]) - np.float64(pool[pr, m]))
+        else:
+            for q in range(ns):
+                m = supp[i, q]
+                delta[m] -= w * (np.float64(pool[p, m]) - np.float64(pool[pr, m]))
+    shift = net if comp else 0.0
+    weighted = 0.0
+    for q in range(ns):
+        m = supp[i, q]
+        c = delta[m] + shift  # the u-part (-net on every node) is added back on the support
+        if c == 0.0:
+            continue
+        c *= sqa[m]
+        weighted += sqa[m] * c
+        row_axpy(mode, V, m, i, c, Xd, indptr, indices, xvals, K)
+    if shift != 0.0:
+        row_axpy(mode, aux, 0, i, shift, Xd, indptr, indices, xvals, K)
+    if weighted != 0.0:
+        row_axpy(mode, aux, 1, i, weighted, Xd, indptr, indices, xvals, K)
+
+
 @njit(cache=True, fastmath=_FAST)
-def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, max_steps, bgap):
+def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps, bgap):
     """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices.
 
     Block i maximizes ``D`` over ``beta_i`` (others fixed).  The gradient along cached vertex j
@@ -73,21 +179,30 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
     (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``), so ``t`` is its maximizer clipped to the mass
     available (exact line search).
 
-    Every quantity of block i lives on its **support** ``supp[i, :slen[i]]`` (the nodes where
-    some cached vertex differs from the true set; elsewhere ``t_i - z_j = 0``), and the steps
-    run on the block's Gram matrix ``Q[i, j, l] = <a_j, a_l>``: a step updates the ``k``
-    gradients in ``O(k)``, the node-space change is formed once at the end of the visit.  A
-    visit costs ``O(|support| (d + k) + steps k)``.
+    Every quantity of block i lives on its **support** ``supp[i, :slen[i]]``, held relative to
+    one of two reference sets (``sref[i]``, :func:`extend_support`): the true set (``0``: the
+    nodes where some cached vertex differs from ``t_i``; elsewhere ``t_i - z_j = 0``) or the
+    all-ones set (``1``: the nodes of ``t_i`` and those some cached vertex lacks; elsewhere
+    ``t_i - z_j = -1``, the loss-augmented sets of a large DAG, which hold nearly every node).
+    The weights are ``V - sqrt(alpha) u^T`` with ``u = aux[0]``: the ``-1`` part of the second
+    kind moves ``u`` only, and ``aux[1] = V^T sqrt(alpha)`` gives the score of all nodes in
+    ``O(d)``.  The steps run on the block's Gram matrix ``Q[i, j, l] = <a_j, a_l>``: a step
+    updates the ``k`` gradients in ``O(k)``, the node-space change is formed once at the end
+    of the visit.  A visit costs ``O(|support| (d + k) + steps k)``.
 
     ``bgap[i]`` receives block i's pairwise gap (largest minus smallest active gradient) at
     the start of its visit.  ``rows``: the samples (:class:`~hiercvx.solvers.primitives.RowData`);
-    ``cache``: ``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q)`` of the
-    :class:`~hiercvx.solvers._nhsvm_dual.DualState`.  Returns ``(steps, largest block gap seen
-    at a visit)``.
+    ``cache``: ``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref)`` of the
+    :class:`~hiercvx.solvers._nhsvm_dual.DualState`; ``l_i`` (``lsum``) follows the steps,
+    ``g_i`` is left to :meth:`~hiercvx.solvers._nhsvm_dual.DualState.resync`.  Returns
+    ``(steps, largest block gap seen at a visit)``.
     """
+    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
     mode, Xd, indptr, indices, xvals, K = rows
-    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q = cache
     M = V.shape[0]
+    qsum = 0.0
+    for m in range(M):
+        qsum += sqa[m] * sqa[m]
     n_slots = cid.shape[1]
     s = np.zeros(M)  # scores by node: set at a visit (on the support, or all), 0 after it
     delta = np.zeros(M)
@@ -101,34 +216,15 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
         ns = slen[i]
         if k == 0 or ns == 0:
             continue
+        comp = sref[i] == 1
         # a support of most nodes is read in node order (contiguous loops; s and the
         # directions are 0 off the support)
-        full = 2 * ns >= M
-        own = 0.0
-        if full:  # every node's score (off the support t_i - z_j = 0: no effect)
-            node_products(mode, V, i, Xd, indptr, indices, xvals, s)
-            for m in range(M):
-                s[m] *= sqa[m] * inv2lam
-                own += Tf[i, m] * s[m]
-        else:
-            support_products(mode, V, i, Xd, indptr, indices, xvals, supp[i], ns, s)
-            for q in range(ns):
-                m = supp[i, q]
-                s[m] *= sqa[m] * inv2lam
-                own += Tf[i, m] * s[m]
-        used = 0.0
-        for j in range(k):
-            used += cbeta[i, j]
-            dbeta[j] = 0.0
-            p = cid[i, j]
-            sz = 0.0
-            if full:
-                for m in range(M):
-                    sz += pool[p, m] * s[m]
-            else:
-                for q in range(ns):
-                    sz += pool[p, supp[i, q]] * s[supp[i, q]]
-            grad[j] = coff[i, j] - cscale[i, j] * (own - sz)
+        full = (not comp) and 2 * ns >= M
+        own, ux = _block_scores(i, rows, V, aux, sqa, Tf, supp[i], ns, full, inv2lam, s)
+        everything = 0.0
+        if comp:  # the score of every node, from V^T sqrt(alpha) and u
+            everything = inv2lam * (row_dot(mode, aux, 1, i, Xd, indptr, indices, xvals) - qsum * ux)
+        used = _block_gradients(i, cache, s, own, everything, comp, full, grad, dbeta)
         slack = budget[i] - used
         if slack < 1e-15 * budget[i]:
             slack = 0.0
@@ -195,46 +291,8 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
                 grad[j] -= tc * dq
             changed = True
             total += 1
-        ref = -1
         if changed:
-            for j in range(k):
-                if dbeta[j] != 0.0:
-                    ref = j
-                    break
-        if ref >= 0:
-            # g_i and V change by sum_j w_j (t_i - z_j) (w_j = dbeta_j sigma_j; then times
-            # sqrt(alpha), x_i^T), formed once as net (t_i - z_r) - sum_j w_j (z_j - z_r) with
-            # z_r a moved vertex: exactly 0 wherever the moved vertices agree, so only those
-            # nodes' weight rows are touched
-            pr = cid[i, ref]
-            for q in range(ns):
-                m = supp[i, q]
-                delta[m] = net * (Tf[i, m] - pool[pr, m])
-            for j in range(ref + 1, k):
-                if dbeta[j] == 0.0:
-                    continue
-                w = dbeta[j] * cscale[i, j]
-                p = cid[i, j]
-                if full:
-                    for m in range(M):
-                        delta[m] -= w * (np.float64(pool[p, m]) - np.float64(pool[pr, m]))
-                else:
-                    for q in range(ns):
-                        m = supp[i, q]
-                        delta[m] -= w * (np.float64(pool[p, m]) - np.float64(pool[pr, m]))
-            for q in range(ns):
-                m = supp[i, q]
-                c = delta[m]
-                if c == 0.0:
-                    continue
-                G[i, m] += c
-                c *= sqa[m]
-                if mode == 1:
-                    for pp in range(indptr[i], indptr[i + 1]):
-                        V[m, indices[pp]] += c * xvals[pp]
-                else:
-                    for f in range(V.shape[1]):
-                        V[m, f] += c * Xd[i, f]
+            _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta)
         if not full:
             for q in range(ns):
                 s[supp[i, q]] = 0.0
@@ -245,12 +303,21 @@ def pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, m
 
 
 @njit(cache=True)
-def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, Q, dirty):
-    """``Q[i, j, l] = <a_j, a_l>`` (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``, on block i's
-    support) for every slot ``j`` flagged in ``dirty`` and every cached ``l``; clears the
-    flags."""
+def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, sref, Q, dirty):
+    """``Q[i, j, l] = <a_j, a_l>`` (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``) for every slot
+    ``j`` flagged in ``dirty`` and every cached ``l``; clears the flags.  Summed on block i's
+    support, plus, for a block held relative to the all-ones set (``sref[i] == 1``), the nodes
+    off it (there ``(t - z_j)(t - z_l) = 1``)."""
     n = cid.shape[0]
+    qsum = 0.0
+    for m in range(sqa.shape[0]):
+        qsum += sqa[m] * sqa[m]
     for i in range(n):
+        outside = 0.0
+        if sref[i] == 1:
+            outside = qsum
+            for q in range(slen[i]):
+                outside -= sqa[supp[i, q]] * sqa[supp[i, q]]
         for j in range(clen[i]):
             if not dirty[i, j]:
                 continue
@@ -259,6 +326,7 @@ def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, Q, dirty):
                 pl = cid[i, l]
                 acc = 0.0
                 if pj >= 0 and pl >= 0:
+                    acc = outside
                     for q in range(slen[i]):
                         m = supp[i, q]
                         t = Tf[i, m]
@@ -270,22 +338,39 @@ def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, Q, dirty):
 
 
 @njit(cache=True)
-def extend_support(pool, rows, ids, Tf, mark, supp, slen):
-    """Add to each sample ``rows[e]``'s support the nodes where vertex ``pool[ids[e]]`` differs
-    from its true set ``Tf[rows[e]]`` (``mark`` ``(n, M)`` flags the nodes already in).  A
-    support is kept in increasing node order: the sweeps then stream the weight rows."""
+def extend_support(pool, rows, ids, Tf, mark, count, supp, slen, sref):
+    """Add vertex ``pool[ids[e]]`` to sample ``rows[e]``'s two candidate supports and keep the
+    smaller as its support (``supp``, ``slen``, in increasing node order: the sweeps then
+    stream the weight rows; ``sref`` its reference set).
+
+    Relative to the true set (bit 1 of ``mark``, size ``count[i, 0]``): the nodes where some
+    vertex differs from ``t_i``.  Relative to the all-ones set (bit 2, ``count[i, 1]``): the
+    nodes of ``t_i`` and those some vertex lacks.  Both are unions that only grow, so a block
+    changes its reference at most a few times."""
     M = pool.shape[1]
     for e in range(rows.size):
         i = rows[e]
         p = ids[e]
-        before = slen[i]
         for m in range(M):
-            if pool[p, m] != Tf[i, m] and not mark[i, m]:
-                mark[i, m] = True
-                supp[i, slen[i]] = m
-                slen[i] += 1
-        if slen[i] > before:
-            supp[i, :slen[i]] = np.sort(supp[i, :slen[i]])
+            z = pool[p, m]
+            t = Tf[i, m]
+            if z != t and (mark[i, m] & 1) == 0:
+                mark[i, m] |= 1
+                count[i, 0] += 1
+            if (t != 0 or z == 0) and (mark[i, m] & 2) == 0:
+                mark[i, m] |= 2
+                count[i, 1] += 1
+        ref = 1 if count[i, 1] < count[i, 0] else 0
+        bit = ref + 1
+        if ref == sref[i] and slen[i] == count[i, ref]:
+            continue
+        sref[i] = ref
+        k = 0
+        for m in range(M):
+            if mark[i, m] & bit:
+                supp[i, k] = m
+                k += 1
+        slen[i] = k
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -410,33 +495,52 @@ def sgd_epoch_single(order, rows, Wraw, state, sqa, paths, leaf_pos, offset, sca
 
 
 @njit(cache=True)
-def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps,
+def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
                     max_steps, bgap):
     """Up to ``n_sweeps`` of :func:`pairwise_sweep` over ``active`` in random orders (seeded by
     ``seed``), each dropping the blocks whose cached gap fell below ``eps``; returns the block
-    visits and the blocks still active."""
+    visits and the blocks still active.  ``V`` is updated in place (the shift ``u`` of the
+    sweeps folded back in at the end)."""
+    mode, Xd, indptr, indices, xvals, K = rows
+    M, d = V.shape
+    aux = np.zeros((2, d))  # u and V^T sqrt(alpha)
+    for m in range(M):
+        for f in range(d):
+            aux[1, f] += sqa[m] * V[m, f]
     np.random.seed(seed)
     visits = 0
     for _ in range(n_sweeps):
         if active.size == 0:
             break
         order = np.random.permutation(active)
-        pairwise_sweep(order, rows, V, sqa, Tf, cache, G, lsum, xsq, inv2lam, eps, max_steps, bgap)
+        pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps,
+                       bgap)
         visits += order.size
         active = active[bgap[active] > eps]
+    for m in range(M):
+        for f in range(d):
+            V[m, f] -= sqa[m] * aux[0, f]
     return visits, active
 
 
 @njit(cache=True)
-def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, G, lsum):
+def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, sref, G, lsum):
     """``g_i = sum_j beta_ij sigma_ij (t_i - z_j)`` and ``l_i = sum_j beta_ij b_ij`` from the
     cached masses (slots with mass only), written into ``G`` and ``lsum``; ``g_i`` is computed
-    on the block's support ``supp[i, :slen[i]]`` (zero elsewhere)."""
+    on the block's support ``supp[i, :slen[i]]``; off it, it is 0, or ``-sum_j beta_ij
+    sigma_ij`` for a block held relative to the all-ones set (``sref[i] == 1``)."""
     n, M = G.shape
     for i in range(n):
         lsum[i] = 0.0
+        mass = 0.0
+        for j in range(cid.shape[1]):
+            if cid[i, j] >= 0 and cbeta[i, j] > 0.0:
+                mass += cbeta[i, j] * cscale[i, j]
+        base = -mass if sref[i] == 1 else 0.0
         for m in range(M):
-            G[i, m] = 0.0
+            G[i, m] = base
+        for q in range(slen[i]):
+            G[i, supp[i, q]] = 0.0
         for j in range(cid.shape[1]):
             b = cbeta[i, j]
             p = cid[i, j]

@@ -115,7 +115,7 @@ def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensiv
         done, active = pairwise_sweeps(
             np.asarray(active, dtype=np.int64), int(options.inner_sweeps),
             int(rng.integers(2 ** 31)), model.rows, V, model.sqrt_alpha, Tf, state.cache,
-            state.G, state.l, xsq, inv2lam, eps, int(options.max_steps), bgap)
+            state.l, xsq, inv2lam, eps, int(options.max_steps), bgap)
         visits += int(done)
         # An expensive oracle (a DAG program per sample) is worth more work on the cached
         # problem: refine it (10x smaller eps, every cached block), as a cutting-plane method
