@@ -134,11 +134,19 @@ def _tree_push(tree, cap, src_arc, snk_arc, rev, work):
 def _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, work):
     """A first feasible flow: each node's source supply sent up to the nearest ancestors that
     still have sink capacity, along the (infinite) child -> parent arcs of an upward search.
-    Dinic's phases then only correct it; the minimum cut does not depend on the start."""
-    stamp, queue, via = work
+    Dinic's phases then only correct it; the minimum cut does not depend on the start.
+
+    A search that ends with supply left has emptied the sink capacity of every node it
+    reached, i.e. of a node and all its ancestors; those nodes are marked ``dead`` and no later
+    search enters them (capacities only fall here).  When most supply cannot be absorbed (a
+    loss-augmented set holds nearly every node) the searches then cost ``O(nodes + edges)``
+    in all, not a walk over every positive node's ancestors."""
+    stamp, queue, via, dead = work
+    for v in range(M):
+        dead[v] = False
     for v in range(M):
         rem = cap[src_arc[v]]
-        if rem <= 0.0 or rem == np.inf:
+        if rem <= 0.0 or rem == np.inf or dead[v]:
             continue
         mark = v + 1
         stamp[v] = mark
@@ -163,11 +171,14 @@ def _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, wor
                 cap[rev[src_arc[v]]] += amt
             for a in range(head[u], nxt_ptr[u]):
                 p = to[a]
-                if p < M and base_cap[a] == np.inf and stamp[p] != mark:
+                if p < M and base_cap[a] == np.inf and stamp[p] != mark and not dead[p]:
                     stamp[p] = mark
                     via[p] = a
                     queue[qt] = p
                     qt += 1
+        if rem > 0.0:  # every node reached (v and its live ancestors) has no sink capacity left
+            for q in range(qt):
+                dead[queue[q]] = True
 
 
 @njit(cache=True)
@@ -239,7 +250,8 @@ def closure_batch(S, net, tree, graph, Z, value, ok):
             np.empty(n_vertices + 1, dtype=np.int64))
     seen = np.zeros(n_vertices, dtype=np.bool_)
     queue = work[1]
-    greedy = (np.zeros(M, dtype=np.int64), np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64))
+    greedy = (np.zeros(M, dtype=np.int64), np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64),
+              np.zeros(M, dtype=np.bool_))
     pushed = (np.empty(M), np.empty(M), np.empty(M), np.empty(M))
     for i in range(n):
         for a in range(cap.shape[0]):
