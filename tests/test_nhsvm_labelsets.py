@@ -5,6 +5,8 @@
   are closed, and where it reports a label set that set is optimal (enumeration of ``Y_m``);
 * the inference methods with the cut in front ("ilp", "lp") return what exact enumeration
   returns, plain and loss-augmented, on small trees and DAGs;
+* branch and bound on the closure relaxation proves optimal label sets (enumeration), within
+  its cut budget or not at all, and the oracle agrees with and without it;
 * the fast solver on seeded label-set problems (tree and DAG) against the CVXPY reference, its
   certificate recomputed independently (the primal by enumeration, the bound from the dual
   point it returns);
@@ -172,3 +174,60 @@ def test_branch_and_bound_on_the_lp_reaches_the_optimum_of_19(seed):
         _, info = inf.LabelSetOracle(H, "ilp", options=options).solve(S, return_info=True)
         np.testing.assert_allclose(info.objective, best, atol=1e-9)
     assert branched > 0  # the seeds are chosen so that some LPs are fractional
+
+
+def _loss_augmented(rng, H, S):
+    """``S`` shifted by the leaf-Hamming loss of random true label sets (the training oracle's
+    scores: most leaves gain 1, so the closed sets hold most nodes)."""
+    T = inf.best_label_set(rng.normal(size=S.shape), H, "enumerate")
+    return inf.loss_augmented_scores(S, H, T, "leaf_hamming")[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("augmented", [False, True])
+def test_branch_and_bound_on_the_closure_cut_proves_the_optimum_of_19(seed, augmented):
+    """Best-first branch and bound on the closure relaxation (a dangling node out, or one of its
+    children in): every proved set is a label set of enumeration's value; with a budget the
+    small graphs cannot exhaust, every sample is proved; a tight budget proves fewer, never a
+    wrong set."""
+    rng = np.random.default_rng(2100 + seed)
+    H = random_hierarchy(rng, int(rng.integers(6, 15)), dag=True)
+    S = rng.normal(size=(30, len(H))) - 0.3
+    if augmented:
+        S = _loss_augmented(rng, H, S)
+    best = optimum(S, H)
+    cut = ClosureCut(H)
+    closed, _, exact = cut.run(S)
+    rows = np.flatnonzero(~exact)
+    for budget in (2, 10_000):
+        Z, proved = cut.branch(S, rows, budget, 1e-12)
+        assert np.all(inf.is_valid_label_set(Z[proved], H))
+        np.testing.assert_allclose(inf.label_set_scores(S[rows[proved]], Z[proved]),
+                                   best[rows[proved]], atol=1e-9)
+        assert not Z[~proved].any()
+    assert proved.all()
+    # the width gate: rows whose first branching needs more than half the budget are not tried
+    width = cut.branch_width(closed[rows])
+    _, gated = cut.branch(S, rows, 4, 1e-12, closed=closed[rows])
+    assert not np.any(gated & (2 * width > 4))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_oracle_with_branching_on_the_cut_agrees_with_enumeration_and_without_it(seed):
+    """Method "ilp" with branch and bound on the cut (the default) and without it
+    (``closure_branch_cuts=0``): the same optimal values as enumeration, plain and
+    loss-augmented, and some loss-augmented samples answered by the branching."""
+    rng = np.random.default_rng(2300 + seed)
+    H = random_hierarchy(rng, int(rng.integers(8, 15)), dag=True)
+    S = rng.normal(size=(40, len(H))) - 0.3
+    branched = 0
+    for scores in (S, _loss_augmented(rng, H, S)):
+        best = optimum(scores, H)
+        for cuts in (16, 0):
+            Z, info = inf.LabelSetOracle(H, "ilp", options=inf.Options(closure_branch_cuts=cuts)
+                                         ).solve(scores, return_info=True)
+            assert np.all(inf.is_valid_label_set(Z, H))
+            np.testing.assert_allclose(info.objective, best, atol=1e-9)
+            assert cuts or info.n_branched == 0
+            branched += info.n_branched
+    assert branched > 0  # the bounds leave samples to the branching on every seed

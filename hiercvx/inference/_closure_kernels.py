@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["closure_batch"]
+__all__ = ["closure_batch", "closure_one", "workspace"]
 
 
 @njit(cache=True)
@@ -225,6 +225,80 @@ def _residual_reach(start, backward, head, nxt_ptr, to, rev, cap, seen, queue):
 
 
 @njit(cache=True)
+def workspace(net, M):
+    """The scratch arrays of :func:`closure_one` for a network of ``M`` nodes."""
+    n_arcs = net[4].shape[0]
+    n_vertices = M + 2
+    work = (np.empty(n_vertices, dtype=np.int64), np.empty(n_vertices, dtype=np.int64),
+            np.empty(n_vertices, dtype=np.int64), np.empty(n_vertices + 1, dtype=np.int64),
+            np.empty(n_vertices + 1, dtype=np.int64))
+    greedy = (np.zeros(M, dtype=np.int64), np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64),
+              np.zeros(M, dtype=np.bool_))
+    pushed = (np.empty(M), np.empty(M), np.empty(M), np.empty(M))
+    return (np.empty(n_arcs), np.empty(n_arcs), work, np.zeros(n_vertices, dtype=np.bool_),
+            greedy, pushed)
+
+
+@njit(cache=True)
+def closure_one(s, net, tree, graph, ws, z):
+    """The largest-score closed set for the scores ``s`` (source side of a minimum cut, the
+    smallest such set first, then the largest), written into ``z``; returns its score and
+    whether it is a label set of ``Y_m`` (then it solves (19)).  ``ws``: :func:`workspace`;
+    the other arguments as in :func:`closure_batch`."""
+    head, nxt_ptr, to, rev, base_cap, src_arc, snk_arc = net
+    child_ptr, child_idx, is_leaf = graph
+    cap, cap_t, work, seen, greedy, pushed = ws
+    M = s.shape[0]
+    src, snk = M, M + 1
+    queue = work[1]
+    for a in range(cap.shape[0]):
+        cap[a] = base_cap[a]
+    for v in range(M):
+        sv = s[v]
+        if sv > 0.0:
+            cap[src_arc[v]] += sv
+        elif sv < 0.0:
+            cap[snk_arc[v]] -= sv
+    _tree_push(tree, cap, src_arc, snk_arc, rev, pushed)
+    greedy[0][:] = 0
+    _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, greedy)
+    # Dinic's phases search from the terminal with fewer open arcs left (the maximum flow
+    # and its residual graph do not depend on the direction): after a loss augmentation
+    # most supply stays unabsorbed, and a search from the source would sweep all of it
+    n_supply = 0
+    n_demand = 0
+    for v in range(M):
+        if cap[src_arc[v]] > 0.0:
+            n_supply += 1
+        if cap[snk_arc[v]] > 0.0:
+            n_demand += 1
+    if n_demand < n_supply:  # on the transposed network: arc a carries rev[a]'s capacity
+        for a in range(cap.shape[0]):
+            cap_t[a] = cap[rev[a]]
+        _max_flow(head, nxt_ptr, to, rev, cap_t, snk, src, work)
+        for a in range(cap.shape[0]):
+            cap[a] = cap_t[rev[a]]
+    else:
+        _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)
+    # smallest optimal closure: reachable from the source in the residual graph
+    _residual_reach(src, False, head, nxt_ptr, to, rev, cap, seen, queue)
+    for v in range(M):
+        z[v] = seen[v]
+    good = _extendable(z, child_ptr, child_idx, is_leaf)
+    if not good:
+        # largest optimal closure: all but the nodes that reach the sink in the residual
+        _residual_reach(snk, True, head, nxt_ptr, to, rev, cap, seen, queue)
+        for v in range(M):
+            z[v] = not seen[v]
+        good = _extendable(z, child_ptr, child_idx, is_leaf)
+    total = 0.0
+    for v in range(M):
+        if z[v]:
+            total += s[v]
+    return total, good
+
+
+@njit(cache=True)
 def closure_batch(S, net, tree, graph, Z, value, ok):
     """For every row ``s`` of ``S``: the largest-score closed set (source side of a minimum cut,
     the smallest such set first, then the largest), written into ``Z[i]`` with its score
@@ -238,65 +312,7 @@ def closure_batch(S, net, tree, graph, Z, value, ok):
     searching from the sink on the transposed network when fewer sink arcs than source arcs
     are open.
     """
-    head, nxt_ptr, to, rev, base_cap, src_arc, snk_arc = net
-    child_ptr, child_idx, is_leaf = graph
     n, M = S.shape
-    src, snk = M, M + 1
-    n_vertices = M + 2
-    cap = np.empty(base_cap.shape[0])
-    cap_t = np.empty(base_cap.shape[0])
-    work = (np.empty(n_vertices, dtype=np.int64), np.empty(n_vertices, dtype=np.int64),
-            np.empty(n_vertices, dtype=np.int64), np.empty(n_vertices + 1, dtype=np.int64),
-            np.empty(n_vertices + 1, dtype=np.int64))
-    seen = np.zeros(n_vertices, dtype=np.bool_)
-    queue = work[1]
-    greedy = (np.zeros(M, dtype=np.int64), np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64),
-              np.zeros(M, dtype=np.bool_))
-    pushed = (np.empty(M), np.empty(M), np.empty(M), np.empty(M))
+    ws = workspace(net, M)
     for i in range(n):
-        for a in range(cap.shape[0]):
-            cap[a] = base_cap[a]
-        for v in range(M):
-            sv = S[i, v]
-            if sv > 0.0:
-                cap[src_arc[v]] += sv
-            elif sv < 0.0:
-                cap[snk_arc[v]] -= sv
-        _tree_push(tree, cap, src_arc, snk_arc, rev, pushed)
-        greedy[0][:] = 0
-        _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, greedy)
-        # Dinic's phases search from the terminal with fewer open arcs left (the maximum flow
-        # and its residual graph do not depend on the direction): after a loss augmentation
-        # most supply stays unabsorbed, and a search from the source would sweep all of it
-        n_supply = 0
-        n_demand = 0
-        for v in range(M):
-            if cap[src_arc[v]] > 0.0:
-                n_supply += 1
-            if cap[snk_arc[v]] > 0.0:
-                n_demand += 1
-        if n_demand < n_supply:  # on the transposed network: arc a carries rev[a]'s capacity
-            for a in range(cap.shape[0]):
-                cap_t[a] = cap[rev[a]]
-            _max_flow(head, nxt_ptr, to, rev, cap_t, snk, src, work)
-            for a in range(cap.shape[0]):
-                cap[a] = cap_t[rev[a]]
-        else:
-            _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)
-        # smallest optimal closure: reachable from the source in the residual graph
-        _residual_reach(src, False, head, nxt_ptr, to, rev, cap, seen, queue)
-        for v in range(M):
-            Z[i, v] = seen[v]
-        good = _extendable(Z[i], child_ptr, child_idx, is_leaf)
-        if not good:
-            # largest optimal closure: all but the nodes that reach the sink in the residual
-            _residual_reach(snk, True, head, nxt_ptr, to, rev, cap, seen, queue)
-            for v in range(M):
-                Z[i, v] = not seen[v]
-            good = _extendable(Z[i], child_ptr, child_idx, is_leaf)
-        total = 0.0
-        for v in range(M):
-            if Z[i, v]:
-                total += S[i, v]
-        value[i] = total
-        ok[i] = good
+        value[i], ok[i] = closure_one(S[i], net, tree, graph, ws, Z[i])

@@ -17,8 +17,10 @@ is answered this way almost always; plain prediction often, and the
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..hierarchy import Hierarchy
+from ._closure_branch import branch_batch
 from ._closure_kernels import closure_batch
 
 __all__ = ["ClosureCut"]
@@ -71,6 +73,10 @@ class ClosureCut:
         child_idx = (np.concatenate([np.asarray(c, dtype=np.int64) for c in children])
                      if child_ptr[-1] else np.zeros(0, dtype=np.int64))
         self.graph = (child_ptr, child_idx, np.asarray(H.leaf_mask, dtype=np.bool_))
+        self._widest = int(np.max(np.diff(child_ptr))) if M > 1 else 0
+        # child -> parent incidence, for the dangling nodes of many closed sets at once
+        self._up = sp.csr_matrix((np.ones(len(child)), (child, parent)), shape=(M, M))
+        self._width = np.diff(child_ptr) + 1.0
 
     def run(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Z, value, exact)`` for the score rows of ``S`` ``(n, M)``: a largest-score closed
@@ -84,3 +90,34 @@ class ClosureCut:
         if n:
             closure_batch(S, self.net, self.tree, self.graph, Z, value, exact)
         return Z, value, exact
+
+    def branch_width(self, Z: np.ndarray) -> np.ndarray:
+        """For closed sets ``Z`` ``(n, M)``: the subproblems the first branching creates, one
+        per dangling node (internal, in the set, no child in it) and one per child of each."""
+        Z = np.asarray(Z, dtype=bool)
+        has_child = np.asarray((self._up.T @ Z.T.astype(float)).T) > 0
+        dangling = Z & ~self.graph[2][None, :] & ~has_child
+        return dangling.astype(float) @ self._width
+
+    def branch(self, S: np.ndarray, rows: np.ndarray, max_cuts: int,
+               rtol: float, closed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Program (19) for the score rows ``S[rows]`` by best-first branch and bound on the
+        closure relaxation (:mod:`~hiercvx.inference._closure_branch`), each within
+        ``max_cuts`` minimum cuts; a subproblem is pruned when its bound is within ``rtol *
+        (1 + sum |s|)`` of the best label set.  ``closed``: the rows' closed sets from
+        :meth:`run` (``(len(rows), M)``), when known: rows whose first branching alone would
+        take more than half the cuts (:meth:`branch_width`) are not tried (a proof needs at
+        least one more level).  Returns
+        ``(Z, solved)``, both over ``rows``: the optimal label sets (bool, rows not solved
+        left empty) and which rows were proved."""
+        S = np.ascontiguousarray(S, dtype=float)
+        rows = np.asarray(rows, dtype=np.int64)
+        Z = np.zeros(S.shape, dtype=np.bool_)
+        value = np.full(S.shape[0], np.nan)
+        tried = rows
+        if closed is not None and len(rows):
+            tried = rows[2 * self.branch_width(closed) <= max_cuts]
+        if len(tried) and max_cuts > 0:
+            branch_batch(S, tried, self.net, self.tree, self.graph, int(max_cuts),
+                         int(max_cuts) * (1 + self._widest), float(rtol), Z, value)
+        return Z[rows], ~np.isnan(value[rows])

@@ -50,7 +50,8 @@ class InferenceInfo:
     samples the bound certificate answered without the solver (see :class:`LabelSetOracle`).
     ``n_closure`` (methods ``"ilp"``, ``"lp"``): how many samples the closure relaxation
     answered exactly (a minimum cut, :mod:`hiercvx.inference.closure`), before any bound or
-    program.
+    program; ``n_branched`` (method ``"ilp"``): how many of the others branch and bound on that
+    relaxation proved (:meth:`~hiercvx.inference.closure.ClosureCut.branch`).
     """
 
     method: str
@@ -63,6 +64,7 @@ class InferenceInfo:
     solve_time: float
     n_bounded: int = 0  # samples answered by the bound certificate, without the solver
     n_closure: int = 0  # samples answered by the closure relaxation (a minimum cut)
+    n_branched: int = 0  # samples answered by branch and bound on the closure relaxation
 
 
 
@@ -84,7 +86,10 @@ class LabelSetOracle:
     set and per-node upper bounds in O(nodes + ancestor entries) (plus a few subgradient steps
     of a tree relaxation), batched over the samples (:mod:`hiercvx.inference.bounds`).  A sample whose
     set reaches the bound is answered without a solver (``InferenceInfo.n_bounded``); the
-    others get the LP relaxation (an integral LP optimum is optimal for (19)), and where it is
+    others whose closed set misses a label set at few nodes get best-first branch and bound on
+    the closure relaxation within ``options.closure_branch_cuts`` minimum cuts
+    (``InferenceInfo.n_branched``); the rest get the LP relaxation (an integral LP optimum is
+    optimal for (19)), and where it is
     fractional, (19) restricted to the nodes whose bound reaches the set's value (the rest are
     in no optimal set; the LP too is built on them when they are under
     ``options.restrict_below`` of the graph).  Exact either way; ``presolve=False`` solves (19)
@@ -203,7 +208,8 @@ class LabelSetOracle:
             fractional=fractional, fell_back=fractional.copy(),
             n_fractional=int(fractional.sum()), solve_time=time.perf_counter() - t0,
             n_bounded=int(self.__dict__.get("_n_bounded", 0)) if self.method == "ilp" else 0,
-            n_closure=int(self.__dict__.get("_n_closure", 0)) if self.method in ("ilp", "lp") else 0)
+            n_closure=int(self.__dict__.get("_n_closure", 0)) if self.method in ("ilp", "lp") else 0,
+            n_branched=int(self.__dict__.get("_n_branched", 0)) if self.method == "ilp" else 0)
         return out, info
 
     def _enumerate(self, S: np.ndarray) -> np.ndarray:
@@ -223,7 +229,7 @@ class LabelSetOracle:
         Z = np.zeros((n, M), dtype=bool)
         relaxation = None if integer else np.empty(n)
         fractional = np.zeros(n, dtype=bool)
-        self._n_bounded = self._n_closure = 0
+        self._n_bounded = self._n_closure = self._n_branched = 0
         self._cut_exact = None
         if integer and n and self._root_split() is not None:
             # one program per disjoint component under the root, combined exactly
@@ -244,7 +250,8 @@ class LabelSetOracle:
             self._cut_exact = exact
         if integer and self.presolve:
             if len(todo):
-                Z[todo] = self._solve_bounded(S[todo], model, verbose)
+                closed = Zc[todo] if self.options.closure_cut else None
+                Z[todo] = self._solve_bounded(S[todo], model, verbose, closed)
             return Z, relaxation, fractional
         show = (len(todo) >= self.options.progress_from) if verbose is None else bool(verbose)
         rows = todo
@@ -280,19 +287,29 @@ class LabelSetOracle:
         return LabelSetOracle(sub, self.method, solver=self.solver, presolve=self.presolve,
                               options=self.options)
 
-    def _solve_bounded(self, S: np.ndarray, model, verbose) -> np.ndarray:
+    def _solve_bounded(self, S: np.ndarray, model, verbose, closed=None) -> np.ndarray:
         """Program (19) behind the bound certificate of :class:`DagBounds`: samples whose
         lower bound reaches the upper bound keep their set (no solver call); the others get
-        the LP relaxation (an integral LP optimum is optimal for (19)) -- on the nodes that
-        can still be in an optimal set when they are few, else on the whole graph,
-        warm-started -- and where it is fractional, (19) restricted to those nodes, by branch
-        and bound on the LP (:meth:`~hiercvx.inference.programs.HighsModel.branch_subset`)
-        or, past its node budget, the integer program."""
+        branch and bound on the closure relaxation when their closed sets ``closed`` (from
+        the cut) miss a label set at few nodes
+        (:meth:`~hiercvx.inference.closure.ClosureCut.branch`), then the LP relaxation (an
+        integral LP optimum is optimal for (19)) -- on the nodes that can still be in an
+        optimal set when they are few, else on the whole graph, warm-started -- and where it
+        is fractional, (19) restricted to those nodes, by branch and bound on the LP
+        (:meth:`~hiercvx.inference.programs.HighsModel.branch_subset`) or, past its node
+        budget, the integer program."""
         if "_bounds" not in self.__dict__:
             self._bounds = DagBounds(self.H, self.options)
         value, Z, certified, keep, _ = self._bounds.run(S)
         self._n_bounded = int(certified.sum())
         rows = np.flatnonzero(~certified)
+        if closed is not None and len(rows) and self.options.closure_branch_cuts:
+            # a few dangling nodes: branch and bound on the cut proves them in a few cuts
+            Zb, proved = self._cut.branch(S, rows, self.options.closure_branch_cuts,
+                                          self.options.bound_rtol, closed=closed[rows])
+            Z[rows[proved]] = Zb[proved]
+            self._n_branched = int(proved.sum())
+            rows = rows[~proved]
         show = (len(rows) >= self.options.progress_from) if verbose is None else bool(verbose)
         if show:
             rows = tqdm(rows, desc="inference (ilp)", unit="sample")

@@ -20,9 +20,10 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from ..inference import LabelSetOracle, auto_method
+from ..inference import LabelSetOracle
 from ..result import Solution, relative_gap
-from ._nhsvm_kernels import extend_support, gram_update, resync_kernel
+from ._nhsvm_kernels import (compact_slots, extend_support, gram_update, rebuild_support,
+                              resync_kernel)
 from .primitives import RowData, row_data
 
 logger = logging.getLogger("hiercvx.solvers.nhsvm_fw")
@@ -98,11 +99,10 @@ def vertex_model(model, inference: str = "auto", sqrt_alpha=None) -> VertexModel
     out = VertexModel(source=model, X=X, rows=rows, sqrt_alpha=np.asarray(sqrt_alpha, dtype=float),
                       T=np.asarray(model.T), multilabel=bool(getattr(model, "multilabel", False)))
     if out.multilabel:
-        if inference == "auto" and auto_method(model.H) == "ilp":
-            # the paper trains with the LP relaxation of (19); "lp" re-solves the fractional
-            # samples with the integer program, so it stays exact, and HiGHS's LP is an order
-            # of magnitude faster than its branch-and-bound on these small programs
-            inference = "lp"
+        # "auto" on a large DAG is program (19) behind the closure cut, split at the root into
+        # its disjoint components (the Gene Ontology's namespaces), each behind its bounds and
+        # with branch and bound on its LP over the nodes the bounds keep: exact, and it never
+        # runs an integer program over the whole graph, as the LP route's fallback does
         out.oracle = model.label_oracle(inference)
         out.loss = model.loss
         return out
@@ -144,6 +144,7 @@ class DualState:
         self.coff = np.zeros((n, self.K))
         self.cscale = np.ones((n, self.K))
         self.clen = np.zeros(n, dtype=np.int64)
+        self.idle = np.zeros((n, self.K), dtype=np.int64)  # certificates since a slot held mass
         self.budget = np.ones(n)
         self.n_evicted = 0
         # each block's support, the smaller of two unions that only grow (the sweeps and g_i
@@ -286,6 +287,7 @@ class DualState:
         previous = self.cid[rows, slot].copy()
         self.cid[rows, slot] = ids
         self.dirty[rows, slot] = True
+        self.idle[rows, slot] = 0
         if model.multilabel:
             self._retain(ids, previous)
         extend_support(self.pool, rows.astype(np.int64), ids.astype(np.int64), self.Tf, self.mark,
@@ -297,6 +299,29 @@ class DualState:
         if evicted:
             self.resync(model)
         return len(rows), evicted
+
+    def age(self) -> None:
+        """One more certificate for every cached slot without mass (0 for those with mass)."""
+        used = np.arange(self.K)[None, :] < self.clen[:, None]
+        self.idle = np.where(self.cbeta > 0, 0, self.idle + used)
+
+    def prune(self, max_idle: int) -> int:
+        """Drop every cached vertex that has held no mass for more than ``max_idle``
+        certificates (``g``, ``l`` and ``V`` do not change; the oracle finds a vertex again
+        when it is needed) and recompute those blocks' supports from what stays.  Returns the
+        number of vertices dropped."""
+        drop = (self.cid >= 0) & (self.cbeta <= 0) & (self.idle > max_idle)
+        rows = np.flatnonzero(drop.any(axis=1))
+        if not len(rows):
+            return 0
+        gone = self.cid[drop]
+        if hasattr(self, "_keys"):  # pooled label sets: release the ids no slot holds now
+            self._retain(np.zeros(0, dtype=np.int64), gone)
+        compact_slots(rows, drop, self.cid, self.cbeta, self.coff, self.cscale, self.idle,
+                      self.clen, self.Q, self.dirty)
+        rebuild_support(self.pool, rows, self.cid, self.clen, self.Tf, self.mark, self.count,
+                        self.supp, self.slen, self.sref)
+        return int(gone.size)
 
 
 def certify(model: VertexModel, V: np.ndarray, l: np.ndarray, lam: float, return_scores: bool = False):

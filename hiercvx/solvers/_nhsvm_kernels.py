@@ -20,7 +20,7 @@ from .primitives import row_axpy, row_dot
 
 __all__ = ["node_products", "support_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
            "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel", "extend_support",
-           "gram_update"]
+           "gram_update", "compact_slots", "rebuild_support"]
 
 # Reassociation lets LLVM vectorize the dot products and rank-one updates (inputs are finite).
 _FAST = {"reassoc", "contract", "nsz"}
@@ -551,3 +551,69 @@ def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, sref, G, lsum)
             for q in range(slen[i]):
                 m = supp[i, q]
                 G[i, m] += w * (Tf[i, m] - pool[p, m])
+
+
+@njit(cache=True)
+def compact_slots(rows, drop, cid, cbeta, coff, cscale, idle, clen, Q, dirty):
+    """Remove the slots flagged in ``drop`` from the caches of the samples ``rows``: the kept
+    slots move to the front in their order, with their rows and columns of the Gram matrix
+    ``Q`` and their flags; the freed slots get id ``-1``."""
+    K = cid.shape[1]
+    keep = np.empty(K, dtype=np.int64)
+    for e in range(rows.size):
+        i = rows[e]
+        k = 0
+        for j in range(clen[i]):
+            if not drop[i, j]:
+                keep[k] = j
+                k += 1
+        for a in range(k):
+            ja = keep[a]
+            for b in range(k):
+                Q[i, a, b] = Q[i, ja, keep[b]]
+            cid[i, a] = cid[i, ja]
+            cbeta[i, a] = cbeta[i, ja]
+            coff[i, a] = coff[i, ja]
+            cscale[i, a] = cscale[i, ja]
+            idle[i, a] = idle[i, ja]
+            dirty[i, a] = dirty[i, ja]
+        for a in range(k, clen[i]):
+            cid[i, a] = -1
+            cbeta[i, a] = 0.0
+            idle[i, a] = 0
+            dirty[i, a] = False
+        clen[i] = k
+
+
+@njit(cache=True)
+def rebuild_support(pool, rows, cid, clen, Tf, mark, count, supp, slen, sref):
+    """Recompute the two candidate supports of the samples ``rows`` from the vertices their
+    caches hold now (:func:`extend_support`'s unions restarted) and keep the smaller."""
+    M = pool.shape[1]
+    for e in range(rows.size):
+        i = rows[e]
+        count[i, 0] = 0
+        count[i, 1] = 0
+        for m in range(M):
+            t = Tf[i, m]
+            bits = 2 if t != 0 else 0
+            for j in range(clen[i]):
+                z = pool[cid[i, j], m]
+                if z != t:
+                    bits |= 1
+                if z == 0:
+                    bits |= 2
+                if bits == 3:
+                    break
+            mark[i, m] = bits
+            count[i, 0] += bits & 1
+            count[i, 1] += bits >> 1
+        ref = 1 if count[i, 1] < count[i, 0] else 0
+        bit = ref + 1
+        sref[i] = ref
+        k = 0
+        for m in range(M):
+            if mark[i, m] & bit:
+                supp[i, k] = m
+                k += 1
+        slen[i] = k

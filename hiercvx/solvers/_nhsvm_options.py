@@ -22,6 +22,10 @@ class Options:
         for SGD); a ``ConvergenceWarning`` when they run out.
     cache_size : vertices kept per sample (pairwise); the multi-plane BCFW of Shah, Kolmogorov
         & Lampert (CVPR 2015) needs a few dozen planes per block.
+    cache_idle_passes : pairwise: a cached vertex that has held no mass for more than this many
+        certificates leaves its cache (the oracle finds it again when it is needed): a visit
+        costs in proportion to the vertices cached and to the union of their nodes, and on
+        label sets most vertices found early never regain mass.
     max_steps : pairwise steps per visit of a block before moving on, so one hard block does
         not stall a sweep (Osokin et al., ICML 2016, cap the inner steps likewise).
     inner_sweeps : sweeps over the cached problem between two certificates: a certificate
@@ -54,6 +58,7 @@ class Options:
     tol: float = 1e-6
     max_iter: int = 1000
     cache_size: int = 32
+    cache_idle_passes: int = 10
     max_steps: int = 50
     inner_sweeps: int = 20
     label_set_sweeps: int = 10

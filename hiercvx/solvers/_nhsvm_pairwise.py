@@ -82,12 +82,14 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
                 break
             if state.add(model, vertex)[1]:
                 V = state.rebuild_weights(model)
+            state.prune(options.cache_idle_passes)
             # block gaps at this W: H_i - l_i + <W, (sqrt(alpha) g_i) x_i^T>; they sum to P - D
             block = H - state.l + np.einsum("ij,ij->i", state.G, S)
             eps = max(1e-13, options.eps_share * (P - D) / n)
             active = np.flatnonzero(block > 1e-3 * eps).astype(np.int64)
             visits += _sweep_blocks(model, state, V, (Tf, xsq, inv2lam, eps, bgap), active, rng,
                                     options, expensive_oracle)
+            state.age()
             bar.update(1)
     finally:
         bar.close()
