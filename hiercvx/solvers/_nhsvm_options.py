@@ -33,9 +33,12 @@ class Options:
     label_set_sweeps : the same with a cheap label-set oracle (the tree DP or enumeration):
         an exact certificate there costs about one sweep and brings a new vertex per sample,
         so fewer sweeps between certificates cost less in total.
-    expensive_refines : with a DAG program (19) per sample as the oracle, extra passes over the
-        cached problem (``eps / 10`` each) between two certificates; the new vertices decide
-        the progress there, not the inner accuracy, so one suffices.
+    program_sweeps : the same with a DAG program (19) per sample as the oracle: a certificate
+        costs about as much as ten sweeps, and the new vertices it brings, not the accuracy on
+        the cached problem, decide the progress (more sweeps barely save certificates).
+    expensive_refines : with a DAG program (19) per sample as the oracle, extra rounds of
+        sweeps over every cached block (``eps / 10`` each) between two certificates; none, for
+        the reason of ``program_sweeps``.
     handoff_passes : ``method="auto"`` on label sets and (13): pairwise passes before cutting
         planes take over; enough where the labels carry signal.
     master_max_dimension : the cutting-plane master (an interior point in the node weights)
@@ -62,7 +65,8 @@ class Options:
     max_steps: int = 50
     inner_sweeps: int = 20
     label_set_sweeps: int = 10
-    expensive_refines: int = 1
+    program_sweeps: int = 10
+    expensive_refines: int = 0
     handoff_passes: int = 50
     master_max_dimension: int = 4000
     master_newton: str = "dense"

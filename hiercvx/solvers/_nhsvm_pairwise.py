@@ -38,7 +38,9 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     positive (a block with gap 0 is optimal for the current ``W`` and is skipped: exact
     shrinking), each sweep dropping the blocks whose cached gap fell below ``eps``
     (``options.inner_sweeps`` sweeps, ``options.label_set_sweeps`` with a cheap label-set
-    oracle, ``options.max_steps`` steps per visit)."""
+    oracle, ``options.program_sweeps`` with a DAG program per sample, ``options.max_steps``
+    steps per visit); cached vertices idle for ``options.cache_idle_passes`` certificates
+    leave their caches."""
     tol, max_iter = options.tol, options.max_iter
     t0 = time.perf_counter() if t0 is None else t0
     rng = np.random.default_rng(random_state)
@@ -59,8 +61,9 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     bgap = np.zeros(n)
     best = (np.inf, None, None)
     expensive_oracle = model.multilabel and model.oracle.method in ("ilp", "lp")
-    if model.multilabel and not expensive_oracle:
-        options = replace(options, inner_sweeps=options.label_set_sweeps)
+    if model.multilabel:
+        sweeps = options.program_sweeps if expensive_oracle else options.label_set_sweeps
+        options = replace(options, inner_sweeps=sweeps)
     bar = progress(verbose, max_iter, "NHSVM pairwise BCFW")
     try:
         for it in range(max_iter + 1):
@@ -119,9 +122,10 @@ def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensiv
             int(rng.integers(2 ** 31)), model.rows, V, model.sqrt_alpha, Tf, state.cache,
             state.l, xsq, inv2lam, eps, int(options.max_steps), bgap)
         visits += int(done)
-        # An expensive oracle (a DAG program per sample) is worth more work on the cached
-        # problem: refine it (10x smaller eps, every cached block), as a cutting-plane method
-        # would.  Decided by the oracle's kind, not by timings, so that results are reproducible.
+        # An expensive oracle (a DAG program per sample) may be worth more work on the cached
+        # problem (options.expensive_refines): refine it (10x smaller eps, every cached
+        # block).  Decided by the oracle's kind, not by timings, so that results are
+        # reproducible.
         refine += 1
         if refine > options.expensive_refines or not expensive_oracle:
             return visits
