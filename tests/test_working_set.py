@@ -167,15 +167,16 @@ def deep_tree(branching=3, depth=3):
     return hc.Hierarchy.from_parents(parents)
 
 
-def _sweep_once(model, rows, state, alpha):
+def _sweep_once(model, rows, state, alpha, block_share=0.125):
     """One pass of the working set's compiled sweep over every example from ``alpha`` (in
-    place)."""
+    place); ``block_share`` 0 reads the class Gram matrix directly, 1 through every visit's
+    block of it."""
     data = model.data
     pairs = tuple(np.ascontiguousarray(a, dtype=np.int64)
                   for a in (data.pair_ptr, data.pair_y, data.pair_ybar)) + (state.offset,
                                                                             state.cost)
     n_pairs = np.diff(pairs[0])
-    control = (0.0, 1e-9, 1e-12, 100, np.inf, state.options.budget_rtol, 8, 8)
+    control = (0.0, 1e-9, 1e-12, 100, np.inf, state.options.budget_rtol, 8, 8, block_share, 0)
     sweep(np.arange(data.n_samples, dtype=np.int64), rows,
           (state.F, state.factor.read, state.factor.move),
           (alpha, state.kdiag, state.budget, state.Q), pairs, control,
@@ -183,9 +184,10 @@ def _sweep_once(model, rows, state, alpha):
            n_pairs.copy()))
 
 
+@pytest.mark.parametrize("block_share", [0.0, 1.0])
 @pytest.mark.parametrize("factor", ["classes", "nodes"])
 @pytest.mark.parametrize("route", ["dense", "csr", "rbf"])
-def test_score_factor_is_kept_exactly_by_a_pass(factor, route):
+def test_score_factor_is_kept_exactly_by_a_pass(factor, route, block_share):
     """After a pass that moved alpha from 0, the incrementally updated factor equals its
     definition at the new alpha: class weights ``Lam W`` / node weights ``W``, or class /
     node scores ``(K G Q)^T`` / ``(K G Lam)^T`` with a Gram matrix."""
@@ -197,7 +199,7 @@ def test_score_factor_is_kept_exactly_by_a_pass(factor, route):
     state = MarginDualState(model, rows, 1.0, factor=factor)
     alpha = np.zeros(model.data.n_pairs)
     state.certify(alpha)
-    _sweep_once(model, rows, state, alpha)
+    _sweep_once(model, rows, state, alpha, block_share)
     assert np.count_nonzero(alpha) > 10
     G = _margin.coefficients(alpha, model.data)
     Lam = model.data.Lam
@@ -208,6 +210,27 @@ def test_score_factor_is_kept_exactly_by_a_pass(factor, route):
         W = _margin.weights_from_coefficients(G, model.X, Lam)
         expected = Lam @ W if factor == "classes" else W
     np.testing.assert_allclose(state.F, expected, atol=1e-10 * max(1.0, np.abs(expected).max()))
+
+
+def test_a_pass_through_the_class_gram_blocks_takes_the_direct_steps():
+    """Reading ``Q`` through each visit's block of it (:func:`_local_gram`) changes where the
+    numbers come from, not the steps: the same pass from the same point ends at the same
+    alpha and the same factor."""
+    H = deep_tree()
+    X, Y = labelled_data(H, n=40, d=6, seed=5, multi=0.3)
+    model = prepared(X, Y, H)
+    rows = row_data(X=model.X)
+    ends = []
+    for share in (0.0, 1.0):
+        state = MarginDualState(model, rows, 1.0, factor="nodes")
+        alpha = np.zeros(model.data.n_pairs)
+        state.certify(alpha)
+        for _ in range(3):
+            _sweep_once(model, rows, state, alpha, share)
+        ends.append((alpha, state.F.copy()))
+    assert np.count_nonzero(ends[0][0]) > 10
+    np.testing.assert_allclose(ends[1][0], ends[0][0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ends[1][1], ends[0][1], rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("kernel", [None, "rbf"])

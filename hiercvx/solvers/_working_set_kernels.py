@@ -159,15 +159,33 @@ def _working_set(alpha, Hp, L, m, best, cost, enter, n_enter, entering, ws, a, c
 
 
 @njit(cache=True)
-def _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Q):
-    """``K_ii (e_y - e_ybar)^T Q (e_y' - e_ybar')`` over the working set (step 8a's Hessian)."""
+def _local_gram(Q, need, n_need, pos, Qloc):
+    """``Qloc[a, b] = Q[need[a], need[b]]`` for the classes of one example's live pairs, and
+    ``pos[need[a]] = a``: the visit reads ``Q`` only here, once, in order along each row (on a
+    GO DAG ``Q`` has millions of entries, and reading them at random is most of a visit)."""
+    need[:n_need].sort()
+    for a in range(n_need):
+        pos[need[a]] = a
+    for a in range(n_need):
+        row = need[a]
+        for b in range(a, n_need):
+            v = Q[row, need[b]]
+            Qloc[a, b] = v
+            Qloc[b, a] = v
+
+
+@njit(cache=True)
+def _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Qloc, pos):
+    """``K_ii (e_y - e_ybar)^T Q (e_y' - e_ybar')`` over the working set (step 8a's Hessian),
+    class ``c`` of ``Q`` at row and column ``pos[c]`` of ``Qloc`` (``Q`` itself with ``pos`` the
+    identity, or the visit's block of it, :func:`_local_gram`)."""
     for r in range(k):
-        yr = pair_y[ws[r]]
-        br = pair_ybar[ws[r]]
+        yr = pos[pair_y[ws[r]]]
+        br = pos[pair_ybar[ws[r]]]
         for t in range(r, k):
-            yt = pair_y[ws[t]]
-            bt = pair_ybar[ws[t]]
-            h = kii * (Q[yr, yt] - Q[yr, bt] - Q[br, yt] + Q[br, bt])
+            yt = pos[pair_y[ws[t]]]
+            bt = pos[pair_ybar[ws[t]]]
+            h = kii * (Qloc[yr, yt] - Qloc[yr, bt] - Qloc[br, yt] + Qloc[br, bt])
             Hk[r, t] = h
             Hk[t, r] = h
 
@@ -198,17 +216,24 @@ def _take_step(ws, a, k, alpha, pair_y, pair_ybar, dg, in_round, touched):
 
 
 @njit(cache=True)
-def _local_scores(s, QT, kii, dg, touched, n_touched, in_round, dg_total, in_total,
-                  touched_total, n_total):
-    """``s += K_ii Q dg`` through the touched columns of Q only (rows of ``QT = Q^T``, read
-    contiguously); ``dg`` moves into the visit's total ``dg_total``.  Returns the number of
-    classes the visit touched so far."""
-    q = s.shape[0]
+def _local_scores(s, Qloc, pos, kii, dg, touched, n_touched, cols, n_cols, in_round, dg_total,
+                  in_total, touched_total, n_total):
+    """``s += K_ii Q dg`` through the touched columns of Q only (``Q`` through ``Qloc`` and
+    ``pos`` as in :func:`_reduced_hessian`), on the classes ``cols[:n_cols]``: every class, or
+    those of the example's live pairs only (no other score is read before the next visit
+    recomputes them; on a GO DAG a visit needs a hundred of 2000 classes).  ``dg`` moves into
+    the visit's total ``dg_total``.  Returns the number of classes the visit touched so far."""
     for t in range(n_touched):
         e = touched[t]
         de = kii * dg[e]
-        for c in range(q):
-            s[c] += QT[e, c] * de
+        row = pos[e]
+        if n_cols == s.shape[0]:  # every class: cols and pos are the identity, a contiguous row
+            for c in range(n_cols):
+                s[c] += Qloc[row, c] * de
+        else:
+            for u in range(n_cols):
+                c = cols[u]
+                s[c] += Qloc[row, pos[c]] * de
         if not in_total[e]:
             in_total[e] = True
             touched_total[n_total] = e
@@ -324,10 +349,12 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
     F, read, move = factor
     alpha, kdiag, budget, Q = duals
     pair_ptr, pair_y, pair_ybar, offset, cost = pairs
-    eps, local_tol, sub_tol, max_rounds, shrink_margin, budget_rtol, n_enter_max, ahead = control
+    (eps, local_tol, sub_tol, max_rounds, shrink_margin, budget_rtol, n_enter_max, ahead,
+     block_share, block_min) = control
     active, live, n_live = lists
     q = Q.shape[0]
-    QT = np.ascontiguousarray(Q.T)  # its rows are Q's columns (Q dg reads columns)
+    Q = np.ascontiguousarray(Q)  # one array type for Q and the visits' blocks of it
+    identity = np.arange(q)
     read_ptr, read_idx, read_val = read
     move_ptr, move_idx, move_val = move
     n_factor = F.shape[0]
@@ -354,6 +381,8 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
     # the reduced Hessian grows with the largest working set met, not with the example that
     # has the most pairs (70k pairs on the GO DAG: a (max_pairs, max_pairs) array is 39 GB)
     Hk = np.empty((min(max_pairs, 64), min(max_pairs, 64)))
+    Qloc = np.empty((min(q, 128), min(q, 128)))  # grows with the most classes a visit needs
+    pos = np.full(q, -1, dtype=np.int64)
     enter = np.empty(n_enter_max, dtype=np.int64)
     entering = np.zeros(max_pairs, dtype=np.bool_)
     mark = np.zeros(q, dtype=np.bool_)
@@ -407,6 +436,16 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
             continue
         visits += 1
         n_total = 0
+        # Q read directly (the scores of every class kept), or through the visit's block of
+        # it when the visit needs few classes (the scores of those classes only)
+        Qv, at, cols, n_cols = Q, identity, identity, q
+        if q >= block_min and n_need <= block_share * q:
+            if n_need > Qloc.shape[0]:
+                size = min(q, max(2 * Qloc.shape[0], n_need))
+                Qloc = np.empty((size, size))
+            _local_gram(Q, need, n_need, pos, Qloc)
+            Qv, at, cols, n_cols = Qloc, pos, need, n_need
+            work += n_need * n_need
         for _ in range(max_rounds):
             # several pairs enter at once, else a visit needing many pairs costs O(k^3)
             u_i = max(0.0, Hp[best]) - psi
@@ -416,13 +455,13 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
             if k > Hk.shape[0]:
                 size = min(max_pairs, max(2 * Hk.shape[0], k))
                 Hk = np.empty((size, size))
-            _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Q)
+            _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Qv, at)
             budget_qp(Hk, gk, a, ck, max(budget[i] - used, 0.0), k, sub_tol, 200 * k + 1000)
             work += k * k + m
             n_touched = _take_step(ws, a, k, alpha, pair_y, pair_ybar, dg, in_round, touched)
-            n_total = _local_scores(s, QT, kii, dg, touched, n_touched, in_round, dg_total,
-                                    in_total, touched_total, n_total)
-            work += q * n_touched
+            n_total = _local_scores(s, Qv, at, kii, dg, touched, n_touched, cols, n_cols,
+                                    in_round, dg_total, in_total, touched_total, n_total)
+            work += n_cols * n_touched
             _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp)
             psi, best = _example_violation(alpha, Hp, L, m, cost, budget[i], budget_rtol)
             if psi <= local_tol:

@@ -130,6 +130,13 @@ class Options:
         ... and at least to this KKT violation: an exact step is cheap on the few pairs of a
         single label; on label sets (tens of tied pairs per example, a degenerate QP whose
         pairwise steps crawl) the label-set engine lifts the cap.
+    block_share, block_min_classes : float, int
+        With at least ``block_min_classes`` classes, a visit that needs at most ``block_share``
+        of them (those of its live pairs) first copies their block of the class Gram matrix
+        ``Q`` and reads only the copy.  On a GO DAG ``Q`` (two thousand classes, 37 MB)
+        outgrows a core's caches while a visit needs about a hundred classes, whose reduced
+        Hessians read ``Q`` at random; a smaller ``Q`` stays in cache, and where a visit needs
+        most classes (single labels) the copy would cost more than the reads it replaces.
     dual : margin_dual.Options
         The dual state's and step 8b's settings (:class:`.margin_dual.Options`).
     """
@@ -147,6 +154,8 @@ class Options:
     ahead: int = 8
     sub_share: float = 0.1
     sub_cap: float = 1e-9
+    block_share: float = 0.125
+    block_min_classes: int = 1000
     dual: margin_dual.Options = field(default_factory=margin_dual.Options)
 
 
@@ -359,7 +368,7 @@ class _Run:
         local_tol = opts.local * eps
         control = (eps, local_tol, min(opts.sub_share * local_tol, opts.sub_cap), opts.max_rounds,
                    eps if opts.shrink else np.inf, opts.dual.budget_rtol, opts.n_enter,
-                   opts.ahead)
+                   opts.ahead, opts.block_share, opts.block_min_classes)
         factor = (state.F, state.factor.read, state.factor.move)
         duals = (self.alpha, state.kdiag, state.budget, state.Q)
         pass_max, visits, work, _ = sweep(order, self.rows, factor, duals, self.pairs, control,
