@@ -189,22 +189,22 @@ def full_slacks(S, data: MarginData) -> np.ndarray:
     return np.maximum(oracle(S, data)[2], 0.0)
 
 
-def _model_scores(model: MarginModel, weights) -> np.ndarray:
+def _model_scores(model: MarginModel, weights, Lam=None) -> np.ndarray:
     """Class scores ``(n, q)`` of the training examples at the model's own weights (node
-    weights with the bias column, or representer coefficients ``G``)."""
+    weights with the bias column, or representer coefficients ``G``); ``Lam``: the model's
+    class attributes already converted (:func:`~hiercvx.models.margin.sparse_attributes`)."""
     if model.node_weights:
-        return _margin.class_scores(weights, model.X, model.data.Lam)
+        return _margin.class_scores(weights, model.X, model.data.Lam if Lam is None else Lam)
     return model.K @ weights @ model.data.Q
 
 
-def _full_objective(model: MarginModel, weights, C: float) -> float:
-    """(4.10) at the model's own weights, the slacks from the oracle over every pair."""
+def _full_objective(model: MarginModel, weights, C: float, S) -> float:
+    """(4.10) at the model's own weights, whose class scores are ``S``, the slacks from the
+    oracle over every pair."""
     data = model.data
-    xi = full_slacks(_model_scores(model, weights), data)
-    if model.node_weights:
-        reg = float(np.sum(weights * weights))
-    else:
-        reg = float(np.sum(weights * (model.K @ weights @ data.Q)))
+    xi = full_slacks(S, data)
+    # the kernel form's regularizer <G, K G Q> reads the scores S = K G Q
+    reg = float(np.sum(weights * (weights if model.node_weights else S)))
     return 0.5 * reg + C * float(data.Cw @ xi)
 
 
@@ -367,8 +367,8 @@ class _Run:
             passes += res.n_iter
             own = small.augmented_weights(res.weights, res.extras.get("intercept")) \
                 if small.node_weights else res.weights
-            S = _model_scores(self.model, own)
-            objective = _full_objective(self.model, own, self.C)
+            S = _model_scores(self.model, own, self.pairs.Lam)
+            objective = _full_objective(self.model, own, self.C, S)
             gap = relative_gap(objective, res.lower_bound)
             self.gap = min(self.gap, gap)
             if self.proximal and res.solver != "labelset_alm":
@@ -378,7 +378,7 @@ class _Run:
             self._record(rnd, objective, res.lower_bound, gap, passes, t0)
             if reached(gap, self.tol) or passes >= max_iter:
                 break
-            xi_small = _margin.slacks(_model_scores(small, own), small.data)
+            xi_small = _margin.slacks(S, small.data)  # the same inputs: the same scores
             old_keys, old_alpha = self.pairs.keys.copy(), res.dual
             added = self.pairs.add(S, xi_small + opts.entry_rtol * scale, opts.enter)
             alpha = self.pairs.carry(old_keys, old_alpha)
