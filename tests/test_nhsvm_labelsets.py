@@ -188,8 +188,8 @@ def _loss_augmented(rng, H, S):
 def test_branch_and_bound_on_the_closure_cut_proves_the_optimum_of_19(seed, augmented):
     """Best-first branch and bound on the closure relaxation (a dangling node out, or one of its
     children in): every proved set is a label set of enumeration's value; with a budget the
-    small graphs cannot exhaust, every sample is proved; a tight budget proves fewer, never a
-    wrong set."""
+    small graphs cannot exhaust, every sample is proved, also inside the nodes the bounds keep
+    and from their label set; a tight budget proves fewer, never a wrong set."""
     rng = np.random.default_rng(2100 + seed)
     H = random_hierarchy(rng, int(rng.integers(6, 15)), dag=True)
     S = rng.normal(size=(30, len(H))) - 0.3
@@ -206,6 +206,12 @@ def test_branch_and_bound_on_the_closure_cut_proves_the_optimum_of_19(seed, augm
                                    best[rows[proved]], atol=1e-9)
         assert not Z[~proved].any()
     assert proved.all()
+    # inside the nodes the bounds keep, from the bounds' label set: the same optimum
+    value, start, _, keep, _ = inf.DagBounds(H).run(S)
+    Z, proved = cut.branch(S, rows, 10_000, 1e-12, keep=keep[rows],
+                           start=(value[rows], start[rows]))
+    assert proved.all() and np.all(inf.is_valid_label_set(Z, H))
+    np.testing.assert_allclose(inf.label_set_scores(S[rows], Z), best[rows], atol=1e-9)
     # the width gate: rows whose first branching needs more than half the budget are not tried
     width = cut.branch_width(closed[rows])
     _, gated = cut.branch(S, rows, 4, 1e-12, closed=closed[rows])

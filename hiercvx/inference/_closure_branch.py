@@ -6,9 +6,12 @@ closed set fails to be a label set only where a chosen internal node has no chos
 *dangles*).  Every label set either leaves a dangling node ``u`` out or holds one of its
 children, so the subproblems "``u`` out" and "child ``c`` in" (one per child) cover the label
 sets of their parent; each is again a closure problem (a node forced in gets a score above
-every set's total, a node forced out one below), its closed set bounds the subproblem from
-above and, when it is a label set, solves it.  Best-first search on these bounds is exact; it
-stops after a budget of minimum cuts, and the caller then solves the sample another way.
+every set's total, a node forced out the score ``-inf``), its closed set bounds the
+subproblem from above and, when it is a label set, solves it.  Best-first search on these
+bounds is exact; it stops after a budget of minimum cuts, and the caller then solves the
+sample another way.  The nodes the bounds of :mod:`hiercvx.inference.bounds` exclude from
+every optimal set are forced out from the start, and the bounds' label set is the first
+incumbent.
 Loss-augmented samples of a large DAG, whose closed set holds nearly every node and dangles at
 one to three nodes, are proved in a few cuts.
 """
@@ -41,26 +44,37 @@ def _dangling(z, child_ptr, child_idx, is_leaf) -> int:
 
 
 @njit(cache=True)
-def _forced(s, big, link, node, shifted) -> bool:
-    """``shifted = s`` with the forces of the chain ending at ``node`` applied (``+big`` in,
-    ``-big`` out); False when the chain forces one node both ways."""
+def _forced(base, big, link, node, sign_of, shifted) -> bool:
+    """``shifted = base`` with the forces of the chain ending at ``node`` applied (``+big`` in,
+    ``-inf`` out); False when the chain forces one node both ways.  ``sign_of`` (zeros) is
+    used as scratch and left zero."""
     parent, var, sign = link
-    for v in range(s.shape[0]):
-        shifted[v] = s[v]
+    for v in range(base.shape[0]):
+        shifted[v] = base[v]
+    ok = True
     k = node
     while k >= 0:
         v = var[k]
-        if (sign[k] > 0 and shifted[v] < s[v]) or (sign[k] < 0 and shifted[v] > s[v]):
-            return False
-        shifted[v] = s[v] + sign[k] * big
+        if sign_of[v] != 0.0 and sign_of[v] != sign[k]:
+            ok = False
+        sign_of[v] = sign[k]
+        shifted[v] = base[v] + big if sign[k] > 0 else -np.inf
         k = parent[k]
-    return True
+    k = node
+    while k >= 0:
+        sign_of[var[k]] = 0.0
+        k = parent[k]
+    return ok
 
 
 @njit(cache=True)
-def _kept(z, link, node) -> bool:
-    """Whether the closed set ``z`` honours every force of the chain ending at ``node``."""
+def _kept(z, keep, link, node) -> bool:
+    """Whether the closed set ``z`` lies inside ``keep`` and honours every force of the chain
+    ending at ``node``."""
     parent, var, sign = link
+    for v in range(z.shape[0]):
+        if z[v] and not keep[v]:
+            return False
     k = node
     while k >= 0:
         if z[var[k]] != (sign[k] > 0):
@@ -70,26 +84,53 @@ def _kept(z, link, node) -> bool:
 
 
 @njit(cache=True)
-def _branch_one(s, net, tree, graph, ws, work, max_cuts, rtol, best):
-    """Best-first branch and bound for one score row ``s``; the optimum goes into ``best``.
-    Returns ``(value, cuts)``, ``value = nan`` when ``max_cuts`` minimum cuts (or the link
-    table) ran out before a proof."""
+def _push_children(u, node, value, keep, graph, link, work, counts) -> bool:
+    """Open the subproblems "``u`` out" and "child ``c`` of ``u`` in" (``c`` kept) under
+    ``node``, each bounded by ``value``; False when the tables are full."""
     child_ptr, child_idx, is_leaf = graph
-    link, open_node, open_ub, z, shifted = work
     parent, var, sign = link
-    cap_links = parent.shape[0]
+    open_node, open_ub = work[1], work[2]
+    n_links, n_open = counts[0], counts[1]
+    width = 1 + child_ptr[u + 1] - child_ptr[u]
+    if n_links + width > parent.shape[0] or n_open + width > open_node.shape[0]:
+        return False
+    for b in range(width):  # u out (never the root: it is in every set), then each kept child in
+        v = u if b == 0 else child_idx[child_ptr[u] + b - 1]
+        if (b == 0 and u == 0) or (b > 0 and not keep[v]):
+            continue
+        parent[n_links] = node
+        var[n_links] = v
+        sign[n_links] = -1.0 if b == 0 else 1.0
+        open_node[n_open] = n_links
+        open_ub[n_open] = value
+        n_links += 1
+        n_open += 1
+    counts[0], counts[1] = n_links, n_open
+    return True
+
+
+@njit(cache=True)
+def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, max_cuts, rtol, best):
+    """Best-first branch and bound for one score row ``s`` inside the nodes ``keep``, from an
+    incumbent label set ``best`` of value ``incumbent`` (``-inf``: none); the optimum goes into
+    ``best``.  Returns ``(value, cuts)``, ``value = nan`` when ``max_cuts`` minimum cuts (or
+    the tables) ran out before a proof."""
+    child_ptr, child_idx, is_leaf = graph
+    link, open_node, open_ub, z, shifted, base, sign_of = work
+    M = s.shape[0]
     total = 0.0
-    for v in range(s.shape[0]):
+    for v in range(M):
         total += abs(s[v])
+        base[v] = s[v] if keep[v] or v == 0 else -np.inf  # node 0, the root, is always in
     big = 2.0 * (1.0 + total)
     tol = rtol * (1.0 + total)
-    incumbent = -np.inf
-    n_open = 1
+    counts = np.zeros(2, dtype=np.int64)  # links used, open subproblems
+    counts[1] = 1
     open_node[0] = -1
     open_ub[0] = np.inf
-    n_links = 0
     cuts = 0
-    while n_open > 0:
+    while counts[1] > 0:
+        n_open = counts[1]
         pick = 0
         for q in range(1, n_open):
             if open_ub[q] > open_ub[pick]:
@@ -97,61 +138,57 @@ def _branch_one(s, net, tree, graph, ws, work, max_cuts, rtol, best):
         if open_ub[pick] <= incumbent + tol:
             break  # no open subproblem can beat the incumbent: it is optimal
         node = open_node[pick]
-        n_open -= 1
-        open_node[pick] = open_node[n_open]
-        open_ub[pick] = open_ub[n_open]
-        if not _forced(s, big, link, node, shifted):
+        counts[1] = n_open - 1
+        open_node[pick] = open_node[n_open - 1]
+        open_ub[pick] = open_ub[n_open - 1]
+        if not _forced(base, big, link, node, sign_of, shifted):
             continue
         if cuts >= max_cuts:
             return np.nan, cuts
         cuts += 1
         _, good = closure_one(shifted, net, tree, graph, ws, z)
-        if not _kept(z, link, node):
+        if not _kept(z, keep, link, node):
             continue  # the forces conflict: no label set here
         value = 0.0
-        for v in range(s.shape[0]):
+        for v in range(M):
             if z[v]:
                 value += s[v]
         if value <= incumbent + tol:
             continue
         if good:
             incumbent = value
-            for v in range(s.shape[0]):
+            for v in range(M):
                 best[v] = z[v]
             continue
         u = _dangling(z, child_ptr, child_idx, is_leaf)
-        width = 1 + child_ptr[u + 1] - child_ptr[u]
-        if n_links + width > cap_links or n_open + width > open_node.shape[0]:
+        if not _push_children(u, node, value, keep, graph, link, work, counts):
             return np.nan, cuts
-        for b in range(width):  # u out, then each child of u in
-            parent[n_links] = node
-            var[n_links] = u if b == 0 else child_idx[child_ptr[u] + b - 1]
-            sign[n_links] = -1.0 if b == 0 else 1.0
-            open_node[n_open] = n_links
-            open_ub[n_open] = value
-            n_links += 1
-            n_open += 1
     if incumbent == -np.inf:
         return np.nan, cuts
     return incumbent, cuts
 
 
 @njit(cache=True)
-def branch_batch(S, rows, net, tree, graph, max_cuts, max_links, rtol, Z, value):
-    """:func:`_branch_one` for the score rows ``S[rows]``: each proved optimum into ``Z[r]``
-    and its score into ``value[r]`` (``nan`` where the budget ran out, ``Z[r]`` untouched).
-    Returns the minimum cuts spent."""
+def branch_batch(S, rows, keep, start, net, tree, graph, max_cuts, max_links, rtol, Z, value):
+    """:func:`_branch_one` for the score rows ``S[rows]`` inside ``keep[e]`` (bool ``(len(rows),
+    M)``) from the incumbents ``start = (values, sets)`` (over ``rows``; ``-inf``: none): each
+    proved optimum into ``Z[r]`` and its score into ``value[r]`` (``nan`` where the budget ran
+    out, ``Z[r]`` untouched).  Returns the minimum cuts spent."""
     M = S.shape[1]
     ws = workspace(net, M)
     link = (np.empty(max_links, dtype=np.int64), np.empty(max_links, dtype=np.int64),
             np.empty(max_links))
     work = (link, np.empty(max_links + 1, dtype=np.int64), np.empty(max_links + 1),
-            np.zeros(M, dtype=np.bool_), np.empty(M))
+            np.zeros(M, dtype=np.bool_), np.empty(M), np.empty(M), np.zeros(M))
     best = np.zeros(M, dtype=np.bool_)
+    start_value, start_set = start
     spent = 0
     for e in range(rows.shape[0]):
         r = rows[e]
-        v, cuts = _branch_one(S[r], net, tree, graph, ws, work, max_cuts, rtol, best)
+        for m in range(M):
+            best[m] = start_set[e, m]
+        v, cuts = _branch_one(S[r], keep[e], start_value[e], net, tree, graph, ws, work,
+                              max_cuts, rtol, best)
         spent += cuts
         value[r] = v
         if not np.isnan(v):

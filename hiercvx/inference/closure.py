@@ -91,33 +91,48 @@ class ClosureCut:
             closure_batch(S, self.net, self.tree, self.graph, Z, value, exact)
         return Z, value, exact
 
-    def branch_width(self, Z: np.ndarray) -> np.ndarray:
+    def branch_width(self, Z: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
         """For closed sets ``Z`` ``(n, M)``: the subproblems the first branching creates, one
-        per dangling node (internal, in the set, no child in it) and one per child of each."""
+        per dangling node (internal, in the set, no child in it) and one per child of each
+        (each child in ``keep``, when given)."""
         Z = np.asarray(Z, dtype=bool)
         has_child = np.asarray((self._up.T @ Z.T.astype(float)).T) > 0
         dangling = Z & ~self.graph[2][None, :] & ~has_child
-        return dangling.astype(float) @ self._width
+        if keep is None:
+            return dangling.astype(float) @ self._width
+        kept_children = np.asarray((self._up.T @ np.asarray(keep, dtype=float).T).T)
+        return np.sum(dangling * (1.0 + kept_children), axis=1)
 
-    def branch(self, S: np.ndarray, rows: np.ndarray, max_cuts: int,
-               rtol: float, closed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def branch(self, S: np.ndarray, rows: np.ndarray, max_cuts: int, rtol: float,
+               closed: np.ndarray | None = None, keep: np.ndarray | None = None,
+               start: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Program (19) for the score rows ``S[rows]`` by best-first branch and bound on the
         closure relaxation (:mod:`~hiercvx.inference._closure_branch`), each within
         ``max_cuts`` minimum cuts; a subproblem is pruned when its bound is within ``rtol *
-        (1 + sum |s|)`` of the best label set.  ``closed``: the rows' closed sets from
-        :meth:`run` (``(len(rows), M)``), when known: rows whose first branching alone would
-        take more than half the cuts (:meth:`branch_width`) are not tried (a proof needs at
-        least one more level).  Returns
-        ``(Z, solved)``, both over ``rows``: the optimal label sets (bool, rows not solved
-        left empty) and which rows were proved."""
+        (1 + sum |s|)`` of the best label set.
+
+        Over ``rows``, when known: ``closed``, the closed sets from :meth:`run` (rows whose
+        first branching alone would take more than half the cuts, :meth:`branch_width`, are
+        not tried: a proof needs at least one more level); ``keep``, the nodes that can be in
+        an optimal set (the others are forced out from the start); ``start``, ``(values,
+        sets)`` label sets to start from.  Returns ``(Z, solved)``, both over ``rows``: the
+        optimal label sets (bool, rows not solved left empty) and which rows were proved."""
         S = np.ascontiguousarray(S, dtype=float)
         rows = np.asarray(rows, dtype=np.int64)
+        n, M = len(rows), S.shape[1]
+        keep = np.ones((n, M), dtype=np.bool_) if keep is None else np.asarray(keep, dtype=np.bool_)
+        if start is None:
+            start = (np.full(n, -np.inf), np.zeros((n, M), dtype=np.bool_))
+        start = (np.asarray(start[0], dtype=float), np.asarray(start[1], dtype=np.bool_))
         Z = np.zeros(S.shape, dtype=np.bool_)
         value = np.full(S.shape[0], np.nan)
-        tried = rows
-        if closed is not None and len(rows):
-            tried = rows[2 * self.branch_width(closed) <= max_cuts]
-        if len(tried) and max_cuts > 0:
-            branch_batch(S, tried, self.net, self.tree, self.graph, int(max_cuts),
+        tried = np.ones(n, dtype=bool)
+        if closed is not None and n:
+            tried = 2 * self.branch_width(closed, keep) <= max_cuts
+        if tried.any() and max_cuts > 0:
+            pick = np.flatnonzero(tried)
+            branch_batch(S, rows[pick], np.ascontiguousarray(keep[pick]),
+                         (start[0][pick], np.ascontiguousarray(start[1][pick])), self.net,
+                         self.tree, self.graph, int(max_cuts),
                          int(max_cuts) * (1 + self._widest), float(rtol), Z, value)
         return Z[rows], ~np.isnan(value[rows])

@@ -306,7 +306,8 @@ class LabelSetOracle:
         if closed is not None and len(rows) and self.options.closure_branch_cuts:
             # a few dangling nodes: branch and bound on the cut proves them in a few cuts
             Zb, proved = self._cut.branch(S, rows, self.options.closure_branch_cuts,
-                                          self.options.bound_rtol, closed=closed[rows])
+                                          self.options.bound_rtol, closed=closed[rows],
+                                          keep=keep[rows], start=(value[rows], Z[rows]))
             Z[rows[proved]] = Zb[proved]
             self._n_branched = int(proved.sum())
             rows = rows[~proved]
