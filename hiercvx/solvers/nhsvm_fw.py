@@ -119,9 +119,10 @@ def solve(model: NHSVMModel, lam: float = 1.0, *, method: str = "pairwise", tol:
         ``"working_set"``, ``"interior_point"`` or ``"auto"`` (module docstring)
     tol, max_iter, cache_size, max_steps : override the fields of ``options`` of the same name
         (certified relative gap, passes, vertices cached per sample, pairwise steps per visit)
-    inference : the multi-label oracle's method (``"auto"``: tree DP; on DAGs the closure cut of
-        :mod:`hiercvx.inference.closure`, exact for most loss-augmented samples, then the LP
-        relaxation of (19) with integer-program fallback for the others)
+    inference : the multi-label oracle's method (``"auto"``: tree DP; on large DAGs program
+        (19) split at the root into its disjoint components, each behind the closure cut of
+        :mod:`hiercvx.inference.closure` (exact for most loss-augmented samples), branch and
+        bound on that cut and the bounds, with LP and integer programs for what is left)
     state : a :class:`DualState` to warm-start from (``"pairwise"``; e.g. ``result.state``)
     time_limit : seconds; stop (unconverged) after the first certificate past it
     random_state : seed of the visiting order
