@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import hiercvx as hc
 from hiercvx import inference as inf
@@ -237,3 +239,19 @@ def test_oracle_with_branching_on_the_cut_agrees_with_enumeration_and_without_it
             assert cuts or info.n_branched == 0
             branched += info.n_branched
     assert branched > 0  # the bounds leave samples to the branching on every seed
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 32 - 1), size=st.integers(3, 12), ties=st.booleans())
+def test_hypothesis_closure_branch_and_bound_reaches_the_optimum(seed, size, ties):
+    """Random DAGs and scores (small integers: many exact ties), plain and loss-augmented:
+    every row the branching proves is a label set of enumeration's value, and with an ample
+    budget every row is proved."""
+    rng = np.random.default_rng(seed)
+    H = random_hierarchy(rng, size, dag=True)
+    S = rng.integers(-3, 4, size=(6, len(H))).astype(float) if ties else rng.normal(size=(6, len(H)))
+    for scores in (S, _loss_augmented(rng, H, S)):
+        rows = np.arange(len(scores))
+        Z, proved = ClosureCut(H).branch(scores, rows, 10_000, 1e-12)
+        assert proved.all() and np.all(inf.is_valid_label_set(Z, H))
+        np.testing.assert_allclose(inf.label_set_scores(scores, Z), optimum(scores, H), atol=1e-9)
