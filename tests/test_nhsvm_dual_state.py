@@ -3,7 +3,8 @@ Hierarchical SVM", arXiv:1508.02479, 2016: the dual of (10) over ``Y_m``).
 
 * what the compiled sweeps keep per block agrees with a dense recomputation: the support
   (every node where a cached vertex differs from the true set, or the true set's nodes and
-  those a cached vertex lacks, whichever is smaller), the Gram matrix of the cached
+  those a cached vertex lacks when that is smaller and at most ``support_ones_share`` of the
+  nodes), the Gram matrix of the cached
   directions ``<a_j, a_l>``, ``g_i`` and ``l_i`` from the cached masses;
 * the label-set pool recycles the ids no cache slot holds, and each pooled row is the set its
   key names;
@@ -25,20 +26,21 @@ from hiercvx.solvers._nhsvm_options import Options
 from labelset_cases import planted_sets, random_hierarchy
 
 
-def _fitted_state(seed: int, cache_size: int, passes: int):
+def _fitted_state(seed: int, cache_size: int, passes: int, ones_share: float = 0.25):
     rng = np.random.default_rng(seed)
     H = random_hierarchy(rng, 10, dag=True)
     X, Y = planted_sets(H, n=20, d=3, seed=seed)
     model = nhsvm.prepare(X, Y, H, multilabel=True)
     view = nhsvm_fw.vertex_model(model)
-    res = nhsvm_fw.pairwise(view, 0.5, Options(max_iter=passes, tol=1e-12,
-                                               cache_size=cache_size), quiet=True)
+    res = nhsvm_fw.pairwise(view, 0.5, Options(max_iter=passes, tol=1e-12, cache_size=cache_size,
+                                               support_ones_share=ones_share), quiet=True)
     return view, res.extras["state"]
 
 
+@pytest.mark.parametrize("ones_share", [0.25, 1.0])
 @pytest.mark.parametrize("seed", range(3))
-def test_support_gram_and_dual_point_agree_with_a_dense_recomputation(seed):
-    view, state = _fitted_state(seed, cache_size=3, passes=15)
+def test_support_gram_and_dual_point_agree_with_a_dense_recomputation(seed, ones_share):
+    view, state = _fitted_state(seed, cache_size=3, passes=15, ones_share=ones_share)
     state.sync_gram(view)
     T = view.T.astype(float)
     sqa = view.sqrt_alpha
@@ -55,9 +57,12 @@ def test_support_gram_and_dual_point_agree_with_a_dense_recomputation(seed):
         else:  # relative to the all-ones set: off the support t_i = 0 and every z_j = 1
             assert not np.any(T[i, ~support]) and np.all(Z[:, ~support] == 1), \
                 "off the support a cached vertex lacks a node or t_i holds one"
-        # the smaller of the two unions (over every vertex ever cached) is kept
+        # of the two unions (over every vertex ever cached), the all-ones one when it is the
+        # smaller and at most ones_share of the nodes, else the true set's
         r = state.sref[i]
-        assert state.slen[i] == state.count[i, r] <= state.count[i, 1 - r]
+        ones = state.count[i, 1] < state.count[i, 0] and \
+            state.count[i, 1] <= ones_share * T.shape[1]
+        assert r == int(ones) and state.slen[i] == state.count[i, r]
         A = C * sqa
         np.testing.assert_allclose(state.Q[i, :k, :k], A @ A.T, atol=1e-12)
         beta = np.maximum(state.cbeta[i, :k], 0.0)

@@ -130,7 +130,8 @@ class DualState:
     the ``n K`` slots.
     """
 
-    def __init__(self, model: VertexModel, cache_size: int):
+    def __init__(self, model: VertexModel, cache_size: int, ones_share: float = 0.25):
+        self.ones_share = float(ones_share)
         n, M = model.n_samples, model.n_nodes
         if model.multilabel:
             K = int(cache_size)
@@ -291,7 +292,7 @@ class DualState:
         if model.multilabel:
             self._retain(ids, previous)
         extend_support(self.pool, rows.astype(np.int64), ids.astype(np.int64), self.Tf, self.mark,
-                       self.count, self.supp, self.slen, self.sref)
+                       self.count, self.supp, self.slen, self.sref, self.ones_share)
         self.cbeta[rows, slot] = 0.0
         self.coff[rows, slot] = offsets
         self.cscale[rows, slot] = scales
@@ -320,7 +321,7 @@ class DualState:
         compact_slots(rows, drop, self.cid, self.cbeta, self.coff, self.cscale, self.idle,
                       self.clen, self.Q, self.dirty)
         rebuild_support(self.pool, rows, self.cid, self.clen, self.Tf, self.mark, self.count,
-                        self.supp, self.slen, self.sref)
+                        self.supp, self.slen, self.sref, self.ones_share)
         return int(gone.size)
 
 

@@ -338,7 +338,7 @@ def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, sref, Q, dirty):
 
 
 @njit(cache=True)
-def extend_support(pool, rows, ids, Tf, mark, count, supp, slen, sref):
+def extend_support(pool, rows, ids, Tf, mark, count, supp, slen, sref, ones_share):
     """Add vertex ``pool[ids[e]]`` to sample ``rows[e]``'s two candidate supports and keep the
     smaller as its support (``supp``, ``slen``, in increasing node order: the sweeps then
     stream the weight rows; ``sref`` its reference set).
@@ -346,7 +346,10 @@ def extend_support(pool, rows, ids, Tf, mark, count, supp, slen, sref):
     Relative to the true set (bit 1 of ``mark``, size ``count[i, 0]``): the nodes where some
     vertex differs from ``t_i``.  Relative to the all-ones set (bit 2, ``count[i, 1]``): the
     nodes of ``t_i`` and those some vertex lacks.  Both are unions that only grow, so a block
-    changes its reference at most a few times."""
+    changes its reference at most a few times.  The all-ones reference is taken only when its
+    support is the smaller and at most ``ones_share`` of the nodes (a block held relative to
+    the true set reads a support of most nodes along whole rows, which is faster than through
+    an index)."""
     M = pool.shape[1]
     for e in range(rows.size):
         i = rows[e]
@@ -360,7 +363,7 @@ def extend_support(pool, rows, ids, Tf, mark, count, supp, slen, sref):
             if (t != 0 or z == 0) and (mark[i, m] & 2) == 0:
                 mark[i, m] |= 2
                 count[i, 1] += 1
-        ref = 1 if count[i, 1] < count[i, 0] else 0
+        ref = 1 if count[i, 1] < count[i, 0] and count[i, 1] <= ones_share * M else 0
         bit = ref + 1
         if ref == sref[i] and slen[i] == count[i, ref]:
             continue
@@ -586,9 +589,9 @@ def compact_slots(rows, drop, cid, cbeta, coff, cscale, idle, clen, Q, dirty):
 
 
 @njit(cache=True)
-def rebuild_support(pool, rows, cid, clen, Tf, mark, count, supp, slen, sref):
+def rebuild_support(pool, rows, cid, clen, Tf, mark, count, supp, slen, sref, ones_share):
     """Recompute the two candidate supports of the samples ``rows`` from the vertices their
-    caches hold now (:func:`extend_support`'s unions restarted) and keep the smaller."""
+    caches hold now (:func:`extend_support`'s unions restarted) and keep one as it does."""
     M = pool.shape[1]
     for e in range(rows.size):
         i = rows[e]
@@ -608,7 +611,7 @@ def rebuild_support(pool, rows, cid, clen, Tf, mark, count, supp, slen, sref):
             mark[i, m] = bits
             count[i, 0] += bits & 1
             count[i, 1] += bits >> 1
-        ref = 1 if count[i, 1] < count[i, 0] else 0
+        ref = 1 if count[i, 1] < count[i, 0] and count[i, 1] <= ones_share * M else 0
         bit = ref + 1
         sref[i] = ref
         k = 0

@@ -46,7 +46,7 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     rng = np.random.default_rng(random_state)
     n = model.n_samples
     if state is None:
-        state = DualState(model, options.cache_size)
+        state = DualState(model, options.cache_size, options.support_ones_share)
     elif state.G.shape != (n, model.n_nodes):
         raise InputError(f"the warm-start state holds {state.G.shape[0]} samples x {state.G.shape[1]} "
                          f"nodes; this problem has {n} x {model.n_nodes}")
