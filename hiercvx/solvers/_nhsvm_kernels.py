@@ -338,6 +338,26 @@ def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, sref, Q, dirty):
 
 
 @njit(cache=True)
+def _keep_support(i, mark, count, supp, slen, sref, ones_share, rebuilt):
+    """Sample ``i``'s support from its two candidate unions (``mark`` bits 1 and 2, sizes
+    ``count[i]``): the all-ones one when it is the smaller and at most ``ones_share`` of the
+    nodes, else the true set's; listed in node order unless it is the one already listed
+    (and the unions were not ``rebuilt``)."""
+    M = mark.shape[1]
+    ref = 1 if count[i, 1] < count[i, 0] and count[i, 1] <= ones_share * M else 0
+    if not rebuilt and ref == sref[i] and slen[i] == count[i, ref]:
+        return
+    bit = ref + 1
+    sref[i] = ref
+    k = 0
+    for m in range(M):
+        if mark[i, m] & bit:
+            supp[i, k] = m
+            k += 1
+    slen[i] = k
+
+
+@njit(cache=True)
 def extend_support(pool, rows, ids, Tf, mark, count, supp, slen, sref, ones_share):
     """Add vertex ``pool[ids[e]]`` to sample ``rows[e]``'s two candidate supports and keep the
     smaller as its support (``supp``, ``slen``, in increasing node order: the sweeps then
@@ -363,17 +383,7 @@ def extend_support(pool, rows, ids, Tf, mark, count, supp, slen, sref, ones_shar
             if (t != 0 or z == 0) and (mark[i, m] & 2) == 0:
                 mark[i, m] |= 2
                 count[i, 1] += 1
-        ref = 1 if count[i, 1] < count[i, 0] and count[i, 1] <= ones_share * M else 0
-        bit = ref + 1
-        if ref == sref[i] and slen[i] == count[i, ref]:
-            continue
-        sref[i] = ref
-        k = 0
-        for m in range(M):
-            if mark[i, m] & bit:
-                supp[i, k] = m
-                k += 1
-        slen[i] = k
+        _keep_support(i, mark, count, supp, slen, sref, ones_share, False)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -611,12 +621,4 @@ def rebuild_support(pool, rows, cid, clen, Tf, mark, count, supp, slen, sref, on
             mark[i, m] = bits
             count[i, 0] += bits & 1
             count[i, 1] += bits >> 1
-        ref = 1 if count[i, 1] < count[i, 0] and count[i, 1] <= ones_share * M else 0
-        bit = ref + 1
-        sref[i] = ref
-        k = 0
-        for m in range(M):
-            if mark[i, m] & bit:
-                supp[i, k] = m
-                k += 1
-        slen[i] = k
+        _keep_support(i, mark, count, supp, slen, sref, ones_share, True)
