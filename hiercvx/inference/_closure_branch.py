@@ -21,26 +21,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._closure_kernels import closure_one, workspace
+from ._closure_kernels import closure_one, dangling, workspace
 
 __all__ = ["branch_batch"]
-
-
-@njit(cache=True)
-def _dangling(z, child_ptr, child_idx, is_leaf) -> int:
-    """The last node (in topological order) of the closed set ``z`` that is internal and has
-    no child in ``z``; ``-1`` when there is none."""
-    for v in range(z.shape[0] - 1, -1, -1):
-        if not z[v] or is_leaf[v]:
-            continue
-        found = False
-        for k in range(child_ptr[v], child_ptr[v + 1]):
-            if z[child_idx[k]]:
-                found = True
-                break
-        if not found:
-            return v
-    return -1
 
 
 @njit(cache=True)
@@ -160,7 +143,7 @@ def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, max_cuts, rtol, 
             for v in range(M):
                 best[v] = z[v]
             continue
-        u = _dangling(z, child_ptr, child_idx, is_leaf)
+        u = dangling(z, child_ptr, child_idx, is_leaf)
         if not _push_children(u, node, value, keep, graph, link, work, counts):
             return np.nan, cuts
     if incumbent == -np.inf:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["closure_batch", "closure_one", "workspace"]
+__all__ = ["closure_batch", "closure_one", "dangling", "workspace"]
 
 
 @njit(cache=True)
@@ -182,16 +182,11 @@ def _greedy_flow(M, head, nxt_ptr, to, rev, base_cap, cap, src_arc, snk_arc, wor
 
 
 @njit(cache=True)
-def _extendable(z, child_ptr, child_idx, is_leaf):
-    """Whether the closed set ``z`` is a label set of ``Y_m``: a leaf is in, and every chosen
-    internal node has a chosen child."""
-    M = z.shape[0]
-    any_leaf = False
-    for v in range(M):
-        if not z[v]:
-            continue
-        if is_leaf[v]:
-            any_leaf = True
+def dangling(z, child_ptr, child_idx, is_leaf) -> int:
+    """The last node (in topological order) of the closed set ``z`` that is internal and has
+    no child in ``z``; ``-1`` when there is none."""
+    for v in range(z.shape[0] - 1, -1, -1):
+        if not z[v] or is_leaf[v]:
             continue
         found = False
         for k in range(child_ptr[v], child_ptr[v + 1]):
@@ -199,8 +194,20 @@ def _extendable(z, child_ptr, child_idx, is_leaf):
                 found = True
                 break
         if not found:
-            return False
-    return any_leaf
+            return v
+    return -1
+
+
+@njit(cache=True)
+def _extendable(z, child_ptr, child_idx, is_leaf):
+    """Whether the closed set ``z`` is a label set of ``Y_m``: a leaf is in, and every chosen
+    internal node has a chosen child (:func:`dangling` finds none)."""
+    any_leaf = False
+    for v in range(z.shape[0]):
+        if z[v] and is_leaf[v]:
+            any_leaf = True
+            break
+    return any_leaf and dangling(z, child_ptr, child_idx, is_leaf) < 0
 
 
 @njit(cache=True)
