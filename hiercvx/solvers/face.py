@@ -36,12 +36,13 @@ factorization's; otherwise the round factors afresh.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from . import face_cg
 from ._margin_kernels import gram_scaled_products
 from .primitives import MODE_GRAM, blas_threads
 
@@ -72,6 +73,9 @@ class Options:
         relative to ``|M| |lam| + |rhs|`` (a fresh Cholesky solve's accuracy).
     update_refine : int
         Iterative refinements of the bordered answer before it is dropped.
+    cg : face_cg.Options
+        The matrix-free route's settings (:class:`.face_cg.Options`): faces too large to form,
+        linear models.
     """
 
     ridge: float = 1e-12
@@ -79,6 +83,7 @@ class Options:
     update_share: float = 0.5
     update_rtol: float = 1e-12
     update_refine: int = 3
+    cg: face_cg.Options = field(default_factory=face_cg.Options)
 
 
 @dataclass(frozen=True)
@@ -152,9 +157,10 @@ class FaceSolver:
     Gram matrix (``mode == MODE_GRAM``); ``Q`` the class Gram matrix.  :meth:`matrix` forms
     a face's matrix and right-hand side; :meth:`solve` solves ``(M + eps I) lam = rhs + eps
     lam_0`` by the last factor when the face changed little (module docstring), by a fresh
-    one otherwise (which then becomes the last).  ``options``: :class:`Options`.  Counters:
-    ``n_factor`` fresh factorizations, ``n_update`` bordered solves kept, ``n_fallback``
-    bordered solves dropped."""
+    one otherwise (which then becomes the last), or matrix-free (:mod:`.face_cg`).
+    ``options``: :class:`Options`.  Counters: ``n_factor`` fresh factorizations, ``n_update``
+    bordered solves kept, ``n_fallback`` bordered solves dropped, ``n_iterative`` matrix-free
+    solves and ``n_products`` their products."""
 
     def __init__(self, data, mode: int, X, K, Q, options: Options | None = None):
         self.data, self.mode, self.X, self.K = data, mode, X, K
@@ -163,6 +169,7 @@ class FaceSolver:
         self.offset = np.ascontiguousarray(data.pair_offset, dtype=float)
         self._base = None  # (keys, factor, M0 with its ridge, the ridge, M0's largest entry)
         self.n_factor = self.n_update = self.n_fallback = 0
+        self.n_iterative = self.n_products = 0
 
     # -- the blocks --------------------------------------------------------------------------
 
@@ -234,12 +241,53 @@ class FaceSolver:
         """Forget the last factor (its matrix and factor: ``2 m^2`` floats)."""
         self._base = None
 
-    def solve(self, rows: FaceRows, lam0) -> np.ndarray | None:
+    @property
+    def matrix_free(self) -> bool:
+        """Whether :meth:`solve` can take the matrix-free route (linear features)."""
+        return self.mode != MODE_GRAM
+
+    def operator(self, rows: FaceRows) -> face_cg.FaceOperator:
+        """The face matrix of ``rows`` as a :class:`.face_cg.FaceOperator` (linear models)."""
+        Z, ex = self._row_vectors(rows)
+        Lam = self.data.Lam
+        return face_cg.FaceOperator(Z, ex, self.X, self.Q,
+                                    None if Lam is None else sp.csr_matrix(Lam))
+
+    def rhs_matrix_free(self, rows: FaceRows, op: face_cg.FaceOperator) -> np.ndarray:
+        """:meth:`rhs` without Gram blocks: ``E B a_fix`` through the class weights of the
+        eliminated pairs (linear models)."""
+        off = self.offset
+        out = off[rows.pair] + rows.coef * off[rows.first]
+        if rows.elim.size:
+            Ze = self._differences(rows.elim[:, None], np.ones((rows.elim.size, 1)))
+            elim = face_cg.FaceOperator(Ze, self.data.pair_i[rows.elim], self.X, self.Q,
+                                        op.Lam)
+            out = out - op.rows_at(elim.class_weights(rows.a_fix))
+        return out
+
+    def _iterative(self, rows: FaceRows, lam0) -> np.ndarray | None:
+        """The face system by block-preconditioned conjugate gradients (:mod:`.face_cg`);
+        no ridge: on a consistent singular system the iteration from ``lam0`` stays on
+        ``lam0`` plus the matrix's range."""
+        op = self.operator(rows)
+        rhs = self.rhs_matrix_free(rows, op)
+        lam, res, n_iter = face_cg.solve(op, rhs, np.asarray(lam0, dtype=float), 0.0,
+                                         self.options.cg)
+        self.n_iterative += 1
+        self.n_products += n_iter
+        logger.debug("face: %d rows by conjugate gradients, %d products, residual %.1e",
+                     rows.size, n_iter, res)
+        return lam if np.all(np.isfinite(lam)) else None
+
+    def solve(self, rows: FaceRows, lam0, iterative: bool = False) -> np.ndarray | None:
         """``lam`` with ``(M + eps I) lam = rhs + eps lam0`` on the face ``rows`` (None when the
-        matrix cannot be factorized); by the last factor when that is cheaper."""
+        matrix cannot be factorized); by the last factor when that is cheaper; ``iterative``:
+        by conjugate gradients without forming ``M`` (:meth:`_iterative`, linear models)."""
         m = rows.size
         if m == 0:
             return np.zeros(0)
+        if iterative:
+            return self._iterative(rows, lam0)
         rhs = self.rhs(rows)
         if self._base is not None:
             lam = self._bordered(rows, rhs, lam0)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..models import margin as _margin
 from ..result import reached, relative_gap
@@ -79,20 +80,38 @@ class FaceStep:
         self.miss = 0.0
         self.n_steps = 0
 
+    def iterative(self, n_support: int) -> bool:
+        """Whether a face of ``n_support`` pairs is solved matrix-free (:mod:`.face_cg`):
+        above ``max_face`` on linear models."""
+        return n_support > self.options.max_face and self.solver.matrix_free
+
     def fits(self, support) -> bool:
-        """Whether the face of ``support`` is small enough to factorize (``max_face``)."""
+        """Whether the face of ``support`` is small enough to factorize (``max_face``) or, on
+        linear models, to solve matrix-free (``max_face_cg``)."""
         n_support = int(np.count_nonzero(support))
-        if n_support == 0 or n_support > self.options.max_face:
+        limit = self.options.max_face_cg if self.solver.matrix_free else self.options.max_face
+        if n_support == 0 or n_support > limit:
             return False
-        return np.unique(self.state.data.pair_i[support]).size <= self.options.max_face
+        return np.unique(self.state.data.pair_i[support]).size <= limit
 
     def work(self, n_support: int) -> float:
         """The cost of one face round in multiply-adds of the passes: building (16 per entry)
-        and factorizing the face matrix (``face_speedup`` converts), and the two evaluations
-        on the full model."""
+        and factorizing the face matrix (``face_speedup`` converts) or, matrix-free, the
+        expected products (four multiply-adds per row and feature, and the class weights'
+        product with the class attributes, or with the class Gram matrix without them), and
+        the two evaluations on the full model."""
         m = float(n_support)
-        return ((m ** 3 / 3.0 + 16.0 * m * m) / self.options.face_speedup
-                + 2.0 * self.state.certificate_work())
+        if self.iterative(n_support):
+            d = float(self.state.X.shape[1])
+            Lam = self.state.data.Lam
+            if Lam is None:
+                classes = float(self.state.Q.size)
+            else:
+                classes = 2.0 * (Lam.nnz if sp.issparse(Lam) else np.count_nonzero(Lam))
+            solve = self.options.face.cg.expected_iter * (4.0 * m + classes) * d
+        else:
+            solve = (m ** 3 / 3.0 + 16.0 * m * m) / self.options.face_speedup
+        return solve + 2.0 * self.state.certificate_work()
 
     def solve_face(self, support, tight, alpha):
         """The dual point that maximizes (4.14) on the face (``alpha_p = 0`` off ``support``,
@@ -106,7 +125,7 @@ class FaceStep:
         the least-norm one (whose entries are negative far more often)."""
         state = self.state
         rows = face_rows(support, tight, state.data.pair_i, state.cost, state.budget)
-        lam = self.solver.solve(rows, alpha[rows.pair])
+        lam = self.solver.solve(rows, alpha[rows.pair], iterative=self.iterative(rows.size))
         if lam is None:  # FaceSolver returns finite answers only
             return None
         return rows.scatter(lam, state.data.n_pairs)

@@ -76,7 +76,11 @@ class Options:
         (Nocedal & Wright, *Numerical Optimization*, 2006, ch. 5-7: a truncated Newton step).
     max_face : int
         The face step factorizes a dense matrix with a row per support pair: at most this many
-        rows (``8 max_face^2`` bytes), else the Newton-CG step.
+        rows (``8 max_face^2`` bytes) ...
+    max_face_cg : int
+        ... and on linear models solves larger faces, up to this many rows, by conjugate
+        gradients without forming the matrix (:mod:`.face_cg`; label sets have supports of
+        tens of thousands of pairs); beyond, the Newton-CG step.
     face_rounds : int
         Rounds of face corrections per face step, a primal-dual active-set method (Hintermüller,
         Ito & Kunisch, SIAM J. Optim. 13, 2002) that ends in few rounds once the face is nearly
@@ -127,6 +131,7 @@ class Options:
     settled_change: float = 0.01
     max_cg: int = 30
     max_face: int = 6000
+    max_face_cg: int = 200_000
     face_rounds: int = 10
     face_change: float = 0.1
     face_change_pairs: int = 25
