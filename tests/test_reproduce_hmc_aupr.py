@@ -52,6 +52,32 @@ def test_absent_data_is_reported_not_failed(monkeypatch, tmp_path):
 
 
 @pytest.mark.skipif(hmc_aupr._missing() is not None, reason="Clus-HMC data absent")
+def test_real_data_rows_beside_the_published():
+    """The quick table's path on the real data (cellcycle_FUN read, cut at its second level,
+    subsampled) with two cheap methods, one with a C and a width to choose and one without:
+    their rows beside the published rows.  Every method's rows: the synthetic test above."""
+    methods = ("NormalizedHierarchicalSVC, RBF (Nystroem)", "HierarchicalPerceptron")
+    settings = hmc_aupr.Settings(data_sets=("cellcycle_FUN",), C_grid=(0.1, 1.0),
+                                 sigma_factors=(1.0,), rank=15, tol=1e-2, subsample=(60, 30, 60),
+                                 max_depth=2, methods=methods)
+    rows = hmc_aupr.run_settings(settings)
+    got = {(r["method"], r["metric"]): r["value"] for r in rows}
+    assert {r["setting"] for r in rows} == {"cellcycle_FUN"}
+    for method in methods:
+        spec = hmc_aupr.METHODS[method]
+        assert 0.0 < got[(method, "AU(PRC)")] < 1.0
+        assert ((method, "C") in got) == spec.takes_C and ((method, "sigma") in got) == spec.kernel
+        assert got.get((method, "C"), settings.C_grid[0]) in settings.C_grid
+    for method in hmc_aupr.PUBLISHED_METHODS:
+        assert got[(method, "AU(PRC)")] == hmc_aupr.PUBLISHED[("cellcycle_FUN", method)]
+    assert {m for m, _ in got} == set(methods) | set(hmc_aupr.PUBLISHED_METHODS)
+    assert not any(math.isnan(r["value"]) for r in rows)
+
+
+@pytest.mark.slow  # every method on the real data (25 s); test_real_data_rows_beside_the_published
+# runs the same path with two methods, the synthetic test every method, tests/test_reproduce.py
+# run_table's files
+@pytest.mark.skipif(hmc_aupr._missing() is not None, reason="Clus-HMC data absent")
 def test_quick_table_runs_every_row_and_writes_csv_and_png(tmp_path):
     # every method (linear and Gaussian, hierarchical and one-vs-rest) chosen on valid,
     # refitted on train + valid, scored on test, beside the published rows
