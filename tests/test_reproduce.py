@@ -203,7 +203,11 @@ def needs_data(name):
         pytest.skip(reason)
 
 
-@pytest.mark.parametrize("name", OURS_ONLY)
+# the quick leaderboard (every single-label method on two real data sets, 13 s) is slow: the
+# zhou-comparison run checks the same table output, test_leaderboard_single_label_methods_on_real_data
+# the leaderboard's rows
+@pytest.mark.parametrize("name", [pytest.param("leaderboard", marks=pytest.mark.slow),
+                                  "zhou-comparison"])
 def test_quick_run_of_a_table_without_paper_numbers(name, tmp_path, capsys):
     """Ours only: exit 0, empty paper columns (no cell compared), CSV + PNG written."""
     needs_data(name)
@@ -370,6 +374,25 @@ def test_leaderboard_multilabel_methods_on_label_sets():
     assert leaderboard.exact_match([frozenset({1}), 2], [frozenset({1}), 3]) == 0.5
     assert np.isfinite(values["tree distance"])
     assert values["converged"] in (0.0, 1.0)
+
+
+def test_leaderboard_single_label_methods_on_real_data():
+    """The quick leaderboard's single-label rows on a small draw of ImageCLEF07A: every method
+    it runs there, C chosen by cross-validation, scored on held-out images."""
+    needs_data("leaderboard")
+    setting = "ImageCLEF07A"
+    Xtr, ytr, Xte, yte, H, multilabel = leaderboard.setting_data(setting, 60, 30,
+                                                                 np.random.default_rng(0))
+    names = [m for m in leaderboard.methods_for(setting) if not leaderboard.skipped_in_quick(setting, m)]
+    assert {"LinearSVC-cs", "LinearSVC-ovr", "HierarchicalSVC", "NormalizedHierarchicalSVC"} <= set(names)
+    assert not multilabel
+    with leaderboard.quiet_alpha_heuristic():
+        for name in names:
+            grid = (0.1, 1.0) if name == "LinearSVC-cs" else (1.0,)
+            C = leaderboard.cross_validated_C(name, H, Xtr, ytr, grid, 2, 0)
+            values = leaderboard.evaluate(name, H, Xtr, ytr, Xte, yte, C)
+            assert C in grid and 0 < values["hF1"] <= 1 and 0 <= values["exact match"] <= 1
+            assert np.isfinite(values["tree distance"]) and values["converged"] in (0.0, 1.0)
 
 
 def test_leaderboard_reports_unconverged_refits_and_normalizes_documents(monkeypatch):
