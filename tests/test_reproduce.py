@@ -179,12 +179,18 @@ def test_local_processes_give_the_serial_numbers():
     assert serial.rows == parallel.rows
 
 
-def test_dask_cluster_gives_the_serial_table(tmp_path):
-    """Two worker processes on loopback: the same cells, to the last bit, as the serial run."""
+@pytest.mark.parametrize("processes", [
+    # worker processes start a Python each and import the package (11 s on two cores): slow;
+    # the same scheduler and client routes, over TCP, run on in-process workers in the default run
+    pytest.param(True, marks=pytest.mark.slow, id="processes"),
+    pytest.param(False, id="threads")])
+def test_dask_cluster_gives_the_serial_table(tmp_path, processes):
+    """Two workers on loopback: the same cells, to the last bit, as the serial run."""
     distributed = pytest.importorskip("distributed")
     serial = reproduce.run_table("wang-table3", quick=True, verbose=False, seed=2)
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=2, processes=processes, threads_per_worker=1,
+                                  protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
         on_address = reproduce.run_table("wang-table3", quick=True, verbose=False, seed=2,
                                          scheduler=cluster.scheduler_address, out=tmp_path)
         with distributed.Client(cluster) as client:
