@@ -172,7 +172,7 @@ def test_unreachable_scheduler_is_a_clear_error(capsys, monkeypatch):
     assert "Dask scheduler" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # the LocalCluster test checks the same in the default run
+@pytest.mark.slow  # the two-job cai-table7.5 run checks loky worker processes in the default run
 def test_local_processes_give_the_serial_numbers():
     serial = reproduce.run_table("wang-table3", quick=True, verbose=False, seed=1)
     parallel = reproduce.run_table("wang-table3", quick=True, verbose=False, seed=1, n_jobs=2)
