@@ -1,6 +1,7 @@
 """The method registry, the one result type, ``hiercvx verify`` and the package's import layers."""
 
 import ast
+import functools
 import json
 from pathlib import Path
 
@@ -138,8 +139,14 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
     return [target]
 
 
+@functools.cache
 def _imports():
-    """(importer, imported, line, in_function, names) for every import of a hiercvx module."""
+    """(importer, imported, line, in_function, names) for every import of a hiercvx module:
+    the package's sources parsed once for the four tests below."""
+    return tuple(_scan_imports())
+
+
+def _scan_imports():
     for module, path in _modules():
         tree = ast.parse(path.read_text())
         is_package = path.name == "__init__.py"
