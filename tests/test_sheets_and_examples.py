@@ -30,7 +30,14 @@ def test_sheet_snippets_run(sheet, tmp_path, monkeypatch):
         exec(compile(code, str(sheet), "exec"), namespace)
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+# examples whose run is slow (nhsvm.py: a reference, a cutting-plane loop, the shared-norm
+# alternation and three estimators on 300 samples); each step is checked by the fast tests of
+# its module (tests/test_nhsvm*.py, tests/test_against_reference.py), and `make docs` runs it
+SLOW_EXAMPLES = {"nhsvm.py"}
+
+
+@pytest.mark.parametrize("script", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_EXAMPLES
+                                    else p for p in EXAMPLES], ids=[p.name for p in EXAMPLES])
 def test_examples_run(script, tmp_path):
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=240)
