@@ -2,8 +2,9 @@
 
 import io
 import os
-import subprocess
 import sys
+
+import pytest
 
 from hiercvx import cli
 
@@ -20,9 +21,11 @@ def test_output_cut_short_by_the_reader_is_not_an_error(monkeypatch):
         stdout.close()
 
 
-def test_unknown_subcommand_is_a_usage_error():
-    out = subprocess.run([sys.executable, "-m", "hiercvx.cli", "nope"], capture_output=True, text=True)
-    assert out.returncode == 2 and "invalid choice" in out.stderr
+def test_unknown_subcommand_is_a_usage_error(capsys):
+    # in this process (a new interpreter costs seconds): the exit status the shell would see
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["nope"])
+    assert exit_.value.code == 2 and "invalid choice" in capsys.readouterr().err
 
 
 def test_methods_prints_each_paper_with_its_bibtex(capsys):
