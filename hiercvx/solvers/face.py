@@ -268,7 +268,8 @@ class FaceSolver:
     def _iterative(self, rows: FaceRows, lam0) -> np.ndarray | None:
         """The face system by block-preconditioned conjugate gradients (:mod:`.face_cg`);
         no ridge: on a consistent singular system the iteration from ``lam0`` stays on
-        ``lam0`` plus the matrix's range."""
+        ``lam0`` plus the matrix's range.  None when the residual stays above
+        ``cg.accept_rtol`` (an inconsistent system)."""
         op = self.operator(rows)
         rhs = self.rhs_matrix_free(rows, op)
         lam, res, n_iter = face_cg.solve(op, rhs, np.asarray(lam0, dtype=float), 0.0,
@@ -277,7 +278,9 @@ class FaceSolver:
         self.n_products += n_iter
         logger.debug("face: %d rows by conjugate gradients, %d products, residual %.1e",
                      rows.size, n_iter, res)
-        return lam if np.all(np.isfinite(lam)) else None
+        if res > self.options.cg.accept_rtol or not np.all(np.isfinite(lam)):
+            return None  # an inconsistent system: not the optimum's face yet
+        return lam
 
     def solve(self, rows: FaceRows, lam0, iterative: bool = False) -> np.ndarray | None:
         """``lam`` with ``(M + eps I) lam = rhs + eps lam0`` on the face ``rows`` (None when the

@@ -54,6 +54,10 @@ class Options:
         The iteration stops when the residual grows to this many times its smallest: the
         system is inconsistent (a wrong face: the restricted primal is infeasible), and the
         iterate with the smallest residual is returned for the face step's corrections.
+    accept_rtol : float
+        A solve that ends with a larger relative residual is refused (the face step ends): the
+        system is inconsistent, so the face is not the optimum's yet, and the passes are the
+        cheaper way to identify it.
     block_ridge : float
         Relative ridge of the diagonal blocks (singular on degenerate faces).
     expected_iter : int
@@ -63,6 +67,7 @@ class Options:
     rtol: float = 1e-10
     max_iter: int = 2000
     diverged: float = 100.0
+    accept_rtol: float = 1e-7
     block_ridge: float = 1e-10
     expected_iter: int = 400
 

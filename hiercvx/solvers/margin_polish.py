@@ -53,11 +53,14 @@ class Polisher:
     ``warm``: the passes start from a warm start, whose own solve is credited with
     ``warm_support_credit`` certificates' worth of passes towards the first support step
     (which may then come at the first certificate: the support of a rough solution is usually
-    the optimum's or close to it).  The passes report their work (multiply-adds) through
-    :meth:`passed`; ``work_done`` is their total (the margin engine's budgets)."""
+    the optimum's or close to it).  ``carry``: the :attr:`carry` of a solve this one continues
+    (the label-set engine's rounds solve a growing working set one after the other: the face
+    step's credit and wait go on across them as in one run).  The passes report their work
+    (multiply-adds) through :meth:`passed`; ``work_done`` is their total (the margin engine's
+    budgets)."""
 
     def __init__(self, state: MarginDualState, *, warm: bool = False,
-                 options: Options | None = None):
+                 options: Options | None = None, carry: tuple[float, float] | None = None):
         self.state = state
         self.options = state.options if options is None else options
         self.face = FaceStep(state, self.options)
@@ -71,6 +74,13 @@ class Polisher:
         self.support_wait = 1.0  # the same for the support step
         self.support_credit = (self.options.warm_support_credit * state.certificate_work()
                                if warm else 0.0)
+        if carry is not None:
+            self.face_credit, self.face_wait = carry
+
+    @property
+    def carry(self) -> tuple[float, float]:
+        """``(face credit, face wait)`` for a solve that continues this one."""
+        return self.face_credit, self.face_wait
 
     def passed(self, work: float) -> None:
         """A pass did ``work`` multiply-adds."""

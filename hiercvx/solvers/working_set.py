@@ -209,7 +209,8 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
           verbose: bool = False, alpha0=None, random_state=0, stop_when=None,
           options: Options | None = None, max_rounds: int | None = None,
           check_every: int | None = None, polish: bool | None = None,
-          shrink: bool | None = None, factor: str | None = None) -> Solution:
+          shrink: bool | None = None, factor: str | None = None,
+          polish_carry: tuple[float, float] | None = None) -> Solution:
     """Cai–Hofmann hierarchical SVM (thesis (4.10)/(4.15)) by variable selection, Algorithm 2.
 
     Parameters
@@ -241,6 +242,10 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         The solver's settings (default ``Options()``).
     max_rounds, check_every, polish, shrink, factor : optional
         Override the fields of ``options`` of the same name.
+    polish_carry : tuple, optional
+        The ``polish_carry`` extra of a solve this one continues (the label-set engine's
+        rounds): step 8b's credit and wait go on from there
+        (:class:`~.margin_polish.Polisher`).
 
     Returns
     -------
@@ -252,7 +257,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         pairs not shrunk in the pass before; ``n_newton``: accepted exact steps).  Extras:
         ``coefficients`` (``G`` of the reported weights: ``G(alpha)``, or an exact step's primal
         point when its objective is lower), ``n_newton``, ``pass_work`` (multiply-adds counted
-        by the passes).
+        by the passes), ``polish_carry``.
     """
     if not isinstance(model, MarginModel):
         raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...) "
@@ -270,7 +275,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
                          "Q only); use factor='classes' or 'auto'")
     # the products are small: threaded BLAS only adds synchronisation, so single-threaded
     with blas_threads(1):
-        return _Run(model, C, float(tol), alpha0, options, verbose).solve(
+        return _Run(model, C, float(tol), alpha0, options, verbose, polish_carry).solve(
             int(max_iter), random_state, stop_when)
 
 
@@ -312,7 +317,7 @@ class _Run:
     """One solve: the dual point, its state and step-8b policy, the shrinking lists, the
     threshold and the certificate history."""
 
-    def __init__(self, model, C, tol, alpha0, options: Options, verbose):
+    def __init__(self, model, C, tol, alpha0, options: Options, verbose, polish_carry=None):
         self.t_start = time.perf_counter()
         self.model, self.C, self.tol, self.options = model, C, tol, options
         data = self.data = model.data
@@ -320,7 +325,7 @@ class _Run:
         self.alpha = _initial_dual(alpha0, data, C)
         self.state = MarginDualState(model, self.rows, C, factor=options.factor,
                                      options=options.dual)
-        self.polisher = Polisher(self.state, warm=alpha0 is not None)
+        self.polisher = Polisher(self.state, warm=alpha0 is not None, carry=polish_carry)
         state = self.state
         self.pairs = (np.ascontiguousarray(data.pair_ptr, dtype=np.int64),
                       np.ascontiguousarray(data.pair_y, dtype=np.int64),
@@ -420,7 +425,7 @@ class _Run:
         converged = converged and reached(relative_gap(objective, lower), tol)
         self.history["n_newton"] = state.n_newton
         extras = {"coefficients": G, "n_newton": state.n_newton,
-                  "pass_work": self.polisher.work_done}
+                  "pass_work": self.polisher.work_done, "polish_carry": self.polisher.carry}
         split = getattr(model, "split_weights", None)
         if model.node_weights and split is not None:
             weights, extras["intercept"] = split(weights)
