@@ -131,8 +131,8 @@ def test_correct_small_solvers_pass():
 
 
 # ------------------------------------------------------------------ five planted bugs
-# the multiclass planted-bug checks run on problems of 12 samples: the cost of the small
-# solvers' SLSQP duals grows fast with their pairs, and the diagnoses do not depend on the size
+# the planted-bug checks run on problems of 12 samples: the cost of the small solvers' SLSQP
+# duals grows fast with their pairs, and the diagnoses do not depend on the size
 def test_bias_forgotten_is_caught():
     msg = failure(partial(fit_multiclass, bug="bias"), "multiclass",
                   problems=problems_for("multiclass", structures=["flat"], fit_intercept=True, n=12))
@@ -151,13 +151,15 @@ def test_C_not_scaled_by_sample_weight_is_caught():
 
 
 def test_wrong_loss_is_caught():
-    msg = failure(partial(fit_hsvm, bug="loss"), "hsvm", structures=["tree"])
+    msg = failure(partial(fit_hsvm, bug="loss"), "hsvm",
+                  problems=problems_for("hsvm", structures=["tree"], n=12))
     assert_first_line(msg, "hsvm")
     assert "diagnosis: the wrong loss" in msg and "loss='zero_one'" in msg
 
 
 def test_ancestors_missing_is_caught():
-    msg = failure(partial(fit_hsvm, bug="ancestors"), "hsvm", structures=["tree"])
+    msg = failure(partial(fit_hsvm, bug="ancestors"), "hsvm",
+                  problems=problems_for("hsvm", structures=["tree"], n=12))
     assert_first_line(msg, "hsvm")
     assert "diagnosis: ancestors are missing" in msg
 
