@@ -29,7 +29,10 @@ is NHSVM's fit time over OvR's.
 ``--option key=value`` (repeatable) passes ``solver_options`` to the estimator: ``method`` and
 the fields of :class:`hiercvx.solvers.nhsvm_fw.Options` (numbers parsed as such); with options
 the NHSVM row also prints the solver's method, its pairwise passes and, for cutting planes,
-the rounds, the masters' Newton steps and conjugate-gradient steps.
+the rounds, the masters' Newton steps and conjugate-gradient steps.  ``--also
+key=value[,key=value]`` (repeatable) fits NHSVM once more in the same run with those options on
+top of ``--option``'s and prints its row and ratio beside the first (e.g. ``--also
+primal_average=0``: a setting's effect measured under the same load).
 """
 
 from __future__ import annotations
@@ -147,7 +150,7 @@ def nhsvm(H, X, y, Xte, max_iter, solver_options=None):
     return est, fit, pred, S, share
 
 
-def run(name: str, n, max_iter, solver_options=None) -> None:
+def run(name: str, n, max_iter, solver_options=None, also=()) -> None:
     H, X, y, Xte, yte = load(name, n)
     print(f"\ncellcycle_{name}: {X.shape[0]} train+valid samples, {X.shape[1]} features, "
           f"{Xte.shape[0]} test; {H!r}", flush=True)
@@ -166,6 +169,13 @@ def run(name: str, n, max_iter, solver_options=None) -> None:
           flush=True)
     if solver_options:
         print(f"  solver_options {solver_options}: {solver_work(est)}", flush=True)
+    for extra in also:
+        options = {**(solver_options or {}), **extra}
+        other, fa, pa, Sa, _ = nhsvm(H, X, y, Xte, max_iter, options)
+        print(f"  {'NHSVM ' + ','.join(f'{k}={v}' for k, v in extra.items()):<16} {fa.wall:9.1f} "
+              f"{fa.cpu:8.1f} {pa.wall:9.2f} {other.n_iter_:>6} {other.gap_:8.1e} "
+              f"{au_prc(yte, Sa, H, y_train=y):8.3f}   (ratio / OvR fit: wall "
+              f"{fa.wall / fo.wall:.2f}, cpu {fa.cpu / fo.cpu:.2f})", flush=True)
     page_row(labelset_data(f"cellcycle_{name}", X.shape[0], X.shape[1], len(H.nodes),
                            n == X.shape[0]),
              estimator_label(est), fn.wall,
@@ -183,6 +193,8 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=0, help="cap NHSVM's passes (0: default)")
     ap.add_argument("--option", action="append", default=[],
                     help="key=value of NHSVM's solver_options (repeatable)")
+    ap.add_argument("--also", action="append", default=[],
+                    help="key=value[,key=value]: one more NHSVM fit with these options (repeatable)")
     args = ap.parse_args(argv)
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     if args.data:
@@ -193,7 +205,8 @@ def main(argv=None):
         return
     print("load average before:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
     for name in names:
-        run(name, args.n, args.max_iter, parse_options(args.option))
+        run(name, args.n, args.max_iter, parse_options(args.option),
+            [parse_options(a.split(",")) for a in args.also])
     print("\nload average after:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

@@ -10,6 +10,9 @@
 * the fast solver on seeded label-set problems (tree and DAG) against the CVXPY reference, its
   certificate recomputed independently (the primal by enumeration, the bound from the dual
   point it returns);
+* with and without the primal at a running average of the weights (``primal_average``), the
+  fast solver reaches the reference's optimum under the same independent certificate, and the
+  averaged primal costs one oracle call per sample and certificate past the average's horizon;
 * the estimator's predictions equal exact inference.
 """
 
@@ -122,6 +125,35 @@ def test_fast_solver_on_label_sets_matches_the_reference_with_an_independent_cer
     assert P == pytest.approx(res.objective, rel=1e-10)
     assert D <= ref.objective * (1 + 1e-9) and D == pytest.approx(res.lower_bound, rel=1e-9)
     assert (P - D) / max(abs(P), 1.0) <= 1e-8
+
+
+@pytest.mark.parametrize("average", [0.0, 10.0])
+def test_primal_averaging_keeps_the_certificate_and_the_optimum(average):
+    rng = np.random.default_rng(3)
+    H = random_hierarchy(rng, 9, dag=False)
+    X, Y = planted_sets(H, n=24, d=3, seed=2)
+    lam = 0.5
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    res = nhsvm_fw.solve(model, lam, method="pairwise", max_iter=3000,
+                         options=nhsvm_fw.Options(tol=1e-8, primal_average=average))
+    ref = nhsvm.primal(X, Y, H, lam=lam, multilabel=True).solve(verbose=False)
+    assert res.converged
+    assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+    P, D = _certificate(model, res, lam)
+    assert P == pytest.approx(res.objective, rel=1e-10)
+    assert D == pytest.approx(res.lower_bound, rel=1e-9)
+    assert (P - D) / max(abs(P), 1.0) <= 1e-8
+    # certificates 0 .. n_iter; the average differs from W(beta) from certificate `average` on
+    extra = max(0, res.n_iter + 1 - int(average)) if average else 0
+    assert res.extras["n_oracle"] == len(Y) * (res.n_iter + 1 + extra)
+
+
+def test_a_negative_primal_average_is_refused():
+    H = random_hierarchy(np.random.default_rng(0), 5, dag=False)
+    X, Y = planted_sets(H, n=6, d=2, seed=0)
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    with pytest.raises(hc.InputError, match="primal_average"):
+        nhsvm_fw.solve(model, 0.5, method="pairwise", options=nhsvm_fw.Options(primal_average=-1.0))
 
 
 def test_estimator_predictions_equal_exact_inference_on_a_dag():

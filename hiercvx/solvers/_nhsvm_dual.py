@@ -28,7 +28,8 @@ from .primitives import RowData, row_data
 
 logger = logging.getLogger("hiercvx.solvers.nhsvm_fw")
 
-__all__ = ["VertexModel", "vertex_model", "DualState", "certify", "finish", "record", "progress"]
+__all__ = ["VertexModel", "vertex_model", "DualState", "certify", "primal_at", "finish", "record",
+           "progress"]
 
 
 @dataclass
@@ -334,6 +335,14 @@ def certify(model: VertexModel, V: np.ndarray, l: np.ndarray, lam: float, return
     norm2 = float(np.sum(V * V)) / (4.0 * lam)
     out = (norm2 + float(H.sum()), float(l.sum()) - norm2, H, vertex, W)
     return out + (S,) if return_scores else out
+
+
+def primal_at(model: VertexModel, V: np.ndarray, lam: float):
+    """``(P, H, W)``: the exact primal (all samples' loss-augmented inference) at
+    ``W = V / (2 lam)``, its slacks and ``W``."""
+    W = V / (2.0 * lam)
+    H = model.most_violating(model.node_scores(W))[0]
+    return float(np.sum(V * V)) / (4.0 * lam) + float(H.sum()), H, W
 
 
 def finish(method, W, P, D, H, n_iter, converged, tol, history, t0, n_oracle, G=None, loss_term=0.0,

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..exceptions import InputError
 from ..result import Solution, reached, relative_gap
-from ._nhsvm_dual import DualState, VertexModel, certify, finish, logger, progress, record
+from ._nhsvm_dual import (DualState, VertexModel, certify, finish, logger, primal_at, progress,
+                          record)
 from ._nhsvm_kernels import pairwise_sweeps
 from ._nhsvm_options import Options
 from .primitives import row_sq_norms
@@ -40,9 +41,15 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     (``options.inner_sweeps`` sweeps, ``options.label_set_sweeps`` with a cheap label-set
     oracle, ``options.program_sweeps`` with a DAG program per sample, ``options.max_steps``
     steps per visit); cached vertices idle for ``options.cache_idle_passes`` certificates
-    leave their caches."""
+    leave their caches.  With a cheap oracle each certificate also evaluates the exact primal
+    at a running average of ``W(beta)`` (``options.primal_average``) and the best primal point
+    is returned."""
     tol, max_iter = options.tol, options.max_iter
+    if not options.primal_average >= 0:
+        raise InputError(f"primal_average must be a non-negative number (0: no averaging), got "
+                         f"{options.primal_average!r}")
     t0 = time.perf_counter() if t0 is None else t0
+    V_avg = None
     rng = np.random.default_rng(random_state)
     n = model.n_samples
     if state is None:
@@ -64,6 +71,8 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     if model.multilabel:
         sweeps = options.program_sweeps if expensive_oracle else options.label_set_sweeps
         options = replace(options, inner_sweeps=sweeps)
+    # a DAG program per sample costs as much as the sweeps: no second oracle call per pass
+    average = options.primal_average > 0 and not expensive_oracle
     bar = progress(verbose, max_iter, "NHSVM pairwise BCFW")
     try:
         for it in range(max_iter + 1):
@@ -74,6 +83,13 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
             best_D = max(best_D, D)
             if P < best[0]:  # W(beta) is not monotone in P: keep the best primal point
                 best = (P, W, H)
+            if average:  # and the primal at the running average of W(beta)
+                V_avg, fresh = _running_average(V_avg, V, options.primal_average, it)
+                if not fresh:
+                    P_avg, H_avg, W_avg = primal_at(model, V_avg, lam)
+                    n_oracle += n
+                    if P_avg < best[0]:
+                        best = (P_avg, W_avg, H_avg)
             gap = relative_gap(best[0], best_D)
             record(history, it, t0, best[0], best_D, n_oracle)
             history.setdefault("visits", []).append(visits)
@@ -104,6 +120,18 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     return finish("pairwise", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
                    G=state.G.copy(), loss_term=float(state.l.sum()), state=state,
                    warn=not quiet)
+
+
+def _running_average(V_avg, V, horizon: float, it: int):
+    """``(V_avg, fresh)``: ``V_avg`` moved towards ``V`` with factor ``1 - horizon / (it + 1)``,
+    an exponential average over about the last ``1 / horizon`` of the passes; ``fresh``: it is
+    a copy of ``V`` (the first ``horizon`` certificates), nothing new to evaluate."""
+    keep = max(0.0, 1.0 - horizon / (it + 1.0))
+    if V_avg is None or keep == 0.0:
+        return V.copy(), True
+    V_avg *= keep
+    V_avg += (1.0 - keep) * V
+    return V_avg, False
 
 
 def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensive_oracle) -> int:
