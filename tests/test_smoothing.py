@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 import hiercvx as hc
 from hiercvx import testing
@@ -38,6 +39,15 @@ def label_sets(H, n, d, size, seed=0):
     Y = [frozenset(rng.choice(leaves, size=size, replace=False)) for _ in range(n)]
     X = np.array([means[[leaves.index(v) for v in s]].mean(axis=0) for s in Y])
     return X + 0.7 * rng.standard_normal(X.shape), Y
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    """One BLAS thread: the solvers here take thousands of L-BFGS and working-set steps on
+    arrays of a few hundred numbers, where a second thread only adds its wake-ups (and on a
+    busy machine waits for a core)."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 @pytest.fixture(scope="module")
