@@ -20,6 +20,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 from hiercvx import class_attributes, methods, testing
 from hiercvx.exceptions import InputError
@@ -29,6 +30,15 @@ from hiercvx.testing import check_solver, kkt_report, problems_for
 from hiercvx.testing.strategies import chains, datasets, one_child_trees, stars
 
 BUGS = ("bias", "sample_weight", "loss", "ancestors", "sign")
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    """One BLAS thread: SLSQP and the project's solvers take thousands of steps on arrays of a
+    few hundred numbers here, where a second thread only adds its wake-ups (and on a busy
+    machine waits for a core)."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 # ------------------------------------------------------------------ the small solvers
