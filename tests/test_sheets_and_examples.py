@@ -30,13 +30,14 @@ def test_sheet_snippets_run(sheet, tmp_path, monkeypatch):
         exec(compile(code, str(sheet), "exec"), namespace)
 
 
-# examples whose run is slow; each step is checked by the fast tests of its module and
-# `make docs` runs them: nhsvm.py (a reference, a cutting-plane loop, the shared-norm
-# alternation and three estimators on 300 samples: tests/test_nhsvm*.py,
-# tests/test_against_reference.py), plot_label_sets_aupr.py (two label-set SVMs on 250
+# examples run by `make test-slow` only: nhsvm.py (a reference, a cutting-plane loop, the
+# shared-norm alternation and three estimators on 300 samples: tests/test_nhsvm*.py,
+# tests/test_against_reference.py) and plot_label_sets_aupr.py (two label-set SVMs on 250
 # samples, node scores, AU(PRC): tests/test_au_prc.py, tests/test_node_scores*.py,
-# tests/test_reproduce_hmc_aupr.py)
-SLOW_EXAMPLES = {"nhsvm.py", "plot_label_sets_aupr.py"}
+# tests/test_reproduce_hmc_aupr.py), whose steps the fast tests of their modules check and
+# which `make docs` runs; test_my_solver.py, which tests/test_examples_as_a_user.py runs
+# under pytest (importing it as this run does)
+SLOW_EXAMPLES = {"nhsvm.py", "plot_label_sets_aupr.py", "test_my_solver.py"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_EXAMPLES
