@@ -22,6 +22,7 @@ from hiercvx.solvers import face_cg, margin_dual, working_set
 from hiercvx.solvers.face import FaceSolver, face_rows
 from hiercvx.solvers.face_step import FaceStep
 from hiercvx.solvers.margin_dual import MarginDualState
+from hiercvx.solvers.margin_polish import Polisher
 from hiercvx.solvers.primitives import row_data
 
 
@@ -151,3 +152,31 @@ def test_face_step_by_conjugate_gradients_reaches_the_reference_optimum(rescalin
     assert relative_gap(best, dual) <= 1e-8 < rough.gap
     assert dual == pytest.approx(model.lower_bound(alpha, C), rel=1e-12)
     assert best == pytest.approx(ref.objective, rel=1e-7)
+
+
+def test_step_8b_credit_wait_and_cost_estimate_go_on_across_solves():
+    X, Y, H = label_set_problem(n=40, d=4, seed=5)
+    model = hsvm_model.prepare(X, Y, H)
+    options = margin_dual.Options(max_face=0)  # every face matrix-free
+    state = MarginDualState(model, row_data(X=model.X), 1.0, options=options)
+    fresh = Polisher(state)
+    m = 50
+    assert fresh.face.iterative(m)
+    # the estimate of a face round follows the mean products of the solves so far
+    few = Polisher(state, carry=(5.0, 2.0, (2, 200)))
+    many = Polisher(state, carry=(5.0, 2.0, (2, 2000)))
+    assert (few.face_credit, few.face_wait) == (5.0, 2.0)
+    assert few.carry == (5.0, 2.0, (2, 200))
+    fixed = 2.0 * state.certificate_work()
+    assert (many.face.work(m) - fixed) == pytest.approx(10.0 * (few.face.work(m) - fixed))
+    expected = face_cg.Options().expected_iter
+    assert (fresh.face.work(m) - fixed) == pytest.approx(expected / 100.0 * (few.face.work(m) - fixed))
+    # a solve reports where it left off, and the label-set engine hands that to the next one
+    res = working_set.solve(model, C=1.0, tol=1e-9, max_iter=300,
+                            options=working_set.Options(dual=options))
+    credit, wait, (n_solves, n_products) = res.extras["polish_carry"]
+    assert credit >= 0.0 and wait >= 1.0 and n_products >= n_solves >= 0
+    again = working_set.solve(model, C=1.0, tol=1e-9, max_iter=300, alpha0=res.dual,
+                              options=working_set.Options(dual=options),
+                              polish_carry=res.extras["polish_carry"])
+    assert again.extras["polish_carry"][2][0] >= n_solves

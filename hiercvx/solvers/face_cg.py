@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from ._face_cg_kernels import (block_apply, block_inverses, gather_rows, local_classes,
                                scatter_rows)
+from .primitives import conjugate_gradients
 
 __all__ = ["Options", "FaceOperator", "solve"]
 
@@ -134,36 +135,26 @@ class FaceOperator:
 
 def solve(op: FaceOperator, rhs, lam0, ridge: float, options: Options | None = None):
     """``lam`` with ``(E B E^T + ridge I) lam = rhs + ridge lam0`` by block-preconditioned
-    conjugate gradients from ``lam0``.  Returns ``(lam, relative residual, products)``: the
-    iterate with the smallest residual, even short of ``rtol`` (the face step certifies it)."""
+    conjugate gradients (:func:`.primitives.conjugate_gradients`) from ``lam0``.  Returns
+    ``(lam, relative residual, products)``: the iterate with the smallest residual, even short
+    of ``rtol`` (the face step certifies it)."""
     opt = Options() if options is None else options
+    lam0 = np.asarray(lam0, dtype=float)
     b = np.asarray(rhs, dtype=float) + ridge * lam0
+
+    def product(x):
+        return op @ x + ridge * x
+
     norm_b = float(np.linalg.norm(b))
-    x = np.array(lam0, dtype=float)
     if norm_b == 0.0:
-        return np.zeros_like(x), 0.0, 0
-    precondition = op.block_preconditioner(opt.block_ridge)
-    r = b - (op @ x + ridge * x)
-    z = precondition(r)
-    p = z.copy()
-    rz = float(r @ z)
-    res = float(np.linalg.norm(r)) / norm_b
-    best = (res, x.copy())
-    it = 0
-    while res > opt.rtol and it < opt.max_iter and res <= opt.diverged * best[0]:
-        Ap = op @ p + ridge * p
-        curv = float(p @ Ap)
-        if not curv > 0.0:
-            break
-        step = rz / curv
-        x += step * p
-        r -= step * Ap
-        it += 1
-        res = float(np.linalg.norm(r)) / norm_b
-        if res < best[0]:
-            best = (res, x.copy())
-        z = precondition(r)
-        rz_new = float(r @ z)
-        p = z + (rz_new / rz) * p
-        rz = rz_new
-    return (x, res, it) if res <= best[0] else (best[1], best[0], it)
+        return np.zeros_like(lam0), 0.0, 0
+    r0 = b - product(lam0)
+    norm_r0 = float(np.linalg.norm(r0))
+    if norm_r0 <= opt.rtol * norm_b:
+        return lam0.copy(), norm_r0 / norm_b, 1
+    step, n_steps = conjugate_gradients(product, r0, op.block_preconditioner(opt.block_ridge),
+                                        opt.rtol * norm_b / norm_r0, opt.max_iter,
+                                        diverged=opt.diverged)
+    lam = lam0 + step
+    res = float(np.linalg.norm(b - product(lam))) / norm_b
+    return lam, res, n_steps + 2

@@ -97,9 +97,10 @@ class FaceStep:
     def work(self, n_support: int) -> float:
         """The cost of one face round in multiply-adds of the passes: building (16 per entry)
         and factorizing the face matrix (``face_speedup`` converts) or, matrix-free, the
-        expected products (four multiply-adds per row and feature, and the class weights'
-        product with the class attributes, or with the class Gram matrix without them), and
-        the two evaluations on the full model."""
+        expected products (the mean of the solves so far, else ``cg.expected_iter``; four
+        multiply-adds per row and feature each, and the class weights' product with the class
+        attributes, or with the class Gram matrix without them), and the two evaluations on
+        the full model."""
         m = float(n_support)
         if self.iterative(n_support):
             d = float(self.state.X.shape[1])
@@ -108,7 +109,10 @@ class FaceStep:
                 classes = float(self.state.Q.size)
             else:
                 classes = 2.0 * (Lam.nnz if sp.issparse(Lam) else np.count_nonzero(Lam))
-            solve = self.options.face.cg.expected_iter * (4.0 * m + classes) * d
+            solver = self.solver
+            products = (solver.n_products / solver.n_iterative if solver.n_iterative
+                        else self.options.face.cg.expected_iter)
+            solve = products * (4.0 * m + classes) * d
         else:
             solve = (m ** 3 / 3.0 + 16.0 * m * m) / self.options.face_speedup
         return solve + 2.0 * self.state.certificate_work()

@@ -55,12 +55,13 @@ class Polisher:
     (which may then come at the first certificate: the support of a rough solution is usually
     the optimum's or close to it).  ``carry``: the :attr:`carry` of a solve this one continues
     (the label-set engine's rounds solve a growing working set one after the other: the face
-    step's credit and wait go on across them as in one run).  The passes report their work
+    step's credit, its wait and the products its matrix-free solves took go on across them as
+    in one run).  The passes report their work
     (multiply-adds) through :meth:`passed`; ``work_done`` is their total (the margin engine's
     budgets)."""
 
     def __init__(self, state: MarginDualState, *, warm: bool = False,
-                 options: Options | None = None, carry: tuple[float, float] | None = None):
+                 options: Options | None = None, carry: tuple | None = None):
         self.state = state
         self.options = state.options if options is None else options
         self.face = FaceStep(state, self.options)
@@ -75,12 +76,15 @@ class Polisher:
         self.support_credit = (self.options.warm_support_credit * state.certificate_work()
                                if warm else 0.0)
         if carry is not None:
-            self.face_credit, self.face_wait = carry
+            self.face_credit, self.face_wait, products = carry
+            self.face.solver.n_iterative, self.face.solver.n_products = products
 
     @property
-    def carry(self) -> tuple[float, float]:
-        """``(face credit, face wait)`` for a solve that continues this one."""
-        return self.face_credit, self.face_wait
+    def carry(self) -> tuple:
+        """``(face credit, face wait, (matrix-free solves, their products))`` for a solve that
+        continues this one."""
+        solver = self.face.solver
+        return self.face_credit, self.face_wait, (solver.n_iterative, solver.n_products)
 
     def passed(self, work: float) -> None:
         """A pass did ``work`` multiply-adds."""

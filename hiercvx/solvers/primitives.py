@@ -360,16 +360,21 @@ def pivoted_cholesky(diagonal: np.ndarray, column: Callable[[int], np.ndarray], 
 
 
 def conjugate_gradients(product: Callable, rhs: np.ndarray, precond: Callable, rtol: float,
-                        max_steps: int):
+                        max_steps: int, diverged: float = np.inf):
     """Preconditioned conjugate gradients (Hestenes & Stiefel, J. Res. NBS 49, 1952) on the
-    positive definite ``product(x) = rhs`` from ``x = 0``, preconditioned by ``precond`` (an
-    approximate inverse), to the relative residual ``rtol``; ``(x, steps)``.  Stops early,
-    at that step, when a direction has no positive curvature (round-off)."""
+    positive (semi)definite ``product(x) = rhs`` from ``x = 0``, preconditioned by ``precond``
+    (an approximate inverse), to the relative residual ``rtol``; ``(x, steps)``.  Stops early,
+    at that step, when a direction has no positive curvature (round-off).  ``diverged``: on a
+    singular system whose right-hand side is off the range (inconsistent) the residual first
+    falls, then grows; once it is ``diverged`` times its smallest the iterate with the
+    smallest residual is returned."""
     x = np.zeros_like(rhs)
     r = rhs.copy()
-    stop = rtol ** 2 * float(np.sum(r * r))
+    rr = float(np.sum(r * r))
+    stop = rtol ** 2 * rr
     if stop == 0.0:
         return x, 0
+    best_rr, best_x = rr, None  # None: x itself
     z = precond(r)
     p = z.copy()
     rz = float(np.sum(r * z))
@@ -377,15 +382,24 @@ def conjugate_gradients(product: Callable, rhs: np.ndarray, precond: Callable, r
         Ap = product(p)
         pAp = float(np.sum(p * Ap))
         if not pAp > 0:
-            return x, step
+            break
         a = rz / pAp
         x += a * p
         r -= a * Ap
-        if float(np.sum(r * r)) <= stop:
+        rr = float(np.sum(r * r))
+        if rr <= stop:
             return x, step
+        if rr < best_rr:
+            best_rr, best_x = rr, None
+        elif best_x is None and diverged < np.inf:
+            best_x = x - a * p  # the previous iterate had the smallest residual
+        if rr > diverged ** 2 * best_rr:
+            return best_x, step
         z = precond(r)
         rz_new = float(np.sum(r * z))
         p *= rz_new / rz
         p += z
         rz = rz_new
-    return x, max_steps
+    else:
+        step = max_steps
+    return (x if best_x is None or rr <= best_rr else best_x), step

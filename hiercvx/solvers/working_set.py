@@ -210,7 +210,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
           options: Options | None = None, max_rounds: int | None = None,
           check_every: int | None = None, polish: bool | None = None,
           shrink: bool | None = None, factor: str | None = None,
-          polish_carry: tuple[float, float] | None = None) -> Solution:
+          polish_carry: tuple | None = None) -> Solution:
     """Cai–Hofmann hierarchical SVM (thesis (4.10)/(4.15)) by variable selection, Algorithm 2.
 
     Parameters
@@ -244,7 +244,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         Override the fields of ``options`` of the same name.
     polish_carry : tuple, optional
         The ``polish_carry`` extra of a solve this one continues (the label-set engine's
-        rounds): step 8b's credit and wait go on from there
+        rounds): step 8b's credit, wait and cost estimates go on from there
         (:class:`~.margin_polish.Polisher`).
 
     Returns
