@@ -385,3 +385,30 @@ def test_conjugate_gradients_solves_a_preconditioned_system_and_a_zero_right_han
     assert 1 <= steps <= 200
     zero, steps0 = conjugate_gradients(lambda v: v, np.zeros((2, 2)), lambda r: r, 1e-9, 10)
     assert steps0 == 0 and not zero.any()
+
+
+def test_conjugate_gradients_returns_the_best_iterate_of_an_inconsistent_system():
+    from hiercvx.solvers.primitives import conjugate_gradients
+
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((40, 8))
+    A = B @ B.T  # rank 8 of 40: singular
+    P = B @ np.linalg.pinv(B)  # the projection onto its range
+    off = (np.eye(40) - P) @ rng.standard_normal(40)
+    rhs = A @ rng.standard_normal(40) + 1e-6 * off  # slightly off the range: inconsistent
+    seen = []
+
+    def product(v):
+        return A @ v
+
+    def precondition(r):
+        seen.append(float(np.linalg.norm(r)))
+        return r
+
+    x, steps = conjugate_gradients(product, rhs, precondition, 1e-12, 500, diverged=10.0)
+    res = float(np.linalg.norm(rhs - A @ x))
+    # the answer's residual is the smallest the iteration met (up to rounding), not the last
+    assert res <= min(seen) * (1 + 1e-6) + 1e-12
+    assert steps < 500 and res > 1e-12 * np.linalg.norm(rhs)
+    # before it diverged it solved the consistent part of the system
+    assert np.linalg.norm(P @ (rhs - A @ x)) <= 1e-4 * np.linalg.norm(rhs)

@@ -375,6 +375,7 @@ def conjugate_gradients(product: Callable, rhs: np.ndarray, precond: Callable, r
     if stop == 0.0:
         return x, 0
     best_rr, best_x = rr, None  # None: x itself
+    guard = diverged < np.inf
     z = precond(r)
     p = z.copy()
     rz = float(np.sum(r * z))
@@ -384,6 +385,7 @@ def conjugate_gradients(product: Callable, rhs: np.ndarray, precond: Callable, r
         if not pAp > 0:
             break
         a = rz / pAp
+        previous = x.copy() if guard and best_x is None else None
         x += a * p
         r -= a * Ap
         rr = float(np.sum(r * r))
@@ -391,8 +393,8 @@ def conjugate_gradients(product: Callable, rhs: np.ndarray, precond: Callable, r
             return x, step
         if rr < best_rr:
             best_rr, best_x = rr, None
-        elif best_x is None and diverged < np.inf:
-            best_x = x - a * p  # the previous iterate had the smallest residual
+        elif previous is not None:
+            best_x = previous  # the previous iterate had the smallest residual
         if rr > diverged ** 2 * best_rr:
             return best_x, step
         z = precond(r)
