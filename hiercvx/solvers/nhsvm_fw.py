@@ -29,7 +29,9 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     (mass moved from its worst to its best cached vertex, the true set acting as the slack)
     until its cached block gap is small.  Blocks whose exact gap is 0 at the certificate are
     skipped (exact shrinking: they are optimal for the current ``W``), and several sweeps over
-    the caches run between two certificates (more when the oracle is a DAG program).  This is
+    the caches run between two certificates (more when the oracle is a DAG program).  With a
+    cheap oracle each certificate also takes the exact primal at a running average of
+    ``W(beta)`` (``Options.primal_average``) and the best primal point is returned.  This is
     the multi-plane BCFW idea (Shah, Kolmogorov & Lampert 2015) with pairwise steps (Osokin et
     al. 2016); the sweep is compiled (numba), each block read on its support (the nodes where a
     cached vertex differs from the true set) and stepped on the Gram matrix of its cached
