@@ -16,7 +16,10 @@ with ``alpha_S = a_fix + E^T lam`` and the normal equations::
 
 one row per support pair, never the features' dimension; :mod:`.face` forms it, factorizes it
 by Cholesky with a small relative ridge (the face is often degenerate) and reuses the previous
-round's factor when a round changed few rows.
+round's factor when a round changed few rows.  Faces above ``max_face`` rows (label sets) are
+solved on linear models without forming the matrix, by preconditioned conjugate gradients
+(:mod:`.face_cg`); a system they cannot solve is inconsistent, the face not yet the
+optimum's, and ends the step.
 
 The solution's primal point ``w(alpha_S)`` is a primal candidate even where some
 ``alpha_p < 0``.  The face is then corrected as in a primal-dual active-set method
