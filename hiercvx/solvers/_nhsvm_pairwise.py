@@ -45,18 +45,11 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     at a running average of ``W(beta)`` (``options.primal_average``) and the best primal point
     is returned."""
     tol, max_iter = options.tol, options.max_iter
-    if not options.primal_average >= 0:
-        raise InputError(f"primal_average must be a non-negative number (0: no averaging), got "
-                         f"{options.primal_average!r}")
     t0 = time.perf_counter() if t0 is None else t0
     V_avg = None
     rng = np.random.default_rng(random_state)
     n = model.n_samples
-    if state is None:
-        state = DualState(model, options.cache_size, options.support_ones_share)
-    elif state.G.shape != (n, model.n_nodes):
-        raise InputError(f"the warm-start state holds {state.G.shape[0]} samples x {state.G.shape[1]} "
-                         f"nodes; this problem has {n} x {model.n_nodes}")
+    state, options, expensive_oracle, average = _start(model, options, state)
     xsq = row_sq_norms(model.rows)
     Tf = np.ascontiguousarray(model.T, dtype=float)
     inv2lam = 0.5 / lam
@@ -67,12 +60,6 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     converged = False
     bgap = np.zeros(n)
     best = (np.inf, None, None)
-    expensive_oracle = model.multilabel and model.oracle.method in ("ilp", "lp")
-    if model.multilabel:
-        sweeps = options.program_sweeps if expensive_oracle else options.label_set_sweeps
-        options = replace(options, inner_sweeps=sweeps)
-    # a DAG program per sample costs as much as the sweeps: no second oracle call per pass
-    average = options.primal_average > 0 and not expensive_oracle
     bar = progress(verbose, max_iter, "NHSVM pairwise BCFW")
     try:
         for it in range(max_iter + 1):
@@ -120,6 +107,28 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     return finish("pairwise", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
                    G=state.G.copy(), loss_term=float(state.l.sum()), state=state,
                    warn=not quiet)
+
+
+def _start(model: VertexModel, options: Options, state: DualState | None):
+    """The dual state (new, or the warm start checked against the model), the options with the
+    sweeps between certificates of the model's oracle, whether that oracle is a DAG program
+    per sample, and whether the primal is also taken at the running average of ``W(beta)``."""
+    if not options.primal_average >= 0:
+        raise InputError(f"primal_average must be a non-negative number (0: no averaging), got "
+                         f"{options.primal_average!r}")
+    n = model.n_samples
+    if state is None:
+        state = DualState(model, options.cache_size, options.support_ones_share)
+    elif state.G.shape != (n, model.n_nodes):
+        raise InputError(f"the warm-start state holds {state.G.shape[0]} samples x {state.G.shape[1]} "
+                         f"nodes; this problem has {n} x {model.n_nodes}")
+    expensive_oracle = model.multilabel and model.oracle.method in ("ilp", "lp")
+    if model.multilabel:
+        sweeps = options.program_sweeps if expensive_oracle else options.label_set_sweeps
+        options = replace(options, inner_sweeps=sweeps)
+    # a DAG program per sample costs as much as the sweeps: no second oracle call per pass
+    average = options.primal_average > 0 and not expensive_oracle
+    return state, options, expensive_oracle, average
 
 
 def _running_average(V_avg, V, horizon: float, it: int):
