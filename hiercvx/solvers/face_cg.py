@@ -62,7 +62,8 @@ class Options:
     block_ridge : float
         Relative ridge of the diagonal blocks (singular on degenerate faces).
     expected_iter : int
-        Products a solve is expected to take, for the face step's cost estimate.
+        Products a solve is expected to take, for the face step's cost estimate before its
+        first solve (then the mean of the solves so far: :meth:`.face_step.FaceStep.work`).
     """
 
     rtol: float = 1e-10
