@@ -121,13 +121,13 @@ def test_inconsistent_system_returns_its_best_iterate_not_a_diverged_one():
     b = rng.standard_normal(rows.size)
     lam0 = np.zeros(rows.size)
     opts = face_cg.Options(max_iter=500)
-    lam, res, n_iter = face_cg.solve(op, b, lam0, 0.0, opts)
+    lam, res, n_iter = face_cg.solve(op, b, lam0, opts)
     assert res == pytest.approx(np.linalg.norm(M @ lam - b) / np.linalg.norm(b), rel=1e-6)
     assert res <= 1.0  # never worse than the start
     assert res > opts.rtol  # it could not converge, and says so
     # the face solver refuses such an answer: the face step ends rather than correct it
     rhs = solver.rhs_matrix_free(rows, op)  # this random face's own system: inconsistent too
-    _, res_face, _ = face_cg.solve(op, rhs, lam0, 0.0, opts)
+    _, res_face, _ = face_cg.solve(op, rhs, lam0, opts)
     assert res_face > solver.options.cg.accept_rtol
     assert solver.solve(rows, lam0, iterative=True) is None
     assert solver.n_iterative == 1

@@ -35,6 +35,7 @@ factorization's; otherwise the round factors afresh.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 
@@ -241,6 +242,12 @@ class FaceSolver:
         """Forget the last factor (its matrix and factor: ``2 m^2`` floats)."""
         self._base = None
 
+    @functools.cached_property
+    def Lam(self):
+        """The class attributes as CSR, formed once for the matrix-free products (None: the
+        model has a class kernel ``Q`` only)."""
+        return None if self.data.Lam is None else sp.csr_matrix(self.data.Lam)
+
     @property
     def matrix_free(self) -> bool:
         """Whether :meth:`solve` can take the matrix-free route (linear features)."""
@@ -249,9 +256,7 @@ class FaceSolver:
     def operator(self, rows: FaceRows) -> face_cg.FaceOperator:
         """The face matrix of ``rows`` as a :class:`.face_cg.FaceOperator` (linear models)."""
         Z, ex = self._row_vectors(rows)
-        Lam = self.data.Lam
-        return face_cg.FaceOperator(Z, ex, self.X, self.Q,
-                                    None if Lam is None else sp.csr_matrix(Lam))
+        return face_cg.FaceOperator(Z, ex, self.X, self.Q, self.Lam)
 
     def rhs_matrix_free(self, rows: FaceRows, op: face_cg.FaceOperator) -> np.ndarray:
         """:meth:`rhs` without Gram blocks: ``E B a_fix`` through the class weights of the
@@ -261,19 +266,16 @@ class FaceSolver:
         if rows.elim.size:
             Ze = self._differences(rows.elim[:, None], np.ones((rows.elim.size, 1)))
             elim = face_cg.FaceOperator(Ze, self.data.pair_i[rows.elim], self.X, self.Q,
-                                        op.Lam)
+                                        self.Lam)
             out = out - op.rows_at(elim.class_weights(rows.a_fix))
         return out
 
     def _iterative(self, rows: FaceRows, lam0) -> np.ndarray | None:
-        """The face system by block-preconditioned conjugate gradients (:mod:`.face_cg`);
-        no ridge: on a consistent singular system the iteration from ``lam0`` stays on
-        ``lam0`` plus the matrix's range.  None when the residual stays above
-        ``cg.accept_rtol`` (an inconsistent system)."""
+        """The face system by block-preconditioned conjugate gradients (:func:`.face_cg.solve`);
+        None when the residual stays above ``cg.accept_rtol`` (an inconsistent system)."""
         op = self.operator(rows)
         rhs = self.rhs_matrix_free(rows, op)
-        lam, res, n_iter = face_cg.solve(op, rhs, np.asarray(lam0, dtype=float), 0.0,
-                                         self.options.cg)
+        lam, res, n_iter = face_cg.solve(op, rhs, lam0, self.options.cg)
         self.n_iterative += 1
         self.n_products += n_iter
         logger.debug("face: %d rows by conjugate gradients, %d products, residual %.1e",

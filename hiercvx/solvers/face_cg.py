@@ -79,7 +79,7 @@ class FaceOperator:
 
     ``Z`` the rows' class differences (CSR ``(m, q)``), ``examples`` their examples (grouped:
     the rows of an example are contiguous), ``Q`` the class Gram matrix and ``Lam`` the class
-    attributes (sparse, or None: ``Q`` is used).  The rows of one example share its features,
+    attributes (CSR, or None: ``Q`` is used).  The rows of one example share its features,
     so a product works per example on the classes its rows touch
     (:func:`._face_cg_kernels.local_classes`): ``O(sum_e |classes_e| d)``."""
 
@@ -96,7 +96,7 @@ class FaceOperator:
         self.values = np.ascontiguousarray(Z.data, dtype=float)
         self.local = local_classes(self.indptr, self.indices, self.starts, Z.shape[1])
         self.Q = np.ascontiguousarray(Q, dtype=float)
-        self.Lam = None if Lam is None else sp.csr_matrix(Lam)
+        self.Lam = Lam
 
     def class_weights(self, lam) -> np.ndarray:
         """``V = Q Z^T (lam * T)``: the class weights (times ``Q``) of ``alpha = E^T lam``."""
@@ -134,28 +134,26 @@ class FaceOperator:
         return apply
 
 
-def solve(op: FaceOperator, rhs, lam0, ridge: float, options: Options | None = None):
-    """``lam`` with ``(E B E^T + ridge I) lam = rhs + ridge lam0`` by block-preconditioned
-    conjugate gradients (:func:`.primitives.conjugate_gradients`) from ``lam0``.  Returns
+def solve(op: FaceOperator, rhs, lam0, options: Options | None = None):
+    """``lam`` with ``(E B E^T) lam = rhs`` by block-preconditioned conjugate gradients
+    (:func:`.primitives.conjugate_gradients`) from ``lam0`` (no ridge: on a consistent
+    singular system the iteration stays on ``lam0`` plus the matrix's range).  Returns
     ``(lam, relative residual, products)``: the iterate with the smallest residual, even short
     of ``rtol`` (the face step certifies it)."""
     opt = Options() if options is None else options
     lam0 = np.asarray(lam0, dtype=float)
-    b = np.asarray(rhs, dtype=float) + ridge * lam0
-
-    def product(x):
-        return op @ x + ridge * x
-
+    b = np.asarray(rhs, dtype=float)
     norm_b = float(np.linalg.norm(b))
     if norm_b == 0.0:
         return np.zeros_like(lam0), 0.0, 0
-    r0 = b - product(lam0)
+    r0 = b - op @ lam0
     norm_r0 = float(np.linalg.norm(r0))
     if norm_r0 <= opt.rtol * norm_b:
         return lam0.copy(), norm_r0 / norm_b, 1
-    step, n_steps = conjugate_gradients(product, r0, op.block_preconditioner(opt.block_ridge),
+    step, n_steps = conjugate_gradients(op.__matmul__, r0,
+                                        op.block_preconditioner(opt.block_ridge),
                                         opt.rtol * norm_b / norm_r0, opt.max_iter,
                                         diverged=opt.diverged)
     lam = lam0 + step
-    res = float(np.linalg.norm(b - product(lam))) / norm_b
+    res = float(np.linalg.norm(b - op @ lam)) / norm_b
     return lam, res, n_steps + 2

@@ -39,7 +39,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..models import margin as _margin
 from ..result import reached, relative_gap
@@ -107,12 +106,8 @@ class FaceStep:
         m = float(n_support)
         if self.iterative(n_support):
             d = float(self.state.X.shape[1])
-            Lam = self.state.data.Lam
-            if Lam is None:
-                classes = float(self.state.Q.size)
-            else:
-                classes = 2.0 * (Lam.nnz if sp.issparse(Lam) else np.count_nonzero(Lam))
             solver = self.solver
+            classes = float(self.state.Q.size) if solver.Lam is None else 2.0 * solver.Lam.nnz
             products = (solver.n_products / solver.n_iterative if solver.n_iterative
                         else self.options.face.cg.expected_iter)
             solve = products * (4.0 * m + classes) * d
