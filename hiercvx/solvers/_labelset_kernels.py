@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["most_violated", "violated_pairs"]
+__all__ = ["most_violated", "soft_slacks", "violated_pairs"]
 
 
 @njit(cache=True, inline="always")
@@ -96,3 +96,53 @@ def violated_pairs(S, rel_ptr, rel, loss, slack, floor, out_y, out_ybar):
             out_y[i, t], out_ybar[i, t] = -1, -1
         count[i] = m
     return count
+
+
+@njit(cache=True, parallel=True)
+def soft_slacks(S, rel_ptr, rel, loss, slack, budget, mu, G, linear):
+    """Nesterov's soft maximum of every example's violations and of 0, over all its pairs
+    without listing them: ``xi_i^mu = mu log(exp(0) + sum_p exp(v_p / mu))`` (an upper bound
+    on ``xi_i`` by at most ``mu log(1 + P_i)``).  Returns ``sum_i budget_i xi_i^mu``; writes
+    the soft multipliers' expansion coefficients into ``G`` ``(n, q)`` (per pair ``alpha_p =
+    budget_i pi_p Delta_p`` for slack rescaling, ``budget_i pi_p`` for margin rescaling, ``pi``
+    the soft-max weights) and each example's ``sum_p b_p alpha_p`` into ``linear`` (``b_p =
+    Delta_p``): a dual feasible point of (4.15) and its linear term."""
+    n, q = S.shape
+    total = np.zeros(n)
+    for i in prange(n):
+        lo, hi = rel_ptr[i], rel_ptr[i + 1]
+        G[i, :] = 0.0
+        linear[i] = 0.0
+        if hi == lo or hi - lo == q:
+            continue
+        mask = np.zeros(q, dtype=np.bool_)
+        for r in range(lo, hi):
+            mask[rel[r]] = True
+        buf = np.empty((hi - lo, q))  # the violations, then their exponentials
+        top = 0.0
+        for r in range(lo, hi):
+            for ybar in range(q):
+                v = -np.inf if mask[ybar] else _violation(S, loss, i, rel[r], ybar, slack)
+                buf[r - lo, ybar] = v
+                top = max(top, v)
+        inv_mu = 1.0 / mu
+        z = np.exp(-top * inv_mu)
+        for r in range(lo, hi):
+            for ybar in range(q):
+                t = (buf[r - lo, ybar] - top) * inv_mu
+                e = np.exp(t) if t > -40.0 else 0.0  # exp(-40): below the sum's rounding
+                buf[r - lo, ybar] = e
+                z += e
+        total[i] = budget[i] * (top + mu * np.log(z))
+        scale = budget[i] / z
+        for r in range(lo, hi):
+            y = rel[r]
+            for ybar in range(q):
+                e = buf[r - lo, ybar]
+                if e > 0.0:
+                    delta = loss[y, ybar]
+                    value = scale * e * (delta if slack else 1.0)
+                    G[i, y] += value
+                    G[i, ybar] -= value
+                    linear[i] += value if slack else delta * value
+    return total.sum()
