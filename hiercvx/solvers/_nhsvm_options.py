@@ -61,7 +61,8 @@ class Options:
     master_max_step_cost : and while one of its Newton steps costs at most this many
         multiply-adds (a fraction of a second).
     eps_share : pairwise: a block leaves the sweeps when its cached gap is at most this share
-        of the mean block gap ``(P - D) / n`` of the last certificate.
+        of the mean block gap ``(P - D) / n`` of the last certificate; in ``[0, 1)``: from 1
+        on, blocks whose gaps are all about the mean would never step.
     primal_average : pairwise: each certificate also evaluates the exact primal at a running
         average of the weights ``W(beta)`` over about the last ``1 / primal_average`` of the
         passes (factor ``1 - primal_average / (k + 1)`` at certificate ``k``), and the best

@@ -116,6 +116,10 @@ def _start(model: VertexModel, options: Options, state: DualState | None):
     if not options.primal_average >= 0:
         raise InputError(f"primal_average must be a non-negative number (0: no averaging), got "
                          f"{options.primal_average!r}")
+    if not 0 <= options.eps_share < 1:
+        # at a share of 1 or more, blocks whose gaps are all about the mean never step
+        raise InputError(f"eps_share must be in [0, 1) (a block leaves the sweeps when its gap is "
+                         f"at most this share of the mean block gap), got {options.eps_share!r}")
     n = model.n_samples
     if state is None:
         state = DualState(model, options.cache_size, options.support_ones_share)
