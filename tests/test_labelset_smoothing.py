@@ -98,8 +98,68 @@ def test_polish_brings_the_primal_within_its_smoothing_bias(shape):
     bias = P0 - rough.lower_bound
     rel, Lam = _parts(model)
     options = labelset_smoothing.Options(share=0.1, max_iter=500)
-    W = labelset_smoothing.polish(model, W0, C, bias, rel, Lam, options)
+    W, n_eval = labelset_smoothing.polish(model, W0, C, bias, rel, Lam, options)
+    assert 1 < n_eval <= options.max_iter + 30
     P = _margin.primal_objective(W, model.X, model.data, C)
     assert P < P0
     # the smoothed minimizer is within the smoothing's bias of the optimum
     assert optimum - 1e-6 * abs(optimum) <= P <= optimum + options.share * bias * (1 + 1e-3)
+
+
+def _objective_at_returned_weights(model, sol, C):
+    W = model.augmented_weights(sol.weights, getattr(sol, "intercept", None))
+    return _margin.primal_objective(W, model.X, model.data, C)
+
+
+@pytest.mark.parametrize("shape, intercept", [("tree", False), ("dag", True)])
+def test_engine_with_the_polish_matches_the_reference(shape, intercept):
+    H = HIERARCHIES[shape]()
+    X, Y = label_sets(H, 24, 4, seed=6)
+    kw = dict(rescaling="slack", fit_intercept=intercept)
+    model = hsvm_model.prepare(X, Y, H, **kw)
+    C = 1.5
+    fast = labelset.solve(model, C, tol=1e-9,
+                          options=labelset.Options(enter=2, primal_below=1.0))
+    assert fast.converged and fast.gap <= 1e-9
+    assert _objective_at_returned_weights(model, fast, C) == pytest.approx(fast.objective,
+                                                                           rel=1e-12)
+    ref = hsvm.primal(X, Y, H, C=C, **kw).solve()
+    assert fast.objective == pytest.approx(ref.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("shape", ["tree", "dag"])
+def test_a_polished_point_is_returned_with_its_own_certificate(shape):
+    # stopped early, the polished point beats every w(alpha) met: it is returned, with the
+    # objective recomputed at it and the dual bound of the best round
+    H = HIERARCHIES[shape]()
+    X, Y = label_sets(H, 40, 4, seed=8)
+    model = hsvm_model.prepare(X, Y, H, fit_intercept=True)
+    C = 1.0
+    runs = {}
+    for below in (0.0, 1.0):
+        with pytest.warns(ConvergenceWarning):
+            runs[below] = labelset.solve(model, C, tol=1e-12, max_iter=4, options=labelset.Options(
+                enter=2, round_passes=2, primal_below=below))
+    plain, polished = runs[0.0], runs[1.0]
+    assert polished.lower_bound == pytest.approx(plain.lower_bound, rel=1e-12)  # same passes
+    assert polished.objective < plain.objective
+    assert _objective_at_returned_weights(model, polished, C) == pytest.approx(
+        polished.objective, rel=1e-12)
+    assert polished.lower_bound <= polished.objective
+
+
+def test_a_loose_tol_stops_on_the_polished_certificate():
+    # the rounds' inner solves ask the polish at their certificates and stop once the best
+    # primal point and the inner dual certify tol: the answer is certified all the same
+    H = HIERARCHIES["dag"]()
+    X, Y = label_sets(H, 40, 4, seed=9)
+    kw = dict(rescaling="slack", fit_intercept=True)
+    model = hsvm_model.prepare(X, Y, H, **kw)
+    C = 1.0
+    sol = labelset.solve(model, C, tol=1e-3, options=labelset.Options(enter=2, primal_below=1.0,
+                                                                     primal_passes=0.0))
+    assert sol.converged and sol.gap <= 1e-3
+    assert _objective_at_returned_weights(model, sol, C) == pytest.approx(sol.objective,
+                                                                          rel=1e-12)
+    optimum = hsvm.primal(X, Y, H, C=C, **kw).solve().objective
+    assert sol.lower_bound <= optimum * (1 + 1e-7) and optimum <= sol.objective * (1 + 1e-7)

@@ -14,7 +14,9 @@ returned weights, certified lower bound, gap, status, iterations, times, per-sol
   :mod:`.interior_point_cg` the same iteration with matrix-free Newton systems (conjugate
   gradients) for primal dimensions too large to factorize
 - :mod:`.labelset` — the margin family on label sets by cutting planes over pairs with the
-  loss-augmented oracle (the working set solves the model restricted to the pairs met)
+  loss-augmented oracle (the working set solves the model restricted to the pairs met);
+  :mod:`.labelset_smoothing` its primal points by L-BFGS on the smoothed primal over every
+  pair
 - :mod:`.low_rank_kernel` — a kernel margin model solved as the linear one on a
   pivoted-Cholesky factor of its kernel (the margin engine's entry takes it for large kernels)
 - :mod:`.orthogonal_dual` — the orthogonal-transfer family by dual block-coordinate ascent on

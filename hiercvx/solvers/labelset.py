@@ -151,15 +151,21 @@ class Options:
     primal_below : float
         Linear models with class attributes: once the outer gap is below this, a round's
         primal point may be improved by L-BFGS on the smoothed primal over every pair
-        (:mod:`.labelset_smoothing`), from the best primal point so far.  On label sets the
+        (:mod:`.labelset_smoothing`), from the round's ``w(alpha)``.  On label sets the
         passes' dual converges far ahead of the primal at their weights (on cellcycle_FUN's
         label sets the dual is within 3e-4 of its optimum while the primal at ``w(alpha)`` is
         1e-2 above it), so the certified gap is the primal's; above a few percent the working
-        set is still growing and the dual is the laggard.  ``0``: never.
-    primal_halving : float
-        ... and again each time the gap has fallen to this share of the gap at the last
-        polish (whose smoothing's bias was a share of that gap: the new gap is then again the
-        primal's).
+        set is still growing and the dual is the laggard.  ``0`` (the default): never.  The
+        polish lowers the passes a certified gap takes (the rounds' inner solves also stop
+        once the polished primal certifies ``tol``), not the time: on FunCat label sets an
+        evaluation of the smoothed primal costs about two passes and the passes it saves pay
+        for the L-BFGS iterations and no more; 0.05 is a value to try where passes cost more.
+    primal_passes : float
+        ... and again after this many inner passes per evaluation of the smoothed primal the
+        last polish took (an evaluation costs about two passes on FunCat label sets, so the
+        polishes take at most about a sixth of the time).  Each polish smooths by a share of
+        the current gap and starts from the round's ``w(alpha)``, which the rising dual
+        brings nearer the optimum.
     primal_polish : labelset_smoothing.Options
         The polish's settings (:class:`.labelset_smoothing.Options`).
     """
@@ -184,8 +190,8 @@ class Options:
     interior_below: float = 0.05
     interior_max_steps: int = 60
     interior_point: interior_point_cg.Options = field(default_factory=interior_point_cg.Options)
-    primal_below: float = 0.05
-    primal_halving: float = 0.5
+    primal_below: float = 0.0
+    primal_passes: float = 10.0
     primal_polish: labelset_smoothing.Options = field(default_factory=labelset_smoothing.Options)
 
 
@@ -383,7 +389,8 @@ class _Run:
         # it is, or None for a polished point) and the dual (inner result, its working set)
         self.primal = (np.inf, None, None)
         self.dual = None
-        self.polished_at = None  # the gap at the last primal polish
+        self.passes = 0  # inner passes of the finished rounds
+        self.polish_next = 0.0  # inner passes (in all) before which no primal polish is due
         if not model.node_weights:
             model.K  # formed once, shared by the restricted models (copy keeps the cache)
 
@@ -404,6 +411,7 @@ class _Run:
             res = self._inner(small, alpha, max(inner, self.tol),
                               max(min(max_iter - passes, cap), 1), random_state)
             passes += res.n_iter
+            self.passes = passes
             own = small.augmented_weights(res.weights, res.extras.get("intercept")) \
                 if small.node_weights else res.weights
             S = _model_scores(self.model, own, self.pairs.Lam)
@@ -412,7 +420,7 @@ class _Run:
                 self.primal = (objective, own, res)
             if self.dual is None or res.lower_bound > self.dual[0].lower_bound:
                 self.dual = (res, self.pairs.keys.copy())
-            gap = self._polished_gap()
+            gap = self._polished_gap(own)
             self.gap = min(self.gap, gap)
             if self.proximal and res.solver != "labelset_alm":
                 self.warm = (own, None)  # the proximal dual starts from the last working set
@@ -433,25 +441,45 @@ class _Run:
                 break  # nothing to add and the restricted problem is solved: round-off only
         return self._result(passes, t0)
 
-    def _polished_gap(self) -> float:
-        """The gap of the best primal and dual points, after a primal polish when one is due
-        (:attr:`Options.primal_below`, :attr:`Options.primal_halving`): L-BFGS on the smoothed
-        primal from the best primal point, kept when its exact objective (4.10) is lower."""
+    def _polished_gap(self, start, lower=None, passes=None) -> float:
+        """The gap of the best primal point and the best dual bound (or ``lower``), after a
+        primal polish when one is due (:attr:`Options.primal_below`,
+        :attr:`Options.primal_passes`; ``passes``: the inner passes so far): L-BFGS on the
+        smoothed primal from ``start``, a ``w(alpha)`` of the passes (nearer the optimum in
+        norm than any polished point: ``||w(alpha) - w*||^2 <= 2 (D* - D(alpha))``), kept
+        when its exact objective (4.10) is lower."""
         opts, model = self.options, self.model
-        lower = self.dual[0].lower_bound
+        lower = self.dual[0].lower_bound if lower is None else lower
+        passes = self.passes if passes is None else passes
         gap = relative_gap(self.primal[0], lower)
-        due = gap <= opts.primal_below and (
-            self.polished_at is None or gap <= opts.primal_halving * self.polished_at)
-        if not (due and model.node_weights and not reached(gap, self.tol)):
+        if not (gap <= opts.primal_below and passes >= self.polish_next and model.node_weights
+                and not reached(gap, self.tol)):
             return gap
-        self.polished_at = gap
-        W = labelset_smoothing.polish(model, self.primal[1], self.C, self.primal[0] - lower,
-                                      self.pairs.rel, self.pairs.Lam, opts.primal_polish)
+        W, n_eval = labelset_smoothing.polish(model, start, self.C, self.primal[0] - lower,
+                                              self.pairs.rel, self.pairs.Lam, opts.primal_polish)
+        self.polish_next = passes + opts.primal_passes * n_eval
         objective = _full_objective(model, W, self.C, _model_scores(model, W, self.pairs.Lam))
-        self.log("primal polish: %.10g -> %.10g", self.primal[0], objective)
+        self.log("primal polish: %.10g -> %.10g (%d evaluations)", self.primal[0], objective,
+                 n_eval)
         if objective < self.primal[0]:
             self.primal = (objective, W, None)
         return relative_gap(self.primal[0], lower)
+
+    def _mid_round(self, small):
+        """``stop_when`` of a round's inner solve (linear models): at its certificates, a
+        primal polish from its ``w(alpha)`` when one is due, and stop once the best primal
+        point and its dual bound certify ``tol`` (rounds run thousands of passes near the
+        end; the outer gap is otherwise seen only between them)."""
+        def stop(n_iter, pass_work, alpha) -> bool:
+            passes = self.passes + n_iter
+            if self.dual is None or passes < self.polish_next:
+                return False
+            lower = small.lower_bound(alpha, self.C)
+            own = _margin.weights_from_coefficients(
+                _margin.coefficients(_margin.project_dual(alpha, small.data, self.C),
+                                     small.data), small.X, self.pairs.Lam)
+            return reached(self._polished_gap(own, lower, passes), self.tol)
+        return stop if small.node_weights and self.options.primal_below > 0 else None
 
     def _inner(self, small, alpha, tol, max_iter, random_state) -> Solution:
         """The restricted model solved to ``tol`` from ``alpha`` (and the last weights)."""
@@ -470,7 +498,8 @@ class _Run:
                 return res
             res = working_set.solve(small, self.C, tol=tol, max_iter=max_iter, alpha0=alpha,
                                     random_state=random_state, options=self.inner_options,
-                                    polish_carry=self.polish_carry)
+                                    polish_carry=self.polish_carry,
+                                    stop_when=self._mid_round(small))
             self.polish_carry = res.extras["polish_carry"]
             return res
 

@@ -51,8 +51,8 @@ class Options:
         (in objective units): small enough that the polished primal leaves the gap to the
         dual, large enough that the smoothed problem stays well conditioned.
     max_iter : int
-        L-BFGS iterations per polish (from ``w(alpha)`` it needs tens; each costs about one
-        coordinate pass).
+        L-BFGS iterations per polish at most (each costs a few coordinate passes; the first
+        tens of iterations make most of the gain).
     memory : int
         L-BFGS memory (Liu & Nocedal, Math. Program. 45, 1989, recommend 3-20).
     stall : float
@@ -61,7 +61,7 @@ class Options:
     """
 
     share: float = 0.1
-    max_iter: int = 100
+    max_iter: int = 60
     memory: int = 10
     stall: float = 1e-3
 
@@ -98,7 +98,7 @@ def smoothed_primal(model: MarginModel, W, C: float, mu: float, rel, Lam) -> flo
 
 
 def polish(model: MarginModel, W0, C: float, bias: float, rel, Lam,
-           options: Options | None = None) -> np.ndarray:
+           options: Options | None = None) -> tuple[np.ndarray, int]:
     """Node weights near the minimizer of ``P_mu`` from ``W0`` (the model's own weights, with
     the bias column), ``mu`` such that the smoothing's bias is ``options.share * bias``.
 
@@ -120,7 +120,8 @@ def polish(model: MarginModel, W0, C: float, bias: float, rel, Lam,
 
     Returns
     -------
-    ndarray (M, d): L-BFGS's last iterate; the caller evaluates (4.10) there.
+    (W, n_eval): L-BFGS's last iterate ``(M, d)``, where the caller evaluates (4.10), and the
+    evaluations of ``P_mu`` it took.
     """
     options = Options() if options is None else options
     smoothed = _Smoothed(model, C, rel, Lam)
@@ -134,4 +135,4 @@ def polish(model: MarginModel, W0, C: float, bias: float, rel, Lam,
         res = minimize(smoothed, w0, args=(mu,), jac=True, method="L-BFGS-B",
                        options=dict(maxiter=options.max_iter, maxcor=options.memory, gtol=0.0,
                                     ftol=ftol))
-    return res.x.reshape(smoothed.shape)
+    return res.x.reshape(smoothed.shape), int(res.nfev) + 1
