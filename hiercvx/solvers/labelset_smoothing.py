@@ -67,7 +67,9 @@ class Options:
 
 
 class _Smoothed:
-    """``P_mu`` and its gradient in the flattened node weights of a linear model."""
+    """``P_mu`` and its gradient in the flattened node weights of a linear model; the last
+    evaluation is kept (L-BFGS asks again for the point its caller has just evaluated) and
+    ``n_eval`` counts those computed."""
 
     def __init__(self, model: MarginModel, C: float, rel, Lam):
         data = model.data
@@ -81,14 +83,21 @@ class _Smoothed:
         self.shape = (Lam.shape[1], model.X.shape[1])
         k = np.diff(rel[0])
         self.log_pairs = float(self.budget @ np.log1p(k * (q - k)))  # sum_i C_i log(1 + P_i)
+        self.last = None
+        self.n_eval = 0
 
     def __call__(self, w, mu):
+        if self.last is not None and self.last[0] == mu and np.array_equal(self.last[1], w):
+            return self.last[2]
+        self.n_eval += 1
         W = w.reshape(self.shape)
         S = np.ascontiguousarray(_margin.class_scores(W, self.X, self.Lam, cheapest=True))
         value = soft_slacks(S, *self.rel, self.loss, self.slack, self.budget, mu, self.G,
                             self.linear)
         W_alpha = _margin.weights_from_coefficients(self.G, self.X, self.Lam)
-        return 0.5 * float(w @ w) + value, (W - W_alpha).ravel()
+        out = (0.5 * float(w @ w) + value, (W - W_alpha).ravel())
+        self.last = (mu, w.copy(), out)
+        return out
 
 
 def smoothed_primal(model: MarginModel, W, C: float, mu: float, rel, Lam) -> float:
@@ -135,4 +144,4 @@ def polish(model: MarginModel, W0, C: float, bias: float, rel, Lam,
         res = minimize(smoothed, w0, args=(mu,), jac=True, method="L-BFGS-B",
                        options=dict(maxiter=options.max_iter, maxcor=options.memory, gtol=0.0,
                                     ftol=ftol))
-    return res.x.reshape(smoothed.shape), int(res.nfev) + 1
+    return res.x.reshape(smoothed.shape), smoothed.n_eval
