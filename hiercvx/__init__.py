@@ -7,7 +7,11 @@ declarations) and ``solvers`` (fast algorithms), both returning :class:`Solution
 ``methods`` (the registry) -> ``estimators``, ``testing``, ``verify`` -> the ``hiercvx`` command.
 """
 
-from .exceptions import (
+from . import _kernel_cache
+
+_kernel_cache.install()  # before any compiled kernel is imported: stamps its cache with its sources
+
+from .exceptions import (  # noqa: E402
     DataFormatError,
     HierarchyError,
     HierCVXError,
@@ -17,9 +21,9 @@ from .exceptions import (
     SolverError,
     SolverUnavailableError,
 )
-from .hierarchy import Hierarchy, class_attributes
-from .reference import ReferenceProblem, ReferenceSolution
-from .result import Solution
+from .hierarchy import Hierarchy, class_attributes  # noqa: E402
+from .reference import ReferenceProblem, ReferenceSolution  # noqa: E402
+from .result import Solution  # noqa: E402
 from . import losses, metrics, taxonomy  # noqa: E402  (hc.losses.<loss>, hc.metrics.<metric>)
 
 __version__ = "0.1.0"
