@@ -160,6 +160,22 @@ def test_warm_start_along_a_C_path(make):
     assert warm.gap_ <= 1e-6 and warm.result_.solver == "interior_point"
 
 
+def test_warm_start_on_label_sets_stays_with_the_label_set_engine():
+    """A C path on label sets: every warm fit runs the label-set engine (started from the
+    previous dual), at the cold fit's certified optimum."""
+    from labelset_cases import dag, label_sets
+    H = dag()
+    X, Y = label_sets(H, 40, 4, seed=5)
+    engine = {"labelset_from_pairs": 1, "interior_point": {"max_dimension": 1}}
+    warm = HierarchicalSVC(hierarchy=H, tol=1e-7, solver_options={**engine, "warm_start": True})
+    for C in (0.2, 1.0, 5.0):
+        warm.set_params(C=C).fit(X, Y)
+        cold = clone(warm).set_params(solver_options=engine).fit(X, Y)
+        assert warm.result_.solver == cold.result_.solver == "labelset"
+        assert warm.gap_ <= 1e-7 and cold.gap_ <= 1e-7
+        np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=1e-6)
+
+
 def test_multiclass_defaults_match_linearsvc_crammer_singer():
     """MulticlassSVC() and LinearSVC(multi_class="crammer_singer") at their defaults (C=1,
     fit_intercept=True, intercept_scaling=1: LIBLINEAR's regularized bias column) solve the

@@ -180,9 +180,51 @@ def test_margin_engine_runs_and_chooses_it():
     assert margin_engine.choose(single, options=eager) != "labelset"  # label sets only
 
 
-def test_refuses_a_warm_start():
+@pytest.mark.parametrize("shape", ["tree", "dag"])
+def test_warm_start_along_a_C_path_reaches_the_cold_optimum(shape):
+    """A previous solve's dual at another C (smaller, then larger: projected onto the budget)
+    starts the engine: the same certified optimum as a cold start, the certificate recomputed
+    at the returned point, and the first working set holds the warm start's support."""
+    H = HIERARCHIES[shape]()
+    X, Y = label_sets(H, 40, 4, seed=7)
+    model = hsvm_model.prepare(X, Y, H)
+    previous = labelset.solve(model, 0.3, tol=1e-8)
+    for C in (1.0, 0.1):
+        cold = labelset.solve(model, C, tol=1e-8)
+        warm = labelset.solve(model, C, tol=1e-8, alpha0=previous.dual)
+        assert warm.converged and warm.gap <= 1e-8
+        np.testing.assert_allclose(warm.objective, cold.objective, rtol=1e-7)
+        W, b = warm.weights, warm.extras.get("intercept")
+        np.testing.assert_allclose(warm.objective, model.objective(W, C, intercept=b), rtol=1e-12)
+        assert warm.lower_bound <= cold.objective * (1 + 1e-12)
+        pi, py, pyb = warm.extras["working_pairs"]
+        q = model.data.n_classes
+        keys = (pi * q + py) * q + pyb
+        d = model.data
+        carried = ((d.pair_i * q + d.pair_y) * q + d.pair_ybar)[previous.dual > 0]
+        assert np.isin(carried, keys).all()
+
+
+def test_warm_start_is_checked():
     H = tree()
     X, Y = label_sets(H, 10, 3)
     model = hsvm_model.prepare(X, Y, H)
-    with pytest.raises(InputError, match="warm start"):
-        labelset.solve(model, 1.0, alpha0=np.zeros(model.data.n_pairs))
+    with pytest.raises(InputError, match=f"{model.data.n_pairs} finite values"):
+        labelset.solve(model, 1.0, alpha0=np.zeros(model.data.n_pairs + 1))
+    with pytest.raises(InputError, match="finite"):
+        labelset.solve(model, 1.0, alpha0=np.full(model.data.n_pairs, np.nan))
+
+
+def test_margin_engine_takes_a_warm_start_to_the_label_set_engine():
+    """auto with a dual start on label sets stays with the label-set engine (not the working
+    set over every listed pair)."""
+    H = dag()
+    X, Y = label_sets(H, 30, 4, seed=2)
+    model = hsvm_model.prepare(X, Y, H)
+    eager = margin_engine.Options(labelset_from_pairs=1)
+    first = margin_engine.solve(model, 0.5, tol=1e-8, options=eager)
+    assert margin_engine.choose(model, warm=True, options=eager) == "labelset"
+    warm = margin_engine.solve(model, 1.0, tol=1e-8, alpha0=first.dual, options=eager)
+    assert warm.solver == "labelset" and warm.gap <= 1e-8
+    cold = margin_engine.solve(model, 1.0, tol=1e-8, solver="working_set")
+    np.testing.assert_allclose(warm.objective, cold.objective, rtol=1e-7)

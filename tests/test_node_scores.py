@@ -67,6 +67,17 @@ def test_estimators_take_their_fast_solvers_options():
     assert c.objective_ == pytest.approx(a.objective_, rel=1e-6)
     with pytest.raises(InputError, match="not settings of"):
         HierarchicalSVC(hierarchy=H, solver_options={"tol": 1e-3}).fit(Xs, ys)
+    # a dict for a field that is itself an Options builds that Options, checked the same way
+    from hiercvx.estimators._base import solver_route
+    nested = HierarchicalSVC(hierarchy=H, solver_options={
+        "interior_point": {"max_dimension": 1}, "working_set": {"n_enter": 2}})
+    built = solver_route(nested).fast_options(margin_engine.Options)
+    assert built.interior_point.max_dimension == 1 and built.working_set.n_enter == 2
+    assert built.working_set.dual == margin_engine.Options().working_set.dual
+    assert nested.fit(Xs, ys).result_.solver != "interior_point"
+    with pytest.raises(InputError, match=r"solver_options\['working_set'\]: \['bogus'\] are not "
+                                         r"settings of hiercvx.solvers.working_set.Options"):
+        HierarchicalSVC(hierarchy=H, solver_options={"working_set": {"bogus": 1}}).fit(Xs, ys)
     with pytest.raises(InputError, match="solver_options must be None, a dict or the fast solver's"):
         HierarchicalSVC(hierarchy=H, solver_options=3).fit(Xs, ys)
     with pytest.raises(InputError, match="Options but solver='reference'"):

@@ -239,13 +239,8 @@ class Route:
             return self.options
         if not self.settings:
             return None
-        known = [f.name for f in dataclasses.fields(options_type)]
-        unknown = sorted(set(self.settings) - set(known))
-        if unknown:
-            raise InputError(f"solver_options: {unknown} are not settings of "
-                             f"{options_type.__module__}.Options (its fields: {known}; the "
-                             f"estimator reads {list(ROUTE_KEYS['fast'])})")
-        return options_type(**self.settings)
+        return _options_from(options_type, self.settings, "solver_options",
+                             f"; the estimator reads {list(ROUTE_KEYS['fast'])}")
 
     def refuse(self, who: str, *keys: str) -> None:
         """Refuse the keys among ``keys`` (``"method"``, ``"random_state"``, ``"warm_start"``)
@@ -258,6 +253,31 @@ class Route:
     def seeded(self) -> dict:
         """``{"random_state": ...}`` when one was given, else ``{}`` (the solver's default)."""
         return {} if self.random_state is None else {"random_state": self.random_state}
+
+
+def _nested_type(field: dataclasses.Field):
+    """The Options type of a field whose default is itself an Options dataclass, else None."""
+    if field.default_factory is not dataclasses.MISSING:
+        default = field.default_factory()
+    else:
+        default = field.default
+    return type(default) if dataclasses.is_dataclass(default) else None
+
+
+def _options_from(options_type, settings: dict, where: str, reads: str = ""):
+    """``options_type(**settings)``, where a dict given for a field whose default is itself an
+    Options (e.g. the margin engine's ``interior_point``) is built into that type the same
+    way; unknown fields are refused naming the known ones."""
+    fields = {f.name: f for f in dataclasses.fields(options_type)}
+    unknown = sorted(set(settings) - set(fields))
+    if unknown:
+        raise InputError(f"{where}: {unknown} are not settings of {options_type.__module__}."
+                         f"{options_type.__name__} (its fields: {list(fields)}{reads})")
+    built = {}
+    for key, value in settings.items():
+        nested = _nested_type(fields[key]) if isinstance(value, dict) else None
+        built[key] = value if nested is None else _options_from(nested, value, f"{where}[{key!r}]")
+    return options_type(**built)
 
 
 def solver_route(estimator) -> Route:

@@ -269,7 +269,8 @@ class HierarchicalSVC(MarginSVC):
         seconds
     solver_options : the settings of the route ``solver`` selects (None: defaults), as CVXPY's
         ``problem.solve(solver=..., **options)``.  ``solver="fast"``: a
-        :class:`hiercvx.solvers.margin_engine.Options` or a dict of its fields, with the keys
+        :class:`hiercvx.solvers.margin_engine.Options` or a dict of its fields (a dict for a
+        field that is itself an Options, e.g. ``{"labelset": {"enter": 4}}``, builds it), with the keys
         ``"random_state"`` (seed of the visiting order), ``"warm_start"`` (start from the
         previous fit's dual variables when they fit the new problem: same training labels,
         e.g. a path of increasing ``C``) and ``"keep_dual"`` (``tol`` and ``max_iter`` above

@@ -304,17 +304,45 @@ class _Pairs:
             alpha[np.searchsorted(self.keys, old_keys)] = old_alpha
         return alpha
 
-    def full_dual(self, keys, alpha) -> np.ndarray | None:
-        """The multipliers ``alpha`` of the pairs ``keys`` on the model's own pair list (zero
-        elsewhere), when the model lists its pairs; else None."""
+    def listed_keys(self) -> np.ndarray | None:
+        """The keys of the model's own pair list (sorted: the order of ``label_pairs``), when
+        the model lists its pairs; else None."""
         d = self.data
         if d.pair_i is None or d.n_pairs == 0:
             return None
-        q = self.q
-        all_keys = (d.pair_i * q + d.pair_y) * q + d.pair_ybar  # sorted: label_pairs' order
-        full = np.zeros(d.n_pairs)
+        return (d.pair_i * self.q + d.pair_y) * self.q + d.pair_ybar
+
+    def join(self, keys) -> None:
+        """The pairs ``keys`` join the working set."""
+        self.keys = np.union1d(self.keys, keys)
+
+    def full_dual(self, keys, alpha) -> np.ndarray | None:
+        """The multipliers ``alpha`` of the pairs ``keys`` on the model's own pair list (zero
+        elsewhere), when the model lists its pairs; else None."""
+        all_keys = self.listed_keys()
+        if all_keys is None:
+            return None
+        full = np.zeros(all_keys.size)
         full[np.searchsorted(all_keys, keys)] = alpha
         return full
+
+    def warm_start(self, alpha0, C: float):
+        """The pairs and multipliers of a warm start ``alpha0`` (one value per pair of the
+        model's list, as :func:`solve` returns them in ``dual``), projected onto the dual
+        feasible set of ``C`` (:func:`hiercvx.models.margin.project_dual`): its support joins
+        the working set; returns ``(keys, alpha)`` of that support."""
+        all_keys = self.listed_keys()
+        if all_keys is None:
+            raise InputError("this model does not list its pairs, so a warm start over them "
+                             "cannot be placed; fit without alpha0 (a cold start)")
+        alpha0 = np.asarray(alpha0, dtype=float)
+        if alpha0.shape != all_keys.shape or not np.all(np.isfinite(alpha0)):
+            raise InputError(f"alpha0 must hold {all_keys.size} finite values (one per pair of "
+                             f"the model, as a previous solve's dual), got shape {alpha0.shape}")
+        alpha0 = _margin.project_dual(alpha0, self.data, C)
+        support = alpha0 > 0
+        self.join(all_keys[support])
+        return all_keys[support], alpha0[support]
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,8 +368,10 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         point counts as one); a ``ConvergenceWarning`` is issued when they run out.
     verbose : bool
         Log the rounds at INFO level (DEBUG otherwise).
-    alpha0 : None
-        Not supported (the engine starts from its own working set); must be None.
+    alpha0 : array, optional
+        A warm start: multipliers on the model's pair list (a previous solve's ``dual``, e.g.
+        at another ``C``), projected onto this ``C``'s dual feasible set; the pairs that carry
+        them join the first working set, which starts from them.
     random_state : int
         Seed of the inner solver's order of examples.
     options : Options, optional
@@ -360,13 +390,10 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
     if not isinstance(model, MarginModel):
         raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...)"
                          f", got {type(model).__name__}")
-    if alpha0 is not None:
-        raise InputError("the label-set engine takes no dual warm start; use solver="
-                         "'working_set' to start from alpha0")
     C = check_positive(C)
     check_iteration_options(tol, max_iter, who="labelset.solve")
     options = Options() if options is None else options
-    return _Run(model, C, float(tol), options, verbose).run(int(max_iter), random_state)
+    return _Run(model, C, float(tol), options, verbose).run(int(max_iter), random_state, alpha0)
 
 
 class _Run:
@@ -394,13 +421,15 @@ class _Run:
         if not model.node_weights:
             model.K  # formed once, shared by the restricted models (copy keeps the cache)
 
-    def run(self, max_iter, random_state) -> Solution:
+    def run(self, max_iter, random_state, alpha0=None) -> Solution:
         t0 = time.perf_counter()
         opts, data = self.options, self.model.data
         n = data.n_samples
         scale = float(np.max(data.loss)) if data.loss.size else 1.0
+        warm = None if alpha0 is None else self.pairs.warm_start(alpha0, self.C)
         self.pairs.add(np.zeros((n, data.n_classes)), np.full(n, -np.inf), opts.enter)
-        alpha, inner, passes = np.zeros(self.pairs.keys.size), opts.inner_first, 0
+        alpha = np.zeros(self.pairs.keys.size) if warm is None else self.pairs.carry(*warm)
+        inner, passes = opts.inner_first, 0
         cap = opts.round_passes
         factor = opts.working_set.factor
         if factor == "auto":  # chosen once, on the first working set, not every round

@@ -24,8 +24,8 @@ are first collapsed to one class per group (:mod:`hiercvx.models.symmetry`); the
 lifted back and certified on the full model, so a 5000-leaf star with one class in use costs
 what a two-class problem costs.
 
-A warm start (``alpha0``) is a dual point: only the coordinate methods use it, so it selects
-them.  :func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
+A warm start (``alpha0``) is a dual point: only the coordinate methods and the label-set
+engine (whose first working set starts from its support) use it, so it selects them.  :func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
 
 When the interior-point method is chosen but its predicted work (``newton_steps`` steps of
 :func:`.interior_point.step_cost`) is large, the coordinate method goes first
@@ -131,7 +131,7 @@ def choose(model: MarginModel, *, warm: bool = False, options: Options | None = 
     data = model.data
     per_example = data.n_pairs / max(data.n_samples, 1)
     label_sets = bool(np.any(np.count_nonzero(data.Y, axis=1) > 1))
-    if not warm and label_sets and per_example >= options.labelset_from_pairs:
+    if label_sets and per_example >= options.labelset_from_pairs:
         return "labelset"
     if not warm and model.node_weights and (
             per_example >= options.smooth_from_pairs
@@ -164,8 +164,8 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
             solve, C=C, solver=solver, tol=tol, max_iter=max_iter, verbose=verbose,
             alpha0=alpha0, random_state=random_state, options=options),
             options=options.low_rank, verbose=verbose)
-    if solver == "labelset" or (alpha0 is None and solver == "auto"
-                                and choose(model, options=options) == "labelset"):
+    if solver == "labelset" or (solver == "auto" and choose(
+            model, warm=alpha0 is not None, options=options) == "labelset"):
         return labelset.solve(model, C, tol=tol, verbose=verbose, random_state=random_state,
                               alpha0=alpha0, options=options.labelset,
                               **({} if max_iter is None else {"max_iter": max_iter}))
