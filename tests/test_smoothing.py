@@ -171,7 +171,10 @@ def test_engine_chooses_smoothing_for_many_pairs_per_example():
     # the label-set engine (solvers.labelset) aside: its own rule is tested with it
     pairs_listed = margin_engine.Options(labelset_from_pairs=10 ** 9)
     assert margin_engine.choose(model, options=pairs_listed) == "smoothing"
-    assert margin_engine.choose(model, warm=True) == "working_set"
+    # smoothing takes no dual start: a warm start goes to the coordinate methods, or to the
+    # label-set engine where that is the choice
+    assert margin_engine.choose(model, warm=True, options=pairs_listed) == "working_set"
+    assert margin_engine.choose(model, warm=True) == "labelset"
     few = hsvm_model.prepare(*label_sets(wide_tree(), n=20, d=3, size=2), wide_tree())
     assert margin_engine.choose(few, options=pairs_listed) != "smoothing"
     with pytest.raises(InputError, match="warm start"):
