@@ -19,7 +19,10 @@ Two sources:
     ``NormalizedHierarchicalSVC()`` on the cellcycle_FUN and cellcycle_GO label sets against
     one-vs-rest ``LinearSVC`` over the evaluated nodes, trained in the same run), on a random
     subset of ``--n N`` training rows when the full sets take too long (each row says its
-    ``n``).  The scripts' output is kept in ``benchmarks/results/page-run.log``.
+    ``n``); ``--full-nhsvm`` adds ``NormalizedHierarchicalSVC()`` on the full label sets
+    (train + valid) of both data sets beside one-vs-rest ``LinearSVC`` (about a quarter of an
+    hour more), the issue's target at the field's scale.  The scripts' output is kept in
+    ``benchmarks/results/page-run.log``.
 ``--from-log FILE``
     reads the log ``make bench-targets`` writes (``benchmarks/results/targets.log``): the
     engine rows with ImageCLEF07A, cellcycle_FUN, the cellcycle_GO rows and the full-size
@@ -31,7 +34,7 @@ printed table is read by the parser written for it; a script that gave no row is
 the table as not parsed.  The figure (``benchmarks/figures/speed.png``, shown by the README)
 plots the time ratios.
 
-    .venv/bin/python benchmarks/page.py --run [--imageclef] [--labelsets [--n N]]
+    .venv/bin/python benchmarks/page.py --run [--imageclef] [--labelsets [--n N]] [--full-nhsvm]
     .venv/bin/python benchmarks/page.py --from-log benchmarks/results/targets.log
 """
 
@@ -66,6 +69,8 @@ QUICK = (
 IMAGECLEF = ("bench_engine.py", ["--imageclef-only"])
 #: the label-set rows ``--run --labelsets`` adds (``--n N`` appended for a subset)
 LABELSETS = (("bench_labelsets.py", []), ("bench_nhsvm_labelsets.py", []))
+#: the full-size NHSVM label-set rows ``--run --full-nhsvm`` adds
+FULL_NHSVM = ("bench_nhsvm_labelsets.py", [])
 
 LIBLINEAR = "LIBLINEAR Crammer–Singer (`LinearSVC`)"
 REFERENCE = "CVXPY reference (CLARABEL)"
@@ -272,13 +277,15 @@ def parse_log(log: str) -> tuple[list[Row], list[str]]:
 
 
 # ------------------------------------------------------------------------------ running
-def run_quick(imageclef: bool, labelsets: bool = False, n: int | None = None) -> str:
+def run_quick(imageclef: bool, labelsets: bool = False, n: int | None = None,
+              full_nhsvm: bool = False) -> str:
     """Run the quick rows (and the ImageCLEF07A rows, the label-set rows on ``n`` training
-    rows or all of them, when asked); the log, as ``make bench-targets`` writes its own (date,
-    load, commit, then each script's output)."""
+    rows or all of them, NHSVM on the full label sets, when asked); the log, as ``make
+    bench-targets`` writes its own (date, load, commit, then each script's output)."""
     subset = ["--n", str(n)] if n is not None else []
     runs = (list(QUICK) + ([IMAGECLEF] if imageclef else [])
-            + ([(script, args + subset) for script, args in LABELSETS] if labelsets else []))
+            + ([(script, args + subset) for script, args in LABELSETS] if labelsets else [])
+            + ([FULL_NHSVM] if full_nhsvm and (n is not None or not labelsets) else []))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     log = [_dt.datetime.now(_dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y"),
            f"load average: {load}", commit().split()[0]]
@@ -397,21 +404,24 @@ def main(argv=None) -> int:
                     help="with --run: the cellcycle_FUN / cellcycle_GO label-set rows too")
     ap.add_argument("--n", type=int, default=None, metavar="N",
                     help="with --labelsets: a random subset of N training rows (the rows say so)")
+    ap.add_argument("--full-nhsvm", action="store_true",
+                    help="with --run: NormalizedHierarchicalSVC() on the full label sets too")
     ap.add_argument("--out", default=str(PAGE), help=f"the page (default {PAGE.relative_to(ROOT)})")
     ap.add_argument("--figure", default=str(FIGURE),
                     help=f"the figure (default {FIGURE.relative_to(ROOT)})")
     args = ap.parse_args(argv)
-    if (args.imageclef or args.labelsets) and not args.run:
-        ap.error("--imageclef and --labelsets go with --run")
+    if (args.imageclef or args.labelsets or args.full_nhsvm) and not args.run:
+        ap.error("--imageclef, --labelsets and --full-nhsvm go with --run")
     if args.n is not None and not args.labelsets:
         ap.error("--n goes with --labelsets")
     if args.n is not None and args.n < 1:
         ap.error("--n must be a positive number of training rows")
     if args.run:
-        log = run_quick(args.imageclef, args.labelsets, args.n)
+        log = run_quick(args.imageclef, args.labelsets, args.n, args.full_nhsvm)
         flags = ((" --imageclef" if args.imageclef else "")
                  + (" --labelsets" if args.labelsets else "")
-                 + (f" --n {args.n}" if args.n is not None else ""))
+                 + (f" --n {args.n}" if args.n is not None else "")
+                 + (" --full-nhsvm" if args.full_nhsvm else ""))
         source = (f"`benchmarks/page.py --run{flags}` (the quick rows; their output in "
                   f"`{RUN_LOG.relative_to(ROOT)}`)")
     else:

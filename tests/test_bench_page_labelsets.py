@@ -112,3 +112,28 @@ def test_run_labelsets_passes_the_subset_to_both_scripts(monkeypatch, tmp_path):
                        ("bench_nhsvm_labelsets.py", ["--n", "100"])]
     assert [name for name, _ in page.split_scripts(log)] == [
         "benchmarks/bench_labelsets.py --n 100", "benchmarks/bench_nhsvm_labelsets.py --n 100"]
+
+
+def test_run_full_nhsvm_adds_the_full_size_rows_once(monkeypatch, tmp_path):
+    """``--full-nhsvm`` runs NHSVM on the full label sets after the subset rows; with
+    ``--labelsets`` on the full sets already (no ``--n``) it adds nothing."""
+    calls = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    monkeypatch.setattr(page.subprocess, "run", lambda command, **kw: calls.append(command) or Done())
+    monkeypatch.setattr(page, "RUN_LOG", tmp_path / "page-run.log")
+    monkeypatch.setattr(page, "QUICK", ())
+    page.run_quick(imageclef=False, labelsets=True, n=100, full_nhsvm=True)
+    def scripts():
+        return [(Path(c[1]).name, c[2:]) for c in calls if len(c) > 1 and "bench_" in c[1]]
+
+    assert scripts() == [("bench_labelsets.py", ["--n", "100"]),
+                         ("bench_nhsvm_labelsets.py", ["--n", "100"]),
+                         ("bench_nhsvm_labelsets.py", [])]
+    calls.clear()
+    page.run_quick(imageclef=False, labelsets=True, n=None, full_nhsvm=True)
+    assert scripts() == [("bench_labelsets.py", []), ("bench_nhsvm_labelsets.py", [])]
+    with pytest.raises(SystemExit):
+        page.main(["--from-log", str(tmp_path / "page-run.log"), "--full-nhsvm"])
