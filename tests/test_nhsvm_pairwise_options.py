@@ -31,3 +31,17 @@ def test_eps_shares_inside_zero_one_certify(share):
                          options=nhsvm_fw.Options(eps_share=share))
     assert res.converged
     assert (res.objective - res.lower_bound) / max(abs(res.objective), 1.0) <= 1e-8
+
+
+@pytest.mark.parametrize("shape", ["tree", "dag"])
+def test_reading_ahead_leaves_the_iterates_unchanged(shape):
+    """``ahead`` only reads data before it is used: the same steps, bit for bit."""
+    H = random_hierarchy(np.random.default_rng(2), 12, dag=shape == "dag")
+    X, Y = planted_sets(H, n=40, d=4, seed=3)
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    runs = [nhsvm_fw.solve(model, 0.5, method="pairwise", tol=1e-9, max_iter=30,
+                           options=nhsvm_fw.Options(ahead=ahead)) for ahead in (0, 1, 8, 100)]
+    for res in runs[1:]:
+        assert res.n_iter == runs[0].n_iter
+        assert res.objective == runs[0].objective and res.lower_bound == runs[0].lower_bound
+        np.testing.assert_array_equal(res.weights, runs[0].weights)

@@ -167,8 +167,39 @@ def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta)
         row_axpy(mode, aux, 1, i, weighted, Xd, indptr, indices, xvals, K)
 
 
+@njit(cache=True, inline="always")
+def _touch_block(i, rows, cache):
+    """Read, and sum, one value per cache line of block i's data (its feature row, cached
+    masses and ids, support, Gram block and cached label sets): a software prefetch, as in
+    :func:`hiercvx.solvers._working_set_kernels._touch_ahead`.  In random order every block's
+    data is a cache miss; reading a block a few places ahead lets those loads overlap with
+    the current block's work (numba has no prefetch instruction)."""
+    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
+    mode, Xd, indptr, indices, xvals, K = rows
+    acc = 0.0
+    if mode == 1:
+        for jj in range(indptr[i], indptr[i + 1], 8):
+            acc += xvals[jj]
+    else:
+        for f in range(0, Xd.shape[1], 8):
+            acc += Xd[i, f]
+    k = clen[i]
+    for q in range(0, slen[i], 8):
+        acc += supp[i, q]
+    for j in range(k):
+        acc += cbeta[i, j] + coff[i, j] + cscale[i, j]
+        for l in range(0, k, 8):
+            acc += Q[i, j, l]
+        p = cid[i, j]
+        if p >= 0:
+            for m in range(0, pool.shape[1], 64):
+                acc += pool[p, m]
+    return acc
+
+
 @njit(cache=True, fastmath=_FAST)
-def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps, bgap):
+def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps, bgap,
+                   ahead=0):
     """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices.
 
     Block i maximizes ``D`` over ``beta_i`` (others fixed).  The gradient along cached vertex j
@@ -194,8 +225,9 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
     the start of its visit.  ``rows``: the samples (:class:`~hiercvx.solvers.primitives.RowData`);
     ``cache``: ``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref)`` of the
     :class:`~hiercvx.solvers._nhsvm_dual.DualState`; ``l_i`` (``lsum``) follows the steps,
-    ``g_i`` is left to :meth:`~hiercvx.solvers._nhsvm_dual.DualState.resync`.  Returns
-    ``(steps, largest block gap seen at a visit)``.
+    ``g_i`` is left to :meth:`~hiercvx.solvers._nhsvm_dual.DualState.resync`.  The block
+    ``ahead`` places further in ``order`` is read before each visit (:func:`_touch_block`).
+    Returns ``(steps, largest block gap seen at a visit, sum of the values read ahead)``.
     """
     pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
     mode, Xd, indptr, indices, xvals, K = rows
@@ -210,7 +242,12 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
     dbeta = np.empty(n_slots)
     total = 0
     worst = 0.0
-    for i in order:
+    touched = 0.0  # returned, so that the reads ahead are not optimized away
+    n_order = order.size
+    for t_order in range(n_order):
+        i = order[t_order]
+        if ahead > 0 and t_order + ahead < n_order:
+            touched += _touch_block(order[t_order + ahead], rows, cache)
         k = clen[i]
         bgap[i] = 0.0
         ns = slen[i]
@@ -299,7 +336,7 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
         else:
             for m in range(M):
                 s[m] = 0.0
-    return total, worst
+    return total, worst, touched
 
 
 @njit(cache=True)
@@ -509,11 +546,12 @@ def sgd_epoch_single(order, rows, Wraw, state, sqa, paths, leaf_pos, offset, sca
 
 @njit(cache=True)
 def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
-                    max_steps, bgap):
+                    max_steps, bgap, ahead=0):
     """Up to ``n_sweeps`` of :func:`pairwise_sweep` over ``active`` in random orders (seeded by
-    ``seed``), each dropping the blocks whose cached gap fell below ``eps``; returns the block
-    visits and the blocks still active.  ``V`` is updated in place (the shift ``u`` of the
-    sweeps folded back in at the end)."""
+    ``seed``), each dropping the blocks whose cached gap fell below ``eps``, each reading
+    ``ahead`` blocks ahead; returns the block visits, the blocks still active and the sum of
+    the values read ahead.  ``V`` is updated in place (the shift ``u`` of the sweeps folded
+    back in at the end)."""
     mode, Xd, indptr, indices, xvals, K = rows
     M, d = V.shape
     aux = np.zeros((2, d))  # u and V^T sqrt(alpha)
@@ -522,18 +560,19 @@ def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, 
             aux[1, f] += sqa[m] * V[m, f]
     np.random.seed(seed)
     visits = 0
+    touched = 0.0
     for _ in range(n_sweeps):
         if active.size == 0:
             break
         order = np.random.permutation(active)
-        pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps,
-                       bgap)
+        touched += pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
+                                  max_steps, bgap, ahead)[2]
         visits += order.size
         active = active[bgap[active] > eps]
     for m in range(M):
         for f in range(d):
             V[m, f] -= sqa[m] * aux[0, f]
-    return visits, active
+    return visits, active, touched
 
 
 @njit(cache=True)

@@ -73,6 +73,10 @@ class Options:
         after about a fifth fewer passes), at the price of one more oracle call per pass.
         Not with a DAG program per sample as the oracle: there that call costs as much as
         the pass's sweeps and saved a tenth of the passes.
+    ahead : pairwise: each visit first reads the data of the block this many places further
+        in the sweep's order (a software prefetch: in random order every block's cached label
+        sets and Gram block are cache misses, and reading ahead overlaps them with the current
+        block's work); 0 reads nothing ahead.  The iterates are the same either way.
     """
 
     tol: float = 1e-6
@@ -91,6 +95,7 @@ class Options:
     master_max_step_cost: float = 4e10
     eps_share: float = 0.1
     primal_average: float = 10.0
+    ahead: int = 8
 
 
 def with_keywords(options: Options | None, **keywords) -> Options:

@@ -158,10 +158,10 @@ def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensiv
     while True:
         # the sweeps and their random orders in one compiled call: on small problems a
         # Python loop around them would dominate a pass
-        done, active = pairwise_sweeps(
+        done, active, _ = pairwise_sweeps(
             np.asarray(active, dtype=np.int64), int(options.inner_sweeps),
             int(rng.integers(2 ** 31)), model.rows, V, model.sqrt_alpha, Tf, state.cache,
-            state.l, xsq, inv2lam, eps, int(options.max_steps), bgap)
+            state.l, xsq, inv2lam, eps, int(options.max_steps), bgap, int(options.ahead))
         visits += int(done)
         # An expensive oracle (a DAG program per sample) may be worth more work on the cached
         # problem (options.expensive_refines): refine it (10x smaller eps, every cached
