@@ -11,7 +11,9 @@ of Tsochantaridis, Joachims, Hofmann & Altun ("Large margin methods for structur
 interdependent output variables", JMLR 6, 2005) and Joachims, Finley & Yu ("Cutting-plane
 training of structural SVMs", Machine Learning 77, 2009, the n-slack variant):
 
-1. the working set starts with the ``enter`` most violated pairs of every example at ``W = 0``;
+1. the working set starts with the ``enter`` most violated pairs of every example at ``W = 0``
+   (and, given a warm start ``alpha0``, the pairs that carry its multipliers, from which the
+   first inner solve starts);
 2. the restricted model (the same inputs, kernel, bias, weights and rescaling; only its pair
    list is the working set) is solved by the working-set solver (:mod:`.working_set`, thesis
    Algorithm 2 with its exact face and support steps), warm-started from the previous round's
