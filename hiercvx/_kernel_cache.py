@@ -142,7 +142,7 @@ def install(root: Path | str = _PACKAGE_ROOT) -> bool:
         stamped._hiercvx_root = root
         classes.insert(classes.index(base), stamped)
         _installed.append(stamped)
-    return bool(_installed)
+    return any(getattr(cls, "_hiercvx_root", None) == root for cls in _installed)
 
 
 def installed() -> bool:

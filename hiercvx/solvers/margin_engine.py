@@ -25,7 +25,8 @@ lifted back and certified on the full model, so a 5000-leaf star with one class 
 what a two-class problem costs.
 
 A warm start (``alpha0``) is a dual point: only the coordinate methods and the label-set
-engine (whose first working set starts from its support) use it, so it selects them.  :func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
+engine (whose first working set starts from its support) use it, so it selects them.
+:func:`choose` says which solver :func:`solve` runs; the estimators call :func:`solve`.
 
 When the interior-point method is chosen but its predicted work (``newton_steps`` steps of
 :func:`.interior_point.step_cost`) is large, the coordinate method goes first
