@@ -93,47 +93,43 @@ def test_run_flags_are_checked(argv):
         page.main(argv)
 
 
-def test_run_labelsets_passes_the_subset_to_both_scripts(monkeypatch, tmp_path):
+@pytest.fixture
+def scripts_run(monkeypatch, tmp_path):
+    """``run_quick`` with the scripts not run: the list of ``(script, arguments)`` it would
+    have run (the quick rows left out), filled as it goes."""
     calls = []
 
     class Done:
         returncode, stdout, stderr = 0, "", ""
 
     def fake_run(command, **kwargs):
-        calls.append(command)
+        if len(command) > 1 and "bench_" in command[1]:
+            calls.append((Path(command[1]).name, command[2:]))
         return Done()
 
     monkeypatch.setattr(page.subprocess, "run", fake_run)
     monkeypatch.setattr(page, "RUN_LOG", tmp_path / "page-run.log")
     monkeypatch.setattr(page, "QUICK", ())
+    return calls
+
+
+def test_run_labelsets_passes_the_subset_to_both_scripts(scripts_run):
     log = page.run_quick(imageclef=False, labelsets=True, n=100)
-    scripts = [(Path(c[1]).name, c[2:]) for c in calls if len(c) > 1 and "bench_" in c[1]]
-    assert scripts == [("bench_labelsets.py", ["--n", "100"]),
-                       ("bench_nhsvm_labelsets.py", ["--n", "100"])]
+    assert scripts_run == [("bench_labelsets.py", ["--n", "100"]),
+                           ("bench_nhsvm_labelsets.py", ["--n", "100"])]
     assert [name for name, _ in page.split_scripts(log)] == [
         "benchmarks/bench_labelsets.py --n 100", "benchmarks/bench_nhsvm_labelsets.py --n 100"]
 
 
-def test_run_full_nhsvm_adds_the_full_size_rows_once(monkeypatch, tmp_path):
+def test_run_full_nhsvm_adds_the_full_size_rows_once(scripts_run, tmp_path):
     """``--full-nhsvm`` runs NHSVM on the full label sets after the subset rows; with
     ``--labelsets`` on the full sets already (no ``--n``) it adds nothing."""
-    calls = []
-
-    class Done:
-        returncode, stdout, stderr = 0, "", ""
-
-    monkeypatch.setattr(page.subprocess, "run", lambda command, **kw: calls.append(command) or Done())
-    monkeypatch.setattr(page, "RUN_LOG", tmp_path / "page-run.log")
-    monkeypatch.setattr(page, "QUICK", ())
     page.run_quick(imageclef=False, labelsets=True, n=100, full_nhsvm=True)
-    def scripts():
-        return [(Path(c[1]).name, c[2:]) for c in calls if len(c) > 1 and "bench_" in c[1]]
-
-    assert scripts() == [("bench_labelsets.py", ["--n", "100"]),
-                         ("bench_nhsvm_labelsets.py", ["--n", "100"]),
-                         ("bench_nhsvm_labelsets.py", [])]
-    calls.clear()
+    assert scripts_run == [("bench_labelsets.py", ["--n", "100"]),
+                           ("bench_nhsvm_labelsets.py", ["--n", "100"]),
+                           ("bench_nhsvm_labelsets.py", [])]
+    scripts_run.clear()
     page.run_quick(imageclef=False, labelsets=True, n=None, full_nhsvm=True)
-    assert scripts() == [("bench_labelsets.py", []), ("bench_nhsvm_labelsets.py", [])]
+    assert scripts_run == [("bench_labelsets.py", []), ("bench_nhsvm_labelsets.py", [])]
     with pytest.raises(SystemExit):
         page.main(["--from-log", str(tmp_path / "page-run.log"), "--full-nhsvm"])

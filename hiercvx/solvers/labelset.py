@@ -330,18 +330,14 @@ class _Pairs:
 
     def warm_start(self, alpha0, C: float):
         """The pairs and multipliers of a warm start ``alpha0`` (one value per pair of the
-        model's list, as :func:`solve` returns them in ``dual``), projected onto the dual
-        feasible set of ``C`` (:func:`hiercvx.models.margin.project_dual`): its support joins
+        model's list, as :func:`solve` returns them in ``dual``), checked and projected onto the
+        dual feasible set of ``C`` (:func:`.working_set.initial_dual`): its support joins
         the working set; returns ``(keys, alpha)`` of that support."""
         all_keys = self.listed_keys()
         if all_keys is None:
             raise InputError("this model does not list its pairs, so a warm start over them "
                              "cannot be placed; fit without alpha0 (a cold start)")
-        alpha0 = np.asarray(alpha0, dtype=float)
-        if alpha0.shape != all_keys.shape or not np.all(np.isfinite(alpha0)):
-            raise InputError(f"alpha0 must hold {all_keys.size} finite values (one per pair of "
-                             f"the model, as a previous solve's dual), got shape {alpha0.shape}")
-        alpha0 = _margin.project_dual(alpha0, self.data, C)
+        alpha0 = working_set.initial_dual(alpha0, self.data, C)
         support = alpha0 > 0
         self.join(all_keys[support])
         return all_keys[support], alpha0[support]

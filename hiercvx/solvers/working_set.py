@@ -81,7 +81,7 @@ from .primitives import CertificateSchedule, blas_threads, budget_qp, row_data
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Options", "solve", "solve_subproblem", "violation_scores"]
+__all__ = ["Options", "initial_dual", "solve", "solve_subproblem", "violation_scores"]
 
 
 @dataclass(frozen=True)
@@ -279,8 +279,9 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
             int(max_iter), random_state, stop_when)
 
 
-def _initial_dual(alpha0, data, C) -> np.ndarray:
-    """Zero, or the warm start ``alpha0`` projected onto the dual feasible set."""
+def initial_dual(alpha0, data, C) -> np.ndarray:
+    """Zero, or the warm start ``alpha0`` (one value per pair of ``data``, checked finite)
+    projected onto the dual feasible set of ``C``."""
     P = data.n_pairs
     if alpha0 is None:
         return np.zeros(P)
@@ -322,7 +323,7 @@ class _Run:
         self.model, self.C, self.tol, self.options = model, C, tol, options
         data = self.data = model.data
         self.rows = row_data(X=model.X) if model.node_weights else row_data(K=model.K)
-        self.alpha = _initial_dual(alpha0, data, C)
+        self.alpha = initial_dual(alpha0, data, C)
         self.state = MarginDualState(model, self.rows, C, factor=options.factor,
                                      options=options.dual)
         self.polisher = Polisher(self.state, warm=alpha0 is not None, carry=polish_carry)
