@@ -122,14 +122,50 @@ def test_run_labelsets_passes_the_subset_to_both_scripts(scripts_run):
 
 
 def test_run_full_nhsvm_adds_the_full_size_rows_once(scripts_run, tmp_path):
-    """``--full-nhsvm`` runs NHSVM on the full label sets after the subset rows; with
-    ``--labelsets`` on the full sets already (no ``--n``) it adds nothing."""
+    """``--full-nhsvm`` runs NHSVM on the full label sets after the subset rows, with the
+    hinge-loss peer; with ``--labelsets`` on the full sets already (no ``--n``) it adds
+    nothing, and the full-set NHSVM run has that peer."""
     page.run_quick(imageclef=False, labelsets=True, n=100, full_nhsvm=True)
     assert scripts_run == [("bench_labelsets.py", ["--n", "100"]),
                            ("bench_nhsvm_labelsets.py", ["--n", "100"]),
-                           ("bench_nhsvm_labelsets.py", [])]
+                           ("bench_nhsvm_labelsets.py", ["--hinge-peer"])]
     scripts_run.clear()
     page.run_quick(imageclef=False, labelsets=True, n=None, full_nhsvm=True)
-    assert scripts_run == [("bench_labelsets.py", []), ("bench_nhsvm_labelsets.py", [])]
+    assert scripts_run == [("bench_labelsets.py", []),
+                           ("bench_nhsvm_labelsets.py", ["--hinge-peer"])]
     with pytest.raises(SystemExit):
         page.main(["--from-log", str(tmp_path / "page-run.log"), "--full-nhsvm"])
+
+
+def test_hinge_peer_row_is_liblinear_on_the_hinge_loss(capsys, monkeypatch):
+    """``bench_nhsvm_labelsets.py --hinge-peer``: one-vs-rest ``LinearSVC(loss="hinge")``
+    beside the NHSVM fit of the same run, its own row line naming the loss and counting the
+    node problems that stopped at ``max_iter`` (a tiny tree here, no shared data)."""
+    import numpy as np
+
+    from hiercvx import Hierarchy
+    from hiercvx.estimators import NormalizedHierarchicalSVC
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    bench = _load("bench_nhsvm_labelsets")
+    H = Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a", "b1": "b"})
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    leaves = ["a1", "a2", "b1"]
+    best = [leaves[int(np.argmax(x[:3]))] for x in X]
+    y = [{leaf, "b1"} if x[3] > 1 else {leaf} for leaf, x in zip(best, X)]
+    _, _, squared, n_nodes, _ = bench.one_vs_rest(H, X, y, X[:7])
+    _, _, hinge, n_hinge, stopped = bench.one_vs_rest(H, X, y, X[:7], loss="hinge")
+    assert n_hinge == n_nodes and 0 <= stopped <= n_nodes
+    assert hinge.shape == (7, len(H)) and not np.allclose(hinge, squared)  # another loss
+    est = NormalizedHierarchicalSVC(hierarchy=H).fit(X, y)
+    capsys.readouterr()
+    fit = bench.Clock()
+    fit.wall = 2.5
+    bench.hinge_row("FUN", H, X, y, X[:7], y[:7], est, fit, 0.5, None)
+    (record,) = rows.read_rows(capsys.readouterr().out.splitlines())
+    assert record["peer"].startswith("one-vs-rest `LinearSVC(loss='hinge')`")
+    assert record["peer"].endswith(f"({stopped} stopped at max_iter)")
+    assert record["seconds"] == 2.5 and record["peer_seconds"] > 0
+    assert record["ours"] == "`NormalizedHierarchicalSVC()`"
+    assert record["certificate"].startswith(f"gap {est.gap_:.1e}")
