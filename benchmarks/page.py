@@ -24,7 +24,9 @@ Two sources:
     hour more), the issue's target at the field's scale, and beside it one-vs-rest
     ``LinearSVC(loss="hinge")``, the hinge loss NHSVM minimizes (scikit-learn's default is its
     square), with how many of its node problems stopped at ``max_iter`` (its own rows; a few
-    minutes more).  The scripts' output is kept in
+    minutes more); ``--full-hsvc`` adds ``HierarchicalSVC()`` on the full label sets beside
+    one-vs-rest ``LinearSVC`` (cellcycle_GO cut at 2000 passes, :data:`FULL_HSVC`; about
+    twelve minutes more), each row with the gap it certified.  The scripts' output is kept in
     ``benchmarks/results/page-run.log``.
 ``--from-log FILE``
     reads the log ``make bench-targets`` writes (``benchmarks/results/targets.log``): the
@@ -38,6 +40,7 @@ the table as not parsed.  The figure (``benchmarks/figures/speed.png``, shown by
 plots the time ratios.
 
     .venv/bin/python benchmarks/page.py --run [--imageclef] [--labelsets [--n N]] [--full-nhsvm]
+        [--full-hsvc]
     .venv/bin/python benchmarks/page.py --from-log benchmarks/results/targets.log
 """
 
@@ -74,6 +77,11 @@ IMAGECLEF = ("bench_engine.py", ["--imageclef-only"])
 LABELSETS = (("bench_labelsets.py", []), ("bench_nhsvm_labelsets.py", []))
 #: the full-size NHSVM label-set rows ``--run --full-nhsvm`` adds (with the hinge-loss peer)
 FULL_NHSVM = ("bench_nhsvm_labelsets.py", ["--hinge-peer"])
+#: the full-size ``HierarchicalSVC()`` label-set rows ``--run --full-hsvc`` adds: cellcycle_FUN
+#: at the estimator's own ``max_iter``, cellcycle_GO cut at 2000 passes (about seven minutes;
+#: its own ``max_iter`` would take about an hour), each row with the gap it certified
+FULL_HSVC = (("bench_labelsets.py", ["--datasets", "cellcycle_FUN"]),
+             ("bench_labelsets.py", ["--datasets", "cellcycle_GO", "--max-iter", "2000"]))
 
 LIBLINEAR = "LIBLINEAR Crammer–Singer (`LinearSVC`)"
 REFERENCE = "CVXPY reference (CLARABEL)"
@@ -286,15 +294,18 @@ def _full_extra(script: str) -> list[str]:
 
 
 def run_quick(imageclef: bool, labelsets: bool = False, n: int | None = None,
-              full_nhsvm: bool = False) -> str:
+              full_nhsvm: bool = False, full_hsvc: bool = False) -> str:
     """Run the quick rows (and the ImageCLEF07A rows, the label-set rows on ``n`` training
-    rows or all of them, NHSVM on the full label sets, when asked); the log, as ``make
-    bench-targets`` writes its own (date, load, commit, then each script's output)."""
+    rows or all of them, NHSVM and the hierarchical SVM on the full label sets, when asked);
+    the log, as ``make bench-targets`` writes its own (date, load, commit, then each script's
+    output).  With ``labelsets`` on the full sets (no ``n``) the full-size rows are run once."""
     subset = ["--n", str(n)] if n is not None else []
+    full_sets_ran = labelsets and n is None
     runs = (list(QUICK) + ([IMAGECLEF] if imageclef else [])
             + ([(script, args + (subset or _full_extra(script))) for script, args in LABELSETS]
                if labelsets else [])
-            + ([FULL_NHSVM] if full_nhsvm and (n is not None or not labelsets) else []))
+            + (list(FULL_HSVC) if full_hsvc and not full_sets_ran else [])
+            + ([FULL_NHSVM] if full_nhsvm and not full_sets_ran else []))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     log = [_dt.datetime.now(_dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y"),
            f"load average: {load}", commit().split()[0]]
@@ -418,22 +429,25 @@ def main(argv=None) -> int:
                     help="with --labelsets: a random subset of N training rows (the rows say so)")
     ap.add_argument("--full-nhsvm", action="store_true",
                     help="with --run: NormalizedHierarchicalSVC() on the full label sets too")
+    ap.add_argument("--full-hsvc", action="store_true",
+                    help="with --run: HierarchicalSVC() on the full label sets too")
     ap.add_argument("--out", default=str(PAGE), help=f"the page (default {PAGE.relative_to(ROOT)})")
     ap.add_argument("--figure", default=str(FIGURE),
                     help=f"the figure (default {FIGURE.relative_to(ROOT)})")
     args = ap.parse_args(argv)
-    if (args.imageclef or args.labelsets or args.full_nhsvm) and not args.run:
-        ap.error("--imageclef, --labelsets and --full-nhsvm go with --run")
+    if (args.imageclef or args.labelsets or args.full_nhsvm or args.full_hsvc) and not args.run:
+        ap.error("--imageclef, --labelsets, --full-nhsvm and --full-hsvc go with --run")
     if args.n is not None and not args.labelsets:
         ap.error("--n goes with --labelsets")
     if args.n is not None and args.n < 1:
         ap.error("--n must be a positive number of training rows")
     if args.run:
-        log = run_quick(args.imageclef, args.labelsets, args.n, args.full_nhsvm)
+        log = run_quick(args.imageclef, args.labelsets, args.n, args.full_nhsvm, args.full_hsvc)
         flags = ((" --imageclef" if args.imageclef else "")
                  + (" --labelsets" if args.labelsets else "")
                  + (f" --n {args.n}" if args.n is not None else "")
-                 + (" --full-nhsvm" if args.full_nhsvm else ""))
+                 + (" --full-nhsvm" if args.full_nhsvm else "")
+                 + (" --full-hsvc" if args.full_hsvc else ""))
         source = (f"`benchmarks/page.py --run{flags}` (the quick rows; their output in "
                   f"`{RUN_LOG.relative_to(ROOT)}`)")
     else:

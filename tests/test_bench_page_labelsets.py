@@ -137,6 +137,27 @@ def test_run_full_nhsvm_adds_the_full_size_rows_once(scripts_run, tmp_path):
         page.main(["--from-log", str(tmp_path / "page-run.log"), "--full-nhsvm"])
 
 
+def test_run_full_hsvc_adds_the_full_size_hierarchical_svm_rows(scripts_run, tmp_path):
+    """``--full-hsvc`` runs ``HierarchicalSVC()`` on each full label set, cellcycle_GO with a
+    cap on its passes that its row's label shows; with ``--labelsets`` on the full sets
+    already it adds nothing; it goes with ``--run`` only."""
+    page.run_quick(imageclef=False, labelsets=True, n=100, full_hsvc=True)
+    assert scripts_run == [("bench_labelsets.py", ["--n", "100"]),
+                           ("bench_nhsvm_labelsets.py", ["--n", "100"]),
+                           ("bench_labelsets.py", ["--datasets", "cellcycle_FUN"]),
+                           ("bench_labelsets.py", ["--datasets", "cellcycle_GO",
+                                                   "--max-iter", "2000"])]
+    scripts_run.clear()
+    page.run_quick(imageclef=False, labelsets=True, n=None, full_hsvc=True, full_nhsvm=True)
+    assert scripts_run == [("bench_labelsets.py", []),
+                           ("bench_nhsvm_labelsets.py", ["--hinge-peer"])]
+    scripts_run.clear()
+    page.run_quick(imageclef=False, full_hsvc=True)
+    assert [args for _, args in scripts_run] == [list(a) for _, a in page.FULL_HSVC]
+    with pytest.raises(SystemExit):
+        page.main(["--from-log", str(tmp_path / "page-run.log"), "--full-hsvc"])
+
+
 def test_hinge_peer_row_is_liblinear_on_the_hinge_loss(capsys, monkeypatch):
     """``bench_nhsvm_labelsets.py --hinge-peer``: one-vs-rest ``LinearSVC(loss="hinge")``
     beside the NHSVM fit of the same run, its own row line naming the loss and counting the
