@@ -71,7 +71,8 @@ def site(tmp_path_factory):
 
 
 def test_site_builds_with_every_page(site):
-    for page in ["index", "reproductions", "benchmarks", "sheets/index",
+    for page in ["index", "reproductions", "benchmarks", "sheets/index", "guide/index",
+                 *(f"guide/{p.stem}" for p in (DOCS / "guide").glob("*.md")),
                  "auto_examples/index", *(f"sheets/{s}" for s in SHEETS)]:
         assert (site / f"{page}.html").is_file(), f"{page}.html was not built"
     for example in ("plot_duality_gap", "plot_flat_vs_hierarchical", "plot_hierarchy_confusions",

@@ -181,7 +181,7 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
     variant : ``"nhsvm"`` (eq. (10)) or ``"13"`` (eq. (13), single-label only)
     loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
     solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
-        ``"reference"`` (CVXPY; cutting planes for multi-label)
+        ``"reference"`` (CVXPY, certified at ``tol``; cutting planes for multi-label)
     inference : label-set inference for multi-label training and prediction (``"auto"``: tree
         DP; on DAGs enumeration up to 10 leaves, else the integer program (19); ``"lp"``: LP
         relaxation with ILP fallback)
@@ -270,10 +270,12 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             self.n_iter_ = res.n_iter
         elif model.multilabel:
             res = _NHSVM.from_model["cutting_plane"](model, lam, inference=self.inference).solve(
-                solver=route.solver, verbose=bool(self.verbose), **route.settings)
+                solver=route.solver, verbose=bool(self.verbose),
+                **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = res.n_iter
         else:
-            res = _NHSVM.from_model["primal"](model, lam).solve(solver=route.solver, **route.settings)
+            res = _NHSVM.from_model["primal"](model, lam).solve(
+                solver=route.solver, **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = 1
         self._set_weights(model, res, lam)
         self.alpha_ = np.asarray(alpha, dtype=float)
@@ -304,8 +306,9 @@ class SharedNormSVC(_NodeScoreClassifier):
     loss : ``Delta``: a loss name of :mod:`hiercvx.losses` (default ``"zero_one"``) or a
         ``(q, q)`` array over ``hierarchy.leaves``
     solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve`,
-        certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`)
-    tol, max_iter : the fast solver's relative gap and alternations
+        certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`,
+        certified at ``tol``)
+    tol, max_iter : the certified relative gap (both routes) and the fast solver's alternations
     verbose, internal_labels : as in :class:`NormalizedHierarchicalSVC`
     solver_options : as in :class:`NormalizedHierarchicalSVC`, with the fields of
         :class:`hiercvx.solvers.shared_norm.Options` (e.g. ``{"inner_max_iter": 1000}``: passes
@@ -355,7 +358,8 @@ class SharedNormSVC(_NodeScoreClassifier):
                              **route.seeded())
             self.n_iter_, self.alpha_ = res.n_iter, res.alpha
         else:
-            res = _SHARED.from_model["primal"](model, lam).solve(solver=route.solver, **route.settings)
+            res = _SHARED.from_model["primal"](model, lam).solve(
+                solver=route.solver, **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = 1
             self.alpha_ = _SHARED.scaled_alpha(res.values["alpha"], model.A)
         self._set_weights(model, res, lam)

@@ -61,7 +61,8 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         (the registered methods of the paper, ``hiercvx.methods.get(method)``)
     solver : ``"fast"`` (stops on a certified relative gap ``tol``) or ``"reference"`` (the
         exact SDP / QP, certified)
-    tol, max_iter : the fast solver's certified relative gap and iteration budget
+    tol, max_iter : the certified relative gap (both routes; ``solver_options={"gap_tol": ...}``
+        overrides it for the reference) and the fast solver's iteration budget
     treeloss_classes : TREELOSS's classes, ``"nodes"`` (the paper: every non-root node) or
         ``"leaves"``
     verbose : ``True`` (or an int > 0) prints the solver's progress to stderr; ``"progress"``:
@@ -185,7 +186,8 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
             intercept = self.result_.extras.get("intercept")
         else:
             prob = _PARTS.from_model["primal"](model, C=C_paper)
-            self.result_ = prob.solve(solver=route.solver, verbose=bool(self.verbose), **route.settings)
+            self.result_ = prob.solve(solver=route.solver, verbose=bool(self.verbose),
+                                      **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)
             intercept = self.result_.values.get("intercept")
         res = self.result_

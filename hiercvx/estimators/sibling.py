@@ -144,13 +144,16 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
     def _precomputed(self):
         return is_precomputed(self.kernel)
 
-    def _prepare(self, X, y):
+    def _prepare(self, X, y, who=None):
+        """Validated ``(X, labels, H, sigma)``; ``who`` names the estimator in the errors (the
+        one the user fitted, when it trains through this one)."""
         self._check_params()
         # a precomputed kernel is checked (square, PSD) once, by the model's prepare
         X = validate_training_X(self, X, precomputed=self._precomputed, check_kernel=False)
         # one path per sample (Wang et al. section 4.2 make a set of co-occurring categories a
         # category of its own); internal labels go to self leaves in the model (sibling_pairs)
-        targets = read_training_labels(y, self.hierarchy, X.shape[0], who=type(self).__name__,
+        targets = read_training_labels(y, self.hierarchy, X.shape[0],
+                                       who=who or type(self).__name__,
                                        internal_labels=getattr(self, "internal_labels", "self_leaf"),
                                        single_label=True, keep_internal=True)
         H, labels = targets.hierarchy, targets.labels
@@ -422,11 +425,12 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
             raise InputError("SequentialHierarchicalSVC trains on subsets of the examples and "
                              "does not take kernel='precomputed'; pass the features and a kernel")
         check_fit_intercept(self.fit_intercept, type(self).__name__)
+        X = validate_training_X(self, X, check_kernel=False)  # its errors name this estimator
         base = SiblingMarginSVC(hierarchy=self.hierarchy, C=self.C, kernel=self.kernel,
                                 solver=self.solver, tol=self.tol, max_iter=self.max_iter,
                                 solver_options=self.solver_options,
                                 internal_labels=self.internal_labels)
-        X, labels, H, sigma = base._prepare(X, y)
+        X, labels, H, sigma = base._prepare(X, y, who=type(self).__name__)
         self.n_features_in_ = X.shape[1]
         pairs = _SIBLING.sibling_pairs(labels, H)  # validates; self leaves for internal labels
         Hw = pairs.hierarchy

@@ -109,7 +109,8 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
             coef = res.weights if model.node_weights else res.coefficients
         else:
             declare = _PARTS.from_model["primal" if model.node_weights else "dual"]
-            res = declare(model, C=float(self.C)).solve(solver=route.solver, **route.settings)
+            res = declare(model, C=float(self.C)).solve(
+                solver=route.solver, **{"gap_tol": float(self.tol), **route.settings})
             self._dual_solver, n_iter = None, 1
             coef = res.weights if model.node_weights else _PARTS.coefficients(res.values["alpha"],
                                                                              model.data)
@@ -257,8 +258,9 @@ class HierarchicalSVC(MarginSVC):
         L-BFGS on the smoothed primal for thousands of pairs per example (label sets over a
         large DAG) or hundreds per example on a million pairs in all, else the working-set
         Algorithm 2; certified gap ``tol``) or
-        ``"reference"`` (CVXPY, certified; ``solver_options={"solver": "CLARABEL"}`` picks the
-        QP solver).
+        ``"reference"`` (CVXPY, certified at relative gap ``tol``;
+        ``solver_options={"solver": "CLARABEL"}`` picks the QP solver, ``{"gap_tol": ...}``
+        overrides ``tol`` for the certificate).
         ``max_iter`` counts passes of the working-set method, L-BFGS iterations of the
         smoothing solver (those a stall leaves unused go to its dual passes; the
         interior-point method stops at 100 Newton steps).  An L-BFGS iteration evaluates
@@ -329,7 +331,7 @@ class MulticlassSVC(MarginSVC):
     non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
     It is flat: labels are read as they are (label sets are multi-label over the names seen).
     ``kernel``, ``verbose`` and ``solver_options`` as in :class:`HierarchicalSVC`.
-    ``solver="reference"`` solves it with CVXPY and certifies it, ``solver="fast"`` uses the
+    ``solver="reference"`` solves it with CVXPY and certifies it at ``tol``, ``solver="fast"`` uses the
     margin engine (:mod:`hiercvx.solvers.margin_engine`): the interior-point method when a
     Newton step is affordable, else the sequential dual solver (linear) or the working-set
     solver, with a certified gap.

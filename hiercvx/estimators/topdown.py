@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..kernels import Kernel, median_heuristic
 from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
-                    held_nodes, is_precomputed, kernel_parts, ravel_column_target,
+                    held_nodes, is_precomputed, kernel_parts, ravel_column_target, solver_route,
                     validate_training_X, validate_X)
 from ._habits import reports_progress
 from ._labels import read_training_labels, user_label_sets, user_names
@@ -131,6 +131,9 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         with certified gap ``tol``; ``"reference"``: CVXPY).  For ``kernel="rbf"`` without
         a width (a :class:`hiercvx.kernels.Kernel` carries one) the median heuristic is taken
         once on all training data, so every node uses the same kernel.
+        ``solver_options={"warm_start": True}`` fits the previous fit's node SVMs again, each
+        from its own dual variables when they fit the new problem at its node (a path of
+        ``C`` on the same data).
 
     max_paths : the largest number of root-to-leaf paths the top-down ranking enumerates (a DAG
         can have exponentially many); a hierarchy with more is refused before training
@@ -203,6 +206,9 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         kernel = self._shared_kernel(X)
         self._n_paths(H, self.max_paths)  # refuse an unmanageable DAG before training
         estimators, routes, counts, node_rows, n_iter = {}, {}, {}, {}, 0
+        # warm start: each node SVM of the previous fit is fitted again, from its own dual
+        # variables when they fit the new problem at that node (MulticlassSVC's warm start)
+        previous = getattr(self, "estimators_", {}) if solver_route(self).warm_start else {}
         for v in tqdm(np.flatnonzero(~H.leaf_mask), desc="DNC-SVM nodes", disable=not self.verbose):
             ch = H.children_indices[v]
             rows = np.flatnonzero(R[:, v])
@@ -229,10 +235,13 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
             else:
                 targets = np.argmax(T, axis=1)
             Xv = X[np.ix_(rows, rows)] if precomputed else X[rows]
-            clf = MulticlassSVC(C=self.C, fit_intercept=self.fit_intercept,
-                                intercept_scaling=self.intercept_scaling, kernel=kernel,
-                                solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                                solver_options=self.solver_options, verbose=self.verbose)
+            settings = dict(C=self.C, fit_intercept=self.fit_intercept,
+                            intercept_scaling=self.intercept_scaling, kernel=kernel,
+                            solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                            solver_options=self.solver_options, verbose=self.verbose)
+            clf = previous.get(H.nodes[v])
+            clf = (clf.set_params(**settings) if isinstance(clf, MulticlassSVC)
+                   else MulticlassSVC(**settings))
             clf.fit(Xv, targets, sample_weight=None if weight is None else weight[rows])
             estimators[H.nodes[v]] = clf
             node_rows[H.nodes[v]] = rows  # for a precomputed kernel at prediction time
