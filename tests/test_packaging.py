@@ -83,3 +83,15 @@ def test_readme_code_runs_and_prints_what_it_says(tmp_path):
     for shown in ("hierarchical F1 0.765", "relative gap", "25.979305 25.979305",
                   "primal 28.130353  dual 28.130353", "(4.10)"):
         assert shown in out.stdout, shown
+
+
+def test_every_exception_is_exported_from_the_package():
+    """``except hiercvx.<Error>`` works for every error class the package raises."""
+    import inspect
+
+    import hiercvx
+    from hiercvx import exceptions
+    classes = {name for name, obj in inspect.getmembers(exceptions, inspect.isclass)
+               if issubclass(obj, Exception) and obj.__module__ == exceptions.__name__}
+    assert classes and classes <= set(hiercvx.__all__)
+    assert all(getattr(hiercvx, name) is getattr(exceptions, name) for name in classes)

@@ -70,7 +70,7 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
     internal_labels : ``"self_leaf"`` (default) or ``"refuse"``.  Orthogonal transfer,
         HIERMULT, TRANSFER and TREELOSS over ``"nodes"`` take a label that stops at an internal
         node as the paper does (its path ``A+(y)`` ends there); FLATMULT and TREELOSS over
-        ``"leaves"`` learn it through a leaf for the node itself (Cai thesis section 3.2),
+        ``"leaves"`` learn it through a leaf for the node itself (Cai thesis section 3.1),
         predicted back as the internal node; ``"refuse"`` refuses such labels for every method
     solver_options : the settings of the route ``solver`` selects, as in
         :class:`~hiercvx.estimators.HierarchicalSVC`.  ``solver="fast"``: a dict with

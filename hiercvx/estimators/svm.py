@@ -233,7 +233,7 @@ class HierarchicalSVC(MarginSVC):
     ----------
     hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``)
     internal_labels : ``"self_leaf"`` (default): a label that stops at an internal node is a
-        class of its own, a leaf for the node itself under it (Cai thesis section 3.2,
+        class of its own, a leaf for the node itself under it (Cai thesis section 3.1,
         :func:`hiercvx.hierarchy.self_leaves`), predicted back as the internal node;
         ``"refuse"``: such labels raise a ``LabelError``
     C : slack penalty of (4.10): the objective is ``1/2 ||W||^2 + C sum_i xi_i`` (LIBLINEAR's

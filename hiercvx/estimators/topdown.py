@@ -140,7 +140,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
     internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
         :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
         sets with their ancestors; a label that stops at an internal node is a leaf for the
-        node itself, Cai thesis section 3.2, predicted back as the node)
+        node itself, Cai thesis section 3.1, predicted back as the node)
 
     Attributes
     ----------
