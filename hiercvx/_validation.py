@@ -125,7 +125,7 @@ def _not_a_class(H, ind, row: int, col: int, classes) -> str:
                 "Y = hiercvx.hierarchy.most_specific(H, Y) (the estimators do this themselves)")
     if v in H and not H.is_leaf(v):
         return (f"{head}: it is an internal node. Learn it as a leaf for the node itself "
-                "(Cai thesis section 3.2): paths = hiercvx.hierarchy.self_leaves(H, Y) "
+                "(Cai thesis section 3.1): paths = hiercvx.hierarchy.self_leaves(H, Y) "
                 "(Hierarchy.with_self_leaves on the nodes labels stop at), then paths.hierarchy "
                 "with paths.transform(Y); reduce label sets with hiercvx.hierarchy.most_specific "
                 "first (the estimators do both)")

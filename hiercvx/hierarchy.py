@@ -625,7 +625,7 @@ class Hierarchy:
     def with_self_leaves(self, nodes=None, suffix: str = "/<self>") -> "PartialPaths":
         """Give every internal node in ``nodes`` a leaf child standing for "the node itself".
 
-        Used for labels that stop at an internal node (partial paths; Cai thesis section 3.2
+        Used for labels that stop at an internal node (partial paths; Cai thesis section 3.1
         and Wang et al. section 3).  ``nodes=None`` means every internal node.  Returns a
         :class:`PartialPaths` with the new hierarchy and the maps in both directions.
         """
@@ -709,8 +709,10 @@ class MinimalGraph:
     representative: dict  # original node -> representative
 
     def transform(self, labels):
-        return [frozenset(self.representative[v] for v in item) if not isinstance(item, str)
-                and isinstance(item, (set, frozenset, list, tuple)) else self.representative[item]
+        """Labels on the original nodes as labels on their representatives (single or
+        multi-label; a tuple that is a node name is a label, as everywhere)."""
+        return [frozenset(self.representative[v] for v in item)
+                if is_label_set(item, self.representative) else self.representative[item]
                 for item in labels]
 
 
@@ -757,7 +759,7 @@ def internal_labels(H: Hierarchy, labels) -> tuple:
 
 
 def self_leaves(H: Hierarchy, labels) -> PartialPaths:
-    """Labels that stop at an internal node, read as the Cai thesis does (section 3.2): a leaf
+    """Labels that stop at an internal node, read as the Cai thesis does (section 3.1): a leaf
     for the node itself under every node of :func:`internal_labels` (reduce label sets with
     :func:`most_specific` first).  Returns :meth:`Hierarchy.with_self_leaves` on those nodes:
     ``.hierarchy`` to train on, ``.transform(labels)``, ``.owner`` (self leaf -> node).

@@ -159,7 +159,8 @@ def progress_hint(history, tol: float, unit: str = "iterations", window: int = 1
     the recorded gaps (at most ``window``; ``history["gap"]`` against ``history["n_iter"]`` or the
     record's index, ``history["time"]`` for the time per unit) -- an estimate, optimistic for
     methods that slow down as they converge --, ``" (... has not decreased ...)"`` when they
-    stalled, ``""`` when fewer than three positive gaps were recorded."""
+    stalled, ``""`` when fewer than three positive gaps were recorded or when the gap fell
+    over the window without a falling trend (an interior point's first steps)."""
     if not isinstance(history, dict):
         return ""
     n = len(history.get("gap", ()))
@@ -173,9 +174,11 @@ def progress_hint(history, tol: float, unit: str = "iterations", window: int = 1
     if steps[-1] <= steps[0]:
         return ""
     slope = float(np.polyfit(steps, np.log(gaps), 1)[0])  # log-gap per unit
-    if slope >= -1e-12 or gaps[-1] >= 0.99 * gaps[0]:  # less than 1% over the window: stalled
+    if gaps[-1] >= 0.99 * gaps[0]:  # less than 1% over the window: stalled
         return (f" (the gap has not decreased by 1% over the last {gaps.size} certificates: more "
                 "iterations of this method may not help; raise tol or try another method)")
+    if slope >= -1e-12:  # lower than it was, but no falling trend to extrapolate
+        return ""
     more = int(np.ceil(np.log(tol / gaps[-1]) / slope))
     hint = f" (at the rate of the last {gaps.size} certificates, roughly {more} more {unit}"
     times = history.get("time")

@@ -82,3 +82,29 @@ def test_sequential_svm_errors_name_it():
     with pytest.raises(ValueError) as info:
         SequentialHierarchicalSVC(hierarchy=H).fit(X, y)
     assert "SiblingMarginSVC" not in str(info.value) and "SimpleImputer" in str(info.value)
+
+
+def test_the_estimators_named_for_label_sets_take_them():
+    """A single-label estimator's refusal names MULTILABEL_ESTIMATORS: each of them fits label
+    sets."""
+    from hiercvx import estimators
+    from hiercvx.estimators._labels import MULTILABEL_ESTIMATORS
+    X, y = _data(18)
+    sets = [{v} if i % 3 else {v, "B1" if v != "B1" else "A1"} for i, v in enumerate(y)]
+    for name in MULTILABEL_ESTIMATORS:
+        est = getattr(estimators, name)(hierarchy=H).fit(X, sets)
+        predicted = est.predict(X[:3])
+        assert len(predicted) == 3, name
+
+
+def test_nhsvm_on_label_sets_prints_its_passes_like_every_solver(capsys):
+    """``verbose=True`` prints one line per pass with the certified gap (as the margin solvers
+    print theirs); without it the fit is silent."""
+    X, y = _data(18)
+    sets = [{v} if i % 3 else {v, "B1" if v != "B1" else "A1"} for i, v in enumerate(y)]
+    NormalizedHierarchicalSVC(hierarchy=H, verbose=True).fit(X, sets)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if " pass " in line]
+    assert lines and all("gap" in line and line.startswith("[") for line in lines)
+    NormalizedHierarchicalSVC(hierarchy=H).fit(X, sets)
+    assert capsys.readouterr().err == ""

@@ -215,6 +215,14 @@ def test_minimal_graph(tree):
         assert np.array_equal(Zm[:, j], Z[:, tree.index(v)])
 
 
+def test_minimal_graph_reads_tuple_names_as_labels():
+    """Node names that are tuples (e.g. (level, code)) are labels, not label sets."""
+    T = hc.Hierarchy.from_parents({("r",): None, ("A",): ("r",), ("A", 1): ("A",),
+                                   ("B",): ("r",), ("B", 1): ("B",), ("B", 2): ("B",)})
+    mg = T.minimal_graph([("A", 1), ("B", 1), ("B", 2)])
+    assert mg.transform([("A", 1), {("B", 1)}]) == [("A",), frozenset({("B", 1)})]
+
+
 def test_class_attributes(tree):
     classes = tree.leaves
     ind = hc.class_attributes(tree)

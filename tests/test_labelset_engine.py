@@ -15,7 +15,7 @@ from hiercvx.exceptions import InputError
 from hiercvx.formulations import hsvm
 from hiercvx.models import hsvm as hsvm_model
 from hiercvx.solvers import interior_point, labelset, margin_engine, working_set
-from hiercvx.solvers._labelset_kernels import violated_pairs
+from hiercvx.models._labelset_kernels import violated_pairs
 
 from labelset_cases import HIERARCHIES, dag, label_sets, tree  # noqa: F401
 
@@ -50,7 +50,7 @@ def test_violated_pairs_are_the_largest_above_the_floor():
     S = np.random.default_rng(4).standard_normal((20, d.n_classes))
     floor = np.random.default_rng(5).uniform(0.5, 1.5, 20)
     k = 3
-    ptr, rel = labelset._relevant_lists(d.Y)
+    ptr, rel = hc.models.margin.relevant_lists(d.Y)
     out_y = np.empty((20, k), np.int64)
     out_b = np.empty((20, k), np.int64)
     count = violated_pairs(S, ptr, rel, d.loss, True, floor, out_y, out_b)
@@ -136,11 +136,12 @@ def test_engine_agrees_with_the_working_set_and_its_certificate_holds(rescaling)
     assert model.objective(fast.weights, C, intercept=fast.intercept) == \
         pytest.approx(fast.objective, rel=1e-12)
     # the dual: feasible on the model's pairs, the bound the model computes at it
-    d, alpha = model.data, fast.dual
-    assert alpha.shape == (d.n_pairs,) and np.all(alpha >= 0)
+    d, alpha = model.data, fast.dual.toarray()   # sparse over the model's pair list
+    assert fast.dual.shape == (d.n_pairs,) and np.all(alpha >= 0)
     used = np.bincount(d.pair_i, weights=alpha * d.pair_cost, minlength=d.n_samples)
     assert np.all(used <= C * d.Cw * (1 + 1e-9))
     assert model.lower_bound(alpha, C) == pytest.approx(fast.lower_bound, rel=1e-9)
+    assert model.lower_bound(fast.dual, C) == pytest.approx(fast.lower_bound, rel=1e-9)
     # fewer pairs than the model lists
     assert fast.working_pairs[0].size < d.n_pairs
 
@@ -201,7 +202,7 @@ def test_warm_start_along_a_C_path_reaches_the_cold_optimum(shape):
         q = model.data.n_classes
         keys = (pi * q + py) * q + pyb
         d = model.data
-        carried = ((d.pair_i * q + d.pair_y) * q + d.pair_ybar)[previous.dual > 0]
+        carried = ((d.pair_i * q + d.pair_y) * q + d.pair_ybar)[previous.dual.toarray() > 0]
         assert np.isin(carried, keys).all()
 
 
@@ -209,7 +210,8 @@ def test_warm_start_is_checked():
     H = tree()
     X, Y = label_sets(H, 10, 3)
     model = hsvm_model.prepare(X, Y, H)
-    with pytest.raises(InputError, match=f"{model.data.n_pairs} finite values"):
+    P = model.data.n_pairs
+    with pytest.raises(InputError, match=rf"one value per pair of the model \({P}\)"):
         labelset.solve(model, 1.0, alpha0=np.zeros(model.data.n_pairs + 1))
     with pytest.raises(InputError, match="finite"):
         labelset.solve(model, 1.0, alpha0=np.full(model.data.n_pairs, np.nan))

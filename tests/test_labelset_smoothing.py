@@ -14,7 +14,7 @@ from hiercvx.formulations import hsvm
 from hiercvx.models import hsvm as hsvm_model
 from hiercvx.models import margin as _margin
 from hiercvx.solvers import labelset, labelset_smoothing, working_set
-from hiercvx.solvers._labelset_kernels import soft_slacks
+from hiercvx.models._labelset_kernels import soft_slacks
 
 from labelset_cases import HIERARCHIES, label_sets
 

@@ -46,6 +46,8 @@ def test_the_convergence_warning_says_how_far_tol_is():
     creeping = {"gap": [9.2644e-7, 9.2643e-7, 9.2642e-7, 9.2641e-7]}  # 8.7 M passes to go
     assert "has not decreased" in progress_hint(creeping, 1e-8)
     assert progress_hint({"gap": [1e-3, 1e-4]}, 1e-6) == ""        # too few to tell
+    # lower than it was, but rising on the way: no stall to report, no trend to extrapolate
+    assert progress_hint({"gap": [5, 4, 3, 2, 1.0, 0.9, 2.0, 0.98]}, 1e-6) == ""
     assert progress_hint({"gap": [1e-3, 0.0, 1e-4]}, 1e-6) == ""   # not a gap sequence
     res = Solution(weights=None, objective=1.0, lower_bound=1.0 - 1e-5, n_iter=10,
                    converged=False, tol=1e-8, history=history, name="demo")

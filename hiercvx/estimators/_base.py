@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .. import targets
-from .._validation import check_hierarchy_argument, check_not_complex, check_positive, check_target
+from .._validation import (check_features, check_hierarchy_argument, check_not_complex,
+                           check_positive, check_target)
 from ..exceptions import InputError, InputTypeError
 from ..kernels import Kernel, check_psd
 from ..metrics import NODE_MARGINS, fit_node_calibration, node_margins
@@ -50,7 +51,8 @@ def validate_X(estimator, X, **options):
     boundary for ``X`` in every estimator's ``fit``, ``predict`` and ``decision_function``.
     Complex ``X`` is refused naming the fix (scikit-learn's refusal names neither);
     scikit-learn's ``ValueError`` (NaN or inf, wrong number of features, not 2-D, empty,
-    strings) becomes :class:`InputError` and its ``TypeError`` (sparse where dense is needed,
+    strings) becomes :class:`InputError` (non-finite entries in the package's own words, with
+    the first one's place) and its ``TypeError`` (sparse where dense is needed,
     an object that is no array) :class:`InputTypeError`, with the same message."""
     check_not_complex(X, "X")
     try:
@@ -60,9 +62,9 @@ def validate_X(estimator, X, **options):
     except TypeError as exc:
         raise InputTypeError(f"X: {exc}") from exc
     except ValueError as exc:
-        hint = ("; impute or drop them, e.g. with sklearn.impute.SimpleImputer in a pipeline"
-                if "NaN" in str(exc) or "infinity" in str(exc) else "")
-        raise InputError(f"X: {exc}{hint}") from exc
+        if "NaN" in str(exc) or "infinity" in str(exc):
+            check_features(X)  # the package's words: where the first one is, and the fix
+        raise InputError(f"X: {exc}") from exc
 
 
 def check_no_overflow(X) -> None:

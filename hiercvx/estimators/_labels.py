@@ -7,7 +7,7 @@ Two forms are taken as they come (``hiercvx.datasets.load_arff`` gives both):
   what every formulation uses, is the same).  When every reduced set is one label, the fit
   is single-label: the problem of one class per sample, not of label sets (a 0/1 indicator
   matrix stays multi-label);
-* labels that stop at an internal node are read as the Cai thesis does (section 3.2): a leaf
+* labels that stop at an internal node are read as the Cai thesis does (section 3.1): a leaf
   for the node itself under that node (:func:`hiercvx.hierarchy.self_leaves`), for the
   internal nodes some label stops at.  ``internal_labels="refuse"`` refuses them instead.
 
@@ -34,7 +34,7 @@ INTERNAL_LABELS = ("self_leaf", "refuse")
 
 #: estimators that take label sets, named in the errors of the single-label ones
 MULTILABEL_ESTIMATORS = ("HierarchicalSVC", "NormalizedHierarchicalSVC", "HierarchicalPerceptron",
-                         "TopDownSVC")
+                         "TopDownSVC", "NodeKernelRidge")
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def _refuse_internal(H: Hierarchy, labels, who: str) -> None:
                 raise LabelError(
                     f"{who}: sample {i} has the label {v!r}, an internal node, and "
                     "internal_labels='refuse'. Pass internal_labels='self_leaf' (the default) to "
-                    "learn it as a leaf for the node itself (Cai thesis section 3.2; "
+                    "learn it as a leaf for the node itself (Cai thesis section 3.1; "
                     "hiercvx.hierarchy.self_leaves(H, y) shows the classes this makes), or drop "
                     "such samples")
 

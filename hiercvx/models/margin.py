@@ -29,7 +29,7 @@ kernel ``K`` and class kernel ``Q = Lam Lam^T`` (thesis (4.16)-(4.17)),
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,9 +40,12 @@ from ..bias import append_constant, join_bias, split_bias, with_bias
 from ..exceptions import InputError
 from ..kernels import Kernel, make_kernel
 from ._base import Model, Variable
+from ._labelset_kernels import most_violated
+from ._pair_index import pair_offsets, pair_positions, pairs_at, relevant_lists
 
 __all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "label_pairs", "class_gram",
-           "segment_max",
+           "segment_max", "oracle", "restrict", "sparse_dual", "on_support", "pair_positions",
+           "pairs_at", "relevant_lists",
            "resolve_inputs", "slacks",
            "class_scores", "sparse_attributes", "primal_objective", "coefficients",
            "weights_from_coefficients",
@@ -52,13 +55,38 @@ __all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "label_pair
 RESCALINGS = ("slack", "margin")
 
 
+class _ListedOnDemand:
+    """A pair array of :class:`MarginData`, listed from ``Y`` on its first read when the data
+    were made without it (:func:`margin_data`): a solver that never reads the list -- the
+    label-set engine, which works with the loss-augmented oracle -- never pays for it (on label
+    sets over a GO DAG it holds tens of millions of pairs)."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return None  # the dataclass default: not listed
+        value = obj.__dict__.get(self.slot)
+        if value is None:
+            obj.list_pairs()
+            value = obj.__dict__[self.slot]
+        return value
+
+    def __set__(self, obj, value):
+        # the dataclass passes the descriptor itself as the default: not listed
+        obj.__dict__[self.slot] = None if isinstance(value, _ListedOnDemand) else value
+
+
 @dataclass
 class MarginData:
     """Everything the margin model needs besides the inputs' Gram matrix or features.
 
     ``Y`` bool ``(n, q)`` relevant classes; ``Q`` ``(q, q)`` class Gram matrix; ``loss``
     ``(q, q)``; ``Cw`` per-example weights of C (``C_i = C * Cw[i]``); pair arrays of
-    length P sorted by example, with ``pair_ptr`` the CSR-style offsets per example.
+    length P sorted by example, with ``pair_ptr`` the CSR-style offsets per example.  Pair
+    arrays not given are listed from ``Y`` when first read (:attr:`pairs_listed`); their
+    positions are known without the list (:func:`pair_positions`, :func:`pairs_at`).
     """
 
     Y: np.ndarray
@@ -66,11 +94,11 @@ class MarginData:
     loss: np.ndarray
     rescaling: str
     Cw: np.ndarray
-    pair_i: np.ndarray
-    pair_y: np.ndarray
-    pair_ybar: np.ndarray
-    pair_loss: np.ndarray
-    pair_ptr: np.ndarray
+    pair_i: np.ndarray = field(default=_ListedOnDemand(), repr=False, compare=False)
+    pair_y: np.ndarray = field(default=_ListedOnDemand(), repr=False, compare=False)
+    pair_ybar: np.ndarray = field(default=_ListedOnDemand(), repr=False, compare=False)
+    pair_loss: np.ndarray = field(default=_ListedOnDemand(), repr=False, compare=False)
+    pair_ptr: np.ndarray = field(default=_ListedOnDemand(), repr=False, compare=False)
     Lam: np.ndarray | None = None
 
     @property
@@ -82,8 +110,27 @@ class MarginData:
         return self.Y.shape[1]
 
     @property
+    def pairs_listed(self) -> bool:
+        """Whether the pair arrays exist (reading one lists them all)."""
+        return self.__dict__.get("_pair_i") is not None
+
+    @property
     def n_pairs(self) -> int:
-        return len(self.pair_i)
+        if self.pairs_listed:
+            return len(self.pair_i)
+        return int(self.offsets()[-1])
+
+    def offsets(self) -> np.ndarray:
+        """``pair_ptr`` without listing the pairs (:func:`~._pair_index.pair_offsets`)."""
+        return self.__dict__["_pair_ptr"] if self.__dict__.get("_pair_ptr") is not None \
+            else pair_offsets(self.Y)
+
+    def list_pairs(self) -> None:
+        """List every pair of ``Y`` (:func:`label_pairs`) with its loss and offsets."""
+        pi, py, pyb = label_pairs(self.Y)
+        self.pair_i, self.pair_y, self.pair_ybar = pi, py, pyb
+        self.pair_loss = np.asarray(self.loss, dtype=float)[py, pyb]
+        self.pair_ptr = pair_offsets(self.Y)
 
     @property
     def pair_offset(self) -> np.ndarray:
@@ -125,17 +172,28 @@ def margin_data(Y: np.ndarray, loss: np.ndarray, *, Lam: np.ndarray | None = Non
     Cw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     if Cw.shape != (n,) or not np.all(np.isfinite(Cw)) or np.any(Cw < 0):
         raise InputError(f"sample weights must be {n} finite non-negative numbers")
-    pi, py, pyb = label_pairs(Y)
-    pl = loss[py, pyb]
-    if np.any(pl <= 0):
-        k = int(np.flatnonzero(pl <= 0)[0])
-        raise InputError(f"the loss between relevant class {py[k]} and irrelevant class {pyb[k]} "
-                         f"(sample {pi[k]}) is {pl[k]:g}; the margin model needs a positive loss "
-                         "between every relevant/irrelevant pair")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pi, minlength=n), out=ptr[1:])
-    return MarginData(Y=Y, Q=Q, loss=loss, rescaling=rescaling, Cw=Cw, pair_i=pi, pair_y=py,
-                      pair_ybar=pyb, pair_loss=pl, pair_ptr=ptr, Lam=Lam)
+    _check_pair_losses(Y, loss)
+    return MarginData(Y=Y, Q=Q, loss=loss, rescaling=rescaling, Cw=Cw, Lam=Lam)
+
+
+def _check_pair_losses(Y: np.ndarray, loss: np.ndarray) -> None:
+    """Refuse a (relevant, irrelevant) pair of some example with a loss <= 0, the first in the
+    pairs' order, without listing the pairs (a sparse product over the few such class pairs)."""
+    bad = np.asarray(loss <= 0)
+    np.fill_diagonal(bad, False)
+    if not bad.any():
+        return
+    hit = np.asarray((sp.csr_matrix(Y, dtype=float) @ sp.csr_matrix(bad, dtype=float)).toarray()
+                     > 0) & ~Y
+    rows = np.flatnonzero(hit.any(axis=1))
+    if rows.size == 0:
+        return
+    i = int(rows[0])
+    y = next(c for c in np.flatnonzero(Y[i]) if np.any(bad[c] & ~Y[i]))
+    ybar = int(np.flatnonzero(bad[y] & ~Y[i])[0])
+    raise InputError(f"the loss between relevant class {y} and irrelevant class {ybar} "
+                     f"(sample {i}) is {loss[y, ybar]:g}; the margin model needs a positive loss "
+                     "between every relevant/irrelevant pair")
 
 
 def label_pairs(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -183,13 +241,67 @@ def class_gram(Lam: np.ndarray) -> np.ndarray:
 
 
 def slacks(S: np.ndarray, data: MarginData) -> np.ndarray:
-    """``xi_i`` at class scores ``S`` ``(n, q)`` (the smallest feasible slacks)."""
+    """``xi_i`` at class scores ``S`` ``(n, q)`` (the smallest feasible slacks): over the listed
+    pairs, or by the loss-augmented oracle (:func:`oracle`) when they are not listed."""
+    if not data.pairs_listed:
+        return np.maximum(oracle(S, data)[2], 0.0)
     diff = S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar]
     if data.rescaling == "slack":
         viol = data.pair_loss * (1.0 - diff)
     else:
         viol = data.pair_loss - diff
     return np.maximum(segment_max(viol, data.pair_ptr), 0.0)  # max(0, max over the pairs)
+
+
+def oracle(S, data: MarginData):
+    """Per example the most violated pair at class scores ``S`` ``(n, q)`` without listing the
+    pairs: ``(y, ybar, violation)`` arrays of length n (``-1, -1, -inf`` for an example without
+    pairs), the violation ``Delta (1 - (S_iy - S_iybar))`` (slack rescaling) or
+    ``Delta - (S_iy - S_iybar)`` (margin rescaling), in ``O(|Y_i| q)`` per example."""
+    S = np.ascontiguousarray(S, dtype=float)
+    ptr, rel = relevant_lists(data.Y)
+    n = S.shape[0]
+    y, ybar, v = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    most_violated(S, ptr, rel, np.ascontiguousarray(data.loss, dtype=float),
+                  data.rescaling == "slack", y, ybar, v)
+    return y, ybar, v
+
+
+def restrict(data: MarginData, pair_i, pair_y, pair_ybar) -> MarginData:
+    """The same data on the pairs given (sorted as :func:`label_pairs` sorts them): the
+    working set of a solver, or the support of a dual point."""
+    pair_i = np.asarray(pair_i, dtype=np.int64)
+    ptr = np.zeros(data.n_samples + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pair_i, minlength=data.n_samples), out=ptr[1:])
+    return MarginData(Y=data.Y, Q=data.Q, loss=data.loss, rescaling=data.rescaling, Cw=data.Cw,
+                      pair_i=pair_i, pair_y=np.asarray(pair_y, dtype=np.int64),
+                      pair_ybar=np.asarray(pair_ybar, dtype=np.int64),
+                      pair_loss=np.asarray(data.loss, dtype=float)[pair_y, pair_ybar],
+                      pair_ptr=ptr, Lam=data.Lam)
+
+
+def sparse_dual(data: MarginData, pair_i, pair_y, pair_ybar, alpha) -> sp.coo_array:
+    """Multipliers ``alpha`` of the pairs given as a sparse vector over the data's whole pair
+    list (``(n_pairs,)``, zero elsewhere), placed without listing it."""
+    pos = pair_positions(data.Y, pair_i, pair_y, pair_ybar, offsets=data.offsets())
+    return sp.coo_array((np.asarray(alpha, dtype=float), (pos,)), shape=(data.n_pairs,))
+
+
+def on_support(alpha, data: MarginData):
+    """``(values, data')``: a dual point over the data's pair list as values on ``data'``; a
+    sparse vector (:func:`sparse_dual`) becomes its non-zeros on the data restricted to them
+    (:func:`restrict`), so the full list is never formed; a dense one stays as it is."""
+    if not sp.issparse(alpha):
+        return np.asarray(alpha, dtype=float), data
+    alpha = sp.coo_array(alpha)
+    if alpha.shape != (data.n_pairs,):
+        raise InputError(f"the dual point must hold one value per pair ({data.n_pairs}), got "
+                         f"shape {alpha.shape}")
+    alpha.sum_duplicates()
+    order = np.argsort(alpha.coords[0], kind="stable")  # the list's order
+    pos, values = alpha.coords[0][order], np.asarray(alpha.data, dtype=float)[order]
+    pi, py, pyb = pairs_at(data.Y, pos, offsets=data.offsets())
+    return values, restrict(data, pi, py, pyb)
 
 
 def segment_max(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
@@ -268,7 +380,8 @@ def kernel_objective(G: np.ndarray, K: np.ndarray, data: MarginData, C: float) -
 
 def project_dual(alpha: np.ndarray, data: MarginData, C: float) -> np.ndarray:
     """The nearest-by-scaling dual feasible point: clip at 0, then shrink each example's
-    block until its budget ``sum_p cost_p alpha_p <= C_i`` holds."""
+    block until its budget ``sum_p cost_p alpha_p <= C_i`` holds (a dense vector over the
+    data's pairs; for a sparse one, restrict the data to its support first, :func:`on_support`)."""
     a = np.maximum(np.asarray(alpha, dtype=float), 0.0)
     used = np.bincount(data.pair_i, weights=a * data.pair_cost, minlength=data.n_samples)
     budget = C * data.Cw
@@ -402,8 +515,9 @@ class MarginModel(Model):
     # the Model interface ---------------------------------------------------------------------
     def weights_from_dual(self, alpha) -> np.ndarray:
         """``W(alpha)`` (thesis (4.12)) or ``G(alpha)``, the primal variable at ``alpha``
-        (over the model's own features: with a bias, its column included)."""
-        G = coefficients(alpha, self.data)
+        (over the model's own features: with a bias, its column included); ``alpha`` dense
+        over the pairs or sparse (:func:`sparse_dual`)."""
+        G = coefficients(*on_support(alpha, self.data))
         return weights_from_coefficients(G, self.X, self.data.Lam) if self.node_weights else G
 
     def objective(self, weights, C: float = 1.0, intercept=None) -> float:
@@ -420,11 +534,13 @@ class MarginModel(Model):
         return self.objective(solution.weights, C, intercept=self.solution_intercept(solution))
 
     def lower_bound(self, dual, C: float = 1.0) -> float:
-        """Thesis (4.14) at ``alpha`` projected onto the dual feasible set (weak duality)."""
-        alpha = project_dual(dual, self.data, C)
+        """Thesis (4.14) at ``alpha`` projected onto the dual feasible set (weak duality);
+        ``dual`` dense over the pairs or sparse (:func:`sparse_dual`)."""
+        values, data = on_support(dual, self.data)
+        alpha = project_dual(values, data, C)
         if self.node_weights:
-            return dual_objective_linear(alpha, self.X, self.data)
-        return dual_objective(alpha, self.K, self.data)
+            return dual_objective_linear(alpha, self.X, data)
+        return dual_objective(alpha, self.K, data)
 
     def kernel_rows(self, X) -> np.ndarray:
         """``k~(X, X_train)`` ``(m, n)``, the kernel with the bias between new inputs as given

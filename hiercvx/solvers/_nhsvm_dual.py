@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
 from ..inference import LabelSetOracle
 from ..result import Solution, relative_gap
@@ -368,5 +367,28 @@ def record(history, it, t0, P, D, n_oracle):
     history.setdefault("n_oracle", []).append(n_oracle)
 
 
-def progress(verbose, total, desc):
-    return tqdm(total=total, desc=desc, unit="pass", disable=not verbose)
+class PassLog:
+    """The NHSVM solvers' progress: with ``verbose``, one INFO record of the ``hiercvx`` logger
+    per pass (``"<desc> pass k/total: gap g ..."``), which an estimator's ``verbose`` prints to
+    stderr (``True``) or counts on its bar (``"progress"``), as every solver's records; the
+    tqdm-like calls the passes make (``set_postfix``, ``update``, ``close``)."""
+
+    def __init__(self, verbose, total, desc):
+        self.verbose, self.total, self.desc = bool(verbose), total, desc
+        self.n, self.postfix = 0, {}
+
+    def set_postfix(self, **values):
+        self.postfix = values
+
+    def update(self, k: int = 1):
+        self.n += k
+        if self.verbose:
+            logger.info("%s pass %d/%d: %s", self.desc, self.n, self.total,
+                        " ".join(f"{key} {value}" for key, value in self.postfix.items()))
+
+    def close(self):
+        pass
+
+
+def progress(verbose, total, desc) -> PassLog:
+    return PassLog(verbose, total, desc)

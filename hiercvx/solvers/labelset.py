@@ -5,8 +5,8 @@ pairs ``(i, y, ybar)``, ``y in Y_i``, ``ybar not in Y_i``; on a FunCat tree that
 pairs per example, on a GO DAG ten thousand.  Only few of them ever carry a multiplier.  This
 engine never works on the list of all pairs: it keeps a working set of pairs per example,
 solves the margin model restricted to it, and asks the loss-augmented oracle
-(:mod:`._labelset_kernels`: per example ``max_{ybar not in Y_i} max_{y in Y_i} v_(i,y,ybar)``,
-``O(|Y_i| q)``) which pairs the restricted answer violates -- the n-slack cutting-plane method
+(:mod:`hiercvx.models._labelset_kernels`: per example
+``max_{ybar not in Y_i} max_{y in Y_i} v_(i,y,ybar)``, ``O(|Y_i| q)``) which pairs the restricted answer violates -- the n-slack cutting-plane method
 of Tsochantaridis, Joachims, Hofmann & Altun ("Large margin methods for structured and
 interdependent output variables", JMLR 6, 2005) and Joachims, Finley & Yu ("Cutting-plane
 training of structural SVMs", Machine Learning 77, 2009, the n-slack variant):
@@ -55,7 +55,7 @@ from ..models import margin as _margin
 from ..models.margin import MarginData, MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import interior_point_cg, labelset_alm, labelset_smoothing, margin_dual, working_set
-from ._labelset_kernels import most_violated, violated_pairs
+from ..models._labelset_kernels import violated_pairs
 from .score_factor import choose_factor
 
 logger = logging.getLogger(__name__)
@@ -201,27 +201,7 @@ class Options:
 # The oracle on a model
 # --------------------------------------------------------------------------------------------
 
-def _relevant_lists(Y: np.ndarray):
-    """``(rel_ptr, rel)``: the relevant classes of every example as CSR lists."""
-    Y = np.asarray(Y, dtype=bool)
-    rows, cols = np.nonzero(Y)
-    ptr = np.zeros(Y.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=Y.shape[0]), out=ptr[1:])
-    return ptr, cols.astype(np.int64)
-
-
-def oracle(S, data: MarginData):
-    """Per example the most violated pair at class scores ``S`` ``(n, q)`` without listing the
-    pairs: ``(y, ybar, violation)`` arrays of length n (``-1, -1, -inf`` for an example without
-    pairs), the violation as in :meth:`hiercvx.models.margin.MarginModel.oracle`
-    (``Delta (1 - (S_iy - S_iybar))`` or ``Delta - (S_iy - S_iybar)``)."""
-    S = np.ascontiguousarray(S, dtype=float)
-    ptr, rel = _relevant_lists(data.Y)
-    n = S.shape[0]
-    y, ybar, v = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
-    most_violated(S, ptr, rel, np.ascontiguousarray(data.loss, dtype=float),
-                  data.rescaling == "slack", y, ybar, v)
-    return y, ybar, v
+oracle = _margin.oracle  # the loss-augmented oracle: per example its most violated pair
 
 
 def full_slacks(S, data: MarginData) -> np.ndarray:
@@ -260,7 +240,7 @@ class _Pairs:
         self.model, self.data = model, model.data
         self.q = self.data.n_classes
         self.keys = np.zeros(0, dtype=np.int64)
-        self.rel = _relevant_lists(self.data.Y)
+        self.rel = _margin.relevant_lists(self.data.Y)
         self.loss = np.ascontiguousarray(self.data.loss, dtype=float)
         # CSR once (when mostly zeros), not at every product of every round
         self.Lam = None if self.data.Lam is None else _margin.sparse_attributes(self.data.Lam)
@@ -288,15 +268,9 @@ class _Pairs:
 
     def restricted(self) -> MarginModel:
         """The model on the working set: same inputs and settings, its pairs only."""
-        d = self.data
-        pi, py, pyb = self.arrays()
-        ptr = np.zeros(d.n_samples + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pi, minlength=d.n_samples), out=ptr[1:])
-        sub = MarginData(Y=d.Y, Q=d.Q, loss=d.loss, rescaling=d.rescaling, Cw=d.Cw, pair_i=pi,
-                         pair_y=py, pair_ybar=pyb, pair_loss=d.loss[py, pyb], pair_ptr=ptr,
-                         Lam=self.Lam)
         small = copy.copy(self.model)
-        small.data = sub
+        small.data = _margin.restrict(self.data, *self.arrays())
+        small.data.Lam = self.Lam
         return small
 
     def carry(self, old_keys, old_alpha) -> np.ndarray:
@@ -306,41 +280,37 @@ class _Pairs:
             alpha[np.searchsorted(self.keys, old_keys)] = old_alpha
         return alpha
 
-    def listed_keys(self) -> np.ndarray | None:
-        """The keys of the model's own pair list (sorted: the order of ``label_pairs``), when
-        the model lists its pairs; else None."""
-        d = self.data
-        if d.pair_i is None or d.n_pairs == 0:
-            return None
-        return (d.pair_i * self.q + d.pair_y) * self.q + d.pair_ybar
-
     def join(self, keys) -> None:
         """The pairs ``keys`` join the working set."""
         self.keys = np.union1d(self.keys, keys)
 
-    def full_dual(self, keys, alpha) -> np.ndarray | None:
-        """The multipliers ``alpha`` of the pairs ``keys`` on the model's own pair list (zero
-        elsewhere), when the model lists its pairs; else None."""
-        all_keys = self.listed_keys()
-        if all_keys is None:
-            return None
-        full = np.zeros(all_keys.size)
-        full[np.searchsorted(all_keys, keys)] = alpha
-        return full
+    def full_dual(self, keys, alpha):
+        """The multipliers ``alpha`` of the pairs ``keys`` as a sparse vector over the model's
+        whole pair list (:func:`hiercvx.models.margin.sparse_dual`; the list is not formed)."""
+        return _margin.sparse_dual(self.data, *self.arrays(keys), alpha)
 
     def warm_start(self, alpha0, C: float):
         """The pairs and multipliers of a warm start ``alpha0`` (one value per pair of the
-        model's list, as :func:`solve` returns them in ``dual``), checked and projected onto the
-        dual feasible set of ``C`` (:func:`.working_set.initial_dual`): its support joins
-        the working set; returns ``(keys, alpha)`` of that support."""
-        all_keys = self.listed_keys()
-        if all_keys is None:
-            raise InputError("this model does not list its pairs, so a warm start over them "
-                             "cannot be placed; fit without alpha0 (a cold start)")
-        alpha0 = working_set.initial_dual(alpha0, self.data, C)
-        support = alpha0 > 0
-        self.join(all_keys[support])
-        return all_keys[support], alpha0[support]
+        model's list, dense or sparse, as :func:`solve` returns them in ``dual``), checked and
+        projected onto the dual feasible set of ``C`` on its support (the budgets of an
+        example involve its own pairs only): its support joins the working set; returns
+        ``(keys, alpha)`` of that support."""
+        P = self.data.n_pairs
+        if np.shape(alpha0) != (P,):
+            raise InputError(f"alpha0 must hold one value per pair of the model ({P}), got "
+                             f"shape {np.shape(alpha0)}")
+        if not sp.issparse(alpha0):
+            dense = np.asarray(alpha0, dtype=float)
+            support = np.flatnonzero(dense)
+            alpha0 = sp.coo_array((dense[support], (support,)), shape=(P,))
+        if not np.all(np.isfinite(sp.coo_array(alpha0).data)):
+            raise InputError("alpha0 must hold finite values")
+        values, support = _margin.on_support(alpha0, self.data)
+        values = _margin.project_dual(values, support, C)
+        keep = values > 0
+        keys = ((support.pair_i * self.q + support.pair_y) * self.q + support.pair_ybar)[keep]
+        self.join(keys)
+        return keys, values[keep]
 
 
 # --------------------------------------------------------------------------------------------
@@ -366,7 +336,7 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         point counts as one); a ``ConvergenceWarning`` is issued when they run out.
     verbose : bool
         Log the rounds at INFO level (DEBUG otherwise).
-    alpha0 : array, optional
+    alpha0 : array or sparse vector, optional
         A warm start: multipliers on the model's pair list (a previous solve's ``dual``, e.g.
         at another ``C``), projected onto this ``C``'s dual feasible set; the pairs that carry
         them join the first working set, which starts from them.
@@ -381,7 +351,9 @@ def solve(model: MarginModel, C: float = 1.0, *, tol: float = 1e-6, max_iter: in
         ``weights`` node weights ``W`` ``(M, d)`` (linear kernel with class attributes; the
         bias in ``extras["intercept"]``) or expansion coefficients ``G`` ``(n, q)``;
         ``objective`` (4.10) recomputed over all pairs; ``lower_bound`` the dual (4.14) at
-        ``dual``, the multipliers on the model's pair list (zero outside the working set).
+        ``dual``, the multipliers on the model's pair list as a sparse vector
+        (``scipy.sparse.coo_array`` of shape ``(n_pairs,)``, zero outside the working set;
+        the list itself is never formed, :func:`hiercvx.models.margin.sparse_dual`).
         Extras: ``coefficients``, ``working_pairs`` (the working set's ``(i, y, ybar)``),
         ``working_dual`` (its multipliers), ``rounds``.
     """

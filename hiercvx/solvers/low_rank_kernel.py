@@ -258,8 +258,8 @@ def _exact_lower_bound(model, kf: KernelFactor, dual, C: float, options: Options
     """The exact kernel problem's lower bound at the dual point ``dual`` (module docstring)."""
     if dual is None or np.shape(dual) != (model.data.n_pairs,):
         return float("nan"), False
-    data = model.data
-    alpha = _margin.project_dual(dual, data, C)
+    values, data = _margin.on_support(dual, model.data)  # a sparse dual: its support only
+    alpha = _margin.project_dual(values, data, C)
     Ga = _margin.coefficients(alpha, data)
     Z = np.asarray((_margin.sparse_attributes(np.asarray(data.Lam, dtype=float)).T @ Ga.T).T)
     low_rank = float(data.pair_offset @ alpha) - 0.5 * float(np.sum((kf.L.T @ Z) ** 2))

@@ -48,6 +48,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..exceptions import InputError
 from ..models import margin as _margin
@@ -170,6 +171,8 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
         return labelset.solve(model, C, tol=tol, verbose=verbose, random_state=random_state,
                               alpha0=alpha0, options=options.labelset,
                               **({} if max_iter is None else {"max_iter": max_iter}))
+    if sp.issparse(alpha0):  # a label-set engine's dual, for a coordinate method: dense
+        alpha0 = sp.coo_array(alpha0).toarray()
     if alpha0 is None and not isinstance(model, MulticlassModel):
         collapsed = collapse_interchangeable(model)
         if collapsed is not None:

@@ -67,6 +67,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import check_positive
 from ..exceptions import InputError
@@ -285,7 +286,8 @@ def initial_dual(alpha0, data, C) -> np.ndarray:
     P = data.n_pairs
     if alpha0 is None:
         return np.zeros(P)
-    alpha0 = np.asarray(alpha0, dtype=float)
+    alpha0 = (sp.coo_array(alpha0).toarray() if sp.issparse(alpha0)
+              else np.asarray(alpha0, dtype=float))
     if alpha0.shape != (P,) or not np.all(np.isfinite(alpha0)):
         raise InputError(f"alpha0 must hold {P} finite values (one per pair of data), got "
                          f"shape {alpha0.shape}")

@@ -1,4 +1,6 @@
-"""Compiled kernels of the label-set engine (:mod:`.labelset`): the loss-augmented oracle.
+"""Compiled kernels of the loss-augmented oracle over label sets (the slacks of
+:func:`hiercvx.models.margin.slacks` on data whose pairs are not listed, and the label-set
+engine :mod:`hiercvx.solvers.labelset`).
 
 For example i with relevant classes ``Y_i`` (the CSR lists ``rel_ptr``, ``rel``) and class
 scores ``S_i`` the violation of a pair ``p = (i, y, ybar)``, ``y in Y_i``, ``ybar not in Y_i``,
