@@ -58,8 +58,9 @@ def check_features(X, name: str = "X", allow_sparse: bool = True, dtype=float):
         raise InputError(f"{name} is empty (shape {X.shape})")
     if not np.all(np.isfinite(X)):
         bad = np.argwhere(~np.isfinite(X))[0]
-        raise InputError(f"{name} has non-finite entries (first at row {bad[0]}, column {bad[1]}); "
-                         "impute or drop them, e.g. with sklearn.impute.SimpleImputer in a pipeline")
+        raise InputError(f"{name} has non-finite entries (NaN or inf; the first at row {bad[0]}, "
+                         f"column {bad[1]}); impute or drop them, e.g. with "
+                         "sklearn.impute.SimpleImputer in a pipeline")
     return X
 
 

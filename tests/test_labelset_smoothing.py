@@ -31,7 +31,7 @@ def _model(shape, rescaling, n=20, seed=1):
 
 
 def _parts(model):
-    return labelset._relevant_lists(model.data.Y), _margin.sparse_attributes(model.data.Lam)
+    return _margin.relevant_lists(model.data.Y), _margin.sparse_attributes(model.data.Lam)
 
 
 @pytest.mark.parametrize("rescaling", ["slack", "margin"])
