@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from snippets import run_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = sorted((ROOT / "docs" / "guide").glob("*.md"))
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 PAGES = [p for p in GUIDE if p.stem != "index"]
 
 
@@ -26,9 +27,5 @@ def test_the_guide_has_its_pages():
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_guide_snippets_run(page, tmp_path, monkeypatch):
-    blocks = BLOCK.findall(page.read_text())
-    assert blocks, f"{page.name} has no runnable ```python block"
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": "__guide__"}
-    for code in blocks:
-        exec(compile(code, str(page), "exec"), namespace)
+    run_blocks(page, "__guide__")

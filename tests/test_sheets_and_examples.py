@@ -1,16 +1,16 @@
 """Every runnable snippet in formulations/*.md and every script in examples/ runs (smoke tests)."""
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from snippets import run_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 SHEETS = sorted((ROOT / "formulations").glob("*.md"))
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
 def test_every_formulation_module_has_a_sheet():
@@ -22,12 +22,8 @@ def test_every_formulation_module_has_a_sheet():
 
 @pytest.mark.parametrize("sheet", SHEETS, ids=[p.name for p in SHEETS])
 def test_sheet_snippets_run(sheet, tmp_path, monkeypatch):
-    blocks = BLOCK.findall(sheet.read_text())
-    assert blocks, f"{sheet.name} has no runnable ```python snippet"
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": "__sheet__"}
-    for code in blocks:  # blocks of one sheet share a namespace, like a notebook
-        exec(compile(code, str(sheet), "exec"), namespace)
+    run_blocks(sheet, "__sheet__")  # blocks of one sheet share a namespace, like a notebook
 
 
 # examples run by `make test-slow` only: nhsvm.py (a reference, a cutting-plane loop, the

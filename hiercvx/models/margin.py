@@ -44,7 +44,7 @@ from ._labelset_kernels import most_violated
 from ._pair_index import pair_offsets, pair_positions, pairs_at, relevant_lists
 
 __all__ = ["RESCALINGS", "MarginData", "MarginModel", "margin_data", "label_pairs", "class_gram",
-           "segment_max", "oracle", "restrict", "sparse_dual", "on_support", "pair_positions",
+           "segment_max", "oracle", "oracle_slacks", "restrict", "sparse_dual", "on_support", "pair_positions",
            "pairs_at", "relevant_lists",
            "resolve_inputs", "slacks",
            "class_scores", "sparse_attributes", "primal_objective", "coefficients",
@@ -244,7 +244,7 @@ def slacks(S: np.ndarray, data: MarginData) -> np.ndarray:
     """``xi_i`` at class scores ``S`` ``(n, q)`` (the smallest feasible slacks): over the listed
     pairs, or by the loss-augmented oracle (:func:`oracle`) when they are not listed."""
     if not data.pairs_listed:
-        return np.maximum(oracle(S, data)[2], 0.0)
+        return oracle_slacks(S, data)
     diff = S[data.pair_i, data.pair_y] - S[data.pair_i, data.pair_ybar]
     if data.rescaling == "slack":
         viol = data.pair_loss * (1.0 - diff)
@@ -265,6 +265,12 @@ def oracle(S, data: MarginData):
     most_violated(S, ptr, rel, np.ascontiguousarray(data.loss, dtype=float),
                   data.rescaling == "slack", y, ybar, v)
     return y, ybar, v
+
+
+def oracle_slacks(S, data: MarginData) -> np.ndarray:
+    """``xi_i = max(0, max_p v_p)`` over every pair of example i, by the oracle (the list of
+    pairs is neither needed nor read)."""
+    return np.maximum(oracle(S, data)[2], 0.0)
 
 
 def restrict(data: MarginData, pair_i, pair_y, pair_ybar) -> MarginData:

@@ -6,10 +6,11 @@ pairs per example, on a GO DAG ten thousand.  Only few of them ever carry a mult
 engine never works on the list of all pairs: it keeps a working set of pairs per example,
 solves the margin model restricted to it, and asks the loss-augmented oracle
 (:mod:`hiercvx.models._labelset_kernels`: per example
-``max_{ybar not in Y_i} max_{y in Y_i} v_(i,y,ybar)``, ``O(|Y_i| q)``) which pairs the restricted answer violates -- the n-slack cutting-plane method
-of Tsochantaridis, Joachims, Hofmann & Altun ("Large margin methods for structured and
-interdependent output variables", JMLR 6, 2005) and Joachims, Finley & Yu ("Cutting-plane
-training of structural SVMs", Machine Learning 77, 2009, the n-slack variant):
+``max_{ybar not in Y_i} max_{y in Y_i} v_(i,y,ybar)``, ``O(|Y_i| q)``) which pairs the
+restricted answer violates -- the n-slack cutting-plane method of Tsochantaridis, Joachims,
+Hofmann & Altun ("Large margin methods for structured and interdependent output variables",
+JMLR 6, 2005) and Joachims, Finley & Yu ("Cutting-plane training of structural SVMs", Machine
+Learning 77, 2009, the n-slack variant):
 
 1. the working set starts with the ``enter`` most violated pairs of every example at ``W = 0``
    (and, given a warm start ``alpha0``, the pairs that carry its multipliers, from which the
@@ -52,7 +53,7 @@ import scipy.sparse as sp
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import margin as _margin
-from ..models.margin import MarginData, MarginModel
+from ..models.margin import MarginModel
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import interior_point_cg, labelset_alm, labelset_smoothing, margin_dual, working_set
 from ..models._labelset_kernels import violated_pairs
@@ -202,11 +203,7 @@ class Options:
 # --------------------------------------------------------------------------------------------
 
 oracle = _margin.oracle  # the loss-augmented oracle: per example its most violated pair
-
-
-def full_slacks(S, data: MarginData) -> np.ndarray:
-    """``xi_i = max(0, max_p v_p)`` over every pair of example i (the oracle's slacks)."""
-    return np.maximum(oracle(S, data)[2], 0.0)
+full_slacks = _margin.oracle_slacks  # xi_i over every pair of example i, by the oracle
 
 
 def _model_scores(model: MarginModel, weights, Lam=None) -> np.ndarray:
