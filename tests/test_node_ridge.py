@@ -9,6 +9,7 @@ from sklearn.utils.estimator_checks import check_estimator
 from hiercvx import metrics
 from hiercvx.targets import flat_hierarchy
 from hiercvx.estimators import NodeKernelRidge
+from hiercvx.estimators.node_ridge import ridge_certificate
 from hiercvx.exceptions import InputError, LabelError
 from hiercvx.kernels import Kernel
 from hiercvx.methods.cases import problem
@@ -24,6 +25,26 @@ def test_ridge_outputs_are_kernel_ridge_of_the_centered_node_indicators():
     X_new = X[:7] + 0.1
     np.testing.assert_allclose(est.node_decision_function(X_new, method="ridge"),
                                ref.predict(X_new) + T.mean(0), atol=1e-8)
+
+
+def test_fit_is_certified_against_an_independent_solve_and_the_bound_can_fail():
+    est = NodeKernelRidge(hierarchy=H, alpha=0.7, kernel=KERNEL).fit(X, Y)
+    assert abs(est.gap_) < 1e-10
+    T = np.asarray(H.closure(Y), dtype=float)
+    R = T - T.mean(0)
+    K = KERNEL(X)
+    # scikit-learn's Cholesky solve: the same optimum, within the certified gap
+    ref = KernelRidge(alpha=0.7, kernel="rbf", gamma=1 / (2 * 1.5 ** 2)).fit(X, R)
+    ref_objective, ref_bound = ridge_certificate(K, R, ref.dual_coef_, alpha=0.7)
+    assert est.objective_ == pytest.approx(ref_objective, rel=1e-9)
+    # weak duality: the bound sits below every objective value, here the reference's
+    assert est.lower_bound_ <= ref_objective * (1 + 1e-12)
+    assert ref_bound <= est.objective_ * (1 + 1e-12)
+    # coefficients off the optimum: the objective rises and the certificate says so
+    off = est.dual_coef_ * 1.01
+    objective, bound = ridge_certificate(K, R, off, alpha=0.7)
+    assert objective > est.objective_
+    assert (objective - bound) / objective > 1e-5
 
 
 def test_calibration_is_fitted_on_exact_leave_one_out_outputs():

@@ -21,6 +21,18 @@ Networks 17, 2004), so the calibration sees held-out scores at no extra fit.  Th
 scores are made consistent with the hierarchy by raising each node to the best score at or
 below it, the max constraint of Giunchiglia & Lukasiewicz (C-HMCNN, NeurIPS 2020)
 (:func:`hiercvx.metrics.coherent_node_scores`).
+
+Every fit is certified as the package's solvers are: the objective above recomputed from the
+returned coefficients, a lower bound from a dual point, and their relative gap.  With
+``F = K A`` the fitted outputs and ``R`` the centred targets, the problem is
+``min_A ||R - K A||_F^2 + alpha tr(A^T K A)`` and its Lagrange dual (one multiplier ``u`` per
+output entry, ``u = 2 (r - f)`` at the optimum) is::
+
+    max_U  tr(U^T R) - ||U||_F^2 / 4 - tr(U^T K U) / (4 alpha)
+
+a concave function of unconstrained ``U``, so every ``U`` gives a lower bound; the fit takes
+the residual ``U = 2 (R - K A)``.  Both values are computed from ``K`` itself, not from its
+eigendecomposition, so an inaccurate decomposition shows as a gap.
 """
 
 from __future__ import annotations
@@ -33,14 +45,29 @@ from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..hierarchy import Hierarchy, most_specific
 from ..kernels import make_kernel
 from ..metrics import evaluated_nodes, fit_node_calibration
+from ..result import relative_gap
 from .._validation import check_hierarchy_argument, check_positive, check_target
 from ._base import (class_array, ravel_column_target, resolve_training_targets, sort_key,
                     validate_training_X, validate_X)
 
-__all__ = ["NodeKernelRidge"]
+__all__ = ["NodeKernelRidge", "ridge_certificate"]
 
 #: the node scores ``node_decision_function`` offers
 NODE_RIDGE_METHODS = ("calibrated", "ridge")
+
+
+def ridge_certificate(K, R, A, F=None, alpha: float = 1.0) -> tuple[float, float]:
+    """``(objective, lower_bound)`` of ``min_A ||R - K A||_F^2 + alpha tr(A^T K A)`` at the
+    coefficients ``A``: the objective recomputed there, and the Lagrange dual
+    ``tr(U^T R) - ||U||_F^2 / 4 - tr(U^T K U) / (4 alpha)`` at the residual ``U = 2 (R - K A)``
+    (module docstring); ``F = K A`` when already computed."""
+    F = K @ A if F is None else F
+    E = R - F
+    objective = float(np.sum(E * E) + alpha * np.sum(A * F))
+    Umat = 2.0 * E
+    lower = float(np.sum(Umat * R) - 0.25 * np.sum(Umat * Umat)
+                  - np.sum(Umat * (K @ Umat)) / (4.0 * alpha))
+    return objective, lower
 
 
 class NodeKernelRidge(ClassifierMixin, BaseEstimator):
@@ -81,6 +108,10 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
     dual_coef_ : ndarray ``(n_samples, n_nodes)``, ``f_v(x) = k(x, X_fit_) @ dual_coef_[:, v]``
     node_mean_ : ndarray ``(n_nodes,)``, the training frequency ``tbar_v`` of each node
     node_calibration_ : :class:`hiercvx.metrics.NodeCalibration` fitted on leave-one-out outputs
+    objective_ : float, the ridge objective recomputed at ``dual_coef_`` (module docstring)
+    lower_bound_ : float, the dual value at the residual: no coefficients do better
+    gap_ : float, ``(objective_ - lower_bound_) / max(|objective_|, |lower_bound_|)``, the
+        certified relative duality gap: the solve's round-off, of either sign near 1e-15
     X_fit_ : the training features
     """
 
@@ -157,7 +188,11 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         filt = 1.0 / (s + float(self.alpha))
         self.dual_coef_ = U @ (filt[:, None] * (U.T @ R))
         hat = np.einsum("ij,j,ij->i", U, s * filt, U)   # diagonal of K (K + alpha I)^{-1}
-        loo = (K @ self.dual_coef_ - hat[:, None] * R) / (1.0 - hat)[:, None]
+        F = K @ self.dual_coef_
+        loo = (F - hat[:, None] * R) / (1.0 - hat)[:, None]
+        self.objective_, self.lower_bound_ = ridge_certificate(K, R, self.dual_coef_, F,
+                                                               float(self.alpha))
+        self.gap_ = relative_gap(self.objective_, self.lower_bound_)
         self.X_fit_ = X
         self.classes_ = (class_array(H.nodes) if self.multilabel_ else
                          class_array(sorted(set(list(ravel_column_target(y))), key=sort_key)))
