@@ -64,9 +64,9 @@ def ridge_certificate(K, R, A, F=None, alpha: float = 1.0) -> tuple[float, float
     F = K @ A if F is None else F
     E = R - F
     objective = float(np.sum(E * E) + alpha * np.sum(A * F))
-    Umat = 2.0 * E
-    lower = float(np.sum(Umat * R) - 0.25 * np.sum(Umat * Umat)
-                  - np.sum(Umat * (K @ Umat)) / (4.0 * alpha))
+    dual = 2.0 * E
+    lower = float(np.sum(dual * R) - 0.25 * np.sum(dual * dual)
+                  - np.sum(dual * (K @ dual)) / (4.0 * alpha))
     return objective, lower
 
 
@@ -109,7 +109,7 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
     node_mean_ : ndarray ``(n_nodes,)``, the training frequency ``tbar_v`` of each node
     node_calibration_ : :class:`hiercvx.metrics.NodeCalibration` fitted on leave-one-out outputs
     objective_ : float, the ridge objective recomputed at ``dual_coef_`` (module docstring)
-    lower_bound_ : float, the dual value at the residual: no coefficients do better
+    lower_bound_ : float, the dual value at the residual: no coefficients reach a smaller objective
     gap_ : float, ``(objective_ - lower_bound_) / max(|objective_|, |lower_bound_|)``, the
         certified relative duality gap: the solve's round-off, of either sign near 1e-15
     X_fit_ : the training features
