@@ -37,7 +37,7 @@ def test_fit_is_certified_against_an_independent_solve_and_the_bound_can_fail():
     ref = KernelRidge(alpha=0.7, kernel="rbf", gamma=1 / (2 * 1.5 ** 2)).fit(X, R)
     ref_objective, ref_bound = ridge_certificate(K, R, ref.dual_coef_, alpha=0.7)
     assert est.objective_ == pytest.approx(ref_objective, rel=1e-9)
-    # weak duality: the bound sits below every objective value, here the reference's
+    # weak duality: each bound sits below the other solve's objective
     assert est.lower_bound_ <= ref_objective * (1 + 1e-12)
     assert ref_bound <= est.objective_ * (1 + 1e-12)
     # coefficients off the optimum: the objective rises and the certificate says so
@@ -45,6 +45,9 @@ def test_fit_is_certified_against_an_independent_solve_and_the_bound_can_fail():
     objective, bound = ridge_certificate(K, R, off, alpha=0.7)
     assert objective > est.objective_
     assert (objective - bound) / objective > 1e-5
+    # at U = 2 alpha A the gap is the squared residual of (K + alpha I) A = R
+    residual = R - (K + 0.7 * np.eye(len(K))) @ off
+    assert objective - bound == pytest.approx(np.sum(residual ** 2), rel=1e-8)
 
 
 def test_calibration_is_fitted_on_exact_leave_one_out_outputs():

@@ -30,9 +30,12 @@ output entry, ``u = 2 (r - f)`` at the optimum) is::
 
     max_U  tr(U^T R) - ||U||_F^2 / 4 - tr(U^T K U) / (4 alpha)
 
-a concave function of unconstrained ``U``, so every ``U`` gives a lower bound; the fit takes
-the residual ``U = 2 (R - K A)``.  Both values are computed from ``K`` itself, not from its
-eigendecomposition, so an inaccurate decomposition shows as a gap.
+a concave function of unconstrained ``U``, so every ``U`` gives a lower bound.  The fit takes
+``U = 2 alpha A``, the multiplier its coefficients stand for (``R - K A = alpha A`` at the
+optimum); the gap is then ``||R - (K + alpha I) A||_F^2``, the squared residual of the linear
+system the eigendecomposition solves, and costs no product with ``K`` beyond ``F``.  ``F`` is
+computed from ``K`` itself, not from its eigendecomposition, so an inaccurate decomposition
+shows as a gap.
 """
 
 from __future__ import annotations
@@ -59,14 +62,14 @@ NODE_RIDGE_METHODS = ("calibrated", "ridge")
 def ridge_certificate(K, R, A, F=None, alpha: float = 1.0) -> tuple[float, float]:
     """``(objective, lower_bound)`` of ``min_A ||R - K A||_F^2 + alpha tr(A^T K A)`` at the
     coefficients ``A``: the objective recomputed there, and the Lagrange dual
-    ``tr(U^T R) - ||U||_F^2 / 4 - tr(U^T K U) / (4 alpha)`` at the residual ``U = 2 (R - K A)``
-    (module docstring); ``F = K A`` when already computed."""
+    ``tr(U^T R) - ||U||_F^2 / 4 - tr(U^T K U) / (4 alpha)`` at ``U = 2 alpha A``, which is
+    ``2 alpha tr(A^T R) - alpha^2 ||A||_F^2 - alpha tr(A^T F)`` (module docstring); ``F = K A``
+    when already computed."""
     F = K @ A if F is None else F
     E = R - F
     objective = float(np.sum(E * E) + alpha * np.sum(A * F))
-    dual = 2.0 * E
-    lower = float(np.sum(dual * R) - 0.25 * np.sum(dual * dual)
-                  - np.sum(dual * (K @ dual)) / (4.0 * alpha))
+    lower = float(2.0 * alpha * np.sum(A * R) - alpha * alpha * np.sum(A * A)
+                  - alpha * np.sum(A * F))
     return objective, lower
 
 
@@ -109,7 +112,7 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
     node_mean_ : ndarray ``(n_nodes,)``, the training frequency ``tbar_v`` of each node
     node_calibration_ : :class:`hiercvx.metrics.NodeCalibration` fitted on leave-one-out outputs
     objective_ : float, the ridge objective recomputed at ``dual_coef_`` (module docstring)
-    lower_bound_ : float, the dual value at the residual: no coefficients reach a smaller objective
+    lower_bound_ : float, the dual value at ``2 alpha dual_coef_``: no coefficients do better
     gap_ : float, ``(objective_ - lower_bound_) / max(|objective_|, |lower_bound_|)``, the
         certified relative duality gap: the solve's round-off, of either sign near 1e-15
     X_fit_ : the training features
