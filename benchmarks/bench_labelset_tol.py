@@ -67,13 +67,14 @@ def run(name: str, n, tols, estimators, max_iter) -> None:
           f"{'gap':>9} {'AU(PRC)':>8} {'same sets':>9}")
     for key in estimators:
         cls = ESTIMATORS[key]
-        fits = []
+        fits = []   # loosest tol first, so the last converged fit is the tightest
         for tol in sorted(tols, reverse=True) + [None]:
-            fits.append((tol,) + fit_at(cls, H, X, y, Xte, tol, max_iter))
-            if not converged(fits[-1][1]):   # a tighter tol would rerun the same capped passes
+            est, clock, S, pred = fit_at(cls, H, X, y, Xte, tol, max_iter)
+            fits.append((tol, est, clock, S, pred))
+            if not converged(est):   # a tighter tol would rerun the same capped passes
                 break
-        done = [f for f in fits if converged(f[1])]
-        tightest = min(done, key=lambda f: f[1].tol)[4] if done else fits[-1][4]
+        done = [pred for _, est, _, _, pred in fits if converged(est)]
+        tightest = done[-1] if done else fits[-1][-1]
         for tol, est, clock, S, pred in fits:
             tol_text = f"{est.tol:g}" + ("" if tol is not None else "*")
             print(f"  {cls.__name__:<28} {tol_text:>7} {clock.wall:8.1f} "
