@@ -253,6 +253,37 @@ def test_branch_and_bound_on_the_closure_cut_proves_the_optimum_of_19(seed, augm
 
 
 @pytest.mark.parametrize("seed", range(6))
+def test_forced_cut_continued_from_the_parent_flow_equals_the_cut_from_scratch(seed):
+    """A node forced in (source arc + big) or out (sink arc infinite) raises capacities only:
+    the maximum flow continued from the unforced problem's flow gives the same closed set and
+    value as a fresh cut on the forced scores (big added, or -inf), for nodes inside and
+    outside the unforced set, with positive and negative scores."""
+    from hiercvx.inference._closure_kernels import closure_forced, closure_one, workspace
+    rng = np.random.default_rng(3300 + seed)
+    H = random_hierarchy(rng, int(rng.integers(6, 15)), dag=True)
+    cut = ClosureCut(H)
+    M = len(H)
+    ws = workspace(cut.net, M)
+    for s in rng.normal(size=(10, M)) + rng.normal():
+        big = 2.0 * (1.0 + np.abs(s).sum())
+        z0 = np.zeros(M, dtype=bool)
+        closure_one(s, cut.net, cut.tree, cut.graph, ws, z0)
+        start = ws[0].copy()
+        for v in range(1, M):
+            for force_in in (True, False):
+                shifted = s.copy()
+                shifted[v] = s[v] + big if force_in else -np.inf
+                fresh, warm = np.zeros(M, dtype=bool), np.zeros(M, dtype=bool)
+                value_f, good_f = closure_one(shifted, cut.net, cut.tree, cut.graph, ws, fresh)
+                _, good_w = closure_forced(s, cut.net, cut.graph, ws, warm, start, v, force_in, big)
+                np.testing.assert_array_equal(warm, fresh)
+                assert good_w == good_f and warm[v] == force_in
+                # the set's true score, by the fresh cut's value on the shifted scores
+                np.testing.assert_allclose(inf.label_set_scores(s, warm)[0],
+                                           value_f - (big if force_in else 0.0), atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
 def test_oracle_with_branching_on_the_cut_agrees_with_enumeration_and_without_it(seed):
     """Method "ilp" with branch and bound on the cut (the default) and without it
     (``closure_branch_cuts=0``): the same optimal values as enumeration, plain and

@@ -7,9 +7,11 @@ closed set fails to be a label set only where a chosen internal node has no chos
 children, so the subproblems "``u`` out" and "child ``c`` in" (one per child) cover the label
 sets of their parent; each is again a closure problem (a node forced in gets a score above
 every set's total, a node forced out the score ``-inf``), its closed set bounds the
-subproblem from above and, when it is a label set, solves it.  Best-first search on these
-bounds is exact; it stops after a budget of minimum cuts, and the caller then solves the
-sample another way.  The nodes the bounds of :mod:`hiercvx.inference.bounds` exclude from
+subproblem from above and, when it is a label set, solves it.  Both forces only raise
+capacities of the parent's flow network (a source arc gains a large capacity; a sink arc
+becomes infinite), so the parent's maximum flow stays feasible and the child's continues
+from it.  Best-first search on these bounds is exact; it stops after a budget of minimum
+cuts, and the caller then solves the sample another way.  The nodes the bounds of :mod:`hiercvx.inference.bounds` exclude from
 every optimal set are forced out from the start, and the bounds' label set is the first
 incumbent.
 Loss-augmented samples of a large DAG, whose closed set holds nearly every node and dangles at
@@ -21,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._closure_kernels import closure_one, dangling, workspace
+from ._closure_kernels import closure_forced, closure_one, dangling, workspace
 
 __all__ = ["branch_batch"]
 
@@ -31,7 +33,7 @@ def _forced(base, big, link, node, sign_of, shifted) -> bool:
     """``shifted = base`` with the forces of the chain ending at ``node`` applied (``+big`` in,
     ``-inf`` out); False when the chain forces one node both ways.  ``sign_of`` (zeros) is
     used as scratch and left zero."""
-    parent, var, sign = link
+    parent, var, sign = link[0], link[1], link[2]
     for v in range(base.shape[0]):
         shifted[v] = base[v]
     ok = True
@@ -54,7 +56,7 @@ def _forced(base, big, link, node, sign_of, shifted) -> bool:
 def _kept(z, keep, link, node) -> bool:
     """Whether the closed set ``z`` lies inside ``keep`` and honours every force of the chain
     ending at ``node``."""
-    parent, var, sign = link
+    parent, var, sign = link[0], link[1], link[2]
     for v in range(z.shape[0]):
         if z[v] and not keep[v]:
             return False
@@ -67,11 +69,12 @@ def _kept(z, keep, link, node) -> bool:
 
 
 @njit(cache=True)
-def _push_children(u, node, value, keep, graph, link, work, counts) -> bool:
+def _push_children(u, node, value, keep, graph, link, work, counts, snap) -> bool:
     """Open the subproblems "``u`` out" and "child ``c`` of ``u`` in" (``c`` kept) under
-    ``node``, each bounded by ``value``; False when the tables are full."""
+    ``node``, each bounded by ``value`` and starting from the flow in snapshot ``snap``; False
+    when the tables are full."""
     child_ptr, child_idx, is_leaf = graph
-    parent, var, sign = link
+    parent, var, sign, start = link
     open_node, open_ub = work[1], work[2]
     n_links, n_open = counts[0], counts[1]
     width = 1 + child_ptr[u + 1] - child_ptr[u]
@@ -84,6 +87,7 @@ def _push_children(u, node, value, keep, graph, link, work, counts) -> bool:
         parent[n_links] = node
         var[n_links] = v
         sign[n_links] = -1.0 if b == 0 else 1.0
+        start[n_links] = snap
         open_node[n_open] = n_links
         open_ub[n_open] = value
         n_links += 1
@@ -93,13 +97,16 @@ def _push_children(u, node, value, keep, graph, link, work, counts) -> bool:
 
 
 @njit(cache=True)
-def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, max_cuts, rtol, best):
+def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, flows, max_cuts, rtol, best):
     """Best-first branch and bound for one score row ``s`` inside the nodes ``keep``, from an
     incumbent label set ``best`` of value ``incumbent`` (``-inf``: none); the optimum goes into
     ``best``.  Returns ``(value, cuts)``, ``value = nan`` when ``max_cuts`` minimum cuts (or
-    the tables) ran out before a proof."""
+    the tables) ran out before a proof.  A subproblem's force is a capacity increase of its
+    parent's network, so its maximum flow continues from the parent's (kept in ``flows``, one
+    row per expanded subproblem) rather than starting afresh."""
     child_ptr, child_idx, is_leaf = graph
     link, open_node, open_ub, z, shifted, base, sign_of = work
+    var, sign, start = link[1], link[2], link[3]
     M = s.shape[0]
     total = 0.0
     for v in range(M):
@@ -128,8 +135,12 @@ def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, max_cuts, rtol, 
             continue
         if cuts >= max_cuts:
             return np.nan, cuts
+        if node < 0:
+            _, good = closure_one(shifted, net, tree, graph, ws, z)
+        else:
+            _, good = closure_forced(s, net, graph, ws, z, flows[start[node]], var[node],
+                                     sign[node] > 0, big)
         cuts += 1
-        _, good = closure_one(shifted, net, tree, graph, ws, z)
         if not _kept(z, keep, link, node):
             continue  # the forces conflict: no label set here
         value = 0.0
@@ -144,7 +155,10 @@ def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, max_cuts, rtol, 
                 best[v] = z[v]
             continue
         u = dangling(z, child_ptr, child_idx, is_leaf)
-        if not _push_children(u, node, value, keep, graph, link, work, counts):
+        if cuts - 1 >= flows.shape[0]:
+            return np.nan, cuts
+        flows[cuts - 1, :] = ws[0]  # this subproblem's flow, where its children start
+        if not _push_children(u, node, value, keep, graph, link, work, counts, cuts - 1):
             return np.nan, cuts
     if incumbent == -np.inf:
         return np.nan, cuts
@@ -160,7 +174,8 @@ def branch_batch(S, rows, keep, start, net, tree, graph, max_cuts, max_links, rt
     M = S.shape[1]
     ws = workspace(net, M)
     link = (np.empty(max_links, dtype=np.int64), np.empty(max_links, dtype=np.int64),
-            np.empty(max_links))
+            np.empty(max_links), np.empty(max_links, dtype=np.int64))
+    flows = np.empty((max_cuts, net[4].shape[0]))
     work = (link, np.empty(max_links + 1, dtype=np.int64), np.empty(max_links + 1),
             np.zeros(M, dtype=np.bool_), np.empty(M), np.empty(M), np.zeros(M))
     best = np.zeros(M, dtype=np.bool_)
@@ -170,7 +185,7 @@ def branch_batch(S, rows, keep, start, net, tree, graph, max_cuts, max_links, rt
         r = rows[e]
         for m in range(M):
             best[m] = start_set[e, m]
-        v, cuts = _branch_one(S[r], keep[e], start_value[e], net, tree, graph, ws, work,
+        v, cuts = _branch_one(S[r], keep[e], start_value[e], net, tree, graph, ws, work, flows,
                               max_cuts, rtol, best)
         spent += cuts
         value[r] = v

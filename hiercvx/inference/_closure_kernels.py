@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["closure_batch", "closure_one", "dangling", "workspace"]
+__all__ = ["closure_batch", "closure_forced", "closure_one", "cut_sets", "dangling", "workspace"]
 
 
 @njit(cache=True)
@@ -287,6 +287,19 @@ def closure_one(s, net, tree, graph, ws, z):
             cap[a] = cap_t[rev[a]]
     else:
         _max_flow(head, nxt_ptr, to, rev, cap, src, snk, work)
+    return cut_sets(s, net, graph, ws, z)
+
+
+@njit(cache=True)
+def cut_sets(s, net, graph, ws, z):
+    """The closed set of the maximum flow held in ``ws`` (its residual capacities): the source
+    side of the smallest minimum cut, or when that is no label set of ``Y_m``, of the largest;
+    written into ``z``, with its score under ``s`` and whether it is a label set."""
+    head, nxt_ptr, to, rev, base_cap, src_arc, snk_arc = net
+    child_ptr, child_idx, is_leaf = graph
+    cap, seen, queue = ws[0], ws[3], ws[2][1]
+    M = s.shape[0]
+    src, snk = M, M + 1
     # smallest optimal closure: reachable from the source in the residual graph
     _residual_reach(src, False, head, nxt_ptr, to, rev, cap, seen, queue)
     for v in range(M):
@@ -303,6 +316,27 @@ def closure_one(s, net, tree, graph, ws, z):
         if z[v]:
             total += s[v]
     return total, good
+
+
+@njit(cache=True)
+def closure_forced(s, net, graph, ws, z, start, v, force_in, big):
+    """:func:`closure_one` for a subproblem that adds one force to a solved one: ``start``
+    holds the residual capacities of the solved subproblem's maximum flow, ``v`` the node now
+    forced in (``force_in``: its source arc gains ``big``) or out (its sink arc becomes
+    infinite).  Either is a capacity increase, so that flow stays feasible and the maximum
+    flow continues from it (a node with source capacity ``a`` and sink capacity ``b`` has
+    the score ``a - b`` up to a constant: every cut pays one of the two)."""
+    head, nxt_ptr, to, rev, base_cap, src_arc, snk_arc = net
+    cap, work = ws[0], ws[2]
+    M = s.shape[0]
+    for a in range(cap.shape[0]):
+        cap[a] = start[a]
+    if force_in:
+        cap[src_arc[v]] += big
+    else:
+        cap[snk_arc[v]] = np.inf
+    _max_flow(head, nxt_ptr, to, rev, cap, M, M + 1, work)
+    return cut_sets(s, net, graph, ws, z)
 
 
 @njit(cache=True)

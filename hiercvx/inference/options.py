@@ -65,10 +65,11 @@ class Options:
         Method ``"ilp"``: a sample whose closed set is not a label set (an internal node in it
         without a child in it) is solved by best-first branch and bound on the closure
         relaxation within this many minimum cuts (:meth:`~hiercvx.inference.closure.ClosureCut.branch`)
-        when the bounds do not certify it, before any program: loss-augmented sets of a large
-        DAG miss a label set at one to three nodes and are proved in a few cuts, each far
-        cheaper than a solver call, while a sample that needs more rarely gets proved within
-        a few dozen; 0: off.
+        when the bounds do not certify it, before any program.  Loss-augmented sets of a large
+        DAG miss a label set at one to three nodes and are proved in a few cuts; at large C
+        (scores far above the loss) they dangle at more nodes and take a few dozen.  Each cut
+        after the first continues its parent's maximum flow, a fraction of one LP's cost, so
+        a budget of a few dozen pays for itself against the LP and its branching; 0: off.
     branch_max_nodes : int
         Method ``"ilp"``: an uncertified sample whose LP is fractional is solved by depth-first
         branch and bound on the warm-started LP over its kept nodes, up to this many LPs (a
@@ -95,7 +96,7 @@ class Options:
     milp_solvers: tuple = ("HIGHS", "GUROBI", "SCIP", "CBC", "GLPK_MI")
     lp_solvers: tuple = ("HIGHS", "CLARABEL", "ECOS", "SCS")
     closure_cut: bool = True
-    closure_branch_cuts: int = 8
+    closure_branch_cuts: int = 64
     branch_max_nodes: int = 64
     split_root_from: int = 1000
 
