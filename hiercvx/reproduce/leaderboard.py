@@ -252,7 +252,7 @@ def single_path_classes(H, label_sets):
 def leaf_classes(H, classes):
     """The hierarchy restricted to the classes' ancestors, with a "self" leaf child for every
     class that is an internal node there (``Hierarchy.with_self_leaves``, Cai thesis section
-    3.2), and the classes mapped to leaves: every estimator then sees leaf labels."""
+    3.1), and the classes mapped to leaves: every estimator then sees leaf labels."""
     closure = {a for c in set(classes) for a in H.ancestors(c, inclusive=True)}
     pruned = Hierarchy.from_edges([(u, v) for u, v in H.edges if v in closure], root=H.root)
     paths = pruned.with_self_leaves([c for c in set(classes) if not pruned.is_leaf(c)])
