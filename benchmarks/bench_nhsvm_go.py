@@ -9,10 +9,10 @@ is built from the train labels alone, and a refit on 2473 samples would cost ano
 Features: mean imputation + standardization (a scikit-learn pipeline fitted on ``train``),
 plus a constant feature so that every node / class gets a bias.
 
-REDUCTION (printed by the script).  Training NHSVM needs loss-augmented inference over the
-label sets of the DAG, the integer program (19), for every sample in every pass; on the full
-GO DAG that is ~0.4 s (LP) to ~0.9 s (ILP) per sample (``bench_inference.py``), i.e. ~10 min
-per pass over the 1625 training samples.  To run in minutes on 2 cores the label space is cut:
+REDUCTION (printed by the script).  This benchmark compares NHSVM with the paper's flat model
+on a reduced label space, solved by the LP route of program (19) (``inference="lp"``) over
+a lam path; the estimators on the full GO DAG, with the default oracle, are measured by
+``bench_nhsvm_labelsets.py`` and ``bench_dag_oracle.py``.  The label space is cut:
 
 1. keep the GO nodes annotated (after closing upward) to at least k = 50 training samples --
    support can only grow towards the root, so this is an ancestor-closed sub-DAG -- and
