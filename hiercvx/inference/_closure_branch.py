@@ -11,9 +11,9 @@ subproblem from above and, when it is a label set, solves it.  Both forces only 
 capacities of the parent's flow network (a source arc gains a large capacity; a sink arc
 becomes infinite), so the parent's maximum flow stays feasible and the child's continues
 from it.  Best-first search on these bounds is exact; it stops after a budget of minimum
-cuts, and the caller then solves the sample another way.  The nodes the bounds of :mod:`hiercvx.inference.bounds` exclude from
-every optimal set are forced out from the start, and the bounds' label set is the first
-incumbent.
+cuts, and the caller then solves the sample another way.  The nodes the bounds of
+:mod:`hiercvx.inference.bounds` exclude from every optimal set are forced out from the start,
+and the bounds' label set is the first incumbent.
 Loss-augmented samples of a large DAG, whose closed set holds nearly every node and dangles at
 one to three nodes, are proved in a few cuts.
 """
@@ -155,9 +155,7 @@ def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, flows, max_cuts,
                 best[v] = z[v]
             continue
         u = dangling(z, child_ptr, child_idx, is_leaf)
-        if cuts - 1 >= flows.shape[0]:
-            return np.nan, cuts
-        flows[cuts - 1, :] = ws[0]  # this subproblem's flow, where its children start
+        flows[cuts - 1, :] = ws[0]  # its flow, where its children start (cuts <= max_cuts rows)
         if not _push_children(u, node, value, keep, graph, link, work, counts, cuts - 1):
             return np.nan, cuts
     if incumbent == -np.inf:
