@@ -45,3 +45,122 @@ def test_reading_ahead_leaves_the_iterates_unchanged(shape):
         assert res.n_iter == runs[0].n_iter
         assert res.objective == runs[0].objective and res.lower_bound == runs[0].lower_bound
         np.testing.assert_array_equal(res.weights, runs[0].weights)
+
+
+# ---------------------------------------------------------------- weights stored by feature
+
+def _weights_cases():
+    """``(name, model)``: label sets on a random tree and DAG (the sweeps' blocks read every
+    node, or are held relative to the all-ones set), and on a wide tree with a loss that only
+    counts missed nodes (its first vertices differ from the true sets on a few nodes: blocks
+    whose support is a short list)."""
+    from hiercvx.inference import DecomposableLoss
+    cases = []
+    for shape in ("tree", "dag"):
+        H = random_hierarchy(np.random.default_rng(2), 12, dag=shape == "dag")
+        X, Y = planted_sets(H, n=40, d=4, seed=3)
+        cases.append((shape, nhsvm.prepare(X, Y, H, multilabel=True)))
+    rng = np.random.default_rng(0)
+    paths = [f"A{a}/B{a}{b}" for a in range(6) for b in range(5)]
+    H = hc.Hierarchy.from_paths(paths)
+    centers = 3 * rng.standard_normal((len(paths), 5))
+    picks = rng.integers(len(paths), size=(60, 2))
+    X = centers[picks[:, 0]] + rng.standard_normal((60, 5))
+    Y = [{paths[a]} | ({paths[b]} if b % 3 == 0 else set()) for a, b in picks]
+    missed = DecomposableLoss(np.zeros(len(H)), np.ones(len(H)))
+    cases.append(("wide", nhsvm.prepare(X, Y, H, multilabel=True, loss=missed)))
+    return cases
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("case", range(3))
+def test_sweeps_keep_the_weights_the_dual_map_of_the_masses_in_either_layout(case, sparse):
+    """After compiled sweeps from a filled cache, ``V`` (updated in place by every visit) equals
+    ``W(beta)`` rebuilt from the cached masses, with the weights stored by node or by feature;
+    the three cases between them visit blocks of every kind (all nodes, all-ones reference,
+    a short support list)."""
+    import copy
+
+    import scipy.sparse as sp
+
+    from hiercvx.solvers._nhsvm_dual import vertex_model
+    from hiercvx.solvers._nhsvm_kernels import pairwise_sweeps
+    from hiercvx.solvers.primitives import row_sq_norms
+
+    name, model = _weights_cases()[case]
+    if sparse:
+        model = nhsvm.prepare(sp.csr_matrix(model.X), [set(np.asarray(model.H.nodes)[t]) for t in
+                                                    model.T], model.H, multilabel=True,
+                              loss=model.loss)
+    with pytest.warns(Warning):  # three passes do not converge
+        res = nhsvm_fw.solve(model, 0.5, method="pairwise", max_iter=3, tol=1e-14)
+    vm = vertex_model(model)
+    state = res.extras["state"]
+    state.sync_gram(vm)
+    n, M = model.T.shape
+    kinds = set()
+    for i in range(n):
+        kinds.add("ones" if state.sref[i] == 1 else "all" if 2 * state.slen[i] >= M else "list")
+    for by_feature in (False, True):
+        st = copy.deepcopy(state)
+        V = st.rebuild_weights(vm)
+        l = st.l.copy()
+        pairwise_sweeps(np.arange(n, dtype=np.int64), 3, 5, vm.rows, V, vm.sqrt_alpha,
+                        np.ascontiguousarray(model.T, dtype=float), st.cache, l,
+                        row_sq_norms(vm.rows), 1.0, 0.0, 20, np.zeros(n), 2, by_feature)
+        st.resync(vm)
+        rebuilt = st.rebuild_weights(vm)
+        assert np.abs(V - rebuilt).max() <= 1e-10 * max(1.0, np.abs(rebuilt).max())
+        np.testing.assert_allclose(l, st.l, rtol=0, atol=1e-10)
+        assert not np.allclose(V, state.rebuild_weights(vm))  # the sweeps moved
+    if name == "wide":
+        assert "list" in kinds
+    else:
+        assert "all" in kinds
+
+
+@pytest.mark.parametrize("structure", ["tree", "dag"])
+def test_both_layouts_certify_the_reference_optimum(structure):
+    H = random_hierarchy(np.random.default_rng(11), 9, dag=structure == "dag")
+    X, Y = planted_sets(H, n=24, d=3, seed=5)
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    ref = nhsvm.primal(X, Y, H, lam=0.5, multilabel=True).solve(verbose=False)
+    for layout in ("nodes", "features"):
+        res = nhsvm_fw.solve(model, 0.5, method="pairwise", tol=1e-8, max_iter=3000,
+                             options=nhsvm_fw.Options(layout=layout))
+        assert res.converged
+        assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+        assert res.lower_bound <= ref.objective * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("field, value", [("layout", "columns"), ("feature_layout_share", 1.5),
+                                          ("feature_layout_share", float("nan"))])
+def test_a_layout_setting_outside_its_range_is_refused(field, value):
+    with pytest.raises(hc.InputError, match=field):
+        nhsvm_fw.solve(_model(), 0.5, method="pairwise",
+                       options=nhsvm_fw.Options(**{field: value}))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("full", [False, True])
+def test_feature_major_products_and_updates_equal_numpy(full, sparse):
+    import scipy.sparse as sp
+
+    from hiercvx.solvers._nhsvm_kernels import feature_products, feature_update
+    from hiercvx.solvers.primitives import row_data
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((5, 11)) * (rng.random((5, 11)) < 0.6)
+    rows = row_data(sp.csr_matrix(X) if sparse else X)
+    mode, Xd, indptr, indices, xvals, _ = rows
+    F = rng.standard_normal((11, 9))
+    nodes = np.array([1, 4, 5, 8], dtype=np.int32)
+    chosen = np.arange(9) if full else nodes
+    out = np.full(9, np.nan)
+    feature_products(mode, F, 2, Xd, indptr, indices, xvals, nodes, nodes.size, full, out)
+    np.testing.assert_allclose(out[chosen], (X[2] @ F)[chosen], rtol=1e-12, atol=1e-12)
+    coef = np.zeros(9)
+    coef[nodes] = rng.standard_normal(nodes.size)
+    expected = F + np.outer(X[3], coef)
+    feature_update(mode, F, 3, Xd, indptr, indices, xvals, nodes, nodes.size, full, coef)
+    np.testing.assert_allclose(F, expected, rtol=1e-12, atol=1e-12)

@@ -18,7 +18,8 @@ from numba import njit
 
 from .primitives import row_axpy, row_dot
 
-__all__ = ["node_products", "support_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
+__all__ = ["node_products", "support_products", "add_outer", "feature_products", "feature_update",
+           "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
            "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel", "extend_support",
            "gram_update", "compact_slots", "rebuild_support"]
 
@@ -61,22 +62,90 @@ def add_outer(mode, V, coef, i, X, indptr, indices, xvals, K):
                 V[m, k] += c * X[i, k]
 
 
+@njit(cache=True, fastmath=_FAST)
+def feature_products(mode, F, i, X, indptr, indices, xvals, nodes, count, full, out):
+    """``out[m] = sum_f F[f, m] x_if``: the node products with the weights stored by feature
+    (``F`` ``(d, M)``; dense or CSR rows), for every node when ``full``, else for the first
+    ``count`` nodes of ``nodes``.  Four features at a time: each pass over ``out`` then does
+    four multiply-adds per load and store."""
+    M = F.shape[1]
+    if full:
+        for m in range(M):
+            out[m] = 0.0
+    else:
+        for q in range(count):
+            out[nodes[q]] = 0.0
+    start, stop = (0, X.shape[1]) if mode == 0 else (indptr[i], indptr[i + 1])
+    e = start
+    while e < stop:
+        if e + 4 <= stop:
+            if mode == 0:
+                f0, f1, f2, f3 = e, e + 1, e + 2, e + 3
+                x0, x1, x2, x3 = X[i, e], X[i, e + 1], X[i, e + 2], X[i, e + 3]
+            else:
+                f0, f1, f2, f3 = indices[e], indices[e + 1], indices[e + 2], indices[e + 3]
+                x0, x1, x2, x3 = xvals[e], xvals[e + 1], xvals[e + 2], xvals[e + 3]
+            if full:
+                for m in range(M):
+                    out[m] += F[f0, m] * x0 + F[f1, m] * x1 + F[f2, m] * x2 + F[f3, m] * x3
+            else:
+                for q in range(count):
+                    m = nodes[q]
+                    out[m] += F[f0, m] * x0 + F[f1, m] * x1 + F[f2, m] * x2 + F[f3, m] * x3
+            e += 4
+        else:
+            f, x = (e, X[i, e]) if mode == 0 else (indices[e], xvals[e])
+            if full:
+                for m in range(M):
+                    out[m] += F[f, m] * x
+            else:
+                for q in range(count):
+                    out[nodes[q]] += F[f, nodes[q]] * x
+            e += 1
+
+
+@njit(cache=True, fastmath=_FAST)
+def feature_update(mode, F, i, X, indptr, indices, xvals, nodes, count, full, coef):
+    """``F[:, m] += coef[m] x_i`` with the weights stored by feature (``F`` ``(d, M)``; dense or
+    CSR rows), over every node when ``full`` (``coef`` is then 0 off ``nodes``), else over the
+    first ``count`` nodes of ``nodes``: one contiguous multiply-add over the nodes per
+    feature."""
+    M = F.shape[1]
+    start, stop = (0, X.shape[1]) if mode == 0 else (indptr[i], indptr[i + 1])
+    for e in range(start, stop):
+        f, x = (e, X[i, e]) if mode == 0 else (indices[e], xvals[e])
+        if x == 0.0:
+            continue
+        if full:
+            for m in range(M):
+                F[f, m] += coef[m] * x
+        else:
+            for q in range(count):
+                m = nodes[q]
+                F[f, m] += coef[m] * x
+
+
 @njit(cache=True, fastmath=_FAST, inline="always")
-def _block_scores(i, rows, V, aux, sqa, Tf, nodes, ns, full, inv2lam, s):
+def _block_scores(i, rows, V, aux, sqa, Tf, nodes, ns, full, inv2lam, s, by_feature):
     """Block ``i``'s node scores ``s = sqrt(alpha) (V - sqrt(alpha) u^T) x_i / (2 lam)`` on its
     support (every node when ``full``), and ``(own, u . x_i)``: the true set's score (``t_i``
-    lies inside the support) and the shift ``u . x_i`` (``aux[0] = u``)."""
+    lies inside the support) and the shift ``u . x_i`` (``aux[0] = u``).  ``V`` is stored by
+    node, or by feature (``V^T``) when ``by_feature``."""
     mode, Xd, indptr, indices, xvals, K = rows
-    M = V.shape[0]
+    M = V.shape[1] if by_feature else V.shape[0]
     ux = row_dot(mode, aux, 0, i, Xd, indptr, indices, xvals)
     own = 0.0
+    if by_feature:
+        feature_products(mode, V, i, Xd, indptr, indices, xvals, nodes, ns, full, s)
     if full:
-        node_products(mode, V, i, Xd, indptr, indices, xvals, s)
+        if not by_feature:
+            node_products(mode, V, i, Xd, indptr, indices, xvals, s)
         for m in range(M):
             s[m] = sqa[m] * inv2lam * (s[m] - sqa[m] * ux)
             own += Tf[i, m] * s[m]
     else:
-        support_products(mode, V, i, Xd, indptr, indices, xvals, nodes, ns, s)
+        if not by_feature:
+            support_products(mode, V, i, Xd, indptr, indices, xvals, nodes, ns, s)
         for q in range(ns):
             m = nodes[q]
             s[m] = sqa[m] * inv2lam * (s[m] - sqa[m] * ux)
@@ -115,15 +184,16 @@ def _block_gradients(i, cache, s, own, total, comp, full, grad, dbeta):
 
 
 @njit(cache=True, fastmath=_FAST, inline="always")
-def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta):
+def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta, by_feature):
     """Add block ``i``'s change ``sum_j w_j (t_i - z_j)`` (``w_j = dbeta_j sigma_j``, times
     ``sqrt(alpha)`` and ``x_i^T``) to the weights ``V - sqrt(alpha) u^T``: on the support
     explicitly, and for a block held relative to the all-ones set (``comp``: off its support
     every moved direction is ``-1``) the rest as ``u += net x_i``; ``aux[1]``, the weighted
-    row sum ``V^T sqrt(alpha)``, follows."""
+    row sum ``V^T sqrt(alpha)``, follows.  ``V`` stored by feature (``by_feature``) takes the
+    change as one :func:`feature_update`; ``delta`` is left 0 then."""
     mode, Xd, indptr, indices, xvals, K = rows
     pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
-    M = V.shape[0]
+    M = V.shape[1] if by_feature else V.shape[0]
     k = clen[i]
     ns = slen[i]
     ref = -1
@@ -156,11 +226,19 @@ def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta)
     for q in range(ns):
         m = supp[i, q]
         c = delta[m] + shift  # the u-part (-net on every node) is added back on the support
+        if by_feature:
+            delta[m] = c * sqa[m]  # the coefficient of x_i, 0 off the support
+            weighted += sqa[m] * delta[m]
+            continue
         if c == 0.0:
             continue
         c *= sqa[m]
         weighted += sqa[m] * c
         row_axpy(mode, V, m, i, c, Xd, indptr, indices, xvals, K)
+    if by_feature:
+        feature_update(mode, V, i, Xd, indptr, indices, xvals, supp[i], ns, full, delta)
+        for q in range(ns):
+            delta[supp[i, q]] = 0.0
     if shift != 0.0:
         row_axpy(mode, aux, 0, i, shift, Xd, indptr, indices, xvals, K)
     if weighted != 0.0:
@@ -199,7 +277,7 @@ def _touch_block(i, rows, cache):
 
 @njit(cache=True, fastmath=_FAST)
 def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps, bgap,
-                   ahead=0):
+                   ahead=0, by_feature=False):
     """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices.
 
     Block i maximizes ``D`` over ``beta_i`` (others fixed).  The gradient along cached vertex j
@@ -227,11 +305,14 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
     :class:`~hiercvx.solvers._nhsvm_dual.DualState`; ``l_i`` (``lsum``) follows the steps,
     ``g_i`` is left to :meth:`~hiercvx.solvers._nhsvm_dual.DualState.resync`.  The block
     ``ahead`` places further in ``order`` is read before each visit (:func:`_touch_block`).
+    ``V`` is stored by node ``(M, d)``, or by feature ``(d, M)`` when ``by_feature`` (a block
+    whose support covers most nodes then updates ``V`` in ``d`` contiguous multiply-adds
+    over the nodes rather than ``M`` short ones over the features).
     Returns ``(steps, largest block gap seen at a visit, sum of the values read ahead)``.
     """
     pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
     mode, Xd, indptr, indices, xvals, K = rows
-    M = V.shape[0]
+    M = V.shape[1] if by_feature else V.shape[0]
     qsum = 0.0
     for m in range(M):
         qsum += sqa[m] * sqa[m]
@@ -257,7 +338,8 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
         # a support of most nodes is read in node order (contiguous loops; s and the
         # directions are 0 off the support)
         full = (not comp) and 2 * ns >= M
-        own, ux = _block_scores(i, rows, V, aux, sqa, Tf, supp[i], ns, full, inv2lam, s)
+        own, ux = _block_scores(i, rows, V, aux, sqa, Tf, supp[i], ns, full, inv2lam, s,
+                                by_feature)
         everything = 0.0
         if comp:  # the score of every node, from V^T sqrt(alpha) and u
             everything = inv2lam * (row_dot(mode, aux, 1, i, Xd, indptr, indices, xvals) - qsum * ux)
@@ -329,7 +411,8 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
             changed = True
             total += 1
         if changed:
-            _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta)
+            _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta,
+                         by_feature)
         if not full:
             for q in range(ns):
                 s[supp[i, q]] = 0.0
@@ -546,18 +629,21 @@ def sgd_epoch_single(order, rows, Wraw, state, sqa, paths, leaf_pos, offset, sca
 
 @njit(cache=True)
 def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
-                    max_steps, bgap, ahead=0):
+                    max_steps, bgap, ahead=0, by_feature=False):
     """Up to ``n_sweeps`` of :func:`pairwise_sweep` over ``active`` in random orders (seeded by
     ``seed``), each dropping the blocks whose cached gap fell below ``eps``, each reading
     ``ahead`` blocks ahead; returns the block visits, the blocks still active and the sum of
-    the values read ahead.  ``V`` is updated in place (the shift ``u`` of the sweeps folded
-    back in at the end)."""
+    the values read ahead.  ``V`` ``(M, d)`` is updated in place (the shift ``u`` of the
+    sweeps folded back in at the end); with ``by_feature`` (dense or CSR rows; Gram rows keep
+    the node layout) the sweeps work on a copy stored by feature, copied back at the end."""
     mode, Xd, indptr, indices, xvals, K = rows
     M, d = V.shape
+    by_feature = by_feature and mode != 2
     aux = np.zeros((2, d))  # u and V^T sqrt(alpha)
     for m in range(M):
         for f in range(d):
             aux[1, f] += sqa[m] * V[m, f]
+    work = np.ascontiguousarray(V.T) if by_feature else V
     np.random.seed(seed)
     visits = 0
     touched = 0.0
@@ -565,12 +651,14 @@ def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, 
         if active.size == 0:
             break
         order = np.random.permutation(active)
-        touched += pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
-                                  max_steps, bgap, ahead)[2]
+        touched += pairwise_sweep(order, rows, work, aux, sqa, Tf, cache, lsum, xsq, inv2lam,
+                                  eps, max_steps, bgap, ahead, by_feature)[2]
         visits += order.size
         active = active[bgap[active] > eps]
     for m in range(M):
         for f in range(d):
+            if by_feature:
+                V[m, f] = work[f, m]
             V[m, f] -= sqa[m] * aux[0, f]
     return visits, active, touched
 

@@ -77,6 +77,15 @@ class Options:
         in the sweep's order (a software prefetch: in random order every block's cached label
         sets and Gram block are cache misses, and reading ahead overlaps them with the current
         block's work); 0 reads nothing ahead.  The iterates are the same either way.
+    layout : pairwise: how the sweeps store the weights ``V``: ``"nodes"`` (a row of features
+        per node), ``"features"`` (a row of nodes per feature) or ``"auto"`` (by feature when
+        at least ``feature_layout_share`` of the blocks to visit are held relative to their
+        true set with a support of at least half the nodes).  A visit reads and updates the
+        rows of its support: stored by feature, a support of most nodes is read and updated in
+        one contiguous multiply-add over the nodes per feature, which vectorizes (on FunCat
+        label sets, supports of 400-600 of 615 nodes, a visit took about a third less time);
+        stored by node, a small support (the GO DAG's) touches only its own nodes' rows.
+    feature_layout_share : see ``layout``.
     """
 
     tol: float = 1e-6
@@ -96,6 +105,8 @@ class Options:
     eps_share: float = 0.1
     primal_average: float = 10.0
     ahead: int = 8
+    layout: str = "auto"
+    feature_layout_share: float = 0.5
 
 
 def with_keywords(options: Options | None, **keywords) -> Options:

@@ -116,6 +116,11 @@ def _start(model: VertexModel, options: Options, state: DualState | None):
     if not options.primal_average >= 0:
         raise InputError(f"primal_average must be a non-negative number (0: no averaging), got "
                          f"{options.primal_average!r}")
+    if options.layout not in ("auto", "nodes", "features"):
+        raise InputError(f"layout must be 'auto', 'nodes' or 'features', got {options.layout!r}")
+    if not 0 <= options.feature_layout_share <= 1:
+        raise InputError(f"feature_layout_share must be in [0, 1], got "
+                         f"{options.feature_layout_share!r}")
     if not 0 <= options.eps_share < 1:
         # at a share of 1 or more, blocks whose gaps are all about the mean never step
         raise InputError(f"eps_share must be in [0, 1) (a block leaves the sweeps when its gap is "
@@ -155,13 +160,15 @@ def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensiv
     visits = 0
     refine = 0
     state.sync_gram(model)
+    by_feature = _by_feature(state, active, options)
     while True:
         # the sweeps and their random orders in one compiled call: on small problems a
         # Python loop around them would dominate a pass
         done, active, _ = pairwise_sweeps(
             np.asarray(active, dtype=np.int64), int(options.inner_sweeps),
             int(rng.integers(2 ** 31)), model.rows, V, model.sqrt_alpha, Tf, state.cache,
-            state.l, xsq, inv2lam, eps, int(options.max_steps), bgap, int(options.ahead))
+            state.l, xsq, inv2lam, eps, int(options.max_steps), bgap, int(options.ahead),
+            by_feature)
         visits += int(done)
         # An expensive oracle (a DAG program per sample) may be worth more work on the cached
         # problem (options.expensive_refines): refine it (10x smaller eps, every cached
@@ -172,3 +179,16 @@ def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensiv
             return visits
         eps *= 0.1
         active = np.flatnonzero(state.clen > 0).astype(np.int64)
+
+
+def _by_feature(state: DualState, active: np.ndarray, options: Options) -> bool:
+    """Whether the sweeps store the weights by feature (``options.layout``): with ``"auto"``,
+    when enough of the ``active`` blocks are held relative to their true set on a support of
+    at least half the nodes (the sweeps' "full" blocks, read along every node)."""
+    if options.layout != "auto":
+        return options.layout == "features"
+    if len(active) == 0:
+        return False
+    M = state.Tf.shape[1]
+    full = (state.sref[active] == 0) & (2 * state.slen[active] >= M)
+    return bool(np.mean(full) >= options.feature_layout_share)
