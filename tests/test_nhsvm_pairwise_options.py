@@ -76,7 +76,8 @@ def _weights_cases():
 @pytest.mark.parametrize("case", range(3))
 def test_sweeps_keep_the_weights_the_dual_map_of_the_masses_in_either_layout(case, sparse):
     """After compiled sweeps from a filled cache, ``V`` (updated in place by every visit) equals
-    ``W(beta)`` rebuilt from the cached masses, with the weights stored by node or by feature;
+    ``W(beta)`` rebuilt from the cached masses, with the weights stored by node or by feature,
+    one block at a time or in batches (dense rows; CSR rows are never batched);
     the three cases between them visit blocks of every kind (all nodes, all-ones reference,
     a short support list)."""
     import copy
@@ -101,18 +102,32 @@ def test_sweeps_keep_the_weights_the_dual_map_of_the_masses_in_either_layout(cas
     kinds = set()
     for i in range(n):
         kinds.add("ones" if state.sref[i] == 1 else "all" if 2 * state.slen[i] >= M else "list")
-    for by_feature in (False, True):
+    for by_feature, batch in ((False, 1), (True, 1), (True, 3), (True, 16)):
         st = copy.deepcopy(state)
         V = st.rebuild_weights(vm)
         l = st.l.copy()
         pairwise_sweeps(np.arange(n, dtype=np.int64), 3, 5, vm.rows, V, vm.sqrt_alpha,
                         np.ascontiguousarray(model.T, dtype=float), st.cache, l,
-                        row_sq_norms(vm.rows), 1.0, 0.0, 20, np.zeros(n), 2, by_feature)
+                        row_sq_norms(vm.rows), 1.0, 0.0, 20, np.zeros(n), 2, by_feature, batch)
         st.resync(vm)
         rebuilt = st.rebuild_weights(vm)
         assert np.abs(V - rebuilt).max() <= 1e-10 * max(1.0, np.abs(rebuilt).max())
         np.testing.assert_allclose(l, st.l, rtol=0, atol=1e-10)
         assert not np.allclose(V, state.rebuild_weights(vm))  # the sweeps moved
+    # a batch only reassociates the sums: one step per visit (no near-tied pairwise choices to
+    # tip) gives the same sweep with or without batches
+    runs = []
+    for batch in (1, 3, 16):
+        st = copy.deepcopy(state)
+        V = st.rebuild_weights(vm)
+        gaps = np.zeros(n)
+        pairwise_sweeps(np.arange(n, dtype=np.int64), 1, 5, vm.rows, V, vm.sqrt_alpha,
+                        np.ascontiguousarray(model.T, dtype=float), st.cache, st.l.copy(),
+                        row_sq_norms(vm.rows), 1.0, 0.0, 1, gaps, 2, True, batch)
+        runs.append((V, gaps))
+    for V, gaps in runs[1:]:
+        np.testing.assert_allclose(V, runs[0][0], rtol=0, atol=1e-12 * np.abs(V).max())
+        np.testing.assert_allclose(gaps, runs[0][1], rtol=0, atol=1e-12 * np.abs(gaps).max())
     if name == "wide":
         assert "list" in kinds
     else:
@@ -120,21 +135,22 @@ def test_sweeps_keep_the_weights_the_dual_map_of_the_masses_in_either_layout(cas
 
 
 @pytest.mark.parametrize("structure", ["tree", "dag"])
-def test_both_layouts_certify_the_reference_optimum(structure):
+def test_every_layout_and_batch_certifies_the_reference_optimum(structure):
     H = random_hierarchy(np.random.default_rng(11), 9, dag=structure == "dag")
     X, Y = planted_sets(H, n=24, d=3, seed=5)
     model = nhsvm.prepare(X, Y, H, multilabel=True)
     ref = nhsvm.primal(X, Y, H, lam=0.5, multilabel=True).solve(verbose=False)
-    for layout in ("nodes", "features"):
+    for layout, batch in (("nodes", 1), ("features", 1), ("features", 16)):
         res = nhsvm_fw.solve(model, 0.5, method="pairwise", tol=1e-8, max_iter=3000,
-                             options=nhsvm_fw.Options(layout=layout))
+                             options=nhsvm_fw.Options(layout=layout, batch=batch))
         assert res.converged
         assert res.objective == pytest.approx(ref.objective, rel=1e-5)
         assert res.lower_bound <= ref.objective * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("field, value", [("layout", "columns"), ("feature_layout_share", 1.5),
-                                          ("feature_layout_share", float("nan"))])
+                                          ("feature_layout_share", float("nan")), ("batch", 0),
+                                          ("batch", 2.5)])
 def test_a_layout_setting_outside_its_range_is_refused(field, value):
     with pytest.raises(hc.InputError, match=field):
         nhsvm_fw.solve(_model(), 0.5, method="pairwise",
@@ -146,7 +162,7 @@ def test_a_layout_setting_outside_its_range_is_refused(field, value):
 def test_feature_major_products_and_updates_equal_numpy(full, sparse):
     import scipy.sparse as sp
 
-    from hiercvx.solvers._nhsvm_kernels import feature_products, feature_update
+    from hiercvx.solvers._nhsvm_feature_kernels import feature_products, feature_update
     from hiercvx.solvers.primitives import row_data
 
     rng = np.random.default_rng(4)
@@ -164,3 +180,22 @@ def test_feature_major_products_and_updates_equal_numpy(full, sparse):
     expected = F + np.outer(X[3], coef)
     feature_update(mode, F, 3, Xd, indptr, indices, xvals, nodes, nodes.size, full, coef)
     np.testing.assert_allclose(F, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_batched_products_and_updates_equal_numpy():
+    from hiercvx.solvers._nhsvm_feature_kernels import batch_products, batch_update
+
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((9, 7))
+    F = rng.standard_normal((7, 13))
+    rows = np.array([4, 0, 7, 2], dtype=np.int64)
+    base, gram, xb = np.zeros((6, 13)), np.zeros((6, 6)), np.zeros((6, 7))
+    batch_products(F, X, rows, 3, base, gram, xb)
+    np.testing.assert_allclose(base[:3], X[rows[:3]] @ F, rtol=1e-12)
+    np.testing.assert_allclose(gram[:3, :3], X[rows[:3]] @ X[rows[:3]].T, rtol=1e-12)
+    coefs = np.zeros((6, 13))
+    coefs[:3] = rng.standard_normal((3, 13))
+    expected = F + X[rows[:3]].T @ coefs[:3]
+    batch_update(F, 3, coefs, xb)
+    np.testing.assert_allclose(F, expected, rtol=1e-12)
+    assert not coefs.any()

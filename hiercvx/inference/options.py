@@ -34,8 +34,6 @@ class Options:
     integrality_tol : float
         Distance from {0, 1} above which an LP coordinate counts as fractional: far above the
         solvers' feasibility tolerances, far below the 0.5 that rounding needs.
-    dp_chunk_entries : int
-        Entries of one (samples x nodes) block of the tree DP: cache-sized blocks run fastest.
     enumerate_chunk_entries : int
         Entries of one (samples x sets) value block of enumeration: bounds its memory (32 MB).
     bound_rtol : float
@@ -86,7 +84,6 @@ class Options:
     enumerate_max_nodes: int = 20
     enumerate_auto_leaves: int = 10
     integrality_tol: float = 1e-6
-    dp_chunk_entries: int = 1 << 18
     enumerate_chunk_entries: int = 1 << 22
     bound_rtol: float = 1e-12
     lagrange_steps: int = 10
@@ -103,7 +100,7 @@ class Options:
     def __post_init__(self):
         if not (0 < self.integrality_tol < 0.5):
             raise InputError(f"integrality_tol must be in (0, 0.5), got {self.integrality_tol!r}")
-        for name in ("enumerate_max_nodes", "dp_chunk_entries", "enumerate_chunk_entries",
+        for name in ("enumerate_max_nodes", "enumerate_chunk_entries",
                      "progress_from"):
             if int(getattr(self, name)) < 1:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)!r}")

@@ -4,7 +4,7 @@ Solves ``argmax_{y in Y_m} sum_{n in y} s_n``, the loss-augmented argmax (18) of
 and Srebro, "Normalized Hierarchical SVM", arXiv:1508.02479, 2016, once a decomposable loss is
 folded into the scores, i.e. the integer program (19), by one of four methods:
 
-``"dp"``         the tree dynamic program (:mod:`.tree_dp`), vectorized over samples;
+``"dp"``         the tree dynamic program (:mod:`.tree_dp`), compiled, O(M) per sample;
 ``"ilp"``        program (19) (:mod:`.programs`) behind the bound certificate of :mod:`.bounds`;
 ``"lp"``         its LP relaxation, with (19) for the samples whose LP optimum is fractional;
 ``"enumerate"``  brute force over ``Y_m`` (:func:`~.labelsets.enumerate_label_sets`).
@@ -179,10 +179,7 @@ class LabelSetOracle:
         if self.method == "dp":
             if "_dp" not in self.__dict__:
                 self._dp = TreeDP(H)
-            Z = np.empty(S.shape, dtype=bool)
-            chunk = max(64, self.options.dp_chunk_entries // len(H))  # cache-sized blocks of samples
-            for lo in range(0, n, chunk):
-                Z[lo:lo + chunk] = self._dp.solve(S[lo:lo + chunk])[0]
+            Z = self._dp.solve(S)[0]
         elif self.method == "enumerate":
             Z = self._enumerate(S)
         else:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._nhsvm_feature_kernels import (batch_products, batch_scores, batch_update,
+                                     feature_products, feature_update)
 from .primitives import row_axpy, row_dot
 
-__all__ = ["node_products", "support_products", "add_outer", "feature_products", "feature_update",
-           "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
+__all__ = ["node_products", "support_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
            "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel", "extend_support",
            "gram_update", "compact_slots", "rebuild_support"]
 
@@ -60,69 +61,6 @@ def add_outer(mode, V, coef, i, X, indptr, indices, xvals, K):
         else:
             for k in range(V.shape[1]):
                 V[m, k] += c * X[i, k]
-
-
-@njit(cache=True, fastmath=_FAST)
-def feature_products(mode, F, i, X, indptr, indices, xvals, nodes, count, full, out):
-    """``out[m] = sum_f F[f, m] x_if``: the node products with the weights stored by feature
-    (``F`` ``(d, M)``; dense or CSR rows), for every node when ``full``, else for the first
-    ``count`` nodes of ``nodes``.  Four features at a time: each pass over ``out`` then does
-    four multiply-adds per load and store."""
-    M = F.shape[1]
-    if full:
-        for m in range(M):
-            out[m] = 0.0
-    else:
-        for q in range(count):
-            out[nodes[q]] = 0.0
-    start, stop = (0, X.shape[1]) if mode == 0 else (indptr[i], indptr[i + 1])
-    e = start
-    while e < stop:
-        if e + 4 <= stop:
-            if mode == 0:
-                f0, f1, f2, f3 = e, e + 1, e + 2, e + 3
-                x0, x1, x2, x3 = X[i, e], X[i, e + 1], X[i, e + 2], X[i, e + 3]
-            else:
-                f0, f1, f2, f3 = indices[e], indices[e + 1], indices[e + 2], indices[e + 3]
-                x0, x1, x2, x3 = xvals[e], xvals[e + 1], xvals[e + 2], xvals[e + 3]
-            if full:
-                for m in range(M):
-                    out[m] += F[f0, m] * x0 + F[f1, m] * x1 + F[f2, m] * x2 + F[f3, m] * x3
-            else:
-                for q in range(count):
-                    m = nodes[q]
-                    out[m] += F[f0, m] * x0 + F[f1, m] * x1 + F[f2, m] * x2 + F[f3, m] * x3
-            e += 4
-        else:
-            f, x = (e, X[i, e]) if mode == 0 else (indices[e], xvals[e])
-            if full:
-                for m in range(M):
-                    out[m] += F[f, m] * x
-            else:
-                for q in range(count):
-                    out[nodes[q]] += F[f, nodes[q]] * x
-            e += 1
-
-
-@njit(cache=True, fastmath=_FAST)
-def feature_update(mode, F, i, X, indptr, indices, xvals, nodes, count, full, coef):
-    """``F[:, m] += coef[m] x_i`` with the weights stored by feature (``F`` ``(d, M)``; dense or
-    CSR rows), over every node when ``full`` (``coef`` is then 0 off ``nodes``), else over the
-    first ``count`` nodes of ``nodes``: one contiguous multiply-add over the nodes per
-    feature."""
-    M = F.shape[1]
-    start, stop = (0, X.shape[1]) if mode == 0 else (indptr[i], indptr[i + 1])
-    for e in range(start, stop):
-        f, x = (e, X[i, e]) if mode == 0 else (indices[e], xvals[e])
-        if x == 0.0:
-            continue
-        if full:
-            for m in range(M):
-                F[f, m] += coef[m] * x
-        else:
-            for q in range(count):
-                m = nodes[q]
-                F[f, m] += coef[m] * x
 
 
 @njit(cache=True, fastmath=_FAST, inline="always")
@@ -184,13 +122,16 @@ def _block_gradients(i, cache, s, own, total, comp, full, grad, dbeta):
 
 
 @njit(cache=True, fastmath=_FAST, inline="always")
-def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta, by_feature):
+def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta, by_feature,
+                 deferred):
     """Add block ``i``'s change ``sum_j w_j (t_i - z_j)`` (``w_j = dbeta_j sigma_j``, times
     ``sqrt(alpha)`` and ``x_i^T``) to the weights ``V - sqrt(alpha) u^T``: on the support
     explicitly, and for a block held relative to the all-ones set (``comp``: off its support
     every moved direction is ``-1``) the rest as ``u += net x_i``; ``aux[1]``, the weighted
     row sum ``V^T sqrt(alpha)``, follows.  ``V`` stored by feature (``by_feature``) takes the
-    change as one :func:`feature_update`; ``delta`` is left 0 then."""
+    change as one :func:`feature_update`, or, for a block of a batch, leaves its coefficients
+    in ``deferred`` (a row over the nodes, 0 off the support) for :func:`batch_update`;
+    ``delta`` is left 0 then."""
     mode, Xd, indptr, indices, xvals, K = rows
     pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
     M = V.shape[1] if by_feature else V.shape[0]
@@ -236,7 +177,11 @@ def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta,
         weighted += sqa[m] * c
         row_axpy(mode, V, m, i, c, Xd, indptr, indices, xvals, K)
     if by_feature:
-        feature_update(mode, V, i, Xd, indptr, indices, xvals, supp[i], ns, full, delta)
+        if deferred.size:
+            for q in range(ns):
+                deferred[supp[i, q]] = delta[supp[i, q]]
+        else:
+            feature_update(mode, V, i, Xd, indptr, indices, xvals, supp[i], ns, full, delta)
         for q in range(ns):
             delta[supp[i, q]] = 0.0
     if shift != 0.0:
@@ -277,7 +222,7 @@ def _touch_block(i, rows, cache):
 
 @njit(cache=True, fastmath=_FAST)
 def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps, bgap,
-                   ahead=0, by_feature=False):
+                   ahead=0, by_feature=False, batch=1):
     """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices.
 
     Block i maximizes ``D`` over ``beta_i`` (others fixed).  The gradient along cached vertex j
@@ -307,7 +252,12 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
     ``ahead`` places further in ``order`` is read before each visit (:func:`_touch_block`).
     ``V`` is stored by node ``(M, d)``, or by feature ``(d, M)`` when ``by_feature`` (a block
     whose support covers most nodes then updates ``V`` in ``d`` contiguous multiply-adds
-    over the nodes rather than ``M`` short ones over the features).
+    over the nodes rather than ``M`` short ones over the features).  Stored by feature with
+    dense rows, up to ``batch`` consecutive such blocks form a batch: their products are
+    taken in one pass over ``V`` (:func:`batch_products`), each block's scores corrected by
+    the changes of the blocks before it in the batch (``x_a . x_b`` times their
+    coefficients), and their changes added in one more pass (:func:`batch_update`): the same
+    iterates with ``V`` read twice per batch rather than twice per block.
     Returns ``(steps, largest block gap seen at a visit, sum of the values read ahead)``.
     """
     pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
@@ -325,6 +275,16 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
     worst = 0.0
     touched = 0.0  # returned, so that the reads ahead are not optimized away
     n_order = order.size
+    batched = by_feature and mode == 0 and batch > 1
+    nbat = batch if batched else 1
+    in_batch = np.empty(nbat, dtype=np.int64)  # the batch's samples
+    base = np.zeros((nbat, M))                 # their products with V at the batch's start
+    coefs = np.zeros((nbat, M))                # their changes, added to V at its end
+    gram = np.empty((nbat, nbat))
+    xb = np.empty((nbat, Xd.shape[1]))
+    no_row = np.zeros(0)
+    b0 = 0   # the batch covers order[b0 : b0 + nb]
+    nb = 0
     for t_order in range(n_order):
         i = order[t_order]
         if ahead > 0 and t_order + ahead < n_order:
@@ -332,14 +292,30 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
         k = clen[i]
         bgap[i] = 0.0
         ns = slen[i]
+        if batched and t_order >= b0 + nb:
+            if nb > 0:  # the batch ends: its changes into V
+                batch_update(V, nb, coefs, xb)
+            b0, nb = t_order, 0
+            while nb < nbat and b0 + nb < n_order:  # the next batch: blocks read along all nodes
+                e = order[b0 + nb]
+                if clen[e] == 0 or sref[e] == 1 or 2 * slen[e] < M:
+                    break
+                in_batch[nb] = e
+                nb += 1
+            if nb > 0:
+                batch_products(V, Xd, in_batch, nb, base, gram, xb)
         if k == 0 or ns == 0:
             continue
         comp = sref[i] == 1
         # a support of most nodes is read in node order (contiguous loops; s and the
         # directions are 0 off the support)
         full = (not comp) and 2 * ns >= M
-        own, ux = _block_scores(i, rows, V, aux, sqa, Tf, supp[i], ns, full, inv2lam, s,
-                                by_feature)
+        pos = t_order - b0 if batched and t_order < b0 + nb else -1
+        if pos >= 0:
+            own, ux = batch_scores(i, pos, base, coefs, gram, rows, aux, sqa, Tf, inv2lam, s)
+        else:
+            own, ux = _block_scores(i, rows, V, aux, sqa, Tf, supp[i], ns, full, inv2lam, s,
+                                    by_feature)
         everything = 0.0
         if comp:  # the score of every node, from V^T sqrt(alpha) and u
             everything = inv2lam * (row_dot(mode, aux, 1, i, Xd, indptr, indices, xvals) - qsum * ux)
@@ -412,45 +388,61 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
             total += 1
         if changed:
             _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta,
-                         by_feature)
+                         by_feature, coefs[pos] if pos >= 0 else no_row)
         if not full:
             for q in range(ns):
                 s[supp[i, q]] = 0.0
         else:
             for m in range(M):
                 s[m] = 0.0
+    if batched and nb > 0:
+        batch_update(V, nb, coefs, xb)
     return total, worst, touched
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def gram_update(pool, Tf, sqa, cid, cscale, clen, supp, slen, sref, Q, dirty):
     """``Q[i, j, l] = <a_j, a_l>`` (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``) for every slot
     ``j`` flagged in ``dirty`` and every cached ``l``; clears the flags.  Summed on block i's
     support, plus, for a block held relative to the all-ones set (``sref[i] == 1``), the nodes
     off it (there ``(t - z_j)(t - z_l) = 1``)."""
     n = cid.shape[0]
+    M = sqa.shape[0]
     qsum = 0.0
-    for m in range(sqa.shape[0]):
+    for m in range(M):
         qsum += sqa[m] * sqa[m]
+    a = np.empty(M)  # sqrt(alpha)^2 (t_i - z_j) of the slot being updated, on the support
     for i in range(n):
         outside = 0.0
         if sref[i] == 1:
             outside = qsum
             for q in range(slen[i]):
                 outside -= sqa[supp[i, q]] * sqa[supp[i, q]]
+        full = sref[i] == 0 and 2 * slen[i] >= M  # read along all nodes (0 off the support)
         for j in range(clen[i]):
             if not dirty[i, j]:
                 continue
             pj = cid[i, j]
+            if pj >= 0:
+                if full:
+                    for m in range(M):
+                        a[m] = sqa[m] * sqa[m] * (Tf[i, m] - pool[pj, m])
+                else:
+                    for q in range(slen[i]):
+                        m = supp[i, q]
+                        a[m] = sqa[m] * sqa[m] * (Tf[i, m] - pool[pj, m])
             for l in range(clen[i]):
                 pl = cid[i, l]
                 acc = 0.0
                 if pj >= 0 and pl >= 0:
                     acc = outside
-                    for q in range(slen[i]):
-                        m = supp[i, q]
-                        t = Tf[i, m]
-                        acc += sqa[m] * sqa[m] * (t - pool[pj, m]) * (t - pool[pl, m])
+                    if full:
+                        for m in range(M):
+                            acc += a[m] * (Tf[i, m] - pool[pl, m])
+                    else:
+                        for q in range(slen[i]):
+                            m = supp[i, q]
+                            acc += a[m] * (Tf[i, m] - pool[pl, m])
                 acc *= cscale[i, j] * cscale[i, l]
                 Q[i, j, l] = acc
                 Q[i, l, j] = acc
@@ -629,13 +621,14 @@ def sgd_epoch_single(order, rows, Wraw, state, sqa, paths, leaf_pos, offset, sca
 
 @njit(cache=True)
 def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
-                    max_steps, bgap, ahead=0, by_feature=False):
+                    max_steps, bgap, ahead=0, by_feature=False, batch=1):
     """Up to ``n_sweeps`` of :func:`pairwise_sweep` over ``active`` in random orders (seeded by
     ``seed``), each dropping the blocks whose cached gap fell below ``eps``, each reading
     ``ahead`` blocks ahead; returns the block visits, the blocks still active and the sum of
     the values read ahead.  ``V`` ``(M, d)`` is updated in place (the shift ``u`` of the
     sweeps folded back in at the end); with ``by_feature`` (dense or CSR rows; Gram rows keep
-    the node layout) the sweeps work on a copy stored by feature, copied back at the end."""
+    the node layout) the sweeps work on a copy stored by feature, copied back at the end, in
+    batches of up to ``batch`` blocks (:func:`pairwise_sweep`)."""
     mode, Xd, indptr, indices, xvals, K = rows
     M, d = V.shape
     by_feature = by_feature and mode != 2
@@ -652,7 +645,7 @@ def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, 
             break
         order = np.random.permutation(active)
         touched += pairwise_sweep(order, rows, work, aux, sqa, Tf, cache, lsum, xsq, inv2lam,
-                                  eps, max_steps, bgap, ahead, by_feature)[2]
+                                  eps, max_steps, bgap, ahead, by_feature, batch)[2]
         visits += order.size
         active = active[bgap[active] > eps]
     for m in range(M):
@@ -663,7 +656,7 @@ def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, 
     return visits, active, touched
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=_FAST)
 def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, sref, G, lsum):
     """``g_i = sum_j beta_ij sigma_ij (t_i - z_j)`` and ``l_i = sum_j beta_ij b_ij`` from the
     cached masses (slots with mass only), written into ``G`` and ``lsum``; ``g_i`` is computed
@@ -681,6 +674,7 @@ def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, sref, G, lsum)
             G[i, m] = base
         for q in range(slen[i]):
             G[i, supp[i, q]] = 0.0
+        full = sref[i] == 0 and 2 * slen[i] >= M  # read along all nodes (0 off the support)
         for j in range(cid.shape[1]):
             b = cbeta[i, j]
             p = cid[i, j]
@@ -688,9 +682,13 @@ def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, sref, G, lsum)
                 continue
             lsum[i] += b * coff[i, j]
             w = b * cscale[i, j]
-            for q in range(slen[i]):
-                m = supp[i, q]
-                G[i, m] += w * (Tf[i, m] - pool[p, m])
+            if full:
+                for m in range(M):
+                    G[i, m] += w * (Tf[i, m] - pool[p, m])
+            else:
+                for q in range(slen[i]):
+                    m = supp[i, q]
+                    G[i, m] += w * (Tf[i, m] - pool[p, m])
 
 
 @njit(cache=True)

@@ -118,6 +118,9 @@ def _start(model: VertexModel, options: Options, state: DualState | None):
                          f"{options.primal_average!r}")
     if options.layout not in ("auto", "nodes", "features"):
         raise InputError(f"layout must be 'auto', 'nodes' or 'features', got {options.layout!r}")
+    if not (isinstance(options.batch, (int, np.integer)) and options.batch >= 1):
+        raise InputError(f"batch must be a positive integer (blocks per batch), got "
+                         f"{options.batch!r}")
     if not 0 <= options.feature_layout_share <= 1:
         raise InputError(f"feature_layout_share must be in [0, 1], got "
                          f"{options.feature_layout_share!r}")
@@ -168,7 +171,7 @@ def _sweep_blocks(model, state, V, step, active, rng, options: Options, expensiv
             np.asarray(active, dtype=np.int64), int(options.inner_sweeps),
             int(rng.integers(2 ** 31)), model.rows, V, model.sqrt_alpha, Tf, state.cache,
             state.l, xsq, inv2lam, eps, int(options.max_steps), bgap, int(options.ahead),
-            by_feature)
+            by_feature, int(options.batch))
         visits += int(done)
         # An expensive oracle (a DAG program per sample) may be worth more work on the cached
         # problem (options.expensive_refines): refine it (10x smaller eps, every cached
