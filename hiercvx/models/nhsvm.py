@@ -232,17 +232,26 @@ class NHSVMModel(NodeBias, LeafVertices, Model):
         maximizer: a leaf position (``-1`` when the true leaf is best) or a bool label set
         ``(len, M)`` (equal to the true set when nothing is violated).
         """
-        rows = np.arange(scores.shape[0]) if rows is None else rows
-        T = self.T[rows]
         if self.multilabel:
             label_oracle = self.label_oracle() if label_oracle is None else label_oracle
-            Z, info = label_oracle.solve(scores, loss=self.loss, true_indicator=T, return_info=True,
-                                         verbose=False)
-            own = np.where(T, scores, 0.0).sum(axis=1)
-            return np.maximum(info.objective - own, 0.0), Z
+            added, constant, Tf = self._loss_terms
+            if rows is not None:
+                added, constant, Tf = added[rows], constant[rows], Tf[rows]
+            # the loss folded into the scores (eq. (18) -> (19)) once per model, not per call
+            Z, info = label_oracle.solve(scores + added, return_info=True, verbose=False)
+            own = np.einsum("ij,ij->i", scores, Tf)
+            return np.maximum(info.objective + constant - own, 0.0), Z
+        rows = np.arange(scores.shape[0]) if rows is None else rows
         held = self.held_row[rows]
         return leaf_violations(scores, self.leaf_pos[rows], self.A, self.offset_rows[held],
                                 self.scale_rows[held])
+
+    @cached_property
+    def _loss_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(a, c, t)`` of every sample's true set: ``Delta(y, t_i) = sum_{n in y} a_in + c_i``
+        (:meth:`~hiercvx.inference.DecomposableLoss.node_terms`) and ``t_i`` as floats."""
+        added, constant = as_loss(self.loss, self.H).node_terms(self.T)
+        return added, np.asarray(constant, dtype=float), np.asarray(self.T, dtype=float)
 
     def vertex_terms(self, i: int, vertex) -> tuple[np.ndarray, float]:
         """``(c, b)`` of one vertex for sample ``i``: ``c = sigma (t_i - z)`` over the nodes
