@@ -190,6 +190,93 @@ def _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta,
         row_axpy(mode, aux, 1, i, weighted, Xd, indptr, indices, xvals, K)
 
 
+@njit(cache=True, fastmath=_FAST, inline="always")
+def _block_steps(i, cache, grad, dbeta, lsum, slack, curv, eps, max_steps):
+    """Up to ``max_steps`` pairwise steps on block ``i`` (:func:`pairwise_sweep`) from the
+    gradients ``grad`` of its cached vertices and its ``slack`` (the true set's mass; ``curv``
+    is ``||x_i||^2 / (2 lam)``): masses, ``dbeta`` and ``lsum[i]`` follow.  Returns ``(steps,
+    the pairwise gap before the first, -1 when nothing can move, net)`` with ``net = sum_j
+    dbeta_j sigma_j``."""
+    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
+    k = clen[i]
+    steps = 0
+    first_gap = -1.0
+    net = 0.0  # sum_j dbeta_j sigma_j, exactly 0 after moves between equal-sigma vertices
+    for step in range(max_steps):
+        up = -1
+        g_up = 0.0
+        down = -2
+        g_down = np.inf
+        if slack > 0.0:
+            down = -1
+            g_down = 0.0
+        for j in range(k):
+            if grad[j] > g_up:
+                g_up = grad[j]
+                up = j
+            if cbeta[i, j] > 0.0 and grad[j] < g_down:
+                g_down = grad[j]
+                down = j
+        if step == 0 and down != -2:
+            first_gap = g_up - g_down
+        if down == -2 or up == down or g_up - g_down <= eps:
+            break
+        kappa = 0.0  # ||a_up - a_down||^2 from the Gram matrix (the slack's a is 0)
+        if up >= 0:
+            kappa += Q[i, up, up]
+        if down >= 0:
+            kappa += Q[i, down, down]
+            if up >= 0:
+                kappa -= 2.0 * Q[i, up, down]
+        kappa *= curv
+        t_max = slack if down == -1 else cbeta[i, down]
+        t = t_max
+        if kappa > 0.0:
+            t = min(t_max, (g_up - g_down) / kappa)
+        if t <= 0.0:
+            break
+        if up >= 0:
+            cbeta[i, up] += t
+            dbeta[up] += t
+            lsum[i] += t * coff[i, up]
+        else:
+            slack += t
+        if down >= 0:
+            cbeta[i, down] = 0.0 if t >= t_max else cbeta[i, down] - t
+            dbeta[down] -= t
+            lsum[i] -= t * coff[i, down]
+        else:
+            slack = 0.0 if t >= t_max else slack - t
+        c_up = cscale[i, up] if up >= 0 else 0.0
+        c_down = cscale[i, down] if down >= 0 else 0.0
+        net += t * (c_up - c_down)
+        tc = t * curv
+        for j in range(k):
+            dq = 0.0
+            if up >= 0:
+                dq += Q[i, j, up]
+            if down >= 0:
+                dq -= Q[i, j, down]
+            grad[j] -= tc * dq
+        steps += 1
+    return steps, first_gap, net
+
+
+@njit(cache=True, inline="always")
+def _next_batch(order, b0, clen, sref, slen, M, in_batch) -> int:
+    """The blocks of ``order`` from place ``b0`` on that read every node (cached vertices, held
+    relative to the true set, a support of at least half the nodes), up to ``in_batch.size``
+    of them, into ``in_batch``; returns how many."""
+    nb = 0
+    while nb < in_batch.size and b0 + nb < order.size:
+        e = order[b0 + nb]
+        if clen[e] == 0 or sref[e] == 1 or 2 * slen[e] < M:
+            break
+        in_batch[nb] = e
+        nb += 1
+    return nb
+
+
 @njit(cache=True, inline="always")
 def _touch_block(i, rows, cache):
     """Read, and sum, one value per cache line of block i's data (its feature row, cached
@@ -295,13 +382,8 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
         if batched and t_order >= b0 + nb:
             if nb > 0:  # the batch ends: its changes into V
                 batch_update(V, nb, coefs, xb)
-            b0, nb = t_order, 0
-            while nb < nbat and b0 + nb < n_order:  # the next batch: blocks read along all nodes
-                e = order[b0 + nb]
-                if clen[e] == 0 or sref[e] == 1 or 2 * slen[e] < M:
-                    break
-                in_batch[nb] = e
-                nb += 1
+            b0 = t_order
+            nb = _next_batch(order, b0, clen, sref, slen, M, in_batch)
             if nb > 0:
                 batch_products(V, Xd, in_batch, nb, base, gram, xb)
         if k == 0 or ns == 0:
@@ -323,69 +405,12 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
         slack = budget[i] - used
         if slack < 1e-15 * budget[i]:
             slack = 0.0
-        changed = False
-        net = 0.0  # sum_j dbeta_j sigma_j, exactly 0 after moves between equal-sigma vertices
-        curv = xsq[i] * inv2lam
-        for step in range(max_steps):
-            up = -1
-            g_up = 0.0
-            down = -2
-            g_down = np.inf
-            if slack > 0.0:
-                down = -1
-                g_down = 0.0
-            for j in range(k):
-                if grad[j] > g_up:
-                    g_up = grad[j]
-                    up = j
-                if cbeta[i, j] > 0.0 and grad[j] < g_down:
-                    g_down = grad[j]
-                    down = j
-            if step == 0 and down != -2:
-                bgap[i] = g_up - g_down
-                if g_up - g_down > worst:
-                    worst = g_up - g_down
-            if down == -2 or up == down or g_up - g_down <= eps:
-                break
-            kappa = 0.0  # ||a_up - a_down||^2 from the Gram matrix (the slack's a is 0)
-            if up >= 0:
-                kappa += Q[i, up, up]
-            if down >= 0:
-                kappa += Q[i, down, down]
-                if up >= 0:
-                    kappa -= 2.0 * Q[i, up, down]
-            kappa *= curv
-            t_max = slack if down == -1 else cbeta[i, down]
-            t = t_max
-            if kappa > 0.0:
-                t = min(t_max, (g_up - g_down) / kappa)
-            if t <= 0.0:
-                break
-            if up >= 0:
-                cbeta[i, up] += t
-                dbeta[up] += t
-                lsum[i] += t * coff[i, up]
-            else:
-                slack += t
-            if down >= 0:
-                cbeta[i, down] = 0.0 if t >= t_max else cbeta[i, down] - t
-                dbeta[down] -= t
-                lsum[i] -= t * coff[i, down]
-            else:
-                slack = 0.0 if t >= t_max else slack - t
-            c_up = cscale[i, up] if up >= 0 else 0.0
-            c_down = cscale[i, down] if down >= 0 else 0.0
-            net += t * (c_up - c_down)
-            tc = t * curv
-            for j in range(k):
-                dq = 0.0
-                if up >= 0:
-                    dq += Q[i, j, up]
-                if down >= 0:
-                    dq -= Q[i, j, down]
-                grad[j] -= tc * dq
-            changed = True
-            total += 1
+        steps, first_gap, net = _block_steps(i, cache, grad, dbeta, lsum, slack,
+                                             xsq[i] * inv2lam, eps, max_steps)
+        total += steps
+        bgap[i] = max(first_gap, 0.0)
+        worst = max(worst, first_gap)
+        changed = steps > 0
         if changed:
             _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta,
                          by_feature, coefs[pos] if pos >= 0 else no_row)
