@@ -443,11 +443,9 @@ def primal_objective(W, data: NHSVMModel, lam: float, oracle: LabelSetOracle | N
 
 
 def multilabel_slacks(W, data: NHSVMModel, oracle: LabelSetOracle):
-    """``(xi, Z)``: exact slacks and the most violating label sets (loss-augmented inference)."""
-    S = node_scores(W, data.X, data.scored_alpha)
-    Z, info = oracle.solve(S, loss=data.loss, true_indicator=data.T, return_info=True, verbose=False)
-    own = np.where(data.T, S, 0.0).sum(axis=1)
-    return np.maximum(info.objective - own, 0.0), Z
+    """``(xi, Z)``: exact slacks and the most violating label sets (loss-augmented inference,
+    :meth:`NHSVMModel.oracle` with ``oracle``)."""
+    return data.oracle(node_scores(W, data.X, data.scored_alpha), label_oracle=oracle)
 
 
 # ====================================================================== shared-norm SVM (14)
