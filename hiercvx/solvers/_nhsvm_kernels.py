@@ -18,7 +18,7 @@ from numba import njit
 
 from ._nhsvm_feature_kernels import (batch_products, batch_scores, batch_update,
                                      feature_products, feature_update)
-from .primitives import row_axpy, row_dot
+from .primitives import row_axpy, row_dot, select_pair
 
 __all__ = ["node_products", "support_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
            "bcfw_sweep_single", "sgd_epoch_single", "resync_kernel", "extend_support",
@@ -202,21 +202,9 @@ def _block_steps(i, cache, grad, dbeta, lsum, slack, curv, eps, max_steps):
     steps = 0
     first_gap = -1.0
     net = 0.0  # sum_j dbeta_j sigma_j, exactly 0 after moves between equal-sigma vertices
+    mass = cbeta[i]
     for step in range(max_steps):
-        up = -1
-        g_up = 0.0
-        down = -2
-        g_down = np.inf
-        if slack > 0.0:
-            down = -1
-            g_down = 0.0
-        for j in range(k):
-            if grad[j] > g_up:
-                g_up = grad[j]
-                up = j
-            if cbeta[i, j] > 0.0 and grad[j] < g_down:
-                g_down = grad[j]
-                down = j
+        up, g_up, down, g_down = select_pair(grad, mass, k, slack)
         if step == 0 and down != -2:
             first_gap = g_up - g_down
         if down == -2 or up == down or g_up - g_down <= eps:

@@ -25,7 +25,7 @@ from numba import njit
 from threadpoolctl import ThreadpoolController
 
 __all__ = ["MODE_DENSE", "MODE_CSR", "MODE_GRAM", "RowData", "row_data", "row_dot", "row_axpy",
-           "row_sq_norms", "budget_qp", "isotropic_budget_step", "CertificateSchedule",
+           "row_sq_norms", "select_pair", "budget_qp", "isotropic_budget_step", "CertificateSchedule",
            "blas_threads", "kronecker_sum", "centrality_correctors", "pivoted_cholesky",
            "conjugate_gradients"]
 
@@ -178,6 +178,29 @@ def row_axpy(mode, F, v, i, step, X, indptr, indices, xvals, K):
 # --------------------------------------------------------------------------------------------
 # Budget-constrained block steps
 # --------------------------------------------------------------------------------------------
+
+@njit(cache=True, inline="always")
+def select_pair(g, mass, k, slack):
+    """The pairwise (SMO) choice among ``k`` variables of unit cost and a budget slack of
+    gradient 0: ``(up, g_up, down, g_down)``, ``up`` the largest gradient (``-1``: the slack),
+    ``down`` the smallest among the variables holding mass (``-1``: the slack, when it holds
+    some; ``-2``: none can give).  Ties go to the first index."""
+    up = -1
+    g_up = 0.0
+    down = -2
+    g_down = np.inf
+    if slack > 0.0:
+        down = -1
+        g_down = 0.0
+    for r in range(k):
+        if g[r] > g_up:
+            g_up = g[r]
+            up = r
+        if mass[r] > 0.0 and g[r] < g_down:
+            g_down = g[r]
+            down = r
+    return up, g_up, down, g_down
+
 
 @njit(cache=True)
 def budget_qp(Hk, g, a, cost, slack, k, tol, max_iter):

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..primitives import row_axpy, row_dot
+from ..primitives import row_axpy, row_dot, select_pair
 
 __all__ = ["PairIndex", "sweep", "block_qp", "block_violation", "incidence", "example_sums",
            "schur_blocks"]
@@ -93,22 +93,9 @@ def block_qp(beta, p0, k, index, g, curvature, C, eps, max_steps):
     slack = C - used
     if slack < 0.0:
         slack = 0.0
+    mass = beta[p0:p0 + k]
     for step in range(max_steps):
-        up = -1
-        g_up = 0.0
-        for r in range(k):
-            if g[r] > g_up:
-                g_up = g[r]
-                up = r
-        down = -2
-        g_down = np.inf
-        if slack > 0.0:
-            down = -1
-            g_down = 0.0
-        for r in range(k):
-            if beta[p0 + r] > 0.0 and g[r] < g_down:
-                g_down = g[r]
-                down = r
+        up, g_up, down, g_down = select_pair(g, mass, k, slack)
         if down == -2 or g_up - g_down <= eps:
             return step
         kappa = 0.0
