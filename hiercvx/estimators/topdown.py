@@ -217,17 +217,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
             routes[H.nodes[v]] = seen
             w = np.ones(len(rows)) if weight is None else weight[rows]
             counts[H.nodes[v]] = w @ T  # (weighted) training samples per child
-            # a sample whose targets are every seen child has no (relevant, irrelevant) pair:
-            # it puts no constraint on the ranking SVM at v (which refuses such samples)
-            # (repeated: dropping samples can leave fewer children, and more such samples)
-            active = seen
-            while len(active) >= 2:
-                informative = T[:, active].sum(axis=1) < len(active)
-                rows, T = rows[informative], T[informative]
-                now = np.flatnonzero(T.any(axis=0))
-                if len(now) == len(active):
-                    break
-                active = now
+            rows, T, active = _informative(rows, T, seen)
             if len(active) < 2:
                 continue  # nothing to tell the children apart: v predicts its most frequent child
             if multilabel or np.any(T.sum(axis=1) > 1):
@@ -413,3 +403,19 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         tags.input_tags.sparse = True
         tags.input_tags.pairwise = self._precomputed()
         return tags
+
+
+def _informative(rows, T, seen):
+    """The samples at a node that constrain its ranking SVM, their targets ``T`` and the
+    children they still tell apart.  A sample whose targets are every such child has no
+    (relevant, irrelevant) pair, so it puts no constraint on the SVM (which refuses it);
+    dropping samples can leave fewer children and so more such samples, hence the repeat."""
+    active = seen
+    while len(active) >= 2:
+        informative = T[:, active].sum(axis=1) < len(active)
+        rows, T = rows[informative], T[informative]
+        now = np.flatnonzero(T.any(axis=0))
+        if len(now) == len(active):
+            break
+        active = now
+    return rows, T, active
