@@ -19,10 +19,33 @@ def _model():
     return nhsvm.prepare(X, Y, H, multilabel=True)
 
 
+@pytest.mark.parametrize("name", ["eps_share", "program_eps_share"])
 @pytest.mark.parametrize("share", [1.0, 3.0, -0.1, float("nan")])
-def test_an_eps_share_outside_zero_one_is_refused(share):
-    with pytest.raises(hc.InputError, match="eps_share"):
-        nhsvm_fw.solve(_model(), 0.5, method="pairwise", options=nhsvm_fw.Options(eps_share=share))
+def test_an_eps_share_outside_zero_one_is_refused(name, share):
+    with pytest.raises(hc.InputError, match=name):
+        nhsvm_fw.solve(_model(), 0.5, method="pairwise",
+                       options=nhsvm_fw.Options(**{name: share}))
+
+
+@pytest.mark.parametrize("inference", ["dp", "lp"])
+def test_the_eps_share_of_the_oracle_kind_decides_the_visits(inference):
+    """With a cheap label-set oracle (the tree DP) the sweeps drop blocks by ``eps_share``,
+    with a program (19) per sample by ``program_eps_share``: the other share leaves every
+    visit unchanged."""
+    H = random_hierarchy(np.random.default_rng(4), 12, dag=inference == "lp")
+    X, Y = planted_sets(H, n=40, d=4, seed=5)
+    model = nhsvm.prepare(X, Y, H, multilabel=True)
+    used, unused = ("program_eps_share", "eps_share") if inference == "lp" else \
+        ("eps_share", "program_eps_share")
+
+    def visits(**shares):
+        res = nhsvm_fw.solve(model, 0.5, method="pairwise", tol=1e-9, max_iter=15,
+                             inference=inference, options=nhsvm_fw.Options(**shares))
+        return res.history["visits"]
+
+    base = visits(**{used: 0.1, unused: 0.1})
+    assert visits(**{used: 0.1, unused: 0.9}) == base
+    assert visits(**{used: 0.9, unused: 0.1}) != base
 
 
 @pytest.mark.parametrize("share", [0.0, 0.5])

@@ -40,7 +40,8 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     shrinking), each sweep dropping the blocks whose cached gap fell below ``eps``
     (``options.inner_sweeps`` sweeps, ``options.label_set_sweeps`` with a cheap label-set
     oracle, ``options.program_sweeps`` with a DAG program per sample, ``options.max_steps``
-    steps per visit); cached vertices idle for ``options.cache_idle_passes`` certificates
+    steps per visit; ``options.program_eps_share`` replaces ``eps_share`` with a DAG program);
+    cached vertices idle for ``options.cache_idle_passes`` certificates
     leave their caches.  With a cheap oracle each certificate also evaluates the exact primal
     at a running average of ``W(beta)`` (``options.primal_average``) and the best primal point
     is returned."""
@@ -124,10 +125,12 @@ def _start(model: VertexModel, options: Options, state: DualState | None):
     if not 0 <= options.feature_layout_share <= 1:
         raise InputError(f"feature_layout_share must be in [0, 1], got "
                          f"{options.feature_layout_share!r}")
-    if not 0 <= options.eps_share < 1:
-        # at a share of 1 or more, blocks whose gaps are all about the mean never step
-        raise InputError(f"eps_share must be in [0, 1) (a block leaves the sweeps when its gap is "
-                         f"at most this share of the mean block gap), got {options.eps_share!r}")
+    for name in ("eps_share", "program_eps_share"):
+        share = getattr(options, name)
+        if not 0 <= share < 1:
+            # at a share of 1 or more, blocks whose gaps are all about the mean never step
+            raise InputError(f"{name} must be in [0, 1) (a block leaves the sweeps when its gap "
+                             f"is at most this share of the mean block gap), got {share!r}")
     n = model.n_samples
     if state is None:
         state = DualState(model, options.cache_size, options.support_ones_share)
@@ -138,6 +141,8 @@ def _start(model: VertexModel, options: Options, state: DualState | None):
     if model.multilabel:
         sweeps = options.program_sweeps if expensive_oracle else options.label_set_sweeps
         options = replace(options, inner_sweeps=sweeps)
+    if expensive_oracle:
+        options = replace(options, eps_share=options.program_eps_share)
     # a DAG program per sample costs as much as the sweeps: no second oracle call per pass
     average = options.primal_average > 0 and not expensive_oracle
     return state, options, expensive_oracle, average
