@@ -138,11 +138,11 @@ def _start(model: VertexModel, options: Options, state: DualState | None):
         raise InputError(f"the warm-start state holds {state.G.shape[0]} samples x {state.G.shape[1]} "
                          f"nodes; this problem has {n} x {model.n_nodes}")
     expensive_oracle = model.multilabel and model.oracle.method in ("ilp", "lp")
-    if model.multilabel:
-        sweeps = options.program_sweeps if expensive_oracle else options.label_set_sweeps
-        options = replace(options, inner_sweeps=sweeps)
     if expensive_oracle:
-        options = replace(options, eps_share=options.program_eps_share)
+        options = replace(options, inner_sweeps=options.program_sweeps,
+                          eps_share=options.program_eps_share)
+    elif model.multilabel:
+        options = replace(options, inner_sweeps=options.label_set_sweeps)
     # a DAG program per sample costs as much as the sweeps: no second oracle call per pass
     average = options.primal_average > 0 and not expensive_oracle
     return state, options, expensive_oracle, average
