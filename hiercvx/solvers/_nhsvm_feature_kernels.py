@@ -17,7 +17,7 @@ from numba import njit
 from .primitives import row_dot
 
 __all__ = ["feature_products", "feature_update", "batch_products", "batch_update",
-           "batch_scores"]
+           "batch_scores", "scale_scores"]
 
 # Reassociation lets LLVM vectorize the loops over the nodes (inputs are finite).
 _FAST = {"reassoc", "contract", "nsz"}
@@ -119,8 +119,16 @@ def batch_scores(i, pos, base, coefs, gram, rows, aux, sqa, Tf, inv2lam, s):
         if g != 0.0:
             for m in range(M):
                 s[m] += g * coefs[a, m]
+    return scale_scores(i, sqa, Tf, inv2lam, ux, s), ux
+
+
+@njit(cache=True, fastmath=_FAST, inline="always")
+def scale_scores(i, sqa, Tf, inv2lam, ux, s) -> float:
+    """Node products ``s = V x_i`` (every node) made scores in place,
+    ``s = sqrt(alpha) (s - sqrt(alpha) u . x_i) / (2 lam)``; returns the true set's score
+    ``t_i . s``."""
     own = 0.0
-    for m in range(M):
+    for m in range(s.shape[0]):
         s[m] = sqa[m] * inv2lam * (s[m] - sqa[m] * ux)
         own += Tf[i, m] * s[m]
-    return own, ux
+    return own

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from ._nhsvm_feature_kernels import (batch_products, batch_scores, batch_update,
-                                     feature_products, feature_update)
+                                     feature_products, feature_update, scale_scores)
 from .primitives import row_axpy, row_dot, select_pair
 
 __all__ = ["node_products", "support_products", "add_outer", "pairwise_sweep", "pairwise_sweeps", "leaf_oracle",
@@ -70,7 +70,6 @@ def _block_scores(i, rows, V, aux, sqa, Tf, nodes, ns, full, inv2lam, s, by_feat
     lies inside the support) and the shift ``u . x_i`` (``aux[0] = u``).  ``V`` is stored by
     node, or by feature (``V^T``) when ``by_feature``."""
     mode, Xd, indptr, indices, xvals, K = rows
-    M = V.shape[1] if by_feature else V.shape[0]
     ux = row_dot(mode, aux, 0, i, Xd, indptr, indices, xvals)
     own = 0.0
     if by_feature:
@@ -78,9 +77,7 @@ def _block_scores(i, rows, V, aux, sqa, Tf, nodes, ns, full, inv2lam, s, by_feat
     if full:
         if not by_feature:
             node_products(mode, V, i, Xd, indptr, indices, xvals, s)
-        for m in range(M):
-            s[m] = sqa[m] * inv2lam * (s[m] - sqa[m] * ux)
-            own += Tf[i, m] * s[m]
+        own = scale_scores(i, sqa, Tf, inv2lam, ux, s)
     else:
         if not by_feature:
             support_products(mode, V, i, Xd, indptr, indices, xvals, nodes, ns, s)
