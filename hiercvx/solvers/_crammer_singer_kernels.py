@@ -13,6 +13,26 @@ from .primitives import MODE_CSR, MODE_DENSE, isotropic_budget_step, row_axpy, r
 __all__ = ["cs_sweep"]
 
 
+@njit(cache=True, inline="always")
+def _shrink_classes(classes, i, g, b, cap, k, g_min):
+    """Move the classes at their cap whose gradient lies below ``g_min`` (they cannot rise
+    at this visit, LIBLINEAR's shrinking) behind the first ``k`` of ``classes[i]`` (with
+    their ``g``, ``b``, ``cap``); returns the number left in front."""
+    t = 0
+    while t < k:
+        if b[t] >= cap[t] and g[t] < g_min:
+            k -= 1
+            m = classes[i, t]
+            classes[i, t] = classes[i, k]
+            classes[i, k] = m
+            g[t], g[k] = g[k], g[t]
+            b[t], b[k] = b[k], b[t]
+            cap[t], cap[k] = cap[k], cap[t]
+        else:
+            t += 1
+    return k
+
+
 @njit(cache=True, fastmath=ROW_FASTMATH)
 def cs_sweep(order, rows, W, beta, y, budget, sqnorm, eps, active, classes, n_active_classes):
     """One pass of sequential dual block coordinate descent over ``order`` (``rows``: the
@@ -65,18 +85,7 @@ def cs_sweep(order, rows, W, beta, y, budget, sqnorm, eps, active, classes, n_ac
                 g_max = v
             if b[t] < cap[t] and v < g_min:
                 g_min = v
-        t = 0
-        while t < k:
-            if b[t] >= cap[t] and g[t] < g_min:
-                k -= 1
-                m = classes[i, t]
-                classes[i, t] = classes[i, k]
-                classes[i, k] = m
-                g[t], g[k] = g[k], g[t]
-                b[t], b[k] = b[k], b[t]
-                cap[t], cap[k] = cap[k], cap[t]
-            else:
-                t += 1
+        k = _shrink_classes(classes, i, g, b, cap, k, g_min)
         n_active_classes[i] = k
         psi = g_max - g_min
         if psi > psi_max:

@@ -295,26 +295,9 @@ def _touch_block(i, rows, cache):
 @njit(cache=True, fastmath=_FAST)
 def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps, max_steps, bgap,
                    ahead=0, by_feature=False, batch=1):
-    """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices.
-
-    Block i maximizes ``D`` over ``beta_i`` (others fixed).  The gradient along cached vertex j
-    is ``b_j - sigma_j (s(t_i) - s(z_j))`` at the current node scores ``s``; the true set (the
-    slack ``budget_i - sum_j beta_ij``) has gradient 0.  A step moves mass ``t`` from the
-    smallest-gradient vertex holding mass to the largest-gradient one; along that direction
-    ``D`` is a concave parabola of curvature ``||x_i||^2 / (2 lam) ||a_up - a_down||^2``
-    (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``), so ``t`` is its maximizer clipped to the mass
-    available (exact line search).
-
-    Every quantity of block i lives on its **support** ``supp[i, :slen[i]]``, held relative to
-    one of two reference sets (``sref[i]``, :func:`extend_support`): the true set (``0``: the
-    nodes where some cached vertex differs from ``t_i``; elsewhere ``t_i - z_j = 0``) or the
-    all-ones set (``1``: the nodes of ``t_i`` and those some cached vertex lacks; elsewhere
-    ``t_i - z_j = -1``, the loss-augmented sets of a large DAG, which hold nearly every node).
-    The weights are ``V - sqrt(alpha) u^T`` with ``u = aux[0]``: the ``-1`` part of the second
-    kind moves ``u`` only, and ``aux[1] = V^T sqrt(alpha)`` gives the score of all nodes in
-    ``O(d)``.  The steps run on the block's Gram matrix ``Q[i, j, l] = <a_j, a_l>``: a step
-    updates the ``k`` gradients in ``O(k)``, the node-space change is formed once at the end
-    of the visit.  A visit costs ``O(|support| (d + k) + steps k)``.
+    """One pass of block-coordinate pairwise Frank–Wolfe over the cached vertices: each block
+    of ``order`` in turn maximizes ``D`` over its ``beta_i``, the others fixed
+    (:func:`_visit_block`).
 
     ``bgap[i]`` receives block i's pairwise gap (largest minus smallest active gradient) at
     the start of its visit.  ``rows``: the samples (:class:`~hiercvx.solvers.primitives.RowData`);
@@ -332,8 +315,8 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
     iterates with ``V`` read twice per batch rather than twice per block.
     Returns ``(steps, largest block gap seen at a visit, sum of the values read ahead)``.
     """
-    pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref = cache
-    mode, Xd, indptr, indices, xvals, K = rows
+    cid, clen, slen, sref = cache[1], cache[5], cache[8], cache[10]
+    mode, Xd = rows[0], rows[1]
     M = V.shape[1] if by_feature else V.shape[0]
     qsum = 0.0
     for m in range(M):
@@ -373,41 +356,79 @@ def pairwise_sweep(order, rows, V, aux, sqa, Tf, cache, lsum, xsq, inv2lam, eps,
                 batch_products(V, Xd, in_batch, nb, base, gram, xb)
         if k == 0 or ns == 0:
             continue
-        comp = sref[i] == 1
-        # a support of most nodes is read in node order (contiguous loops; s and the
-        # directions are 0 off the support)
-        full = (not comp) and 2 * ns >= M
         pos = t_order - b0 if batched and t_order < b0 + nb else -1
-        if pos >= 0:
-            own, ux = batch_scores(i, pos, base, coefs, gram, rows, aux, sqa, Tf, inv2lam, s)
-        else:
-            own, ux = _block_scores(i, rows, V, aux, sqa, Tf, supp[i], ns, full, inv2lam, s,
-                                    by_feature)
-        everything = 0.0
-        if comp:  # the score of every node, from V^T sqrt(alpha) and u
-            everything = inv2lam * (row_dot(mode, aux, 1, i, Xd, indptr, indices, xvals) - qsum * ux)
-        used = _block_gradients(i, cache, s, own, everything, comp, full, grad, dbeta)
-        slack = budget[i] - used
-        if slack < 1e-15 * budget[i]:
-            slack = 0.0
-        steps, first_gap, net = _block_steps(i, cache, grad, dbeta, lsum, slack,
-                                             xsq[i] * inv2lam, eps, max_steps)
+        steps, first_gap = _visit_block(i, pos, rows, V, aux, sqa, Tf, cache, lsum, xsq[i],
+                                        inv2lam, eps, max_steps, by_feature, qsum,
+                                        (base, coefs, gram, no_row), (s, delta, grad, dbeta))
         total += steps
         bgap[i] = max(first_gap, 0.0)
         worst = max(worst, first_gap)
-        changed = steps > 0
-        if changed:
-            _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta,
-                         by_feature, coefs[pos] if pos >= 0 else no_row)
-        if not full:
-            for q in range(ns):
-                s[supp[i, q]] = 0.0
-        else:
-            for m in range(M):
-                s[m] = 0.0
     if batched and nb > 0:
         batch_update(V, nb, coefs, xb)
     return total, worst, touched
+
+
+@njit(cache=True, fastmath=_FAST)
+def _visit_block(i, pos, rows, V, aux, sqa, Tf, cache, lsum, xsq_i, inv2lam, eps, max_steps,
+                 by_feature, qsum, batch, work):
+    """Block ``i``'s visit of :func:`pairwise_sweep`: its scores, gradients, steps, and the
+    change of ``V`` (or of the batch's coefficients).
+
+    The gradient along cached vertex j is ``b_j - sigma_j (s(t_i) - s(z_j))`` at the current
+    node scores ``s``; the true set (the slack ``budget_i - sum_j beta_ij``) has gradient 0.  A
+    step moves mass ``t`` from the smallest-gradient vertex holding mass to the
+    largest-gradient one; along that direction ``D`` is a concave parabola of curvature
+    ``||x_i||^2 / (2 lam) ||a_up - a_down||^2`` (``a_j = sqrt(alpha) sigma_j (t_i - z_j)``), so
+    ``t`` is its maximizer clipped to the mass available (exact line search).
+
+    Every quantity of block i lives on its **support** ``supp[i, :slen[i]]``, held relative to
+    one of two reference sets (``sref[i]``, :func:`extend_support`): the true set (``0``: the
+    nodes where some cached vertex differs from ``t_i``; elsewhere ``t_i - z_j = 0``) or the
+    all-ones set (``1``: the nodes of ``t_i`` and those some cached vertex lacks; elsewhere
+    ``t_i - z_j = -1``, the loss-augmented sets of a large DAG, which hold nearly every node).
+    The weights are ``V - sqrt(alpha) u^T`` with ``u = aux[0]``: the ``-1`` part of the second
+    kind moves ``u`` only, and ``aux[1] = V^T sqrt(alpha)`` gives the score of all nodes in
+    ``O(d)``.  The steps run on the block's Gram matrix ``Q[i, j, l] = <a_j, a_l>``: a step
+    updates the ``k`` gradients in ``O(k)``, the node-space change is formed once at the end
+    of the visit.  A visit costs ``O(|support| (d + k) + steps k)``.
+
+    ``pos >= 0``: the block is row ``pos`` of the current batch, its scores from the batch's
+    products.  ``batch = (base, coefs, gram, no_row)``; ``work = (s, delta, grad, dbeta)``
+    the sweep's buffers, ``s`` left at 0.  Returns ``(steps, pairwise gap at the start)``.
+    """
+    _, _, _, _, _, _, budget, supp, slen, _, sref = cache
+    mode, Xd, indptr, indices, xvals, _ = rows
+    base, coefs, gram, no_row = batch
+    s, delta, grad, dbeta = work
+    M = s.shape[0]
+    ns = slen[i]
+    comp = sref[i] == 1
+    # a support of most nodes is read in node order (contiguous loops; s and the
+    # directions are 0 off the support)
+    full = (not comp) and 2 * ns >= M
+    if pos >= 0:
+        own, ux = batch_scores(i, pos, base, coefs, gram, rows, aux, sqa, Tf, inv2lam, s)
+    else:
+        own, ux = _block_scores(i, rows, V, aux, sqa, Tf, supp[i], ns, full, inv2lam, s,
+                                by_feature)
+    everything = 0.0
+    if comp:  # the score of every node, from V^T sqrt(alpha) and u
+        everything = inv2lam * (row_dot(mode, aux, 1, i, Xd, indptr, indices, xvals) - qsum * ux)
+    used = _block_gradients(i, cache, s, own, everything, comp, full, grad, dbeta)
+    slack = budget[i] - used
+    if slack < 1e-15 * budget[i]:
+        slack = 0.0
+    steps, first_gap, net = _block_steps(i, cache, grad, dbeta, lsum, slack, xsq_i * inv2lam,
+                                         eps, max_steps)
+    if steps > 0:
+        _block_apply(i, rows, V, aux, sqa, Tf, cache, comp, full, net, dbeta, delta,
+                     by_feature, coefs[pos] if pos >= 0 else no_row)
+    if not full:
+        for q in range(ns):
+            s[supp[i, q]] = 0.0
+    else:
+        s[:] = 0.0
+    return steps, first_gap
 
 
 @njit(cache=True, fastmath=_FAST)

@@ -282,12 +282,10 @@ def sweep(order, rows, pairs, classes, qb, state, scratch, wk, settings):
     ``(max_viol, work)``: the largest KKT violation met and the multiply-adds spent.
     """
     mode, X, indptr, indices, xvals, Kg = rows
-    pair_ptr, pair_pos, pair_neg, cost, budget, sqn, cs_slack = pairs
-    cls_ptr, cls_node, cls_val = classes.ptr, classes.node, classes.val
-    node_block, node_pos, blk_ptr, blk_nodes, q_off, Qflat = qb
+    pair_ptr, cost, budget = pairs.ptr, pairs.cost, pairs.budget
     W, alpha, used, slack_viol = state
-    cscore, cstamp, nscore, nstamp, coef, tstamp, touched, gall, qall = scratch
-    ws, ak = wk.ws, wk.ak
+    cstamp, nstamp, coef, tstamp, touched, gall = (scratch.cstamp, scratch.nstamp, scratch.coef,
+                                                   scratch.tstamp, scratch.touched, scratch.gall)
     eps = settings.eps
     max_viol = 0.0
     work = 0.0
@@ -304,32 +302,9 @@ def sweep(order, rows, pairs, classes, qb, state, scratch, wk, settings):
             nnz_row = indptr[s + 1] - indptr[s]
         stamp += 1
         nst += 1
-        # class scores of the slack's pairs (cached per class and per node during this visit)
-        for p in range(p0, p1):
-            for c in (pair_pos[p], pair_neg[p]):
-                if cstamp[c] != stamp:
-                    cstamp[c] = stamp
-                    acc = 0.0
-                    for k in range(cls_ptr[c], cls_ptr[c + 1]):
-                        v = cls_node[k]
-                        if nstamp[v] != nst:
-                            nstamp[v] = nst
-                            nscore[v] = row_dot(mode, W, v, s, X, indptr, indices, xvals)
-                            work += nnz_row
-                        acc += cls_val[k] * nscore[v]
-                    cscore[c] = acc
-            gall[p - p0] = 1.0 - (cscore[pair_pos[p]] - cscore[pair_neg[p]])
-        slack = budget[s] - used[s]
-        slack = max(slack, 0.0)
-        r_up = 0.0
-        r_down = np.inf
-        if slack > 0.0:
-            r_down = 0.0
-        for p in range(p0, p1):
-            r = gall[p - p0] / cost[p]
-            r_up = max(r_up, r)
-            if alpha[p] > 0.0 and r < r_down:
-                r_down = r
+        work += nnz_row * _pair_gradients(s, p0, p1, rows, W, pairs, classes, scratch, stamp, nst)
+        slack = max(budget[s] - used[s], 0.0)
+        r_up, r_down = _violation_ends(p0, p1, slack, alpha, gall, cost)
         if r_down == np.inf:
             slack_viol[s] = 0.0
             continue
@@ -338,59 +313,130 @@ def sweep(order, rows, pairs, classes, qb, state, scratch, wk, settings):
         max_viol = max(max_viol, viol)
         if viol <= eps:
             continue
-        n_p = p1 - p0
-        done = False
-        if cs_slack[s] and sqn[s] > 0.0:  # Crammer-Singer shape: exact, over all the pairs
-            u0 = cls_node[cls_ptr[pair_pos[p0]]]
-            q0 = q_entry(u0, u0, node_block, node_pos, blk_ptr, q_off, Qflat)
-            for p in range(p0, p1):
-                v = cls_node[cls_ptr[pair_neg[p]]]
-                qall[p - p0] = q_entry(v, v, node_block, node_pos, blk_ptr, q_off, Qflat)
-            if cs_block(gall, alpha[p0:p1], qall, sqn[s], q0, budget[s], n_p, ak):
-                for p in range(p0, p1):
-                    ws[p - p0] = p
-                k = n_p
-                done = True
-                work += n_p * 8
-        if not done:
+        k = 0
+        if pairs.cs_slack[s] and pairs.sqn[s] > 0.0:  # Crammer-Singer shape: exact, over all the pairs
+            k = _crammer_singer_step(s, p0, p1, pairs, classes, qb, alpha, scratch, wk)
+            work += k * 8
+        if k == 0:
             k = block_step(s, p0, p1, slack, r_down, alpha, gall, pairs, classes, qb, wk, settings)
             work += k * k * 4
         # apply: alpha, the budget, and W += (Q c) x_s^T with c = sum dalpha_p b_p
         tst += 1
-        n_touched = 0
-        total = 0.0
-        for a in range(k):
-            pa = ws[a]
-            da = ak[a] - alpha[pa]
-            ak[a] = max(ak[a], 0.0)
-            alpha[pa] = ak[a]
-            total += ak[a] * cost[pa]
-            if da == 0.0:
-                continue
-            for side in range(2):
-                c = pair_pos[pa] if side == 0 else pair_neg[pa]
-                sgn = da if side == 0 else -da
-                for kk in range(cls_ptr[c], cls_ptr[c + 1]):
-                    u = cls_node[kk]
-                    # spread over u's block: coef[v] += Q[v, u] * sgn * val
-                    b = node_block[u]
-                    size = blk_ptr[b + 1] - blk_ptr[b]
-                    base = q_off[b] + node_pos[u]
-                    for t in range(blk_ptr[b], blk_ptr[b + 1]):
-                        v = blk_nodes[t]
-                        if tstamp[v] != tst:
-                            tstamp[v] = tst
-                            coef[v] = 0.0
-                            touched[n_touched] = v
-                            n_touched += 1
-                        coef[v] += Qflat[base + node_pos[v] * size] * sgn * cls_val[kk]
-        used[s] = total
+        n_touched = _step_coefficients(s, k, pairs, classes, qb, state, scratch, wk, tst)
         for t in range(n_touched):
             v = touched[t]
             if coef[v] != 0.0:
                 row_axpy(mode, W, v, s, coef[v], X, indptr, indices, xvals, Kg)
                 work += nnz_row
     return max_viol, work
+
+
+@njit(cache=True, inline="always")
+def _pair_gradients(s, p0, p1, rows, W, pairs, classes, scratch, stamp, nst):
+    """``gall[p - p0] = 1 - (score_pos - score_neg)`` at ``x_s`` for the pairs of slack ``s``,
+    the class and node scores cached for the visit (stamps ``stamp``, ``nst``); returns the
+    node scores computed (each a dot product with ``x_s``)."""
+    mode, X, indptr, indices, xvals, _ = rows
+    pair_pos, pair_neg = pairs.pos, pairs.neg
+    cls_ptr, cls_node, cls_val = classes.ptr, classes.node, classes.val
+    cscore, cstamp, nscore, nstamp, gall = (scratch.cscore, scratch.cstamp, scratch.nscore,
+                                            scratch.nstamp, scratch.gall)
+    n_dots = 0
+    for p in range(p0, p1):
+        for c in (pair_pos[p], pair_neg[p]):
+            if cstamp[c] != stamp:
+                cstamp[c] = stamp
+                acc = 0.0
+                for k in range(cls_ptr[c], cls_ptr[c + 1]):
+                    v = cls_node[k]
+                    if nstamp[v] != nst:
+                        nstamp[v] = nst
+                        nscore[v] = row_dot(mode, W, v, s, X, indptr, indices, xvals)
+                        n_dots += 1
+                    acc += cls_val[k] * nscore[v]
+                cscore[c] = acc
+        gall[p - p0] = 1.0 - (cscore[pair_pos[p]] - cscore[pair_neg[p]])
+    return n_dots
+
+
+@njit(cache=True, inline="always")
+def _violation_ends(p0, p1, slack, alpha, gall, cost):
+    """The two ends of a slack's KKT violation: the largest ``g_p / cost_p`` (at least 0) and
+    the smallest over the pairs holding mass (``0`` while the budget is slack; ``inf`` when
+    nothing can decrease)."""
+    r_up = 0.0
+    r_down = 0.0 if slack > 0.0 else np.inf
+    for p in range(p0, p1):
+        r = gall[p - p0] / cost[p]
+        r_up = max(r_up, r)
+        if alpha[p] > 0.0 and r < r_down:
+            r_down = r
+    return r_up, r_down
+
+
+@njit(cache=True, inline="always")
+def _crammer_singer_step(s, p0, p1, pairs, classes, qb, alpha, scratch, wk):
+    """:func:`cs_block`'s exact step over every pair of slack ``s`` (Crammer--Singer's
+    shape), into ``wk.ak`` on the working set ``wk.ws`` of all its pairs; returns the pairs
+    stepped on, or 0 when the exact step does not apply."""
+    cls_ptr, cls_node = classes.ptr, classes.node
+    node_block, node_pos, blk_ptr, _, q_off, Qflat = qb
+    qall = scratch.qall
+    n_p = p1 - p0
+    u0 = cls_node[cls_ptr[pairs.pos[p0]]]
+    q0 = q_entry(u0, u0, node_block, node_pos, blk_ptr, q_off, Qflat)
+    for p in range(p0, p1):
+        v = cls_node[cls_ptr[pairs.neg[p]]]
+        qall[p - p0] = q_entry(v, v, node_block, node_pos, blk_ptr, q_off, Qflat)
+    if not cs_block(scratch.gall, alpha[p0:p1], qall, pairs.sqn[s], q0, pairs.budget[s], n_p,
+                    wk.ak):
+        return 0
+    for p in range(p0, p1):
+        wk.ws[p - p0] = p
+    return n_p
+
+
+@njit(cache=True, inline="always")
+def _step_coefficients(s, k, pairs, classes, qb, state, scratch, wk, tst):
+    """Take the step ``wk.ak`` on the working set ``wk.ws[:k]`` of slack ``s``: the
+    multipliers and the slack's budget use, and ``coef = Q c`` over the touched nodes (``c =
+    sum_p dalpha_p b_p``, spread over the blocks of ``Q`` the pairs meet; stamp ``tst``);
+    returns the number of touched nodes (``scratch.touched[:n]``)."""
+    pair_pos, pair_neg, cost = pairs.pos, pairs.neg, pairs.cost
+    cls_ptr, cls_node, cls_val = classes.ptr, classes.node, classes.val
+    node_block, node_pos, blk_ptr, blk_nodes, q_off, Qflat = qb
+    alpha, used = state.alpha, state.used
+    coef, tstamp, touched = scratch.coef, scratch.tstamp, scratch.touched
+    ws, ak = wk.ws, wk.ak
+    n_touched = 0
+    total = 0.0
+    for a in range(k):
+        pa = ws[a]
+        da = ak[a] - alpha[pa]
+        ak[a] = max(ak[a], 0.0)
+        alpha[pa] = ak[a]
+        total += ak[a] * cost[pa]
+        if da == 0.0:
+            continue
+        for side in range(2):
+            c = pair_pos[pa] if side == 0 else pair_neg[pa]
+            sgn = da if side == 0 else -da
+            for kk in range(cls_ptr[c], cls_ptr[c + 1]):
+                u = cls_node[kk]
+                # spread over u's block: coef[v] += Q[v, u] * sgn * val
+                b = node_block[u]
+                size = blk_ptr[b + 1] - blk_ptr[b]
+                base = q_off[b] + node_pos[u]
+                for t in range(blk_ptr[b], blk_ptr[b + 1]):
+                    v = blk_nodes[t]
+                    if tstamp[v] != tst:
+                        tstamp[v] = tst
+                        coef[v] = 0.0
+                        touched[n_touched] = v
+                        n_touched += 1
+                    coef[v] += Qflat[base + node_pos[v] * size] * sgn * cls_val[kk]
+    used[s] = total
+    return n_touched
 
 
 @njit(cache=True)

@@ -162,7 +162,11 @@ def _working_set(alpha, Hp, L, m, best, cost, enter, n_enter, entering, ws, a, c
 def _local_gram(Q, need, n_need, pos, Qloc):
     """``Qloc[a, b] = Q[need[a], need[b]]`` for the classes of one example's live pairs, and
     ``pos[need[a]] = a``: the visit reads ``Q`` only here, once, in order along each row (on a
-    GO DAG ``Q`` has millions of entries, and reading them at random is most of a visit)."""
+    GO DAG ``Q`` has millions of entries, and reading them at random is most of a visit).
+    Returns ``Qloc``, replaced by a larger buffer when it has fewer than ``n_need`` rows."""
+    if n_need > Qloc.shape[0]:
+        size = min(Q.shape[0], max(2 * Qloc.shape[0], n_need))
+        Qloc = np.empty((size, size))
     need[:n_need].sort()
     for a in range(n_need):
         pos[need[a]] = a
@@ -172,6 +176,7 @@ def _local_gram(Q, need, n_need, pos, Qloc):
             v = Q[row, need[b]]
             Qloc[a, b] = v
             Qloc[b, a] = v
+    return Qloc
 
 
 @njit(cache=True)
@@ -328,23 +333,18 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
     (``s = P (F x_i)``) and updated by ``row_axpy`` through ``move`` (``F += (B^T dG_i)
     x_i^T``); ``duals = (alpha, kdiag, budget, Q)``; ``pairs = (pair_ptr, pair_y, pair_ybar,
     offset, cost)``; ``control = (eps, local_tol, sub_tol, max_rounds, shrink_margin,
-    budget_rtol, n_enter, ahead)``; ``lists = (active, live, n_live)``.
+    budget_rtol, n_enter, ahead, block_share, block_min)``; ``lists = (active, live,
+    n_live)``.  Returns (largest psi met before a visit, visits, multiply-adds done, the sum
+    of the values read ahead by :func:`_touch_ahead`).
 
-    Returns (largest psi met before a visit, visits, multiply-adds done, the sum of the values
-    read ahead by :func:`_touch_ahead`).
-
-    Examples with ``psi_i <= eps`` are skipped; the others are re-optimized (working set grown by
-    the most violated pairs, reduced QP, zeros dropped) until ``psi_i <= local_tol``.  An
-    example without support whose every margin holds strictly is marked inactive
-    (``active[i] = 0``, shrinking).
-
-    Example i works on its live pairs ``live[pair_ptr[i]:pair_ptr[i] + n_live[i]]`` only (all
-    of its pairs when nothing is shrunk): a pair with ``alpha_p = 0`` violated by less than
-    ``min(0, u_i) - shrink_margin`` leaves that list (:func:`_shrink_pairs`; ``shrink_margin =
-    inf``: never), and only the scores of the live pairs' classes are computed (``q`` dot
-    products with ``x_i`` per example otherwise: most of a pass once the blocks have settled
-    to a few live pairs each).  The caller restores the lists.
+    Examples with ``psi_i <= eps`` are skipped, the others re-optimized by
+    :func:`_visit_rounds` until ``psi_i <= local_tol``; an example without support whose every
+    margin holds strictly is marked inactive (``active[i] = 0``).  Example i reads the scores
+    of its live pairs ``live[pair_ptr[i]:][:n_live[i]]`` only, from which
+    :func:`_shrink_pairs` drops the pairs that cannot enter (``shrink_margin = inf``: never);
+    the caller restores the lists.
     """
+    # the tuples are unpacked here, once: the per-example code takes their arrays
     mode, X, indptr, indices, xvals, K = rows
     F, read, move = factor
     alpha, kdiag, budget, Q = duals
@@ -355,41 +355,12 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
     q = Q.shape[0]
     Q = np.ascontiguousarray(Q)  # one array type for Q and the visits' blocks of it
     identity = np.arange(q)
-    read_ptr, read_idx, read_val = read
-    move_ptr, move_idx, move_val = move
-    n_factor = F.shape[0]
-    r = np.empty(n_factor)  # F x_i on the rows read
-    v = np.empty(n_factor)  # B^T dG_i on the rows moved
-    row_mark = np.zeros(n_factor, dtype=np.bool_)
-    factor_rows = np.empty(n_factor, dtype=np.int64)
-    max_pairs = 0
-    for i in order:
-        max_pairs = max(max_pairs, n_live[i])
-    s = np.empty(q)
-    dg = np.zeros(q)
-    dg_total = np.zeros(q)
-    # classes touched in this round / this visit (dg is sparse: Q dg costs q per touched class)
-    touched = np.empty(q, dtype=np.int64)
-    touched_total = np.empty(q, dtype=np.int64)
-    in_total = np.zeros(q, dtype=np.bool_)
-    in_round = np.zeros(q, dtype=np.bool_)
-    Hp = np.empty(max_pairs)
-    ws = np.empty(max_pairs, dtype=np.int64)
-    a = np.empty(max_pairs)
-    gk = np.empty(max_pairs)
-    ck = np.empty(max_pairs)
-    # the reduced Hessian grows with the largest working set met, not with the example that
-    # has the most pairs (70k pairs on the GO DAG: a (max_pairs, max_pairs) array is 39 GB)
-    Hk = np.empty((min(max_pairs, 64), min(max_pairs, 64)))
+    max_pairs = n_live[order].max() if order.shape[0] > 0 else 0
+    r, v, row_mark, factor_rows, s, mark, need, pos = _score_buffers(F.shape[0], q)
+    dg, in_round, touched, dg_total, in_total, touched_total = _step_buffers(q)
+    Hp, Hk, ws, a, ck, gk, enter, entering = _qp_buffers(max_pairs, n_enter_max)
     Qloc = np.empty((min(q, 128), min(q, 128)))  # grows with the most classes a visit needs
-    pos = np.full(q, -1, dtype=np.int64)
-    enter = np.empty(n_enter_max, dtype=np.int64)
-    entering = np.zeros(max_pairs, dtype=np.bool_)
-    mark = np.zeros(q, dtype=np.bool_)
-    need = np.empty(q, dtype=np.int64)
-    visits = 0
-    psi_max = 0.0
-    work = 0.0
+    visits, psi_max, work = 0, 0.0, 0.0
     touched_sum = 0.0  # returned, so that the reads ahead are not optimized away
     n_order = order.shape[0]
     for k_order in range(n_order):
@@ -400,31 +371,11 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
         if m == 0 or budget[i] <= 0.0:
             continue
         L = live[pair_ptr[i]:pair_ptr[i] + m]
-        kii = kdiag[i]
         row = X.shape[1] if mode == MODE_DENSE else (indptr[i + 1] - indptr[i] if mode == MODE_CSR else 1)
-        # class scores of example i: s = U x_i (features) or S[i] (Gram), for the classes of its
-        # live pairs; the switch outside the loop, so that row_dot compiles per mode
-        n_need = _needed_classes(L, m, pair_y, pair_ybar, mark, need)
-        n_read = _needed_rows(need, n_need, read_ptr, read_idx, row_mark, factor_rows)
+        n_need, n_read = _example_scores(i, L, m, mode, X, indptr, indices, xvals, F, read,
+                                         pair_y, pair_ybar, mark, need, row_mark, factor_rows,
+                                         r, s)
         work += n_read * row + m
-        if mode == MODE_DENSE:
-            for t in range(n_read):
-                j = factor_rows[t]
-                r[j] = row_dot(MODE_DENSE, F, j, i, X, indptr, indices, xvals)
-        elif mode == MODE_CSR:
-            for t in range(n_read):
-                j = factor_rows[t]
-                r[j] = row_dot(MODE_CSR, F, j, i, X, indptr, indices, xvals)
-        else:
-            for t in range(n_read):
-                j = factor_rows[t]
-                r[j] = row_dot(MODE_GRAM, F, j, i, X, indptr, indices, xvals)
-        for t in range(n_need):
-            c = need[t]
-            acc = 0.0
-            for jj in range(read_ptr[c], read_ptr[c + 1]):
-                acc += read_val[jj] * r[read_idx[jj]]
-            s[c] = acc
         _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp)
         psi, best = _example_violation(alpha, Hp, L, m, cost, budget[i], budget_rtol)
         psi_max = max(psi_max, psi)
@@ -435,53 +386,154 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
                 n_live[i] = _shrink_pairs(alpha, Hp, L, m, shrink_margin)
             continue
         visits += 1
-        n_total = 0
         # Q read directly (the scores of every class kept), or through the visit's block of
         # it when the visit needs few classes (the scores of those classes only)
         Qv, at, cols, n_cols = Q, identity, identity, q
         if q >= block_min and n_need <= block_share * q:
-            if n_need > Qloc.shape[0]:
-                size = min(q, max(2 * Qloc.shape[0], n_need))
-                Qloc = np.empty((size, size))
-            _local_gram(Q, need, n_need, pos, Qloc)
+            Qloc = _local_gram(Q, need, n_need, pos, Qloc)
             Qv, at, cols, n_cols = Qloc, pos, need, n_need
             work += n_need * n_need
-        for _ in range(max_rounds):
-            # several pairs enter at once, else a visit needing many pairs costs O(k^3)
-            u_i = max(0.0, Hp[best]) - psi
-            n_enter = _entering_pairs(alpha, Hp, L, m, u_i, enter)
-            k, used = _working_set(alpha, Hp, L, m, best, cost, enter, n_enter, entering, ws, a,
-                                   ck, gk)
-            if k > Hk.shape[0]:
-                size = min(max_pairs, max(2 * Hk.shape[0], k))
-                Hk = np.empty((size, size))
-            _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Qv, at)
-            budget_qp(Hk, gk, a, ck, max(budget[i] - used, 0.0), k, sub_tol, 200 * k + 1000)
-            work += k * k + m
-            n_touched = _take_step(ws, a, k, alpha, pair_y, pair_ybar, dg, in_round, touched)
-            n_total = _local_scores(s, Qv, at, kii, dg, touched, n_touched, cols, n_cols,
-                                    in_round, dg_total, in_total, touched_total, n_total)
-            work += n_cols * n_touched
-            _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp)
-            psi, best = _example_violation(alpha, Hp, L, m, cost, budget[i], budget_rtol)
-            if psi <= local_tol:
-                break
+        n_total, Hk, spent = _visit_rounds(
+            L, m, kdiag[i], budget[i], psi, best, (Qv, at, cols, n_cols), alpha, Hp, s, pairs,
+            (max_rounds, local_tol, sub_tol, budget_rtol, max_pairs),
+            (Hk, ws, a, ck, gk, enter, entering),
+            (dg, in_round, touched, dg_total, in_total, touched_total))
+        work += spent
         if shrink_margin < np.inf:
             n_live[i] = _shrink_pairs(alpha, Hp, L, m, shrink_margin)
         # global state: v = B^T dG_i, then F += v x_i^T  or  F += v K[i]
-        n_moved = _visit_change(move_ptr, move_idx, move_val, dg_total, in_total,
-                                touched_total, n_total, v, row_mark, factor_rows)
+        n_moved = _visit_change(move[0], move[1], move[2], dg_total, in_total, touched_total,
+                                n_total, v, row_mark, factor_rows)
         work += n_moved * (row if mode != MODE_GRAM else F.shape[1])
-        if mode == MODE_DENSE:
-            for t in range(n_moved):
-                j = factor_rows[t]
-                row_axpy(MODE_DENSE, F, j, i, v[j], X, indptr, indices, xvals, K)
-        elif mode == MODE_CSR:
-            for t in range(n_moved):
-                j = factor_rows[t]
-                row_axpy(MODE_CSR, F, j, i, v[j], X, indptr, indices, xvals, K)
-        else:
-            for t in range(n_moved):
-                j = factor_rows[t]
-                row_axpy(MODE_GRAM, F, j, i, v[j], X, indptr, indices, xvals, K)
+        _move_factor(i, mode, X, indptr, indices, xvals, K, F, factor_rows, n_moved, v)
     return psi_max, visits, work, touched_sum
+
+
+@njit(cache=True, inline="always")
+def _score_buffers(n_factor, q):
+    """The per-example score buffers of :func:`sweep`: ``F x_i`` on the factor rows read,
+    ``B^T dG_i`` on the rows moved, the rows' marks and list, the scores by class, the
+    classes' marks and list, their places in a visit's block of ``Q``."""
+    return (np.empty(n_factor), np.empty(n_factor), np.zeros(n_factor, dtype=np.bool_),
+            np.empty(n_factor, dtype=np.int64), np.empty(q), np.zeros(q, dtype=np.bool_),
+            np.empty(q, dtype=np.int64), np.full(q, -1, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def _step_buffers(q):
+    """A visit's changes by class: this round's ``dg`` with its marks and list of the
+    classes touched, and the visit's total (``dg`` is sparse: ``Q dg`` costs ``q`` per
+    touched class)."""
+    return (np.zeros(q), np.zeros(q, dtype=np.bool_), np.empty(q, dtype=np.int64), np.zeros(q),
+            np.zeros(q, dtype=np.bool_), np.empty(q, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def _qp_buffers(max_pairs, n_enter):
+    """The violations ``Hp`` of an example's pairs and its reduced QP: ``Hk`` (which grows
+    with the largest working set met, not with the example that has the most pairs: 70k
+    pairs on the GO DAG make a ``(max_pairs, max_pairs)`` array of 39 GB), the working set,
+    multipliers, costs, gradients, and the pairs entering."""
+    side = min(max_pairs, 64)
+    return (np.empty(max_pairs), np.empty((side, side)), np.empty(max_pairs, dtype=np.int64),
+            np.empty(max_pairs), np.empty(max_pairs), np.empty(max_pairs),
+            np.empty(n_enter, dtype=np.int64), np.zeros(max_pairs, dtype=np.bool_))
+
+
+@njit(cache=True, inline="always")
+def _example_scores(i, L, m, mode, X, indptr, indices, xvals, F, read, pair_y, pair_ybar, mark,
+                    need, row_mark, factor_rows, r, s):
+    """The class scores ``s = U x_i`` (features) or ``S[i]`` (Gram) of example i on the
+    classes of its live pairs ``L[:m]``, read from the score factor ``F`` through the CSR
+    triple ``read``.  Returns (the classes read, ``need[:n]``; the factor rows read)."""
+    read_ptr, read_idx, read_val = read
+    n_need = _needed_classes(L, m, pair_y, pair_ybar, mark, need)
+    n_read = _needed_rows(need, n_need, read_ptr, read_idx, row_mark, factor_rows)
+    _read_factor(i, mode, X, indptr, indices, xvals, F, factor_rows, n_read, r)
+    for t in range(n_need):
+        c = need[t]
+        acc = 0.0
+        for jj in range(read_ptr[c], read_ptr[c + 1]):
+            acc += read_val[jj] * r[read_idx[jj]]
+        s[c] = acc
+    return n_need, n_read
+
+
+@njit(cache=True, inline="always")
+def _visit_rounds(L, m, kii, budget_i, psi, best, gram, alpha, Hp, s, pairs, control, qp, step):
+    """The rounds of one visit (thesis Algorithm 2, steps 6-9) on example i's live pairs
+    ``L[:m]``: grow the working set by the most violated pairs, solve the reduced QP, take
+    the step and update the scores ``s`` of the classes touched, until ``psi_i <= local_tol``.
+
+    ``gram = (Qv, at, cols, n_cols)``: the Gram matrix of the classes read (``Q`` or the
+    visit's block of it); ``control = (max_rounds, local_tol, sub_tol, budget_rtol,
+    max_pairs)``; ``qp = (Hk, ws, a, ck, gk, enter, entering)`` and ``step = (dg, in_round,
+    touched, dg_total, in_total, touched_total)`` the sweep's buffers.  Returns (classes
+    touched in the visit, the reduced Hessian's buffer, grown when a working set outgrew
+    it, multiply-adds).
+    """
+    _, pair_y, pair_ybar, offset, cost = pairs
+    Qv, at, cols, n_cols = gram
+    max_rounds, local_tol, sub_tol, budget_rtol, max_pairs = control
+    Hk, ws, a, ck, gk, enter, entering = qp
+    dg, in_round, touched, dg_total, in_total, touched_total = step
+    n_total = 0
+    work = 0.0
+    for _ in range(max_rounds):
+        # several pairs enter at once, else a visit needing many pairs costs O(k^3)
+        u_i = max(0.0, Hp[best]) - psi
+        n_enter = _entering_pairs(alpha, Hp, L, m, u_i, enter)
+        k, used = _working_set(alpha, Hp, L, m, best, cost, enter, n_enter, entering, ws, a,
+                               ck, gk)
+        if k > Hk.shape[0]:
+            size = min(max_pairs, max(2 * Hk.shape[0], k))
+            Hk = np.empty((size, size))
+        _reduced_hessian(Hk, ws, k, kii, pair_y, pair_ybar, Qv, at)
+        budget_qp(Hk, gk, a, ck, max(budget_i - used, 0.0), k, sub_tol, 200 * k + 1000)
+        work += k * k + m
+        n_touched = _take_step(ws, a, k, alpha, pair_y, pair_ybar, dg, in_round, touched)
+        n_total = _local_scores(s, Qv, at, kii, dg, touched, n_touched, cols, n_cols,
+                                in_round, dg_total, in_total, touched_total, n_total)
+        work += n_cols * n_touched
+        _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp)
+        psi, best = _example_violation(alpha, Hp, L, m, cost, budget_i, budget_rtol)
+        if psi <= local_tol:
+            break
+    return n_total, Hk, work
+
+
+
+
+@njit(cache=True, inline="always")
+def _read_factor(i, mode, X, indptr, indices, xvals, F, factor_rows, n_read, r):
+    """``r[j] = F[j] . x_i`` (or ``F[j] . K[i]``) on the factor rows ``factor_rows[:n_read]``;
+    the switch on the mode outside the loop, so that ``row_dot`` compiles per mode."""
+    if mode == MODE_DENSE:
+        for t in range(n_read):
+            j = factor_rows[t]
+            r[j] = row_dot(MODE_DENSE, F, j, i, X, indptr, indices, xvals)
+    elif mode == MODE_CSR:
+        for t in range(n_read):
+            j = factor_rows[t]
+            r[j] = row_dot(MODE_CSR, F, j, i, X, indptr, indices, xvals)
+    else:
+        for t in range(n_read):
+            j = factor_rows[t]
+            r[j] = row_dot(MODE_GRAM, F, j, i, X, indptr, indices, xvals)
+
+
+@njit(cache=True, inline="always")
+def _move_factor(i, mode, X, indptr, indices, xvals, K, F, factor_rows, n_moved, v):
+    """``F[j] += v[j] x_i`` (or ``v[j] K[i]``) on the factor rows ``factor_rows[:n_moved]``."""
+    if mode == MODE_DENSE:
+        for t in range(n_moved):
+            j = factor_rows[t]
+            row_axpy(MODE_DENSE, F, j, i, v[j], X, indptr, indices, xvals, K)
+    elif mode == MODE_CSR:
+        for t in range(n_moved):
+            j = factor_rows[t]
+            row_axpy(MODE_CSR, F, j, i, v[j], X, indptr, indices, xvals, K)
+    else:
+        for t in range(n_moved):
+            j = factor_rows[t]
+            row_axpy(MODE_GRAM, F, j, i, v[j], X, indptr, indices, xvals, K)
