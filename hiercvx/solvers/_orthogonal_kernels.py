@@ -313,8 +313,8 @@ def sweep(order, rows, pairs, classes, qb, state, scratch, wk, settings):
         max_viol = max(max_viol, viol)
         if viol <= eps:
             continue
-        k = 0
-        if pairs.cs_slack[s] and pairs.sqn[s] > 0.0:  # Crammer-Singer shape: exact, over all the pairs
+        k = 0  # Crammer-Singer's shape: the exact step over all the pairs, else a working set
+        if pairs.cs_slack[s] and pairs.sqn[s] > 0.0:
             k = _crammer_singer_step(s, p0, p1, pairs, classes, qb, alpha, scratch, wk)
             work += k * 8
         if k == 0:
