@@ -8,6 +8,8 @@ Hierarchical SVM", arXiv:1508.02479, 2016: the dual of (10) over ``Y_m``).
   directions ``<a_j, a_l>``, ``g_i`` and ``l_i`` from the cached masses;
 * the label-set pool recycles the ids no cache slot holds, and each pooled row is the set its
   key names;
+* a vertex that evicts a cached vertex holding mass resyncs ``g_i`` and ``l_i`` of the samples
+  that lost it, to what a resync of every sample gives;
 * a cache of four vertices per sample (evictions and recycling) still reaches the CVXPY
   reference's optimum with an independent certificate (two cannot: an optimal block may need
   more vertices than that).
@@ -83,6 +85,27 @@ def test_the_pool_recycles_ids_and_keeps_each_set_under_its_key():
         assert row == key
     counts = np.bincount(state.cid[state.cid >= 0], minlength=state._pool_size)
     np.testing.assert_array_equal(state._refs[:state._pool_size], counts)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_eviction_resyncs_the_samples_that_lost_mass(seed):
+    view, state = _fitted_state(seed, cache_size=2, passes=15)
+    state.resync(view)  # as at a certificate: g and l fresh before the new vertices
+    rng = np.random.default_rng(seed)
+    T = view.T.astype(bool)
+    Z = T.copy()
+    flip = rng.integers(1, T.shape[1], size=len(T))  # one node flipped, never the root
+    Z[np.arange(len(T)), flip] ^= True
+    full = state.clen >= state.K
+    held = state.cbeta[np.arange(len(T)), np.argmin(state.cbeta, axis=1)] > 0
+    assert np.any(full & held), "no sample would lose mass: the case is not exercised"
+    before = state.n_evicted
+    added, evicted = state.add(view, Z)
+    assert evicted and state.n_evicted > before
+    G, l = state.G.copy(), state.l.copy()
+    state.resync(view)
+    np.testing.assert_array_equal(G, state.G)
+    np.testing.assert_array_equal(l, state.l)
 
 
 @pytest.mark.parametrize("structure", ["tree", "dag"])

@@ -237,20 +237,26 @@ class DualState:
         GX = model.X.T @ self.G
         return np.ascontiguousarray(np.asarray(GX).T * model.sqrt_alpha[:, None])
 
-    def resync(self, model: VertexModel) -> None:
-        """Recompute ``g`` and ``l`` from the cached masses (removes rounding drift)."""
+    def resync(self, model: VertexModel, rows=None) -> None:
+        """Recompute ``g`` and ``l`` from the cached masses (removes rounding drift): of every
+        sample, or in place of the samples ``rows`` only."""
         if hasattr(self, "_keys") and self._pool_size == 0:
             return
+        if rows is not None:
+            resync_kernel(np.asarray(rows, dtype=np.int64), self.pool, self.cid, self.cbeta,
+                          self.coff, self.cscale, self.Tf, self.supp, self.slen, self.sref,
+                          self.G, self.l)
+            return
         G, l = np.empty_like(self.G), np.empty_like(self.l)
-        resync_kernel(self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.Tf,
-                      self.supp, self.slen, self.sref, G, l)
+        resync_kernel(np.arange(G.shape[0], dtype=np.int64), self.pool, self.cid, self.cbeta,
+                      self.coff, self.cscale, self.Tf, self.supp, self.slen, self.sref, G, l)
         self.G, self.l = G, l
 
     def add(self, model: VertexModel, vertex, rows=None) -> tuple[int, bool]:
         """Add each sample's vertex (from :meth:`VertexModel.most_violating`) to its cache.
 
-        Returns ``(number added, whether mass was evicted)`` (then ``g``, ``l`` are resynced and
-        the caller must rebuild ``V``)."""
+        Returns ``(number added, whether mass was evicted)`` (then ``g``, ``l`` of the samples
+        that lost mass are resynced and the caller must rebuild ``V``)."""
         n = model.n_samples
         rows = np.arange(n) if rows is None else np.asarray(rows)
         if model.multilabel:
@@ -274,16 +280,15 @@ class DualState:
             return 0, False
         slot = self.clen[rows].copy()
         full = slot >= self.K
-        evicted = False
+        evicted = np.zeros(0, dtype=np.int64)  # the samples whose evicted slot held mass
         if full.any():
             # reuse an empty slot (mass 0); otherwise evict the smallest mass to the slack
             fr = rows[full]
             target = np.argmin(self.cbeta[fr], axis=1)
             lost = self.cbeta[fr, target]
-            if np.any(lost > 0):
-                evicted = True
-                self.n_evicted += int(np.sum(lost > 0))
-                self.cbeta[fr, target] = 0.0
+            evicted = fr[lost > 0]
+            self.n_evicted += len(evicted)
+            self.cbeta[fr, target] = 0.0
             slot[full] = target
         previous = self.cid[rows, slot].copy()
         self.cid[rows, slot] = ids
@@ -297,9 +302,9 @@ class DualState:
         self.coff[rows, slot] = offsets
         self.cscale[rows, slot] = scales
         self.clen[rows] = np.minimum(np.maximum(self.clen[rows], slot + 1), self.K)
-        if evicted:
-            self.resync(model)
-        return len(rows), evicted
+        if len(evicted):
+            self.resync(model, rows=evicted)
+        return len(rows), bool(len(evicted))
 
     def age(self) -> None:
         """One more certificate for every cached slot without mass (0 for those with mass)."""

@@ -688,13 +688,14 @@ def pairwise_sweeps(active, n_sweeps, seed, rows, V, sqa, Tf, cache, lsum, xsq, 
 
 
 @njit(cache=True, fastmath=_FAST)
-def resync_kernel(pool, cid, cbeta, coff, cscale, Tf, supp, slen, sref, G, lsum):
+def resync_kernel(rows, pool, cid, cbeta, coff, cscale, Tf, supp, slen, sref, G, lsum):
     """``g_i = sum_j beta_ij sigma_ij (t_i - z_j)`` and ``l_i = sum_j beta_ij b_ij`` from the
-    cached masses (slots with mass only), written into ``G`` and ``lsum``; ``g_i`` is computed
-    on the block's support ``supp[i, :slen[i]]``; off it, it is 0, or ``-sum_j beta_ij
-    sigma_ij`` for a block held relative to the all-ones set (``sref[i] == 1``)."""
-    n, M = G.shape
-    for i in range(n):
+    cached masses (slots with mass only), written into ``G[i]`` and ``lsum[i]`` for the
+    samples ``rows``; ``g_i`` is computed on the block's support ``supp[i, :slen[i]]``; off
+    it, it is 0, or ``-sum_j beta_ij sigma_ij`` for a block held relative to the all-ones set
+    (``sref[i] == 1``)."""
+    M = G.shape[1]
+    for i in rows:
         lsum[i] = 0.0
         mass = 0.0
         for j in range(cid.shape[1]):
