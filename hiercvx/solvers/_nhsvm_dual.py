@@ -255,8 +255,10 @@ class DualState:
     def add(self, model: VertexModel, vertex, rows=None) -> tuple[int, bool]:
         """Add each sample's vertex (from :meth:`VertexModel.most_violating`) to its cache.
 
-        Returns ``(number added, whether mass was evicted)`` (then ``g``, ``l`` of the samples
-        that lost mass are resynced and the caller must rebuild ``V``)."""
+        Returns ``(number added, whether mass was evicted)``.  When mass was evicted, ``g`` and
+        ``l`` of the samples that lost it are resynced and the caller must rebuild ``V``; those
+        of the others stay as they were (fresh where ``add`` follows a :meth:`resync`, as at
+        the pairwise solver's certificates, where the sweeps have not run since)."""
         n = model.n_samples
         rows = np.arange(n) if rows is None else np.asarray(rows)
         if model.multilabel:
