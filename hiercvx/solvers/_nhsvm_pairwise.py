@@ -33,18 +33,17 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     ``options.max_iter`` passes (no option checks: :func:`hiercvx.solvers.nhsvm_fw.solve` and
     the shared-norm solver check theirs); ``quiet``: no ``ConvergenceWarning``.
 
-    One iteration = one certificate (exact inference on
-    every sample: the primal, the dual and every block's gap at the same ``W``), the new
-    vertices into the caches, then up to ``inner_sweeps`` sweeps over the blocks whose gap is
-    positive (a block with gap 0 is optimal for the current ``W`` and is skipped: exact
-    shrinking), each sweep dropping the blocks whose cached gap fell below ``eps``
-    (``options.inner_sweeps`` sweeps, ``options.label_set_sweeps`` with a cheap label-set
-    oracle, ``options.program_sweeps`` with a DAG program per sample, ``options.max_steps``
-    steps per visit; ``options.program_eps_share`` replaces ``eps_share`` with a DAG program);
-    cached vertices idle for ``options.cache_idle_passes`` certificates
-    leave their caches.  With a cheap oracle each certificate also evaluates the exact primal
-    at a running average of ``W(beta)`` (``options.primal_average``) and the best primal point
-    is returned."""
+    One iteration = one certificate (exact inference on every sample: the primal, the dual
+    and every block's gap at the same ``W``), the new vertices into the caches, then up to
+    ``inner_sweeps`` sweeps over the blocks whose gap is positive (a block with gap 0 is
+    optimal for the current ``W`` and is skipped: exact shrinking), each sweep dropping the
+    blocks whose cached gap fell below ``eps`` (``options.inner_sweeps`` sweeps,
+    ``options.label_set_sweeps`` with a cheap label-set oracle, ``options.program_sweeps``
+    with a DAG program per sample, ``options.max_steps`` steps per visit;
+    ``options.program_eps_share`` replaces ``eps_share`` with a DAG program); cached vertices
+    idle for ``options.cache_idle_passes`` certificates leave their caches.  With a cheap
+    oracle each certificate also evaluates the exact primal at a running average of
+    ``W(beta)`` (``options.primal_average``) and the best primal point is returned."""
     tol, max_iter = options.tol, options.max_iter
     t0 = time.perf_counter() if t0 is None else t0
     V_avg = None
