@@ -352,6 +352,8 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
     (eps, local_tol, sub_tol, max_rounds, shrink_margin, budget_rtol, n_enter_max, ahead,
      block_share, block_min) = control
     active, live, n_live = lists
+    read_ptr, read_idx, read_val = read
+    move_ptr, move_idx, move_val = move
     q = Q.shape[0]
     Q = np.ascontiguousarray(Q)  # one array type for Q and the visits' blocks of it
     identity = np.arange(q)
@@ -372,9 +374,9 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
             continue
         L = live[pair_ptr[i]:pair_ptr[i] + m]
         row = X.shape[1] if mode == MODE_DENSE else (indptr[i + 1] - indptr[i] if mode == MODE_CSR else 1)
-        n_need, n_read = _example_scores(i, L, m, mode, X, indptr, indices, xvals, F, read,
-                                         pair_y, pair_ybar, mark, need, row_mark, factor_rows,
-                                         r, s)
+        n_need, n_read = _example_scores(i, L, m, mode, X, indptr, indices, xvals, F, read_ptr,
+                                         read_idx, read_val, pair_y, pair_ybar, mark, need,
+                                         row_mark, factor_rows, r, s)
         work += n_read * row + m
         _pair_violations(s, L, m, pair_y, pair_ybar, offset, cost, Hp)
         psi, best = _example_violation(alpha, Hp, L, m, cost, budget[i], budget_rtol)
@@ -402,7 +404,7 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
         if shrink_margin < np.inf:
             n_live[i] = _shrink_pairs(alpha, Hp, L, m, shrink_margin)
         # global state: v = B^T dG_i, then F += v x_i^T  or  F += v K[i]
-        n_moved = _visit_change(move[0], move[1], move[2], dg_total, in_total, touched_total,
+        n_moved = _visit_change(move_ptr, move_idx, move_val, dg_total, in_total, touched_total,
                                 n_total, v, row_mark, factor_rows)
         work += n_moved * (row if mode != MODE_GRAM else F.shape[1])
         _move_factor(i, mode, X, indptr, indices, xvals, K, F, factor_rows, n_moved, v)
@@ -441,12 +443,11 @@ def _qp_buffers(max_pairs, n_enter):
 
 
 @njit(cache=True, inline="always")
-def _example_scores(i, L, m, mode, X, indptr, indices, xvals, F, read, pair_y, pair_ybar, mark,
-                    need, row_mark, factor_rows, r, s):
+def _example_scores(i, L, m, mode, X, indptr, indices, xvals, F, read_ptr, read_idx, read_val,
+                    pair_y, pair_ybar, mark, need, row_mark, factor_rows, r, s):
     """The class scores ``s = U x_i`` (features) or ``S[i]`` (Gram) of example i on the
     classes of its live pairs ``L[:m]``, read from the score factor ``F`` through the CSR
-    triple ``read``.  Returns (the classes read, ``need[:n]``; the factor rows read)."""
-    read_ptr, read_idx, read_val = read
+    triple ``read_*``.  Returns (the classes read, ``need[:n]``; the factor rows read)."""
     n_need = _needed_classes(L, m, pair_y, pair_ybar, mark, need)
     n_read = _needed_rows(need, n_need, read_ptr, read_idx, row_mark, factor_rows)
     _read_factor(i, mode, X, indptr, indices, xvals, F, factor_rows, n_read, r)
