@@ -242,13 +242,12 @@ class DualState:
         sample, or in place of the samples ``rows`` only."""
         if hasattr(self, "_keys") and self._pool_size == 0:
             return
-        if rows is not None:
-            resync_kernel(np.asarray(rows, dtype=np.int64), self.pool, self.cid, self.cbeta,
-                          self.coff, self.cscale, self.Tf, self.supp, self.slen, self.sref,
-                          self.G, self.l)
-            return
-        G, l = np.empty_like(self.G), np.empty_like(self.l)
-        resync_kernel(np.arange(G.shape[0], dtype=np.int64), self.pool, self.cid, self.cbeta,
+        if rows is None:  # every sample, into fresh arrays
+            G, l = np.empty_like(self.G), np.empty_like(self.l)
+            rows = np.arange(G.shape[0])
+        else:
+            G, l = self.G, self.l
+        resync_kernel(np.asarray(rows, dtype=np.int64), self.pool, self.cid, self.cbeta,
                       self.coff, self.cscale, self.Tf, self.supp, self.slen, self.sref, G, l)
         self.G, self.l = G, l
 

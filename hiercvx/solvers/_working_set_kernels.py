@@ -344,7 +344,8 @@ def sweep(order, rows, factor, duals, pairs, control, lists):
     :func:`_shrink_pairs` drops the pairs that cannot enter (``shrink_margin = inf``: never);
     the caller restores the lists.
     """
-    # the tuples are unpacked here, once: the per-example code takes their arrays
+    # the tuples are unpacked here, once: a visit's helpers take arrays (unpacking RowData
+    # inside an inlined helper of every example cost 6 % on ImageCLEF07A)
     mode, X, indptr, indices, xvals, K = rows
     F, read, move = factor
     alpha, kdiag, budget, Q = duals
