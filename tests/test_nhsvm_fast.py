@@ -134,6 +134,24 @@ def test_auto_hands_label_sets_from_pairwise_to_cutting_planes_below_the_master_
         nhsvm_fw.solve(model, lam=2.0, method="interior_point")
 
 
+def test_the_hand_over_counts_pairwise_passes_and_rounds_in_one_budget():
+    X, y = planted(TREE, seed=3, d=3)
+    rng = np.random.default_rng(3)
+    Y = [frozenset({a}) | ({TREE.leaves[0]} if k % 3 == 0 else set())
+         for k, a in enumerate(rng.permutation(y))]
+    model = prepare(X, Y, TREE)
+    five = nhsvm_fw.Options(handoff_passes=5)
+    # max_iter spent by the pairwise passes: their result, its passes, one warning that says so
+    with pytest.warns(ConvergenceWarning, match=r"NHSVM \(pairwise\) stopped after 3 passes") as seen:
+        res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-12, max_iter=3, options=five)
+    assert len(seen) == 1 and res.extras["method"] == "pairwise" and res.n_iter == 3
+    # cutting planes get what is left, and n_iter counts both
+    with pytest.warns(ConvergenceWarning, match="stopped after 6 passes and rounds") as seen:
+        res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-15, max_iter=6, options=five)
+    assert len(seen) == 1 and res.extras["method"] == "cutting_plane"
+    assert res.extras["pairwise_passes"] == 5 and res.n_iter == 6
+
+
 def test_sgd_is_bracketed_by_the_certificate():
     X, y = planted(TREE, seed=4)
     ref = nhsvm.primal(X, y, TREE, lam=1.0).solve()

@@ -111,14 +111,15 @@ class _WorkingSets:
 
 
 def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, verbose=False,
-                  start: Solution | None = None) -> Solution:
+                  start: Solution | None = None, warn: bool = True) -> Solution:
     """n-slack cutting planes to ``options.tol`` within ``options.max_iter`` rounds (module
     docstring).  The master is solved to a tolerance a tenth of the current gap (at most 1e-3,
     at least a tenth of ``tol``), so early rounds take few Newton steps.
 
     ``start``: a pairwise Frank-Wolfe result to continue from (``"auto"``): its weights are the
     first round's ``W``, the vertices its caches hold with mass are the first working sets,
-    and its primal and dual stay in the certificate."""
+    and its primal and dual stay in the certificate.  ``warn``: a ``ConvergenceWarning`` when
+    ``tol`` is not reached (the hand-over warns itself, counting the pairwise passes too)."""
     t0 = time.perf_counter()
     tol, max_iter = options.tol, options.max_iter
     X = model.X
@@ -181,7 +182,7 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
         bar.close()
     P, W, H = best
     return finish("cutting_plane", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
-                  G=dual_point[0], loss_term=dual_point[1])
+                  G=dual_point[0], loss_term=dual_point[1], warn=warn)
 
 
 def _record_master(history, master) -> None:
@@ -204,10 +205,14 @@ def pairwise_then_cutting_planes(view: VertexModel, lam, options: Options, state
     first_options = replace(options, max_iter=min(options.max_iter, options.handoff_passes))
     first = pairwise(view, lam, first_options, state, time_limit, random_state, verbose, t0=t0,
                      quiet=True)
-    if first.converged:
+    left = options.max_iter - first.n_iter
+    if first.converged or left <= 0:  # certified, or the pairwise passes used every pass allowed
+        first.warn_unless_converged("passes", stacklevel=3)
         return first
-    rest = replace(options, max_iter=max(options.max_iter - first.n_iter, 0))
-    res = cutting_plane(view, lam, rest, time_limit, verbose, start=first)
+    res = cutting_plane(view, lam, replace(options, max_iter=left), time_limit, verbose,
+                        start=first, warn=False)
+    res.n_iter += first.n_iter  # one budget: max_iter counts passes and rounds together
     res.extras["pairwise_passes"] = first.n_iter
     res.solve_time = time.perf_counter() - t0
+    res.warn_unless_converged("passes and rounds", stacklevel=3)
     return res
