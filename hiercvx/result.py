@@ -159,8 +159,9 @@ def progress_hint(history, tol: float, unit: str = "iterations", window: int = 1
     the recorded gaps (at most ``window``; ``history["gap"]`` against ``history["n_iter"]`` or the
     record's index, ``history["time"]`` for the time per unit) -- an estimate, optimistic for
     methods that slow down as they converge --, ``" (... has not decreased ...)"`` when they
-    stalled, ``""`` when fewer than three positive gaps were recorded or when the gap fell
-    over the window without a falling trend (an interior point's first steps)."""
+    stalled, ``""`` when fewer than three positive gaps were recorded, when none is below 1 (the
+    lower bound not yet above zero, as in an interior point's first steps, whose gap may hold
+    there and then fall fast) or when the gap fell over the window without a falling trend."""
     if not isinstance(history, dict):
         return ""
     n = len(history.get("gap", ()))
@@ -174,6 +175,8 @@ def progress_hint(history, tol: float, unit: str = "iterations", window: int = 1
     if steps[-1] <= steps[0]:
         return ""
     slope = float(np.polyfit(steps, np.log(gaps), 1)[0])  # log-gap per unit
+    if gaps.min() >= 1.0:  # no positive bound yet (an interior point's first steps): nothing to judge
+        return ""
     if gaps[-1] >= 0.99 * gaps[0]:  # less than 1% over the window: stalled
         return (f" (the gap has not decreased by 1% over the last {gaps.size} certificates: more "
                 "iterations of this method may not help; raise tol or try another method)")

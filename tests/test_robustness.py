@@ -49,6 +49,10 @@ def test_the_convergence_warning_says_how_far_tol_is():
     # lower than it was, but rising on the way: no stall to report, no trend to extrapolate
     assert progress_hint({"gap": [5, 4, 3, 2, 1.0, 0.9, 2.0, 0.98]}, 1e-6) == ""
     assert progress_hint({"gap": [1e-3, 0.0, 1e-4]}, 1e-6) == ""   # not a gap sequence
+    # no positive bound yet: an interior point at large C holds its gap at 1 for three steps,
+    # then certifies 2e-3 two steps later; no stall to report
+    assert progress_hint({"gap": [1.0, 1.0006, 1.3733]}, 1e-12) == ""
+    assert "has not decreased" in progress_hint({"gap": [0.9, 1.0006, 1.3733]}, 1e-12)
     res = Solution(weights=None, objective=1.0, lower_bound=1.0 - 1e-5, n_iter=10,
                    converged=False, tol=1e-8, history=history, name="demo")
     with pytest.warns(ConvergenceWarning, match=r"raise max_iter or tol \(at the rate .* 6 more "
