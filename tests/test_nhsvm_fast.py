@@ -145,6 +145,8 @@ def test_the_hand_over_counts_pairwise_passes_and_rounds_in_one_budget():
     with pytest.warns(ConvergenceWarning, match=r"NHSVM \(pairwise\) stopped after 3 passes") as seen:
         res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-12, max_iter=3, options=five)
     assert len(seen) == 1 and res.extras["method"] == "pairwise" and res.n_iter == 3
+    # its advice is the hand-over's, not a stall verdict of the pairwise passes alone
+    assert "raise max_iter or tol (cutting planes take over after 5 passes)" in str(seen[0].message)
     # cutting planes get what is left, and n_iter counts both
     with pytest.warns(ConvergenceWarning, match="stopped after 6 passes and rounds") as seen:
         res = nhsvm_fw.solve(model, lam=2.0, method="auto", tol=1e-15, max_iter=6, options=five)
