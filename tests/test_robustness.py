@@ -285,6 +285,18 @@ def test_hpsi_max_iter_bounds_every_convex_step():
             X_TREE, Y_TREE)
 
 
+@pytest.mark.parametrize("solver", ["fast", "reference"])
+def test_hpsi_names_its_own_dc_limits_when_the_dc_loop_stops(solver):
+    """The DC loop's tol and max_iter are the estimator's dc_tol and dc_max_iter: its warning
+    names those (raising max_iter, which bounds each convex step, would not add DC steps)."""
+    with pytest.warns(ConvergenceWarning) as seen:
+        E.HierarchicalPsiClassifier(hierarchy=TREE, solver=solver, dc_tol=1e-14,
+                                    dc_max_iter=1).fit(X_TREE, Y_TREE)
+    dc = [str(w.message) for w in seen if str(w.message).startswith("HPSI DC algorithm")]
+    assert len(dc) == 1
+    assert "> dc_tol=1e-14" in dc[0] and dc[0].endswith("raise dc_max_iter")
+
+
 # ------------------------------------------------------------------ the input boundary
 PREDICTORS = {**MAX_ITER_ESTIMATORS,
               "MulticlassSVC": lambda **kw: E.MulticlassSVC(**kw),

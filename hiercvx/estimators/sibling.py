@@ -25,9 +25,13 @@ different classes; hiercvx's Gaussian is ``exp(-||x - z||^2 / (2 sigma^2))``, so
 
 from __future__ import annotations
 
+import warnings
+from contextlib import contextmanager
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
@@ -363,16 +367,17 @@ class HierarchicalPsiClassifier(_SiblingBase):
         X, labels, H, sigma = self._prepare(X, y)
         C = float(self.C)
         model = self._model("hpsi", X, labels, H, sigma)
-        if self.solver == "fast":
-            fast = methods.get("hpsi").fast_solvers["solve_dc"]
-            res = fast.solve(model, C, tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
-                             gap_tol=float(self.tol), step_max_iter=self.max_iter,
-                             **self._engine_options(fast))
-        else:
-            route = solver_route(self)
-            res = _HPSI.from_model["dc"](model, C, tol=float(self.dc_tol),
-                                        max_iter=int(self.dc_max_iter), solver=route.solver,
-                                        **{"gap_tol": float(self.tol), **route.settings})
+        with _dc_limits_named():
+            if self.solver == "fast":
+                fast = methods.get("hpsi").fast_solvers["solve_dc"]
+                res = fast.solve(model, C, tol=float(self.dc_tol), max_iter=int(self.dc_max_iter),
+                                 gap_tol=float(self.tol), step_max_iter=self.max_iter,
+                                 **self._engine_options(fast))
+            else:
+                route = solver_route(self)
+                res = _HPSI.from_model["dc"](model, C, tol=float(self.dc_tol),
+                                            max_iter=int(self.dc_max_iter), solver=route.solver,
+                                            **{"gap_tol": float(self.tol), **route.settings})
         self.hsvm_objective_ = res.hsvm.objective
         self.result_ = res.hsvm  # the HSVM start's certificate; the DC result is not stored
         self.step_gaps_ = np.asarray(res.step_gaps)
@@ -383,6 +388,22 @@ class HierarchicalPsiClassifier(_SiblingBase):
         self.best_iteration_ = res.best_iteration
         self._store_model(X, H, sigma, model, res.weights, res.biases)
         return self
+
+
+@contextmanager
+def _dc_limits_named():
+    """The DC loop's ``ConvergenceWarning`` in the estimator's terms: the loop's ``tol`` and
+    ``max_iter`` are its ``dc_tol`` and ``dc_max_iter`` (``tol`` and ``max_iter`` bound each
+    convex step, whose warnings pass unchanged)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        message = str(w.message)
+        if issubclass(w.category, ConvergenceWarning) and message.startswith("HPSI DC algorithm"):
+            message = message.replace("> tol=", "> dc_tol=").replace("raise max_iter",
+                                                                    "raise dc_max_iter")
+        warnings.warn_explicit(message, w.category, w.filename, w.lineno)
 
 
 class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
