@@ -5,6 +5,8 @@ class of a CVXPY problem, its size before compiling, and Gurobi's size-limited l
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from dataclasses import dataclass
 
 import cvxpy as cp
@@ -21,7 +23,8 @@ from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUna
 
 __all__ = ["SOLVER_PREFERENCE", "GUROBI_SIZE_LIMITS", "OPEN_SOURCE_ALTERNATIVE", "installed_solvers",
            "gurobi_licence", "gurobi_limit_text", "usable_solvers", "gurobi_size", "check_gurobi_size",
-           "problem_class", "choose_solver", "check_size", "ProblemSize", "problem_size"]
+           "problem_class", "choose_solver", "check_size", "ProblemSize", "problem_size",
+           "silence_highs_banner"]
 
 #: Solver capabilities as data: preference order per problem class (first installed wins).
 SOLVER_PREFERENCE = {
@@ -280,3 +283,30 @@ def problem_size(problem) -> ProblemSize:
     nnz += sum(_constant_nonzeros(c, seen) for c in problem.constraints)
     return ProblemSize(sum(int(v.size) for v in problem.variables()),
                        sum(int(c.size) for c in problem.constraints), nnz)
+
+
+@functools.cache
+def silence_highs_banner() -> None:
+    """Build the process's first ``highspy.Highs`` with file descriptor 1 sent to
+    ``/dev/null``.  HiGHS writes its banner there from C++ when the first instance of a process
+    is built, before any option (``output_flag``) can act; CVXPY's HiGHS interface builds one
+    per solve, so without this the first MILP or LP of a process prints it.  Later instances
+    print nothing."""
+    try:
+        import highspy
+    except ImportError:  # pragma: no cover - highspy comes with cvxpy's HiGHS support
+        return
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):  # no usable descriptor 1: nothing to protect
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            try:
+                highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+    finally:
+        os.close(saved)

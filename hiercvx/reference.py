@@ -55,7 +55,8 @@ from .describe import Formulation, Symbol, Term, describe_parts, render_latex, r
 from ._solver_choice import (GUROBI_LIMIT_MARKERS, GUROBI_SIZE_LIMITS, OPEN_SOURCE_ALTERNATIVE,
                              SOLVER_PREFERENCE, ProblemSize, check_gurobi_size, check_size,
                              choose_solver, gurobi_licence, gurobi_limit_text, gurobi_size,
-                             installed_solvers, problem_class, problem_size, usable_solvers)
+                             installed_solvers, problem_class, problem_size,
+                             silence_highs_banner, usable_solvers)
 from .exceptions import InputError, SolverError, SolverUnavailableError
 from ._reference_scaling import radial_polish
 from .result import (OPTIMAL, RELATIVE_GAP, Solution, certified_by, gap_scale,
@@ -533,6 +534,8 @@ class ReferenceProblem:
         try:
             with warnings.catch_warnings():  # "solution may be inaccurate": judged after
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                if name == "HIGHS":
+                    silence_highs_banner()
                 attempt.problem.solve(solver=name, verbose=ctx.verbose, **options)
         except cp.error.SolverError as exc:
             msg = str(exc)

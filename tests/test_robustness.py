@@ -422,6 +422,25 @@ def test_highs_banner_does_not_reach_stdout():
     assert out.stdout.strip() == "done", out.stdout
 
 
+@pytest.mark.parametrize("first", ["inference.reference(S, DAG)",
+                                   "multiclass.primal(X, y, C=1.0).solve(solver='HIGHS')"])
+def test_highs_banner_does_not_reach_stdout_through_cvxpy(first):
+    """CVXPY's HiGHS interface builds the process's first Highs instance, which prints the
+    banner whatever output_flag says: the references build a silent one first."""
+    code = ("import numpy as np\n"
+            "from hiercvx import inference\n"
+            "from hiercvx.formulations import multiclass\n"
+            "from hiercvx.methods.cases import DAG, problem\n"
+            "S = np.ones((2, len(DAG)))\n"
+            "X, y, _ = problem('flat', n=10, d=3)\n"
+            f"{first}\n"
+            "print('done')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done", out.stdout
+
+
 # ------------------------------------------------------------------ item 5: wide hierarchies
 def star(n_leaves):
     return Hierarchy.from_parents({"r": None, **{f"c{i}": "r" for i in range(n_leaves)}})

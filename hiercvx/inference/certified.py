@@ -15,6 +15,7 @@ import time
 import cvxpy as cp
 import numpy as np
 
+from .._solver_choice import silence_highs_banner
 from ..exceptions import InputError, SolverError, SolverUnavailableError
 from ..hierarchy import Hierarchy
 from ..result import OPTIMAL, Solution
@@ -76,6 +77,7 @@ def _lp_reference(H: Hierarchy, S: np.ndarray, solver: str | None, options: Opti
     problem, Z, closure, cover, rows = _declare_19(H, S, integer=False)
     name = _pick_solver(solver, options.lp_solvers)
     build = time.perf_counter() - t0
+    silence_highs_banner()
     problem.solve(solver=name)
     if problem.status != cp.OPTIMAL:
         raise SolverError("the LP relaxation of (19) was not solved to optimality",
@@ -144,6 +146,7 @@ def reference(scores, H: Hierarchy, *, loss=None, true_indicator=None, relaxatio
     t0 = time.perf_counter()
     problem, Z, _, _, _ = _declare_19(H, S, integer=True)
     name = _pick_solver(solver, options.milp_solvers)
+    silence_highs_banner()
     problem.solve(solver=name)
     if problem.status != cp.OPTIMAL:
         raise SolverError("the integer program (19) was not solved to optimality",

@@ -15,9 +15,6 @@ subset of the nodes (the others fixed at 0), as the bounds of :mod:`.bounds` all
 
 from __future__ import annotations
 
-import os
-import sys
-
 import highspy
 import numpy as np
 import scipy.sparse as sp
@@ -27,6 +24,7 @@ try:  # optional (extra "gurobi"): needs a licence
 except ImportError:  # pragma: no cover - depends on the environment
     gp = None
 
+from .._solver_choice import silence_highs_banner
 from ..exceptions import SolverError, SolverUnavailableError
 from ..hierarchy import Hierarchy
 from .options import Options
@@ -60,25 +58,10 @@ def constraint_matrix(H: Hierarchy):
 
 
 def new_highs() -> "highspy.Highs":
-    """A silent ``highspy.Highs``.  HiGHS writes its banner to file descriptor 1 from C++ when
-    the first instance of a process is built (before ``silent()`` can act), so stdout is sent
-    to ``/dev/null`` at the descriptor level around the constructor only."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError, AttributeError):  # no usable descriptor 1: nothing to protect
-        h = highspy.Highs()
-        h.silent()
-        return h
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 1)
-            try:
-                h = highspy.Highs()
-            finally:
-                os.dup2(saved, 1)
-    finally:
-        os.close(saved)
+    """A silent ``highspy.Highs`` (the process's banner silenced first:
+    :func:`hiercvx._solver_choice.silence_highs_banner`)."""
+    silence_highs_banner()
+    h = highspy.Highs()
     h.silent()
     return h
 
