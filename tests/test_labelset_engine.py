@@ -8,6 +8,7 @@ weights and the dual; ``check_solver`` on it; the margin engine's choice of it.
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 import hiercvx as hc
 from hiercvx import methods, testing
@@ -230,3 +231,17 @@ def test_margin_engine_takes_a_warm_start_to_the_label_set_engine():
     assert warm.solver == "labelset" and warm.gap <= 1e-8
     cold = margin_engine.solve(model, 1.0, tol=1e-8, solver="working_set")
     np.testing.assert_allclose(warm.objective, cold.objective, rtol=1e-7)
+
+
+def test_the_history_counts_passes_for_the_warnings_rate():
+    """A round runs many inner passes: the history's n_iter holds the passes done at each
+    round, so the ConvergenceWarning's rate is per pass, as its unit says, not per round."""
+    H = HIERARCHIES["tree"]()
+    X, Y = label_sets(H, 24, 4, seed=6)
+    model = hsvm_model.prepare(X, Y, H)
+    options = labelset.Options(enter=1, round_passes=3)
+    with pytest.warns(ConvergenceWarning, match="stopped after 12 passes"):
+        res = labelset.solve(model, 1.5, tol=1e-14, max_iter=12, options=options)
+    passes = np.asarray(res.history["n_iter"])
+    assert passes[-1] == res.n_iter == 12 and np.all(np.diff(passes) > 0)
+    assert len(passes) == len(res.history["round"]) < 12

@@ -350,3 +350,16 @@ def test_flatmult_is_solved_by_the_crammer_singer_solver():
         assert abs(fast.objective - ref.objective) <= 1e-6 * ref.objective + ref.objective - ref.lower_bound
         assert fast.objective == pytest.approx(
             model.objective(fast.weights, C, intercept=fast.extras.get("intercept")), rel=1e-10)
+
+
+def test_the_history_counts_passes_for_the_warnings_rate():
+    """Certificates at most every third pass: the history's n_iter holds the pass of each, so the
+    ConvergenceWarning's rate is per pass, not per certificate."""
+    ds = make_nhsvm_balanced(n_samples=120, n_features=10, depth=3, random_state=0)
+    model = otm.prepare(ds.X, ds.y, ds.hierarchy, "orthogonal")
+    with pytest.warns(ConvergenceWarning, match="stopped after 9 passes"):
+        res = od.solve(model, C=1.0, tol=1e-14, max_iter=9, check_every=3, polish=False,
+                       blocks="never")
+    passes = np.asarray(res.history["n_iter"])
+    assert passes[0] == 0 and passes[-1] == res.n_iter == 9 and np.all(np.diff(passes) >= 3)
+    assert len(passes) == len(res.history["gap"])

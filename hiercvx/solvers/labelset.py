@@ -369,7 +369,7 @@ class _Run:
         self.log = logger.info if verbose else logger.debug
         self.pairs = _Pairs(model)
         self.history = {k: [] for k in ("round", "objective", "lower_bound", "gap", "pairs",
-                                        "inner_passes", "time")}
+                                        "n_iter", "time")}
         # the proximal dual multiplies dense node scores X W^T: dense features only
         self.proximal = (options.inner == "proximal" and model.node_weights
                          and not sp.issparse(model.X)
@@ -502,7 +502,7 @@ class _Run:
     def _record(self, rnd, objective, lower, gap, passes, t0):
         for key, val in (("round", rnd), ("objective", objective), ("lower_bound", lower),
                          ("gap", gap), ("pairs", int(self.pairs.keys.size)),
-                         ("inner_passes", passes), ("time", time.perf_counter() - t0)):
+                         ("n_iter", passes), ("time", time.perf_counter() - t0)):
             self.history[key].append(val)
         self.log("round %d: %d working pairs, primal %.10g dual %.10g gap %.3e (%d passes)",
                  rnd, self.pairs.keys.size, objective, lower, gap, passes)

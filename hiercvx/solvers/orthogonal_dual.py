@@ -247,8 +247,8 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float | None = N
         ``K``, ``alpha`` (heuristic (6)'s alpha after any lowering), ``n_passes``, ``n_newton``
         (final-step attempts), ``n_rows_solved`` (the weight rows of the reduced problem,
         :func:`hiercvx.models.orthogonal.reduce_model`), ``route`` (``"blocks"``,
-        ``"crammer_singer"`` or ``"coordinate"``); ``history``: ``upper``, ``lower``, ``gap``,
-        ``time`` per certificate (a :class:`~hiercvx.result.Solution`).
+        ``"crammer_singer"`` or ``"coordinate"``); ``history``: ``n_iter`` (passes done),
+        ``upper``, ``lower``, ``gap``, ``time`` per certificate (a :class:`~hiercvx.result.Solution`).
     """
     t_start = time.perf_counter()
     C = check_positive(C, "C")
@@ -406,7 +406,8 @@ def _certify_once(prob: Problem, alpha, W, n_iter, tol, t_start, log, route_text
     gap = stopping_gap(upper, lower, at_zero)
     log("orthogonal_dual %s: %s, upper %.10g, lower %.10g, gap %.3e", prob.model.method,
         route_text, upper, lower, gap)
-    hist = {"upper": [upper], "lower": [lower], "gap": [gap], "time": [time.perf_counter() - t_start]}
+    hist = {"n_iter": [n_iter], "upper": [upper], "lower": [lower], "gap": [gap],
+            "time": [time.perf_counter() - t_start]}
     return W, upper, lower, alpha, n_iter, reached(gap, tol), hist, at_zero, 0
 
 
@@ -479,8 +480,8 @@ class _Ascent:
         self.rng = np.random.default_rng(random_state)
         self.at_zero = prob.objective(self.W)
         self.upper, self.lower, self.best = self.at_zero, 0.0, self.W
-        self.hist = {k: [] for k in ("upper", "lower", "gap", "time")}
-        self.checked_at = []  # the pass of every certificate (the stall rule's window)
+        # n_iter: the pass of every certificate (the stall rule's window, the warning's rate)
+        self.hist = {k: [] for k in ("n_iter", "upper", "lower", "gap", "time")}
         self.eta = None
         self.n_pass = 0
         self.schedule = CertificateSchedule(opts.check_every, prob.certificate_work())
@@ -532,10 +533,9 @@ class _Ascent:
         self.last_support = support
         self.lower = max(self.lower, low)
         gap = stopping_gap(self.upper, self.lower, self.at_zero)
-        for key, val in (("upper", self.upper), ("lower", self.lower), ("gap", gap),
-                         ("time", time.perf_counter() - self.t_start)):
+        for key, val in (("n_iter", self.n_pass), ("upper", self.upper), ("lower", self.lower),
+                         ("gap", gap), ("time", time.perf_counter() - self.t_start)):
             self.hist[key].append(val)
-        self.checked_at.append(self.n_pass)
         self.log("orthogonal_dual %s: pass %d, upper %.10g, lower %.10g, gap %.3e",
                  prob.model.method, self.n_pass, self.upper, self.lower, gap)
         return reached(gap, opts.tol)
@@ -546,12 +546,13 @@ class _Ascent:
         back = self.n_pass - self.opts.stall_window
         if back < 0:
             return False
-        then = int(np.searchsorted(self.checked_at, back, side="right")) - 1
+        checked_at = self.hist["n_iter"]
+        then = int(np.searchsorted(checked_at, back, side="right")) - 1
         gaps = self.hist["gap"]
         if gaps[-1] < 0.99 * gaps[then]:
             return False
         self.log("orthogonal_dual %s: pass %d, the gap fell by less than 1%% over %d passes; "
-                 "stopping", self.prob.model.method, self.n_pass, self.n_pass - self.checked_at[then])
+                 "stopping", self.prob.model.method, self.n_pass, self.n_pass - checked_at[then])
         return True
 
     def _polish(self, low, support, stalled):
