@@ -338,6 +338,18 @@ def test_certificate_is_honest_when_stopped_early():
     assert early.objective >= ref.lower_bound - 1e-7 * ref.objective   # still an upper bound
 
 
+def test_the_alm_history_counts_passes_for_the_warnings_rate():
+    """The ALM's result counts passes; its history holds the passes done at each multiplier
+    step, so the ConvergenceWarning's rate is per pass, as its count."""
+    X, y, H = random_problem(5, n=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        early = fast_qp(X, y, H, C=5.0, method="alm", max_iter=3, tol=1e-14)
+    passes = np.asarray(early.history["n_iter"])
+    assert passes[-1] == early.n_iter and np.all(np.diff(passes) > 0)
+    assert len(passes) == len(early.history["gap"])
+
+
 def test_convergence_warning():
     from sklearn.exceptions import ConvergenceWarning
 

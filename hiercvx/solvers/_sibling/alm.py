@@ -104,7 +104,9 @@ class ALM:
         kmax = index.widest()
         work = (np.zeros(kmax), np.zeros(kmax))
         eps = 0.1
-        history = {"primal": [], "lower": [], "gap": [], "residual": [], "violation": []}
+        # n_iter: the passes done at each multiplier step (the result's n_iter counts passes)
+        history = {"primal": [], "lower": [], "gap": [], "residual": [], "violation": [],
+                   "n_iter": []}
         best, best_lower = None, (-np.inf, None)
         n_passes, converged = 0, False
         for _ in range(int(max_iter)):
@@ -126,7 +128,7 @@ class ALM:
                 best_lower = (lower, feas)
             gap = stopping_gap(best[0], best_lower[0], at_zero)
             for key, value in zip(history, (primal, lower, gap, float(np.abs(resid).max()),
-                                            float(worst))):
+                                            float(worst), n_passes)):
                 history[key].append(value)
             if gap <= tol:
                 converged = True
