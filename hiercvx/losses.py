@@ -530,20 +530,27 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
     return R
 
 
-def check_scores(scores, n_samples: int, n_classes: int) -> np.ndarray:
+#: what a score matrix's columns are, as its errors name them: (column, their order)
+SCORE_COLUMNS = {"classes": ("class", "`classes`"), "nodes": ("node", "H.nodes")}
+
+
+def check_scores(scores, n_samples: int, n_classes: int, *, over: str = "classes",
+                 name: str = "scores") -> np.ndarray:
     """A finite float ``(n_samples, n_classes)`` score matrix (complex scores are refused, not
-    cut to their real part)."""
-    check_not_complex(scores, "scores")
+    cut to their real part); ``over``: ``"classes"`` or ``"nodes"`` (one column per node of
+    ``H.nodes``), what the errors call the columns."""
+    column, order = SCORE_COLUMNS[over]
+    check_not_complex(scores, name)
     try:
         S = np.asarray(scores, dtype=float)
     except (TypeError, ValueError):
-        raise InputError("scores must be a numeric (n_samples, n_classes) array") from None
+        raise InputError(f"{name} must be a numeric (n_samples, n_{column}s) array") from None
     if S.ndim != 2 or S.shape != (n_samples, n_classes):
-        raise InputError(f"scores must have shape (n_samples, n_classes) = ({n_samples}, {n_classes}), "
-                         f"got {S.shape}; columns follow `classes`")
+        raise InputError(f"{name} must have shape (n_samples, n_{column}s) = ({n_samples}, "
+                         f"{n_classes}), got {S.shape}; columns follow {order}")
     if not np.all(np.isfinite(S)):
         i, j = np.argwhere(~np.isfinite(S))[0]
-        raise InputError(f"scores has a non-finite entry at sample {i}, class {j}")
+        raise InputError(f"{name} has a non-finite entry at sample {i}, {column} {j}")
     return S
 
 

@@ -612,7 +612,7 @@ def coherent_node_scores(scores, hierarchy) -> np.ndarray:
     """
     H = _need_hierarchy(hierarchy, "coherent_node_scores")
     S = _losses.check_scores(scores, np.shape(scores)[0] if np.ndim(scores) == 2 else 0,
-                             len(H.nodes))
+                             len(H.nodes), over="nodes")
     return _descendant_max(S, H)
 
 
@@ -647,7 +647,7 @@ def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standard
     """
     H = _need_hierarchy(hierarchy, "fit_node_calibration")
     T = _closed(y_train, H)
-    m = _losses.check_scores(margins, T.shape[0], len(H.nodes))
+    m = _losses.check_scores(margins, T.shape[0], len(H.nodes), over="nodes", name="margins")
     if shrinkage is not None and (isinstance(shrinkage, (bool, np.bool_)) or not isinstance(
             shrinkage, (int, float, np.number)) or not (np.isfinite(shrinkage) and shrinkage > 0)):
         raise InputError(f"shrinkage must be None (one pooled pair) or a positive number, got "
@@ -723,7 +723,7 @@ def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float
 
     H = _need_hierarchy(hierarchy, "au_prc")
     T = _closed(y_true, H)
-    S = _losses.check_scores(scores, T.shape[0], len(H.nodes))
+    S = _losses.check_scores(scores, T.shape[0], len(H.nodes), over="nodes")
     if nodes is None:
         nodes = evaluated_nodes(y_train, H) if y_train is not None else \
             np.arange(len(H.nodes)) != H.index(H.root)
