@@ -106,3 +106,37 @@ def test_cross_fitted_calibration_of_an_estimator():
             assert np.all(N[:, k] <= N[:, H.index(a)] + 1e-12)
     with pytest.raises(InputError, match="cv must be"):
         est.fit_node_calibration_cv(X, Y, cv=1)
+
+
+def test_cross_fitted_margins_of_a_precomputed_kernel_are_those_of_the_kernel():
+    """A precomputed Gram matrix's columns are the training samples: each fold fits on its own
+    block and scores the left-out rows against its training columns, which gives the margins
+    of the same kernel passed as a function of X."""
+    from hiercvx.estimators import HierarchicalSVC
+    from hiercvx.kernels import Kernel
+    from hiercvx.methods.cases import problem
+
+    X, Y, H = problem("multilabel", n=30, d=4, seed=0)
+    rbf = Kernel("rbf", sigma=1.5)
+    K = rbf(X)
+    on_X = HierarchicalSVC(hierarchy=H, kernel=rbf, tol=1e-8).fit(X, Y)
+    on_K = HierarchicalSVC(hierarchy=H, kernel="precomputed", tol=1e-8).fit(K, Y)
+    np.testing.assert_allclose(on_K.cross_fitted_node_margins(K, Y, cv=3),
+                               on_X.cross_fitted_node_margins(X, Y, cv=3), atol=1e-5)
+    with pytest.raises(InputError, match="at least 31 samples, got 30; lower cv"):
+        on_X.fit_node_calibration_cv(X, Y, cv=31)
+    with pytest.raises(InputError, match="one row per label"):
+        on_X.fit_node_calibration_cv(X[:-1], Y)
+
+
+def test_node_score_errors_name_nodes_not_classes():
+    """au_prc, coherent_node_scores and fit_node_calibration take one column per node of
+    H.nodes: their errors say so (not `classes`, which they do not take)."""
+    Y = [{"x1"}, {"y"}]
+    with pytest.raises(InputError, match=r"\(n_samples, n_nodes\) = \(2, 8\), got \(2, 2\); "
+                                         r"columns follow H.nodes"):
+        metrics.au_prc(Y, np.zeros((2, 2)), DAG)
+    with pytest.raises(InputError, match="non-finite entry at sample 0, node 0"):
+        metrics.coherent_node_scores(np.full((2, len(DAG.nodes)), np.nan), DAG)
+    with pytest.raises(InputError, match=r"margins must have shape \(n_samples, n_nodes\)"):
+        metrics.fit_node_calibration(np.zeros((2, 3)), Y, DAG)

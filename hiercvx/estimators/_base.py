@@ -405,11 +405,22 @@ class NodeScoresMixin:
         if isinstance(cv, (bool, np.bool_)) or not isinstance(cv, (int, np.integer)) or cv < 2:
             raise InputError(f"cv must be an integer >= 2 (the number of folds), got {cv!r}")
         labels = list(y)
+        X = X if sp.issparse(X) else np.asarray(X)
+        if X.ndim != 2 or X.shape[0] != len(labels):
+            raise InputError(f"X has shape {X.shape} and y {len(labels)} labels: pass the X and y "
+                             "the estimator was fitted on, one row per label")
+        if cv > len(labels):
+            raise InputError(f"cv={cv} folds need at least {cv} samples, got {len(labels)}; "
+                             "lower cv")
+        # a precomputed kernel's columns are the training samples: a fold keeps its own
+        gram = is_precomputed(getattr(self, "kernel", None))
         margins = np.empty((len(labels), len(H.nodes)))
         folds = KFold(int(cv), shuffle=True, random_state=random_state)
         for train, held_out in folds.split(np.zeros(len(labels))):
-            fold = clone(self).fit(X[train], [labels[i] for i in train])
-            margins[held_out] = fold._node_margins(X[held_out], self._node_margin_method)
+            fit_X, score_X = ((X[np.ix_(train, train)], X[np.ix_(held_out, train)]) if gram
+                              else (X[train], X[held_out]))
+            fold = clone(self).fit(fit_X, [labels[i] for i in train])
+            margins[held_out] = fold._node_margins(score_X, self._node_margin_method)
         return margins
 
     def fit_node_calibration_cv(self, X, y, *, cv: int = 5, shrinkage=None, random_state=0):
