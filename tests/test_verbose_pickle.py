@@ -57,6 +57,21 @@ def test_verbose_prints_progress_to_stderr(make, small, capsys):
     assert (log.level, log.propagate, list(log.handlers)) == before
 
 
+@pytest.mark.parametrize("method", ["pairwise", "cutting_plane", "bcfw"])
+def test_nhsvm_pass_lines_show_the_gap_after_each_pass(method, small, capsys):
+    """One line per pass, numbered from 1, each with the gap certified after that pass: the
+    last is the fit's certified gap (the certificate at zero weights, before any pass, has no
+    line of its own)."""
+    X, y, H = small
+    est = NormalizedHierarchicalSVC(hierarchy=H, verbose=True, max_iter=3, tol=1e-14,
+                                    solver_options={"method": method})
+    with pytest.warns(Warning):
+        est.fit(X, y)
+    lines = [line for line in capsys.readouterr().err.splitlines() if " pass " in line]
+    assert [line.split(" pass ")[1].split(":")[0] for line in lines] == ["1/3", "2/3", "3/3"]
+    assert lines[-1].split("gap ")[1].split()[0] == f"{est.gap_:.2e}"
+
+
 def test_quiet_by_default(small, capsys):
     X, y, H = small
     HierarchicalSVC(hierarchy=H).fit(X, y)

@@ -49,6 +49,8 @@ def bcfw(model: VertexModel, lam, tol, max_iter, time_limit, random_state, verbo
             gap = relative_gap(P, best_D)
             record(history, it, t0, P, best_D, n_oracle)
             bar.set_postfix(gap=f"{gap:.2e}")
+            if it:  # pass `it` is done: its line shows the certificate taken after it
+                bar.update(1)
             if reached(gap, tol):
                 converged = True
                 break
@@ -61,7 +63,6 @@ def bcfw(model: VertexModel, lam, tol, max_iter, time_limit, random_state, verbo
             else:
                 _bcfw_sweep_python(model, order, V, G, l, xsq, inv2lam)
             n_oracle += n
-            bar.update(1)
     finally:
         bar.close()
     return finish("bcfw", W, P, best_D, H, it, converged, tol, history, t0, n_oracle, G=G,

@@ -153,6 +153,8 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
             gap = relative_gap(best[0], best_D)
             record(history, it, t0, best[0], best_D, n_oracle)
             bar.set_postfix(gap=f"{gap:.2e}", cuts=int(sets.counts().sum()))
+            if it:  # pass `it` is done: its line shows the certificate taken after it
+                bar.update(1)
             if reached(gap, tol):
                 converged = True
                 break
@@ -177,7 +179,6 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
             S = model.node_scores(W)  # the master's slack at W; also the next round's scores
             master_slack = np.zeros(n)
             np.maximum.at(master_slack, sample, b - np.einsum("pm,pm->p", cuts, S[sample]))
-            bar.update(1)
     finally:
         bar.close()
     P, W, H = best

@@ -81,6 +81,8 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
             record(history, it, t0, best[0], best_D, n_oracle)
             history.setdefault("visits", []).append(visits)
             bar.set_postfix(gap=f"{gap:.2e}")
+            if it:  # pass `it` is done: its line shows the certificate taken after it
+                bar.update(1)
             if reached(gap, tol):
                 converged = True
                 break
@@ -96,7 +98,6 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
             visits += _sweep_blocks(model, state, V, (Tf, xsq, inv2lam, eps, bgap), active, rng,
                                     options, expensive_oracle)
             state.age()
-            bar.update(1)
     finally:
         bar.close()
     if state.n_evicted:
