@@ -504,3 +504,18 @@ def test_a_newton_matrix_that_will_not_factorize_stops_with_the_true_reason(monk
     text = " ".join(str(w.message) for w in record)
     assert not sol.converged and "positive definiteness" in text and "raise max_iter" not in text
     assert sol.lower_bound <= sol.objective
+
+
+@pytest.mark.parametrize("steps", [1, 2, 4])
+def test_the_iterate_after_the_last_step_is_certified(steps):
+    """Stopped at max_iter, the interior point certifies the iterate its last Newton step made
+    (no step is taken and thrown away): the history's last record is after ``steps`` steps and
+    its gap is the one a longer run records there."""
+    X, y, H = problem("tree", n=60, d=4, seed=3)
+    model = hsvm_model.prepare(X, y, H)
+    longer = interior_point.solve(model, C=1.0, tol=1e-12, max_iter=steps + 5, warn=False)
+    with pytest.warns(ConvergenceWarning, match=f"stopped after {steps} Newton steps"):
+        res = interior_point.solve(model, C=1.0, tol=1e-12, max_iter=steps)
+    assert res.history["n_iter"] == list(range(steps + 1)) and res.n_iter == steps
+    assert res.history["gap"][-1] == pytest.approx(longer.history["gap"][steps], rel=1e-12)
+    assert res.gap <= min(res.history["gap"]) * (1 + 1e-12)

@@ -251,7 +251,7 @@ def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options, linear
     it = _start(prob, options)
     best = (np.inf, None, None)
     n_iter, converged, stopped = 0, False, ""
-    for n_iter in range(1, max_iter + 1):
+    for n_iter in range(1, max_iter + 2):  # the iterate after the last step is certified too
         S = prob.scores(it.w)
         residuals = _residuals(prob, it, S)
         comp = float(it.alpha @ it.s + it.mu @ it.xi)
@@ -269,6 +269,9 @@ def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options, linear
             converged = True
             n_iter -= 1
             break
+        if n_iter > max_iter:  # max_iter steps taken, the last one certified
+            n_iter = max_iter
+            break
         try:
             slack = (primal - dual) / max(float(np.linalg.norm(it.w)), 1e-300)
             system = _NewtonSystem(prob, it, residuals, linear, (gap, slack),
@@ -284,8 +287,6 @@ def mehrotra(prob: PairProblem, tol, max_iter, verbose, t_start, options, linear
             log("step %d: %s; stopping", n_iter, stopped)
             break
         it = it.moved(t, step)
-    else:
-        n_iter = max_iter
     if not converged and best[1] is not None:  # report the best certified iterate
         return best[1], best[2], n_iter, False, history, stopped
     return it.w, prob.project(it.alpha), n_iter, converged, history, stopped
