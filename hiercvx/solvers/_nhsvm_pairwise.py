@@ -55,8 +55,7 @@ def pairwise(model: VertexModel, lam: float, options: Options, state: DualState 
     inv2lam = 0.5 / lam
     history: dict = {}
     best_D = -np.inf
-    n_oracle = 0
-    visits = 0
+    n_oracle = visits = 0
     converged = False
     bgap = np.zeros(n)
     best = (np.inf, None, None)
