@@ -12,7 +12,8 @@ from tqdm import tqdm
 
 import hiercvx as hc
 from hiercvx.estimators import (HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC,
-                                OrthogonalTransferSVC, SiblingMarginSVC)
+                                OrthogonalTransferSVC, SharedNormSVC, SiblingMarginSVC,
+                                TopDownSVC)
 from hiercvx.estimators._habits import _BarHandler
 
 
@@ -42,6 +43,8 @@ def small():
     lambda H: NormalizedHierarchicalSVC(hierarchy=H, verbose=1),
     lambda H: OrthogonalTransferSVC(hierarchy=H, verbose=True),
     lambda H: MulticlassSVC(verbose=True),
+    lambda H: SharedNormSVC(hierarchy=H, verbose=True),
+    lambda H: TopDownSVC(hierarchy=H, verbose=True),
 ])
 def test_verbose_prints_progress_to_stderr(make, small, capsys):
     """Progress lines (iteration, gap, time) and a closing summary on stderr, with no logging
@@ -53,6 +56,7 @@ def test_verbose_prints_progress_to_stderr(make, small, capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert "gap" in err and "s]" in err
+    assert "%|" not in err   # lines, not a progress bar (that is verbose="progress")
     assert "fitted in" in err.splitlines()[-1]
     assert (log.level, log.propagate, list(log.handlers)) == before
 

@@ -28,7 +28,6 @@ import logging
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
 
 from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..kernels import Kernel, median_heuristic
@@ -209,7 +208,10 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         # warm start: each node SVM of the previous fit is fitted again, from its own dual
         # variables when they fit the new problem at that node (MulticlassSVC's warm start)
         previous = getattr(self, "estimators_", {}) if solver_route(self).warm_start else {}
-        for v in tqdm(np.flatnonzero(~H.leaf_mask), desc="DNC-SVM nodes", disable=not self.verbose):
+        log = logger.info if self.verbose else logger.debug
+        internal = np.flatnonzero(~H.leaf_mask)
+        for k, v in enumerate(internal, start=1):
+            log("TopDownSVC node %r (%d of %d)", H.nodes[v], k, internal.size)
             ch = H.children_indices[v]
             rows = np.flatnonzero(R[:, v])
             T = R[np.ix_(rows, ch)]  # targets at v: children with a label below them

@@ -375,12 +375,13 @@ def record(history, it, t0, P, D, n_oracle):
 
 class PassLog:
     """The NHSVM solvers' progress: with ``verbose``, one INFO record of the ``hiercvx`` logger
-    per pass (``"<desc> pass k/total: gap g ..."``), which an estimator's ``verbose`` prints to
+    per pass (``"<desc> <unit> k/total: gap g ..."``, ``unit`` "pass" or, for the shared-norm
+    SVM, "alternation"), which an estimator's ``verbose`` prints to
     stderr (``True``) or counts on its bar (``"progress"``), as every solver's records; the
     tqdm-like calls the passes make (``set_postfix``, ``update``, ``close``)."""
 
-    def __init__(self, verbose, total, desc):
-        self.verbose, self.total, self.desc = bool(verbose), total, desc
+    def __init__(self, verbose, total, desc, unit="pass"):
+        self.verbose, self.total, self.desc, self.unit = bool(verbose), total, desc, unit
         self.n, self.postfix = 0, {}
 
     def set_postfix(self, **values):
@@ -389,12 +390,12 @@ class PassLog:
     def update(self, k: int = 1):
         self.n += k
         if self.verbose:
-            logger.info("%s pass %d/%d: %s", self.desc, self.n, self.total,
+            logger.info("%s %s %d/%d: %s", self.desc, self.unit, self.n, self.total,
                         " ".join(f"{key} {value}" for key, value in self.postfix.items()))
 
     def close(self):
         pass
 
 
-def progress(verbose, total, desc) -> PassLog:
-    return PassLog(verbose, total, desc)
+def progress(verbose, total, desc, unit="pass") -> PassLog:
+    return PassLog(verbose, total, desc, unit)

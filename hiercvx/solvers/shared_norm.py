@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._validation import check_positive
 from ..exceptions import InputError
@@ -33,6 +32,7 @@ from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, barrier_alpha, dag
                             depth_levels, min_path_cover, node_matrix, optimal_alpha, scaled_alpha)
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import nhsvm_fw
+from ._nhsvm_dual import progress
 from .primitives import blas_threads
 
 __all__ = ["solve", "optimal_alpha", "depth_levels", "min_path_cover", "alpha_for"]
@@ -304,8 +304,7 @@ class _Alternation:
         switch = _Switching(len(alpha), o)
         accel = _Anderson(o.anderson_memory if o.accelerate else 0, model.A)
         start = alpha.copy()
-        bar = tqdm(total=o.max_iter, desc="shared-norm SVM (alternating)", unit="step",
-                   disable=not self.verbose)
+        bar = progress(self.verbose, o.max_iter, "shared-norm SVM", unit="alternation")
         try:
             for it in range(1, o.max_iter + 1):
                 view.sqrt_alpha = np.sqrt(np.maximum(alpha, 0.0)) * scale
@@ -324,8 +323,8 @@ class _Alternation:
                 gap = relative_gap(best_ub[0], best_lb)
                 self._record(objective=best_ub[0], lower_bound=best_lb, gap=gap, inner_gap=res.gap,
                              time=time.perf_counter() - self.t0, switched_off=int(switch.off.sum()))
-                bar.update(1)
                 bar.set_postfix(gap=f"{gap:.2e}")
+                bar.update(1)
                 if reached(gap, o.tol):
                     converged = True
                     break
