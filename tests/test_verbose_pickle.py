@@ -11,7 +11,8 @@ import pytest
 from tqdm import tqdm
 
 import hiercvx as hc
-from hiercvx.estimators import (HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC,
+from hiercvx.estimators import (HierarchicalPerceptron, HierarchicalSVC, MulticlassSVC,
+                                NormalizedHierarchicalSVC,
                                 OrthogonalTransferSVC, SharedNormSVC, SiblingMarginSVC,
                                 TopDownSVC)
 from hiercvx.estimators._habits import _BarHandler
@@ -74,6 +75,17 @@ def test_nhsvm_pass_lines_show_the_gap_after_each_pass(method, small, capsys):
     lines = [line for line in capsys.readouterr().err.splitlines() if " pass " in line]
     assert [line.split(" pass ")[1].split(":")[0] for line in lines] == ["1/3", "2/3", "3/3"]
     assert lines[-1].split("gap ")[1].split()[0] == f"{est.gap_:.2e}"
+
+
+def test_perceptron_verbose_prints_one_line_per_epoch(small, capsys):
+    """Not an optimization, so no gap: its violations per epoch, as lines, no bar."""
+    X, y, H = small
+    est = HierarchicalPerceptron(hierarchy=H, verbose=True, max_epochs=3).fit(X, y)
+    err = capsys.readouterr().err
+    epochs = [line for line in err.splitlines() if "perceptron epoch" in line]
+    assert [line.split("epoch ")[1].split(":")[0] for line in epochs] == \
+        [f"{k}/3" for k in range(1, est.n_iter_ + 1)]
+    assert "%|" not in err and "fitted in" in err.splitlines()[-1]
 
 
 def test_quiet_by_default(small, capsys):

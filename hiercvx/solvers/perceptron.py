@@ -56,7 +56,6 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
 from .._validation import check_features
 from ..exceptions import InputError
@@ -373,7 +372,7 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     callback : called as ``callback(epoch, scores)`` after every epoch of the online and
         averaged variants, where ``scores(X_new)`` gives the current (last, not averaged)
         weight vector's class scores.
-    verbose : a progress bar over the epochs (Minover: its steps).
+    verbose : one INFO line per epoch (Minover: at steps 1, 2, 4, 8, ...).
     options : :class:`Options` (default ``Options()``).
 
     Returns
@@ -510,12 +509,6 @@ def _training_hinge(S: np.ndarray, data: MarginData):
                            data.pair_ybar, data.pair_loss, data.rescaling == "slack")
 
 
-def _progress(total, verbose, desc):
-    if not verbose:
-        return None
-    return tqdm(total=total, desc=desc, leave=False)
-
-
 def _run_epochs(X, data, k, rule: kern.PairRule, form, max_epochs, shuffle, random_state, callback,
                 verbose, options: Options):
     """Algorithms 4 (primal form) and 5 (dual form) epoch by epoch until an epoch without a
@@ -546,7 +539,6 @@ def _run_epochs(X, data, k, rule: kern.PairRule, form, max_epochs, shuffle, rand
             Kn = np.asarray(Xn, dtype=float)[:, sv] if k.name == "precomputed" else (
                 k(Xn, X[sv]) if len(sv) else np.zeros((Xn.shape[0], 0)))
             return Kn @ GQ[sv]
-    bar = _progress(max_epochs, verbose, "perceptron epochs")
     for epoch in range(1, max_epochs + 1):
         order = rng.permutation(n).astype(np.int64) if shuffle else np.arange(n, dtype=np.int64)
         buf = kern.empty_log(n)
@@ -558,16 +550,14 @@ def _run_epochs(X, data, k, rule: kern.PairRule, form, max_epochs, shuffle, rand
         parts.append(UpdateLog(*(a[:nu] for a in buf)))
         history["violations"].append(int(nv))
         history["updates"].append(int(nu))
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(violations=int(nv))
+        if verbose:  # one line per epoch, which an estimator's verbose prints or counts
+            logger.info("perceptron epoch %d/%d: %d violations, %d updates", epoch, max_epochs,
+                        nv, nu)
         if callback is not None:
             callback(epoch, scores)
         if nv == 0:
             converged = True
             break
-    if bar is not None:
-        bar.close()
     return UpdateLog.concatenate(parts), steps, epoch, converged, None, history
 
 
@@ -623,8 +613,7 @@ def _minover_columns(X, k, Q, T, pairs, max_iter, verbose, cache_budget):
     rows = {"i": [], "y": [], "yb": [], "tau": []}
     best = int(np.argmin(T))
     converged = False
-    bar = _progress(max_iter, verbose, "Minover steps")
-    for _ in range(max_iter):
+    for step in range(1, max_iter + 1):
         if T[best] > 0:
             converged = True
             break
@@ -638,12 +627,11 @@ def _minover_columns(X, k, Q, T, pairs, max_iter, verbose, cache_budget):
         for key, v in zip(("i", "y", "yb", "tau"), (i, y, yb, tau)):
             rows[key].append(v)
         best = kern.minover_update(T, np.ascontiguousarray(col), pairs, Q[y] - Q[yb], tau)
-        if bar is not None:
-            bar.update(1)
+        if verbose and step & (step - 1) == 0:  # steps 1, 2, 4, 8, ...: few lines however many
+            logger.info("Minover step %d/%d: smallest pair margin %.6g", step, max_iter,
+                        float(T[best]))
     else:
         converged = bool(T[best] > 0)
-    if bar is not None:
-        bar.close()
     it = len(rows["i"])
     buf = kern.LogArrays(np.zeros(it, np.int64), np.array(rows["i"], np.int64), np.array(rows["y"], np.int64),
                          np.array(rows["yb"], np.int64), np.array(rows["tau"], float))
