@@ -316,12 +316,14 @@ class Solution:
         return float(self.objective) - float(self.lower_bound)
 
     def warn_unless_converged(self, unit: str = "iterations", stacklevel: int = 2,
-                              reason: str | None = None) -> None:
+                              reason: str | None = None, hint: str | None = None) -> None:
         """The one ``ConvergenceWarning`` of hiercvx, issued when a solver stopped above ``tol``
         (``stacklevel`` counted from the caller of this method).  ``reason`` replaces the gap
-        sentence for solvers without a certificate (a perceptron on non-separable data)."""
+        sentence for solvers without a certificate (a perceptron on non-separable data);
+        ``hint`` replaces :func:`progress_hint`'s reading of the history (a caller whose next
+        stage the history does not describe)."""
         if not self.converged:
-            hint = progress_hint(self.history, self.tol, unit)
+            hint = progress_hint(self.history, self.tol, unit) if hint is None else hint
             advice = "" if "has not decreased" in hint else "; raise max_iter or tol"
             if reached(self.gap, self.tol):  # the tiny-C condition failed (certified_by)
                 what = (f"with a certified relative duality gap of {self.gap:.3e} <= tol={self.tol:g}"
