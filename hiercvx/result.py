@@ -17,6 +17,7 @@ else.
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,6 +151,21 @@ def stopping_gap(objective: float, lower_bound: float, at_zero: float | None = N
     if known and lower_bound < objective < float(at_zero):
         gap = max(gap, gap_from_zero(objective, lower_bound, at_zero) ** 2)
     return gap
+
+
+@contextmanager
+def rewritten_convergence_warnings(rewrite):
+    """Warnings raised inside the block, issued again when it ends with every
+    ``ConvergenceWarning``'s message replaced by ``rewrite(message)``; other warnings pass
+    unchanged.  For a caller that knows more than the solver: its own parameter names, or
+    advice about the data."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        message = rewrite(str(w.message)) if issubclass(w.category, ConvergenceWarning) \
+            else w.message
+        warnings.warn_explicit(message, w.category, w.filename, w.lineno)
 
 
 def progress_hint(history, tol: float, unit: str = "iterations", window: int = 10) -> str:

@@ -25,13 +25,9 @@ different classes; hiercvx's Gaussian is ``exp(-||x - z||^2 / (2 sigma^2))``, so
 
 from __future__ import annotations
 
-import warnings
-from contextlib import contextmanager
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import methods
@@ -39,6 +35,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..kernels import Kernel, median_heuristic
+from ..result import rewritten_convergence_warnings
 from ._base import (check_solver_options, is_precomputed, kernel_parts, solver_route,
                     validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress
@@ -390,20 +387,15 @@ class HierarchicalPsiClassifier(_SiblingBase):
         return self
 
 
-@contextmanager
 def _dc_limits_named():
     """The DC loop's ``ConvergenceWarning`` in the estimator's terms: the loop's ``tol`` and
     ``max_iter`` are its ``dc_tol`` and ``dc_max_iter`` (``tol`` and ``max_iter`` bound each
     convex step, whose warnings pass unchanged)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for w in caught:
-        message = str(w.message)
-        if issubclass(w.category, ConvergenceWarning) and message.startswith("HPSI DC algorithm"):
-            message = message.replace("> tol=", "> dc_tol=").replace("raise max_iter",
-                                                                    "raise dc_max_iter")
-        warnings.warn_explicit(message, w.category, w.filename, w.lineno)
+    def rewrite(message: str) -> str:
+        if not message.startswith("HPSI DC algorithm"):
+            return message
+        return message.replace("> tol=", "> dc_tol=").replace("raise max_iter", "raise dc_max_iter")
+    return rewritten_convergence_warnings(rewrite)
 
 
 class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):

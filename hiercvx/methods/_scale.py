@@ -16,11 +16,11 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
+
+from ..result import rewritten_convergence_warnings
 
 __all__ = ["scale_advice", "with_scale_advice"]
 
@@ -77,16 +77,13 @@ def with_scale_advice(solve):
     every other warning passes unchanged."""
     @functools.wraps(solve)
     def run(model, *args, **kwargs):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = solve(model, *args, **kwargs)
-        advice = None
-        for w in caught:
-            message = w.message
-            if issubclass(w.category, ConvergenceWarning):
-                advice = scale_advice(model, _named(solve, model, args, kwargs)) if advice is None else advice
-                message = f"{without_more_iterations(str(w.message))}{advice}" if advice \
-                    else w.message
-            warnings.warn_explicit(message, w.category, w.filename, w.lineno)
-        return result
+        advice = []   # computed once, at the first ConvergenceWarning
+
+        def rewrite(message: str) -> str:
+            if not advice:
+                advice.append(scale_advice(model, _named(solve, model, args, kwargs)))
+            return f"{without_more_iterations(message)}{advice[0]}" if advice[0] else message
+
+        with rewritten_convergence_warnings(rewrite):
+            return solve(model, *args, **kwargs)
     return run
