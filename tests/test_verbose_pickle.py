@@ -11,10 +11,10 @@ import pytest
 from tqdm import tqdm
 
 import hiercvx as hc
-from hiercvx.estimators import (HierarchicalPerceptron, HierarchicalSVC, MulticlassSVC,
-                                NormalizedHierarchicalSVC,
-                                OrthogonalTransferSVC, SharedNormSVC, SiblingMarginSVC,
-                                TopDownSVC)
+from hiercvx.estimators import (HierarchicalPerceptron, HierarchicalPsiClassifier,
+                                HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC,
+                                OrthogonalTransferSVC, SequentialHierarchicalSVC, SharedNormSVC,
+                                SiblingMarginSVC, TopDownSVC)
 from hiercvx.estimators._habits import _BarHandler
 
 
@@ -86,6 +86,48 @@ def test_perceptron_verbose_prints_one_line_per_epoch(small, capsys):
     assert [line.split("epoch ")[1].split(":")[0] for line in epochs] == \
         [f"{k}/3" for k in range(1, est.n_iter_ + 1)]
     assert "%|" not in err and "fitted in" in err.splitlines()[-1]
+
+
+@pytest.mark.parametrize("method, step", [("ipm", "sibling_qp ipm step"),
+                                          ("dual_ipm", "dual interior point step"),
+                                          ("working_set", "sibling_qp working set round"),
+                                          ("alm", "sibling_qp alm step")])
+def test_sibling_verbose_prints_the_steps_of_its_method(method, step, small, capsys):
+    """Every route of the sibling-margin engine logs its steps, and the certificates it takes
+    carry the fit's certified gap; numbered steps count up to ``n_iter_`` (the interior
+    points: Newton steps; the ALM: multiplier steps, whose passes ``n_iter_`` counts)."""
+    X, y, H = small
+    est = SiblingMarginSVC(hierarchy=H, verbose=True, solver_options={"method": method}).fit(X, y)
+    lines = capsys.readouterr().err.splitlines()
+    steps = [line for line in lines if step in line]
+    assert steps and "fitted in" in lines[-1]
+    gaps = [line.split("gap ")[1].split()[0].rstrip(",") for line in lines[:-1] if "gap " in line]
+    assert f"{est.gap_:.3e}" in gaps
+    if method in ("ipm", "dual_ipm"):
+        assert [line.split("step ")[1].split("/")[0] for line in steps] == \
+            [str(k) for k in range(1, est.n_iter_ + 1)]
+    if method == "alm":
+        assert steps[-1].split(": ")[1].split(" passes")[0] == str(est.n_iter_)
+        assert f"gap {est.gap_:.3e}" in steps[-1]
+
+
+def test_hpsi_and_sequential_verbose_lines(small, capsys):
+    """HPSI: one line per DC step, and a closing line that names what its numbers are (DC
+    steps, the psi cost, the largest gap of its convex steps: the psi cost is not convex, no
+    gap certifies it).  The sequential SVM: one line per node SVM."""
+    X, y, H = small
+    est = HierarchicalPsiClassifier(hierarchy=H, verbose=True).fit(X, y)
+    lines = capsys.readouterr().err.splitlines()
+    dc = [line for line in lines if "solve_dc DC step" in line]
+    assert [line.split("DC step ")[1].split("/")[0] for line in dc] == \
+        [str(k) for k in range(1, est.n_iter_ + 1)]
+    assert f"{est.n_iter_} DC steps, psi cost" in lines[-1]
+    assert f"largest certified gap of its convex steps {est.gap_:.3e}" in lines[-1]
+    assert "certified relative gap" not in lines[-1]
+    est = SequentialHierarchicalSVC(hierarchy=H, verbose=True).fit(X, y)
+    nodes = [line for line in capsys.readouterr().err.splitlines() if " node " in line]
+    assert len(nodes) == sum(isinstance(m, SiblingMarginSVC) for m in est.node_models_.values())
+    assert len(nodes) == 3
 
 
 def test_quiet_by_default(small, capsys):

@@ -125,16 +125,23 @@ def progress(estimator):
             bar.close()
 
 
+#: what the closing line calls ``n_iter_``, ``objective_`` and ``gap_``; an estimator whose
+#: attributes mean something else (HPSI: DC steps, the psi cost, its convex steps' gaps) sets
+#: its own ``_summary_names``
+SUMMARY_NAMES = ("iterations", "objective", "certified relative gap")
+
+
 def _summary(est, seconds: float) -> str:
+    iterations, objective_name, gap_name = getattr(est, "_summary_names", SUMMARY_NAMES)
     parts = [f"{type(est).__name__}: fitted in {seconds:.2f} s"]
     n_iter = getattr(est, "n_iter_", None)
     if n_iter is not None:
-        parts.append(f"{n_iter} iterations")
+        parts.append(f"{n_iter} {iterations}")
     objective, gap = getattr(est, "objective_", None), getattr(est, "gap_", None)
     if objective is not None:
-        parts.append(f"objective {objective:.10g}")
+        parts.append(f"{objective_name} {objective:.10g}")
     if gap is not None:
-        parts.append(f"certified relative gap {gap:.3e}")
+        parts.append(f"{gap_name} {gap:.3e}")
     return ", ".join(parts)
 
 

@@ -25,6 +25,8 @@ different classes; hiercvx's Gaussian is ``exp(-||x - z||^2 / (2 sigma^2))``, so
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -44,6 +46,8 @@ from ._labels import read_test_labels, read_training_labels
 #: the sibling pairs, the top-down rule d^H, the references on a model, the DC options
 _SIBLING = methods.parts("sibling_svm")
 _HPSI = methods.parts("hpsi")
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["SiblingMarginSVC", "HierarchicalPsiClassifier", "SequentialHierarchicalSVC",
            "paper_sigma", "check_fit_intercept"]
@@ -172,7 +176,8 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
         ``solver_options``."""
         route = solver_route(self)
         method = {} if route.method is None else {"method": route.method}
-        return {**method, **route.seeded(), "options": route.fast_options(fast.options_type)}
+        return {**method, **route.seeded(), "options": route.fast_options(fast.options_type),
+                "verbose": bool(self.verbose)}
 
     def _store_model(self, X, H, sigma, model, coef, biases):
         """Keep the fitted model: the caller's and the working hierarchy, the kernel and
@@ -337,6 +342,9 @@ class HierarchicalPsiClassifier(_SiblingBase):
     ``best_iteration_``, ``result_`` the HSVM start's solver result.
     """
 
+    # the psi cost is not convex: no gap certifies it, only each convex step's
+    _summary_names = ("DC steps", "psi cost", "largest certified gap of its convex steps")
+
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
                  kernel="linear", solver="fast", tol=1e-6, max_iter=None, dc_tol=1e-6,
                  dc_max_iter=50, verbose=False, internal_labels="self_leaf", solver_options=None):
@@ -452,6 +460,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         children = [np.asarray(c, dtype=np.int64) for c in Hw.children_indices]
         models = {}
         objective, gap, n_iter = 0.0, 0.0, 0
+        log = logger.info if self.verbose else logger.debug
         for s in range(len(Hw)):
             kids = children[s]
             if len(kids) < 2:
@@ -476,6 +485,8 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
             objective += svm.objective_
             gap = max(gap, svm.gap_)
             n_iter += svm.n_iter_
+            log("%s node %r: %d samples over %d children, %d iterations, certified gap %.3e",
+                type(self).__name__, Hw.nodes[s], rows.size, present.size, svm.n_iter_, svm.gap_)
         self.node_models_ = models
         self.objective_, self.gap_ = objective, gap
         self.hierarchy_ = H

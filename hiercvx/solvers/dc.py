@@ -68,7 +68,7 @@ def check_dc_options(tol, max_iter) -> None:
 
 def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step,
                   who: str, tie_rtol: float | None = None, stacklevel: int = 3, *,
-                  options: Options | None = None) -> Solution:
+                  options: Options | None = None, log=logger.debug) -> Solution:
     """The DC algorithm (3): start from HSVM, re-linearize, stop on a small cost change.
 
     ``step(pair_weights)`` solves (8) with the DC term ``pair_weights`` (``None``: HSVM) to a
@@ -85,7 +85,8 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
     step's certified bound (see the module docstring), ``status`` ``"fixed_point"`` or
     ``"iteration_limit"``; extras ``biases``, ``dc_objectives`` (the cost at every iterate,
     first the HSVM start), ``best_iteration``, ``step_gaps``, ``steps`` (every step's
-    solution) and ``hsvm`` (the first).
+    solution) and ``hsvm`` (the first).  ``log`` takes one line per step (``logger.info``
+    under ``verbose``).
     """
     if tie_rtol is None:
         tie_rtol = (Options() if options is None else options).tie_rtol
@@ -103,12 +104,15 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
             costs.append(costs[-1])
             steps.append(res)
             converged = True
+            log("%s DC step %d/%d: the linearization of the last step again (a fixed point)",
+                who, it, max_iter)
             break
         lam_prev = lam
         coef, b, res = step(lam)
         costs.append(model.psi_value(coef, b, C))
         steps.append(res)
-        logger.debug("%s step %d: cost %.10g (gap %.2e)", who, it, costs[-1], res.gap)
+        log("%s DC step %d/%d: psi cost %.10g, change %.2e (step's certified gap %.2e)", who,
+            it, max_iter, costs[-1], abs(costs[-1] - costs[-2]), res.gap)
         if costs[-1] < best[0]:
             best = (costs[-1], it, coef, b)
         if abs(costs[-1] - costs[-2]) <= tol:

@@ -364,7 +364,7 @@ class _Stopping:
 
 
 def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
-                  options: Options | None = None):
+                  options: Options | None = None, log=logger.debug):
     """Mehrotra predictor-corrector on the budgeted dual QP over the pairs kept.
 
     The QP is Wang, Shen & Pan's (9)-(11) of (8) (module docstring)::
@@ -392,6 +392,8 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
         Called at iterates whose complementarity is within ``options.probe_rtol`` of the
         objective, before that; True stops the path there (not accepted).
     options : Options, optional
+    log : callable, optional
+        Takes one line per step (``logger.info`` under ``verbose``).
 
     Each step factors ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated:
     by the groups (:class:`GroupNewton`) or dense (:class:`DenseNewton`).
@@ -420,8 +422,9 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
         value = 0.5 * float(p.x @ Qx) - float(g @ p.x)
         scale = 1.0 + float(np.abs(Qx).max(initial=0.0)) + float(np.abs(g).max(initial=0.0))
         rd_max, re_max = float(np.abs(rd).max(initial=0.0)), float(np.abs(re).max(initial=0.0))
-        logger.debug("dual_ipm %d: k %d, complementarity %.2e, dual residual %.2e, (10) %.2e",
-                     it, k, mu * m_total / max(abs(value), 1e-300), rd_max / scale, re_max)
+        log("dual interior point step %d/%d on %d pairs: complementarity %.2e, dual residual "
+            "%.2e, equality residual %.2e", it, max_iter, k,
+            mu * m_total / max(abs(value), 1e-300), rd_max / scale, re_max)
         verdict = stop.classify(mu * m_total, value, scale, rd_max, re_max, p.x)
         if verdict in ("accept", "floor"):
             if accept(p.x, p.y, p.u):

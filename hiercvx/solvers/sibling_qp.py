@@ -53,7 +53,6 @@ the gap, never fake it).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import MISSING
 
 from .._validation import check_positive
@@ -66,7 +65,6 @@ from ._sibling.ipm import NormalBuilder, ipm_step_cost, pivoted_cholesky
 from ._sibling.options import METHODS, Options
 from .dc import check_dc_options
 
-logger = logging.getLogger(__name__)
 
 __all__ = ["Options", "METHODS", "solve", "solve_dc", "SiblingQPSolver", "pivoted_cholesky",
            "least_norm_step", "group_blocks", "NormalBuilder", "ipm_step_cost"]
@@ -91,7 +89,8 @@ def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
         IPM iterations (default ``options.ipm_max_iter``; working set: in all rounds,
         ``options.working_set_max_iter``) or ALM multiplier steps (``options.alm_max_iter``).
     verbose : bool
-        Log the certificate.
+        Log the method's steps at INFO: interior point steps and certificates, working-set
+        rounds, ALM multiplier steps (the last line carries the returned gap).
     pair_weights : array of shape (n_pairs,), optional
         The DC term ``lam`` of (8).
     options : Options, optional
@@ -114,10 +113,8 @@ def solve(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=None, verbose=False,
                       max_ipm_size=max_ipm_size, rho=rho, random_state=random_state,
                       max_dual_pairs=max_dual_pairs)
     engine = SiblingQPSolver(model, options=opts)
-    res = engine.solve(C, pair_weights, tol=float(tol), max_iter=max_iter, warm_start=False)
-    if verbose:
-        logger.info("%s", res.certificate())
-    return res
+    return engine.solve(C, pair_weights, tol=float(tol), max_iter=max_iter, warm_start=False,
+                        verbose=verbose)
 
 
 def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False, gap_tol=1e-6,
@@ -154,8 +151,5 @@ def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False
     opts = Options.of(options, method=method, rank_rtol=rank_rtol, max_ipm_size=max_ipm_size,
                       rho=rho, random_state=random_state, max_dual_pairs=max_dual_pairs)
     engine = SiblingQPSolver(model, options=opts)
-    res = engine.solve_dc(C, tol=tol, max_iter=int(max_iter), gap_tol=float(gap_tol),
-                          step_max_iter=step_max_iter)
-    if verbose:
-        logger.info("%s", res.certificate())
-    return res
+    return engine.solve_dc(C, tol=tol, max_iter=int(max_iter), gap_tol=float(gap_tol),
+                           step_max_iter=step_max_iter, verbose=verbose)

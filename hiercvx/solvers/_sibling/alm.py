@@ -16,14 +16,18 @@ ill-conditioned), which is why ``"auto"`` prefers an interior point there.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-from ...result import gap_scale, stopping_gap
+from ...result import gap_scale, relative_gap, stopping_gap
 from ..primitives import MODE_GRAM, row_data, row_sq_norms
 from ._kernels import PairIndex, sweep
 from .certificate import Certificate
 from .options import Options
 from .problem import PairProblem, StepResult
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ALM"]
 
@@ -88,10 +92,11 @@ class ALM:
         W, bc = pb.complete_biases(pb.functions(beta, lam), b, live)
         return beta, pb.pairs.margins(pb.model.train_scores(W, bc))
 
-    def solve(self, C, lam, tol, max_iter, start, max_passes, at_zero) -> StepResult:
+    def solve(self, C, lam, tol, max_iter, start, max_passes, at_zero,
+              log=logger.debug) -> StepResult:
         """(8) to the certified relative gap ``tol``: at most ``max_iter`` multiplier steps of
         at most ``max_passes`` sweeps each, from ``start = (beta, b)`` or zero; the sweeps'
-        accuracy tightens as the gap closes."""
+        accuracy tightens as the gap closes.  ``log`` takes one line per multiplier step."""
         pb = self.problem
         beta = np.zeros(pb.P) if start is None else np.asarray(start[0], dtype=float).copy()
         b = np.zeros(pb.M) if start is None else np.asarray(start[1], dtype=float).copy()
@@ -109,7 +114,7 @@ class ALM:
                    "n_iter": []}
         best, best_lower = None, (-np.inf, None)
         n_passes, converged = 0, False
-        for _ in range(int(max_iter)):
+        for step in range(1, int(max_iter) + 1):
             worst = 0.0
             for _ in range(int(max_passes)):
                 worst, _ = self._pass(index, F, b, resid, beta_live, C, eps, 50 * kmax + 100, work)
@@ -130,6 +135,10 @@ class ALM:
             for key, value in zip(history, (primal, lower, gap, float(np.abs(resid).max()),
                                             float(worst), n_passes)):
                 history[key].append(value)
+            log("sibling_qp alm step %d/%d: %d passes in all, primal %.10g, %s", step, max_iter,
+                n_passes, best[0], f"lower bound {best_lower[0]:.10g}, "
+                f"gap {relative_gap(best[0], best_lower[0]):.3e}"
+                if np.isfinite(best_lower[0]) else "no certified lower bound yet")
             if gap <= tol:
                 converged = True
                 break

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ...result import stopping_gap
+from ...result import relative_gap, stopping_gap
 from .. import dual_qp
 from ..dual_qp import BlockDiagonal
 from .certificate import Certificate
@@ -81,12 +81,14 @@ class DualRoute:
     def __init__(self, problem: PairProblem, certificate: Certificate, options: Options):
         self.problem, self.certificate, self.options = problem, certificate, options
 
-    def solve_all(self, C, lam, tol, max_iter, at_zero) -> StepResult:
+    def solve_all(self, C, lam, tol, max_iter, at_zero, log=logger.debug) -> StepResult:
         """(8) by the dual interior point on all live pairs (exact: the others have
-        ``beta = 0``, see :meth:`~.problem.PairProblem.live_pairs`)."""
+        ``beta = 0``, see :meth:`~.problem.PairProblem.live_pairs`); ``log`` takes one line
+        per step and per certificate."""
         live = self.problem.live_pairs(lam)
         idx = np.arange(self.problem.P) if live is None else live
-        state = self.restricted(idx, live, C, lam, tol, max_iter, at_zero, stop_on_violation=False)
+        state = self.restricted(idx, live, C, lam, tol, max_iter, at_zero, stop_on_violation=False,
+                                log=log)
         return StepResult(state["W"], state["b"], state["primal"], state["lower"], state["feas"],
                           state["n_iter"], state["gap"] <= tol, {"gap": [state["gap"]]},
                           state["beta"])
@@ -121,7 +123,8 @@ class DualRoute:
         return _System(idx, Q, g, Bm, Ei[:, rows].toarray(),
                        m.bias_residual(lam, np.zeros(pb.P))[rows], rows, candidates)
 
-    def restricted(self, idx, live, C, lam, tol, max_iter, at_zero, stop_on_violation=True):
+    def restricted(self, idx, live, C, lam, tol, max_iter, at_zero, stop_on_violation=True,
+                   log=logger.debug):
         """The dual (9)-(11) with ``beta = 0`` outside the pairs ``idx``, certified on the
         whole problem (biases: the multipliers of (10), then
         :meth:`~.problem.PairProblem.complete_biases`).  Stops at the certificate, or (with
@@ -129,7 +132,8 @@ class DualRoute:
         path -- when some pair outside ``idx`` violates its margin there.  Returns the best
         certified state (``W``, ``b``, ``primal``, ``lower``, ``feas``, ``beta``, ``gap``,
         ``n_iter``; ``violated``: those pairs, ``near``: the pairs left out within
-        ``options.ws_margin`` of violating)."""
+        ``options.ws_margin`` of violating).  ``log`` takes one line per interior point step
+        and per certificate."""
         pb, sys_ = self.problem, self.system(idx, live, lam)
         ii = pb.pairs.pair_i[idx]
         state = {"gap": np.inf, "violated": np.zeros(0, dtype=np.int64)}
@@ -160,6 +164,8 @@ class DualRoute:
             point = scored(x, y)
             margins = point[4]
             self._certify(state, point, C, lam, tol, live, at_zero)
+            log("sibling_qp dual certificate: primal %.10g, lower bound %.10g, gap %.3e",
+                *state["last"], relative_gap(*state["last"]))
             reach = reach_of(margins)
             scale = 1e-9 * max(1.0, float(np.abs(margins).max()))
             state["violated"] = np.flatnonzero(sys_.candidates & (margins < reach - scale))
@@ -170,7 +176,7 @@ class DualRoute:
 
         x, y, it, stopped = dual_qp.solve_dual_qp(
             sys_.Q, sys_.g, sys_.Bm, sys_.E, sys_.h, C, max_iter, accept, tol,
-            probe if stop_on_violation else None, options=self.options.dual_qp)
+            probe if stop_on_violation else None, options=self.options.dual_qp, log=log)
         if not stopped:
             accept(x, np.asarray(y), None)
         state["n_iter"] = it
@@ -192,7 +198,7 @@ class DualRoute:
             if primal2 < primal:
                 bc, primal = b2, primal2
                 gap = stopping_gap(primal, lower, at_zero)
-        state["last_gap"] = gap
+        state["last_gap"], state["last"] = gap, (primal, lower)
         if gap < state["gap"]:
             state.update(W=W, b=bc, primal=primal, lower=lower, feas=feas, beta=beta, gap=gap)
 
@@ -214,9 +220,11 @@ class WorkingSet:
         self.route, self.alm, self.options = route, alm, options
         self.pairs = None   # the last solve's set (a mask over the pairs)
 
-    def solve(self, C, lam, tol, max_iter, start, max_passes, at_zero) -> StepResult:
+    def solve(self, C, lam, tol, max_iter, start, max_passes, at_zero,
+              log=logger.debug) -> StepResult:
         """``max_iter`` interior point steps in all rounds; ``start = (beta, b)`` of the last
-        solve (or ``None``) warm-starts a DC step; ``max_passes`` sweeps choose the first set."""
+        solve (or ``None``) warm-starts a DC step; ``max_passes`` sweeps choose the first set;
+        ``log`` takes one line per round (and the interior point's lines)."""
         pb, o = self.route.problem, self.options
         warm = start
         live = pb.live_pairs(lam)
@@ -234,12 +242,15 @@ class WorkingSet:
         A |= lam > 0
         limit = o.ws_size_factor * o.max_dual_pairs
         total_iter, best = 0, None
-        for _ in range(o.ws_rounds):
+        for round_ in range(1, o.ws_rounds + 1):
             if A.sum() > limit:
                 break
             state = self.route.restricted(np.flatnonzero(A), live, C, lam, tol,
-                                          max(1, int(max_iter) - total_iter), at_zero)
+                                          max(1, int(max_iter) - total_iter), at_zero, log=log)
             total_iter += state["n_iter"]
+            log("sibling_qp working set round %d: %d pairs, %d interior point steps in all, "
+                "best gap %.3e, %d pairs left out violated", round_, int(A.sum()), total_iter,
+                relative_gap(state["primal"], state["lower"]), state["violated"].size)
             if best is None or state["gap"] < best["gap"]:
                 best = state
             if state["gap"] <= tol or state["violated"].size == 0 or total_iter >= max_iter:
@@ -250,7 +261,7 @@ class WorkingSet:
             logger.info("sibling_qp: working set of %d pairs too large for the dense dual; ALM",
                         int(A.sum()))
             return self.alm.solve(C, lam, tol, o.alm_max_iter, warm, o.max_passes,
-                                  at_zero)
+                                  at_zero, log)
         self.pairs = A | (best["beta"] > 0)
         return StepResult(best["W"], best["b"], best["primal"], best["lower"], best["feas"],
                           total_iter, best["gap"] <= tol, {"gap": [best["gap"]]}, best["beta"])

@@ -5,6 +5,7 @@ warm-starts from it."""
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import MISSING
 
@@ -23,6 +24,8 @@ from .options import Options
 from .problem import PairProblem
 
 __all__ = ["SiblingQPSolver"]
+
+logger = logging.getLogger(__name__)
 
 
 class SiblingQPSolver:
@@ -96,7 +99,7 @@ class SiblingQPSolver:
         return None if self.ipm is None else self.ipm.basis
 
     def solve(self, C=1.0, pair_weights=None, tol=1e-6, max_iter=None, warm_start=True,
-              max_passes=None) -> Solution:
+              max_passes=None, verbose=False) -> Solution:
         """Solve (8) for ``C`` and the DC term ``pair_weights`` (``None``: HSVM (2)).
 
         Stops on a certified relative gap ``<= tol``; warns (``ConvergenceWarning``) when
@@ -104,8 +107,9 @@ class SiblingQPSolver:
         ``working_set_max_iter``; ALM multiplier steps: ``alm_max_iter``) runs out first.
         ``warm_start`` (ALM, working set): start from this engine's last solve (``beta``
         scaled to the new ``C``, the biases kept; the working set also keeps the last set);
-        ``max_passes``: ALM sweeps per step (default ``options.max_passes``).  ``C``, ``tol``
-        and ``max_iter`` are taken as checked (:func:`~hiercvx.solvers.sibling_qp.solve`
+        ``max_passes``: ALM sweeps per step (default ``options.max_passes``); ``verbose``: log
+        the method's steps (interior point steps and certificates, working-set rounds, ALM
+        multiplier steps) at INFO.  ``C``, ``tol`` and ``max_iter`` are taken as checked (:func:`~hiercvx.solvers.sibling_qp.solve`
         checks them).
         """
         t0 = time.perf_counter()
@@ -113,7 +117,8 @@ class SiblingQPSolver:
         lam = np.ascontiguousarray(check_pair_weights(pair_weights, self.model), dtype=float)
         at_zero = self.problem.at_zero(C, None if pair_weights is None else lam)
         with blas_threads(1):
-            out = self._run(C, lam, tol, max_iter, warm_start, max_passes, at_zero)
+            out = self._run(C, lam, tol, max_iter, warm_start, max_passes, at_zero,
+                            logger.info if verbose else logger.debug)
         res = Solution(objective=float(out.primal), lower_bound=float(out.lower), weights=out.W,
                        solver="sibling_qp", n_iter=int(out.n_iter), converged=bool(out.converged),
                        tol=float(tol), dual=out.beta, history=out.history,
@@ -128,7 +133,7 @@ class SiblingQPSolver:
         self._last = (np.asarray(out.beta, float).copy(), b, C)
         return res
 
-    def _run(self, C, lam, tol, max_iter, warm_start, max_passes, at_zero):
+    def _run(self, C, lam, tol, max_iter, warm_start, max_passes, at_zero, log):
         o = self.options
         max_passes = o.max_passes if max_passes is None else max_passes
         start = None
@@ -137,33 +142,36 @@ class SiblingQPSolver:
             start = (beta * (C / C_last), b)
         if self.method == "ipm":
             return self.ipm.solve(C, lam, tol, o.ipm_max_iter if max_iter is None else max_iter,
-                                  self.certificate, at_zero)
+                                  self.certificate, at_zero, log)
         if self.method == "dual_ipm":
             return self.dual.solve_all(C, lam, tol,
-                                       o.ipm_max_iter if max_iter is None else max_iter, at_zero)
+                                       o.ipm_max_iter if max_iter is None else max_iter, at_zero,
+                                       log)
         if self.method == "working_set":
             return self.working_set.solve(
                 C, lam, tol, o.working_set_max_iter if max_iter is None else max_iter, start,
-                4 * max_passes, at_zero)
+                4 * max_passes, at_zero, log)
         return self.alm.solve(C, lam, tol, o.alm_max_iter if max_iter is None else max_iter,
-                              start, max_passes, at_zero)
+                              start, max_passes, at_zero, log)
 
     def solve_dc(self, C=1.0, tol=1e-6, max_iter=50, gap_tol=1e-6,
-                 step_max_iter=None) -> Solution:
+                 step_max_iter=None, verbose=False) -> Solution:
         """HPSI: the DC loop :func:`hiercvx.solvers.dc.dc_iterations` (Wang, Shen & Pan (3))
         with every convex step solved by :meth:`solve` (HSVM cold, then each step warm-started
         by the previous one under ALM and the working set; the interior points start cold),
         certified to ``gap_tol`` within ``step_max_iter`` iterations; ``tol`` and
-        ``max_iter`` are the DC loop's."""
+        ``max_iter`` are the DC loop's; ``verbose`` logs every DC step and the steps of every
+        convex solve at INFO."""
         t0 = time.perf_counter()
 
         def step(pair_weights):
             res = self.solve(C, pair_weights, tol=gap_tol, max_iter=step_max_iter,
-                             warm_start=pair_weights is not None)
+                             warm_start=pair_weights is not None, verbose=verbose)
             return res.weights, res.biases, res
 
         out = dc_iterations(self.model, float(C), tol, max_iter, step, "sibling_qp.solve_dc",
-                            options=self.options.dc)
+                            options=self.options.dc,
+                            log=logger.info if verbose else logger.debug)
         out.solver = "sibling_qp"
         out.extras["method"] = self.method
         out.solve_time = time.perf_counter() - t0

@@ -24,7 +24,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...models.sibling import SiblingPairs
-from ...result import gap_scale, stopping_gap
+from ...result import gap_scale, relative_gap, stopping_gap
 from ..dual_qp import DenseNewton, factor_newton, step_length
 from ..primitives import centrality_correctors, kronecker_sum
 from ..primitives import pivoted_cholesky as _pivoted_cholesky
@@ -259,10 +259,10 @@ class PrimalIPM:
             coef[:, self.pivots] = Wq @ self.factor_inv  # c_S = L_S^{-T} w
         return coef, b
 
-    def solve(self, C, lam, tol, max_iter, certificate, at_zero) -> StepResult:
+    def solve(self, C, lam, tol, max_iter, certificate, at_zero, log) -> StepResult:
         """(8) for ``C`` and the DC term ``lam`` to the certified relative gap ``tol``
         (``certificate``: :class:`~.certificate.Certificate`; ``at_zero``: (8) at zero
-        functions, the gap's scale)."""
+        functions, the gap's scale; ``log``: takes one line per step and per certificate)."""
         state = {}
 
         def accept(Z, lm):
@@ -271,15 +271,17 @@ class PrimalIPM:
             lower, feas = certificate.lower_bound(lm, lam, C)
             gap = stopping_gap(primal, lower, at_zero)
             state.update(W=W, b=b, primal=primal, lower=lower, feas=feas, beta=lm.copy(), gap=gap)
+            log("sibling_qp ipm certificate: primal %.10g, lower bound %.10g, gap %.3e",
+                primal, lower, relative_gap(primal, lower))
             return gap <= tol
 
-        Z, lm, it, ok = self.mehrotra_path(C, lam, tol, max_iter, accept)
+        Z, lm, it, ok = self.mehrotra_path(C, lam, tol, max_iter, accept, log)
         if not ok:
             ok = accept(Z, lm)
         return StepResult(state["W"], state["b"], state["primal"], state["lower"], state["feas"],
                           it, ok, {"gap": [state["gap"]]}, state["beta"])
 
-    def mehrotra_path(self, C, lam, tol, max_iter, accept):
+    def mehrotra_path(self, C, lam, tol, max_iter, accept, log):
         """Mehrotra predictor-corrector on (8) in reduced coordinates.
 
         Variables ``Z`` ``(M', q + 1)`` and ``xi`` ``(n)``; constraints
@@ -287,7 +289,8 @@ class PrimalIPM:
         (``s0``, ``lm0``); objective ``1/2 ||Z[:, :q]||^2 + C sum xi +
         sum_p lam_p Delta_p . (Z phi~_i)``.  ``accept(Z, lm)`` is called once the residuals
         and the complementarity gap are small (relative to ``tol``); it returns True when the
-        certificate holds.  Returns ``(Z, lm, n_iter, accepted)``."""
+        certificate holds; ``log`` takes one line per step.  Returns
+        ``(Z, lm, n_iter, accepted)``."""
         Phi1, Delta, pair_of, qdiag = self.Phi1, self.Delta, self.pair_of, self.qdiag
         n = Phi1.shape[0]
         lin = example_sums(lam, Delta, self.pair_ptr).T @ Phi1
@@ -306,6 +309,9 @@ class PrimalIPM:
             res_d = max(float(np.abs(rd_Z).max()), float(np.abs(rd_x).max())) / (1.0 + C)
             value = (0.5 * float(np.sum(qdiag * x.Z * x.Z)) + C * float(x.xi.sum())
                      + float(np.sum(lin * x.Z)))
+            log("sibling_qp ipm step %d/%d: path objective %.10g, complementarity %.2e, primal "
+                "residual %.2e, dual residual %.2e", it, max_iter, value, mu * m_total,
+                res_p, res_d)
             # the certificate is worth computing once the complementarity gap is small
             if res_p <= 1e-6 and res_d <= 1e-6 and \
                     mu * m_total <= 0.1 * tol * gap_scale(value, 0.0):
