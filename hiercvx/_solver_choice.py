@@ -245,10 +245,11 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
     limit = default_max_size if max_size is None else int(max_size)
     size = int(nnz)
     if size > limit:
-        raise ProblemTooLargeError(
-            f"{what} would have about {n_variables:,} variables, {n_constraints:,} constraints and "
-            f"{size:,} nonzeros, over the limit of {limit:,}. Use the fast solver "
-            f"(solver='fast'), subsample the data, or pass max_size={size} (or larger) to build it anyway")
+        problem = (f"{what} would have about {n_variables:,} variables, {n_constraints:,} "
+                   f"constraints and {size:,} nonzeros, over the limit of {limit:,}. Use the fast "
+                   "solver (solver='fast'), subsample the data, or ")
+        raise ProblemTooLargeError(f"{problem}pass max_size={size} (or larger) to build it anyway",
+                                   size=size, problem=problem)
 
 
 # ---------------------------------------------------------------------- size and structure

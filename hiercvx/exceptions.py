@@ -52,7 +52,17 @@ class DataFormatError(InputError):
 
 
 class ProblemTooLargeError(InputError):
-    """The exact reference would be too large to compile; raised before compiling."""
+    """The exact reference would be too large to compile; raised before compiling.
+
+    Raised by a size check (:func:`hiercvx._solver_choice.check_size`) it also carries
+    ``size``, the estimated nonzeros, and ``problem``, the message without its last advice
+    (how to raise the limit), so that a caller that raises the limit in its own way (an
+    estimator's ``solver_options``) can say so; both ``None`` otherwise.
+    """
+
+    def __init__(self, message: str, *, size: int | None = None, problem: str | None = None):
+        super().__init__(message)
+        self.size, self.problem = size, problem
 
 
 class SolverError(HierCVXError):

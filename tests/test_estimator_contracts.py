@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import hiercvx as hc
-from hiercvx.estimators import (HierarchicalSVC, MulticlassSVC, NormalizedHierarchicalSVC,
-                                OrthogonalTransferSVC, SharedNormSVC, SiblingMarginSVC)
+from hiercvx.estimators import (HierarchicalPsiClassifier, HierarchicalSVC, MulticlassSVC,
+                                NormalizedHierarchicalSVC, OrthogonalTransferSVC, SharedNormSVC,
+                                SiblingMarginSVC)
 
 H = hc.Hierarchy.from_parents({"r": None, "A": "r", "A1": "A", "A2": "A", "B": "r",
                                "B1": "B", "B2": "B"})
@@ -44,6 +45,29 @@ def test_reference_route_certifies_at_tol(make):
     override = make(solver="reference", tol=3e-3, solver_options={"gap_tol": 2e-4}).fit(X, y)
     assert override.result_.tol == pytest.approx(2e-4)
     assert override.gap_ <= 2e-4
+
+
+@pytest.mark.parametrize("make", ESTIMATORS + [
+    lambda **kw: HierarchicalPsiClassifier(hierarchy=H, **kw),
+    lambda **kw: NormalizedHierarchicalSVC(hierarchy=H, **kw),
+], ids=IDS + ["HierarchicalPsiClassifier", "NormalizedHierarchicalSVC-label-sets"])
+def test_reference_too_large_names_the_estimators_way_to_raise_the_limit(make, request):
+    """A reference over the size limit is refused with the fix the estimator takes:
+    ``solver_options={"max_size": N}`` (the builders' keyword ``max_size`` is not an
+    estimator setting, and in ``solver_options`` beside no such key it would reach the conic
+    solver as an unknown setting); with that fix the same fit runs."""
+    X, y = _data()
+    if "label-sets" in request.node.callspec.id:
+        y = [{v} if i % 3 else {v, "B1" if v != "B1" else "A1"} for i, v in enumerate(y)]
+    with pytest.raises(hc.ProblemTooLargeError) as err:
+        make(solver="reference", solver_options={"max_size": 10}).fit(X, y)
+    message = str(err.value)
+    assert "(solver='reference')" in message and "pass max_size=" not in message
+    advised = int(message.split("solver_options={'max_size': ")[1].split("}")[0])
+    assert advised == err.value.size > 10
+    # the cutting-plane master grows by its cuts: the advice is a floor ("or larger")
+    est = make(solver="reference", solver_options={"max_size": 100 * advised}).fit(X, y)
+    assert est.gap_ <= est.tol
 
 
 def test_multilabel_nhsvm_reference_certifies_at_tol():

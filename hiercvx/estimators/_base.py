@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,7 +13,7 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .. import targets
 from .._validation import (check_features, check_hierarchy_argument, check_not_complex,
                            check_positive, check_target)
-from ..exceptions import InputError, InputTypeError
+from ..exceptions import InputError, InputTypeError, ProblemTooLargeError
 from ..kernels import Kernel, check_psd
 from ..metrics import NODE_MARGINS, fit_node_calibration, node_margins
 from ..result import check_iteration_options
@@ -190,7 +191,7 @@ def is_precomputed(kernel) -> bool:
 
 #: ``solver_options`` keys every estimator reads itself, per route (the rest go to the solver)
 ROUTE_KEYS = {"fast": ("method", "random_state", "warm_start", "keep_dual"),
-              "reference": ("solver", "keep_dual")}
+              "reference": ("solver", "max_size", "keep_dual")}
 
 
 def _is_options(value) -> bool:
@@ -215,6 +216,9 @@ class Route:
         Pickle the solver's state (``result_`` with its dual variables) with the model.
     solver : str or None
         Reference route: the conic solver, as in CVXPY's ``problem.solve(solver=...)``.
+    max_size : int or None
+        Reference route: the limit on the declaration's estimated nonzeros, the builders'
+        ``max_size`` (None: their default).
     settings : dict
         The other keys: fields of the fast solver's ``Options`` (fast route) or keywords of
         :meth:`hiercvx.ReferenceProblem.solve` (reference route).
@@ -227,6 +231,7 @@ class Route:
     warm_start: bool = False
     keep_dual: bool = False
     solver: str | None = None
+    max_size: int | None = None
     settings: dict = dataclasses.field(default_factory=dict)
     options: object = None
 
@@ -312,6 +317,22 @@ def solver_route(estimator) -> Route:
                              f"got {own[flag]!r}")
     settings = {k: v for k, v in value.items() if k not in own}
     return Route(settings=settings, **own)
+
+
+@contextmanager
+def reference_limit_named(estimator):
+    """A reference too large to build, refused with the estimator's way to raise the limit:
+    ``solver_options={"max_size": ...}`` (the builders' keyword ``max_size`` is not a setting
+    the estimator passes on)."""
+    try:
+        yield
+    except ProblemTooLargeError as exc:
+        if getattr(estimator, "solver", None) != "reference" or exc.size is None:
+            raise
+        raise ProblemTooLargeError(
+            f"{type(estimator).__name__}(solver='reference'): {exc.problem}pass "
+            f"solver_options={{'max_size': {exc.size}}} (or larger) to build it anyway",
+            size=exc.size, problem=exc.problem) from None
 
 
 def keeps_dual(estimator) -> bool:

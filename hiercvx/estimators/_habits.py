@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from ..exceptions import InputError
 from ..result import Solution
-from ._base import check_common_params, keeps_dual
+from ._base import check_common_params, keeps_dual, reference_limit_named
 
 __all__ = ["reports_progress", "progress", "LightPickleMixin", "certificate_only",
            "check_verbose", "PROGRESS", "BAR_DELAY"]
@@ -150,7 +150,7 @@ def reports_progress(fit):
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         check_common_params(self)
-        with progress(self):
+        with progress(self), reference_limit_named(self):
             start = time.perf_counter()
             out = fit(self, *args, **kwargs)
             if getattr(self, "verbose", False):

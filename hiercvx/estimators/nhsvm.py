@@ -198,7 +198,8 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         n_features`` is at most 4000; ``"pairwise"``, ``"cutting_plane"``, ``"bcfw"``,
         ``"sgd"``, ``"working_set"``, ``"interior_point"``), ``"random_state"`` and
         ``"keep_dual"``; ``tol`` and ``max_iter`` override the fields of the same name.
-        ``solver="reference"``: ``{"solver": "CLARABEL", ...}``
+        ``solver="reference"``: ``{"solver": "CLARABEL", "max_size": ..., ...}`` (as
+        :class:`~hiercvx.estimators.HierarchicalSVC`)
 
     Attributes
     ----------
@@ -269,12 +270,13 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light
             self.n_iter_ = res.n_iter
         elif model.multilabel:
-            res = _NHSVM.from_model["cutting_plane"](model, lam, inference=self.inference).solve(
+            res = _NHSVM.from_model["cutting_plane"](model, lam, inference=self.inference,
+                                                     max_size=route.max_size).solve(
                 solver=route.solver, verbose=bool(self.verbose),
                 **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = res.n_iter
         else:
-            res = _NHSVM.from_model["primal"](model, lam).solve(
+            res = _NHSVM.from_model["primal"](model, lam, max_size=route.max_size).solve(
                 solver=route.solver, **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = 1
         self._set_weights(model, res, lam)
@@ -358,7 +360,7 @@ class SharedNormSVC(_NodeScoreClassifier):
                              **route.seeded())
             self.n_iter_, self.alpha_ = res.n_iter, res.alpha
         else:
-            res = _SHARED.from_model["primal"](model, lam).solve(
+            res = _SHARED.from_model["primal"](model, lam, max_size=route.max_size).solve(
                 solver=route.solver, **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = 1
             self.alpha_ = _SHARED.scaled_alpha(res.values["alpha"], model.A)

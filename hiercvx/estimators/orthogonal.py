@@ -81,8 +81,9 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         subgradient steps), ``"random_state"`` (``"dual_cd"``'s visiting order),
         ``"keep_dual"`` and fields of its Options
         (:class:`hiercvx.solvers.orthogonal_dual.Options`, :class:`hiercvx.solvers.rda.Options`),
-        or such an Options itself.  ``solver="reference"``: ``{"solver": "SCS", ...}`` (default:
-        the conic solver chosen by hiercvx)
+        or such an Options itself.  ``solver="reference"``: ``{"solver": "SCS", "max_size":
+        ..., ...}`` (default: the conic solver chosen by hiercvx; ``max_size`` as in
+        :class:`~hiercvx.estimators.HierarchicalSVC`)
 
     Labels are node names, one path per sample: label sets that are one path with its
     ancestors (as ``hiercvx.datasets.load_arff`` gives them) are read as their deepest node;
@@ -185,7 +186,7 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
             self.n_iter_ = self.result_.n_iter
             intercept = self.result_.extras.get("intercept")
         else:
-            prob = _PARTS.from_model["primal"](model, C=C_paper)
+            prob = _PARTS.from_model["primal"](model, C=C_paper, max_size=route.max_size)
             self.result_ = prob.solve(solver=route.solver, verbose=bool(self.verbose),
                                       **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)

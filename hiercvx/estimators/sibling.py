@@ -292,7 +292,8 @@ class SiblingMarginSVC(_SiblingBase):
         ``"method"`` (``"auto"`` | ``"ipm"`` | ``"dual_ipm"`` | ``"working_set"`` | ``"alm"``,
         see :class:`hiercvx.solvers.sibling_qp.SiblingQPSolver`), ``"random_state"`` and
         ``"keep_dual"``; ``tol`` and ``max_iter`` override the fields of the same name.
-        ``solver="reference"``: ``{"solver": "CLARABEL", ...}``
+        ``solver="reference"``: ``{"solver": "CLARABEL", "max_size": ..., ...}`` (as
+        :class:`~hiercvx.estimators.HierarchicalSVC`)
 
     Labels: one path per sample; a label set that is one path with its ancestors (as
     ``hiercvx.datasets.load_arff`` gives it) is read as its deepest node.
@@ -315,8 +316,8 @@ class SiblingMarginSVC(_SiblingBase):
             coef, b = res.weights, res.biases
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, res.n_iter
         else:
-            prob = _SIBLING.from_model["primal"](model, C)
             route = solver_route(self)
+            prob = _SIBLING.from_model["primal"](model, C, max_size=route.max_size)
             res = prob.solve(route.solver, **{"gap_tol": float(self.tol), **route.settings})
             coef, b = res.weights, res.values["biases"]
             self.objective_, self.gap_, self.n_iter_ = res.objective, res.gap, 1
@@ -382,6 +383,7 @@ class HierarchicalPsiClassifier(_SiblingBase):
                 route = solver_route(self)
                 res = _HPSI.from_model["dc"](model, C, tol=float(self.dc_tol),
                                             max_iter=int(self.dc_max_iter), solver=route.solver,
+                                            max_size=route.max_size,
                                             **{"gap_tol": float(self.tol), **route.settings})
         self.hsvm_objective_ = res.hsvm.objective
         self.result_ = res.hsvm  # the HSVM start's certificate; the DC result is not stored

@@ -109,7 +109,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
             coef = res.weights if model.node_weights else res.coefficients
         else:
             declare = _PARTS.from_model["primal" if model.node_weights else "dual"]
-            res = declare(model, C=float(self.C)).solve(
+            res = declare(model, C=float(self.C), max_size=route.max_size).solve(
                 solver=route.solver, **{"gap_tol": float(self.tol), **route.settings})
             self._dual_solver, n_iter = None, 1
             coef = res.weights if model.node_weights else _PARTS.coefficients(res.values["alpha"],
@@ -277,7 +277,9 @@ class HierarchicalSVC(MarginSVC):
         previous fit's dual variables when they fit the new problem: same training labels,
         e.g. a path of increasing ``C``) and ``"keep_dual"`` (``tol`` and ``max_iter`` above
         are the engine's own keywords).  ``solver="reference"``: a dict with
-        ``"solver"`` (the conic solver, e.g. ``"CLARABEL"``), ``"keep_dual"`` and keywords of
+        ``"solver"`` (the conic solver, e.g. ``"CLARABEL"``), ``"max_size"`` (the limit on the
+        declaration's estimated nonzeros, default 5,000,000: a larger one is refused before
+        compiling, and the error gives the value that admits it), ``"keep_dual"`` and keywords of
         :meth:`hiercvx.ReferenceProblem.solve`.  ``"keep_dual": True`` pickles the solver's
         state with the model (``result_``'s dual variables, for a warm start after
         unpickling); by default a pickled model keeps its coefficients and the certificate

@@ -165,7 +165,7 @@ class CuttingPlaneProblem(ReferenceProblem):
         row_nnz = np.diff(self._X.indptr)[self._cut_sample]
         nnz = int(np.diff(coef.indptr) @ row_nnz) if K else 0
         check_size(M * d + n, K + n, nnz + K + M * d + n, self.max_size,
-                   what=f"the cutting-plane master ({K} cuts)")
+                   what=f"the cutting-plane master ({K} cuts; each round adds up to {n})")
         self._phi = row_kron(coef, self._X, self._cut_sample)
         self._offset = data.loss(self._cut_sets, true_sets) if K else np.zeros(0)
         w = cp.Variable(M * d, name="w")
