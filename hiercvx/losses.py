@@ -531,7 +531,7 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
 
 
 #: what a score matrix's columns are, as its errors name them: (column, their order)
-SCORE_COLUMNS = {"classes": ("class", "`classes`"), "nodes": ("node", "H.nodes")}
+SCORE_COLUMNS = {"classes": ("n_classes", "`classes`"), "nodes": ("n_nodes", "H.nodes")}
 
 
 def check_scores(scores, n_samples: int, n_classes: int, *, over: str = "classes",
@@ -544,9 +544,9 @@ def check_scores(scores, n_samples: int, n_classes: int, *, over: str = "classes
     try:
         S = np.asarray(scores, dtype=float)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a numeric (n_samples, n_{column}s) array") from None
+        raise InputError(f"{name} must be a numeric (n_samples, {column}) array") from None
     if S.ndim != 2 or S.shape != (n_samples, n_classes):
-        raise InputError(f"{name} must have shape (n_samples, n_{column}s) = ({n_samples}, "
+        raise InputError(f"{name} must have shape (n_samples, {column}) = ({n_samples}, "
                          f"{n_classes}), got {S.shape}; columns follow {order}")
     if not np.all(np.isfinite(S)):
         i, j = np.argwhere(~np.isfinite(S))[0]

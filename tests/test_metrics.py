@@ -349,3 +349,16 @@ def test_bad_input(tree, dag):
         M.get_scorer("accuracy_of_everything", hierarchy=tree)
     with pytest.raises(ValueError, match="multi_parent"):
         M.test_errors(["C"], ["D"], hierarchy=dag)
+
+
+def test_score_shape_errors_name_the_columns():
+    """A score matrix of the wrong shape or type is refused with the columns it needs:
+    ``n_classes`` (ranked by ``classes``) or ``n_nodes`` (node scores, ``H.nodes``)."""
+    H = M.Hierarchy.from_paths(["a/1", "a/2", "b/1"])
+    with pytest.raises(InputError, match=r"\(n_samples, n_classes\) = \(2, 6\), got \(2, 5\)"):
+        M.ranking_loss(["a/1", "b/1"], np.zeros((2, 5)), H)
+    with pytest.raises(InputError, match=r"numeric \(n_samples, n_classes\) array"):
+        M.one_accuracy(["a/1", "b/1"], ["a/1", "b/1"], H)
+    with pytest.raises(InputError, match=r"\(n_samples, n_nodes\) = \(2, 6\), got \(2, 3\); "
+                                         r"columns follow H.nodes"):
+        M.au_prc([{"a/1"}, {"b/1"}], np.zeros((2, 3)), H)
