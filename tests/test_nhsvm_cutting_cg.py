@@ -92,3 +92,36 @@ def test_master_newton_choice_and_refusal():
     assert not nhsvm_fw.cutting_plane_applicable(view, dense)
     with pytest.raises(InputError, match="master_newton"):
         master_newton(view, nhsvm_fw.Options(master_newton="cg"))
+
+
+
+def _above_the_dense_limit():
+    """A label-set problem whose master has more rows ``M (d + 1)`` than the interior point
+    factors densely."""
+    from hiercvx.solvers import interior_point
+    H = HIERARCHIES["tree"]()
+    X, Y = label_sets(H, 12, 4, seed=3)
+    d = interior_point.Options().max_dimension // len(H) + 1
+    return np.hstack([X, np.random.default_rng(0).standard_normal((X.shape[0], d))]), Y, H
+
+
+def test_dense_master_above_the_interior_points_limit_is_refused_with_the_fix():
+    """``method="cutting_plane"`` with dense Newton systems larger than the interior point
+    factors is refused before the first round, naming the routes that work; the first,
+    ``method="pairwise"``, fits."""
+    from hiercvx.estimators import NormalizedHierarchicalSVC
+    X, Y, H = _above_the_dense_limit()
+    with pytest.raises(InputError, match=r"method='pairwise'.*master_newton='matrix_free'"):
+        nhsvm_fw.solve(prepare(X, Y, H), 0.5, method="cutting_plane")
+    est = NormalizedHierarchicalSVC(hierarchy=H, solver_options={"method": "pairwise"}).fit(X, Y)
+    assert est.gap_ <= est.tol
+
+
+@pytest.mark.slow
+def test_the_refusals_matrix_free_fix_fits():
+    """The other route the refusal names, from the estimator (about half a minute)."""
+    from hiercvx.estimators import NormalizedHierarchicalSVC
+    X, Y, H = _above_the_dense_limit()
+    est = NormalizedHierarchicalSVC(hierarchy=H, tol=1e-4, solver_options={
+        "method": "cutting_plane", "master_newton": "matrix_free"}).fit(X, Y)
+    assert est.gap_ <= 1e-4

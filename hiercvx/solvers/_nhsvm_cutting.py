@@ -134,6 +134,7 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
     dual_point = (np.zeros((n, M)), 0.0)  # (g, sum_i l_i) of best_D
     master_tol = 1e-3
     newton = master_newton(model, options)
+    _check_dense_master(model, newton)
     if start is not None:
         W = np.asarray(start.weights, dtype=float)
         best_D, n_oracle = float(start.lower_bound), int(start.extras.get("n_oracle", 0))
@@ -184,6 +185,19 @@ def cutting_plane(model: VertexModel, lam, options: Options, time_limit=None, ve
     P, W, H = best
     return finish("cutting_plane", W, P, best_D, H, it, converged, tol, history, t0, n_oracle,
                   G=dual_point[0], loss_term=dual_point[1], warn=warn)
+
+
+def _check_dense_master(model: VertexModel, newton: str) -> None:
+    """Refuse, before the first round, a dense master larger than the interior point factors."""
+    dim, limit = model.n_nodes * model.X.shape[1], interior_point.Options().max_dimension
+    if newton == "dense" and dim > limit:
+        raise InputError(
+            f"method='cutting_plane' solves its master by an interior point whose dense Newton "
+            f"systems have n_nodes * columns of X (with the intercept's) = {model.n_nodes} * "
+            f"{model.X.shape[1]} = {dim:,} rows here, above the {limit:,} it factors (interior_point.Options.max_dimension); "
+            "use method='pairwise' (what method='auto' runs at this size), or set "
+            "master_newton='matrix_free' (conjugate gradients: any size, but slow; "
+            "solver_options={'master_newton': 'matrix_free'} on the estimator)")
 
 
 def _record_master(history, master) -> None:
