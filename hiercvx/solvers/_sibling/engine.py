@@ -109,8 +109,8 @@ class SiblingQPSolver:
         scaled to the new ``C``, the biases kept; the working set also keeps the last set);
         ``max_passes``: ALM sweeps per step (default ``options.max_passes``); ``verbose``: log
         the method's steps (interior point steps and certificates, working-set rounds, ALM
-        multiplier steps) at INFO.  ``C``, ``tol`` and ``max_iter`` are taken as checked (:func:`~hiercvx.solvers.sibling_qp.solve`
-        checks them).
+        multiplier steps) at INFO.  ``C``, ``tol`` and ``max_iter`` are taken as checked
+        (:func:`~hiercvx.solvers.sibling_qp.solve` checks them).
         """
         t0 = time.perf_counter()
         C = float(C)
