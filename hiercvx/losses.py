@@ -531,7 +531,9 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
 
 
 #: what a score matrix's columns are, as its errors name them: (column, their order)
-SCORE_COLUMNS = {"classes": ("n_classes", "`classes`"), "nodes": ("n_nodes", "H.nodes")}
+#: what the errors of :func:`check_scores` call a column, their number and their order
+SCORE_COLUMNS = {"classes": ("class", "n_classes", "`classes`"),
+                 "nodes": ("node", "n_nodes", "H.nodes")}
 
 
 def check_scores(scores, n_samples: int, n_classes: int, *, over: str = "classes",
@@ -539,14 +541,14 @@ def check_scores(scores, n_samples: int, n_classes: int, *, over: str = "classes
     """A finite float ``(n_samples, n_classes)`` score matrix (complex scores are refused, not
     cut to their real part); ``over``: ``"classes"`` or ``"nodes"`` (one column per node of
     ``H.nodes``), what the errors call the columns."""
-    column, order = SCORE_COLUMNS[over]
+    column, count, order = SCORE_COLUMNS[over]
     check_not_complex(scores, name)
     try:
         S = np.asarray(scores, dtype=float)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a numeric (n_samples, {column}) array") from None
+        raise InputError(f"{name} must be a numeric (n_samples, {count}) array") from None
     if S.ndim != 2 or S.shape != (n_samples, n_classes):
-        raise InputError(f"{name} must have shape (n_samples, {column}) = ({n_samples}, "
+        raise InputError(f"{name} must have shape (n_samples, {count}) = ({n_samples}, "
                          f"{n_classes}), got {S.shape}; columns follow {order}")
     if not np.all(np.isfinite(S)):
         i, j = np.argwhere(~np.isfinite(S))[0]

@@ -362,3 +362,5 @@ def test_score_shape_errors_name_the_columns():
     with pytest.raises(InputError, match=r"\(n_samples, n_nodes\) = \(2, 6\), got \(2, 3\); "
                                          r"columns follow H.nodes"):
         M.au_prc([{"a/1"}, {"b/1"}], np.zeros((2, 3)), H)
+    with pytest.raises(InputError, match="non-finite entry at sample 0, class 1"):
+        M.ranking_loss(["a/1", "b/1"], np.where(np.eye(2, 6, k=1) > 0, np.nan, 0.0), H)
