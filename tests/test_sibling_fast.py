@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 import hiercvx as hc
 from hiercvx import testing
@@ -444,3 +445,22 @@ def test_the_lp_repair_returns_on_table_4s_lp_that_hung_the_interior_point():
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "FITTED" in out.stdout
+
+
+@pytest.mark.parametrize("method, unit", [("ipm", "interior point steps"),
+                                          ("dual_ipm", "interior point steps"),
+                                          ("working_set", "interior point steps"),
+                                          ("alm", "passes")])
+def test_the_limit_warning_counts_what_n_iter_counts(method, unit):
+    """Stopped at ``max_iter``, each method says how many of what it took: the interior
+    points their steps, the ALM its passes (``max_iter`` bounds its multiplier steps, each of
+    several passes; ``n_iter`` counts the passes)."""
+    H = hc.Hierarchy.from_paths(["a/1", "a/2", "b/1", "b/2"])
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = np.array(H.leaves, dtype=object)[rng.integers(4, size=150)]
+    model = prepare(X, y, H)
+    with pytest.warns(ConvergenceWarning, match=f"stopped after \\d+ {unit} with") as caught:
+        res = sibling_qp.solve(model, 1.0, max_iter=2, method=method)
+    assert f"stopped after {res.n_iter} {unit} " in str(caught[0].message)
+    assert (res.n_iter > 2) == (method == "alm")

@@ -150,4 +150,4 @@ class ALM:
         self.last_b = b.copy()
         self.last_b[0] = 0.0
         return StepResult(best[1], best[2], best[0], best_lower[0], best_lower[1], n_passes,
-                          converged, history, beta.copy())
+                          converged, history, beta.copy(), "passes")

@@ -91,7 +91,7 @@ class DualRoute:
                                 log=log)
         return StepResult(state["W"], state["b"], state["primal"], state["lower"], state["feas"],
                           state["n_iter"], state["gap"] <= tol, {"gap": [state["gap"]]},
-                          state["beta"])
+                          state["beta"], "interior point steps")
 
     def system(self, idx, live, lam) -> _System:
         """The dual QP with ``beta = 0`` outside the pairs ``idx``; one node per connected
@@ -264,4 +264,5 @@ class WorkingSet:
                                   at_zero, log)
         self.pairs = A | (best["beta"] > 0)
         return StepResult(best["W"], best["b"], best["primal"], best["lower"], best["feas"],
-                          total_iter, best["gap"] <= tol, {"gap": [best["gap"]]}, best["beta"])
+                          total_iter, best["gap"] <= tol, {"gap": [best["gap"]]}, best["beta"],
+                          "interior point steps")

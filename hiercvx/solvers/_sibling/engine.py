@@ -104,7 +104,8 @@ class SiblingQPSolver:
 
         Stops on a certified relative gap ``<= tol``; warns (``ConvergenceWarning``) when
         ``max_iter`` (IPM iterations, default ``options.ipm_max_iter``; working set:
-        ``working_set_max_iter``; ALM multiplier steps: ``alm_max_iter``) runs out first.
+        ``working_set_max_iter``; ALM multiplier steps: ``alm_max_iter``) runs out first,
+        counting what ``n_iter`` counts (interior point steps; the ALM's passes).
         ``warm_start`` (ALM, working set): start from this engine's last solve (``beta``
         scaled to the new ``C``, the biases kept; the working set also keeps the last set);
         ``max_passes``: ALM sweeps per step (default ``options.max_passes``); ``verbose``: log
@@ -126,7 +127,7 @@ class SiblingQPSolver:
                        name=f"sibling-margin QP ({self.method})",
                        extras={"biases": out.b, "dual_feasible": out.feas, "pair_weights": lam,
                                "C": C, "method": self.method, "at_zero": float(at_zero)})
-        res.warn_unless_converged("iterations", stacklevel=2)
+        res.warn_unless_converged(out.unit, stacklevel=2)
         # the ALM warm-starts from its own multipliers; the returned biases are completed
         # and centred
         b = self.alm.last_b if self.method == "alm" else out.b.copy()

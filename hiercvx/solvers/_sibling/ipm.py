@@ -279,7 +279,7 @@ class PrimalIPM:
         if not ok:
             ok = accept(Z, lm)
         return StepResult(state["W"], state["b"], state["primal"], state["lower"], state["feas"],
-                          it, ok, {"gap": [state["gap"]]}, state["beta"])
+                          it, ok, {"gap": [state["gap"]]}, state["beta"], "interior point steps")
 
     def mehrotra_path(self, C, lam, tol, max_iter, accept, log):
         """Mehrotra predictor-corrector on (8) in reduced coordinates.

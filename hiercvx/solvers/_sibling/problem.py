@@ -22,7 +22,8 @@ __all__ = ["PairProblem", "StepResult"]
 class StepResult(NamedTuple):
     """One method's certified answer for (8): functions ``W`` and biases ``b``, the primal
     value there, the dual bound (9) at the feasible point ``feas``, iterations, whether the
-    gap reached the tolerance, the history of the certificate and ``beta`` as iterated."""
+    gap reached the tolerance, the history of the certificate, ``beta`` as iterated, and what
+    ``n_iter`` counts (``unit``, the word of the ``ConvergenceWarning``)."""
 
     W: np.ndarray
     b: np.ndarray
@@ -33,6 +34,7 @@ class StepResult(NamedTuple):
     converged: bool
     history: dict
     beta: np.ndarray
+    unit: str = "iterations"
 
 
 class PairProblem:
