@@ -24,34 +24,30 @@ to it.
 from __future__ import annotations
 
 import argparse
-import os
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 
 from hiercvx.datasets import load_arff
 from hiercvx.estimators import HierarchicalSVC, NormalizedHierarchicalSVC
 
 from _rows import converged, warm_up
-from bench_nhsvm_labelsets import Clock, one_vs_rest
+from bench_nhsvm_labelsets import DATA, Clock, one_vs_rest
 
 FORMS = ("standardized", "unit", "small_c")
 
 
 def load(form: str):
     """Enron_corr train + valid in ``form`` and the ``C`` of that row."""
-    root = os.environ.get("HIERCVX_HMC_DATA", os.path.join("..", "shared", "data", "hmc"))
-    train = load_arff(os.path.join(root, "Enron_corr_trainvalid.arff"))
-    test = load_arff(os.path.join(root, "Enron_corr_test.arff"))
-    dense = [d.X.toarray() if hasattr(d.X, "toarray") else np.asarray(d.X) for d in (train, test)]
-    prep = [SimpleImputer(), StandardScaler()] + ([Normalizer()] if form == "unit" else [])
-    X, Xte = dense
-    for step in prep:
-        X = step.fit_transform(X)
-        Xte = step.transform(Xte)
+    train, test = (load_arff(DATA / f"Enron_corr_{s}.arff") for s in ("trainvalid", "test"))
+    steps = [SimpleImputer(), StandardScaler()] + ([Normalizer()] if form == "unit" else [])
+    prep = make_pipeline(*steps).fit(train.X)
+    X, Xte = prep.transform(train.X), prep.transform(test.X)
+    X, Xte = (A.toarray() if hasattr(A, "toarray") else np.asarray(A) for A in (X, Xte))
     C = 1.0 / X.shape[1] if form == "small_c" else 1.0
     return train.hierarchy, X, list(train.y), Xte, C
 
