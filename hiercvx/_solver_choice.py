@@ -248,8 +248,7 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
         problem = (f"{what} would have about {n_variables:,} variables, {n_constraints:,} "
                    f"constraints and {size:,} nonzeros, over the limit of {limit:,}. Use the fast "
                    "solver (solver='fast'), subsample the data, or ")
-        raise ProblemTooLargeError(f"{problem}pass max_size={size} (or larger) to build it anyway",
-                                   size=size, problem=problem)
+        raise ProblemTooLargeError.over_limit(problem, size, "max_size={}")
 
 
 # ---------------------------------------------------------------------- size and structure

@@ -64,6 +64,14 @@ class ProblemTooLargeError(InputError):
         super().__init__(message)
         self.size, self.problem = size, problem
 
+    @classmethod
+    def over_limit(cls, problem: str, size: int, setting: str, who: str = ""):
+        """The error of a size check: ``problem``, then how to raise the limit to ``size``
+        through ``setting`` (``"max_size={}"``: the builders' keyword; an estimator's
+        ``solver_options``), after ``who`` (the caller's name, or nothing)."""
+        return cls(f"{who}{problem}pass {setting.format(size)} (or larger) to build it anyway",
+                   size=size, problem=problem)
+
 
 class SolverError(HierCVXError):
     """A solver failed, or its answer could not be certified.

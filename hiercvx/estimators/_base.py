@@ -329,10 +329,9 @@ def reference_limit_named(estimator):
     except ProblemTooLargeError as exc:
         if getattr(estimator, "solver", None) != "reference" or exc.size is None:
             raise
-        raise ProblemTooLargeError(
-            f"{type(estimator).__name__}(solver='reference'): {exc.problem}pass "
-            f"solver_options={{'max_size': {exc.size}}} (or larger) to build it anyway",
-            size=exc.size, problem=exc.problem) from None
+        raise ProblemTooLargeError.over_limit(
+            exc.problem, exc.size, "solver_options={{'max_size': {}}}",
+            who=f"{type(estimator).__name__}(solver='reference'): ") from None
 
 
 def keeps_dual(estimator) -> bool:

@@ -194,7 +194,8 @@ def _check_dense_master(model: VertexModel, newton: str) -> None:
         raise InputError(
             f"method='cutting_plane' solves its master by an interior point whose dense Newton "
             f"systems have n_nodes * columns of X (with the intercept's) = {model.n_nodes} * "
-            f"{model.X.shape[1]} = {dim:,} rows here, above the {limit:,} it factors (interior_point.Options.max_dimension); "
+            f"{model.X.shape[1]} = {dim:,} rows here, above the {limit:,} it factors "
+            "(interior_point.Options.max_dimension); "
             "use method='pairwise' (what method='auto' runs at this size), or set "
             "master_newton='matrix_free' (conjugate gradients: any size, but slow; "
             "solver_options={'master_newton': 'matrix_free'} on the estimator)")
