@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from ._sparse import expand_ranges
 from ._validation import check_not_complex, check_target
 from .exceptions import HierarchyError, InputError, InputTypeError, LabelError
-from .hierarchy import Hierarchy, label_positions
+from .hierarchy import Hierarchy, label_positions, unknown_label_hint
 
 __all__ = [
     "zero_one",
@@ -523,8 +523,9 @@ def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
     if unknown:
         shown = ", ".join(f"{v!r} (sample {i})" for i, v in unknown[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        raise LabelError(f"{what}: {len(unknown)} label(s) are not among the {k} classes: {shown}{more}. "
-                         "Every true label must be one of `classes` (the score columns)")
+        hint = unknown_label_hint(unknown, pos)
+        raise LabelError(f"{what}: {len(unknown)} label(s) are not among the {k} classes: {shown}{more}"
+                         f"{hint or '. Every true label must be one of `classes` (the score columns)'}")
     R = np.zeros((len(items), k), dtype=bool)
     R[np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)] = True
     return R

@@ -292,6 +292,8 @@ class ReferenceProblem:
             if not np.all(np.isfinite(v)):
                 raise InputError(f"parameter {k} must be finite, got {v}")
             param = self.parameters[k]
+            if param.is_pos() and np.any(v <= 0):
+                raise InputError(f"parameter {k} must be positive, as the builder requires, got {v}")
             if param.is_nonneg() and np.any(v < 0):
                 raise InputError(f"parameter {k} must be non-negative, got {v}")
             param.value = v if v.shape else float(v)

@@ -282,3 +282,18 @@ def test_from_paths_refuses_a_single_string():
         hc.Hierarchy.from_paths("A/B")
     with pytest.raises(HierarchyError, match="single string"):
         hc.Hierarchy.from_paths(b"A/B")
+
+
+def test_labels_equal_to_a_name_only_in_python_are_refused():
+    """``True`` and ``1.0`` equal the node name ``1`` as dict keys; they are not that name, as
+    construction already refuses merging them."""
+    H = hc.Hierarchy.from_edges([(0, 1), (0, 2), (1, 3)])
+    assert True not in H and 1 in H and np.int64(1) in H
+    for labels in ([True, False], np.array([3.0]), [{1.0, 2}]):
+        with pytest.raises(LabelError, match=r"equals the name \d \(int\) in Python but is not it"):
+            H.closure(labels)
+    with pytest.raises(LabelError, match="equals the name 1"):
+        H.index(True)
+    assert H.closure(np.array([3, 1])).sum() == 5   # numpy integers are the names
+    with pytest.raises(LabelError, match="equals the name"):
+        hc.losses.symmetric_difference(H, [True], [2])

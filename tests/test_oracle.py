@@ -194,3 +194,80 @@ def test_verify_has_inference_rows_and_they_agree():
     assert {("dag" in r.case, "loss" in r.case) for r in rows} == {(False, False), (False, True),
                                                                    (True, False), (True, True)}
     assert all(r.ok for r in rows), [r.status for r in rows if not r.ok]
+
+
+# ------------------------------------------------------------------ what the oracle says is true
+@pytest.mark.parametrize("name", ["orthogonal", "nhsvm", "shared_norm", "treeloss"])
+def test_a_solver_that_ignores_its_parameter_fails_and_is_named(name):
+    """Every built-in case of these methods shares one C (or lambda); the parameter probe is the
+    problem where a solver that always solves at that value fails, and the diagnosis says so."""
+    method = methods.get(name)
+    (key, value), = problems_for(name, probes=False)[0].params.items()
+
+    def fit(X, Y, H=None, **options):   # solves at the cases' value, whatever it is given
+        return testing.Problem.from_arrays(name, X, Y, H, **{**options, key: value}).reference()
+
+    with pytest.raises(SolverCheckError) as info:
+        check_solver(fit, method, shrink_failures=False)
+    failing = info.value.failed[0].problem
+    assert failing.params[key] == pytest.approx(value * testing.options.PARAMETER_PROBE_FACTOR)
+    text = str(info.value)
+    assert f"your weights are optimal for {key} = {value:.6g} instead of" in text
+    assert f"it evaluated its objective with {key} = {value:.6g}" in text
+
+
+def test_an_optimal_answer_gets_no_neighbour_named():
+    """The certified optimum flagged converged=False fails for that reason alone: no
+    neighbouring problem is named (on a tree where class_depth and tree_depth coincide, the
+    neighbour's optimum is the asked one's)."""
+    def fit(X, Y, H, **options):
+        sol = testing.Problem.from_arrays("hsvm", X, Y, H, **options).reference()
+        sol.converged = False   # the only fault
+        return sol
+
+    p = problems_for("hsvm", structures=["tree"], probes=False)[0]
+    with pytest.raises(SolverCheckError) as info:
+        check_solver(fit, "hsvm", problems=[p], shrink_failures=False)
+    assert info.value.diagnoses == [] and "did not converge" in str(info.value)
+
+
+def test_tiny_weights_are_not_called_a_multiple_of_the_optimum():
+    p = problems_for("hsvm", structures=["tree"], probes=False)[0]
+    W = 1e-8 * np.random.default_rng(0).standard_normal(p.reference().weights.shape)
+    with pytest.raises(SolverCheckError) as info:
+        check_solver(lambda X, Y, H, **kw: W, "hsvm", problems=[p], shrink_failures=False)
+    assert "weights_scaled" not in [d.key for d in info.value.diagnoses]
+
+
+def test_missing_biases_fail_the_check_and_say_so():
+    def fit(X, Y, H=None, **options):
+        return {"weights": testing.Problem.from_arrays("sibling_svm", X, Y, H, **options).reference().weights}
+
+    p = problems_for("sibling_svm", structures=["flat"], probes=False)[0]
+    with pytest.raises(SolverCheckError) as info:
+        check_solver(fit, "sibling_svm", problems=[p], shrink_failures=False)
+    assert "your result has no biases, which this method's objective needs" in str(info.value)
+    assert "shape" not in str(info.value)
+
+
+def test_rows_of_a_flat_sibling_problem_are_named_by_its_hierarchy():
+    def fit(X, Y, H=None, **options):
+        sol = testing.Problem.from_arrays("sibling_svm", X, Y, H, **options).reference()
+        return {"weights": sol.weights[::-1].copy(), "biases": sol.values["biases"]}
+
+    p = problems_for("sibling_svm", structures=["flat"], probes=False)[0]
+    with pytest.raises(SolverCheckError) as info:
+        check_solver(fit, "sibling_svm", problems=[p], shrink_failures=False)
+    text = str(info.value)
+    assert "rows follow the model's hierarchy, root first" in text and "sorted classes" not in text
+    assert "row <root> holds the optimum's row" in text
+
+
+def test_check_inference_refuses_values_other_than_0_and_1():
+    def fn(S, H, loss=None, true_indicator=None):
+        Z = inference.best_label_set(S, H, "ilp", loss=loss, true_indicator=true_indicator)
+        return np.where(Z, 1, -1)
+
+    with pytest.raises(SolverCheckError, match=r"must hold 0/1 \(or bool\) over H.nodes; it holds -1") as info:
+        check_inference(fn)
+    assert "samples wrong" not in str(info.value)

@@ -233,3 +233,15 @@ def test_options_set_the_certificate_and_the_retries():
     assert err.value.solver == "CLARABEL" and "fallbacks" not in str(err.value)
     assert not Options().worth_rescaling(10.0) and Options().worth_rescaling(1e4)
     assert Options(rescale_outside=(1e-3, 1.0)).worth_rescaling(10.0)
+
+
+def test_a_swept_C_is_refused_where_the_builder_refuses_it():
+    from hiercvx.datasets import make_cai_synthetic
+    from hiercvx.formulations import hsvm
+
+    ds = make_cai_synthetic(n_samples=12, n_features=2, depth=2, random_state=0)
+    prob = hsvm.primal(ds.X, ds.y, ds.hierarchy, C=1.0)
+    with pytest.raises(hc.InputError, match="C must be positive"):
+        hsvm.primal(ds.X, ds.y, ds.hierarchy, C=0.0)
+    with pytest.raises(hc.InputError, match="parameter C must be positive, as the builder requires"):
+        prob.set(C=0.0)

@@ -318,3 +318,12 @@ def test_pytest_plugin(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "9 passed" in run.stdout, run.stdout[-2000:]
+
+
+@pytest.mark.parametrize("wrong", [lambda x: -2e-6 * x, lambda x: 0 * x, lambda x: 2e-5 * x])
+def test_check_gradient_is_scale_free(wrong):
+    """A wrong gradient of a function with tiny values is caught as at any other scale."""
+    f, x = (lambda x: 1e-6 * float(np.sum(x ** 2))), np.array([1.0, -2.0, 3.0])
+    testing.check_gradient(f, lambda x: 2e-6 * x, x)
+    with pytest.raises(AssertionError, match="directional derivative"):
+        testing.check_gradient(f, wrong, x)

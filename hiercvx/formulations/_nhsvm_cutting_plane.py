@@ -140,7 +140,7 @@ class CuttingPlaneProblem(ReferenceProblem):
         self.max_size = max_size
         n, M = data.T.shape
         self._X = sp.csr_matrix(data.X)
-        self._lam = cp.Parameter(nonneg=True, value=lam, name="lam")
+        self._lam = cp.Parameter(pos=True, value=lam, name="lam")
         self._cut_sample = np.zeros(0, dtype=np.int64)
         self._cut_sets = np.zeros((0, M), dtype=bool)
         self._keys: set = set()

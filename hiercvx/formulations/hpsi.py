@@ -274,7 +274,7 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
                what="the sibling-margin SVM primal (2)/(8)")
     D, Exi, Gt = _selection_matrices(model)
 
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(pos=True, value=Cval, name="C")
     lam = cp.Parameter(P, nonneg=True, value=lam0, name="pair_weights")
     name_f = "W" if model.linear else "Z"
     F = cp.Variable((M1, p), name=name_f)
@@ -408,7 +408,7 @@ def dual_from_model(model: SiblingModel, C=1.0, pair_weights=None, bias="auto",
     D, _, Gt = _selection_matrices(model)
     GtT = Gt.T.tocsr()
 
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(pos=True, value=Cval, name="C")
     lam = cp.Parameter(P, nonneg=True, value=lam0, name="pair_weights")
     beta = cp.Variable(P, name="beta")
     Bm = sp.csr_matrix((np.ones(P), (model.pairs.pair_i, np.arange(P))), shape=(n, P))

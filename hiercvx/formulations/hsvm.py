@@ -334,7 +334,7 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
                what="the hierarchical SVM primal (4.10)")
     Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
 
-    Cp = cp.Parameter(nonneg=True, value=float(C), name="C")
+    Cp = cp.Parameter(pos=True, value=float(C), name="C")
     W = cp.Variable((M, d), name="W")
     xi = cp.Variable(n, name="xi")
     U = cp.Variable((q, d), name="U")            # class weights, thesis (3.9)
@@ -479,7 +479,7 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
     Bm = _budget_matrix(data)
     b = data.pair_offset
 
-    Cp = cp.Parameter(nonneg=True, value=float(C), name="C")
+    Cp = cp.Parameter(pos=True, value=float(C), name="C")
     alpha = cp.Variable(data.n_pairs, name="alpha")
     G_var = cp.Variable((n, q), name="G")         # expansion coefficients G(alpha), (4.12)
     T_var = cp.Variable((LK.shape[1], q), name="T")  # L_K^T G
@@ -691,7 +691,7 @@ def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferencePr
     Rh = _psd_factor(R).T                        # R = Rh^T Rh
     Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
 
-    Cp = cp.Parameter(nonneg=True, value=float(C), name="C")
+    Cp = cp.Parameter(pos=True, value=float(C), name="C")
     U = cp.Variable((q, d), name="U")
     xi = cp.Variable(n, name="xi")
     S = cp.Variable((n, q), name="S")            # class scores X U^T, linked by an equality

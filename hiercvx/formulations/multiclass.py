@@ -181,7 +181,7 @@ def primal_from_model(model: MulticlassModel, C: float = 1.0,
 
     W = cp.Variable((q, d), name="W")
     xi = cp.Variable(n, name="xi")
-    C_param = cp.Parameter(nonneg=True, value=float(C), name="C")
+    C_param = cp.Parameter(pos=True, value=float(C), name="C")
     scores = X @ W.T
     regularizer = 0.5 * cp.sum_squares(W)
     variables = {"W": W, "xi": xi}
@@ -351,7 +351,7 @@ def dual_from_model(model: MulticlassModel, C: float = 1.0,
     sign = np.where(data.Y, 1.0, -1.0)
 
     Lambda = cp.Variable((n, q), nonneg=True, name="Lambda")
-    C_param = cp.Parameter(nonneg=True, value=float(C), name="C")
+    C_param = cp.Parameter(pos=True, value=float(C), name="C")
     G = cp.multiply(sign, Lambda)
     own = cp.sum(cp.multiply(data.Y.astype(float), Lambda), axis=1)  # lambda_{i c_i}
     balance = cp.sum(G, axis=1) == 0  # lambda_{i c_i} - sum_{y != c_i} lambda_{iy} = 0

@@ -177,7 +177,7 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
     D.eliminate_zeros()
     R = sp.csr_matrix((np.ones(n * q), (rows, row_sample)), shape=(n * q, n))
 
-    lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
+    lam_p = cp.Parameter(pos=True, value=lam, name="lam")
     W = cp.Variable((M, d), name="W")
     xi = cp.Variable(n, name="xi")
     variables = {"W": W, "xi": xi}
@@ -267,7 +267,7 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
                max_size, what="the shared-norm SVM (14)")
 
     D, R, e = _hinge_rows(n, q, leaf_pos, L)
-    lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
+    lam_p = cp.Parameter(pos=True, value=lam, name="lam")
     U = cp.Variable((M, d), name="U")
     alpha = cp.Variable(M, name="alpha")
     xi = cp.Variable(n, name="xi")
@@ -382,7 +382,7 @@ def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None
     scale = model.scale[model.leaf_pos]
     e = model.offset[model.leaf_pos]
     beta, Gc, rows = _leaf_coefficients(n, q, model.leaf_pos, scale)
-    lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
+    lam_p = cp.Parameter(pos=True, value=lam, name="lam")
     XT = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
     V = XT @ Gc @ Lam                                   # (d, M): 2 lam W^T at the optimum
     problem = cp.Problem(cp.Maximize(lam_p * cp.sum(cp.multiply(e, beta)) - 0.25 * cp.sum_squares(V)),
@@ -443,7 +443,7 @@ def shared_dual_from_model(model: SharedNormModel, lam: float = 1.0, *, max_size
     e = model.loss[model.leaf_pos]
     beta, Gc, rows = _leaf_coefficients(n, q, model.leaf_pos, scale)
     mu = cp.Variable(q, nonneg=True, name="mu")
-    lam_p = cp.Parameter(nonneg=True, value=lam, name="lam")
+    lam_p = cp.Parameter(pos=True, value=lam, name="lam")
     XT = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
     V = XT @ Gc @ Lam                                   # (d, M): column n is V_n
     cover = 4 * lam_p * (A.T @ mu)                      # 4 lam (A^T mu)_n

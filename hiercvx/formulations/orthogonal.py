@@ -419,7 +419,7 @@ def _sdp_from_model(model: PairModel, Cval: float, representer, max_size) -> Ref
               extra_vars=m * (m + 1) // 2 + len(pi), extra_rows=2 * len(pi) + (m + r) ** 2,
               extra_nnz=4 * len(pi) + (m + r) ** 2)
 
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(pos=True, value=Cval, name="C")
     V = cp.Variable((m, F.shape[1]), name="V")
     G = cp.Variable((m, m), symmetric=True, name="G")
     xi = cp.Variable(n, name="xi")
@@ -467,7 +467,7 @@ def _qp_from_model(model: PairModel, Cval: float, name: str, max_size) -> Refere
     X = model.X_features
     n_vars = len(model.var_nodes)
     estimate(model, model.X.shape[1], name, max_size)
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(pos=True, value=Cval, name="C")
     V = cp.Variable((n_vars, X.shape[1]), name="W")
     xi = cp.Variable(model.data.n_samples, name="xi")
     V_aug, intercept = bias_columns(model, V)
@@ -626,7 +626,7 @@ def _dual_pieces(model: PairModel, Cval: float, F):
                              "give no two classes to separate (the hierarchy's leaves: "
                              f"{', '.join(map(repr, model.H.leaves[:3]))}); give a hierarchy with "
                              "at least two leaves (the primal's optimum is W = 0)")
-    Cp = cp.Parameter(nonneg=True, value=Cval, name="C")
+    Cp = cp.Parameter(pos=True, value=Cval, name="C")
     alpha = cp.Variable(d.n_pairs, nonneg=True, name="alpha")
     budget_rows = sp.csr_matrix((d.pair_cost, (d.pair_i, np.arange(d.n_pairs))),
                                 shape=(d.n_samples, d.n_pairs))

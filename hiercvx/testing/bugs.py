@@ -2,7 +2,7 @@
 the kill matrix that says whether :func:`~hiercvx.testing.check_solver` catches each one.
 
 Each :class:`Bug` turns a generated problem into a wrong answer -- the certified optimum of a
-neighbouring problem (C scaled, weights or intercept handled differently, another loss, rescaling
+neighbouring problem (C scaled or ignored, weights or intercept handled differently, another loss, rescaling
 or class attributes) or the optimum damaged (a row zeroed, rows permuted, every weight 1 % off,
 a solver stopped at a relative gap of 1e-2).  :func:`kill_matrix` runs ``check_solver`` on every
 (method, bug) where the bug applies and records whether it failed the answer and whether its
@@ -130,6 +130,14 @@ def _scaled_param(p):
     return {name: 0.5 * value for name, value in p.params.items()}
 
 
+def _default_params(p):
+    return dict(p.method.params)
+
+
+def _away_from_default(p):
+    return _plain(p) and p.params != dict(p.method.params)
+
+
 def _other_scaling(p):
     return {"intercept_scaling": 1.0 if float(p.model_options.get("intercept_scaling", 1.0)) != 1.0 else 2.0}
 
@@ -154,6 +162,8 @@ _BIASED = ("multiclass", "hsvm", "orthogonal", "flatmult", "hiermult", "transfer
 #: the catalogue, in the order of the kill matrix's columns
 BUGS = (
     Bug("C_scaled", "C (or lambda) halved", "C_scaled", _neighbour(params=_scaled_param)),
+    Bug("C_ignored", "C (or lambda) ignored: solved at the method's default", "C_scaled",
+        _neighbour(params=_default_params), _away_from_default),
     Bug("sample_weight_ignored", "sample_weight ignored", "sample_weight_ignored",
         _neighbour({"sample_weight": None}), _has("sample_weight"), ("multiclass", "hsvm")),
     Bug("class_weight_ignored", "class_weight ignored", "class_weight_ignored",

@@ -24,8 +24,9 @@ from ..exceptions import InputError, InputTypeError
 from ..methods import Case
 from ..result import comparison_scale
 from ._judge import WeightJudgement, judge_weights
-from .diagnose import diagnose
-from .diagnostics import UserResult, build_report, objective_at, read_result, row_labels
+from .diagnose import diagnose, parameter_neighbours
+from .diagnostics import (UserResult, build_report, missing_parts, objective_at, read_result,
+                          row_labels)
 from .problems import Problem, as_method, problems_for
 
 __all__ = ["Outcome", "SkippedProblemWarning", "SolverCheckError", "check_solver", "run_one"]
@@ -148,6 +149,10 @@ def _check_registry(problem: Problem, ref, rtol: float) -> None:
 def _shape_reason(problem: Problem, user: UserResult, ref) -> str:
     ref_w = np.asarray(ref.weights)
     if np.shape(user.weights) == ref_w.shape:
+        try:
+            objective_at(problem.model(), user, problem.params)
+        except InputError as exc:   # a part the objective needs is missing (biases)
+            return str(exc).replace("the result", "your result", 1)
         return ""
     labels = row_labels(problem.model(), ref_w, problem.H)
     return (f"weights of shape {np.shape(user.weights)}; the method's are {ref_w.shape} "
@@ -163,6 +168,25 @@ def _objective_reason(outcome: Outcome, slack: float, rtol: float) -> str:
              else "above the optimum: the weights are suboptimal for this method's problem")
     return (f"relative difference {outcome.relative_difference:.2e} > rtol {rtol:g}; your objective "
             f"is {where}")
+
+
+def _reported_reason(problem: Problem, user: UserResult, at_weights: float, slack: float) -> str:
+    """Why the reported objective differs from the weights' objective: another parameter value,
+    where the weights give the reported number at one, or else another point or objective."""
+    head = (f"your solver reports objective {user.reported:.8g} but its weights give "
+            f"{at_weights:.8g}")
+    for name, value, _ in parameter_neighbours(problem):
+        try:
+            there = objective_at(problem.model(), user, {**problem.params, name: value})
+        except Exception:  # noqa: BLE001 -- a neighbour that cannot be evaluated says nothing
+            continue
+        if abs(there - user.reported) <= slack:
+            return (f"{head}; at {name} = {value:.6g} they give {there:.8g}, the number it reports: "
+                    f"it evaluated its objective with {name} = {value:.6g}, not "
+                    f"{problem.params[name]:g}")
+    return (f"{head}: either the weights are not the point it evaluated (check how they are "
+            "recovered from the dual: signs, scaling) or it evaluates another objective (loss, C, "
+            "sample weights, regularizer)")
 
 
 def run_one(fit, problem: Problem, rtol: float = 1e-4, weight_rtol: float = 1e-3) -> Outcome:
@@ -192,10 +216,7 @@ def run_one(fit, problem: Problem, rtol: float = 1e-4, weight_rtol: float = 1e-3
             return outcome
         outcome.user_objective = objective_at(problem.model(), user, problem.params)
         if user.reported is not None and abs(user.reported - outcome.user_objective) > slack:
-            outcome.reasons.append(
-                f"your solver reports objective {user.reported:.8g} but its weights give "
-                f"{outcome.user_objective:.8g}: the weights are not the point whose objective it "
-                "computed (check how they are recovered from the dual: signs, scaling)")
+            outcome.reasons.append(_reported_reason(problem, user, outcome.user_objective, slack))
     if not user.converged:
         outcome.reasons.append("your solver says it did not converge")
     reason = _objective_reason(outcome, slack, rtol)
@@ -283,8 +304,10 @@ def _extras_lines(outcome: Outcome) -> list:
         if not np.any(ref_v):
             continue
         if name not in user.extras or user.extras[name] is None:
-            out.append(f"your result has no {name}; the optimum's is {np.array2string(ref_v, precision=3)} "
-                       f"(return {{'weights': W, {name!r}: ...}} or a Solution)")
+            if name not in missing_parts(p.model(), user, p.params):   # else the failure's reason
+                out.append(f"your result has no {name}; the optimum's is "
+                           f"{np.array2string(ref_v, precision=3)} (return {{'weights': W, "
+                           f"{name!r}: ...}} or a Solution)")
             continue
         diff = float(np.max(np.abs(np.asarray(user.extras[name], dtype=float) - ref_v), initial=0.0))
         if diff > 1e-3 * max(1.0, float(np.abs(ref_v).max(initial=0.0))):

@@ -3,12 +3,12 @@ about its weights.
 
 A diagnosis is printed only after it has been re-checked on the failing problem itself:
 
-- a **mistake** (:data:`MISTAKES`) names a neighbouring problem -- C scaled by a factor, sample or
-  class weights dropped, the intercept dropped, unregularized or scaled differently, the other loss,
-  rescaling or class attributes -- and is reported when the user's answer is optimal for that
-  problem: its objective is within ``rtol`` of the neighbour's certified optimum and, where the
-  method is strongly convex (:mod:`hiercvx.testing._judge`), its weights within the neighbour's
-  certified neighbourhood;
+- a **mistake** (:data:`MISTAKES`) names a neighbouring problem -- C scaled by a factor or left
+  at another value, sample or class weights dropped, the intercept dropped, unregularized or
+  scaled differently, the other loss, rescaling or class attributes -- and is reported when the
+  user's answer fails the asked problem and is optimal for that neighbour: its objective is
+  within ``rtol`` of the neighbour's certified optimum and, where the method is strongly convex
+  (:mod:`hiercvx.testing._judge`), its weights within the neighbour's certified neighbourhood;
 - a **fact** about the weights is reported when it holds: a row of zeros where the optimum has
   weight, the optimum's rows in another order, weights that are a multiple of the optimum's.
 """
@@ -22,10 +22,12 @@ import numpy as np
 from ..hierarchy import class_attributes
 from ..result import comparison_scale
 from ._judge import judge_weights
-from .diagnostics import UserResult, objective_at, read_result, row_labels
+from .diagnostics import (UserResult, missing_parts, objective_at, read_result, row_labels,
+                          row_order)
 from .problems import Problem
 
-__all__ = ["Diagnosis", "MISTAKES", "Mistake", "diagnose", "optimal_for", "own_node_attributes"]
+__all__ = ["Diagnosis", "MISTAKES", "Mistake", "diagnose", "optimal_for", "own_node_attributes",
+           "parameter_neighbours"]
 
 
 @dataclass(frozen=True)
@@ -50,17 +52,32 @@ class Mistake:
     variants: object
 
 
-def _scaled_parameter(p: Problem):
-    """C (or lambda) times a factor a solver may have put in: halved, doubled, averaged over the
-    samples (1/n) or summed (n), a tenth, ten times."""
+def parameter_neighbours(p: Problem) -> list:
+    """``[(name, value, how)]``: values a solver may have used for a parameter (``C``, ``lam``)
+    in place of the one given -- the given value halved, doubled, averaged over the samples (1/n)
+    or summed (n), a tenth, ten times; the method's default; a built-in case's value -- each once,
+    ``how`` saying which in words."""
     out = []
     for name, value in p.params.items():
-        for factor, label in ((0.5, "1/2"), (2.0, "2"), (1.0 / p.n, f"1/n (n = {p.n})"),
-                              (float(p.n), f"n (n = {p.n})"), (0.1, "1/10"), (10.0, "10")):
-            out.append(({}, {name: value * factor},
-                        f"{name} is scaled by {label}: your weights are optimal for {name} = "
-                        f"{value * factor:.6g} instead of {value:g}"))
+        factors = ((0.5, "1/2"), (2.0, "2"), (1.0 / p.n, f"1/n (n = {p.n})"),
+                   (float(p.n), f"n (n = {p.n})"), (0.1, "1/10"), (10.0, "10"))
+        seen = [float(value)]
+        for factor, label in factors:
+            seen.append(value * factor)
+            out.append((name, value * factor, f"{name} is scaled by {label}"))
+        fixed = [p.method.params.get(name)] + [c.params.get(name) for c in p.method.cases(True)]
+        for v in fixed:
+            if v is not None and not np.isclose(seen, v, rtol=1e-9, atol=0.0).any():
+                seen.append(float(v))
+                out.append((name, float(v), f"{name} = {value:g} is not used"))
     return out
+
+
+def _scaled_parameter(p: Problem):
+    """Each of :func:`parameter_neighbours` as a neighbouring problem."""
+    return [({}, {name: v}, f"{how}: your weights are optimal for {name} = {v:.6g} instead of "
+                            f"{p.params[name]:g}")
+            for name, v, how in parameter_neighbours(p)]
 
 
 def _without(key: str, meaning: str):
@@ -236,11 +253,13 @@ def _rows(p: Problem, user: UserResult, ref_weights) -> list:
     if moved and len(set(match[moved])) == len(moved):
         pairs = ", ".join(f"row {labels[k]} holds the optimum's row {labels[match[k]]}" for k in moved[:4])
         out.append(Diagnosis("rows_permuted", f"your weight rows are the optimum's in another order: "
-                                              f"{pairs} (rows follow {'H.nodes' if p.H is not None else 'the sorted classes'})"))
+                                              f"{pairs} (rows follow {row_order(p.model(), R, p.H)})"))
     denom = float(np.sum(R * R))
     if denom > 0:
         t = float(np.sum(W * R) / denom)
-        if abs(t - 1.0) > 1e-6 and np.linalg.norm(W - t * R) <= 1e-6 * np.sqrt(denom):
+        # relative to W: weights near zero are a multiple of nothing
+        if abs(t - 1.0) > 1e-6 and 0 < np.linalg.norm(W - t * R) <= 1e-6 * np.linalg.norm(W) \
+                or t != 1.0 and np.array_equal(W, t * R) and t != 0.0:
             out.append(Diagnosis("weights_scaled", f"your weights are {t:.6g} times the optimum's "
                                                    "(a scaled answer: check the recovery of the "
                                                    "weights and any normalization)"))
@@ -267,7 +286,13 @@ def diagnose(problem: Problem, user: UserResult | None, rtol: float, weight_rtol
     each neighbouring problem it is optimal for, and facts about its weight rows."""
     if user is None or user.weights is None:
         return []
-    out = _mistakes(problem, user, rtol, weight_rtol)
+    if missing_parts(problem.model(), user, problem.params) \
+            or np.shape(user.weights) != np.shape(problem.reference().weights):
+        return []   # an answer the objective cannot evaluate is judged by no neighbour
+    # an answer optimal for the asked problem is explained by no neighbour (the failure is
+    # elsewhere: the reported objective, the converged flag)
+    out = [] if optimal_for(problem, user, rtol, weight_rtol) else \
+        _mistakes(problem, user, rtol, weight_rtol)
     out += _rows(problem, user, problem.reference().weights)
     out += _zero_parts(user, problem.reference())
     return out

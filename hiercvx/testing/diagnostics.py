@@ -29,6 +29,7 @@ __all__ = [
     "objective_at",
     "read_result",
     "row_labels",
+    "row_order",
 ]
 
 #: keys under which a dict result may hold the primal weights
@@ -82,10 +83,25 @@ def _keywords(func, exclude) -> set:
     return names - set(exclude)
 
 
+def missing_parts(model, user: UserResult, params: dict) -> list:
+    """The parts of a solution (``biases``, ...) that ``model.objective`` requires and the user's
+    result does not carry."""
+    required = {p.name for p in inspect.signature(model.objective).parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty}
+    return sorted(name for name in required - {"weights", *params}
+                  if user.extras.get(name) is None)
+
+
 def objective_at(model, user: UserResult, params: dict) -> float:
     """The model's objective at the user's weights; extras the objective takes by name
-    (``intercept``, ``biases``, ``alpha``) are passed along.  Weights that do not fit the model
-    raise :class:`~hiercvx.exceptions.InputError` naming their shape."""
+    (``intercept``, ``biases``, ``alpha``) are passed along.  A result without a part the
+    objective requires, or weights that do not fit the model, raise
+    :class:`~hiercvx.exceptions.InputError` naming what is missing or their shape."""
+    missing = missing_parts(model, user, params)
+    if missing:
+        parts = ", ".join(f"{name!r}: ..." for name in missing)
+        raise InputError(f"the result has no {' or '.join(missing)}, which this method's objective "
+                         f"needs (return {{'weights': W, {parts}}} or a Solution)")
     takes = _keywords(model.objective, {"weights", *params})
     extra = {k: v for k, v in user.extras.items() if k in takes and v is not None}
     if not np.all(np.isfinite(user.weights)):
@@ -103,17 +119,29 @@ def objective_at(model, user: UserResult, params: dict) -> float:
 
 
 def row_labels(model, weights, H=None) -> list:
-    """Names of the weight rows: classes (multiclass), nodes of ``H`` (hierarchical methods)."""
+    """Names of the weight rows: classes (multiclass), nodes of ``H`` or of the model's own
+    hierarchy (the sibling-margin model's, root first, on flat data too); row numbers else."""
+    return _rows_named(model, weights, H)[0]
+
+
+def row_order(model, weights, H=None) -> str:
+    """What the weight rows follow, in words, for messages (:func:`row_labels`'s names)."""
+    return _rows_named(model, weights, H)[1]
+
+
+def _rows_named(model, weights, H) -> tuple[list, str]:
     rows = np.shape(weights)[0] if np.ndim(weights) else 0
     classes = getattr(model, "classes", None)
-    H = getattr(model, "H", H)
-    if H is not None and len(H.nodes) == rows:
-        return list(H.nodes)
-    if classes is not None and len(classes) == rows and not np.issubdtype(np.asarray(classes).dtype, np.integer):
-        return list(np.asarray(classes).tolist())
-    if classes is not None and len(classes) == rows and getattr(model, "method", "") == "multiclass":
-        return list(np.asarray(classes).tolist())
-    return list(range(rows))
+    own = getattr(getattr(model, "pairs", None), "hierarchy", None)
+    for hierarchy, order in ((getattr(model, "H", None), "H.nodes"), (H, "H.nodes"),
+                             (own, "the model's hierarchy, root first")):
+        if hierarchy is not None and len(hierarchy.nodes) == rows:
+            return list(hierarchy.nodes), order
+    if classes is not None and len(classes) == rows and (
+            not np.issubdtype(np.asarray(classes).dtype, np.integer)
+            or getattr(model, "method", "") == "multiclass"):
+        return list(np.asarray(classes).tolist()), "the sorted classes"
+    return list(range(rows)), "the reference's row numbers"
 
 
 def objective(method, weights, X, Y, H=None, **params) -> float:

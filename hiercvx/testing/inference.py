@@ -105,6 +105,10 @@ def _as_sets(result, problem: InferenceProblem) -> np.ndarray:
     if Z.shape != problem.S.shape:
         raise InputError(f"an inference routine must return one set per sample: a 0/1 array of shape "
                          f"{problem.S.shape} over H.nodes, or a list of label sets; got shape {Z.shape}")
+    if Z.dtype != bool and not np.isin(Z, (0, 1)).all():
+        bad = np.asarray(Z[~np.isin(Z, (0, 1))].flat[0]).item()
+        raise InputError(f"an inference routine's array must hold 0/1 (or bool) over H.nodes; it "
+                         f"holds {bad!r}: return 1 for a node in the set and 0 otherwise")
     return Z.astype(bool)
 
 
@@ -126,14 +130,15 @@ def _names(z: np.ndarray, H: Hierarchy) -> str:
     return "{" + ", ".join(str(H.nodes[k]) for k in np.flatnonzero(z)) + "}"
 
 
-def run_inference(fn, problem: InferenceProblem, rtol: float) -> list:
-    """The reasons ``fn`` fails on ``problem`` (empty: it passes)."""
+def run_inference(fn, problem: InferenceProblem, rtol: float) -> tuple[list, bool]:
+    """``(reasons, per_sample)``: why ``fn`` fails on ``problem`` (empty: it passes), one reason
+    per failing sample, or (``per_sample`` False) one about its whole answer."""
     try:
         Z = _as_sets(fn(problem.S, problem.H, **problem.options), problem)
     except InputError as exc:
-        return [str(exc)]
+        return [str(exc)], False
     except Exception as exc:  # noqa: BLE001 -- the user's code failing is a finding
-        return [f"fn raised {type(exc).__name__}: {str(exc)[:300]}"]
+        return [f"fn raised {type(exc).__name__}: {str(exc)[:300]}"], False
     ref = problem.reference()
     best = np.asarray(ref.extras["value"], dtype=float)
     valid = inference.is_valid_label_set(Z, problem.H)
@@ -146,7 +151,7 @@ def run_inference(fn, problem: InferenceProblem, rtol: float) -> list:
         elif mine[i] < best[i] - rtol * comparison_scale(best[i]):
             reasons.append(f"sample {i}: your set {_names(Z[i], problem.H)} scores {mine[i]:.8g}; the "
                            f"certified optimum {best[i]:.8g} is {_names(ref.weights[i], problem.H)}")
-    return reasons
+    return reasons, True
 
 
 def _takes(fn, keys) -> bool:
@@ -186,7 +191,9 @@ def check_inference(fn, *, problems=None, rtol: float = 1e-9, random_state: int 
                                f"{len(skipped)} loss-augmented problem(s) were not run", [], [])
     checked = []
     for problem in (p for p in todo if p not in skipped):
-        reasons = run_inference(fn, problem, rtol)
+        reasons, per_sample = run_inference(fn, problem, rtol)
+        if reasons and not per_sample:
+            raise SolverCheckError(f"check_inference failed on {problem.name}: {reasons[0]}", [], [])
         if reasons:
             raise SolverCheckError(
                 f"check_inference failed on {problem.name}: {len(reasons)} of {len(problem.S)} "

@@ -7,6 +7,9 @@ values are chosen so that ignoring them moves the optimum: unequal class weights
 is all ones on the balanced generated data), per-sample weights spread over [0.2, 2], a bias
 scaling of 2, the other rescaling, a loss and class attributes other than the defaults, and an
 RBF kernel of width 1.
+
+Parameters get a probe too (:data:`PARAMETER_PROBE_FACTOR`): a method's cases may all share one
+``C`` (or ``lam``), and a solver that solves at that value whatever it is given would pass them.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import numpy as np
 
 from ..methods import Method
 
-__all__ = ["OPTION_PROBES", "option_probes"]
+__all__ = ["OPTION_PROBES", "PARAMETER_PROBE_FACTOR", "option_probes"]
 
 
 def _sample_weight(n: int, seed: int) -> np.ndarray:
@@ -54,6 +57,12 @@ OPTION_PROBES = {
     "sibling_svm": (("kernel", "tree", {"kernel": "rbf", "sigma": 1.0}),),
     "hpsi": (("kernel", "tree", {"kernel": "rbf", "sigma": 1.0}),),
 }
+
+
+#: the parameter probe: the first case's problem with one parameter (``C``, ``lam``) times this
+#: factor, a value no built-in case uses, so that a solver ignoring the parameter moves away from
+#: the optimum
+PARAMETER_PROBE_FACTOR = 0.3
 
 
 def resolve(options: dict, n: int, Y, seed: int) -> dict:

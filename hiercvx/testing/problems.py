@@ -20,7 +20,7 @@ from ..exceptions import InputError, InputTypeError
 from ..hierarchy import Hierarchy
 from ..methods import STRUCTURES, Case, Method, get
 from ..methods.cases import problem as generate_data
-from .options import option_probes, resolve
+from .options import PARAMETER_PROBE_FACTOR, option_probes, resolve
 
 __all__ = ["Problem", "as_method", "problems_for", "regenerate", "split_options"]
 
@@ -247,12 +247,21 @@ def _probe_templates(method: Method, wanted, quick: bool) -> list:
     return out
 
 
+def _parameter_probes(first: Case) -> list:
+    """One template per parameter of ``first`` (a built-in case with the caller's overrides):
+    the same problem with that parameter times ``PARAMETER_PROBE_FACTOR``."""
+    return [replace(first, name=f"{first.structure}, parameter {key}",
+                    params={**first.params, key: value * PARAMETER_PROBE_FACTOR})
+            for key, value in first.params.items()]
+
+
 def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d: int | None = None,
                  quick: bool = True, probes: bool = True, **options) -> list[Problem]:
     """Problems of ``method``: one per built-in case (``method.cases(quick)``) of the chosen
     ``structures`` (default: all the method supports) and per seed in ``seeds``, then (``probes``)
-    one per option probe: every model option alone away from its default
-    (:mod:`hiercvx.testing.options`).  Sizes ``n``, ``d`` default to the case's.  ``options``
+    one per option probe: every model option alone away from its default, and every parameter
+    (``C``, ``lam``) on the first case at :data:`~hiercvx.testing.options.PARAMETER_PROBE_FACTOR`
+    times its value (:mod:`hiercvx.testing.options`).  Sizes ``n``, ``d`` default to the case's.  ``options``
     override the cases' parameters (``C=...``) and model options (``fit_intercept=True``, ...).
     Seed 0 at the case's size is the case's data."""
     method = as_method(method)
@@ -281,13 +290,16 @@ def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d
     templates = [c for c in method.cases(quick) if c.structure in wanted]
     if probes:
         templates += _probe_templates(method, wanted, quick)
-    for case in templates:
-        template = replace(case, params={**case.params, **{k: v for k, v in options.items()
-                                                            if k in params}},
-                           model_options={**case.model_options, **model_options})
+    given = {k: v for k, v in options.items() if k in params}
+    templates = [replace(case, params={**case.params, **given},
+                         model_options={**case.model_options, **model_options})
+                 for case in templates]
+    if probes and templates:
+        templates += _parameter_probes(templates[0])
+    for template in templates:
         for seed in seeds:
-            out.append(regenerate(method, template, n or case.X.shape[0], d or case.X.shape[1],
-                                  int(seed)))
+            out.append(regenerate(method, template, n or template.X.shape[0],
+                                  d or template.X.shape[1], int(seed)))
     if not out:
         raise InputError(f"method {method.name} has no built-in case of structures {wanted}")
     return out
