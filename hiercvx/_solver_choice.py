@@ -24,7 +24,7 @@ from .exceptions import InputError, ProblemTooLargeError, SolverError, SolverUna
 __all__ = ["SOLVER_PREFERENCE", "GUROBI_SIZE_LIMITS", "OPEN_SOURCE_ALTERNATIVE", "installed_solvers",
            "gurobi_licence", "gurobi_limit_text", "usable_solvers", "gurobi_size", "check_gurobi_size",
            "problem_class", "choose_solver", "check_size", "ProblemSize", "problem_size",
-           "silence_highs_banner"]
+           "silence_highs_banner", "quiet_gurobi_env"]
 
 #: Solver capabilities as data: preference order per problem class (first installed wins).
 SOLVER_PREFERENCE = {
@@ -80,6 +80,23 @@ def gurobi_licence() -> str:
             return "size-limited"
         return f"unusable: {msg}"
     return "full"
+
+
+def quiet_gurobi_env():
+    """A started Gurobi environment that prints nothing, for CVXPY's ``env`` option; ``None``
+    without gurobipy, or when Gurobi refuses to start one (the solve then reports why).
+
+    gurobipy's default environment prints its licence banner to stdout when a process builds
+    its first model, and CVXPY uses that environment unless given one: the banner would land in
+    the middle of a command's output.  CVXPY still sets each model's ``OutputFlag`` from its
+    ``verbose``, so a verbose solve shows Gurobi's log as before.
+    """
+    if gp is None:
+        return None
+    try:
+        return gp.Env(params={"OutputFlag": 0})
+    except Exception:  # gurobipy.GurobiError, or a licence server's error
+        return None
 
 
 def gurobi_limit_text() -> str:
@@ -217,7 +234,8 @@ def choose_solver(problem, solver: str | None = None) -> str:
 
 
 def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | None = None,
-               what: str = "the reference problem", *, default_max_size: int = 5_000_000) -> None:
+               what: str = "the reference problem", *, default_max_size: int = 5_000_000,
+               grows_to: int | None = None, growth: str = "") -> None:
     """Refuse a reference whose estimated size exceeds ``max_size`` nonzeros, before compiling.
 
     Parameters
@@ -232,11 +250,19 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
     default_max_size : int, default 5_000_000
         The limit when ``max_size`` is None: a problem CVXPY compiles and an interior-point
         solver factors within a workstation's memory; beyond it the fast solvers are the tool.
+    grows_to : int or None
+        For a problem that grows while it is solved (a cutting-plane master gains cuts every
+        round), a bound on the nonzeros it can reach; a refusal names it (not ``nnz``) as the
+        limit to pass, so that the advice admits the whole solve.  None: the problem is built
+        once.
+    growth : str
+        Why the problem can reach ``grows_to``, said in the error message.
 
     Raises
     ------
     ProblemTooLargeError
-        When ``nnz`` exceeds the limit; the message says how to proceed.
+        When ``nnz`` exceeds the limit; the message says how to proceed, and its ``size`` is
+        the limit that admits the problem (``max(nnz, grows_to)``).
     """
     if max_size is not None and (isinstance(max_size, (bool, np.bool_))
                                  or not isinstance(max_size, (int, np.integer)) or max_size < 1):
@@ -245,10 +271,12 @@ def check_size(n_variables: int, n_constraints: int, nnz: int, max_size: int | N
     limit = default_max_size if max_size is None else int(max_size)
     size = int(nnz)
     if size > limit:
+        admits = size if grows_to is None else max(size, int(grows_to))
+        grows = "" if admits == size else f"; {growth}: up to {admits:,} nonzeros"
         problem = (f"{what} would have about {n_variables:,} variables, {n_constraints:,} "
-                   f"constraints and {size:,} nonzeros, over the limit of {limit:,}. Use the fast "
-                   "solver (solver='fast'), subsample the data, or ")
-        raise ProblemTooLargeError.over_limit(problem, size, "max_size={}")
+                   f"constraints and {size:,} nonzeros, over the limit of {limit:,}{grows}. "
+                   "Use the fast solver (solver='fast'), subsample the data, or ")
+        raise ProblemTooLargeError.over_limit(problem, admits, "max_size={}")
 
 
 # ---------------------------------------------------------------------- size and structure

@@ -17,10 +17,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from .exceptions import InputError, LabelError
-from .hierarchy import Hierarchy
+from .hierarchy import Hierarchy, is_label_set
 
 __all__ = ["resolve_targets", "resolve_training_targets", "is_multilabel_target", "flat_hierarchy",
-           "class_array", "sort_key", "ravel_column_target"]
+           "class_array", "label_array", "sort_key", "ravel_column_target"]
 
 
 def ravel_column_target(y):
@@ -43,17 +43,24 @@ def resolve_training_targets(y, hierarchy: Hierarchy | None, n_samples: int):
     return H, classes, labels, multilabel
 
 
-def is_multilabel_target(y) -> bool:
-    """True for a list of label sets or a 2-D indicator; False for one label per sample."""
+def is_multilabel_target(y, hierarchy: Hierarchy | None = None) -> bool:
+    """True for label sets (a list, tuple or 1-D object array of them) or a 2-D indicator;
+    False for one label per sample.  A tuple is a label set unless it is a node of
+    ``hierarchy``; without one, tuples in a 1-D object array are class names and tuples in a
+    list are refused as ambiguous."""
     if sp.issparse(y):
         return True
-    if isinstance(y, np.ndarray):
+    if isinstance(y, np.ndarray) and (y.ndim != 1 or y.dtype != object):
         return y.ndim == 2 and y.shape[1] > 1
     for item in y:
         if isinstance(item, (set, frozenset, list)) or (isinstance(item, np.ndarray) and item.ndim):
             return True
-        if isinstance(item, tuple):
-            return True
+        if isinstance(item, tuple) and hierarchy is not None:
+            return is_label_set(item, hierarchy._index)
+        if isinstance(item, tuple) and not isinstance(y, np.ndarray):
+            raise LabelError(f"y holds tuples ({item!r}), which could be label sets or class names: "
+                             "give label sets as sets or lists, or tuple class names in a 1-D "
+                             "object array (y = np.empty(n, dtype=object); y[:] = labels)")
         return False
     return False
 
@@ -76,23 +83,11 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
         raise LabelError("this estimator requires y to be passed, but the target y is None")
     if not isinstance(y, (list, tuple, np.ndarray)) and not sp.issparse(y):
         y = np.asarray(y)
-    multilabel = is_multilabel_target(y)
+    multilabel = is_multilabel_target(y, hierarchy)
     if not multilabel:
-        yy = np.asarray(y)
-        if yy.dtype == object and yy.size and all(
-                isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-                for v in yy.ravel().tolist()):
-            yy = yy.astype(np.int64)  # integer node names in an object array: scikit-learn's
-            # check calls them of unknown type
-        try:
-            check_classification_targets(yy.ravel() if yy.ndim == 2 and yy.shape[1] == 1 else yy)
-        except ValueError as exc:  # scikit-learn's words, the package's error
-            kinds = sorted({type(v).__name__ for v in yy.ravel().tolist()})
-            mixed = (f"; y mixes label types {kinds}: give every label as a node name of one type "
-                     "(for example all strings)") if len(kinds) > 1 else ""
-            raise LabelError(f"y is not a set of class labels ({exc}){mixed}") from None
+        _check_single_labels(y, hierarchy)
     if multilabel:
-        if sp.issparse(y) or isinstance(y, np.ndarray):
+        if sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2):
             Yi = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y) != 0)
             if hierarchy is None:
                 classes = np.arange(Yi.shape[1])
@@ -110,14 +105,14 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
             else:
                 classes = class_array(hierarchy.leaves)
     else:
-        y = np.asarray(y)
+        y = label_array(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn does
         if y.ndim != 1:
             raise LabelError(f"y must be 1-D (one label per sample) or a list of label sets, got shape {y.shape}")
         labels = list(y.tolist())
         if hierarchy is None:
-            classes = np.unique(y)
+            classes = class_array(sorted(set(labels), key=sort_key))
         else:
             classes = class_array(hierarchy.leaves)
     if hierarchy is None:
@@ -127,6 +122,50 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
     elif not isinstance(hierarchy, Hierarchy):
         raise LabelError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
     return hierarchy, classes, labels, multilabel
+
+
+def label_array(y) -> np.ndarray:
+    """One label per sample as an array that keeps each label's type: a sequence of names of
+    one type gives that type's array, a mix of types (``11`` beside ``"b1"``) an object array
+    (``np.asarray`` would turn the integers into strings)."""
+    if isinstance(y, np.ndarray):
+        return y
+    items = list(y)
+    if items and not isinstance(items[0], (list, np.ndarray)):   # a column vector stays 2-D
+        return class_array(items)
+    return np.asarray(items)
+
+
+def _check_single_labels(y, hierarchy: Hierarchy | None) -> None:
+    """scikit-learn's check of class labels, per label type: names of several types (node
+    names of any hashable type) are each checked with their own kind."""
+    yy = label_array(y)
+    if yy.ndim == 2 and yy.shape[1] == 1:
+        yy = yy.ravel()
+    groups = [yy]
+    if yy.dtype == object and yy.size:
+        kinds = {}
+        for v in yy.ravel().tolist():
+            kinds.setdefault(type(v), []).append(v)
+        groups = [class_array(values) for values in kinds.values()]
+    for group in groups:
+        if group.dtype == object and group.size and not isinstance(
+                group[0], (str, bytes, int, float, np.generic)):
+            _check_hashable(group)   # tuples and other hashable names: nothing for scikit-learn
+            continue
+        try:
+            check_classification_targets(group)
+        except ValueError as exc:  # scikit-learn's words, the package's error
+            raise LabelError(f"y is not a set of class labels ({exc})") from None
+
+
+def _check_hashable(labels) -> None:
+    for v in labels.tolist():
+        try:
+            hash(v)
+        except TypeError:
+            raise LabelError(f"label {v!r} is not hashable, so it cannot name a node or class; "
+                             "give node names (strings, numbers, tuples)") from None
 
 
 def class_array(values) -> np.ndarray:

@@ -141,7 +141,31 @@ def test_bad_input():
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError):
         AdaBoostMH().fit(Xn, y)
-    with pytest.raises((TypeError, ValueError), match="[Ss]parse"):
-        AdaBoostMH().fit(sp.csr_matrix(X), y)
     with pytest.raises(ValueError, match="zero everywhere|non-zero"):
         AdaBoostMH().fit(X, y, sample_weight=np.zeros(len(y)))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("multilabel", [False, True])
+def test_sparse_X_gives_the_dense_model(fmt, multilabel):
+    """Sparse ``X`` (as a LIBSVM loader gives it; CSC and COO as the other estimators take
+    them) is kept sparse and gives the model of its dense twin: the same stumps, weights and
+    scores, on sparse and on dense test data, with and without sample weights."""
+    rng = np.random.default_rng(7)
+    X, y = _data(5, n=80, d=6, multilabel=multilabel)
+    X[rng.random(X.shape) < 0.6] = 0.0   # mostly zeros, negative values too
+    w = rng.integers(0, 3, len(y)).astype(float)
+    for weights in (None, w):
+        dense = AdaBoostMH(n_rounds=25).fit(X, y, sample_weight=weights)
+        sparse = AdaBoostMH(n_rounds=25).fit(sp.csr_matrix(X).asformat(fmt), y,
+                                             sample_weight=weights)
+        assert sparse.n_iter_ == dense.n_iter_ > 1
+        for name in ("features_", "thresholds_", "votes_", "alphas_", "errors_",
+                     "training_hamming_"):
+            assert np.array_equal(getattr(sparse, name), getattr(dense, name)), name
+        for X_test in (sp.csr_matrix(X), X):
+            assert np.array_equal(sparse.decision_function(X_test), dense.decision_function(X))
+            assert list(sparse.predict(X_test)) == list(dense.predict(X))
+    D, C = np.full((len(X), 1), 1 / len(X)), np.where(X[:, :1] > 0, 1.0, -1.0)
+    a, b = best_stump(sp.csr_matrix(X), D, C), best_stump(X, D, C)
+    assert a[:2] == b[:2] and np.array_equal(a[2], b[2]) and a[3] == b[3]

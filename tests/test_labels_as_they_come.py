@@ -267,3 +267,117 @@ def test_real_files_straight_from_load_arff(data):
             model.fit(Xn, yn)
         pred = model.predict(Xn)
         assert _names(pred) <= set(H.nodes), name
+
+
+# ------------------------------------------------------------------ labels of every form and type
+H7 = hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                "B1": "B", "B2": "B"})
+
+
+def _four_clusters(reps=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.tile(np.eye(4) * 3, (reps, 1)) + 0.3 * rng.standard_normal((4 * reps, 4))
+
+
+def test_score_reads_an_indicator_as_fit_does():
+    """A 0/1 matrix over the leaves (dense or CSR) is scored as the label sets it encodes."""
+    import scipy.sparse as sp
+    X = _four_clusters()
+    sets = [{leaf} if i % 3 else {leaf, "B1" if leaf[0] == "A" else "A1"}
+            for i, leaf in enumerate(["A1", "A2", "B1", "B2"] * 4)]
+    Y = np.array([[int(v in s) for v in H7.leaves] for s in sets])
+    est = HierarchicalSVC(hierarchy=H7).fit(X, Y)
+    expected = est.score(X, sets)
+    assert 0 < expected < 1
+    assert est.score(X, Y) == pytest.approx(expected)
+    assert est.score(X, sp.csr_matrix(Y)) == pytest.approx(expected)
+    flat = MulticlassSVC().fit(X, Y)   # columns are the classes 0..3
+    as_sets = [frozenset(np.flatnonzero(row).tolist()) for row in Y]
+    assert flat.score(X, Y) == pytest.approx(flat.score(X, as_sets))
+
+
+def test_tuple_node_names_are_labels():
+    H = hc.Hierarchy.from_parents({("r",): None, ("a",): ("r",), ("b",): ("r",), ("a", 1): ("a",),
+                                   ("a", 2): ("a",), ("b", 1): ("b",), ("b", 2): ("b",)})
+    X = _four_clusters(3)
+    y = [("a", 1), ("a", 2), ("b", 1), ("b", 2)] * 3
+    as_array = np.empty(len(y), dtype=object)
+    as_array[:] = y
+    for labels in (y, as_array):
+        for cls in (HierarchicalSVC, SiblingMarginSVC):
+            est = cls(hierarchy=H).fit(X, labels)
+            assert list(est.predict(X[:4])) == y[:4] and est.score(X, labels) == 1.0
+    with pytest.raises(hc.LabelError, match="could be label sets or class names"):
+        MulticlassSVC().fit(X, y)   # without a hierarchy a list of tuples is ambiguous
+    flat = MulticlassSVC().fit(X, as_array)   # ... and an object array holds class names
+    assert list(flat.predict(X[:4])) == y[:4]
+
+
+def test_node_names_of_several_types_keep_their_types():
+    H = hc.Hierarchy.from_parents({"r": None, 1: "r", "b": "r", 11: 1, 12: 1, "b1": "b", "b2": "b"})
+    X = _four_clusters(3)
+    y = [11, 12, "b1", "b2"] * 3
+    est = HierarchicalSVC(hierarchy=H).fit(X, y)
+    assert list(est.predict(X[:4])) == y[:4] and est.score(X, y) == 1.0
+    flat = MulticlassSVC().fit(X, y)
+    assert list(flat.classes_) == [11, 12, "b1", "b2"]
+    assert list(flat.predict(X[:4])) == y[:4] and flat.score(X, y) == 1.0
+
+
+def test_label_sets_in_a_series_or_an_object_array():
+    pd = pytest.importorskip("pandas")
+    X = _four_clusters()
+    sets = [frozenset({leaf}) for leaf in ["A1", "A2", "B1", "B2"] * 4]
+    sets[0] = frozenset({"A1", "B1"})
+    column = pd.Series(sets)
+    as_array = np.empty(len(sets), dtype=object)
+    as_array[:] = sets
+    reference = HierarchicalSVC(hierarchy=H7).fit(X, sets)
+    for labels in (column, as_array):
+        est = HierarchicalSVC(hierarchy=H7).fit(X, labels)
+        assert est.multilabel_ and est.objective_ == pytest.approx(reference.objective_)
+
+
+@pytest.mark.parametrize("cls", [HierarchicalSVC, NormalizedHierarchicalSVC, SiblingMarginSVC,
+                                 OrthogonalTransferSVC])
+def test_an_empty_label_set_is_named_as_such(cls):
+    X = _four_clusters(2)
+    sets = [{leaf} for leaf in ["A1", "A2", "B1", "B2"] * 2]
+    sets[0] = set()
+    with pytest.raises(hc.LabelError, match="sample 0 has an empty label set; every sample needs a label"):
+        cls(hierarchy=H7).fit(X, sets)
+
+
+def test_node_scores_before_fit_and_of_a_flat_estimator():
+    from sklearn.exceptions import NotFittedError
+    X = _four_clusters(2)
+    with pytest.raises(NotFittedError):
+        HierarchicalSVC(hierarchy=H7).node_decision_function(X)
+    flat = MulticlassSVC().fit(X, ["A1", "A2", "B1", "B2"] * 2)
+    with pytest.raises(hc.InputError, match="it is flat") as info:
+        flat.node_decision_function(X)
+    assert "hierarchy=H" not in str(info.value)
+
+
+def test_node_kernel_ridge_reads_one_path_with_its_ancestors_as_one_label():
+    from hiercvx.estimators import NodeKernelRidge
+    X = _four_clusters()
+    paths = [{"root", "A", "A1"}, {"A", "A2"}, {"B", "B1"}, {"B2"}] * 4
+    est = NodeKernelRidge(hierarchy=H7).fit(X, paths)
+    assert not est.multilabel_ and list(est.classes_) == ["A1", "A2", "B1", "B2"]
+    assert list(est.predict(X[:4])) == ["A1", "A2", "B1", "B2"] and est.score(X, paths) == 1.0
+
+
+def test_adaboost_scores_an_indicator_as_its_label_sets_and_unfitted_scores_refuse():
+    import scipy.sparse as sp
+    from sklearn.exceptions import NotFittedError
+    X = _four_clusters()
+    Y = np.tile(np.eye(4, dtype=int), (4, 1))
+    Y[0, 2] = 1
+    est = AdaBoostMH().fit(X, Y)
+    as_sets = [frozenset(np.flatnonzero(row).tolist()) for row in Y]
+    assert est.score(X, Y) == pytest.approx(est.score(X, as_sets))
+    assert est.score(X, sp.csr_matrix(Y)) == pytest.approx(est.score(X, as_sets))
+    for unfitted in (OrthogonalTransferSVC(hierarchy=H7), AdaBoostMH()):
+        with pytest.raises(NotFittedError):
+            unfitted.score(X, ["A1"] * len(X))

@@ -115,3 +115,12 @@ def test_estimator_fits_on_the_factor_and_reports_the_approximation():
     assert est.objective_ - exact.objective_ <= 0.05 * exact.objective_
     S = est.node_decision_function(ds.X)
     assert S.shape == (80, len(ds.hierarchy.nodes)) and np.all(np.isfinite(S))
+
+
+def test_verbose_reports_the_factor_on_the_log_not_on_stdout(capsys, caplog):
+    model, _ = _model()
+    solve_linear = lambda m: margin_engine.solve(m, 1.0, tol=1e-6, options=EXACT)  # noqa: E731
+    with caplog.at_level("INFO", logger="hiercvx.solvers.low_rank_kernel"):
+        lrk.solve(model, 1.0, solve_linear, options=lrk.Options(rtol=1e-2), verbose=True)
+    assert capsys.readouterr().out == ""
+    assert any("low_rank_kernel: rank" in r.getMessage() for r in caplog.records)

@@ -327,6 +327,33 @@ def test_cutting_planes_keep_their_working_set_across_a_lam_sweep():
     assert swept.n_iter <= fresh.n_iter
 
 
+def _advised(err) -> int:
+    advised = int(str(err.value).split("pass max_size=")[1].split(" ")[0])
+    assert advised == err.value.size
+    return advised
+
+
+@pytest.mark.parametrize("when", ["before the loop", "in the loop"])
+def test_cutting_plane_size_advice_admits_the_whole_loop(when):
+    """The master grows by its cuts, so a refusal (before the loop, or at a round that adds
+    cuts) names a limit for every master of the loop: following it, the loop runs to its
+    certified gap with every master under it."""
+    X, Y = data(SMALL_TREE, n=12, seed=9, multilabel=True)
+    empty = nhsvm.primal(X, Y, SMALL_TREE, lam=0.25)._master_size()[2]   # 0 cuts
+    limit = empty - 1 if when == "before the loop" else empty
+    with pytest.raises(hc.ProblemTooLargeError, match="max_iter=200 rounds") as err:
+        nhsvm.primal(X, Y, SMALL_TREE, lam=0.25, max_size=limit).solve(verbose=False)
+    advised = _advised(err)
+    prob = nhsvm.primal(X, Y, SMALL_TREE, lam=0.25, max_size=advised)
+    sol = prob.solve(verbose=False)
+    assert_certified(sol, 1e-6)
+    assert empty < prob._master_size()[2] <= advised
+    # a shorter loop admits a smaller master: solve's max_iter sets the bound
+    with pytest.raises(hc.ProblemTooLargeError, match="max_iter=3 rounds") as short:
+        nhsvm.primal(X, Y, SMALL_TREE, lam=0.25, max_size=empty).solve(verbose=False, max_iter=3)
+    assert empty < _advised(short) < advised
+
+
 def test_multilabel_hamming_loss_also_matches_enumeration():
     X, Y = data(SMALL_TREE, n=8, seed=8, multilabel=True)
     prob = nhsvm.primal(X, Y, SMALL_TREE, lam=0.5, loss="hamming")

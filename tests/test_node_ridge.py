@@ -6,7 +6,7 @@ import pytest
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.utils.estimator_checks import check_estimator
 
-from hiercvx import metrics
+from hiercvx import Hierarchy, metrics
 from hiercvx.targets import flat_hierarchy
 from hiercvx.estimators import NodeKernelRidge
 from hiercvx.estimators.node_ridge import ridge_certificate
@@ -151,3 +151,63 @@ def test_check_estimator():
     results = check_estimator(NodeKernelRidge(), on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
     assert not failed, failed
+
+
+# ------------------------------------------------- single labels that stop at an internal node
+TREE = Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                               "B1": "B", "B2": "B"})
+CENTERS = {"A1": [3, 0, 0], "A2": [0, 3, 0], "B1": [0, 0, 3], "B2": [-3, -3, 0], "A": [3, 3, 3]}
+
+
+def _clusters(labels, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = np.array(labels)
+    X = np.array([CENTERS[c] for c in labels], float) + 0.3 * rng.standard_normal((len(labels), 3))
+    return X, labels
+
+
+def test_an_internal_training_label_does_not_take_its_subtree():
+    X, truth = _clusters(["A1", "A2", "B1", "B2"] * 10)
+    y = truth.copy()
+    y[0] = "A"   # one A1 sample labelled at its parent
+    est = NodeKernelRidge(hierarchy=TREE).fit(X, y)
+    assert "A" in est.classes_
+    pred = est.predict(X)
+    in_A = np.isin(truth, ["A1", "A2"])
+    np.testing.assert_array_equal(pred[in_A], truth[in_A])
+    assert est.score(X, y) >= 0.975
+    # predict is the argmax of decision_function; a leaf class keeps its calibrated node score
+    D = est.decision_function(X)
+    np.testing.assert_array_equal(pred, est.classes_[np.argmax(D, axis=1)])
+    leaf = [k for k, c in enumerate(est.classes_) if TREE.is_leaf(c)]
+    N = est.node_decision_function(X)[:, TREE.indices(list(est.classes_[leaf]))]
+    np.testing.assert_allclose(D[:, leaf], N)
+    # the internal class is still predicted where its own samples lie
+    X2, y2 = _clusters(["A1", "A2", "B1", "B2", "A"] * 8, seed=1)
+    assert NodeKernelRidge(hierarchy=TREE).fit(X2, y2).score(X2, y2) == 1.0
+
+
+def test_two_classes_one_the_parent_of_the_other():
+    X, y = _clusters(["A1", "A"] * 10)
+    est = NodeKernelRidge(hierarchy=TREE).fit(X, y)
+    d = est.decision_function(X)
+    assert list(est.classes_) == ["A", "A1"] and d.shape == (len(X),)
+    np.testing.assert_array_equal(est.predict(X), y)
+    np.testing.assert_array_equal(est.predict(X), est.classes_[(d > 0).astype(int)])
+
+
+def test_a_tie_goes_to_the_descendant_not_to_the_ancestor():
+    X, y = _clusters(["A1", "A2", "B1", "B2", "A"] * 4)
+    est = NodeKernelRidge(hierarchy=TREE).fit(X, y)
+    assert est.classes_[0] == "A"   # first in classes_ order: a plain argmax would pick it
+    est._class_scores = lambda X: np.zeros((len(X), len(est.classes_)))   # every class tied
+    assert set(est.predict(X[:3])) == {"A1"}
+
+
+def test_single_label_score_reduces_label_sets_with_their_ancestors():
+    X, y = _clusters(["A1", "A2", "B1", "B2"] * 4)
+    est = NodeKernelRidge(hierarchy=TREE).fit(X, y)
+    sets = [{"root", v[0], v} for v in y]
+    assert est.score(X, sets) == est.score(X, y) == 1.0
+    with pytest.raises(LabelError, match="several most specific labels"):
+        est.score(X, [{"A1", "B1"}] + sets[1:])

@@ -616,3 +616,51 @@ def test_bad_labels_hierarchy_and_sizes():
     for bad in (np.zeros((3, 3, 1)), [[1.0, 2.0]]):
         with pytest.raises(hc.InputError):
             ot.comparison_matrix(bad)
+
+
+# ---------------------------------------------------------------------- the estimator's habits
+def _estimator_data():
+    H = tree(T8)
+    X, y = clustered_data(H, n=16, d=4, seed=3, noise=0.3)
+    return H, X, y
+
+
+@pytest.mark.parametrize("verbose", [True, "progress"])
+def test_reference_verbose_reports_on_stderr_without_the_solvers_logs(verbose, capfd):
+    """``solver="reference"`` with ``verbose`` reports as every estimator's reference route
+    does (one summary line on stderr; a bar for ``"progress"``, which a short fit never
+    shows): neither CVXPY's nor the conic solver's own log, on stdout or stderr."""
+    from hiercvx.estimators import OrthogonalTransferSVC
+
+    H, X, y = _estimator_data()
+    est = OrthogonalTransferSVC(hierarchy=H, solver="reference", verbose=verbose).fit(X, y)
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "CVXPY" not in err and "Clarabel" not in err
+    lines = err.splitlines()
+    if verbose is True:
+        assert len(lines) == 1 and "OrthogonalTransferSVC: fitted in" in lines[0]
+        assert f"certified relative gap {est.gap_:.3e}" in lines[0]
+    else:
+        assert "fitted in" not in err
+
+
+@pytest.mark.parametrize("solver", ["fast", "reference"])
+def test_dataframe_fit_emits_no_feature_name_warning(solver):
+    """Fitted on a DataFrame, the fit (its node calibration included) scores no array without
+    the feature names, so scikit-learn has nothing to warn about; the calibration is the one
+    fitted on the plain array."""
+    import warnings
+
+    from hiercvx.estimators import OrthogonalTransferSVC
+
+    pd = pytest.importorskip("pandas")
+    H, X, y = _estimator_data()
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = OrthogonalTransferSVC(hierarchy=H, solver=solver).fit(frame, y)
+        scores = est.node_decision_function(frame)
+    assert list(est.feature_names_in_) == list("abcd")
+    plain = OrthogonalTransferSVC(hierarchy=H, solver=solver).fit(X, y)
+    assert np.allclose(scores, plain.node_decision_function(X), atol=1e-8)

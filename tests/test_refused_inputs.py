@@ -160,9 +160,12 @@ def test_meaningless_estimator_parameters_are_refused(make, match):
 def test_bad_sample_weight_and_mixed_label_types_get_the_packages_errors():
     with pytest.raises(InputError, match="sample_weight"):
         E.HierarchicalSVC(hierarchy=Ht).fit(Xt, yt, sample_weight=np.ones(3))
+    # labels of several types are node names like any others: an int that is no node is named
     mixed = np.array([1] + list(yt[1:]), dtype=object)
-    with pytest.raises(LabelError, match="mixes label types"):
+    with pytest.raises(LabelError, match=r"not nodes of the hierarchy: 1 \(sample 0\)"):
         E.HierarchicalSVC(hierarchy=Ht).fit(Xt, mixed)
+    with pytest.raises(LabelError, match="y is not a set of class labels"):   # continuous floats
+        E.HierarchicalSVC(hierarchy=Ht).fit(Xt, np.array([0.5] + list(yt[1:]), dtype=object))
 
 
 def test_reference_max_size_must_be_a_positive_integer():

@@ -329,3 +329,52 @@ def test_max_paths_bounds_the_enumerated_paths():
         TopDownSVC(hierarchy=H, max_paths=2).fit(X, y)
     with pytest.raises(hc.InputError, match="max_paths"):
         TopDownSVC(hierarchy=H, max_paths=0).fit(X, y)
+
+
+# ------------------------------------------------------------------ reference size, DataFrames
+def _advised(err) -> int:
+    message = str(err.value)
+    advised = int(message.split("solver_options={'max_size': ")[1].split("}")[0])
+    assert advised == err.value.size
+    return advised
+
+
+def test_reference_size_advice_admits_every_node(monkeypatch):
+    """``solver="reference"`` checks every node's SVM against ``max_size`` before fitting any,
+    and names the largest: that limit admits the fit, one below it is refused again."""
+    H = hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                   "B1": "B", "B2": "B"})
+    rng = np.random.default_rng(0)
+    leaves = ["A1", "A2", "B1", "B2"] * 4
+    X = np.tile(np.eye(3), (6, 1))[:16] * 3 + 0.3 * rng.standard_normal((16, 3))
+    Y = [{v} if i % 3 else {v, "B1" if v[0] == "A" else "A1"} for i, v in enumerate(leaves)]
+    fitted = []
+    original = MulticlassSVC.fit
+    monkeypatch.setattr(MulticlassSVC, "fit",
+                        lambda self, *a, **kw: fitted.append(1) or original(self, *a, **kw))
+    with pytest.raises(hc.ProblemTooLargeError, match="the largest of the 3 node SVMs") as err:
+        TopDownSVC(hierarchy=H, solver="reference", solver_options={"max_size": 10}).fit(X, Y)
+    assert fitted == []   # refused before any node was fitted
+    advised = _advised(err)
+    with pytest.raises(hc.ProblemTooLargeError) as again:
+        TopDownSVC(hierarchy=H, solver="reference",
+                   solver_options={"max_size": advised - 1}).fit(X, Y)
+    assert _advised(again) == advised
+    est = TopDownSVC(hierarchy=H, solver="reference", solver_options={"max_size": advised}).fit(X, Y)
+    assert len(est.estimators_) == 3 and est.multilabel_
+
+
+@pytest.mark.parametrize("solver", ["fast", "reference"])
+def test_dataframe_fit_emits_no_feature_name_warning(tree_data, solver):
+    """Fitted on a DataFrame, the fit itself (its node calibration included) never scores an
+    array without the feature names."""
+    pd = pytest.importorskip("pandas")
+    import warnings
+
+    X, y = tree_data
+    frame = pd.DataFrame(X[:60], columns=[f"f{j}" for j in range(X.shape[1])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = TopDownSVC(hierarchy=TREE, solver=solver).fit(frame, y[:60])
+        est.predict(frame)
+    assert list(est.feature_names_in_) == list(frame.columns)

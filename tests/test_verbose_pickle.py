@@ -136,6 +136,54 @@ def test_quiet_by_default(small, capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("make", [
+    lambda H, v: HierarchicalSVC(hierarchy=H, verbose=v),
+    lambda H, v: HierarchicalSVC(hierarchy=H, solver="reference", verbose=v),
+    lambda H, v: NormalizedHierarchicalSVC(hierarchy=H, verbose=v),
+    lambda H, v: OrthogonalTransferSVC(hierarchy=H, verbose=v),
+    lambda H, v: OrthogonalTransferSVC(hierarchy=H, solver="reference", verbose=v),
+    lambda H, v: MulticlassSVC(verbose=v),
+    lambda H, v: SharedNormSVC(hierarchy=H, verbose=v),
+    lambda H, v: TopDownSVC(hierarchy=H, verbose=v),
+    lambda H, v: HierarchicalPerceptron(hierarchy=H, verbose=v, max_epochs=3),
+    lambda H, v: SiblingMarginSVC(hierarchy=H, verbose=v),
+    lambda H, v: SequentialHierarchicalSVC(hierarchy=H, verbose=v),
+])
+@pytest.mark.parametrize("verbose", [-1, 0, False])
+def test_verbose_zero_or_negative_is_quiet(make, verbose, small, capfd):
+    """Only ``True`` or a number > 0 prints (and ``"progress"`` shows a bar): ``verbose=-1``
+    is as quiet as ``0``, on stdout and stderr."""
+    X, y, H = small
+    make(H, verbose).fit(X, y)
+    assert capfd.readouterr() == ("", "")
+
+
+def test_verbosity_reads_verbose_as_documented():
+    from hiercvx.estimators._habits import verbosity
+
+    for quiet in (False, None, 0, -1, -0.5, np.int64(-3), np.bool_(False)):
+        assert verbosity(quiet) is False
+    for loud in (True, 1, 2, 0.5, np.int64(3), np.bool_(True)):
+        assert verbosity(loud) is True
+    assert verbosity("progress") == "progress"
+
+
+def test_multilabel_nhsvm_reference_reports_its_rounds(small, capfd):
+    """The cutting-plane reference reports as the other estimators: one line per round with
+    its certified gap and a closing line for ``verbose=True`` (no bar of its own); nothing
+    for ``verbose=-1``."""
+    X, y, H = small
+    sets = [{v} if i % 3 else {v, "a/1" if v != "a/1" else "b/1"} for i, v in enumerate(y)]
+    est = NormalizedHierarchicalSVC(hierarchy=H, solver="reference", verbose=True).fit(X, sets)
+    out, err = capfd.readouterr()
+    rounds = [line for line in err.splitlines() if "cutting planes round" in line]
+    assert out == "" and "%|" not in err
+    assert len(rounds) == est.n_iter_ and "fitted in" in err.splitlines()[-1]
+    assert rounds[-1].split("gap ")[1].split(",")[0] == f"{est.gap_:.3e}"
+    NormalizedHierarchicalSVC(hierarchy=H, solver="reference", verbose=-1).fit(X, sets)
+    assert capfd.readouterr() == ("", "")
+
+
 def test_progress_bar_handler():
     """``verbose="progress"``: each progress record ticks a tqdm bar, the latest gap its postfix."""
     bar = tqdm(total=None, disable=False, file=open("/dev/null", "w"))

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import targets
 from .._validation import (check_features, check_hierarchy_argument, check_not_complex,
@@ -17,7 +17,7 @@ from ..exceptions import InputError, InputTypeError, ProblemTooLargeError
 from ..kernels import Kernel, check_psd
 from ..metrics import NODE_MARGINS, fit_node_calibration, node_margins
 from ..result import check_iteration_options
-from ._labels import read_test_labels
+from ._labels import accuracy, read_test_labels
 # target handling lives in the core (hiercvx.targets); re-exported for the estimators
 from ..targets import (class_array, flat_hierarchy, is_multilabel_target,  # noqa: F401
                        ravel_column_target, resolve_targets, sort_key)
@@ -371,10 +371,14 @@ class NodeScoresMixin:
     _node_margin_method = "standardized"
 
     def _node_hierarchy(self):
+        check_is_fitted(self)
         H = getattr(self, "hierarchy", None)
         if H is None:
-            raise InputError(f"{type(self).__name__} was fitted without a hierarchy: node scores need "
-                             "one (give hierarchy=H), or use decision_function for the classes")
+            name = type(self).__name__
+            fix = ("refit it with hierarchy=H, or use decision_function for the classes"
+                   if "hierarchy" in self.get_params() else
+                   "it is flat (it takes no hierarchy): its class scores are decision_function")
+            raise InputError(f"{name} was fitted without a hierarchy, and node scores need one: {fix}")
         return H
 
     def _class_score_matrix(self, X):
@@ -511,10 +515,11 @@ class LabelSetScoreMixin:
         """Accuracy (single-label) or mean example-based F1 of the predicted label sets; ``y``
         is read as ``fit`` reads it (label sets with their ancestors are reduced to their most
         specific labels)."""
+        check_is_fitted(self)
         multilabel = getattr(self, "multilabel_", False)
         y = read_test_labels(y, getattr(self, "hierarchy", None), multilabel)
         if not multilabel:
-            return super().score(X, y, sample_weight=sample_weight)
+            return accuracy(y, self.predict(X), sample_weight)
         pred = self.predict(X)
         f1 = [2 * len(p & set(t)) / (len(p) + len(set(t))) for p, t in zip(pred, y)]
         return float(np.average(f1, weights=sample_weight))

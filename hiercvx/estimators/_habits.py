@@ -2,9 +2,10 @@
 
 ``verbose``: the solvers report their progress through :mod:`logging` (logger ``hiercvx``,
 INFO when asked: iteration, primal and dual objective, relative gap).  For the duration of a
-``fit`` with ``verbose`` set, :func:`reports_progress` sends those records to stderr with the
-time since the fit started, as LIBLINEAR prints its iterations, without the caller configuring
-logging (a caller whose own logging already shows hiercvx's INFO records keeps it as it is);
+``fit`` with ``verbose`` ``True`` or a number > 0 (:func:`verbosity`; 0 and negative numbers
+are quiet), :func:`reports_progress` sends those records to stderr with the time since the fit
+started, as LIBLINEAR prints its iterations, without the caller configuring logging (a caller
+whose own logging already shows hiercvx's INFO records keeps it as it is);
 ``verbose="progress"`` shows a tqdm bar instead (the number of reports and the latest gap),
 once the fit has run for :data:`BAR_DELAY` seconds.  The fit ends with one summary line.
 
@@ -24,7 +25,7 @@ import re
 import sys
 import time
 from contextlib import contextmanager
-from numbers import Number
+from numbers import Number, Real
 
 from tqdm.auto import tqdm
 
@@ -33,7 +34,7 @@ from ..result import Solution
 from ._base import check_common_params, keeps_dual, reference_limit_named
 
 __all__ = ["reports_progress", "progress", "LightPickleMixin", "certificate_only",
-           "check_verbose", "PROGRESS", "BAR_DELAY"]
+           "check_verbose", "verbosity", "PROGRESS", "BAR_DELAY"]
 
 #: the ``verbose`` value that asks for a progress bar rather than lines
 PROGRESS = "progress"
@@ -49,6 +50,18 @@ def check_verbose(verbose, who: str):
     if isinstance(verbose, str) and verbose != PROGRESS:
         raise InputError(f"{who}: verbose must be a bool, an int or {PROGRESS!r}, got {verbose!r}")
     return verbose
+
+
+def verbosity(verbose):
+    """What an estimator's ``verbose`` asks for, as its docstring says: ``"progress"`` (a bar),
+    ``True`` (progress lines: ``True`` or a number > 0) or ``False`` (``False``, ``None``, 0
+    or a negative number).  Every place that reads an estimator's ``verbose`` reads it
+    through here, so that ``verbose=-1`` is as quiet everywhere as ``verbose=0``."""
+    if isinstance(verbose, str):
+        return verbose
+    if isinstance(verbose, Real) and not isinstance(verbose, bool):
+        return bool(verbose > 0)
+    return bool(verbose)
 
 
 class _Elapsed(logging.Formatter):
@@ -95,7 +108,8 @@ def _caller_shows_info(log: logging.Logger) -> bool:
 def progress(estimator):
     """Route the ``hiercvx`` logger's INFO records to stderr (or a tqdm bar) while the body
     runs, when ``estimator.verbose`` asks for it; nested fits share the outer fit's output."""
-    verbose = check_verbose(getattr(estimator, "verbose", False), type(estimator).__name__)
+    verbose = verbosity(check_verbose(getattr(estimator, "verbose", False),
+                                      type(estimator).__name__))
     log = logging.getLogger(PACKAGE_LOGGER)
     if not verbose or getattr(log, "_hiercvx_progress", False) or _caller_shows_info(log):
         yield
@@ -153,7 +167,7 @@ def reports_progress(fit):
         with progress(self), reference_limit_named(self):
             start = time.perf_counter()
             out = fit(self, *args, **kwargs)
-            if getattr(self, "verbose", False):
+            if verbosity(getattr(self, "verbose", False)):
                 logger.info("%s", _summary(self, time.perf_counter() - start))
         return out
     return wrapper

@@ -26,8 +26,8 @@ from .._validation import check_hierarchy_argument, check_target
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy, PartialPaths, is_label_set, most_specific, self_leaves
 
-__all__ = ["INTERNAL_LABELS", "Targets", "read_training_labels", "check_internal_labels",
-           "user_names", "user_label_sets", "read_test_labels"]
+__all__ = ["INTERNAL_LABELS", "Targets", "accuracy", "read_training_labels", "check_internal_labels",
+           "user_names", "user_label_sets", "read_test_labels", "single_labels"]
 
 #: the values of the estimators' ``internal_labels`` parameter
 INTERNAL_LABELS = ("self_leaf", "refuse")
@@ -81,7 +81,7 @@ def user_label_sets(pred: list, paths: PartialPaths | None) -> list:
     return pred if paths is None or not paths.owner else most_specific(paths.original, pred)
 
 
-def _single(labels):
+def single_labels(labels):
     """Label sets of one member each -> that member; else ``None``."""
     if not labels or not all(is_label_set(s, {}) and len(s) == 1 for s in labels):
         return None
@@ -125,9 +125,13 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
         return Targets(H, classes, labels, multilabel)
     if multilabel:
         labels = most_specific(H, labels)
-        single = None if _is_indicator(y) else _single(labels)
+        single = None if _is_indicator(y) else single_labels(labels)
         if single is not None:
             labels, multilabel = single, False
+    empty = next((i for i, s in enumerate(labels) if is_label_set(s, {}) and not len(s)), None)
+    if empty is not None:
+        raise LabelError(f"{who}: sample {empty} has an empty label set; every sample needs a "
+                         "label (drop the samples without one)")
     if multilabel and single_label:
         i, s = next((i, s) for i, s in enumerate(labels) if len(s) != 1)
         raise LabelError(
@@ -149,17 +153,30 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
 
 
 def read_test_labels(y, hierarchy, multilabel: bool):
-    """True labels of ``score`` in the form ``predict`` returns: label sets reduced to their
-    most specific members (``hierarchy`` the caller's), one label per sample when the fit was
-    single-label."""
-    if hierarchy is None or not targets.is_multilabel_target(y) or isinstance(y, np.ndarray):
-        return y
-    labels = most_specific(hierarchy, list(y))
+    """True labels of ``score`` in the form ``predict`` returns: a 0/1 indicator's rows as label
+    sets (its columns as ``fit`` reads them: the leaves of ``hierarchy``, else column numbers),
+    label sets reduced to their most specific members (``hierarchy`` the caller's), one label
+    per sample when the fit was single-label."""
+    if sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] > 1):
+        y = targets.resolve_targets(y, hierarchy)[2]
+    elif not targets.is_multilabel_target(y, hierarchy):
+        return targets.label_array(y) if not isinstance(y, np.ndarray) else y
+    labels = [frozenset(s) for s in y] if hierarchy is None else most_specific(hierarchy, list(y))
     if not multilabel:
-        single = _single(labels)
+        single = single_labels(labels)
         if single is None:
             raise LabelError("the estimator was fitted on one path per sample, but y has samples "
-                             "with several most specific labels; score them with "
+                             "with several most specific labels (or none); score them with "
                              "hiercvx.metrics (e.g. hierarchical_f1)")
         return targets.class_array(single)
     return labels
+
+
+def accuracy(y_true, y_pred, sample_weight=None) -> float:
+    """The (weighted) share of samples whose predicted label is the true one, labels compared as
+    Python objects (a mix of types, ``11`` beside ``"b1"``, included)."""
+    y_true, y_pred = list(np.asarray(y_true, dtype=object)), list(np.asarray(y_pred, dtype=object))
+    if len(y_true) != len(y_pred):
+        raise InputError(f"y has {len(y_true)} entries but X has {len(y_pred)} rows")
+    right = np.fromiter((t == p for t, p in zip(y_true, y_pred)), dtype=bool, count=len(y_true))
+    return float(np.average(right, weights=sample_weight))

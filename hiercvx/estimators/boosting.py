@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
@@ -34,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..exceptions import InputError
 from ..targets import ravel_column_target, sort_key
 from ._base import check_training_weights, resolve_training_targets, validate_X
+from ._labels import accuracy, read_test_labels
 
 logger = logging.getLogger(__name__)
 
@@ -79,18 +81,44 @@ def _best_stump(Xs, order, R):
     return best_f, best_theta, best_edges
 
 
+def _column(X, feature: int) -> np.ndarray:
+    """Column ``feature`` of ``X`` (dense, or scipy.sparse: CSC is the fast one) as a 1-D array."""
+    if sp.issparse(X):
+        return X[:, [feature]].toarray().ravel()
+    return X[:, feature]
+
+
 def _stump_phi(X, feature: int, threshold: float) -> np.ndarray:
     if feature < 0:
         return np.ones(X.shape[0])
-    return np.where(X[:, feature] > threshold, 1.0, -1.0)
+    return np.where(_column(X, feature) > threshold, 1.0, -1.0)
+
+
+def _sorted_columns(X):
+    """``(Xs, order)``: each feature's values sorted increasingly, ``(n_features, m)``, and the
+    matching row indices (a stable sort, so ties keep their row order).  A sparse ``X`` is
+    sorted a block of columns at a time, never densified whole; the result is the same as
+    for its dense twin."""
+    m, d = X.shape
+    order = np.empty((d, m), dtype=np.int64)
+    Xs = np.empty((d, m))
+    X = X.tocsc() if sp.issparse(X) else X
+    block = max(1, (1 << 22) // max(m, 1)) if sp.issparse(X) else d  # dense blocks of ~32 MB
+    for lo in range(0, d, block):
+        part = X[:, lo:lo + block]
+        part = part.toarray() if sp.issparse(part) else part
+        idx = np.argsort(part, axis=0, kind="stable")
+        order[lo:lo + block] = idx.T
+        Xs[lo:lo + block] = np.take_along_axis(part, idx, axis=0).T
+    return np.ascontiguousarray(Xs), np.ascontiguousarray(order)
 
 
 def best_stump(X, D, C):
     """The stump with the smallest weighted Hamming error under ``D`` ``(m, k)`` for labels
-    ``C`` in {-1, +1}: returns ``(feature, threshold, votes, error)`` (feature -1: constant)."""
-    X = np.asarray(X, dtype=float)
-    order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
-    Xs = np.ascontiguousarray(np.take_along_axis(X, order.T, axis=0).T)
+    ``C`` in {-1, +1}: returns ``(feature, threshold, votes, error)`` (feature -1: constant).
+    ``X``: dense or scipy.sparse."""
+    X = X.astype(float) if sp.issparse(X) else np.asarray(X, dtype=float)
+    Xs, order = _sorted_columns(X)
     f, theta, edges = _best_stump(Xs, order, np.ascontiguousarray(D * C))
     votes = np.where(edges >= 0, 1.0, -1.0)
     eps = 0.5 * (float(np.sum(D)) - float(np.abs(edges).sum()))
@@ -118,7 +146,8 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
     per sample, scikit-learn's single column ``g_1 - g_0``).  ``predict``: the top class for
     single-label data; for multi-label data the lecture's rule ``sgn(g)``, i.e. the set of
     labels with ``g > 0`` (possibly empty).  Samples with zero ``sample_weight`` carry no mass
-    under any ``D_t`` and are left out of the stump search.
+    under any ``D_t`` and are left out of the stump search.  ``X`` is dense or scipy.sparse
+    (kept sparse: its columns are sorted a block at a time), with the same model either way.
     """
 
     def __init__(self, n_rounds=100):
@@ -127,7 +156,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         if not (isinstance(self.n_rounds, (int, np.integer)) and self.n_rounds >= 1):
             raise InputError(f"n_rounds must be a positive integer, got {self.n_rounds!r}")
-        X = validate_X(self, X, dtype=np.float64, ensure_min_samples=2)  # dense: sorted columns
+        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
         y = ravel_column_target(y)
         _, classes, labels, multilabel = resolve_training_targets(y, None, X.shape[0])
         if multilabel and classes.dtype != object and not np.issubdtype(classes.dtype, np.number):
@@ -143,10 +172,10 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
         w = np.ones(X.shape[0]) if w is None else w
         keep = w > 0
         X, C, w = X[keep], C[keep], w[keep]
+        X = X.tocsc() if sp.issparse(X) else X  # a stump reads one column per round
         m, k = C.shape
         D = np.repeat((w / w.sum())[:, None] / k, k, axis=1)  # D_1 = 1/(mk) without weights
-        order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
-        Xs = np.ascontiguousarray(np.take_along_axis(X, order.T, axis=0).T)
+        Xs, order = _sorted_columns(X)
         g = np.zeros((m, k))
         feats, thetas, votes, alphas, errors, norms, hamming = [], [], [], [], [], [], []
         for t in range(int(self.n_rounds)):
@@ -190,6 +219,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
         return self
 
     def _g(self, X):
+        X = X.tocsc() if sp.issparse(X) else X  # one column per stump
         g = np.zeros((X.shape[0], len(self.classes_)))
         for f, theta, v, a in zip(self.features_, self.thresholds_, self.votes_, self.alphas_):
             g += a * _stump_phi(X, int(f), float(theta))[:, None] * v[None, :]
@@ -198,7 +228,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """``g(x, l) = sum_t alpha_t h_t(x, l)`` ``(n_samples, n_classes)``."""
         check_is_fitted(self)
-        X = validate_X(self, X, dtype=np.float64, reset=False)
+        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         g = self._g(X)
         if g.shape[1] == 2 and not self.multilabel_:
             return g[:, 1] - g[:, 0]
@@ -206,17 +236,25 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self)
-        X = validate_X(self, X, dtype=np.float64, reset=False)
+        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         g = self._g(X)
         if not self.multilabel_:
             return self.classes_[np.argmax(g, axis=1)]
         return [frozenset(self.classes_[row].tolist()) for row in g > 0]
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy (single-label) or one minus the mean Hamming loss (multi-label)."""
-        if not getattr(self, "multilabel_", False):
-            return super().score(X, y, sample_weight=sample_weight)
+        """Accuracy (single-label) or one minus the mean Hamming loss (multi-label); ``y`` read
+        as ``fit`` reads it (a 0/1 indicator's rows as label sets)."""
+        check_is_fitted(self)
+        y = read_test_labels(y, None, self.multilabel_)
+        if not self.multilabel_:
+            return accuracy(y, self.predict(X), sample_weight)
         pred = self.predict(X)
         k = len(self.classes_)
         ham = [len(set(p) ^ set(t)) / k for p, t in zip(pred, y)]
         return float(1.0 - np.average(ham, weights=sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

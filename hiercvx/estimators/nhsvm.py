@@ -27,7 +27,7 @@ from .. import methods
 from ..exceptions import InputError
 from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, held_nodes,
                     solver_route, validate_training_X, validate_X)
-from ._habits import LightPickleMixin, reports_progress
+from ._habits import LightPickleMixin, reports_progress, verbosity
 from ._labels import read_training_labels, user_label_sets, user_names
 
 #: the models, declarations and inference reach the estimators through the registry
@@ -265,15 +265,16 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             fast = registered.fast_solvers["pairwise"]
             res = fast.solve(
                 model, lam, method="auto" if route.method is None else route.method, tol=float(self.tol),
-                max_iter=self.max_iter, inference=self.inference, verbose=self.verbose,
+                max_iter=self.max_iter, inference=self.inference, verbose=verbosity(self.verbose),
                 options=route.fast_options(fast.options_type), **route.seeded())
             res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light
             self.n_iter_ = res.n_iter
         elif model.multilabel:
             res = _NHSVM.from_model["cutting_plane"](model, lam, inference=self.inference,
                                                      max_size=route.max_size).solve(
-                solver=route.solver, verbose=bool(self.verbose),
-                **{"gap_tol": float(self.tol), **route.settings})
+                # no bar of its own: its rounds are logged, which verbose shows
+                solver=route.solver, **{"gap_tol": float(self.tol), "verbose": False,
+                                        **route.settings})
             self.n_iter_ = res.n_iter
         else:
             res = _NHSVM.from_model["primal"](model, lam, max_size=route.max_size).solve(
@@ -356,7 +357,8 @@ class SharedNormSVC(_NodeScoreClassifier):
         if self.solver == "fast":
             fast = registered.fast_solvers["alternating"]
             res = fast.solve(model, lam, tol=float(self.tol), max_iter=self.max_iter,
-                             verbose=self.verbose, options=route.fast_options(fast.options_type),
+                             verbose=verbosity(self.verbose),
+                             options=route.fast_options(fast.options_type),
                              **route.seeded())
             self.n_iter_, self.alpha_ = res.n_iter, res.alpha
         else:

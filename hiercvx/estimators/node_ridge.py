@@ -22,6 +22,13 @@ scores are made consistent with the hierarchy by raising each node to the best s
 below it, the max constraint of Giunchiglia & Lukasiewicz (C-HMCNN, NeurIPS 2020)
 (:func:`hiercvx.metrics.coherent_node_scores`).
 
+After a single-label fit the classes are the training labels, some of which may stop at an
+internal node.  The class ``v`` is the sample's label when the sample holds ``v`` and none of
+its children, so a class is scored by the probability ``p_v - sum_c p_c`` (``p`` the
+calibrated node probabilities, ``c`` the children of ``v``; exact on a tree, where a single
+path holds at most one child of ``v``, a lower bound on a DAG).  A leaf class keeps its
+calibrated node score; an internal class does not inherit the scores of its descendants.
+
 Every fit is certified as the package's solvers are: the objective above recomputed from the
 returned coefficients, a lower bound from a dual point, and their relative gap.  With
 ``F = K A`` the fitted outputs and ``R`` the centred targets, the problem is
@@ -41,17 +48,20 @@ shows as a gap.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..exceptions import InputError, LabelError, ProblemTooLargeError
-from ..hierarchy import Hierarchy, most_specific
+from ..hierarchy import Hierarchy, is_label_set, most_specific
 from ..kernels import make_kernel
 from ..metrics import evaluated_nodes, fit_node_calibration
 from ..result import relative_gap
 from .._validation import check_hierarchy_argument, check_positive, check_target
-from ._base import (class_array, ravel_column_target, resolve_training_targets, sort_key,
-                    validate_training_X, validate_X)
+from ._base import (LabelSetScoreMixin, class_array, ravel_column_target,
+                    resolve_training_targets, sort_key, validate_training_X, validate_X)
+from ._labels import single_labels
 
 __all__ = ["NodeKernelRidge", "ridge_certificate"]
 
@@ -73,7 +83,7 @@ def ridge_certificate(K, R, A, F=None, alpha: float = 1.0) -> tuple[float, float
     return objective, lower
 
 
-class NodeKernelRidge(ClassifierMixin, BaseEstimator):
+class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Kernel ridge regression of the node indicators of a hierarchy, with node scores
     calibrated per node on leave-one-out predictions (see the module docstring for the
     method and its sources; not one of the five source papers' methods).
@@ -132,8 +142,8 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         y = ravel_column_target(y)
         if len(y) != n:
             raise InputError(f"y has {len(y)} samples but X has {n}")
-        multilabel = any(isinstance(lab, (set, frozenset, list, tuple)) for lab in y)
-        labels = [lab if isinstance(lab, (set, frozenset, list, tuple)) else (lab,) for lab in y]
+        multilabel = any(is_label_set(lab, H._index) for lab in y)
+        labels = [lab if is_label_set(lab, H._index) else (lab,) for lab in y]
         unknown = sorted({str(v) for s in labels for v in s if v not in H})[:3]
         if unknown:
             raise LabelError(f"labels {unknown} are not nodes of the hierarchy")
@@ -149,6 +159,12 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
         # without one, the flat classes are read from y's first entry, so a mix is refused
         check_target(y, allow_mixed=self.hierarchy is not None)
         if self.hierarchy is not None:
+            # one path per sample given with its ancestors (as loaders give it) is single-label
+            if not (sp.issparse(y) or isinstance(y, np.ndarray) and y.ndim == 2) and \
+                    any(is_label_set(lab, self.hierarchy._index) for lab in y):
+                single = single_labels(most_specific(self.hierarchy, list(y)))
+                if single is not None:
+                    return self.hierarchy, class_array(single)
             return self.hierarchy, y
         H, _, labels, multilabel = resolve_training_targets(y, None, n)
         if multilabel:
@@ -226,23 +242,73 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
             return F + self.node_mean_
         return self.node_calibration_.scores(F)
 
+    def _label_log_odds(self, S: np.ndarray) -> np.ndarray:
+        """Single-label fit: the log-odds that each class of ``classes_`` is the sample's label,
+        ``(n_samples, n_classes)``, from the calibrated node scores ``S`` over
+        ``hierarchy_.nodes``.  A leaf class keeps its node score; an internal class ``v`` takes
+        ``q = p_v - sum_c p_c`` over its children ``c`` (module docstring), floored at the
+        smallest positive float where the children take all of ``p_v``."""
+        H = self.hierarchy_
+        out = S[:, self._class_cols].copy()
+        for k, v in enumerate(self._class_cols):
+            kids = H.children_indices[v]
+            if len(kids) == 0:
+                continue
+            held_kid = expit(S[:, kids]).sum(axis=1)
+            q = expit(S[:, v]) - held_kid
+            # 1 - q written without the cancellation of 1 - p_v when p_v is near one
+            not_q = expit(-S[:, v]) + held_kid
+            out[:, k] = np.log(np.maximum(q, np.finfo(float).tiny)) - np.log(not_q)
+        return out
+
+    def _class_scores(self, X) -> np.ndarray:
+        """Scores ``(n_samples, n_classes)`` over ``classes_``: the calibrated node scores
+        (multi-label fit) or the log-odds that each class is the sample's label (single-label
+        fit, :meth:`_label_log_odds`)."""
+        check_is_fitted(self, "dual_coef_")
+        S = self.node_decision_function(X)
+        if self.multilabel_:
+            return S[:, self._class_cols]
+        return self._label_log_odds(S)
+
     def decision_function(self, X) -> np.ndarray:
-        """The calibrated node scores of the columns ``classes_`` (every node of the hierarchy
-        after a multi-label fit, the training labels after a single-label one), ``(n_samples,
-        n_classes)``; a single-label fit on two classes gives scikit-learn's ``(n_samples,)``,
-        ``score(classes_[1]) - score(classes_[0])`` (positive: ``classes_[1]``)."""
-        S = self.node_decision_function(X)[:, self._class_cols]
+        """Scores of the columns ``classes_``, ``(n_samples, n_classes)``.
+
+        Multi-label fit: the calibrated node scores of every node of the hierarchy, the
+        log-odds that the sample holds the node.  Single-label fit: the log-odds that the
+        class is the sample's label -- the calibrated node score for a leaf class, the
+        log-odds of ``p_v - sum_c p_c`` over its children for a class ``v`` at an internal
+        node (module docstring).  A single-label fit on two classes gives scikit-learn's
+        ``(n_samples,)``, ``score(classes_[1]) - score(classes_[0])`` (positive:
+        ``classes_[1]``).
+        """
+        S = self._class_scores(X)
         if S.shape[1] == 2 and not self.multilabel_:
             return S[:, 1] - S[:, 0]
         return S
 
+    def _best_classes(self, S: np.ndarray) -> np.ndarray:
+        """Index of the best class in each row of the class scores ``S``: the first maximum in
+        ``classes_`` order, except that a class tied with one of its descendants gives way to
+        it (the more specific label)."""
+        best = S.max(axis=1, keepdims=True)
+        tied = S >= best
+        below = self.hierarchy_.descendant_matrix[self._class_cols][:, self._class_cols]
+        below = below.toarray().astype(float)
+        np.fill_diagonal(below, 0.0)   # below[i, j]: class j is strictly under class i
+        beaten = (tied.astype(float) @ below.T) > 0
+        return np.argmax(tied & ~beaten, axis=1)
+
     def predict(self, X) -> list:
         """Multi-label fit: label sets, the most specific nodes of positive calibrated log-odds
         (probability over one half; a sample with none gets its best-scored node below the
-        root).  Single-label fit: the training label of highest calibrated score."""
-        S = self.node_decision_function(X)
+        root).  Single-label fit: the class of highest ``decision_function`` score, the
+        training label most likely to be the sample's label; of tied classes a descendant
+        wins over its ancestor."""
+        check_is_fitted(self, "dual_coef_")
         if not self.multilabel_:
-            return self.classes_[np.argmax(S[:, self._class_cols], axis=1)]
+            return self.classes_[self._best_classes(self._class_scores(X))]
+        S = self.node_decision_function(X)
         H = self.hierarchy_
         root = H.index(H.root)
         sets = []
@@ -257,7 +323,11 @@ class NodeKernelRidge(ClassifierMixin, BaseEstimator):
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (single-label fit) or the mean example-based F1 of the predicted label
-        sets closed upward, root left out (multi-label fit)."""
+        sets closed upward, root left out (multi-label fit).  After a single-label fit ``y``
+        is read as the other estimators' ``score`` reads it
+        (:class:`~hiercvx.estimators._base.LabelSetScoreMixin`): label sets that include their
+        ancestors are reduced to their most specific label."""
+        check_is_fitted(self, "dual_coef_")
         if not self.multilabel_:
             return super().score(X, y, sample_weight=sample_weight)
         H = self.hierarchy_

@@ -27,7 +27,7 @@ from ..exceptions import HierarchyError, InputError
 from ..result import check_iteration_options
 from ._base import (SOLVERS, NodeScoresMixin, held_nodes, solver_route, validate_training_X,
                     validate_X)
-from ._habits import LightPickleMixin, reports_progress
+from ._habits import LightPickleMixin, reports_progress, verbosity
 from ._labels import read_test_labels, read_training_labels, user_names
 
 #: the reference on a model, the recursive classifier (1) and the paper's error (section 2)
@@ -181,13 +181,16 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         if self.solver == "fast":
             fast = method.fast_solvers[route.method or "dual_cd"]
             self.result_ = fast.solve(
-                model, C=C_paper, tol=float(self.tol), max_iter=self.max_iter, verbose=self.verbose,
-                options=route.fast_options(fast.options_type), **route.seeded())
+                model, C=C_paper, tol=float(self.tol), max_iter=self.max_iter,
+                verbose=verbosity(self.verbose), options=route.fast_options(fast.options_type),
+                **route.seeded())
             self.n_iter_ = self.result_.n_iter
             intercept = self.result_.extras.get("intercept")
         else:
             prob = _PARTS.from_model["primal"](model, C=C_paper, max_size=route.max_size)
-            self.result_ = prob.solve(solver=route.solver, verbose=bool(self.verbose),
+            # progress is the estimator's (verbose): CVXPY's and the solver's own logs would
+            # go to stdout
+            self.result_ = prob.solve(solver=route.solver,
                                       **{"gap_tol": float(self.tol), **route.settings})
             self.n_iter_ = int(getattr(prob.problem.solver_stats, "num_iters", None) or 1)
             intercept = self.result_.values.get("intercept")
@@ -208,13 +211,19 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         position = np.full(len(H), -1)
         position[class_nodes] = np.arange(len(class_nodes))
         self._position = position
-        self._fit_node_calibration(X, held=held_nodes(labels, H, self.hierarchy))
+        # the class scores of the validated X: validating it again would lose its feature names
+        self._fit_node_calibration(X, held=held_nodes(labels, H, self.hierarchy),
+                                   scores=self._class_scores_of(self._scores_of(X)))
         return self
 
     # ------------------------------------------------------------------ predict
     def _node_scores(self, X):
         check_is_fitted(self)
-        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return self._scores_of(validate_X(self, X, accept_sparse="csr", dtype=np.float64,
+                                          reset=False))
+
+    def _scores_of(self, X):
+        """Node scores ``<w_n, x> + b_n`` ``(n_samples, n_nodes)`` of a validated ``X``."""
         S = X @ self.coef_.T
         return np.asarray(S.toarray() if hasattr(S, "toarray") else S) + self.intercept_[None, :]
 
@@ -244,8 +253,10 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         """Scores ``(n_samples, n_classes)`` in ``classes_`` order whose argmax is ``predict``:
         path margins (top-down methods), ``<w_y, x>`` (FLATMULT), ``<sum_{A+(y)} u, x>``
         (TREELOSS)."""
-        check_is_fitted(self)
-        S = self._node_scores(X)
+        return self._class_scores_of(self._node_scores(X))
+
+    def _class_scores_of(self, S):
+        """:meth:`class_scores` from the node scores ``S``."""
         if self.method in _TOP_DOWN:
             S = self._path_margins(S)
         elif self.method == "treeloss":
@@ -273,6 +284,7 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
     def score(self, X, y, sample_weight=None):
         """1 - the paper's error rate (section 2): accuracy for leaf labels; an internal test
         label counts as right when the prediction lies in its subtree."""
+        check_is_fitted(self)
         y = read_test_labels(y, self.hierarchy, multilabel=False)
         wrong = _PARTS.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object), self.predict(X))
         return float(np.average(~wrong, weights=sample_weight))

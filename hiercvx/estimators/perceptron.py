@@ -12,7 +12,7 @@ from .. import methods
 from ..exceptions import InputError
 from ..kernels import make_kernel
 from ._base import is_precomputed, ravel_column_target, validate_training_X
-from ._habits import reports_progress
+from ._habits import reports_progress, verbosity
 from .svm import MarginSVC
 
 _PERCEPTRON = methods.parts("perceptron")
@@ -107,7 +107,7 @@ class HierarchicalPerceptron(MarginSVC):
         data, Lam = model.data, model.Lam
         res = _PERCEPTRON.train(model.X, data, variant=self.variant, update=self.update,
                          kernel=model.kernel, max_epochs=self.max_epochs, shuffle=self.shuffle,
-                         random_state=self.random_state, verbose=self.verbose)
+                         random_state=self.random_state, verbose=verbosity(self.verbose))
         linear = kernel.is_linear
         node_bias = None
         if linear:  # the constant feature's column split off (node biases)

@@ -40,8 +40,8 @@ from ..kernels import Kernel, median_heuristic
 from ..result import rewritten_convergence_warnings
 from ._base import (check_solver_options, is_precomputed, kernel_parts, solver_route,
                     validate_training_X, validate_X)
-from ._habits import LightPickleMixin, reports_progress
-from ._labels import read_test_labels, read_training_labels
+from ._habits import LightPickleMixin, reports_progress, verbosity
+from ._labels import accuracy, read_test_labels, read_training_labels
 
 #: the sibling pairs, the top-down rule d^H, the references on a model, the DC options
 _SIBLING = methods.parts("sibling_svm")
@@ -137,8 +137,9 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
 
     def score(self, X, y, sample_weight=None):
         """Accuracy; ``y`` read as ``fit`` reads it (a path's label set is its deepest node)."""
+        check_is_fitted(self)
         y = read_test_labels(y, self.hierarchy, multilabel=False)
-        return super().score(X, y, sample_weight=sample_weight)
+        return accuracy(y, self.predict(X), sample_weight)
 
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
@@ -177,7 +178,7 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
         route = solver_route(self)
         method = {} if route.method is None else {"method": route.method}
         return {**method, **route.seeded(), "options": route.fast_options(fast.options_type),
-                "verbose": bool(self.verbose)}
+                "verbose": bool(verbosity(self.verbose))}
 
     def _store_model(self, X, H, sigma, model, coef, biases):
         """Keep the fitted model: the caller's and the working hierarchy, the kernel and
@@ -462,7 +463,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         children = [np.asarray(c, dtype=np.int64) for c in Hw.children_indices]
         models = {}
         objective, gap, n_iter = 0.0, 0.0, 0
-        log = logger.info if self.verbose else logger.debug
+        log = logger.info if verbosity(self.verbose) else logger.debug
         for s in range(len(Hw)):
             kids = children[s]
             if len(kids) < 2:
@@ -501,8 +502,9 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
 
     def score(self, X, y, sample_weight=None):
         """Accuracy; ``y`` read as ``fit`` reads it (a path's label set is its deepest node)."""
+        check_is_fitted(self)
         y = read_test_labels(y, self.hierarchy, multilabel=False)
-        return super().score(X, y, sample_weight=sample_weight)
+        return accuracy(y, self.predict(X), sample_weight)
 
     def predict(self, X):
         """Top-down: at each parent node, the node's SVM picks the child."""

@@ -19,10 +19,11 @@ from sklearn.utils.validation import check_is_fitted
 from .. import methods
 from ..bias import ShiftedKernel, bias_scaling, with_bias
 from ..kernels import ClassKernel, make_kernel
+from ..targets import label_array
 from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, check_training_weights,
                     fit_label_set_threshold, is_precomputed, predict_from_scores, solver_route,
                     validate_training_X, validate_X)
-from ._habits import LightPickleMixin, reports_progress
+from ._habits import LightPickleMixin, reports_progress, verbosity
 from ._labels import read_training_labels, user_label_sets, user_names
 
 #: the margin model's scoring (class scores (3.8), expansion coefficients, class attributes)
@@ -67,7 +68,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
     def _fast_options(self, model, solver_name: str) -> dict:
         route = solver_route(self)
         options_type = methods.get(solver_name).fast_solvers["auto"].options_type
-        return dict(tol=float(self.tol), max_iter=self.max_iter, verbose=self.verbose,
+        return dict(tol=float(self.tol), max_iter=self.max_iter, verbose=verbosity(self.verbose),
                     options=route.fast_options(options_type), **route.seeded(),
                     alpha0=self._warm_dual(model.data.n_pairs, solver_name))
 
@@ -85,23 +86,13 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         route = solver_route(self)
         route.refuse(type(self).__name__, "method")
         precomputed = is_precomputed(self.kernel)
-        X = validate_training_X(self, X, precomputed=precomputed)
-        hierarchy, loss, attributes, rescaling, class_kernel = self._model_options()
-        targets = self._read_labels(y, X.shape[0])
+        X, targets, sample_weight, kernel, scaling = self._training_inputs(X, y, sample_weight)
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
                                           targets.multilabel)
-        sample_weight = check_training_weights(sample_weight, X)
-        kernel = make_kernel(self.kernel, X=None if precomputed else X)
-        scaling = self._bias_scaling()
         if self.solver == "fast" and kernel.is_linear and self._flat_crammer_singer(multilabel):
             self._fit_crammer_singer(X, H, classes, labels, sample_weight, scaling)
             return self
-        # the model adds the bias (bias.with_bias); its solutions report it apart
-        model = methods.get("hsvm").prepare(
-            X, labels, H, loss=loss, attributes=attributes, classes=tuple(classes.tolist()),
-            rescaling=rescaling, sample_weight=sample_weight, kernel=kernel,
-            class_kernel=class_kernel, fit_intercept=scaling is not None,
-            intercept_scaling=1.0 if scaling is None else scaling, check_input=False)
+        model = self._margin_model(X, targets, sample_weight, kernel, scaling)
         if self.solver == "fast":  # the margin engine picks the solver (margin_engine.choose)
             res = methods.get("hsvm").fast_solvers["auto"].solve(
                 model, C=float(self.C), **self._fast_options(model, "hsvm"))
@@ -124,11 +115,41 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
                           node_bias=node_bias, scaling=scaling, paths=targets.paths)
         return self
 
+    def _training_inputs(self, X, y, sample_weight):
+        """What ``fit`` trains on: ``X`` validated, the targets read as they come, the sample
+        weights, the kernel and the bias scaling (None without ``fit_intercept``)."""
+        precomputed = is_precomputed(self.kernel)
+        X = validate_training_X(self, X, precomputed=precomputed)
+        targets = self._read_labels(y, X.shape[0])
+        sample_weight = check_training_weights(sample_weight, X)
+        kernel = make_kernel(self.kernel, X=None if precomputed else X)
+        return X, targets, sample_weight, kernel, self._bias_scaling()
+
+    def _margin_model(self, X, targets, sample_weight, kernel, scaling):
+        """The ``hsvm`` model of the fit (the model adds the bias, :func:`hiercvx.bias.with_bias`;
+        its solutions report it apart)."""
+        _, loss, attributes, rescaling, class_kernel = self._model_options()
+        return methods.get("hsvm").prepare(
+            X, targets.labels, targets.hierarchy, loss=loss, attributes=attributes,
+            classes=tuple(targets.classes.tolist()), rescaling=rescaling,
+            sample_weight=sample_weight, kernel=kernel, class_kernel=class_kernel,
+            fit_intercept=scaling is not None,
+            intercept_scaling=1.0 if scaling is None else scaling, check_input=False)
+
+    def _reference_size(self, X, y, sample_weight=None):
+        """``(size, name)``: the estimated size (:class:`hiercvx.reference.ProblemSize`) and the
+        name of the CVXPY declaration that ``fit`` with ``solver="reference"`` builds on
+        ``(X, y)``, found without declaring it: what ``solver_options={"max_size": ...}`` must
+        admit."""
+        model = self._margin_model(*self._training_inputs(X, y, sample_weight))
+        size, name = _PARTS.reference_sizes["primal" if model.node_weights else "dual"]
+        return size(model), name
+
     def _fit_crammer_singer(self, X, H, classes, labels, sample_weight, scaling=None):
         """The flat linear single-label fit by the ``multiclass`` method's fast solver (its
         model appends LIBLINEAR's bias feature itself when ``scaling`` is given)."""
         method = methods.get("multiclass")
-        model = method.prepare(X, np.asarray(labels), None, classes=classes,
+        model = method.prepare(X, label_array(labels), None, classes=classes,
                                sample_weight=sample_weight, fit_intercept=scaling is not None,
                                intercept_scaling=1.0 if scaling is None else scaling,
                                check_input=False)

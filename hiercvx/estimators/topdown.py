@@ -31,10 +31,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..exceptions import InputError, LabelError, ProblemTooLargeError
 from ..kernels import Kernel, median_heuristic
+from ..reference import check_size
 from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, check_training_weights,
                     held_nodes, is_precomputed, kernel_parts, ravel_column_target, solver_route,
                     validate_training_X, validate_X)
-from ._habits import reports_progress
+from ._habits import reports_progress, verbosity
 from ._labels import read_training_labels, user_label_sets, user_names
 from .svm import MulticlassSVC
 
@@ -132,7 +133,9 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         once on all training data, so every node uses the same kernel.
         ``solver_options={"warm_start": True}`` fits the previous fit's node SVMs again, each
         from its own dual variables when they fit the new problem at its node (a path of
-        ``C`` on the same data).
+        ``C`` on the same data).  ``solver="reference"`` checks every node's declaration
+        against ``solver_options["max_size"]`` before fitting any node; a refusal names the
+        largest, which admits them all.
 
     max_paths : the largest number of root-to-leaf paths the top-down ranking enumerates (a DAG
         can have exponentially many); a hierarchy with more is refused before training
@@ -181,37 +184,47 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
     def fit(self, X, y, sample_weight=None):
         """Fit one :class:`MulticlassSVC` per internal node (thesis 7.4.2, steps 1-3)."""
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
-        precomputed = self._precomputed()
-        X = validate_training_X(self, X, precomputed=precomputed)
+        given = X  # the node calibration reads X as the caller gave it (its feature names)
+        X = validate_training_X(self, X, precomputed=self._precomputed())
         y = ravel_column_target(y)
         read = read_training_labels(y, self.hierarchy, X.shape[0], who=type(self).__name__,
                                     internal_labels=self.internal_labels)
         H, classes, labels, multilabel = read.hierarchy, read.classes, read.labels, read.multilabel
-        if multilabel:
-            empty = [i for i, s in enumerate(labels) if not s]
-            if empty:
-                raise LabelError(f"{len(empty)} sample(s) have an empty label set (first: {empty[:5]}); "
-                                 "every sample needs at least one label")
-        leaf_set = set(classes.tolist())
-        off_leaf = {v for s in labels for v in (s if multilabel else (s,)) if v not in leaf_set}
-        internal = [v for v in off_leaf if v in H][:3]
-        if internal:  # only with a hierarchy whose own leaves are not the classes
-            raise LabelError(f"labels must be leaves of the hierarchy (thesis section 3.1); "
-                             f"{internal!r} are not")
+        _check_leaf_labels(H, classes, labels, multilabel)
         R = H.closure(labels)  # R[i, v]: sample i has a label at or below node v (unknowns raise)
         weight = check_training_weights(sample_weight, X)
         if weight is not None:
             R = R & (weight > 0)[:, None]  # a zero-weight sample carries no mass at any node
-        kernel = self._shared_kernel(X)
         self._n_paths(H, self.max_paths)  # refuse an unmanageable DAG before training
-        estimators, routes, counts, node_rows, n_iter = {}, {}, {}, {}, 0
-        # warm start: each node SVM of the previous fit is fitted again, from its own dual
-        # variables when they fit the new problem at that node (MulticlassSVC's warm start)
-        previous = getattr(self, "estimators_", {}) if solver_route(self).warm_start else {}
-        log = logger.info if self.verbose else logger.debug
-        internal = np.flatnonzero(~H.leaf_mask)
-        for k, v in enumerate(internal, start=1):
-            log("TopDownSVC node %r (%d of %d)", H.nodes[v], k, internal.size)
+        routes, counts, problems = self._node_problems(X, H, R, weight, multilabel)
+        svms = self._node_svms(problems, self._shared_kernel(X))
+        if self.solver == "reference":
+            self._check_reference_sizes(svms, problems)
+        n_iter, log = 0, logger.info if verbosity(self.verbose) else logger.debug
+        for k, (name, (_, Xv, targets, w)) in enumerate(problems.items(), start=1):
+            log("TopDownSVC node %r (%d of %d node SVMs)", name, k, len(problems))
+            n_iter += int(svms[name].fit(Xv, targets, sample_weight=w).n_iter_)
+        self.hierarchy_ = H
+        self.self_leaves_ = read.paths
+        self.classes_ = user_names(classes, read.paths)
+        self._class_cols = H.indices(classes.tolist())
+        self.multilabel_ = multilabel
+        self.estimators_ = svms
+        self.routes_ = routes
+        self.child_counts_ = counts
+        self._node_rows = {name: problem[0] for name, problem in problems.items()}
+        self._paths_data = root_to_leaf_paths(H, classes.tolist())
+        self.n_iter_ = n_iter
+        self._fit_node_calibration(given, held=held_nodes(labels, H, self.hierarchy))
+        return self
+
+    def _node_problems(self, X, H, R, weight, multilabel):
+        """Thesis 7.4.2, steps 1-2: per internal node the child positions seen (``routes_``),
+        the (weighted) samples per child (``child_counts_``) and, for the nodes whose samples
+        tell two or more children apart, the SVM problem ``(rows, X rows, targets, weights)``
+        (``R``: each sample's nodes closed upward)."""
+        routes, counts, problems = {}, {}, {}
+        for v in np.flatnonzero(~H.leaf_mask):
             ch = H.children_indices[v]
             rows = np.flatnonzero(R[:, v])
             T = R[np.ix_(rows, ch)]  # targets at v: children with a label below them
@@ -226,32 +239,39 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
                 targets = [frozenset(np.flatnonzero(t).tolist()) for t in T]
             else:
                 targets = np.argmax(T, axis=1)
-            Xv = X[np.ix_(rows, rows)] if precomputed else X[rows]
-            settings = dict(C=self.C, fit_intercept=self.fit_intercept,
-                            intercept_scaling=self.intercept_scaling, kernel=kernel,
-                            solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                            solver_options=self.solver_options, verbose=self.verbose)
-            clf = previous.get(H.nodes[v])
-            clf = (clf.set_params(**settings) if isinstance(clf, MulticlassSVC)
-                   else MulticlassSVC(**settings))
-            clf.fit(Xv, targets, sample_weight=None if weight is None else weight[rows])
-            estimators[H.nodes[v]] = clf
-            node_rows[H.nodes[v]] = rows  # for a precomputed kernel at prediction time
-            n_iter += int(clf.n_iter_)
+            Xv = X[np.ix_(rows, rows)] if self._precomputed() else X[rows]
+            problems[H.nodes[v]] = (rows, Xv, targets, None if weight is None else weight[rows])
             logger.debug("node %r: %d samples, %d children seen", H.nodes[v], len(rows), len(seen))
-        self.hierarchy_ = H
-        self.self_leaves_ = read.paths
-        self.classes_ = user_names(classes, read.paths)
-        self._class_cols = H.indices(classes.tolist())
-        self.multilabel_ = multilabel
-        self.estimators_ = estimators
-        self.routes_ = routes
-        self.child_counts_ = counts
-        self._node_rows = node_rows
-        self._paths_data = root_to_leaf_paths(H, classes.tolist())
-        self.n_iter_ = n_iter
-        self._fit_node_calibration(X, held=held_nodes(labels, H, self.hierarchy))
-        return self
+        return routes, counts, problems
+
+    def _node_svms(self, problems, kernel) -> dict:
+        """An unfitted :class:`MulticlassSVC` per node problem, with this estimator's settings;
+        with ``warm_start`` the previous fit's node SVM, so that it starts from its own dual
+        variables when they fit the new problem at its node (MulticlassSVC's warm start)."""
+        previous = getattr(self, "estimators_", {}) if solver_route(self).warm_start else {}
+        settings = dict(C=self.C, fit_intercept=self.fit_intercept,
+                        intercept_scaling=self.intercept_scaling, kernel=kernel,
+                        solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                        solver_options=self.solver_options, verbose=self.verbose)
+        svms = {}
+        for name in problems:
+            clf = previous.get(name)
+            svms[name] = (clf.set_params(**settings) if isinstance(clf, MulticlassSVC)
+                          else MulticlassSVC(**settings))
+        return svms
+
+    def _check_reference_sizes(self, svms, problems) -> None:
+        """Refuse, before any node is fitted, a fit whose largest node reference is over
+        ``solver_options["max_size"]``: every node is checked against the same limit, so the
+        refusal names the largest node's size, which admits them all."""
+        sizes = {name: svms[name]._reference_size(Xv, targets, w)
+                 for name, (_, Xv, targets, w) in problems.items()}
+        if not sizes:
+            return
+        node = max(sizes, key=lambda name: sizes[name][0].nonzeros)
+        size, what = sizes[node]
+        check_size(size.variables, size.constraints, size.nonzeros, solver_route(self).max_size,
+                   what=f"{what} at node {node!r} (the largest of the {len(sizes)} node SVMs)")
 
     def _shared_kernel(self, X):
         """The kernel of every node's SVM: a Gaussian without a width gets the median heuristic
@@ -405,6 +425,21 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         tags.input_tags.sparse = True
         tags.input_tags.pairwise = self._precomputed()
         return tags
+
+
+def _check_leaf_labels(H, classes, labels, multilabel) -> None:
+    """Refuse empty label sets and labels that are not leaves of ``H`` (thesis section 3.1)."""
+    if multilabel:
+        empty = [i for i, s in enumerate(labels) if not s]
+        if empty:
+            raise LabelError(f"{len(empty)} sample(s) have an empty label set (first: {empty[:5]}); "
+                             "every sample needs at least one label")
+    leaf_set = set(classes.tolist())
+    off_leaf = {v for s in labels for v in (s if multilabel else (s,)) if v not in leaf_set}
+    internal = [v for v in off_leaf if v in H][:3]
+    if internal:  # only with a hierarchy whose own leaves are not the classes
+        raise LabelError(f"labels must be leaves of the hierarchy (thesis section 3.1); "
+                         f"{internal!r} are not")
 
 
 def _informative(rows, T, seen):

@@ -10,6 +10,7 @@ The paper's grid is ``C = 10^(l / 10)``, ``l = -30, ..., 30`` (:func:`wang_C_gri
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -21,7 +22,9 @@ from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
 from .. import metrics
-from ..exceptions import InputError
+from ..exceptions import InputError, LabelError
+from ..hierarchy import Hierarchy
+from ._labels import read_test_labels
 
 logger = logging.getLogger(__name__)
 
@@ -59,26 +62,83 @@ class HoldoutTuning:
         return int(np.argmax(self.scores))
 
 
+def _label_hierarchy(estimator, hierarchy):
+    """The hierarchy the tuning labels are read on: ``hierarchy`` when given, else the
+    estimator's own ``hierarchy`` parameter (None for an estimator without one)."""
+    if hierarchy is not None:
+        return hierarchy
+    own = estimator.get_params().get("hierarchy") if hasattr(estimator, "get_params") else None
+    return own if isinstance(own, Hierarchy) else None
+
+
+def _read_labels(est, y, hierarchy):
+    """``y`` as the fitted estimator's ``score`` reads it (:func:`read_test_labels`): label
+    sets that include their ancestors reduced to their most specific members, one label per
+    sample after a single-label fit."""
+    # a 1-D object array of label sets is read as the list of them
+    if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype == object:
+        y = list(y)
+    H = _label_hierarchy(est, hierarchy)
+    try:
+        return read_test_labels(y, H, getattr(est, "multilabel_", False))
+    except LabelError as exc:
+        if H is not None:
+            raise
+        raise LabelError(f"tune_on_holdout: {exc}. Without a hierarchy label sets are read as "
+                         "they are: give the estimator (or tune_on_holdout) hierarchy=H, which "
+                         "reduces sets that include their ancestors to their most specific "
+                         "label, or pass y_tune in the form y has") from None
+
+
+def _as_label(label):
+    """A label set as a frozenset (so sets, lists and frozensets of the same nodes are equal);
+    a single label as it is."""
+    return frozenset(label) if isinstance(label, (set, frozenset, list)) else label
+
+
+def _zero_one(est, X, y, hierarchy) -> float:
+    """Minus the tuning error under ``l_{0-1}``, on labels read as the estimator reads them.
+    Without a hierarchy a truth and a prediction of different kinds (a label set beside a
+    single label) cannot be compared and are refused, not counted as errors."""
+    y = _read_labels(est, y, hierarchy)
+    pred = est.predict(X)
+    H = _label_hierarchy(est, hierarchy)
+    if H is not None:
+        return -metrics.test_error(y, pred, hierarchy=H, loss="zero_one")
+    truth, pred = [_as_label(t) for t in y], [_as_label(p) for p in pred]
+    kinds = {isinstance(v, frozenset) for v in truth}, {isinstance(v, frozenset) for v in pred}
+    if len(kinds[0] | kinds[1]) > 1:
+        raise LabelError(
+            "tune_on_holdout: the tuning labels and the predictions are of different kinds (label "
+            "sets beside single labels), so the tuning error cannot be measured. Give the "
+            "estimator its hierarchy (hierarchy=H), which reduces label sets that include their "
+            "ancestors to their most specific label, or pass y_tune in the form y has")
+    return -float(np.mean([t != p for t, p in zip(truth, pred)]))
+
+
 def _scorer(scoring, hierarchy) -> Callable:
+    """``scorer(estimator, X, y)``, greater is better.  The default and the named scorers read
+    the tuning labels as the fitted estimator does (:func:`_read_labels`), with ``hierarchy``
+    defaulting to the estimator's; a callable gets the labels as given."""
     if scoring is None:
-        def zero_one(est, X, y):
-            pred = est.predict(X)
-            if hierarchy is None:
-                return -float(np.mean(np.asarray(pred, dtype=object) != np.asarray(y, dtype=object)))
-            return -metrics.test_error(y, pred, hierarchy=hierarchy, loss="zero_one")
-        return zero_one
+        return lambda est, X, y: _zero_one(est, X, y, hierarchy)
     if callable(scoring):
         return scoring
-    if isinstance(scoring, str):
-        if scoring in metrics.SCORERS:
-            return metrics.get_scorer(scoring, hierarchy=hierarchy)
-        try:
-            return get_sklearn_scorer(scoring)
-        except ValueError:
-            raise InputError(f"unknown scoring {scoring!r}: use a hiercvx scorer name "
-                             f"({sorted(metrics.SCORERS)}), a scikit-learn scorer name or a "
-                             "callable scorer(estimator, X, y) (greater is better)") from None
-    raise InputError(f"scoring must be None, a scorer name or a callable, got {type(scoring).__name__}")
+    if not isinstance(scoring, str):
+        raise InputError(f"scoring must be None, a scorer name or a callable, got "
+                         f"{type(scoring).__name__}")
+    if scoring in metrics.SCORERS:
+        def named(est, X, y):
+            scorer = metrics.get_scorer(scoring, hierarchy=_label_hierarchy(est, hierarchy))
+            return scorer(est, X, _read_labels(est, y, hierarchy))
+        return named
+    try:
+        sklearn_scorer = get_sklearn_scorer(scoring)
+    except ValueError:
+        raise InputError(f"unknown scoring {scoring!r}: use a hiercvx scorer name "
+                         f"({sorted(metrics.SCORERS)}), a scikit-learn scorer name or a "
+                         "callable scorer(estimator, X, y) (greater is better)") from None
+    return lambda est, X, y: sklearn_scorer(est, X, _read_labels(est, y, hierarchy))
 
 
 def _fit_and_score(estimator, params, X, y, X_tune, y_tune, scorer, error_score):
@@ -93,6 +153,20 @@ def _fit_and_score(estimator, params, X, y, X_tune, y_tune, scorer, error_score)
     return est, float(scorer(est, X_tune, y_tune))
 
 
+def _warn_if_constant(scores: np.ndarray, ok: np.ndarray, kept: dict) -> None:
+    """Warn when every fitted grid point has the same tuning score: the choice then rests on
+    grid order alone, which the caller should know (a scorer that cannot tell the fits apart
+    gives this, as does a tuning sample on which every fit errs alike)."""
+    values = scores[ok]
+    if len(values) >= 2 and np.all(values == values[0]):
+        warnings.warn(
+            f"tune_on_holdout: every grid point scored {values[0]:.6g} on the tuning sample, so "
+            f"none is better and the first, {kept}, is kept. Check that y_tune is in the form "
+            "of y and that the scoring can tell the fits apart (e.g. a hiercvx scorer such as "
+            "scoring='neg_te_symmetric_difference', or a larger tuning sample)",
+            UserWarning, stacklevel=3)
+
+
 def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None,
                     hierarchy=None, n_jobs=None, error_score="raise",
                     verbose: bool = False) -> HoldoutTuning:
@@ -105,10 +179,15 @@ def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None
     criterion); a hiercvx scorer name (``"neg_te_symmetric_difference"``,
     ``"neg_te_sibling"``, ``"neg_te_subtree"``, ``"weighted_f1"``, ...; ``hierarchy`` is
     passed to it); a scikit-learn scorer name; or ``scorer(estimator, X, y)`` (greater is
-    better).  Ties go to the first grid point in ``ParameterGrid`` order (for a C grid in
-    increasing order: the smallest C, the most regularized fit).  ``n_jobs``: joblib
-    workers over the grid; ``error_score``: ``"raise"`` or the score given to a failed fit.
-    Progress is shown with tqdm when ``verbose``.
+    better).  ``hierarchy``: the hierarchy of the labels, by default the estimator's own
+    ``hierarchy`` parameter.  Except for a callable, which gets ``y_tune`` as given, the
+    tuning labels are read as the fitted estimator's ``score`` reads them: label sets that
+    include their ancestors (as loaders give them) are reduced to their most specific
+    members, one label per sample after a single-label fit.  Ties go to the first grid point
+    in ``ParameterGrid`` order (for a C grid in increasing order: the smallest C, the most
+    regularized fit); a ``UserWarning`` says so when every grid point scores the same.
+    ``n_jobs``: joblib workers over the grid; ``error_score``: ``"raise"`` or the score given
+    to a failed fit.  Progress is shown with tqdm when ``verbose``.
     """
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise InputError(f"estimator must be a scikit-learn estimator, got {type(estimator).__name__}")
@@ -132,6 +211,7 @@ def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None
         raise InputError("every grid point failed to fit; see the logged errors")
     ok = np.array([est is not None for est, _ in out])
     best = int(np.argmax(np.where(ok, scores, -np.inf)))  # first maximum: ties -> grid order
+    _warn_if_constant(scores, ok, grid[best])
     return HoldoutTuning(best_params=grid[best], best_estimator=out[best][0],
                          best_score=float(scores[best]), params=grid, scores=scores,
                          n_failed=int(failed))

@@ -130,6 +130,12 @@ class CuttingPlaneProblem(ReferenceProblem):
     :class:`~hiercvx.inference.LabelSetOracle`) is an upper bound.  Stop when the best bounds'
     relative gap is ``<= gap_tol``; otherwise add, for every sample whose exact slack exceeds
     the master's, its most violating label set.
+
+    ``max_size`` limits the nonzeros of every master the loop builds, checked before each
+    build.  The master grows by its cuts, so a refusal names a limit that admits the whole
+    loop: the master's size when the loop starts plus ``max_iter`` rounds of at most one cut
+    per sample, each over the nodes of positive path weight (before :meth:`solve` is called,
+    ``max_iter`` is :class:`Options`' default).
     """
 
     def __init__(self, data: NHSVMModel, lam: float, *, inference: str = "auto",
@@ -145,6 +151,10 @@ class CuttingPlaneProblem(ReferenceProblem):
         self._cut_sets = np.zeros((0, M), dtype=bool)
         self._keys: set = set()
         self.n_builds = 0
+        # a round adds at most one cut per sample, over the nodes of positive path weight
+        self._round_nnz = int(np.count_nonzero(data.sqrt_alpha)) * self._X.nnz + n
+        self._rounds = Options().max_iter
+        self._start_nnz = self._master_size()[2]
         self._build()
         super().__init__(self.problem, variables=self.variables, objective=self._objective,
                          lower_bound=self._bound_from_duals, weights=self._weights,
@@ -155,17 +165,40 @@ class CuttingPlaneProblem(ReferenceProblem):
                          data={"nhsvm": data, "X": data.X, "H": data.H, "alpha": data.alpha})
 
     # ------------------------------------------------------------------ the master problem
+    def _cut_coefficients(self) -> sp.csr_matrix:
+        """``(K, M)`` cut coefficients ``c_kn`` of the working set."""
+        data = self.nhsvm_data
+        true_sets = data.T[self._cut_sample]
+        return sp.csr_matrix((true_sets.astype(float) - self._cut_sets) * data.sqrt_alpha)
+
+    def _master_size(self, coef: sp.csr_matrix | None = None) -> tuple[int, int, int]:
+        """``(variables, constraint rows, nonzeros)`` of the master over the working set."""
+        n, d = self.nhsvm_data.X.shape
+        M = len(self.nhsvm_data.H)
+        K = len(self._cut_sample)
+        coef = self._cut_coefficients() if coef is None else coef
+        row_nnz = np.diff(self._X.indptr)[self._cut_sample]
+        nnz = int(np.diff(coef.indptr) @ row_nnz) if K else 0
+        return M * d + n, K + n, nnz + K + M * d + n
+
+    def _check_size(self, coef: sp.csr_matrix) -> None:
+        """Refuse a master over ``max_size``; the refusal names a limit that admits every
+        master of the loop: the size at its start plus ``max_iter`` rounds of cuts."""
+        n_vars, n_rows, nnz = self._master_size(coef)
+        check_size(n_vars, n_rows, nnz, self.max_size,
+                   what=f"the cutting-plane master ({len(self._cut_sample)} cuts)",
+                   grows_to=self._start_nnz + self._rounds * self._round_nnz,
+                   growth=(f"each of the loop's max_iter={self._rounds} rounds adds at most "
+                           f"one cut per sample, at most {self._round_nnz:,} nonzeros"))
+
     def _build(self):
         data = self.nhsvm_data
         n, d = data.X.shape
         M = len(data.H)
         K = len(self._cut_sample)
         true_sets = data.T[self._cut_sample]
-        coef = sp.csr_matrix((true_sets.astype(float) - self._cut_sets) * data.sqrt_alpha)
-        row_nnz = np.diff(self._X.indptr)[self._cut_sample]
-        nnz = int(np.diff(coef.indptr) @ row_nnz) if K else 0
-        check_size(M * d + n, K + n, nnz + K + M * d + n, self.max_size,
-                   what=f"the cutting-plane master ({K} cuts; each round adds up to {n})")
+        coef = self._cut_coefficients()
+        self._check_size(coef)
         self._phi = row_kron(coef, self._X, self._cut_sample)
         self._offset = data.loss(self._cut_sets, true_sets) if K else np.zeros(0)
         w = cp.Variable(M * d, name="w")
@@ -258,7 +291,9 @@ class CuttingPlaneProblem(ReferenceProblem):
         = exact objective at the master's weights, ``lower_bound`` = the master's dual bound,
         best-so-far ``gap``, ``n_cuts``), ``n_iter`` rounds and the extras ``n_cuts`` (label sets
         in the final working set) and ``n_rebuilds`` (master rebuilds).
-        ``verbose``: a tqdm progress bar over rounds; ``solver_verbose``: the QP solver's log.
+        ``verbose``: a tqdm progress bar over rounds (every round is also an INFO record of the
+        ``hiercvx`` logger, which an estimator's ``verbose`` prints); ``solver_verbose``: the QP
+        solver's log.
         The working set is kept between calls (``prob.set(lam=...).solve()`` starts from it; the
         cuts do not depend on ``lam``).  Raises :class:`~hiercvx.SolverError` when the master is
         not solved to optimality, when no violated label set is left but the gap is still open
@@ -270,6 +305,7 @@ class CuttingPlaneProblem(ReferenceProblem):
         gap_tol, max_iter, cut_tol = options.gap_tol, options.max_iter, options.cut_tol
         data = self.nhsvm_data
         name = choose_solver(self.problem, solver)
+        self._rounds, self._start_nnz = max_iter, self._master_size()[2]  # this loop's size bound
         solve_time, build_time = 0.0, self.declare_time
         builds_before = self.n_builds
         best = {"ub": np.inf, "lb": -np.inf, "W": None, "xi": None, "beta": None}
@@ -295,6 +331,8 @@ class CuttingPlaneProblem(ReferenceProblem):
                     history.setdefault(key, []).append(value)
                 bar.update(1)
                 bar.set_postfix(gap=f"{gap:.2e}", cuts=len(self._cut_sample))
+                logger.info("cutting planes round %d/%d: objective %.6g, bound %.6g, gap %.3e, "
+                            "%d cuts", it, max_iter, ub, lb, gap, len(self._cut_sample))
                 if gap < -max(gap_tol, options.duality_slack):
                     raise SolverError(f"{self.name}: the lower bound exceeds the exact objective, "
                                       "which weak duality forbids", status=self.problem.status,

@@ -30,6 +30,7 @@ the dual objective and the certificates come from
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -48,7 +49,7 @@ from ..models.hsvm import prepare as prepare_model
 from ..models.margin import MarginData
 from ..describe import Symbol
 from .._reference_scaling import rescales_features
-from ..reference import Formulation, ReferenceProblem, check_size
+from ..reference import Formulation, ProblemSize, ReferenceProblem, check_size
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +57,10 @@ __all__ = [
     "HSVMModel",
     "primal",
     "primal_from_model",
+    "primal_size",
     "dual",
     "dual_from_model",
+    "dual_size",
     "class_form",
     "class_form_from_model",
     "node_to_class_weights",
@@ -314,6 +317,25 @@ def primal(X, Y, H, C=1.0, loss=DEFAULT_LOSS, attributes=DEFAULT_ATTRIBUTES, cla
     return primal_from_model(model, C=Cval, max_size=max_size)
 
 
+#: the names the size checks give the declarations (:func:`primal_size`, :func:`dual_size`)
+PRIMAL_NAME = "the hierarchical SVM primal (4.10)"
+DUAL_NAME = "the hierarchical SVM dual (4.15)"
+
+
+def primal_size(model: HSVMModel) -> ProblemSize:
+    """The estimated size of thesis (4.10) declared from ``model`` (:func:`primal_from_model`),
+    without declaring it: what its ``max_size`` check compares."""
+    X, Lam, data = model.X_features, model.Lam, model.data
+    fit_intercept = model.fit_intercept
+    n, d = X.shape
+    q, M = Lam.shape
+    P = data.n_pairs
+    Lam_nnz = sp.csr_matrix(Lam).nnz
+    bias_nnz = (Lam_nnz + n * q + M) if fit_intercept else 0
+    return ProblemSize(M * (d + fit_intercept) + q * d + n * q + n, P + n + q * d + n * q,
+                       M * d + (Lam_nnz + q) * d + (_nnz(X) + n) * q + 3 * P + n + bias_nnz)
+
+
 def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
     """Thesis (4.10) (see :func:`primal`) declared from a validated :class:`HSVMModel` with the
     linear kernel and class attributes; ``C`` becomes a ``cp.Parameter`` (sweep it with
@@ -326,12 +348,8 @@ def primal_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProble
     fit_intercept = model.fit_intercept
     n, d = X.shape
     q, M = Lam.shape
-    P = data.n_pairs
     Lam_sp = sp.csr_matrix(Lam)
-    bias_nnz = (Lam_sp.nnz + n * q + M) if fit_intercept else 0
-    check_size(M * (d + fit_intercept) + q * d + n * q + n, P + n + q * d + n * q,
-               M * d + (Lam_sp.nnz + q) * d + (_nnz(X) + n) * q + 3 * P + n + bias_nnz, max_size,
-               what="the hierarchical SVM primal (4.10)")
+    check_size(*dataclasses.astuple(primal_size(model)), max_size, what=PRIMAL_NAME)
     Sel, Exi, b = _pair_selection(data), _slack_coupling(data), data.pair_offset
 
     Cp = cp.Parameter(pos=True, value=float(C), name="C")
@@ -438,21 +456,34 @@ def dual(X, Y, H, C=1.0, kernel="linear", class_kernel=None, loss=DEFAULT_LOSS,
     return dual_from_model(model, C=Cval, max_size=max_size)
 
 
-def _dual_inputs(model: HSVMModel, max_size):
-    """Whether the dual's quadratic is factored by the features themselves (linear kernel,
-    ``d <= n``) and the Gram matrix (None when the features serve); refuses a problem over
-    ``max_size`` and a precomputed or callable kernel that is not PSD."""
-    X, data, kern = model.X, model.data, model.kernel
+def dual_size(model: HSVMModel) -> ProblemSize:
+    """The estimated size of thesis (4.15) declared from ``model`` (:func:`dual_from_model`),
+    without declaring it: what its ``max_size`` check compares."""
+    X, data = model.X, model.data
     n, q, P = X.shape[0], data.n_classes, data.n_pairs
-    use_features = kern.is_linear and X.shape[1] <= n
+    use_features = _factors_by_features(model)
     rK = X.shape[1] if use_features else n
     nnz_LK = _nnz(X) if use_features else n * n
     # a dense Gram factor couples every (example, class) coefficient: the solver factors a
     # dense (n q) x (n q) block, which dominates time and memory -- count it
     dense_fill = 0 if use_features else (n * q) ** 2 // 2
-    check_size(P + n * q + rK * q, n + n * q + rK * q,
-               3 * P + n * q + (nnz_LK + rK) * q + rK * q * q + dense_fill, max_size,
-               what="the hierarchical SVM dual (4.15)")
+    return ProblemSize(P + n * q + rK * q, n + n * q + rK * q,
+                       3 * P + n * q + (nnz_LK + rK) * q + rK * q * q + dense_fill)
+
+
+def _factors_by_features(model: HSVMModel) -> bool:
+    """Whether the dual's quadratic is factored by the features themselves (linear kernel,
+    ``d <= n``)."""
+    return model.kernel.is_linear and model.X.shape[1] <= model.X.shape[0]
+
+
+def _dual_inputs(model: HSVMModel, max_size):
+    """Whether the dual's quadratic is factored by the features themselves (linear kernel,
+    ``d <= n``) and the Gram matrix (None when the features serve); refuses a problem over
+    ``max_size`` and a precomputed or callable kernel that is not PSD."""
+    X, kern = model.X, model.kernel
+    use_features = _factors_by_features(model)
+    check_size(*dataclasses.astuple(dual_size(model)), max_size, what=DUAL_NAME)
     if model.precomputed:
         check_psd(X, what="precomputed kernel matrix")
     # the Gram matrix: needed for a factor (non-linear or d > n) or for the certificate

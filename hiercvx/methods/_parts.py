@@ -67,7 +67,10 @@ _ORTHOGONAL = Parts("orthogonal", {"primal": orthogonal.primal_from_model},
 #: method name -> its parts (the five problems of Zhou et al. share one estimator and one set)
 PARTS: dict[str, Parts] = {
     "hsvm": Parts("hsvm", {"primal": hsvm.primal_from_model, "dual": hsvm.dual_from_model},
-                  _MARGIN),
+                  {**_MARGIN,
+                   # role -> (estimated size of its declaration, the name its refusal gives)
+                   "reference_sizes": {"primal": (hsvm.primal_size, hsvm.PRIMAL_NAME),
+                                       "dual": (hsvm.dual_size, hsvm.DUAL_NAME)}}),
     "multiclass": Parts("multiclass", {}, _MARGIN),
     # the hierarchical perceptrons (Cai thesis Algorithms 3-7) train on the hsvm model
     "perceptron": Parts("perceptron", {}, {"train": perceptron.perceptron,

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from ..bias import append_constant, bias_scaling
 from ..exceptions import InputError, LabelError
 from ..kernels import Kernel
+from ..targets import class_array, label_array, sort_key
 from .margin import MarginData, MarginModel, margin_data, resolve_inputs
 
 __all__ = ["MulticlassModel", "prepare", "encode_labels", "example_weights", "flat_margin_data",
@@ -33,7 +34,7 @@ def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarr
     # array: look at the labels as given
     raw_nan = not isinstance(y, np.ndarray) and np.ndim(y) == 1 and any(
         isinstance(v, (float, np.floating)) and v != v for v in y)
-    y = np.asarray(y)
+    y = label_array(y)   # a mix of int and str labels stays a mix
     if y.ndim != 1:
         raise InputError(f"y must be a 1-D array of class labels (one per sample), got shape {y.shape}; "
                          "multi-label targets belong to hsvm.primal")
@@ -52,9 +53,10 @@ def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarr
     else:
         try:
             classes, y_index = np.unique(y, return_inverse=True)
-        except TypeError as exc:
-            raise LabelError(f"the labels in y cannot be sorted ({exc}); use labels of one type "
-                             "(all strings or all numbers)") from None
+        except TypeError:   # labels of several types: sorted by type name, then value
+            classes = class_array(sorted(set(y.tolist()), key=sort_key))
+            position = {c: k for k, c in enumerate(classes.tolist())}
+            y_index = np.fromiter((position[v] for v in y.tolist()), dtype=np.int64, count=len(y))
     if len(classes) < 2:
         raise LabelError(f"y has a single class ({classes[0]!r}); a multi-class SVM needs at least two")
     return classes, np.asarray(y_index, dtype=np.int64).ravel()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -48,6 +49,8 @@ from ..models.margin import MarginModel
 from ..models.multiclass import MulticlassModel
 from ..result import Solution, relative_gap
 from .primitives import pivoted_cholesky as _pivoted_cholesky
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Options", "KernelFactor", "KernelApproximation", "applies", "factor",
            "pivoted_cholesky", "linear_twin", "solve"]
@@ -297,9 +300,9 @@ def solve(model: MarginModel, C: float, solve_linear: Callable[[MarginModel], So
                          "attributes (a model with node weights is linear already)")
     t0 = time.perf_counter()
     kf = factor(model, options)
-    if verbose:
-        print(f"[low_rank_kernel] rank {kf.rank} of {model.data.n_samples}, residual trace "
-              f"{kf.relative_residual:.2e} of trace(K)", flush=True)
+    (logger.info if verbose else logger.debug)(
+        "low_rank_kernel: rank %d of %d, residual trace %.2e of trace(K)", kf.rank,
+        model.data.n_samples, kf.relative_residual)
     twin = linear_twin(model, kf)
     res = solve_linear(twin)
     B = _class_weights(np.asarray(res.weights, dtype=float), model.data)
