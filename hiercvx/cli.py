@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from importlib import metadata
+from pathlib import Path
 
 from . import datasets, methods, reproduce
 from .demo import DATA_ENV, run_demo
@@ -105,7 +106,37 @@ def cmd_show(args) -> int:
     return 0
 
 
+def check_output_file(path, option: str) -> None:
+    """Refuse, before any work, an output file that cannot be written.
+
+    Parameters
+    ----------
+    path : str
+        The file the command will write.
+    option : str
+        The option that named it, for the message (``"--json"``).
+
+    Raises
+    ------
+    InputError
+        ``path`` is a directory, its folder is missing or not a folder, or it is not
+        writable; the message names a fix.
+    """
+    file = Path(path)
+    if file.is_dir():
+        raise InputError(f"{option} {path}: it is a directory; give a file name in it, such "
+                         f"as {file / 'rows.json'}")
+    folder = file.absolute().parent
+    if not folder.is_dir():
+        raise InputError(f"{option} {path}: the folder {folder} does not exist; create it "
+                         "first or choose a file in an existing folder")
+    if not os.access(file if file.exists() else folder, os.W_OK):
+        raise InputError(f"{option} {path}: not writable; choose a file you can write to")
+
+
 def cmd_verify(args) -> int:
+    if args.json:   # before the work: the rows must not be lost to an unwritable path
+        check_output_file(args.json, "--json")
     rows = verify(args.methods or None, quick=args.quick, verbose=not args.quiet, gurobi=args.gurobi)
     print(format_table(rows))
     if args.json:
@@ -118,24 +149,56 @@ def cmd_demo(args) -> int:
     return 0 if all(r.ok for r in result["verify"]) else 1
 
 
+#: ``hiercvx reproduce`` options that only a run reads, with their defaults: ``--list`` refuses them
+RUN_OPTIONS = {"quick": False, "replications": None, "n_jobs": None, "scheduler": None,
+               "out": None, "seed": None, "resume": False, "collect": False, "data": None}
+
+
+def _list_tables(args) -> int:
+    """``hiercvx reproduce --list``: the registered tables; TABLE or a run's option is refused."""
+    given = [f"--{k.replace('_', '-')}" for k, v in RUN_OPTIONS.items() if getattr(args, k) != v]
+    if args.table is not None or given:
+        extra = ", ".join(([args.table] if args.table is not None else []) + given)
+        raise InputError(f"--list only lists the tables, it runs none: drop {extra} to list "
+                         f"them, or drop --list to run {'the' if args.table else 'a'} table")
+    width = max(len(name) for name in reproduce.TABLES) + 2
+    for t in reproduce.TABLES.values():
+        print(f"{t.name:<{width}}{t.title}\n{'':<{width}}{t.paper}, {t.reference}")
+    return 0
+
+
 def cmd_reproduce(args) -> int:
     """``--list``: the registered tables; else one table rebuilt, printed beside the paper's
-    numbers, CSV + PNG written to ``--out``."""
+    numbers, CSV + PNG written to ``--out``.  A table whose data files are absent is an error
+    (exit 2) naming them and how to point at them."""
     if args.list:
-        width = max(len(name) for name in reproduce.TABLES) + 2
-        for t in reproduce.TABLES.values():
-            print(f"{t.name:<{width}}{t.title}\n{'':<{width}}{t.paper}, {t.reference}")
-        return 0
+        return _list_tables(args)
     if args.table is None:
         raise InputError("name a table (`hiercvx reproduce --list` shows them)")
+    if args.data is not None:
+        if not Path(args.data).is_dir():
+            raise InputError(f"--data {args.data}: no such directory; give the folder that "
+                             "holds the Clus-HMC ARFF files")
+        # the environment, not an argument: the local worker processes read it too
+        os.environ[DATA_ENV] = os.path.abspath(args.data)
     result = reproduce.run_table(args.table, quick=args.quick, replications=args.replications,
-                                 n_jobs=args.n_jobs, scheduler=args.scheduler, out=args.out,
-                                 seed=args.seed, verbose=not args.quiet, resume=args.resume,
-                                 collect=args.collect)
+                                 n_jobs=1 if args.n_jobs is None else args.n_jobs,
+                                 scheduler=args.scheduler,
+                                 out="reproduce" if args.out is None else args.out,
+                                 seed=0 if args.seed is None else args.seed,
+                                 verbose=not args.quiet, resume=args.resume, collect=args.collect)
+    if result.skipped:
+        raise reproduce.DataUnavailable(f"cannot run {args.table}: {result.skipped}")
     print(result)
     if result.files:
         print("wrote " + ", ".join(str(f) for f in result.files))
     return 0
+
+
+DATA_HELP = (f"folder of the Clus-HMC ARFF files (default ${DATA_ENV}, else shared/data/hmc "
+             "beside the project's checkout, or ~/hiercvx_data/hmc for an installed copy)")
+DATA_EPILOG = (f"environment: {DATA_ENV}=DIR names the folder of the Clus-HMC ARFF files when "
+               "--data is not given")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,33 +235,34 @@ def build_parser() -> argparse.ArgumentParser:
                        description="verify --quick, then the hierarchical and the flat SVM on "
                        "ImageCLEF07A (ImCLEF07A_Train.arff, ImCLEF07A_Test.arff; skipped when "
                        "absent).",
-                       epilog=f"environment: {DATA_ENV}=DIR names the folder of the Clus-HMC "
-                       "ARFF files when --data is not given (default: shared/data/hmc beside "
-                       "the project's checkout)")
-    p.add_argument("--data", metavar="DIR", default=None,
-                   help=f"folder of the Clus-HMC ARFF files (default ${DATA_ENV}, else "
-                   "shared/data/hmc beside the checkout)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
+                       epilog=DATA_EPILOG)
+    p.add_argument("--data", metavar="DIR", default=None, help=DATA_HELP)
+    p.add_argument("--quiet", action="store_true", help="no progress bar (the table and the "
+                   "results are printed still)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("reproduce", help="rebuild a paper's table: ours beside the paper's numbers, "
-                       "CSV + PNG; replications on local cores or a Dask cluster")
+                       "CSV + PNG; replications on local cores or a Dask cluster",
+                       epilog=DATA_EPILOG + f"; with --scheduler, the Dask workers read their "
+                       f"own {DATA_ENV}")
     p.add_argument("table", nargs="?", metavar="TABLE", help=f"one of {', '.join(reproduce.names())}")
     p.add_argument("--list", action="store_true", help="the registered tables")
     p.add_argument("--quick", action="store_true", help="a reduced version that runs in seconds")
     p.add_argument("--replications", type=int, default=None, metavar="N",
                    help="replications (default: 2 with --quick, else the paper's number)")
-    p.add_argument("--n-jobs", type=int, default=1, metavar="J",
-                   help="local worker processes (joblib; -1 = all cores)")
+    p.add_argument("--n-jobs", type=int, default=None, metavar="J",
+                   help="local worker processes (joblib; -1 = all cores; default 1)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="run the replications on the Dask cluster at ADDRESS (tcp://host:8786)")
-    p.add_argument("--out", metavar="DIR", default="reproduce", help="where the CSV and PNG go "
+    p.add_argument("--out", metavar="DIR", default=None, help="where the CSV and PNG go "
                    "(default: ./reproduce)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the whole table (default 0)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the whole table (default 0)")
     p.add_argument("--resume", action="store_true", help="reuse the replications an earlier run "
                    "with the same --out, --seed and --quick finished (kept in "
                    "DIR/TABLE.replications/); run only the others")
     p.add_argument("--collect", action="store_true", help="run nothing: the table of the "
                    "replications already finished in DIR (a run still going, or stopped)")
+    p.add_argument("--data", metavar="DIR", default=None, help=DATA_HELP + "; the tables "
+                   "that need real data exit with an error when their files are not there")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce)
     return parser

@@ -7,7 +7,8 @@
    Crammer–Singer SVM on the same classes, scored by hierarchical F1 and exact match.
 
 The data folder is ``data_dir`` (``hiercvx demo --data DIR``), else ``$HIERCVX_HMC_DATA``, else
-``shared/data/hmc`` beside the project's checkout (:func:`default_data_dir`).
+``shared/data/hmc`` beside the project's checkout, or ``~/hiercvx_data/hmc`` for an installed
+copy (:func:`default_data_dir`).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ logger = logging.getLogger(__name__)
 
 #: the environment variable naming the folder of the Clus-HMC ARFF files
 DATA_ENV = _common.HMC_DATA_ENV
-#: where the shared real data sets live beside a checkout of the project
-DATA_DIR = _common.SHARED_HMC_DIR
+#: the data folder when ``$HIERCVX_HMC_DATA`` is not set: ``shared/data/hmc`` beside a checkout
+#: of the project, ``~/hiercvx_data/hmc`` for an installed copy
+DATA_DIR = _common.DEFAULT_HMC_DIR
 
 
 def default_data_dir() -> Path:
@@ -90,10 +92,25 @@ def real_data_fit(data_dir=None, n_train: int = 2000, C: float = 1.0, out=print,
     return results
 
 
-def run_demo(verbose: bool = True, data_dir=None) -> dict:
-    """Verify every registered method (quick problems), then the real-data fit (``data_dir``:
-    the folder of the ARFF files, default :func:`default_data_dir`)."""
-    out = print if verbose else (lambda *a, **k: None)
+def run_demo(verbose: bool = True, data_dir=None, out=print) -> dict:
+    """Verify every registered method (quick problems), then the real-data fit.
+
+    Parameters
+    ----------
+    verbose : bool
+        Show the progress bar of the verification; the table and the results are written
+        either way (``hiercvx demo --quiet`` drops the bar only).
+    data_dir : path-like, optional
+        The folder of the ARFF files (default :func:`default_data_dir`).
+    out : callable
+        Where the table and the results go, one string per call.
+
+    Returns
+    -------
+    dict
+        ``"verify"``: the rows of :func:`hiercvx.verify.verify`; ``"real_data"``: the results
+        of :func:`real_data_fit` (None when the files are absent).
+    """
     out("hiercvx verify --quick: every fast solver against its certified CVXPY reference\n")
     rows = verify(quick=True, verbose=verbose)
     out(format_table(rows) + "\n")

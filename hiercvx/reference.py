@@ -55,7 +55,7 @@ from .describe import Formulation, Symbol, Term, describe_parts, render_latex, r
 from ._solver_choice import (GUROBI_LIMIT_MARKERS, GUROBI_SIZE_LIMITS, OPEN_SOURCE_ALTERNATIVE,
                              SOLVER_PREFERENCE, ProblemSize, check_gurobi_size, check_size,
                              choose_solver, gurobi_licence, gurobi_limit_text, gurobi_size,
-                             installed_solvers, problem_class, problem_size,
+                             installed_solvers, problem_class, problem_size, quiet_gurobi_env,
                              silence_highs_banner, usable_solvers)
 from .exceptions import InputError, SolverError, SolverUnavailableError
 from ._reference_scaling import radial_polish
@@ -538,7 +538,11 @@ class ReferenceProblem:
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 if name == "HIGHS":
                     silence_highs_banner()
-                attempt.problem.solve(solver=name, verbose=ctx.verbose, **options)
+                quiet = {}
+                if name == "GUROBI" and "env" not in options:   # no licence banner on stdout
+                    env = quiet_gurobi_env()
+                    quiet = {"env": env} if env is not None else {}
+                attempt.problem.solve(solver=name, verbose=ctx.verbose, **options, **quiet)
         except cp.error.SolverError as exc:
             msg = str(exc)
             if name == "GUROBI" and any(k in msg for k in GUROBI_LIMIT_MARKERS):

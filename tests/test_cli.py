@@ -50,3 +50,17 @@ def test_show_ends_with_the_bibtex(capsys):
     assert cli.main(["show", "nhsvm", "--latex"]) == 0
     latex = capsys.readouterr().out
     assert "% @misc{choi2016normalized," in latex
+
+
+@pytest.mark.parametrize("where, fix", [("missing/rows.json", "does not exist"),
+                                        (".", "is a directory")])
+def test_verify_refuses_an_unwritable_json_before_the_work(where, fix, tmp_path, monkeypatch,
+                                                           capsys):
+    """``verify --json`` to a missing folder or a directory: exit 2 naming the fix, and the
+    verification is not run (its rows would be lost)."""
+    ran = []
+    monkeypatch.setattr(cli, "verify", lambda *a, **k: ran.append(1) or [])
+    assert cli.main(["verify", "multiclass", "--quick", "--quiet", "--json",
+                     str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err
+    assert ran == [] and fix in err and "Errno" not in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,9 @@ from hiercvx.datasets import (
     make_wang_example2,
     make_wang_example3,
 )
+from hiercvx.datasets import _common
 from hiercvx.datasets.formats import _label_statistics
+from hiercvx.hierarchy import ARTIFICIAL_ROOT
 
 HMC = Path(__file__).resolve().parents[2] / "shared" / "data" / "hmc"
 
@@ -226,7 +229,11 @@ def test_arff_round_trip(tmp_path, case):
     d = load_arff(write(tmp_path, "rt.arff", "\n".join(lines) + "\n"))
     np.testing.assert_array_equal(d.X, X)
     assert d.y == [frozenset(s) for s in labels]
-    assert d.hierarchy == Hierarchy.from_paths(order)
+    expected = Hierarchy.from_paths(order)
+    if expected.root != ARTIFICIAL_ROOT:   # a single top-level class stays a class, under <root>
+        expected = Hierarchy([(ARTIFICIAL_ROOT, expected.root), *expected.edges],
+                             nodes=[ARTIFICIAL_ROOT, *expected.nodes])
+    assert d.hierarchy == expected
     # closure against brute force: a node is in the closed set iff it prefixes a label
     Z = d.closure(sparse=False)
     for i, labs in enumerate(labels):
@@ -360,6 +367,48 @@ def test_load_dispatch_and_describe(tmp_path):
     assert "DAG" in describe(g) and "nodes with several parents" in describe(g)
     assert "samples: none" in describe(h)
     assert "sparse, density" in describe(s) and "samples: 3" in describe(s)
+
+
+def test_a_directory_or_an_empty_path_is_named_as_such(tmp_path):
+    """A folder is "a directory", whatever its name; renaming it is no fix."""
+    for folder in (tmp_path, tmp_path / "d.arff"):
+        folder.mkdir(exist_ok=True)
+        with pytest.raises(DataFormatError, match="is a directory, not a data file"):
+            load(folder)
+    with pytest.raises(DataFormatError, match="the path is empty"):
+        load("")
+
+
+def test_a_single_top_level_class_stays_a_class(tmp_path):
+    """ARFF paths ``01,01/01``: ``01`` is a class under the artificial root (as in Clus-HMC),
+    so a sample labelled ``01`` is labelled, in the hierarchy and in the summary."""
+    d = load_arff(write(tmp_path, "one.arff", "@RELATION t\n@ATTRIBUTE x numeric\n"
+                        "@ATTRIBUTE class hierarchical 01,01/01\n@DATA\n1,01\n2,01/01\n"))
+    assert d.hierarchy.root == ARTIFICIAL_ROOT and d.hierarchy.children(ARTIFICIAL_ROOT) == ("01",)
+    text = describe(d)
+    assert "samples without labels: 0;" in text and "1.500 closed upward" in text
+
+
+def test_describe_tells_a_root_label_from_no_label():
+    """A sample whose one label is the root is labelled (with nothing), not unlabelled."""
+    H = Hierarchy.from_parents({"r": None, "a": "r"})
+    d = Dataset(X=np.zeros((3, 1)), y=[frozenset({"a"}), frozenset({"r"}), frozenset()],
+                hierarchy=H)
+    assert "samples without labels: 1; labelled with the root 'r' only: 1;" in describe(d)
+
+
+def test_default_data_folder_is_never_inside_an_installed_copy(tmp_path):
+    """A checkout (``pyproject.toml`` beside the package): ``shared/data/hmc`` next to it; an
+    installed copy (``site-packages``): the user's ``~/hiercvx_data/hmc``."""
+    checkout = tmp_path / "work" / "main"
+    (checkout / "hiercvx").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'hiercvx'\n")
+    assert _common.default_hmc_dir(checkout / "hiercvx") == tmp_path / "work" / "shared" / "data" / "hmc"
+    installed = tmp_path / "lib" / "python3.11" / "site-packages" / "hiercvx"
+    installed.mkdir(parents=True)
+    default = _common.default_hmc_dir(installed)
+    assert tmp_path not in default.parents
+    assert default == Path(os.path.expanduser("~")) / "hiercvx_data" / "hmc"
 
 
 def test_describe_per_depth_counts(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from hiercvx import cli, demo
+from hiercvx.verify import Row
 
 NODES = ["2", "2/1", "2/1/3", "2/1/5", "3", "3/1", "3/1/0", "3/2"]
 LEAVES = ["2/1/3", "2/1/5", "3/1/0", "3/2"]
@@ -64,3 +65,18 @@ def test_deepest_labels():
     H = Hierarchy.from_paths(LEAVES)
     labels = demo.deepest_labels([{"2", "2/1", "2/1/3"}, {"3", "3/2"}], H)
     assert labels.tolist() == ["2/1/3", "3/2"]
+
+
+def test_quiet_drops_the_progress_bar_only(monkeypatch, tmp_path, capsys):
+    """``hiercvx demo --quiet``: no progress bar, but the table and the real-data note are
+    printed (a disagreement must never pass in silence)."""
+    asked = []
+
+    def fake_verify(quick=True, verbose=True):
+        asked.append(verbose)
+        return [Row("multiclass", "(1)", "tree", 1.0, 0.0, 1e-9, "cs", 1.0, 0.0, 2.0, "ok")]
+    monkeypatch.setattr(demo, "verify", fake_verify)
+    assert cli.main(["demo", "--quiet", "--data", str(tmp_path / "nowhere")]) == 0
+    out = capsys.readouterr().out
+    assert asked == [False]
+    assert "1 of 1 agree" in out and "ImCLEF07A_Train.arff" in out and demo.DATA_ENV in out

@@ -6,6 +6,9 @@ the Gurobi route of ``hiercvx verify``.
 shows up here.
 """
 
+import subprocess
+import sys
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -165,3 +168,17 @@ def test_verify_gurobi_route():
         ocase = orth.cases(True)[0]
         cell, problem = gurobi_route(orth, ocase, orth.build("primal", ocase).solve())
         assert problem == "" and cell == "unsupported class"
+
+
+@needs_gurobi
+def test_a_gurobi_solve_prints_no_licence_banner():
+    """gurobipy's default environment prints its licence banner to stdout with the first model
+    of a process; a reference solved by Gurobi must not (it would open ``verify --gurobi``'s
+    table).  A new interpreter: the banner comes once per process."""
+    code = ("from hiercvx import methods\n"
+            "m = methods.get('multiclass')\n"
+            "sol = m.build('primal', m.cases(True)[0]).solve(solver='GUROBI')\n"
+            "print('solver', sol.solver)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert done.stdout == "solver GUROBI\n", done.stdout

@@ -122,6 +122,32 @@ def test_verify_refuses_an_unknown_method(capsys):
     assert "registered methods" in capsys.readouterr().err
 
 
+def test_verify_lists_inference_among_the_names_it_takes(capsys):
+    assert cli.main(["verify", "Inference", "--quick", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown method 'Inference'" in err and err.rstrip().endswith(", hpsi, inference")
+
+
+def test_verify_runs_a_repeated_name_once(monkeypatch):
+    from hiercvx import verify
+    ran = []
+    monkeypatch.setattr(verify, "verify_method",
+                        lambda method, **k: ran.append(method.name) or [])
+    monkeypatch.setattr(verify, "verify_inference", lambda **k: ran.append("inference") or [])
+    monkeypatch.setattr(verify, "inference_problems", lambda **k: [])
+    verify.verify(["multiclass", "hsvm", "multiclass", "inference", "inference"], verbose=False)
+    assert ran == ["multiclass", "hsvm", "inference"]
+
+
+def test_verify_prints_a_small_speedup_with_its_digits():
+    """A fast solver 25 times slower than its reference reads 0.038x, not 0.0x."""
+    from hiercvx.verify import Row, format_table
+    rows = [Row("orthogonal", "(4)", "tree", 1.0, 0.0, 1e-9, "rda", 1.0, 0.0, speedup, "ok")
+            for speedup in (0.038, 12.34)]
+    text = format_table(rows)
+    assert "0.038x" in text and "12.3x" in text and "0.0x" not in text
+
+
 # ------------------------------------------------------------------ import layers
 #: the layers of DESIGN.md, bottom up; a module may import its own layer or a lower one
 LAYERS = {

@@ -24,15 +24,46 @@ from ..hierarchy import Hierarchy
 
 #: the environment variable naming the folder of the Clus-HMC ARFF files
 HMC_DATA_ENV = "HIERCVX_HMC_DATA"
-#: where the shared real data sets live beside a checkout of the project (``shared/data/hmc``
-#: next to the checkout's folder)
-SHARED_HMC_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "hmc"
+
+
+def default_hmc_dir(package_dir=None) -> Path:
+    """Where the Clus-HMC ARFF files are looked for when ``$HIERCVX_HMC_DATA`` is not set.
+
+    Parameters
+    ----------
+    package_dir : path-like, optional
+        The folder of the ``hiercvx`` package (default: the one imported).
+
+    Returns
+    -------
+    pathlib.Path
+        In a checkout of the project (the package's parent folder holds ``pyproject.toml``):
+        ``shared/data/hmc`` next to the checkout's folder.  In an installed copy
+        (``site-packages``): ``~/hiercvx_data/hmc``, a folder of the user's as scikit-learn's
+        ``~/scikit_learn_data``, never a path inside the environment.
+    """
+    package = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parents[1]
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file():
+        return checkout.parent / "shared" / "data" / "hmc"
+    # os.path.expanduser leaves "~" as it is when no home folder is known (Path.home raises)
+    return Path(os.path.expanduser(os.path.join("~", "hiercvx_data", "hmc")))
+
+
+#: the folder of the Clus-HMC ARFF files when ``$HIERCVX_HMC_DATA`` is not set
+#: (:func:`default_hmc_dir`)
+DEFAULT_HMC_DIR = default_hmc_dir()
 
 
 def hmc_data_dir() -> Path:
     """The folder of the Clus-HMC ARFF files: ``$HIERCVX_HMC_DATA`` when set, else
-    :data:`SHARED_HMC_DIR`."""
-    return Path(os.environ.get(HMC_DATA_ENV) or SHARED_HMC_DIR)
+    :data:`DEFAULT_HMC_DIR`."""
+    return Path(os.environ.get(HMC_DATA_ENV) or DEFAULT_HMC_DIR)
+
+
+def hmc_data_source() -> str:
+    """Where :func:`hmc_data_dir` came from, for messages: the variable or the default."""
+    return f"from ${HMC_DATA_ENV}" if os.environ.get(HMC_DATA_ENV) else "the default folder"
 
 __all__ = ["Dataset", "ColumnNames", "MAX_GZ_BYTES", "max_gz_bytes", "decode_text",
            "split_lines", "read_text", "read_lines", "first_lines"]
@@ -193,7 +224,7 @@ def read_text(path) -> tuple[Path, str]:
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)
     if path.is_dir():
-        raise DataFormatError("is a directory, not a data file", path=path)
+        raise DataFormatError("is a directory, not a data file; name a file in it", path=path)
     try:
         data = _read_bytes(path)
     except (OSError, EOFError, zlib.error) as exc:

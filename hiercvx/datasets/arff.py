@@ -13,8 +13,9 @@ The ``hierarchical`` attribute declares the hierarchy in one of two forms:
 
 - **paths** (FunCat, Enron, ImageCLEF): each entry is a path ``01/01/03``; every prefix
   is a node named by the full prefix string (``01``, ``01/01``, ``01/01/03``), built
-  with :meth:`Hierarchy.from_paths`.  Several top-level entries hang under an
-  artificial root ``"<root>"``.  The result is a tree.
+  with :meth:`Hierarchy.from_paths`.  The top-level entries hang under an artificial root
+  ``"<root>"``, even a single one: it is a class of the data, as in Clus-HMC.  The result
+  is a tree.
 - **edges** (Gene Ontology): each entry is a ``parent/child`` pair of node names, with
   ``root`` at the top (``root/GO0003674,GO0003674/GO0003774,...``), built with
   :meth:`Hierarchy.from_edges`.  The result is usually a DAG.
@@ -51,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import DataFormatError, HierarchyError, InputError
-from ..hierarchy import Hierarchy
+from ..hierarchy import ARTIFICIAL_ROOT, Hierarchy
 from ._common import Dataset, read_lines
 
 logger = logging.getLogger(__name__)
@@ -241,10 +242,15 @@ def _readings(entries, dialect, path, line):
 
 
 def _build_hierarchy(dialect, entries, parts, path, line) -> Hierarchy:
+    """The declared hierarchy; in the paths reading the top-level entries are classes (as in
+    Clus-HMC) and hang under the artificial root even when there is only one of them."""
     try:
         if dialect == "edges":
             return Hierarchy.from_edges([(p[0], p[1]) for p in parts])
-        return Hierarchy.from_paths(entries, sep=_PATH_SEP)
+        H = Hierarchy.from_paths(entries, sep=_PATH_SEP)
+        if H.root != ARTIFICIAL_ROOT:   # one top-level class: from_paths made it the root
+            H = Hierarchy([(ARTIFICIAL_ROOT, H.root), *H.edges], nodes=[ARTIFICIAL_ROOT, *H.nodes])
+        return H
     except HierarchyError as exc:
         raise DataFormatError(f"the hierarchy declared by the class attribute is invalid "
                               f"({dialect} reading): {exc}", path=path, line=line) from None

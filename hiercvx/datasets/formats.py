@@ -426,9 +426,13 @@ def load(path, format: str | None = None, **kwargs) -> Dataset:
     arguments go to the loader (e.g. ``hierarchy=`` for LIBSVM).  A hierarchy file gives
     a :class:`Dataset` with no samples (``X`` of shape ``(0, 0)``).
     """
+    if isinstance(path, str) and not path.strip():   # Path("") would be the current folder
+        raise DataFormatError("the path is empty; give the data file to load")
     path = Path(path)
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)
+    if path.is_dir():   # before sniffing, which would blame the format
+        raise DataFormatError("is a directory, not a data file; name a file in it", path=path)
     if format is None:
         suffixes = [s.lower() for s in path.suffixes]
         if suffixes and suffixes[-1] == ".gz":
@@ -494,7 +498,8 @@ def describe(dataset: Dataset) -> str:
     Hierarchy: tree or DAG, nodes, edges, leaves, depth (longest root path), nodes with
     several parents.  Samples: count, features, missing-value fraction, mean labels per
     sample as given and closed upward (the root not counted), the fraction of samples
-    whose deepest label is an internal node (partial paths), samples without labels, and
+    whose deepest label is an internal node (partial paths), samples without labels (and
+    those labelled with the root only, when there are any), and
     per depth the number of nodes and the mean number of (closed) labels per sample.
     """
     H = dataset.hierarchy
@@ -529,13 +534,17 @@ def describe(dataset: Dataset) -> str:
     out.append(f"samples: {n}")
     out.append(f"{feat}, missing values {frac_missing:.2%} ({n_missing})")
     stats = _label_statistics(H, dataset.label_sets())
-    n_empty = int((stats["closed"] == 0).sum())
+    n_empty = int((stats["given"] == 0).sum())
+    # labelled, but with the root only: a label that says nothing, not a missing one
+    n_root_only = int(((stats["closed"] == 0) & (stats["given"] > 0)).sum())
     out.append(f"labels per sample: mean {stats['given'].mean():.3f} as given, "
                f"{stats['closed'].mean():.3f} closed upward (root not counted), "
                f"max {int(stats['closed'].max())}")
     out.append(f"partial paths: {stats['partial'].mean():.2%} of samples have a deepest label "
                f"that is an internal node")
-    out.append(f"samples without labels: {n_empty}; nodes used by some sample: "
+    root_only = (f"; labelled with the root {H.root!r} only: {n_root_only}" if n_root_only
+                 else "")
+    out.append(f"samples without labels: {n_empty}{root_only}; nodes used by some sample: "
                f"{int(stats['used'].sum())} of {len(H) - 1} (root excluded)")
     out.append("depth  nodes  leaves  labels/sample  samples with a label there")
     leaf = H.leaf_mask

@@ -75,23 +75,30 @@ def within_spread(ours: float, ours_sd: float, paper, resolution: float, width: 
     """Whether our mean lies within the paper's mean ± ``width`` sd (its replication spread;
     2 by default, :attr:`Table.spread_width`), widened by the paper's rounding.  For an exact
     row (a Bayes error: no sd printed) the spread is ours: the paper's value within our mean
-    ± ``width`` sd.  ``None`` where the paper has no number."""
+    ± ``width`` sd.  ``None`` where the paper has no number, and for an exact row whose sd of
+    ours is undefined (one replication: ``ours_sd`` NaN)."""
     if paper is None or not math.isfinite(ours):
         return None
     spread = paper.sd if paper.sd is not None else ours_sd
+    if not math.isfinite(spread):
+        return None
     return bool(abs(ours - paper.mean) <= width * spread + resolution + 1e-12)
 
 
 def aggregate(table: Table, rows: list[dict]) -> list[dict]:
-    """Mean and standard deviation (ddof = 1; 0 for one replication) of each
-    (setting, method, metric) over the replications, in first-seen order, with the paper's."""
+    """Mean and standard deviation (ddof = 1; NaN for one replication, where it is undefined)
+    of each (setting, method, metric) over the replications, in first-seen order, with the
+    paper's.  The rows of :attr:`Table.published_methods` repeat the paper's number: their
+    cells have no mean or sd of ours (NaN) and no verdict."""
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         groups.setdefault((row["setting"], row["method"], row["metric"]), []).append(row["value"])
     cells = []
     for (setting, method, metric), values in groups.items():
         v = np.asarray(values, dtype=float)
-        mean, std = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+        mean, std = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else float("nan")
+        if method in table.published_methods:
+            mean = std = float("nan")
         paper = table.paper_value(setting, method, metric)
         cells.append({"setting": setting, "method": method, "metric": metric, "n": int(v.size),
                       "mean": mean, "std": std,
@@ -116,6 +123,10 @@ def _backend(n_jobs, scheduler):
     else:
         try:
             client, own = Client(str(scheduler), timeout=CONNECT_TIMEOUT), True
+        except ValueError as exc:   # Dask's parser: no port, an unknown scheme
+            raise InputError(f"{scheduler!r} is not a Dask scheduler address ({exc}); give it as "
+                             "tcp://HOST:PORT, the address `dask scheduler` prints (its port is "
+                             "8786 by default)") from exc
         except (OSError, TimeoutError) as exc:
             raise HierCVXError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}; start "
                                "one with `dask scheduler` and `dask worker ADDRESS`, or drop "
@@ -206,6 +217,33 @@ def execute(table: Table, quick: bool, seeds: list[int], n_jobs=1, scheduler=Non
     return [dict(replication=r, **row) for r in range(len(seeds)) for row in done[r]]
 
 
+def check_out_dir(out) -> None:
+    """Refuse, before any work, an ``out`` where the CSV, PNG and checkpoints cannot be written.
+
+    Parameters
+    ----------
+    out : path-like
+        The output directory; it is created when missing, so its nearest existing ancestor
+        must be a writable directory.
+
+    Raises
+    ------
+    InputError
+        ``out`` is a file, or sits under one, or is not writable; the message names a fix.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: it is a file, not a directory; give a directory for "
+                         "the CSV and PNG (it is created when missing)")
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise InputError(f"--out {out}: {existing} is a file, so the directory cannot be "
+                         "created; choose another --out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: {existing} is not writable; choose a directory you "
+                         "can write to")
+
+
 def run_table(name: str, *, quick: bool = False, replications: int | None = None, n_jobs: int = 1,
               scheduler=None, out=None, seed: int = 0, verbose: bool = True,
               resume: bool = False, collect: bool = False) -> TableResult:
@@ -237,6 +275,10 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
         raise InputError(f"n_jobs must be a non-zero integer (1: one process, -1: every core, "
                          f"k > 1: k workers), got {n_jobs!r}")
+    if collect:
+        _refuse_with_collect(resume=resume, n_jobs=n_jobs, scheduler=scheduler)
+    if out is not None:   # before the work: a run must not be lost to an unwritable --out
+        check_out_dir(out)
     reason = table.missing_data() if table.missing_data is not None else None
     if reason:
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=reason)
@@ -263,12 +305,24 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     return result
 
 
+def _refuse_with_collect(**given) -> None:
+    """``collect`` runs nothing: the options of a run beside it are a contradiction."""
+    unused = {"resume": given["resume"], "n_jobs": given["n_jobs"] != 1,
+              "scheduler": given["scheduler"] is not None}
+    names = [f"{k} (--{k.replace('_', '-')})" for k, v in unused.items() if v]
+    if names:
+        raise InputError(f"collect=True (--collect) runs nothing, so it takes no "
+                         f"{', '.join(names)}; drop them to collect what is kept, or drop "
+                         "collect (with resume, --resume) to run the missing replications")
+
+
 def _collected(table, quick, seed, seeds, checkpoints, out) -> TableResult:
     """The table of the kept replications among ``seeds`` (see ``collect`` of :func:`run_table`)."""
     done = {r: rows for r, s in enumerate(seeds) if (rows := checkpoints.load(r, s)) is not None}
     if not done:
-        raise InputError(f"no finished replication of {table.name} (quick={quick}, seed={seed}) "
-                         f"in {checkpoints.dir}: run the table with --out {out} first")
+        advice = _other_runs(checkpoints, quick, seed, out, len(seeds))
+        raise InputError(f"no finished replication of {table.name} ({_run_flags(quick, seed)}) "
+                         f"in {checkpoints.dir}: {advice}")
     rows = [dict(replication=r, **row) for r in sorted(done) for row in done[r]]
     result = TableResult(table, quick, len(done), seed, aggregate(table, rows), rows,
                          resumed=len(done), planned=len(seeds))
@@ -276,14 +330,40 @@ def _collected(table, quick, seed, seeds, checkpoints, out) -> TableResult:
     return result
 
 
+def _run_flags(quick: bool, seed: int) -> str:
+    """The options that select a run's checkpoints, as a user would type them."""
+    return f"{'--quick' if quick else 'without --quick'}, --seed {seed}"
+
+
+def _other_runs(checkpoints: Checkpoints, quick: bool, seed: int, out, n: int) -> str:
+    """The advice when none of the first ``n`` replications of (``quick``, ``seed``) is kept:
+    the options of the runs whose checkpoints are there, else how to make some."""
+    kept = set()
+    for path in checkpoints.dir.glob("*-seed*-r*.json"):
+        kind, _, rest = path.stem.partition("-seed")
+        number = rest.partition("-r")[0]
+        if kind in ("quick", "full") and number.isdigit():
+            kept.add((kind == "quick", int(number)))
+    if (bool(quick), int(seed)) in kept:
+        return f"those kept there are past the first {n}: raise --replications"
+    if not kept:
+        return f"run the table with --out {out} first"
+    runs = "; ".join(_run_flags(q, s) for q, s in sorted(kept))
+    return f"the replications kept there are of runs with {runs}: give the same options"
+
+
 # ----------------------------------------------------------------------------- output
 def _cell_text(cell, digits: int) -> str:
-    ours = f"{cell['mean']:.{digits}f}±{cell['std']:.{digits}f}"
+    """``ours (paper) flag``: ours ``mean±sd`` (the mean alone when the sd is undefined, ``-``
+    for a published row), the flag only where a verdict was reached."""
+    ours = "-" if math.isnan(cell["mean"]) else f"{cell['mean']:.{digits}f}"
+    if not math.isnan(cell["std"]):
+        ours += f"±{cell['std']:.{digits}f}"
     if math.isnan(cell["paper_mean"]):
         return ours
     sd = "" if math.isnan(cell["paper_sd"]) else f"±{cell['paper_sd']:.{digits}f}"
-    flag = "ok" if cell["within"] else "NO"
-    return f"{ours} ({cell['paper_mean']:.{digits}f}{sd}) {flag}"
+    flag = {True: " ok", False: " NO"}.get(cell["within"], "")
+    return f"{ours} ({cell['paper_mean']:.{digits}f}{sd}){flag}"
 
 
 def _provenance(result: TableResult) -> str:
@@ -298,19 +378,48 @@ def _provenance(result: TableResult) -> str:
     return ""
 
 
+def _header(result: TableResult) -> list[str]:
+    """The lines above the table: the paper, the protocol and how to read a cell."""
+    t, n = result.table, result.replications
+    band = f"{t.spread_width:g}"
+    cells = (f"ours mean±sd over replications (paper mean±sd); ok = ours within the paper's "
+             f"mean ± {band} sd (+ its rounding; exact rows: ± {band} of our sd)" if n > 1 else
+             f"ours over one replication (paper mean±sd); ok = ours within the paper's mean ± "
+             f"{band} sd (+ its rounding); no verdict on exact rows (one replication has no sd)")
+    return [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}",
+            f"  numbers read from: {t.source}",
+            (f"  {t.quick_protocol if result.quick else t.protocol}; {n} "
+             f"replication{'s' if n != 1 else ''} (paper: {t.paper_replications}), "
+             f"seed {result.seed}" + _provenance(result)),
+            f"  cells: {cells}"]
+
+
+def _summary(result: TableResult) -> str:
+    """The line under the table: how many cells are within the paper's spread, and why the
+    cells with a paper number but no verdict have none."""
+    t = result.table
+    flags = [c["within"] for c in result.cells if c["within"] is not None]
+    open_ = sum(c["within"] is None and not math.isnan(c["paper_mean"])
+                and c["method"] not in t.published_methods for c in result.cells)
+    why = "one replication gives no sd, and the paper prints none for them"
+    if flags:
+        return (f"{sum(flags)} of {len(flags)} cells within the paper's spread"
+                + (f"; {open_} more without a verdict ({why})" if open_ else ""))
+    if open_:
+        return f"(no verdict: {why}; run two replications or more)"
+    if t.published_methods:
+        return ("(no paper numbers to compare with: the published rows are shown beside ours, "
+                "not compared)")
+    return "(no paper numbers to compare with: ours only)"
+
+
 def format_result(result: TableResult) -> str:
     """One line per setting and method, one column per metric: ``ours mean±sd (paper
     mean±sd) ok|NO``, ``ok`` meaning within the paper's spread."""
     t = result.table
     if result.skipped:
         return f"{t.name}: {t.title}\nskipped: {result.skipped}"
-    head = [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}", f"  numbers read from: {t.source}",
-            (f"  {t.quick_protocol if result.quick else t.protocol}; {result.replications} "
-             f"replications (paper: {t.paper_replications}), seed {result.seed}"
-             + _provenance(result)),
-            (f"  cells: ours mean±sd over replications (paper mean±sd); ok = ours within the "
-             f"paper's mean ± {t.spread_width:g} sd (+ its rounding; exact rows: ± {t.spread_width:g} "
-             "of our sd)")]
+    head = _header(result)
     by_row: dict[tuple, dict] = {}
     for cell in result.cells:
         by_row.setdefault((cell["setting"], cell["method"]), {})[cell["metric"]] = cell
@@ -325,9 +434,7 @@ def format_result(result: TableResult) -> str:
     for (setting, method), values in texts.items():
         lines.append("  ".join([f"{setting:<{w_set}}", f"{method:<{w_met}}"]
                                + [f"{v:<{w}}" for v, w in zip(values, widths)]))
-    flags = [c["within"] for c in result.cells if c["within"] is not None]
-    lines.append(f"\n{sum(flags)} of {len(flags)} cells within the paper's spread" if flags
-                 else "\n(no paper numbers to compare with: ours only)")
+    lines.append("\n" + _summary(result))
     if t.notes:
         lines.append(f"note: {t.notes}")
     return "\n".join(lines)
@@ -364,13 +471,15 @@ def plot(result: TableResult) -> Figure:
         cells = {(c["setting"], c["method"]): c for c in result.cells if c["metric"] == metric}
         column = {k: [cells[key][k] if key in cells else np.nan for key in labels]
                   for k in ("mean", "std", "paper_mean", "paper_sd")}
-        ax.errorbar(x - 0.12, column["mean"], yerr=column["std"], fmt="o", capsize=3, label="hiercvx")
+        ax.errorbar(x - 0.12, column["mean"], yerr=np.nan_to_num(column["std"]), fmt="o",
+                    capsize=3, label="hiercvx")
         ax.errorbar(x + 0.12, column["paper_mean"], yerr=np.nan_to_num(column["paper_sd"]), fmt="s",
                     capsize=3, label="paper")
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     axes[-1].set_xticks(x, [f"{s}\n{m}" for s, m in labels], fontsize=7, rotation=90)
     axes[0].legend(loc="best", fontsize=8)
-    axes[0].set_title(f"{t.name}: {t.reference} ({result.replications} replications"
+    n = result.replications
+    axes[0].set_title(f"{t.name}: {t.reference} ({n} replication{'s' if n != 1 else ''}"
                       f"{', quick' if result.quick else ''})", fontsize=9)
     return fig

@@ -10,7 +10,8 @@ from ..exceptions import HierCVXError, InputError
 
 class DataUnavailable(HierCVXError):
     """A table's data files are not on this machine: ``run_table`` reports the table as
-    skipped (``hiercvx reproduce`` prints a "skipped" line and exits 0)."""
+    skipped (``TableResult.skipped``); ``hiercvx reproduce`` exits with this error, naming the
+    absent files and how to point at them."""
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,10 @@ class Table:
     number; ``source`` says where those numbers were read.  ``resolution`` is half a unit in
     the last digit the paper prints (its rounding), added to the spread when comparing;
     ``spread_width`` is how many standard deviations "within the paper's spread" allows.
+    ``published_methods`` names rows that only repeat a reported number (nothing runs for
+    them): their cells carry it as the paper's, with no number of ours and no verdict.
     ``missing_data()``, when given, says why the table cannot run here (a data file that is
-    absent) or returns None; the runner then skips the table instead of failing.
+    absent) or returns None; the runner then reports the table as skipped.
     """
 
     name: str
@@ -53,6 +56,7 @@ class Table:
     notes: str = ""
     settings: tuple[str, ...] = field(default=())
     missing_data: Callable[[], str | None] | None = None
+    published_methods: tuple[str, ...] = ()
     # |ours - paper| <= 2 sd: the usual two-standard-deviation band, about 95% of a normal spread
     spread_width: float = 2.0
 

@@ -1,8 +1,12 @@
 """The Clus-HMC ARFF data the real-data tables read, and how they say when it is absent.
 
-``DATA_DIR`` is ``$HIERCVX_HMC_DATA`` if set, else ``shared/data/hmc`` beside the checkout; every table that
-needs a file registers :func:`missing` for its files (``Table.missing_data``), so that
-``hiercvx reproduce`` prints a "skipped" line and exits 0 when they are not there.
+:func:`data_dir` is ``$HIERCVX_HMC_DATA`` if set, else ``shared/data/hmc`` beside the checkout
+(``~/hiercvx_data/hmc`` for an installed copy), read at each call so that ``hiercvx reproduce
+--data DIR`` (which sets the variable) reaches the local worker processes too (``--n-jobs``;
+the workers of a Dask cluster read their own environment).  Every
+table that needs a file registers :func:`missing` for its files (``Table.missing_data``):
+``run_table`` then reports the table as skipped, and ``hiercvx reproduce`` exits with an error
+naming the absent files and how to point at them.
 
 :func:`load_multilabel` reads a split as the Cai thesis's multi-label experiments need it
 (section 7.1 / 3.1): label sets reduced to their most specific members (ancestors are implied),
@@ -14,14 +18,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..datasets import load
-from ..datasets._common import hmc_data_dir
+from ..datasets._common import HMC_DATA_ENV, hmc_data_dir, hmc_data_source
 from ..hierarchy import Hierarchy, most_specific
-
-DATA_DIR = hmc_data_dir()
 
 # name -> (training files, test files)
 MULTILABEL_SETS = {
@@ -30,10 +33,25 @@ MULTILABEL_SETS = {
 }
 
 
+def data_dir() -> Path:
+    """The folder of the Clus-HMC ARFF files (:func:`hiercvx.datasets._common.hmc_data_dir`)."""
+    return hmc_data_dir()
+
+
+def how_to_point() -> str:
+    """Where the data folder came from and how to name another, for the messages of absent
+    files."""
+    return (f"looked in {data_dir()} ({hmc_data_source()}); put the Clus-HMC ARFF files there, "
+            f"or set {HMC_DATA_ENV}=DIR (`hiercvx reproduce --data DIR`) to the folder that "
+            "holds them")
+
+
 def missing(files) -> str | None:
-    """Why a table cannot run here (the files of ``files`` absent from ``DATA_DIR``), or None."""
-    absent = [str(DATA_DIR / f) for f in files if not (DATA_DIR / f).exists()]
-    return f"data files not found: {', '.join(absent)}" if absent else None
+    """Why a table cannot run here (the files of ``files`` absent from :func:`data_dir`), or
+    None."""
+    folder = data_dir()
+    absent = [str(folder / f) for f in files if not (folder / f).exists()]
+    return f"data files not found: {', '.join(absent)}; {how_to_point()}" if absent else None
 
 
 def files_of(*names) -> tuple[str, ...]:
@@ -61,13 +79,18 @@ class Split:
                      self.X_test[te], tuple(self.y_test[i] for i in te))
 
 
-@functools.cache
 def load_multilabel(name: str) -> Split:
-    """The multi-label split ``name`` of :data:`MULTILABEL_SETS` (module docstring; cached per
-    process, so replications in one worker read the files once)."""
+    """The multi-label split ``name`` of :data:`MULTILABEL_SETS` in :func:`data_dir` (module
+    docstring; cached per process and folder, so replications in one worker read the files
+    once)."""
+    return _load_multilabel(name, data_dir())
+
+
+@functools.cache
+def _load_multilabel(name: str, folder: Path) -> Split:
     train_files, test_files = MULTILABEL_SETS[name]
-    train = [load(DATA_DIR / f) for f in train_files]
-    test = [load(DATA_DIR / f) for f in test_files]
+    train = [load(folder / f) for f in train_files]
+    test = [load(folder / f) for f in test_files]
     H = train[0].hierarchy
     parts = []
     for loaded in (train, test):

@@ -10,7 +10,7 @@ sets present, and prints the published AU(PRC) beside them.
 
 Protocol (one replication; the papers' splits):
 
-* data: ``<name>.train.arff``, ``.valid.arff``, ``.test.arff`` under ``hmc.DATA_DIR``
+* data: ``<name>.train.arff``, ``.valid.arff``, ``.test.arff`` under ``hmc.data_dir()``
   (``$HIERCVX_HMC_DATA`` if set): cellcycle_FUN (FunCat tree) and cellcycle_GO (GO DAG)
   ship with the project; every other yeast set of :data:`DATA_SETS` whose three files are
   there runs too.  Label sets are reduced to their most specific members; features are
@@ -47,9 +47,9 @@ Protocol (one replication; the papers' splits):
   FunCat level (:func:`top_levels`) and subsampled, a smaller grid and rank: a check that
   every path runs, not a number to compare with the published rows.
 
-Published AU(PRC) (rows marked "published": nothing runs for them, the cell repeats the
-number; a paper's table number is given only where it was read in the paper itself, which is
-the case for none of them):
+Published AU(PRC) (rows marked "published": nothing runs for them, the cell shows the
+number as the paper's, with no verdict; a paper's table number is given only where it was
+read in the paper itself, which is the case for none of them):
 
 * C-HMCNN, cellcycle_FUN .255 / cellcycle_GO .413: Giunchiglia & Lukasiewicz, "Coherent
   hierarchical multi-label classification networks", NeurIPS 2020, their comparison of AU(PRC)
@@ -216,11 +216,12 @@ class Splits:
 
 
 def _files(name: str) -> list[Path]:
-    return [hmc.DATA_DIR / f"{name}.{part}.arff" for part in ("train", "valid", "test")]
+    folder = hmc.data_dir()
+    return [folder / f"{name}.{part}.arff" for part in ("train", "valid", "test")]
 
 
 def present(settings: Settings) -> list[str]:
-    """The data sets of ``settings`` whose three files are in ``hmc.DATA_DIR``."""
+    """The data sets of ``settings`` whose three files are in ``hmc.data_dir()``."""
     return [name for name in settings.data_sets if all(f.exists() for f in _files(name))]
 
 
@@ -470,7 +471,7 @@ def run_settings(settings: Settings, seed: int = 0, verbose: bool = False) -> li
     names = present(settings)
     if not names:
         raise DataUnavailable(f"none of {', '.join(settings.data_sets)} has its train / valid / "
-                              f"test ARFF files in {hmc.DATA_DIR} (set HIERCVX_HMC_DATA)")
+                              f"test ARFF files; {hmc.how_to_point()}")
     methods = settings.methods or tuple(METHODS)
     rows = []
     for name in names:
@@ -529,9 +530,10 @@ TABLES = (Table(
     quick_protocol=("cellcycle_FUN cut at its second FunCat level (99 nodes), subsampled to "
                     "100 / 60 / 120 genes, C in {0.1, 1} (NodeKernelRidge: alpha in {1, 10}), "
                     "the median width, rank 30, every method"),
-    notes=("rows marked 'published' repeat the papers' numbers (nothing runs for them); the "
-           "other rows have no paper number on these data.  Every node is evaluated but the "
+    notes=("rows marked 'published' show the papers' numbers (nothing runs for them, so no "
+           "verdict); the other rows have no paper number on these data.  Every node is evaluated but the "
            "root and, on cellcycle_GO, the three GO namespace roots that every gene holds "
            "(as C-HMCNN's evaluation: 499 FunCat and 4122 GO classes)"),
     missing_data=_missing,
+    published_methods=PUBLISHED_METHODS,
 ),)

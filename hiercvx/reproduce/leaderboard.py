@@ -19,7 +19,7 @@ Every estimator's C has LIBLINEAR's meaning (1/2 ||W||^2 + C sum loss); NHSVM / 
 their papers' ``lam = 1 / (2 C)`` themselves.  The grid fits (every C, every fold) are joblib
 tasks: under a Dask backend (``--scheduler``) they are spread over the cluster too.
 
-Data sets (Clus-HMC ARFF files under ``hmc.DATA_DIR``, ``$HIERCVX_HMC_DATA`` if set; the table
+Data sets (Clus-HMC ARFF files under ``hmc.data_dir()``, ``$HIERCVX_HMC_DATA`` if set; the table
 is skipped, saying so, when they are absent):
 
 * ``ImageCLEF07A``: each label set is one root-to-leaf path; the class is its deepest label.
@@ -259,13 +259,18 @@ def leaf_classes(H, classes):
     return paths.hierarchy, {c: paths.self_leaf.get(c, c) for c in set(classes)}
 
 
-@functools.cache
 def dataset(name: str):
-    """(X_train, y_train, X_test, y_test, H) of data set ``name``, single-label with leaf
-    classes (cached per process: the files are read once however many replications run)."""
+    """(X_train, y_train, X_test, y_test, H) of data set ``name`` in ``hmc.data_dir()``,
+    single-label with leaf classes (cached per process and folder: the files are read once
+    however many replications run)."""
+    return _dataset(name, hmc.data_dir())
+
+
+@functools.cache
+def _dataset(name: str, folder):
     parts = []
     for files in FILES[name]:
-        loaded = [load(hmc.DATA_DIR / f) for f in files]
+        loaded = [load(folder / f) for f in files]
         H = loaded[0].hierarchy
         X = np.vstack([np.asarray(ds.X, dtype=float) for ds in loaded])
         keep, y = single_path_classes(H, [label for ds in loaded for label in ds.y])
@@ -352,7 +357,7 @@ def run_leaderboard(replication: int, quick: bool, seed: int) -> list[dict]:
     ``DataUnavailable`` (saying which file is missing) when the data directory is absent."""
     missing = data_missing()
     if missing:
-        raise DataUnavailable(f"table 'leaderboard' skipped: {missing}")
+        raise DataUnavailable(f"table 'leaderboard': {missing}")
     n_train, n_test, grid, folds = QUICK_PROTOCOL if quick else FULL_PROTOCOL
     # one stream per setting, whatever settings there are (the first two as before)
     states = np.random.SeedSequence(int(seed)).generate_state(len(SETTINGS))

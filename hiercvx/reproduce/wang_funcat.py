@@ -138,12 +138,12 @@ def load_two_branches(settings: Settings = DEFAULTS):
     """``(X, y, H)``: the genes of the two branches as a single-label problem (module
     docstring, steps 1-5, with ``settings``' depth and thresholds); ``X`` keeps NaN for missing
     values, ``y`` are leaves of ``H``.  Read once per settings."""
-    return _load_two_branches(settings)
+    return _load_two_branches(settings, hmc.data_dir())
 
 
 @functools.cache
-def _load_two_branches(settings: Settings):
-    parts = [load(hmc.DATA_DIR / f) for f in FILES]
+def _load_two_branches(settings: Settings, folder):
+    parts = [load(folder / f) for f in FILES]
     X = np.vstack([np.asarray(p.X, dtype=float) for p in parts])
     top = {v for p in parts for v in p.hierarchy.children(p.hierarchy.root)}
     if not set(BRANCHES) <= top:
