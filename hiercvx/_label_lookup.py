@@ -1,0 +1,112 @@
+"""Labels looked up among node names: what is a label set, which column a label names, and why a
+label is unknown.
+
+A label is a node name itself, not only a value equal to one in Python: ``True`` and ``1.0``
+equal the name ``1`` as dict keys, and are refused as labels of it, as
+:class:`hiercvx.Hierarchy` refuses such names side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["is_label_set", "label_positions", "unknown_label_hint", "same_name"]
+
+
+def is_label_set(item, index: Mapping) -> bool:
+    """A sample's label is a set when it is a container that is not itself a node name."""
+    if isinstance(item, (str, bytes)):
+        return False
+    if isinstance(item, (set, frozenset, list, np.ndarray)):
+        return True
+    if isinstance(item, tuple):
+        try:
+            return item not in index
+        except TypeError:
+            return True
+    return False
+
+
+#: label types that are never label sets: one sample, one name (``numpy`` scalars included)
+_SCALAR_LABEL_TYPES = (str, bytes, int, float, np.str_, np.bytes_, np.integer, np.floating, np.bool_)
+
+
+def same_name(label, name) -> bool:
+    """Whether ``label`` is the node name ``name`` and not only equal to it in Python (``True``
+    and ``1.0`` equal ``1``): the rule :func:`_check_name` applies to the names themselves."""
+    return label is name or str(label) == str(name)
+
+
+def _lookup(index: Mapping, names: list, v) -> int:
+    """``v``'s column in ``index`` (name -> column; ``names`` by column), -1 when it is not a
+    name there."""
+    try:
+        j = index.get(v, -1)
+    except TypeError:   # unhashable
+        return -1
+    return j if j >= 0 and same_name(v, names[j]) else -1
+
+
+def _by_column(index: Mapping) -> list:
+    names = [None] * len(index)
+    for name, j in index.items():
+        names[j] = name
+    return names
+
+
+def _scalar_label_columns(labels, index: Mapping, names: list):
+    """Every sample's column when each label is one known name of a scalar type, else ``None``.
+
+    The common case (one label per sample, e.g. a ``predict`` output of 50 000 test points)
+    without a Python step per sample: a 1-D array is looked up once per distinct name."""
+    if isinstance(labels, np.ndarray):
+        if labels.ndim != 1 or labels.dtype.kind not in "biufUS":
+            return None
+        distinct, inverse = np.unique(labels, return_inverse=True)
+        cols = np.fromiter((_lookup(index, names, v.item()) for v in distinct), dtype=np.int64,
+                           count=len(distinct))
+        cols = cols[inverse.ravel()]
+    else:
+        if not all(issubclass(t, _SCALAR_LABEL_TYPES) for t in set(map(type, labels))):
+            return None
+        cols = np.fromiter((_lookup(index, names, v) for v in labels), dtype=np.int64,
+                           count=len(labels))
+    return cols if cols.size and cols.min() >= 0 else None
+
+
+def label_positions(labels, index: Mapping):
+    """``(rows, cols, unknown)`` of single labels or label sets looked up in ``index``
+    (name -> column): one ``(row, col)`` per known label, ``(row, label)`` per unknown one.  A
+    label only equal to a name in Python (``True`` or ``1.0`` for the name ``1``) is unknown."""
+    names = _by_column(index)
+    cols = _scalar_label_columns(labels, index, names)
+    if cols is not None:
+        return np.arange(cols.size), cols, []
+    rows, cols, unknown = [], [], []
+    for s, item in enumerate(labels):
+        members = item if is_label_set(item, index) else (item,)
+        for v in members:
+            j = _lookup(index, names, v)
+            if j < 0:
+                unknown.append((s, v))
+                continue
+            rows.append(s)
+            cols.append(j)
+    return rows, cols, unknown
+
+
+def unknown_label_hint(unknown, index: Mapping) -> str:
+    """A sentence for unknown labels that equal a name in Python but are another type."""
+    names = _by_column(index)
+    for _, v in unknown:
+        try:
+            j = index.get(v, -1)
+        except TypeError:
+            continue
+        if j >= 0:
+            return (f". {v!r} ({type(v).__name__}) equals the name {names[j]!r} "
+                    f"({type(names[j]).__name__}) in Python but is not it: give labels of the "
+                    "names' own type")
+    return ""
