@@ -338,10 +338,11 @@ class HierarchicalPsiClassifier(_SiblingBase):
     certified gap of every convex step.
 
     Attributes: as :class:`SiblingMarginSVC`, with ``objective_`` the psi cost (2) of the
-    best iterate, ``dc_objectives_`` the cost path (first entry: the HSVM start),
-    ``hsvm_objective_`` the HSVM cost at the start, ``gap_`` the largest certified gap over
-    the convex steps (``step_gaps_``: each of them), ``n_iter_`` the DC steps taken,
-    ``best_iteration_``, ``result_`` the HSVM start's solver result.
+    returned iterate (``best_iteration_``: the one at which the last linearization was taken),
+    ``dc_objectives_`` the cost path (first entry: the HSVM start), ``hsvm_objective_`` the
+    HSVM cost at the start, ``gap_`` the largest certified gap over the convex steps
+    (``step_gaps_``: each of them), ``n_iter_`` the DC steps taken, ``result_`` the HSVM
+    start's solver result.
     """
 
     # the psi cost is not convex: no gap certifies it, only each convex step's

@@ -117,12 +117,19 @@ def _nnz_estimate(model: SiblingModel) -> int:
 
 
 class _HierReference(ReferenceProblem):
-    """A :class:`ReferenceProblem` that adds recovered quantities (full weights with the root
-    row, biases, the bias route) to ``sol.values`` after the certificate."""
+    """A :class:`ReferenceProblem` that maps the solver's point to a canonical one on the same
+    optimal face before the certificate (``point``: the primal's pinned biases), and adds
+    recovered quantities (full weights with the root row, biases, the bias route) to
+    ``sol.values`` after it."""
 
-    def __init__(self, *args, extras: Callable | None = None, **kwargs):
+    def __init__(self, *args, extras: Callable | None = None, point: Callable | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
-        self._extras = extras
+        self._extras, self._canonical = extras, point
+
+    def _point(self, ctx, attempt):
+        values, duals = super()._point(ctx, attempt)
+        return (values if self._canonical is None else self._canonical(values)), duals
 
     def solve(self, solver: str | None = None, **kwargs) -> ReferenceSolution:
         sol = super().solve(solver, **kwargs)
@@ -257,8 +264,10 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
     with a zero root row, rows in ``H'.nodes`` order, where ``H' = prob.data["hierarchy"]``
     is ``H`` plus self leaves for internal labels; ``sol.values["biases"]`` ``(len(H'),)``.
     Both are centred within sibling groups (margins unchanged, the sum-to-zero constraints
-    hold exactly).  Certificate: (8) recomputed; lower bound: (9) at the constraint duals
-    made dual feasible (:meth:`SiblingModel.dual_feasible`).
+    hold exactly), and the biases are the optimal ones of least norm for the returned weights
+    (:meth:`SiblingModel.least_biases`): (8) may be flat along a ray of the biases, and this
+    pins the point on it whatever the solver.  Certificate: (8) recomputed; lower bound: (9)
+    at the constraint duals made dual feasible (:meth:`SiblingModel.dual_feasible`).
     """
     t0 = time.perf_counter()
     Cval = float(C)
@@ -303,21 +312,35 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
         constraints={"pairs": pairs, "xi_nonneg": nonneg, "sum_to_zero": sum_zero},
         parameters={"C": Cp, "pair_weights": lam}, infeasibility=cert.infeasibility,
         name=f"sibling-margin SVM primal (2)/(8), {what}", build_time=time.perf_counter() - t0,
-        extras=cert.extras, formulation=primal_formulation(model.linear),
+        extras=cert.extras, point=cert.pin, formulation=primal_formulation(model.linear),
         data={"model": model, "hierarchy": model.pairs.hierarchy, "pairs": model.pairs,
               "kernel": model.kernel, "X": model.X, "K": model.K, "D": D})
 
 
 class _PrimalCertificate:
-    """What :func:`primal_from_model` certifies at the solver's point: the centred functions
-    (coefficients from ``Z`` for a kernel), (8) recomputed there, (9) at the pair duals made
-    dual feasible, and the sum-to-zero residual."""
+    """What :func:`primal_from_model` certifies at the solver's point with its biases pinned
+    (:meth:`pin`): the centred functions (coefficients from ``Z`` for a kernel), (8)
+    recomputed there, (9) at the pair duals made dual feasible, and the sum-to-zero
+    residual."""
 
     def __init__(self, model: SiblingModel, Cp, lam, name_f: str):
         self.model, self.Cp, self.lam, self.name_f = model, Cp, lam, name_f
 
     def functions(self, v):
         return self.model.center(_full(self.model.coefficients(v[self.name_f])), _full(v["b"]))
+
+    def pin(self, v):
+        """The solver's point with the optimal biases of least norm for its weights
+        (:meth:`~hiercvx.models.sibling.SiblingModel.least_biases`): (8) may be flat along a
+        ray of the biases, and a solver may stop anywhere on it.  Each group keeps the mean
+        bias the solver gave it, so the sum-to-zero residual does not change; the centred
+        biases are the least-norm ones."""
+        coef, bb = self.functions(v)
+        least = self.model.least_biases(coef, bb, float(self.Cp.value),
+                                        np.asarray(self.lam.value, float))
+        # the linear program's round-off can leave the group sums off zero: centre again
+        least = self.model.center(coef, least)[1]
+        return {**v, "b": v["b"] + (least - bb)[1:]}
 
     def objective(self, v):
         coef, bb = self.functions(v)
@@ -555,7 +578,8 @@ def dc_from_model(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, solver=N
     ``s_1(f) - <f, grad s_2(f^(m-1))>``, i.e. :func:`primal_from_model` with ``pair_weights``
     = :func:`linearization` at ``f^(m-1)`` -- one compiled problem, re-solved after
     ``prob.set(pair_weights=...)``.  The loop is :func:`hiercvx.solvers.dc.dc_iterations`
-    (stop when ``|s(f^(m)) - s(f^(m-1))| <= tol``; best iterate).  Each step is certified
+    (stop when ``|s(f^(m)) - s(f^(m-1))| <= tol``; the iterate of the last linearization,
+    every step checked against the DC algorithm).  Each step is certified
     (``gap_tol``).  Returns its :class:`~hiercvx.result.Solution` with the extras ``problem``
     (the compiled :func:`primal`) and ``compilations`` (how many times CVXPY compiled it).
     """

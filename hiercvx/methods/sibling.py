@@ -12,7 +12,8 @@ loss) and HPSI ((2) with the psi-loss, by the DC algorithm (3)).
   agree within ``rtol`` plus the reference's fixed-point gap (``lower_bound`` of a DC result is
   the certified bound of its last convex majorant, see :mod:`hiercvx.solvers.dc`), and every
   convex step of both routes is certified (the reference raises otherwise; the fast route
-  reports ``converged=False``).
+  reports ``converged=False``) and checked against the DC algorithm (both raise
+  ``SolverError`` on a bound above the cost it bounds or a rising psi cost).
 """
 
 from __future__ import annotations

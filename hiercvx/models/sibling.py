@@ -37,9 +37,33 @@ from ._sibling_pairs import (SiblingPairs, as_label_array, check_tree, hinge,  #
                              label_indices, names_array, node_pair_table, predict_top_down, psi,
                              score_matrix, sibling_pairs, u_min)
 
-__all__ = ["prepare", "SiblingModel", "SiblingPairs", "sibling_pairs", "checked_inputs",
-           "group_matrix", "check_tree", "node_pair_table", "check_pair_weights",
+__all__ = ["prepare", "SiblingModel", "BiasOptions", "SiblingPairs", "sibling_pairs",
+           "checked_inputs", "group_matrix", "check_tree", "node_pair_table", "check_pair_weights",
            "predict_top_down", "u_min", "psi", "hinge", "cost", "linearization"]
+
+
+@dataclass(frozen=True)
+class BiasOptions:
+    """Settings of :meth:`SiblingModel.least_biases`, the least-norm choice among the optimal
+    biases of (8) for given weights (Wang, Shen & Pan, Appendix B)."""
+
+    #: the round-off of the cost of (8) in the biases and slacks, relative to the sum of the
+    #: magnitudes of its terms: the room the least-norm program gets over the optimum, and
+    #: the uncertainty of the cost at the solver's biases (large far along a flat ray)
+    roundoff_rtol: float = 1e-14
+    #: how much more (relative to ``|cost|``) the least-norm biases may cost than the given
+    #: ones, for the linear program's own accuracy: far below every step's ``gap_tol``
+    #: (1e-8 and up), so certificates do not move; past it the given biases are kept
+    accept_rtol: float = 1e-10
+    #: HiGHS's primal feasibility tolerance: its smallest value; at its default (1e-7) the
+    #: answer may cost 1e-8 more than the level it was given
+    feasibility_tol: float = 1e-10
+
+    def __post_init__(self):
+        for name in ("roundoff_rtol", "accept_rtol", "feasibility_tol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not np.isfinite(value) or value < 0:
+                raise InputError(f"BiasOptions.{name} must be a number >= 0, got {value!r}")
 
 
 @dataclass(eq=False)
@@ -331,6 +355,76 @@ class SiblingModel(Model):
             raise SolverError(f"hpsi: the bias linear program failed: {res.message}", status=res.status,
                               solver="HIGHS")
         return np.r_[0.0, res.x[:M1]]
+
+    def least_biases(self, coef: np.ndarray, b: np.ndarray, C: float, lam=None,
+                     options: BiasOptions | None = None) -> np.ndarray:
+        """The optimal biases of least L1 norm for the weights ``coef``: the paper's bias
+        linear program (Appendix B: with ``w`` fixed, (8) in ``(b, xi)``) solved, then
+        ``||b||_1`` minimized with the cost held at that optimum (:class:`BiasOptions` for
+        the round-off).
+
+        With ``coef`` fixed, (8) is piecewise linear in ``b`` and may be flat along a ray: a
+        DC term ``lam`` that gives up every example of a class (past the psi-loss's corner)
+        lets that class's bias go to ``-inf`` at no cost, and a solver may stop anywhere on
+        the ray.  This choice depends on ``coef``, ``C`` and ``lam`` only, and is bounded;
+        sibling groups keep their biases summing to zero.  ``b`` (the solver's biases) is
+        returned unchanged when HiGHS fails or its answer costs more than ``b`` does, beyond
+        ``options.accept_rtol`` and the round-off of that cost."""
+        opts = BiasOptions() if options is None else options
+        b = np.asarray(b, float)
+        lam = np.zeros(self.pairs.n_pairs) if lam is None else np.asarray(lam, float)
+        if self.pairs.n_pairs == 0:
+            return np.zeros(self.M)
+        cheapest = self._bias_program(coef, C, lam, None, opts)
+        if cheapest is None:
+            return b.copy()
+        level, room = self._bias_level(coef, cheapest, C, lam, opts)
+        new = self._bias_program(coef, C, lam, level + room, opts)
+        new = cheapest if new is None else new
+        value, room_b = self.primal_value(coef, b, C, lam), self._bias_level(coef, b, C, lam,
+                                                                              opts)[1]
+        if self.primal_value(coef, new, C, lam) > value + opts.accept_rtol * abs(value) + room_b:
+            return b.copy()
+        return new
+
+    def _bias_level(self, coef, b, C, lam, options: BiasOptions):
+        """The part of (8) that the biases and slacks move, at ``b``, and its round-off
+        (``options.roundoff_rtol`` times the magnitudes summed)."""
+        Eb, _ = self._bias_system()
+        hinge = C * float(self.hinge_terms(self.train_scores(coef, b)).sum())
+        shift = Eb @ b[1:]
+        magnitude = abs(self.primal_value(coef, b, C, lam)) + hinge + float(lam @ np.abs(shift))
+        return hinge + float(lam @ shift), options.roundoff_rtol * magnitude
+
+    def _bias_program(self, coef, C, lam, level, options: BiasOptions):
+        """The linear programs of :meth:`least_biases` in ``(b+, b-, xi) >= 0``: with
+        ``level=None`` the paper's ``min C sum xi + lam.(E b)``, else::
+
+            min sum(b+ + b-)  s.t.  C sum xi + lam.(E b) <= level
+
+        both under ``m_p + xi_i >= 1`` and group sums of ``b = b+ - b-`` equal to 0; the cost
+        row is divided by ``C`` (entries of order one).  Solved by HiGHS; the biases ``(M,)``
+        (root 0), or ``None`` when it fails."""
+        pr = self.pairs
+        P, n, M1 = pr.n_pairs, self.n, self.M - 1
+        Eb, Gb = self._bias_system()
+        g = pr.margins(self.train_scores(coef, np.zeros(self.M)))
+        Exi = sp.csr_matrix((np.ones(P), (np.arange(P), pr.pair_i)), shape=(P, n))
+        cost = np.r_[Eb.T @ lam, -(Eb.T @ lam), np.full(n, float(C))] / C
+        A_ub, b_ub = sp.hstack([-Eb, Eb, -Exi]).tocsr(), g - 1.0
+        if level is None:
+            c = cost
+        else:
+            c = np.r_[np.ones(2 * M1), np.zeros(n)]
+            A_ub, b_ub = sp.vstack([A_ub, sp.csr_matrix(cost[None, :])]).tocsr(), \
+                np.r_[b_ub, level / C]
+        res = linprog(c, A_ub=A_ub, b_ub=b_ub,
+                      A_eq=sp.hstack([Gb, -Gb, sp.csr_matrix((Gb.shape[0], n))]).tocsr(),
+                      b_eq=np.zeros(Gb.shape[0]), bounds=(0, None), method="highs",
+                      options={"primal_feasibility_tolerance": options.feasibility_tol})
+        if res.status != 0:
+            return None
+        return np.r_[0.0, res.x[:M1] - res.x[M1:2 * M1]]
 
 
 class PsiModel(SiblingModel):

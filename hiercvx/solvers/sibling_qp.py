@@ -140,8 +140,9 @@ def solve_dc(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, verbose=False
     Returns
     -------
     Solution
-        The result of :func:`hiercvx.solvers.dc.dc_iterations` (a certified DC fixed point;
-        extras ``biases``, ``dc_objectives``, ``best_iteration``, ``step_gaps``, ``steps``,
+        The result of :func:`hiercvx.solvers.dc.dc_iterations` (a certified DC fixed point,
+        or ``SolverError`` when the path cannot be certified; extras ``biases``,
+        ``dc_objectives``, ``best_iteration``, ``step_gaps``, ``steps``,
         ``hsvm``, ``method``).
     """
     C = check_positive(C, "C")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import MISSING
+from dataclasses import MISSING, replace
 
 import numpy as np
 
@@ -155,19 +155,34 @@ class SiblingQPSolver:
         return self.alm.solve(C, lam, tol, o.alm_max_iter if max_iter is None else max_iter,
                               start, max_passes, at_zero, log)
 
+    def pinned(self, res: Solution) -> Solution:
+        """``res`` (a solve of (8)) with its biases pinned to the least-norm ones
+        (:meth:`~hiercvx.models.sibling.SiblingModel.least_biases`: optimal for its weights,
+        bounded) and its objective recomputed there, when they have drifted along a flat ray of (8)
+        (``options.bias_drift``); else ``res``.  The certified bound is unchanged."""
+        model, b = self.model, res.biases
+        C, lam = res.extras["C"], res.extras["pair_weights"]
+        scale = np.abs(model.pairs.margins(model.train_scores(res.weights, np.zeros(self.M))))
+        if np.abs(b).max() <= self.options.bias_drift * (1.0 + scale.max(initial=0.0)):
+            return res
+        coef, b = model.center(res.weights, model.least_biases(res.weights, b, C, lam))
+        return replace(res, weights=coef, objective=model.primal_value(coef, b, C, lam),
+                       extras={**res.extras, "biases": b})
+
     def solve_dc(self, C=1.0, tol=1e-6, max_iter=50, gap_tol=1e-6,
                  step_max_iter=None, verbose=False) -> Solution:
         """HPSI: the DC loop :func:`hiercvx.solvers.dc.dc_iterations` (Wang, Shen & Pan (3))
         with every convex step solved by :meth:`solve` (HSVM cold, then each step warm-started
         by the previous one under ALM and the working set; the interior points start cold),
-        certified to ``gap_tol`` within ``step_max_iter`` iterations; ``tol`` and
+        certified to ``gap_tol`` within ``step_max_iter`` iterations, its biases pinned by
+        :meth:`pinned` when they drift; ``tol`` and
         ``max_iter`` are the DC loop's; ``verbose`` logs every DC step and the steps of every
         convex solve at INFO."""
         t0 = time.perf_counter()
 
         def step(pair_weights):
-            res = self.solve(C, pair_weights, tol=gap_tol, max_iter=step_max_iter,
-                             warm_start=pair_weights is not None, verbose=verbose)
+            res = self.pinned(self.solve(C, pair_weights, tol=gap_tol, max_iter=step_max_iter,
+                                         warm_start=pair_weights is not None, verbose=verbose))
             return res.weights, res.biases, res
 
         out = dc_iterations(self.model, float(C), tol, max_iter, step, "sibling_qp.solve_dc",

@@ -75,6 +75,10 @@ class Options:
     ws_seed_margin: float = 0.2
     #: at most this many working-set rounds (each one interior point path)
     ws_rounds: int = 20
+    #: the dual interior point's path ends after this many certificates in a row that do not
+    #: lower the best gap: past its round-off floor the path only diverges (to overflow at
+    #: small ``C``), so the best certificate is kept
+    dual_stalled_certificates: int = 3
     #: the working set falls back to ALM above this many times ``max_dual_pairs`` pairs
     ws_size_factor: int = 4
     #: the primal IPM's Newton matrix is assembled with one product per block when it has at
@@ -89,6 +93,12 @@ class Options:
     dense_repair_rows: int = 300
     #: ... and entries; above, by a sparse LU of the rows the support touches
     dense_repair_size: int = 4_000_000
+    #: a DC step's biases are pinned to the least-norm ones
+    #: (:meth:`~hiercvx.models.sibling.SiblingModel.least_biases`, one linear program) when
+    #: one exceeds this many times ``1 +`` the largest pair margin without biases: only a
+    #: flat ray of (8) lets an interior point drift that far, and there the margins lose
+    #: their digits; below it the program would cost more than the step
+    bias_drift: float = 10.0
     #: settings of the dual interior point (:class:`hiercvx.solvers.dual_qp.Options`)
     dual_qp: dual_qp.Options = field(default_factory=dual_qp.Options)
     #: settings of the DC loop of :func:`solve_dc` (:class:`hiercvx.solvers.dc.Options`)
@@ -99,13 +109,15 @@ class Options:
             raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
         for name in ("max_passes", "max_ipm_size", "max_dual_pairs", "ipm_max_iter",
                      "working_set_max_iter", "alm_max_iter", "group_pack", "ws_rounds",
-                     "ws_size_factor", "block_products_max", "block_products_min_rank"):
+                     "ws_size_factor", "block_products_max", "block_products_min_rank",
+                     "dual_stalled_certificates"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise InputError(f"sibling_qp Options.{name} must be an integer >= 1, "
                                  f"got {value!r}")
         for name in ("rank_rtol", "probe_margin", "correct_below", "ws_margin",
-                     "ws_seed_margin", "normal_cache", "dense_repair_rows", "dense_repair_size"):
+                     "ws_seed_margin", "normal_cache", "dense_repair_rows", "dense_repair_size",
+                     "bias_drift"):
             value = getattr(self, name)
             if isinstance(value, bool) or not np.isfinite(value) or value < 0:
                 raise InputError(f"sibling_qp Options.{name} must be a number >= 0, "
