@@ -210,3 +210,29 @@ def test_bad_input(Est, wang3):
         Est(dag).fit(X[:4], ["c", "d", "c", "d"])
     with pytest.raises(hc.HierarchyError, match="single leaf"):
         Est(hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "a"})).fit(X[:4], ["b"] * 4)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_sequential_reference_size_advice_admits_every_node(monkeypatch, kernel):
+    """``solver="reference"`` sizes every node's SVM before fitting any and names the largest:
+    that limit admits the fit, one below it is refused again."""
+    H = hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                   "A3": "A", "B1": "B", "B2": "B"})
+    rng = np.random.default_rng(0)
+    y = ["A1", "A2", "A3", "B1", "B2"] * 5
+    X = rng.standard_normal((len(y), 3)) + 2.0 * np.eye(5, 3)[[H.leaves.index(v) for v in y]]
+    fitted = []
+    original = SiblingMarginSVC.fit
+    monkeypatch.setattr(SiblingMarginSVC, "fit",
+                        lambda self, *a, **kw: fitted.append(1) or original(self, *a, **kw))
+    make = lambda size: SequentialHierarchicalSVC(  # noqa: E731
+        hierarchy=H, kernel=kernel, solver="reference", solver_options={"max_size": size})
+    with pytest.raises(hc.ProblemTooLargeError, match="the largest of the 3 node SVMs") as err:
+        make(10).fit(X, y)
+    assert fitted == []   # refused before any node was fitted
+    advised = err.value.size
+    assert f"solver_options={{'max_size': {advised}}}" in str(err.value)
+    with pytest.raises(hc.ProblemTooLargeError):
+        make(advised - 1).fit(X, y)
+    est = make(advised).fit(X, y)
+    assert len(fitted) == 3 and est.score(X, y) > 0.5

@@ -37,6 +37,7 @@ from .._validation import check_positive
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ..kernels import Kernel, median_heuristic
+from ..reference import check_size
 from ..result import rewritten_convergence_warnings
 from ._base import (check_solver_options, is_precomputed, kernel_parts, solver_route,
                     validate_training_X, validate_X)
@@ -326,6 +327,14 @@ class SiblingMarginSVC(_SiblingBase):
         self._store_model(X, H, sigma, model, coef, b)
         return self
 
+    def _reference_size(self, X, y):
+        """``(size, name)``: the estimated size of the reference ``fit`` declares on ``(X, y)``
+        with ``solver="reference"`` (:func:`hiercvx.formulations.hpsi.primal_size`, a bound for
+        a kernel), found without declaring it."""
+        X, labels, H, sigma = self._prepare(X, y)
+        size, name = _SIBLING.reference_sizes["primal"]
+        return size(self._model("sibling_svm", X, labels, H, sigma)), name
+
 
 class HierarchicalPsiClassifier(_SiblingBase):
     """HPSI of Wang, Shen & Pan: (2) with the psi-loss, minimized by the DC algorithm (3)
@@ -459,31 +468,13 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         pairs = _SIBLING.sibling_pairs(labels, H)  # validates; self leaves for internal labels
         Hw = pairs.hierarchy
-        lab = pairs.labels
-        A = Hw.ancestor_matrix.tocsr()           # A[v, u] = 1 iff u is v or an ancestor of v
-        children = [np.asarray(c, dtype=np.int64) for c in Hw.children_indices]
-        models = {}
+        models, svms = self._node_problems(X, Hw, pairs.labels, sigma)
+        if self.solver == "reference":
+            self._check_reference_sizes(X, svms, Hw)
         objective, gap, n_iter = 0.0, 0.0, 0
         log = logger.info if verbosity(self.verbose) else logger.debug
-        for s in range(len(Hw)):
-            kids = children[s]
-            if len(kids) < 2:
-                continue
-            # the child of s on each example's path (if its label lies below s)
-            on_path = A[lab][:, kids].toarray()              # (n, |kids|)
-            rows = np.flatnonzero(on_path.any(axis=1))
-            if rows.size == 0:
-                models[s] = int(kids[0])
-                continue
-            child = kids[np.argmax(on_path[rows], axis=1)]
+        for s, (svm, rows, child) in svms.items():
             present = np.unique(child)
-            if present.size == 1:
-                models[s] = int(present[0])
-                continue
-            flat = Hierarchy.from_parents({-1: None, **{int(c): -1 for c in kids}})
-            svm = SiblingMarginSVC(hierarchy=flat, C=self.C, kernel=_with_width(self.kernel, sigma),
-                                   solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                                   solver_options=self.solver_options)
             svm.fit(X[rows], child)
             models[s] = svm
             objective += svm.objective_
@@ -506,6 +497,43 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         y = read_test_labels(y, self.hierarchy, multilabel=False)
         return accuracy(y, self.predict(X), sample_weight)
+
+    def _node_problems(self, X, Hw, lab, sigma):
+        """``(models, svms)``: each parent node with one child on its examples' paths (or
+        none) mapped to that child in ``models``; every other to ``(svm, rows, child)`` in
+        ``svms``: the flat SVM over its children, its examples and the child on each one's
+        path."""
+        A = Hw.ancestor_matrix.tocsr()           # A[v, u] = 1 iff u is v or an ancestor of v
+        models, svms = {}, {}
+        for s, kids in enumerate(Hw.children_indices):
+            kids = np.asarray(kids, dtype=np.int64)
+            if len(kids) < 2:
+                continue
+            on_path = A[lab][:, kids].toarray()              # (n, |kids|)
+            rows = np.flatnonzero(on_path.any(axis=1))
+            child = kids[np.argmax(on_path[rows], axis=1)] if rows.size else kids[:1]
+            present = np.unique(child)
+            if present.size == 1:
+                models[s] = int(present[0])
+                continue
+            flat = Hierarchy.from_parents({-1: None, **{int(c): -1 for c in kids}})
+            svms[s] = (SiblingMarginSVC(hierarchy=flat, C=self.C,
+                                        kernel=_with_width(self.kernel, sigma), solver=self.solver,
+                                        tol=self.tol, max_iter=self.max_iter,
+                                        solver_options=self.solver_options), rows, child)
+        return models, svms
+
+    def _check_reference_sizes(self, X, svms, Hw) -> None:
+        """Refuse, before any node is fitted, a fit whose largest node reference is over
+        ``solver_options["max_size"]``, naming that node's size, which admits them all."""
+        sizes = {s: svm._reference_size(X[rows], child) for s, (svm, rows, child) in svms.items()}
+        if not sizes:
+            return
+        node = max(sizes, key=lambda s: sizes[s][0].nonzeros)
+        size, what = sizes[node]
+        check_size(size.variables, size.constraints, size.nonzeros, solver_route(self).max_size,
+                   what=f"{what} at node {Hw.nodes[node]!r} (the largest of the {len(sizes)} "
+                        "node SVMs)")
 
     def predict(self, X):
         """Top-down: at each parent node, the node's SVM picks the child."""

@@ -28,6 +28,7 @@ Helpers re-exported from the model: :func:`predict_top_down` (``d^H``), :func:`u
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Callable
@@ -44,7 +45,8 @@ from ..models.sibling import (SiblingModel, SiblingPairs, check_pair_weights, co
 from ..kernels import psd_factor
 from ..describe import Symbol, latex_text
 from .._reference_scaling import rescales_features
-from ..reference import Formulation, ReferenceProblem, ReferenceSolution, check_size
+from ..reference import (Formulation, ProblemSize, ReferenceProblem, ReferenceSolution,
+                         check_size)
 from ..result import Solution
 from ..solvers.dc import check_dc_options, dc_iterations
 
@@ -108,12 +110,26 @@ def _selection_matrices(model: SiblingModel):
     return D, Exi, Gt
 
 
-def _nnz_estimate(model: SiblingModel) -> int:
+def _nnz_estimate(model: SiblingModel, cols: int) -> int:
     n, M1, P = model.n, model.M - 1, model.pairs.n_pairs
-    cols = model.X.shape[1] if model.linear else model.L.shape[1]
     if model.linear and sp.issparse(model.X):
         cols = max(1, model.X.nnz // max(1, n))
     return n * cols * M1 + 3 * P + n * M1
+
+
+PRIMAL_NAME = "the sibling-margin SVM primal (2)/(8)"
+
+
+def primal_size(model: SiblingModel) -> ProblemSize:
+    """The estimated size of (2)/(8) declared from ``model`` (:func:`primal_from_model`),
+    without declaring it; a kernel model not yet factored counts ``n`` columns for its factor
+    ``L`` (the factor's rank is at most ``n``), so the size is then a bound."""
+    n, M1, P = model.n, model.M - 1, model.pairs.n_pairs
+    if model.linear:
+        p = model.X.shape[1]
+    else:
+        p = n if model.L is None else model.L.shape[1]
+    return ProblemSize(M1 * p + M1 + n, P + n + n * model.pairs.n_groups, _nnz_estimate(model, p))
 
 
 class _HierReference(ReferenceProblem):
@@ -279,8 +295,7 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
     # which interior-point solvers cannot certify at large C (Example 3, C = 1000)
     feats = model.X if model.linear else model.L
     p = feats.shape[1]
-    check_size(M1 * p + M1 + n, P + n + n * model.pairs.n_groups, _nnz_estimate(model), max_size,
-               what="the sibling-margin SVM primal (2)/(8)")
+    check_size(*dataclasses.astuple(primal_size(model)), max_size, what=PRIMAL_NAME)
     D, Exi, Gt = _selection_matrices(model)
 
     Cp = cp.Parameter(pos=True, value=Cval, name="C")

@@ -91,7 +91,8 @@ PARTS: dict[str, Parts] = {
     "sibling_svm": Parts("sibling_svm", {"primal": hpsi.primal_from_model},
                          {"sibling_pairs": sibling_model.sibling_pairs,
                           "node_pair_table": sibling_model.node_pair_table,
-                          "predict_top_down": sibling_model.predict_top_down}),
+                          "predict_top_down": sibling_model.predict_top_down,
+                          "reference_sizes": {"primal": (hpsi.primal_size, hpsi.PRIMAL_NAME)}}),
     "hpsi": Parts("hpsi", {"dc": hpsi.dc_from_model}, {"check_dc_options": check_dc_options}),
 }
 
