@@ -315,6 +315,35 @@ def test_snap_rounds_given_up_examples_onto_their_dc_term():
     assert np.all(out[beta < 1e-12 * C] == 0) and np.all(out[first[6:]] == 0.3 * C)
 
 
+def test_dual_ipm_dc_at_tiny_C_ends_a_stalled_path_and_certifies_every_step():
+    """A DC run at C = 1e-3 whose third step has a degenerate dual: the dual interior point's
+    certificates stall at its round-off floor (weights of order 1e-6 whose hinge terms keep
+    the gap at 1e-7), after which its path diverges to overflow.  The path ends at the stall,
+    the zero functions with their best biases certify the step, and the run agrees with the
+    CVXPY reference within the certified gaps."""
+    X, y, H = random_problem(47, n=25, internal=False)
+    C = 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast = fast_dc(X, y, H, C=C, method="dual_ipm", gap_tol=1e-8)
+    assert fast.converged and all(step.converged for step in fast.steps)
+    assert np.all(fast.step_gaps <= 1e-8)
+    assert all(np.isfinite(step.dual).all() for step in fast.steps)
+    ref = hpsi.dc(X, y, H, C=C, tol=1e-6, max_iter=50)
+    slack = (ref.objective - ref.lower_bound) + max(fast.objective - fast.lower_bound, 0.0)
+    assert abs(fast.objective - ref.objective) <= slack + 1e-12
+
+
+def test_certificate_refuses_a_non_finite_iterate():
+    X, y, H = random_problem(47, n=25, internal=False)
+    solver = engine(X, y, H, method="dual_ipm")
+    beta = np.full(solver.P, np.nan)
+    lam = np.zeros(solver.P)
+    assert solver.certificate.lower_bound(beta, lam, 1e-3, final=False) == (-np.inf, None)
+    with pytest.raises(hc.SolverError, match="non-finite"):
+        solver.certificate.lower_bound(beta, lam, 1e-3)
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_every_dc_step_is_certified_at_small_C(kernel):
     """Flat psi-learning at small C gives up many examples (beta = lam = C on one pair): the

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.optimize import linprog
 
+from ...exceptions import SolverError
 from .options import Options
 from .problem import PairProblem
 
@@ -164,7 +165,16 @@ class Certificate:
         """``D`` at a feasible point near ``beta``: the least-norm repair on the support, else
         (final iterates only) the one-sided LP repair, else the reference's
         :meth:`~hiercvx.models.sibling.SiblingModel.dual_feasible`; intermediate iterates get
-        ``-inf`` when the cheap repair fails.  Returns ``(D, feasible point)``."""
+        ``-inf`` when the cheap repair fails.  Returns ``(D, feasible point)``.  A final
+        ``beta`` with non-finite entries (a method's iterate that overflowed) raises
+        :class:`~hiercvx.exceptions.SolverError`: no feasible point is near it."""
+        if not np.isfinite(beta).all():
+            if not final:
+                return -np.inf, None
+            raise SolverError("sibling_qp certificate: the method's dual iterate has non-finite "
+                              "entries (its path overflowed); no lower bound can be certified "
+                              f"from it (C={C:.3g})", status="non-finite iterate",
+                              solver="sibling_qp")
         feas = self.repair(beta, lam, C)
         if feas is None:
             if not final:

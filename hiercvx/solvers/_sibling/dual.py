@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ...exceptions import SolverError
 from ...result import relative_gap, stopping_gap
 from .. import dual_qp
 from ..dual_qp import BlockDiagonal
@@ -129,14 +130,17 @@ class DualRoute:
         whole problem (biases: the multipliers of (10), then
         :meth:`~.problem.PairProblem.complete_biases`).  Stops at the certificate, or (with
         ``stop_on_violation``) at the restricted optimum -- or at a probe half way along the
-        path -- when some pair outside ``idx`` violates its margin there.  Returns the best
-        certified state (``W``, ``b``, ``primal``, ``lower``, ``feas``, ``beta``, ``gap``,
-        ``n_iter``; ``violated``: those pairs, ``near``: the pairs left out within
-        ``options.ws_margin`` of violating).  ``log`` takes one line per interior point step
-        and per certificate."""
+        path -- when some pair outside ``idx`` violates its margin there -- or after
+        ``options.dual_stalled_certificates`` certificates in a row that do not lower the best
+        gap (the path is past its round-off floor); raises
+        :class:`~hiercvx.exceptions.SolverError` when no finite iterate was certified.
+        Returns the best certified state (``W``, ``b``, ``primal``, ``lower``, ``feas``,
+        ``beta``, ``gap``, ``n_iter``; ``violated``: those pairs, ``near``: the pairs left out
+        within ``options.ws_margin`` of violating).  ``log`` takes one line per interior point
+        step and per certificate."""
         pb, sys_ = self.problem, self.system(idx, live, lam)
         ii = pb.pairs.pair_i[idx]
-        state = {"gap": np.inf, "violated": np.zeros(0, dtype=np.int64)}
+        state = {"gap": np.inf, "violated": np.zeros(0, dtype=np.int64), "stalled": 0}
 
         def scored(x, y):
             beta = np.zeros(pb.P)
@@ -163,7 +167,9 @@ class DualRoute:
         def accept(x, y, u):
             point = scored(x, y)
             margins = point[4]
+            best = state["gap"]
             self._certify(state, point, C, lam, tol, live, at_zero)
+            state["stalled"] = state["stalled"] + 1 if state["gap"] >= best else 0
             log("sibling_qp dual certificate: primal %.10g, lower bound %.10g, gap %.3e",
                 *state["last"], relative_gap(*state["last"]))
             reach = reach_of(margins)
@@ -171,14 +177,24 @@ class DualRoute:
             state["violated"] = np.flatnonzero(sys_.candidates & (margins < reach - scale))
             state["near"] = np.flatnonzero(sys_.candidates
                                            & (margins < reach + self.options.ws_margin))
-            # the restricted optimum is reached: growing the set is the caller's move
-            return state["last_gap"] <= tol or stop_on_violation
+            # the restricted optimum is reached: growing the set is the caller's move; a path
+            # whose certificates no longer improve is past its round-off floor
+            return (state["last_gap"] <= tol or stop_on_violation
+                    or state["stalled"] >= self.options.dual_stalled_certificates)
 
         x, y, it, stopped = dual_qp.solve_dual_qp(
             sys_.Q, sys_.g, sys_.Bm, sys_.E, sys_.h, C, max_iter, accept, tol,
             probe if stop_on_violation else None, options=self.options.dual_qp, log=log)
-        if not stopped:
+        finite = bool(np.isfinite(x).all() and np.isfinite(y).all())
+        if not stopped and finite:
             accept(x, np.asarray(y), None)
+        if "W" not in state:
+            raise SolverError(
+                f"sibling_qp dual interior point on {idx.size} pairs: "
+                + ("its iterate overflowed to non-finite values" if not finite else
+                   "no certificate at a finite iterate")
+                + f" after {it} steps, before any certificate (C={C:.3g})",
+                status="diverged" if not finite else "uncertified", solver="sibling_qp (dual_ipm)")
         state["n_iter"] = it
         return state
 
@@ -186,7 +202,11 @@ class DualRoute:
         """The certificate at ``point = (beta, W, b, S, margins)``; kept in ``state`` when its gap
         is the best so far.  The multipliers of (10) pin the biases only through the kept
         pairs (and to the interior point's accuracy): with the weights fixed, the best biases
-        for all pairs are an LP (Appendix B's route), taken when they lower the primal."""
+        for all pairs are an LP (Appendix B's route), taken when they lower the primal.  The
+        zero functions with their best biases are tried the same way when the weights'
+        penalty is within the gap: at small ``C`` they are often the optimum, which a
+        degenerate dual path approaches only to its round-off floor (small weights whose
+        hinge terms keep the gap open)."""
         pb, m = self.problem, self.problem.model
         beta, W, bc, S, margins = point
         primal = m.penalty(W) + C * float(m.hinge_terms(S).sum()) + float(lam @ margins)
@@ -197,7 +217,13 @@ class DualRoute:
             primal2 = m.primal_value(W2, b2, C, lam)
             if primal2 < primal:
                 bc, primal = b2, primal2
-                gap = stopping_gap(primal, lower, at_zero)
+            if m.penalty(W) <= primal - lower:  # weights this small may be zero's round-off
+                W0, b0 = pb.complete_biases(np.zeros_like(W),
+                                            m.biases_lp(np.zeros_like(W), C, lam), live)
+                primal0 = m.primal_value(W0, b0, C, lam)
+                if primal0 < primal:
+                    W, bc, primal = W0, b0, primal0
+            gap = stopping_gap(primal, lower, at_zero)
         state["last_gap"], state["last"] = gap, (primal, lower)
         if gap < state["gap"]:
             state.update(W=W, b=bc, primal=primal, lower=lower, feas=feas, beta=beta, gap=gap)
