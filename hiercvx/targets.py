@@ -85,7 +85,8 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
         y = np.asarray(y)
     multilabel = is_multilabel_target(y, hierarchy)
     if not multilabel:
-        _check_single_labels(y, hierarchy)
+        y = label_array(y)
+        _check_single_labels(y)
     if multilabel:
         if sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2):
             Yi = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y) != 0)
@@ -105,7 +106,6 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
             else:
                 classes = class_array(hierarchy.leaves)
     else:
-        y = label_array(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn does
         if y.ndim != 1:
@@ -136,10 +136,10 @@ def label_array(y) -> np.ndarray:
     return np.asarray(items)
 
 
-def _check_single_labels(y, hierarchy: Hierarchy | None) -> None:
-    """scikit-learn's check of class labels, per label type: names of several types (node
-    names of any hashable type) are each checked with their own kind."""
-    yy = label_array(y)
+def _check_single_labels(yy: np.ndarray) -> None:
+    """scikit-learn's check of class labels (``yy`` from :func:`label_array`), per label type:
+    names of several types (node names of any hashable type) are each checked with their own
+    kind."""
     if yy.ndim == 2 and yy.shape[1] == 1:
         yy = yy.ravel()
     groups = [yy]
