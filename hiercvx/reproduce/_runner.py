@@ -338,17 +338,17 @@ def _run_flags(quick: bool, seed: int) -> str:
 def _other_runs(checkpoints: Checkpoints, quick: bool, seed: int, out, n: int) -> str:
     """The advice when none of the first ``n`` replications of (``quick``, ``seed``) is kept:
     the options of the runs whose checkpoints are there, else how to make some."""
-    kept = set()
+    runs_there = set()
     for path in checkpoints.dir.glob("*-seed*-r*.json"):
         kind, _, rest = path.stem.partition("-seed")
         number = rest.partition("-r")[0]
         if kind in ("quick", "full") and number.isdigit():
-            kept.add((kind == "quick", int(number)))
-    if (bool(quick), int(seed)) in kept:
+            runs_there.add((kind == "quick", int(number)))
+    if (bool(quick), int(seed)) in runs_there:
         return f"those kept there are past the first {n}: raise --replications"
-    if not kept:
+    if not runs_there:
         return f"run the table with --out {out} first"
-    runs = "; ".join(_run_flags(q, s) for q, s in sorted(kept))
+    runs = "; ".join(_run_flags(q, s) for q, s in sorted(runs_there))
     return f"the replications kept there are of runs with {runs}: give the same options"
 
 
