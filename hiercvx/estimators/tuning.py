@@ -75,9 +75,6 @@ def _read_labels(est, y, hierarchy):
     """``y`` as the fitted estimator's ``score`` reads it (:func:`read_test_labels`): label
     sets that include their ancestors reduced to their most specific members, one label per
     sample after a single-label fit."""
-    # a 1-D object array of label sets is read as the list of them
-    if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype == object:
-        y = list(y)
     H = _label_hierarchy(est, hierarchy)
     try:
         return read_test_labels(y, H, getattr(est, "multilabel_", False))
