@@ -121,6 +121,11 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
     check_target(y)
     check_internal_labels(internal_labels, who)
     H, classes, labels, multilabel = targets.resolve_training_targets(y, hierarchy, n_samples)
+    empty = next((i for i, s in enumerate(labels) if is_label_set(s, H._index) and not len(s)),
+                 None)
+    if empty is not None:
+        raise LabelError(f"{who}: sample {empty} has an empty label set; every sample needs a "
+                         "label (drop the samples without one)")
     if hierarchy is None:
         return Targets(H, classes, labels, multilabel)
     if multilabel:
@@ -128,10 +133,6 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
         single = None if _is_indicator(y) else single_labels(labels)
         if single is not None:
             labels, multilabel = single, False
-    empty = next((i for i, s in enumerate(labels) if is_label_set(s, {}) and not len(s)), None)
-    if empty is not None:
-        raise LabelError(f"{who}: sample {empty} has an empty label set; every sample needs a "
-                         "label (drop the samples without one)")
     if multilabel and single_label:
         i, s = next((i, s) for i, s in enumerate(labels) if len(s) != 1)
         raise LabelError(

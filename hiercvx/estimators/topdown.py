@@ -428,12 +428,8 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
 
 
 def _check_leaf_labels(H, classes, labels, multilabel) -> None:
-    """Refuse empty label sets and labels that are not leaves of ``H`` (thesis section 3.1)."""
-    if multilabel:
-        empty = [i for i, s in enumerate(labels) if not s]
-        if empty:
-            raise LabelError(f"{len(empty)} sample(s) have an empty label set (first: {empty[:5]}); "
-                             "every sample needs at least one label")
+    """Refuse labels that are not leaves of ``H`` (thesis section 3.1; empty label sets are
+    refused where every estimator reads its labels, :func:`read_training_labels`)."""
     leaf_set = set(classes.tolist())
     off_leaf = {v for s in labels for v in (s if multilabel else (s,)) if v not in leaf_set}
     internal = [v for v in off_leaf if v in H][:3]
