@@ -175,18 +175,16 @@ def cmd_reproduce(args) -> int:
         return _list_tables(args)
     if args.table is None:
         raise InputError("name a table (`hiercvx reproduce --list` shows them)")
-    if args.data is not None:
-        if not Path(args.data).is_dir():
-            raise InputError(f"--data {args.data}: no such directory; give the folder that "
-                             "holds the Clus-HMC ARFF files")
-        # the environment, not an argument: the local worker processes read it too
-        os.environ[DATA_ENV] = os.path.abspath(args.data)
+    if args.data is not None and not Path(args.data).is_dir():
+        raise InputError(f"--data {args.data}: no such directory; give the folder that "
+                         "holds the Clus-HMC ARFF files")
     result = reproduce.run_table(args.table, quick=args.quick, replications=args.replications,
                                  n_jobs=1 if args.n_jobs is None else args.n_jobs,
                                  scheduler=args.scheduler,
                                  out="reproduce" if args.out is None else args.out,
                                  seed=0 if args.seed is None else args.seed,
-                                 verbose=not args.quiet, resume=args.resume, collect=args.collect)
+                                 verbose=not args.quiet, resume=args.resume, collect=args.collect,
+                                 data_dir=args.data)
     if result.skipped:
         raise reproduce.DataUnavailable(f"cannot run {args.table}: {result.skipped}")
     print(result)
@@ -242,8 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("reproduce", help="rebuild a paper's table: ours beside the paper's numbers, "
                        "CSV + PNG; replications on local cores or a Dask cluster",
-                       epilog=DATA_EPILOG + f"; with --scheduler, the Dask workers read their "
-                       f"own {DATA_ENV}")
+                       epilog=DATA_EPILOG + f"; with --scheduler, --data goes to the Dask "
+                       f"workers (which must see the folder at the same path), else they read "
+                       f"their own {DATA_ENV}")
     p.add_argument("table", nargs="?", metavar="TABLE", help=f"one of {', '.join(reproduce.names())}")
     p.add_argument("--list", action="store_true", help="the registered tables")
     p.add_argument("--quick", action="store_true", help="a reduced version that runs in seconds")

@@ -354,6 +354,26 @@ def test_cutting_plane_size_advice_admits_the_whole_loop(when):
     assert empty < _advised(short) < advised
 
 
+def test_cutting_plane_refusal_before_the_loop_counts_the_rounds_it_will_run():
+    """A first master refused at construction names the limit for the rounds its solve will
+    run: the constructor's max_iter, which the estimator passes from its solver_options."""
+    from hiercvx.estimators import NormalizedHierarchicalSVC
+
+    X, Y = data(SMALL_TREE, n=12, seed=9, multilabel=True)
+    empty = nhsvm.primal(X, Y, SMALL_TREE, lam=0.25)._master_size()[2]
+    model = nhsvm.primal(X, Y, SMALL_TREE, lam=0.25).nhsvm_data
+    with pytest.raises(hc.ProblemTooLargeError, match="max_iter=500 rounds") as err:
+        nhsvm.cutting_plane_from_model(model, 0.25, max_size=empty - 1, max_iter=500)
+    long_loop = _advised(err)
+    with pytest.raises(hc.ProblemTooLargeError, match="max_iter=200 rounds") as err:
+        nhsvm.cutting_plane_from_model(model, 0.25, max_size=empty - 1)
+    assert _advised(err) < long_loop
+    est = NormalizedHierarchicalSVC(hierarchy=SMALL_TREE, solver="reference", C=2.0,
+                                    solver_options={"max_size": empty - 1, "max_iter": 500})
+    with pytest.raises(hc.ProblemTooLargeError, match="max_iter=500 rounds"):
+        est.fit(X, Y)
+
+
 def test_multilabel_hamming_loss_also_matches_enumeration():
     X, Y = data(SMALL_TREE, n=8, seed=8, multilabel=True)
     prob = nhsvm.primal(X, Y, SMALL_TREE, lam=0.5, loss="hamming")

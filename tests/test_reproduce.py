@@ -5,6 +5,7 @@ import csv
 import dataclasses
 import json
 import math
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -288,6 +289,44 @@ def test_a_replication_raising_data_unavailable_skips_the_table(monkeypatch, cap
         "data files not found: /nowhere/x.arff"
     assert cli.main(["reproduce", "fake", "--quick", "--quiet"]) == 2
     assert "cannot run fake: data files not found: /nowhere/x.arff" in capsys.readouterr().err
+
+
+def _reports_its_data_dir(replication, quick, seed):
+    """A replication that says which Clus-HMC folder it reads (as a skip, the one message a
+    replication hands back without rows)."""
+    raise reproduce.DataUnavailable(f"reads {os.environ.get(hmc.HMC_DATA_ENV)}")
+
+
+def _fake_table(monkeypatch, run):
+    base = reproduce.get("cai-table7.5")
+    fake = reproduce.Table(name="fake", title="t", paper="p", reference="r", source="s", run=run,
+                           metrics=base.metrics, reported={}, paper_replications=1, resolution=0.05)
+    monkeypatch.setitem(reproduce.TABLES, "fake", fake)
+
+
+def test_data_dir_reaches_the_replications_wherever_they_run(tmp_path, monkeypatch):
+    """data_dir (--data) is the folder of every replication: in this process, and on a Dask
+    worker, whose environment is its own; the caller's environment is left as it was."""
+    _fake_table(monkeypatch, _reports_its_data_dir)
+    monkeypatch.setenv(hmc.HMC_DATA_ENV, "/elsewhere")
+    folder = str(tmp_path)
+    assert reproduce.run_table("fake", quick=True, verbose=False,
+                               data_dir=folder).skipped == f"reads {folder}"
+    assert os.environ[hmc.HMC_DATA_ENV] == "/elsewhere"
+    # the task carries the folder: a worker without the variable reads it all the same
+    monkeypatch.delenv(hmc.HMC_DATA_ENV)
+    with pytest.raises(reproduce.DataUnavailable, match=f"reads {folder}"):
+        _runner._numbered(_reports_its_data_dir, 0, True, 1, folder)
+    assert hmc.HMC_DATA_ENV not in os.environ
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        assert reproduce.run_table("fake", quick=True, verbose=False, data_dir=folder,
+                                   scheduler=cluster.scheduler_address
+                                   ).skipped == f"reads {folder}"
+    with pytest.raises(InputError, match="no such directory"):
+        reproduce.run_table("fake", quick=True, verbose=False, data_dir=tmp_path / "none")
 
 
 def test_zhou_runs_on_synthetic_data_without_the_data_directory(tmp_path, monkeypatch):

@@ -270,8 +270,10 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             res.extras["state"] = None  # the dual caches are for warm starts only; keep the model light
             self.n_iter_ = res.n_iter
         elif model.multilabel:
-            res = _NHSVM.from_model["cutting_plane"](model, lam, inference=self.inference,
-                                                     max_size=route.max_size).solve(
+            res = _NHSVM.from_model["cutting_plane"](
+                model, lam, inference=self.inference, max_size=route.max_size,
+                max_iter=route.settings.get("max_iter", getattr(route.settings.get("options"),
+                                                                "max_iter", None))).solve(
                 # no bar of its own: its rounds are logged, which verbose shows
                 solver=route.solver, **{"gap_tol": float(self.tol), "verbose": False,
                                         **route.settings})

@@ -135,11 +135,12 @@ class CuttingPlaneProblem(ReferenceProblem):
     build.  The master grows by its cuts, so a refusal names a limit that admits the whole
     loop: the master's size when the loop starts plus ``max_iter`` rounds of at most one cut
     per sample, each over the nodes of positive path weight (before :meth:`solve` is called,
-    ``max_iter`` is :class:`Options`' default).
+    ``max_iter`` is the constructor's, by default :class:`Options`' default).
     """
 
     def __init__(self, data: NHSVMModel, lam: float, *, inference: str = "auto",
-                 max_size: int | None = None, started: float | None = None):
+                 max_size: int | None = None, max_iter: int | None = None,
+                 started: float | None = None):
         t0 = time.perf_counter() if started is None else started
         self.nhsvm_data = data
         self.oracle = LabelSetOracle(data.H, inference)
@@ -153,7 +154,7 @@ class CuttingPlaneProblem(ReferenceProblem):
         self.n_builds = 0
         # a round adds at most one cut per sample, over the nodes of positive path weight
         self._round_nnz = int(np.count_nonzero(data.sqrt_alpha)) * self._X.nnz + n
-        self._rounds = Options().max_iter
+        self._rounds = Options().max_iter if max_iter is None else int(max_iter)
         self._start_nnz = self._master_size()[2]
         self._build()
         super().__init__(self.problem, variables=self.variables, objective=self._objective,
@@ -369,11 +370,13 @@ class CuttingPlaneProblem(ReferenceProblem):
 
 
 def cutting_plane_from_model(model: NHSVMModel, lam: float = 1.0, *, inference: str = "auto",
-                             max_size: int | None = None, started: float | None = None
-                             ) -> CuttingPlaneProblem:
+                             max_size: int | None = None, max_iter: int | None = None,
+                             started: float | None = None) -> CuttingPlaneProblem:
     """The cutting-plane reference of multi-label NHSVM (10) on a prepared model (no checks
-    beyond the model's own)."""
+    beyond the model's own).  ``max_iter``: the rounds a ``max_size`` refusal of the first
+    master counts on (pass the ``max_iter`` that :meth:`CuttingPlaneProblem.solve` will get)."""
     if not model.multilabel:
         raise InputError("the cutting-plane reference is for multi-label NHSVM; single-label "
                          "problems are declared whole by hiercvx.formulations.nhsvm.primal_from_model")
-    return CuttingPlaneProblem(model, lam, inference=inference, max_size=max_size, started=started)
+    return CuttingPlaneProblem(model, lam, inference=inference, max_size=max_size,
+                               max_iter=max_iter, started=started)

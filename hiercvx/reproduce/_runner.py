@@ -18,6 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
+from ..datasets._common import HMC_DATA_ENV
 from ..exceptions import HierCVXError, InputError
 from . import nhsvm, wang
 from ._table import DataUnavailable, Table
@@ -184,24 +185,45 @@ class Checkpoints:
         os.replace(tmp, self.path(r))
 
 
-def _numbered(run, r, quick, seed):
+@contextlib.contextmanager
+def _data_dir(path):
+    """``$HIERCVX_HMC_DATA`` set to ``path`` (nothing when ``None``) while the block runs, in the
+    process that runs it: the client, a local worker or a Dask worker."""
+    if path is None:
+        yield
+        return
+    before = os.environ.get(HMC_DATA_ENV)
+    os.environ[HMC_DATA_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(HMC_DATA_ENV, None)
+        else:
+            os.environ[HMC_DATA_ENV] = before
+
+
+def _numbered(run, r, quick, seed, data_dir=None):
     """``(r, run(r, quick, seed))``: a replication's rows with its number (they come back as
-    they finish)."""
-    return r, run(r, quick, seed)
+    they finish), run with ``data_dir`` as its Clus-HMC folder when given."""
+    with _data_dir(data_dir):
+        return r, run(r, quick, seed)
 
 
 def execute(table: Table, quick: bool, seeds: list[int], n_jobs=1, scheduler=None,
-            verbose=True, done: dict[int, list[dict]] | None = None, on_done=None) -> list[dict]:
+            verbose=True, done: dict[int, list[dict]] | None = None, on_done=None,
+            data_dir=None) -> list[dict]:
     """All replications' rows, in replication order, with a progress bar unless quiet.
 
     ``done``: rows of replications already finished (by index), not run again; ``on_done(r,
     rows)`` is called as each other replication finishes (in the order they finish).  With
     fewer replications to run than local jobs, the replications run one after another and the
     jobs go to the joblib tasks inside them (grid and cross-validation fits of the tables that
-    declare them with ``Parallel(n_jobs=None)``); the numbers are the same either way."""
+    declare them with ``Parallel(n_jobs=None)``); the numbers are the same either way.
+    ``data_dir``: the Clus-HMC folder every replication reads, wherever it runs."""
     done = dict(done or {})
     todo = [r for r in range(len(seeds)) if r not in done]
-    tasks = (delayed(_numbered)(table.run, r, quick, seeds[r]) for r in todo)
+    tasks = (delayed(_numbered)(table.run, r, quick, seeds[r], data_dir) for r in todo)
     inner = contextlib.nullcontext()
     if scheduler is None and len(todo) < effective_n_jobs(n_jobs):
         inner, n_jobs = parallel_config(n_jobs=n_jobs), 1
@@ -246,7 +268,7 @@ def check_out_dir(out) -> None:
 
 def run_table(name: str, *, quick: bool = False, replications: int | None = None, n_jobs: int = 1,
               scheduler=None, out=None, seed: int = 0, verbose: bool = True,
-              resume: bool = False, collect: bool = False) -> TableResult:
+              resume: bool = False, collect: bool = False, data_dir=None) -> TableResult:
     """Rebuild table ``name``: ``replications`` runs (default: 2 with ``quick``, else the
     paper's number), each seeded from ``(seed, r)``, through joblib with ``n_jobs`` local
     workers or on the Dask cluster ``scheduler``; aggregated, compared with the paper and,
@@ -261,7 +283,25 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     can so be run in pieces: stop it any time, run the same command with ``--resume``.
     ``collect=True`` runs nothing: the table of the replications among the first
     ``replications`` that are already kept there (the state of a run still going, or stopped).
+
+    ``data_dir``: the folder of the Clus-HMC ARFF files, for this run only: ``$HIERCVX_HMC_DATA``
+    in this process and in every worker that runs a replication, local or on the Dask cluster
+    (whose workers must see the folder at the same path, as on a shared file system).  Without
+    it, each process reads its own ``$HIERCVX_HMC_DATA``.
     """
+    if data_dir is not None:
+        if not Path(data_dir).is_dir():
+            raise InputError(f"data_dir {data_dir}: no such directory; give the folder that "
+                             "holds the Clus-HMC ARFF files")
+        data_dir = os.path.abspath(data_dir)
+    with _data_dir(data_dir):
+        return _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
+                          resume, collect, data_dir)
+
+
+def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose, resume,
+               collect, data_dir) -> TableResult:
+    """:func:`run_table` with its data folder in place."""
     table = get(name)
     if (resume or collect) and out is None:
         raise InputError(f"{'collect' if collect else 'resume'}=True reads the finished "
@@ -295,7 +335,7 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
         def on_done(r, rows):
             checkpoints.save(r, seeds[r], rows)
     try:
-        rows = execute(table, quick, seeds, n_jobs, scheduler, verbose, done, on_done)
+        rows = execute(table, quick, seeds, n_jobs, scheduler, verbose, done, on_done, data_dir)
     except DataUnavailable as exc:
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=str(exc))
     result = TableResult(table, quick, int(replications), int(seed), aggregate(table, rows), rows,
