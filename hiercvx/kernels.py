@@ -58,8 +58,48 @@ def median_heuristic(X, y=None, max_points: int = 2000, random_state=0) -> float
     return float(np.median(d))
 
 
-def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix") -> None:
-    """Refuse a non-symmetric or non-PSD Gram matrix, quoting its smallest eigenvalue."""
+def _entry_precision(K: np.ndarray) -> float:
+    """The machine epsilon of the type ``K``'s entries carry: its own for a float16 / float32
+    array, float32's for a float64 array whose every entry is a float32 number (a float32
+    matrix converted on the way in), else float64's."""
+    if K.dtype in (np.float16, np.float32):
+        return float(np.finfo(K.dtype).eps)
+    if K.dtype == np.float64:
+        with np.errstate(over="ignore"):
+            if np.array_equal(K.astype(np.float32), K):
+                return float(np.finfo(np.float32).eps)
+    return float(np.finfo(np.float64).eps)
+
+
+def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix", *,
+              eps: float | None = None) -> None:
+    """Refuse a non-symmetric or non-PSD Gram matrix, quoting its smallest eigenvalue.
+
+    Parameters
+    ----------
+    K : array of shape (n, n)
+    tol : float
+        Relative tolerance at float64 precision: eigenvalues down to ``-tol * max(1, max|K|)``
+        pass (round-off of a PSD matrix computed in float64).
+    what : str
+        The matrix's name in the message.
+    eps : float, optional
+        The precision of ``K``'s entries, the machine epsilon of the type they were computed
+        in.  Default: float32's for a float32 ``K`` or a float64 ``K`` whose entries are all
+        float32 numbers (a float32 Gram matrix converted on the way in; float16 likewise), else
+        float64's.  Eigenvalues down to ``-n * eps * max|lambda|`` pass as well: rounding each
+        entry by a relative ``eps`` moves every eigenvalue by at most ``||E||_2 <= n eps
+        max|K|`` (Weyl's inequality), and ``max|K| <= max|lambda|``.
+
+    Raises
+    ------
+    InputError
+        ``K`` is not square, has non-finite entries, is not symmetric, or has an eigenvalue
+        below both bounds.
+    """
+    if eps is not None and not (np.isfinite(eps) and eps >= 0):
+        raise InputError(f"eps must be a non-negative number (a machine epsilon), got {eps!r}")
+    precision = _entry_precision(np.asarray(K)) if eps is None else float(eps)
     K = np.asarray(K, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise InputError(f"the {what} must be square, got shape {K.shape}")
@@ -68,11 +108,13 @@ def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix") -> 
     scale = max(1.0, float(np.abs(K).max()))
     if not np.allclose(K, K.T, atol=1e-10 * scale):
         raise InputError(f"the {what} is not symmetric (max asymmetry "
-                         f"{np.abs(K - K.T).max():.3g}); symmetrize it")
-    lmin = float(np.linalg.eigvalsh((K + K.T) / 2).min())
-    if lmin < -tol * scale:
+                         f"{np.abs(K - K.T).max():.3g}); symmetrize it, e.g. (K + K.T) / 2")
+    lam = np.linalg.eigvalsh((K + K.T) / 2)
+    rounding = K.shape[0] * precision * float(np.abs(lam).max())
+    if lam.min() < -max(tol * scale, rounding):
         raise InputError(f"the {what} is not positive semidefinite: its smallest eigenvalue is "
-                         f"{lmin:.3g}; a valid kernel gives a PSD Gram matrix")
+                         f"{lam.min():.3g} (largest {lam.max():.3g}); a valid kernel gives a PSD "
+                         "Gram matrix")
 
 
 def psd_factor(K: np.ndarray, rtol: float = 1e-12, scale_floor: float = 1.0) -> np.ndarray:

@@ -13,11 +13,16 @@ Algorithm 8, step by step (``learn_hierarchy``):
    (``scipy.cluster.hierarchy.linkage(method="average")``);
 4. the inconsistency coefficient of each link: ``(m - mean(S)) / std(S)`` over ``S`` = the
    link's merge distance and those of the non-singleton clusters it merges, sample standard
-   deviation, 0 when ``S`` has one element (``scipy.cluster.hierarchy.inconsistent(Z, 2)``);
+   deviation, 0 when ``S`` has one element or its distances are equal up to the relative
+   tolerance ``rtol`` (the statistics of ``scipy.cluster.hierarchy.inconsistent(Z, 2)``, with a
+   two-pass standard deviation);
 5. the threshold: the mean of the non-zero coefficients;
-6. the cut: a link whose coefficient exceeds the threshold is removed, and with it every link
-   above it (``fcluster(criterion="inconsistent")``); the classes still connected form one flat
-   cluster;
+6. the cut: a link whose coefficient exceeds the threshold by more than the relative tolerance
+   ``rtol`` is removed, and with it every link above it (``fcluster(criterion="inconsistent")``);
+   the classes still connected form one flat cluster.  Coefficients equal in exact arithmetic
+   (a chain of single classes joining one cluster gives ``1/sqrt(2)`` at every link) differ in
+   floating point in their last bits only, so without the tolerance rounding, and with it the
+   order of the examples, would decide the cut;
 7. the hierarchy: root -> one node per flat cluster -> its classes.
 """
 
@@ -30,7 +35,7 @@ import scipy.sparse as sp
 from scipy.cluster import hierarchy as sch
 from scipy.spatial.distance import squareform
 
-from ._validation import check_features
+from ._validation import check_features, check_target
 from .exceptions import HierarchyError, InputError, LabelError
 from .hierarchy import Hierarchy
 from .kernels import Kernel, check_psd, make_kernel
@@ -38,6 +43,8 @@ from .targets import resolve_targets
 
 __all__ = [
     "TaxonomyResult",
+    "LINKAGE_METHODS",
+    "inconsistency",
     "learn_hierarchy",
     "learn_taxonomy",
     "hierarchy_from_distances",
@@ -48,6 +55,9 @@ __all__ = [
 
 _ROOT = "<root>"
 
+#: the linkage rules of ``scipy.cluster.hierarchy.linkage`` (the thesis' (6.2) is "average")
+LINKAGE_METHODS = ("single", "complete", "average", "weighted", "centroid", "median", "ward")
+
 
 @dataclass
 class TaxonomyResult:
@@ -55,8 +65,8 @@ class TaxonomyResult:
 
     ``clusters[k]`` is the flat cluster (0-based, numbered by first appearance in ``classes``)
     of class ``classes[k]``; ``linkage`` is scipy's ``Z`` over the classes in that order;
-    ``inconsistency`` is scipy's ``R`` (mean, std, count, coefficient per link); the
-    coefficients are ``inconsistency[:, 3]``.
+    ``inconsistency`` holds the statistics of scipy's ``R`` (mean, std, count, coefficient per
+    link; :func:`inconsistency`); the coefficients are ``inconsistency[:, 3]``.
     """
 
     hierarchy: Hierarchy
@@ -78,13 +88,21 @@ class TaxonomyResult:
 # --------------------------------------------------------------------------------------------
 
 def _class_matrix(y):
-    """``(classes, Y)`` with ``Y`` a bool ``(n, q)`` CSR membership matrix."""
+    """``(classes, Y, counts)`` with ``Y`` a bool ``(n, q)`` CSR membership matrix.  Every
+    sample needs a label (a None or NaN label, an empty label set and an all-zero indicator
+    row are refused): a sample without one would silently take no part in any centroid."""
     try:
+        check_target(y, "y", allow_mixed=True, caller="taxonomy learning")
         H, classes, labels, _ = resolve_targets(y, None)
     except LabelError as exc:
         raise LabelError(f"taxonomy learning clusters classes: {exc}") from None
     ind = H.label_indicator(labels)
     Y = sp.csr_matrix(ind[:, H.indices(classes.tolist())], dtype=bool)
+    empty = np.flatnonzero(np.asarray(Y.sum(axis=1)).ravel() == 0)
+    if len(empty):
+        raise LabelError(f"taxonomy learning clusters classes: sample {int(empty[0])} has no label "
+                         f"({len(empty)} sample(s) without one); every sample needs a label: drop "
+                         "the samples without one, or give each its class")
     counts = np.asarray(Y.sum(axis=0)).ravel()
     if np.any(counts == 0):
         k = int(np.flatnonzero(counts == 0)[0])
@@ -145,23 +163,89 @@ def _fresh_name(base: str, taken: set) -> str:
     return name
 
 
-def hierarchy_from_distances(D, classes, *, method: str = "average", depth: int = 2,
-                             threshold: float | None = None, root=None,
-                             cluster_prefix: str = "cluster") -> TaxonomyResult:
-    """Algorithm 8, steps 2-28, from a ``(q, q)`` distance matrix between classes.
+def inconsistency(Z, depth: int = 2, rtol: float = 1e-9) -> np.ndarray:
+    """The inconsistency statistics of every link of the linkage ``Z`` (Cai thesis Algorithm 8,
+    lines 13-24).
 
-    ``method``: scipy linkage (the thesis uses ``"average"``, (6.2)); ``depth``: the number of
-    link levels in the inconsistency statistics (Algorithm 8 uses the link and the links of the
-    two clusters it merges: 2); ``threshold``: the cut (default: the mean of the non-zero
-    inconsistency coefficients, line 26; when every coefficient is 0 nothing is cut and all
-    classes form one cluster).
+    Parameters
+    ----------
+    Z : ndarray of shape (q - 1, 4)
+        A scipy linkage matrix.
+    depth : int
+        Link levels in the statistics: the link itself and the links up to ``depth - 1``
+        levels below it (Algorithm 8: the link and those of the clusters it merges, 2).
+    rtol : float
+        Merge distances equal up to this relative tolerance count as equal: their standard
+        deviation, and the coefficient, are 0 (rounding would otherwise turn equal distances
+        into an arbitrary coefficient).
+
+    Returns
+    -------
+    ndarray of shape (q - 1, 4)
+        Per link the mean and sample standard deviation (two-pass) of the merge distances
+        ``S``, their number, and the coefficient ``(m - mean(S)) / std(S)`` (0 when ``S`` has
+        one element or its standard deviation is 0): ``scipy.cluster.hierarchy.inconsistent``'s
+        ``R``, whose one-pass standard deviation carries an error of about ``1e-8 * m``.
     """
+    q = len(Z) + 1
+    R = np.zeros((len(Z), 4))
+    for i in range(len(Z)):
+        level, heights = [i], [Z[i, 2]]
+        for _ in range(depth - 1):
+            level = [int(c) - q for j in level for c in Z[j, :2] if c >= q]
+            heights.extend(Z[j, 2] for j in level)
+        S = np.asarray(heights)
+        std = float(S.std(ddof=1)) if len(S) > 1 else 0.0
+        if std <= rtol * float(np.abs(S).max()):
+            std = 0.0
+        R[i] = S.mean(), std, len(S), (Z[i, 2] - S.mean()) / std if std > 0 else 0.0
+    return R
+
+
+def _check_cut_options(method, depth, threshold, rtol):
+    """``(depth, threshold, rtol)`` as numbers, each refused with the values it may take."""
+    if not isinstance(method, str) or method not in LINKAGE_METHODS:
+        raise InputError(f"method must be one of {LINKAGE_METHODS} (scipy's linkage rules; the "
+                         f"thesis uses 'average'), got {method!r}")
+    try:
+        ok = not isinstance(depth, (bool, np.bool_)) and int(depth) == depth and depth >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"depth must be a positive integer (link levels in the inconsistency "
+                         f"statistics; Algorithm 8 uses 2), got {depth!r}")
+    if threshold is not None:
+        threshold = _finite(threshold, "threshold", " or None (the mean of the non-zero "
+                            "inconsistency coefficients)")
+    rtol = _finite(rtol, "rtol", " (a relative tolerance, e.g. 1e-9)")
+    if rtol < 0:
+        raise InputError(f"rtol must be non-negative (a relative tolerance, e.g. 1e-9), "
+                         f"got {rtol!r}")
+    return int(depth), threshold, rtol
+
+
+def _finite(value, name: str, what: str) -> float:
+    """``value`` as a finite float, else an :class:`InputError` naming ``name`` and ``what``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = np.nan
+    if isinstance(value, (bool, np.bool_)) or not np.isfinite(number):
+        raise InputError(f"{name} must be a finite number{what}, got {value!r}")
+    return number
+
+
+def _check_distances(D, classes):
+    """``(D, classes)``: a finite, non-negative, symmetric ``(q, q)`` matrix with zero diagonal
+    over ``q >= 2`` distinct class names, none of them None."""
     classes = tuple(classes.tolist() if isinstance(classes, np.ndarray) else classes)
     q = len(classes)
     if q < 2:
         raise LabelError(f"a hierarchy over classes needs at least two classes, got {q}")
     if len(set(classes)) != q:
         raise LabelError("class names must be distinct")
+    if any(c is None for c in classes):
+        raise LabelError("a class name is None, which no hierarchy node can have: name every class")
     try:
         D = np.asarray(D, dtype=float)
     except (TypeError, ValueError):
@@ -174,15 +258,52 @@ def hierarchy_from_distances(D, classes, *, method: str = "average", depth: int 
         raise InputError("the class distance matrix is not symmetric; symmetrize it, e.g. (D + D.T) / 2")
     if np.any(np.abs(np.diag(D)) > 0):
         raise InputError("the class distance matrix must have a zero diagonal")
-    if int(depth) != depth or depth < 1:
-        raise InputError(f"depth must be a positive integer, got {depth!r}")
+    return D, classes
+
+
+def hierarchy_from_distances(D, classes, *, method: str = "average", depth: int = 2,
+                             threshold: float | None = None, root=None,
+                             cluster_prefix: str = "cluster", rtol: float = 1e-9) -> TaxonomyResult:
+    """Cai thesis Algorithm 8, steps 2-28, from a ``(q, q)`` distance matrix between classes.
+
+    Parameters
+    ----------
+    D : array of shape (q, q)
+        Distances between the classes (thesis (6.1)): finite, symmetric, zero diagonal.
+    classes : sequence of q distinct class names
+    method : one of :data:`LINKAGE_METHODS`
+        The scipy linkage rule (the thesis uses ``"average"``, (6.2)).
+    depth : int
+        Link levels in the inconsistency statistics (:func:`inconsistency`; Algorithm 8: 2).
+    threshold : float or None
+        The cut; None: the mean of the non-zero inconsistency coefficients (line 26; when every
+        coefficient is 0 nothing is cut and all classes form one cluster).
+    root, cluster_prefix :
+        The root's name (default ``"<root>"``, made distinct from the classes) and the prefix of
+        the cluster nodes' names.
+    rtol : float
+        Relative tolerance of the cut: a link is cut when its coefficient exceeds
+        ``threshold * (1 + rtol)`` (for a non-negative threshold), so coefficients equal to the
+        threshold in exact arithmetic are not "above" it whatever their rounding; merge
+        distances equal up to ``rtol`` have coefficient 0 (:func:`inconsistency`).  The default
+        ``1e-9`` is far above the rounding of the coefficients and far below any difference
+        between them that the data make.
+
+    Returns
+    -------
+    TaxonomyResult
+    """
+    D, classes = _check_distances(D, classes)
+    depth, threshold, rtol = _check_cut_options(method, depth, threshold, rtol)
+    q = len(classes)
     Z = sch.linkage(squareform(0.5 * (D + D.T), checks=False), method=method)
-    R = sch.inconsistent(Z, d=int(depth))
+    R = inconsistency(Z, depth, rtol)
     coeff = R[:, 3]
     if threshold is None:
         nonzero = coeff[coeff != 0]
         threshold = float(nonzero.mean()) if len(nonzero) else 0.0
-    labels = sch.fcluster(Z, t=float(threshold), criterion="inconsistent", depth=int(depth), R=R)
+    cut = threshold + rtol * abs(threshold)  # "above the threshold", not within rounding of it
+    labels = sch.fcluster(Z, t=cut, criterion="inconsistent", depth=depth, R=R)
     # renumber the flat clusters by first appearance in `classes`
     _, first = np.unique(labels, return_index=True)
     rank = np.empty(len(first), dtype=np.int64)
@@ -204,26 +325,38 @@ def hierarchy_from_distances(D, classes, *, method: str = "average", depth: int 
 
 
 def learn_taxonomy(X, y, *, kernel="linear", sigma: float | None = None, method: str = "average",
-                   depth: int = 2, threshold: float | None = None, root=None) -> TaxonomyResult:
-    """Algorithm 8 in full; returns the :class:`TaxonomyResult` (see :func:`learn_hierarchy`)."""
+                   depth: int = 2, threshold: float | None = None, root=None,
+                   rtol: float = 1e-9) -> TaxonomyResult:
+    """Cai thesis Algorithm 8 in full: centroid distances (:func:`centroid_distances`), then
+    :func:`hierarchy_from_distances` (see there for ``method``, ``depth``, ``threshold``,
+    ``root`` and ``rtol``); the options are checked before any distance is computed.
+
+    Returns
+    -------
+    TaxonomyResult (see :func:`learn_hierarchy` for ``X``, ``y``, ``kernel`` and ``sigma``)
+    """
+    _check_cut_options(method, depth, threshold, rtol)
     classes, D = centroid_distances(X, y, kernel=kernel, sigma=sigma)
     return hierarchy_from_distances(D, classes, method=method, depth=depth, threshold=threshold,
-                                    root=root)
+                                    root=root, rtol=rtol)
 
 
 def learn_hierarchy(X, y, *, kernel="linear", sigma: float | None = None, method: str = "average",
-                    depth: int = 2, threshold: float | None = None, root=None) -> Hierarchy:
+                    depth: int = 2, threshold: float | None = None, root=None,
+                    rtol: float = 1e-9) -> Hierarchy:
     """A two-level :class:`~hiercvx.Hierarchy` (root -> flat clusters -> classes) learned from
     labelled data by Cai thesis Algorithm 8.
 
     ``y``: one label per example, label sets (multi-label) or a 0/1 indicator matrix; the
-    classes are its distinct labels.  ``kernel`` gives the distance (6.1) in a feature space
-    (``"linear"``, ``"rbf"``, a callable, or ``"precomputed"`` with ``X`` the examples' Gram
-    matrix).  For a precomputed distance between classes use :func:`hierarchy_from_distances`.
-    The hierarchy's leaves are the classes; use it with any hierarchical estimator.
+    classes are its distinct labels, and every example needs one.  ``kernel`` gives the
+    distance (6.1) in a feature space (``"linear"``, ``"rbf"``, a callable, or
+    ``"precomputed"`` with ``X`` the examples' Gram matrix).  ``method``, ``depth``,
+    ``threshold``, ``root`` and ``rtol`` as in :func:`hierarchy_from_distances`.  For a
+    precomputed distance between classes use :func:`hierarchy_from_distances`.  The
+    hierarchy's leaves are the classes; use it with any hierarchical estimator.
     """
     return learn_taxonomy(X, y, kernel=kernel, sigma=sigma, method=method, depth=depth,
-                          threshold=threshold, root=root).hierarchy
+                          threshold=threshold, root=root, rtol=rtol).hierarchy
 
 
 # --------------------------------------------------------------------------------------------

@@ -133,8 +133,9 @@ def test_check_estimator():
 
 def test_bad_input():
     X, y = _data(0, multilabel=False)
-    with pytest.raises(ValueError, match="n_rounds"):
-        AdaBoostMH(n_rounds=0).fit(X, y)
+    for bad in (0, True, np.True_, 2.0):
+        with pytest.raises(ValueError, match="n_rounds must be a positive integer"):
+            AdaBoostMH(n_rounds=bad).fit(X, y)
     with pytest.raises(ValueError, match="two classes"):
         AdaBoostMH().fit(X, np.zeros(len(y)))
     Xn = X.copy()

@@ -492,3 +492,38 @@ def test_estimator_intercept_is_the_constant_feature():
     pre = HierarchicalPerceptron(hierarchy=H, kernel="precomputed", fit_intercept=False,
                                  shuffle=False).fit(rbf.kernel_(X) + s ** 2, Y)
     assert np.allclose(rbf.class_scores(X), pre.class_scores(rbf.kernel_(X) + s ** 2))
+
+
+def test_one_class_is_refused_naming_the_perceptron():
+    X = np.random.default_rng(0).standard_normal((6, 2))
+    with pytest.raises(hc.LabelError, match="HierarchicalPerceptron needs at least two classes"):
+        HierarchicalPerceptron(hierarchy=hc.Hierarchy.from_parents({"r": None, "a": "r"})).fit(X, ["a"] * 6)
+
+
+def test_float32_gram_matrix_is_psd_to_float32_precision():
+    """A float32 Gram matrix has eigenvalues below 0 by float32 rounding (about n eps_32
+    lambda_max): accepted, as float32 or converted to float64; an indefinite one is refused."""
+    from hiercvx.estimators import TopDownSVC
+    from hiercvx.kernels import check_psd
+
+    rng = np.random.RandomState(0)
+    X = (rng.uniform(size=(30, 5)) * 10).astype(np.float32)
+    y = np.arange(30) % 3
+    K = X @ X.T
+    assert np.linalg.eigvalsh(K.astype(float)).min() < -1e-8 * np.abs(K).max()  # float64's tol fails
+    check_psd(K)
+    check_psd(K.astype(float))  # every entry a float32 number: float32's precision
+    with pytest.raises(hc.InputError, match="not positive semidefinite"):
+        check_psd(K.astype(float), eps=np.finfo(float).eps)
+    est = HierarchicalPerceptron(kernel="precomputed", fit_intercept=False).fit(K, y)
+    assert np.mean(est.predict(K) == y) > 0.3
+    with warnings.catch_warnings():  # the unscaled Gram matrix: slow convergence is not the point
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        TopDownSVC(kernel="precomputed").fit(K, y)
+    lam_max = float(np.linalg.eigvalsh(K.astype(float)).max())
+    indefinite = (K - np.float32(1e-3 * lam_max) * np.eye(30, dtype=np.float32)).astype(np.float32)
+    for M in (indefinite, indefinite.astype(float)):
+        with pytest.raises(hc.InputError, match="not positive semidefinite"):
+            check_psd(M)
+        with pytest.raises(hc.InputError, match="not positive semidefinite"):
+            HierarchicalPerceptron(kernel="precomputed", fit_intercept=False).fit(M, y)

@@ -5,6 +5,8 @@ Independent routes: Algorithm 8's inconsistency coefficients and cut transcribed
 means (and kernel means) against the Gram-matrix formula (6.1).
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -45,14 +47,15 @@ def _algorithm8_coefficients(Z):
     return out
 
 
-def _algorithm8_cut(Z, coeff, threshold):
-    """Line 27 and the text: links above the threshold are cut, and every link built on a cut
-    link is cut too; classes joined by the remaining links form one cluster."""
+def _algorithm8_cut(Z, coeff, threshold, rtol=1e-9):
+    """Line 27 and the text: links above the threshold (beyond the relative tolerance
+    ``rtol``) are cut, and every link built on a cut link is cut too; classes joined by the
+    remaining links form one cluster."""
     q = Z.shape[0] + 1
     kept = np.zeros(len(Z), dtype=bool)
     for t, (a, b, _, _) in enumerate(Z):
         kids_ok = all(kept[int(c) - q] for c in (a, b) if c >= q)
-        kept[t] = coeff[t] <= threshold and kids_ok
+        kept[t] = coeff[t] <= threshold + rtol * abs(threshold) and kids_ok
     parent = list(range(2 * q - 1))
 
     def find(u):
@@ -178,6 +181,77 @@ def test_taxonomy_bad_input():
         T.hierarchy_from_distances(np.array([[0, 1, 2], [1, 0, 1], [3, 1, 0]]), "abc")
     with pytest.raises(ValueError, match="two classes"):
         T.hierarchy_from_distances(np.zeros((1, 1)), "a")
+
+
+def test_chain_coefficients_equal_in_exact_arithmetic_are_not_above_their_mean():
+    """Each class joining one growing cluster gives every link the coefficient 1/sqrt(2); their
+    mean is the threshold, so no link is above it and all classes form one cluster, in every
+    row order (without the tolerance, rounding alone decides between 1 and 3 clusters)."""
+    y = np.array(["a", "b", "c", "d"])
+    for last in (6.0, 7.0, 10.0, 11.0):
+        X = np.array([[0.0], [1.0], [3.0], [last]])
+        for p in itertools.permutations(range(4)):
+            res = T.learn_taxonomy(X[list(p)], y[list(p)])
+            assert res.n_clusters == 1
+            nonzero = res.inconsistency[:, 3][res.inconsistency[:, 3] != 0]
+            np.testing.assert_allclose(nonzero, 1 / np.sqrt(2), rtol=1e-12)
+
+
+def test_row_order_does_not_change_the_taxonomy():
+    rng = np.random.default_rng(1)
+    y = np.repeat(list("abcdef"), 3)
+
+    def groups(res):
+        return sorted(sorted(map(str, res.hierarchy.children(c))) for c in res.cluster_names)
+    for _ in range(60):
+        X = np.round(rng.standard_normal((18, 2)) * 3, 1) + rng.choice([0.0, 1e2, 1e4])
+        p = rng.permutation(18)
+        assert groups(T.learn_taxonomy(X, y)) == groups(T.learn_taxonomy(X[p], y[p]))
+
+
+def test_inconsistency_statistics_are_scipys_with_equal_distances_at_zero():
+    rng = np.random.default_rng(4)
+    C = rng.standard_normal((12, 3))
+    Z = sch.linkage(C, method="average")
+    for d in (1, 2, 3, 4):
+        np.testing.assert_allclose(T.inconsistency(Z, d), sch.inconsistent(Z, d), atol=1e-7)
+    # merge distances equal up to rounding: a spread of 0, not an arbitrary coefficient
+    Z = sch.linkage(np.array([1.0, np.nextafter(1.0, 2.0), np.nextafter(1.0, 2.0)]), "average")
+    assert Z[1, 2] != Z[0, 2] and np.all(T.inconsistency(Z)[:, [1, 3]] == 0)
+
+
+def test_taxonomy_options_are_refused_naming_the_valid_values():
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((12, 2)), np.arange(12) % 4
+    D = np.abs(np.subtract.outer(np.arange(4.0), np.arange(4.0)))
+    for bad, match in ((dict(threshold=np.nan), "threshold must be a finite number or None"),
+                       (dict(threshold=np.inf), "threshold must be a finite number"),
+                       (dict(threshold="a"), "threshold must be a finite number"),
+                       (dict(depth="x"), "depth must be a positive integer"),
+                       (dict(depth=True), "depth must be a positive integer"),
+                       (dict(method="bogus"), r"method must be one of \('single', 'complete', 'average'"),
+                       (dict(rtol=-1e-9), "rtol must be non-negative"),
+                       (dict(rtol=np.nan), "rtol must be a finite number")):
+        with pytest.raises(hc.InputError, match=match):
+            T.learn_taxonomy(X, y, **bad)
+        with pytest.raises(hc.InputError, match=match):
+            T.hierarchy_from_distances(D, "abcd", **bad)
+    assert T.learn_taxonomy(X, y, method="single", depth=2.0, threshold=1).n_clusters >= 1
+
+
+def test_samples_without_a_label_are_refused():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((12, 3))
+    sets = [{"a"}, {"b"}, {"c"}, {"d"}] * 3
+    indicator = np.eye(4, dtype=int)[np.arange(12) % 4]
+    indicator[5] = 0
+    for y in ([set()] + sets[1:], indicator):
+        with pytest.raises(hc.LabelError, match="sample (0|5) has no label.*every sample needs a label"):
+            T.learn_taxonomy(X, y)
+    with pytest.raises(hc.LabelError, match=r"y\[0\] is None: every sample needs a label"):
+        T.learn_taxonomy(X, [None] + ["a", "b", "c", "d"] * 2 + ["a", "b", "c"])
+    with pytest.raises(hc.LabelError, match="class name is None"):
+        T.hierarchy_from_distances(np.ones((3, 3)) - np.eye(3), [None, "b", "c"])
 
 
 # ------------------------------------------------------------------------------ random hierarchies

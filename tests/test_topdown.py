@@ -215,6 +215,55 @@ def test_dag_leaf_under_two_children():
         assert [est.classes_[j] for j in np.argsort(-S[i], kind="stable")] == _dfs_ranking(H, local, i)
 
 
+DAG = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"),
+                               ("B", "z"), ("B", "C"), ("C", "w"), ("C", "y"), ("A", "v")])
+
+
+@pytest.mark.parametrize("multilabel", [False, True], ids=["single", "label sets"])
+def test_threshold_node_margins_on_a_dag_are_predict_closed_upward(multilabel):
+    """An ancestor of the predicted class need not be on its route ("y" routed r -> B -> y is
+    also below A): its margin is >= 0 all the same, as is every node of the closed label set,
+    and no other node's; no node scores above an ancestor."""
+    rng = np.random.default_rng(0)
+    leaves = list(DAG.leaves)
+    yi = rng.integers(0, len(leaves), 150)
+    X = rng.standard_normal((150, 3)) + 1.5 * rng.standard_normal((len(leaves), 3))[yi]
+    y = np.array(leaves)[yi]
+    if multilabel:
+        y = [{a, leaves[(i + 1) % len(leaves)]} if k % 2 else {a} for k, (a, i) in enumerate(zip(y, yi))]
+    est = TopDownSVC(hierarchy=DAG, **OPTS).fit(X, y)
+    closed = np.asarray(DAG.closure(list(est.predict(X))), dtype=bool)
+    methods = ("threshold",) if multilabel else ("threshold", "max_marginal")
+    for method in methods:
+        m = est.node_decision_function(X, method=method)
+        np.testing.assert_array_equal(m >= 0, closed)
+        for v in DAG.nodes:
+            for p in DAG.parents(v):
+                assert np.all(m[:, DAG.index(v)] <= m[:, DAG.index(p)])
+    # the case the routes alone miss: a predicted "y" reached through B only
+    assert np.any(closed[:, DAG.index("A")] & closed[:, DAG.index("B")])
+
+
+def test_threshold_node_margins_on_a_tree_are_the_smallest_local_margin_on_the_path(tree_data):
+    X, y = tree_data
+    est = TopDownSVC(hierarchy=TREE, **OPTS).fit(X, y)
+    local = est.local_scores(X)
+    m = est.node_decision_function(X, method="threshold")
+    for v in TREE.nodes[1:]:
+        chain, u = [], v
+        while TREE.parents(u):  # up the path: each branching parent's local margin of u
+            p = TREE.parents(u)[0]
+            S = local[p]
+            if S.shape[1] > 1:
+                seen = np.isfinite(S)  # an unseen child: one below the lowest seen score
+                low = np.where(seen, S, np.inf).min(axis=1, keepdims=True)
+                S = np.where(seen, S, low - 1.0)
+                chain.append(S[:, TREE.children(p).index(u)] - S.max(axis=1))
+            u = p
+        if chain:
+            np.testing.assert_allclose(m[:, TREE.index(v)], np.min(chain, axis=0))
+
+
 def test_precomputed_kernel_matches_linear(tree_data):
     X, y = tree_data
     X, y, Xt = X[:120], y[:120], X[120:]

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from hiercvx import Hierarchy
-from hiercvx.estimators import HierarchicalSVC, NodeKernelRidge, tune_on_holdout
-from hiercvx.exceptions import LabelError
+from hiercvx.estimators import (HierarchicalSVC, NodeKernelRidge, TopDownSVC, tune_on_holdout,
+                                wang_C_grid)
+from hiercvx.exceptions import InputError, LabelError
 
 H = Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
                             "B1": "B", "B2": "B"})
@@ -62,3 +63,48 @@ def test_labels_that_cannot_be_compared_are_refused_with_the_fix():
         errors = [1 - est.set_params(C=C).fit(X, leaves).score(X_tune, leaves)
                   for C in GRID["C"]]
         np.testing.assert_allclose(-res.scores, errors)
+
+
+def test_best_index_is_the_chosen_grid_point_when_a_fit_fails():
+    X, X_tune, leaves, _ = _data()
+    res = tune_on_holdout(TopDownSVC(hierarchy=H), {"C": [-1.0, 1.0]}, X, leaves, X_tune, leaves,
+                          error_score=0.0)   # the failed fit's 0 beats every fitted score
+    assert res.n_failed == 1 and res.scores[0] == 0.0 and res.scores[1] < 0
+    assert res.best_params == {"C": 1.0} and res.params[res.best_index] == res.best_params
+    assert res.best_score == res.scores[res.best_index]
+
+
+def test_nan_tuning_scores_are_refused():
+    X, X_tune, leaves, _ = _data()
+
+    def scorer(est, X, y):
+        return float("nan") if est.C == 0.1 else -est.C
+    with pytest.raises(InputError, match=r"NaN for 1 fitted grid point.*\{'C': 0.1\}"):
+        tune_on_holdout(HierarchicalSVC(hierarchy=H), GRID, X, leaves, X_tune, leaves,
+                        scoring=scorer)
+    # a failed fit may be scored NaN (GridSearchCV's error_score): it is never chosen
+    res = tune_on_holdout(TopDownSVC(hierarchy=H), {"C": [-1.0, 1.0]}, X, leaves, X_tune, leaves,
+                          error_score=np.nan)
+    assert np.isnan(res.scores[0]) and res.best_index == 1
+
+
+def test_tuning_arguments_are_refused_before_any_fit():
+    X, X_tune, leaves, _ = _data()
+    with pytest.raises(InputError, match="y_tune has 31 entries but X_tune has 32 rows"):
+        tune_on_holdout(HierarchicalSVC(hierarchy=H), GRID, X, leaves, X_tune.tolist(), leaves[:-1])
+    for bad in ("skip", True, None, [0.0]):
+        with pytest.raises(InputError, match="error_score must be 'raise' or a number"):
+            tune_on_holdout(HierarchicalSVC(hierarchy=H), GRID, X, leaves, X_tune, leaves,
+                            error_score=bad)
+    with pytest.raises(InputError, match=r"param_grid names \['Cx'\]"):
+        tune_on_holdout(HierarchicalSVC(hierarchy=H), {"Cx": [1.0]}, X, leaves, X_tune, leaves)
+    with pytest.raises(InputError, match="param_grid"):
+        tune_on_holdout(HierarchicalSVC(hierarchy=H), {"C": []}, X, leaves, X_tune, leaves)
+
+
+def test_wang_C_grid_step_is_a_positive_integer():
+    assert len(wang_C_grid()) == 61 and np.array_equal(wang_C_grid(2.0), wang_C_grid(2))
+    np.testing.assert_allclose(wang_C_grid(10), 10.0 ** np.arange(-3, 4))
+    for bad in (2.5, 0, -1, True, "2", None):
+        with pytest.raises(InputError, match="step must be a positive integer"):
+            wang_C_grid(bad)

@@ -154,8 +154,11 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
         self.n_rounds = n_rounds
 
     def fit(self, X, y, sample_weight=None):
-        if not (isinstance(self.n_rounds, (int, np.integer)) and self.n_rounds >= 1):
-            raise InputError(f"n_rounds must be a positive integer, got {self.n_rounds!r}")
+        # bool is an int subclass: True would run one round
+        if (isinstance(self.n_rounds, (bool, np.bool_))
+                or not (isinstance(self.n_rounds, (int, np.integer)) and self.n_rounds >= 1)):
+            raise InputError(f"n_rounds must be a positive integer (the number of boosting rounds "
+                             f"T), got {self.n_rounds!r}")
         X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
         y = ravel_column_target(y)
         _, classes, labels, multilabel = resolve_training_targets(y, None, X.shape[0])

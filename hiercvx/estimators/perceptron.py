@@ -9,7 +9,7 @@ scoring / prediction are the SVM estimators' (same class scores, same multi-labe
 from __future__ import annotations
 
 from .. import methods
-from ..exceptions import InputError
+from ..exceptions import InputError, LabelError
 from ..kernels import make_kernel
 from ._base import is_precomputed, ravel_column_target, validate_training_X
 from ._habits import reports_progress, verbosity
@@ -96,6 +96,10 @@ class HierarchicalPerceptron(MarginSVC):
         targets = self._read_labels(y, X.shape[0])
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
                                           targets.multilabel)
+        if len(classes) < 2:  # refused here so that the message names the perceptron
+            raise LabelError(f"HierarchicalPerceptron needs at least two classes, got "
+                             f"{len(classes)} ({classes.tolist()}): give a hierarchy with two or "
+                             "more leaves, or labels of two or more classes")
         scaling = self._bias_scaling()
         kernel = make_kernel(self.kernel, X=None if precomputed else X)
         # the model adds the bias: [X, s] (linear) or k + s^2 (bias.with_bias)

@@ -332,26 +332,48 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
     _node_margin_method = "threshold"
 
     def _node_margins(self, X, method: str):
-        """Node margins from the local classifiers: ``"threshold"`` (the default of the
-        calibration): ``l_pc = s_p(c) - max_c' s_p(c') + t_p`` at each node ``p`` (``t_p`` its
-        label-set threshold, 0 for a single-label fit; ``l_pc >= 0`` exactly when ``p`` routes
-        to ``c``); ``"max_marginal"``: ``l_pc = s_p(c) - max_{c' != c} s_p(c')``.  A node scores
-        ``m_v = min(min_p m_p, max_p l_pv)`` over its parents ``p`` (on a tree, the smallest
-        local margin on its path), so never above an ancestor.  The other methods read the
-        ranking class scores (:meth:`class_scores`)."""
+        """Node margins from the local classifiers (Cai thesis 7.4.2's top-down routing).
+
+        Parameters
+        ----------
+        X : array of shape (n_samples, n_features), or the test-train Gram matrix
+        method : {"threshold", "max_marginal"} read the local classifiers; any other method
+            reads the ranking class scores (:meth:`class_scores`)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_nodes), over ``hierarchy.nodes``
+
+        Notes
+        -----
+        The local margin of the edge ``p -> c`` is ``l_pc = s_p(c) - max_c' s_p(c') + t_p``
+        for ``"threshold"`` (``t_p`` the label-set threshold of ``p``, 0 for a single-label
+        fit; ``l_pc >= 0`` exactly when ``p`` routes to ``c``) and
+        ``l_pc = s_p(c) - max_{c' != c} s_p(c')`` for ``"max_marginal"``.  The routing margin
+        ``r_v = max_p min(r_p, l_pv)`` over the parents ``p`` (``r_root = +inf``) is ``>= 0``
+        exactly when a routed path reaches ``v``, as ``predict`` reaches nodes through any
+        parent.  A node scores ``m_v = max(r_v, max_c m_c)`` over its children ``c``, so it is
+        ``>= 0`` exactly when it is reached or lies above a reached class: on the nodes of
+        ``predict``'s label sets closed upward, also on a DAG, where an ancestor of the
+        predicted class need not be on its route.  On a tree ``m_v = r_v``, the smallest local
+        margin on the path to ``v``.  No node scores above an ancestor.
+        """
         if method not in ("threshold", "max_marginal"):
             return super()._node_margins(X, method)
-        local = self._local(self._check_X(X))
+        X = self._check_X(X)
+        local = self._local(X)
         H = self.hierarchy_
-        n = next(iter(local.values())).shape[0] if local else self._check_X(X).shape[0]
-        m = np.full((n, len(H)), np.inf)
-        edge = {}
-        for p in np.flatnonzero(~H.leaf_mask):
-            edge[p] = self._local_margins(H.nodes[p], local[H.nodes[p]], method)
-        for v in range(1, len(H)):  # parents before children
-            parents = H.parent_indices[v]
-            own = [edge[p][:, int(np.flatnonzero(H.children_indices[p] == v)[0])] for p in parents]
-            m[:, v] = np.minimum(np.min(m[:, parents], axis=1), np.max(own, axis=0))
+        m = np.full((X.shape[0], len(H)), np.inf)
+        edge = {p: self._local_margins(H.nodes[p], local[H.nodes[p]], method)
+                for p in np.flatnonzero(~H.leaf_mask)}
+        for v in range(1, len(H)):  # parents before children: the routing margins r_v
+            at = {p: int(np.flatnonzero(H.children_indices[p] == v)[0]) for p in H.parent_indices[v]}
+            reach = [np.minimum(m[:, p], edge[p][:, k]) for p, k in at.items()]
+            m[:, v] = np.max(reach, axis=0)
+        for v in range(len(H) - 1, -1, -1):  # children before parents: ancestors of reached nodes
+            ch = H.children_indices[v]
+            if len(ch):
+                m[:, v] = np.maximum(m[:, v], m[:, ch].max(axis=1))
         # nodes above every branching (the root, one-child chains) take the row's largest margin
         finite = np.where(np.isfinite(m), m, -np.inf).max(axis=1, keepdims=True)
         m = np.where(np.isinf(m) & (m > 0), np.where(np.isfinite(finite), finite, 0.0), m)

@@ -10,6 +10,7 @@ The paper's grid is ``C = 10^(l / 10)``, ``l = -30, ..., 30`` (:func:`wang_C_gri
 from __future__ import annotations
 
 import logging
+import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -32,12 +33,26 @@ __all__ = ["wang_C_grid", "tune_on_holdout", "HoldoutTuning"]
 
 
 def wang_C_grid(step: int = 1) -> np.ndarray:
-    """The 61 grid points of section 4.1, ``C = 10^(l/10)`` for ``l = -30, ..., 30``
-    (every ``step``-th one)."""
-    step = int(step)
-    if step < 1:
-        raise InputError(f"step must be a positive integer, got {step!r}")
-    return 10.0 ** (np.arange(-30, 31, step) / 10.0)
+    """The 61 grid points of Wang, Shen & Pan section 4.1, ``C = 10^(l/10)`` for
+    ``l = -30, ..., 30`` (every ``step``-th one).
+
+    Parameters
+    ----------
+    step : int
+        A positive integer: keep every ``step``-th grid point, from ``l = -30``.
+
+    Returns
+    -------
+    ndarray of the kept values of ``C``, increasing
+    """
+    try:
+        integral = not isinstance(step, (bool, np.bool_)) and int(step) == step
+    except (TypeError, ValueError):
+        integral = False
+    if not integral or step < 1:
+        raise InputError(f"step must be a positive integer (every step-th of the 61 grid points), "
+                         f"got {step!r}")
+    return 10.0 ** (np.arange(-30, 31, int(step)) / 10.0)
 
 
 @dataclass
@@ -47,7 +62,8 @@ class HoldoutTuning:
     ``best_estimator``: fitted on the training sample with ``best_params``;
     ``best_score``: its tuning score (greater is better; for the default scoring, minus
     the tuning error); ``params`` / ``scores``: every grid point and its tuning score, in
-    grid order; ``n_failed``: grid points whose fit raised (scored ``-inf``).
+    grid order; ``n_failed``: grid points whose fit raised (scored ``error_score``, never
+    chosen); ``best_index``: the position of ``best_params`` in ``params``.
     """
 
     best_params: dict
@@ -56,10 +72,7 @@ class HoldoutTuning:
     params: list = field(default_factory=list)
     scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
     n_failed: int = 0
-
-    @property
-    def best_index(self) -> int:
-        return int(np.argmax(self.scores))
+    best_index: int = 0
 
 
 def _label_hierarchy(estimator, hierarchy):
@@ -150,6 +163,37 @@ def _fit_and_score(estimator, params, X, y, X_tune, y_tune, scorer, error_score)
     return est, float(scorer(est, X_tune, y_tune))
 
 
+def _check_error_score(error_score) -> None:
+    """``error_score`` is ``"raise"`` or a real number; checked before any fit, so that a bad
+    value is not found only when a grid point fails."""
+    if isinstance(error_score, str) and error_score == "raise":
+        return
+    if isinstance(error_score, (bool, np.bool_)) or not isinstance(error_score, numbers.Real):
+        raise InputError(f"error_score must be 'raise' or a number (the score of a grid point "
+                         f"whose fit fails, e.g. np.nan), got {error_score!r}")
+
+
+def _n_rows(X) -> int:
+    """Rows of ``X``: an array, a sparse matrix or a list of rows."""
+    if hasattr(X, "shape") and len(X.shape):
+        return int(X.shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        raise InputError(f"X_tune must be a 2-D array or a list of rows, got "
+                         f"{type(X).__name__}") from None
+
+
+def _refuse_nan_scores(scores: np.ndarray, ok: np.ndarray, grid: list) -> None:
+    """Refuse a NaN tuning score of a fitted grid point: NaN is not ordered, so no grid point
+    can be chosen by it (failed fits take ``error_score``, NaN included, and are never chosen)."""
+    nan = np.flatnonzero(ok & np.isnan(scores))
+    if len(nan):
+        raise InputError(f"the scoring returned NaN for {len(nan)} fitted grid point(s), the first "
+                         f"{grid[nan[0]]}; a tuning score must be a number (greater is better): "
+                         "make the scorer return a finite value for every fit, e.g. 0 where its "
+                         "measure is undefined")
+
 def _warn_if_constant(scores: np.ndarray, ok: np.ndarray, kept: dict) -> None:
     """Warn when every fitted grid point has the same tuning score: the choice then rests on
     grid order alone, which the caller should know (a scorer that cannot tell the fits apart
@@ -183,18 +227,31 @@ def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None
     members, one label per sample after a single-label fit.  Ties go to the first grid point
     in ``ParameterGrid`` order (for a C grid in increasing order: the smallest C, the most
     regularized fit); a ``UserWarning`` says so when every grid point scores the same.
-    ``n_jobs``: joblib workers over the grid; ``error_score``: ``"raise"`` or the score given
-    to a failed fit.  Progress is shown with tqdm when ``verbose``.
+    ``n_jobs``: joblib workers over the grid; ``error_score``: ``"raise"`` or the number
+    recorded for a grid point whose fit raises (such a point is never chosen; e.g. ``np.nan``
+    as in ``GridSearchCV``).  A NaN score of a fitted grid point is refused
+    (:class:`InputError`): NaN has no place in the order the choice is made by.  Progress is
+    shown with tqdm when ``verbose``.
     """
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise InputError(f"estimator must be a scikit-learn estimator, got {type(estimator).__name__}")
     if isinstance(param_grid, dict):
         param_grid = {k: (list(v) if np.ndim(v) else [v]) for k, v in param_grid.items()}
-    grid = list(ParameterGrid(param_grid))
+    try:
+        grid = list(ParameterGrid(param_grid))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"param_grid: {exc}") from None
     if not grid:
         raise InputError("param_grid is empty: give at least one parameter value")
-    if len(y_tune) != (X_tune.shape[0] if hasattr(X_tune, "shape") else len(X_tune)):
-        raise InputError(f"y_tune has {len(y_tune)} entries but X_tune has {X_tune.shape[0]} rows")
+    unknown = sorted({k for p in grid for k in p} - set(estimator.get_params()))
+    if unknown:
+        raise InputError(f"param_grid names {unknown}, which {type(estimator).__name__} does not "
+                         f"take; its parameters are {sorted(estimator.get_params())}")
+    _check_error_score(error_score)
+    n_tune = _n_rows(X_tune)
+    if len(y_tune) != n_tune:
+        raise InputError(f"y_tune has {len(y_tune)} entries but X_tune has {n_tune} rows: give one "
+                         "label (or label set) per row of X_tune")
     scorer = _scorer(scoring, hierarchy)
     items = grid
     if verbose:
@@ -207,8 +264,10 @@ def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None
     if failed == len(out):
         raise InputError("every grid point failed to fit; see the logged errors")
     ok = np.array([est is not None for est, _ in out])
-    best = int(np.argmax(np.where(ok, scores, -np.inf)))  # first maximum: ties -> grid order
+    _refuse_nan_scores(scores, ok, grid)
+    # first maximum over the fitted points: ties -> grid order; -inf scores stay choosable
+    best = int(np.flatnonzero(ok)[np.argmax(scores[ok])])
     _warn_if_constant(scores, ok, grid[best])
     return HoldoutTuning(best_params=grid[best], best_estimator=out[best][0],
                          best_score=float(scores[best]), params=grid, scores=scores,
-                         n_failed=int(failed))
+                         n_failed=int(failed), best_index=best)
