@@ -20,13 +20,15 @@ __all__ = [
 ]
 
 
-def check_not_complex(X, name: str = "X") -> None:
-    """Refuse complex features: a cast to float would silently keep only the real part."""
+def check_not_complex(X, name: str = "X", what: str = "features") -> None:
+    """Refuse complex input: a cast to float would silently keep only the real part.
+
+    ``what`` names what ``X`` holds in the message (``"features"``, ``"scores"``, ...)."""
     dtype = getattr(X, "dtype", None)
     if dtype is not None and np.issubdtype(dtype, np.complexfloating):
+        split = " (or split real and imaginary parts into columns)" if what == "features" else ""
         raise InputError(f"Complex data not supported: {name} is complex ({dtype}); hiercvx takes "
-                         "real features. Pass X.real or np.abs(X) (or split real and imaginary "
-                         "parts into columns) explicitly")
+                         f"real {what}. Pass {name}.real or np.abs({name}){split} explicitly")
 
 
 def check_features(X, name: str = "X", allow_sparse: bool = True, dtype=float):
@@ -152,7 +154,8 @@ def _check_label(value, where: str) -> None:
                              "(names are hashable: strings, numbers, tuples)") from None
 
 
-def check_target(y, name: str = "y", allow_mixed: bool = False) -> None:
+def check_target(y, name: str = "y", allow_mixed: bool = False,
+                 caller: str = "this estimator") -> None:
     """Refuse what no classification target can be, before any label logic runs (which would
     fail deep inside with a ``TypeError`` of ``sorted`` or scikit-learn's "Unknown label
     type"): ``None``, a string, a mapping or a set, a scalar, an array of more than 2
@@ -160,9 +163,10 @@ def check_target(y, name: str = "y", allow_mixed: bool = False) -> None:
     label sets (unless ``allow_mixed``: the formulations read a lone label as its singleton
     set; the estimators decide single- or multi-label from ``y``, so they refuse the mix).  A
     1-D sequence of labels, a list of label sets and a 2-D 0/1 indicator (dense or sparse)
-    pass.  Unknown names are the hierarchy's to refuse."""
+    pass.  Unknown names are the hierarchy's to refuse.  ``caller`` names who needs ``y`` in
+    the message for ``None`` (``"this metric"`` for the metrics)."""
     if y is None:  # scikit-learn's wording, which its estimator checks look for
-        raise LabelError(f"this estimator requires {name} to be passed, but the target {name} is "
+        raise LabelError(f"{caller} requires {name} to be passed, but the target {name} is "
                          "None; pass one label per sample (or a list of label sets)")
     if sp.issparse(y):
         return

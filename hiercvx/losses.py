@@ -23,7 +23,8 @@ sequence of samples gives an array with one value per sample.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import inspect
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 import numpy as np
@@ -32,7 +33,7 @@ import scipy.sparse as sp
 from ._sparse import expand_ranges
 from ._validation import check_not_complex, check_target
 from .exceptions import HierarchyError, InputError, InputTypeError, LabelError
-from .hierarchy import Hierarchy, label_positions, unknown_label_hint
+from .hierarchy import Hierarchy, label_positions, most_specific, unknown_label_hint
 
 __all__ = [
     "zero_one",
@@ -97,13 +98,18 @@ def _closed_pair(H: Hierarchy, y_true, y_pred):
                          f"{'a single label' if single_t else 'a sequence'} and "
                          f"{'a single label' if single_p else 'a sequence'}")
     if single_t:
-        y_true, y_pred = [y_true], [y_pred]
+        y_true, y_pred = [_scalar_label(y_true)], [_scalar_label(y_pred)]
     A = closed_labels(H, y_true, "y_true")
     B = closed_labels(H, y_pred, "y_pred")
     if A.shape[0] != B.shape[0]:
         raise LabelError(f"y_true has {A.shape[0]} samples but y_pred has {B.shape[0]}; give one "
                          "prediction per true label")
     return A, B, single_t
+
+
+def _scalar_label(y):
+    """A 0-d array holds one label: its element (iterating the array fails)."""
+    return y.item() if isinstance(y, np.ndarray) and y.ndim == 0 else y
 
 
 def _node_weights(H: Hierarchy, w, name: str) -> np.ndarray:
@@ -235,20 +241,20 @@ def _ones(H):
     return np.ones(len(H))
 
 
-def _f_zero_one(pairs: LabelSetPairs, H, **_):
+def _f_zero_one(pairs: LabelSetPairs, H):
     return (_f_symmetric(pairs, H) > 0).astype(float)
 
 
-def _f_symmetric(pairs: LabelSetPairs, H, **_):
+def _f_symmetric(pairs: LabelSetPairs, H):
     only_a, only_b = pairs.differences(_ones(H))
     return only_a + only_b
 
 
-def _f_half(pairs: LabelSetPairs, H, **_):
+def _f_half(pairs: LabelSetPairs, H):
     return 0.5 * _f_symmetric(pairs, H)
 
 
-def _f_normalized(pairs: LabelSetPairs, H, **_):
+def _f_normalized(pairs: LabelSetPairs, H):
     w = _ones(H)
     # |anc(y)| - 1 is the depth of y; a root-only (or empty) set has no edge to weigh,
     # its denominator is taken as 1 so the term stays finite (its numerator is 0 unless the
@@ -258,24 +264,24 @@ def _f_normalized(pairs: LabelSetPairs, H, **_):
     return 0.5 * (only_a / da + only_b / db)
 
 
-def _f_sibling(pairs: LabelSetPairs, H, costs=None, multi_parent="error", **_):
+def _f_sibling(pairs: LabelSetPairs, H, *, costs=None, multi_parent="error"):
     c = sibling_costs(H, multi_parent=multi_parent) if costs is None else _node_weights(H, costs, "costs")
     return pairs.top_mismatch_cost(c)
 
 
-def _f_subtree(pairs: LabelSetPairs, H, costs=None, **_):
+def _f_subtree(pairs: LabelSetPairs, H, *, costs=None):
     c = subtree_costs(H) if costs is None else _node_weights(H, costs, "costs")
     return pairs.top_mismatch_cost(c)
 
 
-def _f_h_loss(pairs: LabelSetPairs, H, costs=None, **_):
+def _f_h_loss(pairs: LabelSetPairs, H, *, costs=None):
     if costs is None:
         raise InputError("h_loss needs costs (one per node of H.nodes); use sibling_loss or "
                          "subtree_loss for the costs of Wang et al. (5) / (4)")
     return pairs.top_mismatch_cost(_node_weights(H, costs, "costs"))
 
 
-def _f_structural(pairs: LabelSetPairs, H, alpha=None, **_):
+def _f_structural(pairs: LabelSetPairs, H, *, alpha=None):
     if alpha is None:
         raise InputError("the normalized structural error (NHSVM (9)) needs alpha, one weight per "
                          "node of H.nodes (e.g. hiercvx.formulations.nhsvm.path_weights(H))")
@@ -283,7 +289,7 @@ def _f_structural(pairs: LabelSetPairs, H, alpha=None, **_):
     return np.sqrt(only_a + only_b)
 
 
-def _f_leaf_count(pairs: LabelSetPairs, H, **_):
+def _f_leaf_count(pairs: LabelSetPairs, H):
     only_a, only_b = pairs.differences(H.leaf_mask.astype(float))
     return only_a + only_b
 
@@ -307,14 +313,45 @@ _ALIASES = {"0-1": "zero_one", "0/1": "zero_one", "delta": "symmetric_difference
             "normalized_structural": "structural"}
 
 
-def _loss_function(loss: str):
+def canonical_loss(loss: str) -> str:
+    """The key of :data:`LOSSES` that the loss name or alias ``loss`` (e.g. ``"0-1"``) stands for."""
     if not isinstance(loss, str):  # a list is unhashable: refuse it before the lookup
         raise InputTypeError(f"loss must be a loss name (a string), got {type(loss).__name__}; "
                              f"choose one of {sorted(LOSSES)}")
     name = _ALIASES.get(loss, loss)
     if name not in LOSSES:
         raise InputError(f"unknown loss {loss!r}; choose one of {sorted(LOSSES)}")
-    return LOSSES[name]
+    return name
+
+
+def loss_keywords(loss: str) -> tuple:
+    """The keyword arguments the loss ``loss`` takes, e.g. ``("costs", "multi_parent")`` for
+    ``"sibling"`` and ``()`` for ``"zero_one"``."""
+    fn = LOSSES[canonical_loss(loss)]
+    return tuple(p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def check_loss_keywords(loss: str, kwargs) -> None:
+    """Refuse keyword arguments that the loss ``loss`` does not use: ignoring them would
+    compute another loss than the caller asked for (``costs=`` with a loss that has none)."""
+    takes = loss_keywords(loss)
+    extra = [k for k in kwargs if k not in takes]
+    if not extra:
+        return
+    owners = {k: sorted(n for n in LOSSES if k in loss_keywords(n)) for k in extra}
+    where = "; ".join(f"{k}= is taken by {', '.join(map(repr, o))}" for k, o in owners.items() if o)
+    raise InputError(f"loss {loss!r} does not take {', '.join(f'{k}=' for k in extra)}: "
+                     + (f"it takes {', '.join(f'{k}=' for k in takes)} only" if takes
+                        else "it takes no keyword arguments")
+                     + (f" ({where})" if where else "") + "; drop the argument or pick the loss "
+                     "that uses it")
+
+
+def _loss_function(loss: str, kwargs=()):
+    """The formula of ``loss``, after refusing keyword arguments it does not take."""
+    check_loss_keywords(loss, kwargs)
+    return LOSSES[canonical_loss(loss)]
 
 
 def _finish(values: np.ndarray, single: bool):
@@ -326,10 +363,11 @@ def pairwise_loss(H: Hierarchy, y_true, y_pred, loss: str = "half_symmetric", **
     """Loss ``loss`` (a key of :data:`LOSSES`) between each ``y_true[i]`` and ``y_pred[i]``.
 
     Keyword arguments go to the loss (``alpha=`` for ``"structural"``, ``costs=`` /
-    ``multi_parent=`` for the H-losses).  Returns one value per sample, or a float when
-    both sides are single labels.
+    ``multi_parent=`` for the H-losses); a keyword the loss does not take is refused
+    (:func:`loss_keywords` lists those it takes).  Returns one value per sample, or a float
+    when both sides are single labels.
     """
-    fn = _loss_function(loss)
+    fn = _loss_function(loss, kwargs)
     A, B, single = _closed_pair(H, y_true, y_pred)
     return _finish(fn(LabelSetPairs(H, A, B), H, **kwargs), single)
 
@@ -403,7 +441,9 @@ def sibling_costs(H: Hierarchy, multi_parent: str = "error") -> np.ndarray:
     if not H.is_tree and multi_parent == "error":
         raise HierarchyError("the sibling costs of Wang et al. (5) are defined on trees and this "
                              "hierarchy is a DAG; pass multi_parent='mean' (or 'min'/'max') to "
-                             "combine the shares of several parents, or pass costs= explicitly")
+                             "combine the shares of several parents, or charge costs of your own "
+                             "with hiercvx.losses.h_loss(H, y_true, y_pred, costs) (loss='h_loss', "
+                             "costs=..., one per node of H.nodes, in the metrics)")
     return _sibling_costs_cached(H, multi_parent).copy()
 
 
@@ -473,7 +513,7 @@ def loss_matrix(H: Hierarchy, loss: str = "half_symmetric", classes=None, **kwar
     :data:`LOSSES`; keyword arguments go to the loss as in :func:`pairwise_loss`.  Computed
     on all pairs at once by the same core as the per-sample losses.
     """
-    fn = _loss_function(loss)
+    fn = _loss_function(loss, kwargs)
     if not isinstance(H, Hierarchy):
         raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
     classes = H.leaves if classes is None else class_tuple(classes)
@@ -484,7 +524,17 @@ def loss_matrix(H: Hierarchy, loss: str = "half_symmetric", classes=None, **kwar
 
 
 def class_tuple(classes) -> tuple:
-    """``classes`` as a tuple of names, refusing duplicates."""
+    """``classes`` as a tuple of names, refusing duplicates and what is no ordered sequence of
+    names (a bare string would be split into characters, a set has no column order)."""
+    if isinstance(classes, (str, bytes)):
+        raise InputTypeError(f"classes must be a list of class names, got the string {classes!r}; "
+                             f"for one class pass [{classes!r}]")
+    if isinstance(classes, (set, frozenset, Mapping)) or not isinstance(classes, Iterable):
+        raise InputTypeError(f"classes must be a list of class names (node names) in the order of "
+                             f"the score columns, got {type(classes).__name__}")
+    if isinstance(classes, np.ndarray) and classes.ndim != 1:
+        raise InputError(f"classes must be a 1-D list of class names, got an array of shape "
+                         f"{classes.shape}")
     classes = tuple(classes.tolist() if isinstance(classes, np.ndarray) else classes)
     if len(set(classes)) != len(classes):
         seen, dup = set(), []
@@ -497,35 +547,87 @@ def class_tuple(classes) -> tuple:
 
 
 # ---------------------------------------------------------------------- score-based inputs
-def relevance_matrix(y_true, classes, what: str = "y_true") -> np.ndarray:
+def relevance_matrix(y_true, classes, what: str = "y_true", hierarchy=None) -> np.ndarray:
     """Bool ``(n_samples, n_classes)``: is ``classes[k]`` in the label set of sample ``i``.
 
-    ``y_true``: one label per sample, label sets, or a 0/1 ``(n_samples, n_classes)``
-    matrix.  A label that is not one of ``classes`` is refused.
+    Parameters
+    ----------
+    y_true : one label per sample, label sets, or a 0/1 indicator matrix (dense or sparse)
+        with one column per class or, with ``hierarchy``, one column per node of
+        ``hierarchy.nodes`` (closed upward or not; read over the classes when both counts agree)
+    classes : sequence of class names, the columns of the result
+    what : str, the argument's name in the messages
+    hierarchy : Hierarchy, optional
+        Given, each label set is reduced to its most specific members
+        (:func:`hiercvx.hierarchy.most_specific`: an ancestor of another member is implied by
+        it) before it is matched to the classes.
+
+    A label that is not one of ``classes`` (after the reduction) is refused.
     """
     classes = class_tuple(classes)
     k = len(classes)
     if sp.issparse(y_true) or (isinstance(y_true, np.ndarray) and y_true.ndim == 2):
-        if not sp.issparse(y_true) and not (np.issubdtype(y_true.dtype, np.number) or y_true.dtype == bool):
-            raise LabelError(f"{what} is a 2-D array of {y_true.dtype}; a 2-D {what} must be a 0/1 "
-                             "matrix with one column per class")
-        R = np.asarray(y_true.todense() if sp.issparse(y_true) else y_true)
-        if R.shape[1] != k:
-            raise LabelError(f"{what} as an indicator matrix needs one column per class ({k}), "
-                             f"got shape {R.shape}")
-        return R != 0
-    if isinstance(y_true, (str, bytes)):
+        R = _indicator_values(y_true, what)
+        if R.shape[1] == k:
+            return R if hierarchy is None else _most_specific_columns(R, classes, hierarchy)
+        if hierarchy is None or R.shape[1] != len(hierarchy):
+            nodes = (f" or one per node of H.nodes ({len(hierarchy)})" if hierarchy is not None
+                     else "; an indicator over H.nodes is read with hierarchy=H")
+            raise LabelError(f"{what} as an indicator matrix needs one column per class ({k})"
+                             f"{nodes}, got shape {R.shape}")
+        y_true = hierarchy.label_sets(R)   # over H.nodes: each row's node set
+    elif isinstance(y_true, (str, bytes)):
         raise LabelError(f"{what} must have one entry per sample, got a single string; wrap it in a list")
-    check_target(y_true, what, allow_mixed=True)  # None, a dict, None / NaN labels
-    pos = {c: j for j, c in enumerate(classes)}
+    else:
+        check_target(y_true, what, allow_mixed=True, caller="this metric")  # None, NaN, dicts
     items = list(y_true)
+    if hierarchy is not None:
+        items = most_specific(hierarchy, items)
+    return _class_positions(items, classes, what, hierarchy is None)
+
+
+def _indicator_values(y, what: str) -> np.ndarray:
+    """A dense bool copy of a 0/1 indicator matrix; any other value (-1, 2, NaN) is refused,
+    not read as True."""
+    if not sp.issparse(y) and not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise LabelError(f"{what} is a 2-D array of {y.dtype}; a 2-D {what} must be a 0/1 "
+                         "matrix with one column per class")
+    R = np.asarray(y.todense() if sp.issparse(y) else y)
+    if R.dtype != bool:
+        bad = np.argwhere((R != 0) & (R != 1))
+        if len(bad):
+            i, j = bad[0]
+            raise LabelError(f"{what} as an indicator matrix holds 0 or 1 only; sample {i}, column "
+                             f"{j} is {R[i, j].item()!r}. Use a bool matrix, or (M > 0) if that is "
+                             "what you mean")
+    return R != 0
+
+
+def _most_specific_columns(R: np.ndarray, classes: tuple, H: Hierarchy) -> np.ndarray:
+    """``R`` without the classes another class of the same row lies below."""
+    idx = H.indices(classes)
+    anc = sp.csr_matrix(H.ancestor_matrix[idx][:, idx], dtype=np.int32, copy=True)  # b at/above a
+    anc.setdiag(0)
+    anc.eliminate_zeros()
+    implied = (sp.csr_matrix(R, dtype=np.int32) @ anc).toarray() > 0
+    return R & ~implied
+
+
+def _class_positions(items: list, classes: tuple, what: str, unreduced: bool) -> np.ndarray:
+    """The bool ``(n_samples, n_classes)`` matrix of labels ``items``; unknown labels refused."""
+    k = len(classes)
+    pos = {c: j for j, c in enumerate(classes)}
     rows, cols, unknown = label_positions(items, pos)
     if unknown:
         shown = ", ".join(f"{v!r} (sample {i})" for i, v in unknown[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        hint = unknown_label_hint(unknown, pos)
-        raise LabelError(f"{what}: {len(unknown)} label(s) are not among the {k} classes: {shown}{more}"
-                         f"{hint or '. Every true label must be one of `classes` (the score columns)'}")
+        hint = unknown_label_hint(unknown, pos) or (
+            ". Every true label must be one of `classes` (the score columns)"
+            + ("; a label set that includes ancestors of its labels is reduced to its most "
+               "specific labels when hierarchy=H is passed (or reduce it with "
+               "hiercvx.hierarchy.most_specific(H, y))" if unreduced else ""))
+        raise LabelError(f"{what}: {len(unknown)} label(s) are not among the {k} classes: "
+                         f"{shown}{more}{hint}")
     R = np.zeros((len(items), k), dtype=bool)
     R[np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)] = True
     return R
@@ -537,20 +639,25 @@ SCORE_COLUMNS = {"classes": ("class", "n_classes", "`classes`"),
                  "nodes": ("node", "n_nodes", "H.nodes")}
 
 
-def check_scores(scores, n_samples: int, n_classes: int, *, over: str = "classes",
+def check_scores(scores, n_samples: int | None, n_classes: int, *, over: str = "classes",
                  name: str = "scores") -> np.ndarray:
     """A finite float ``(n_samples, n_classes)`` score matrix (complex scores are refused, not
-    cut to their real part); ``over``: ``"classes"`` or ``"nodes"`` (one column per node of
-    ``H.nodes``), what the errors call the columns."""
+    cut to their real part); ``n_samples=None`` takes any number of rows; ``over``:
+    ``"classes"`` or ``"nodes"`` (one column per node of ``H.nodes``), what the errors call
+    the columns."""
     column, count, order = SCORE_COLUMNS[over]
-    check_not_complex(scores, name)
+    check_not_complex(scores, name, what="scores")
     try:
         S = np.asarray(scores, dtype=float)
     except (TypeError, ValueError):
         raise InputError(f"{name} must be a numeric (n_samples, {count}) array") from None
-    if S.ndim != 2 or S.shape != (n_samples, n_classes):
-        raise InputError(f"{name} must have shape (n_samples, {count}) = ({n_samples}, "
-                         f"{n_classes}), got {S.shape}; columns follow {order}")
+    rows = S.shape[0] if n_samples is None and S.ndim == 2 else n_samples
+    if S.ndim != 2 or S.shape != (rows, n_classes):
+        want = f"({rows}, {n_classes})" if rows is not None else f"(n_samples, {n_classes})"
+        one_row = (f"; for one sample pass a single row, {name}.reshape(1, -1)"
+                   if S.ndim == 1 and S.shape == (n_classes,) else "")
+        raise InputError(f"{name} must have shape (n_samples, {count}) = {want}, got {S.shape}; "
+                         f"columns follow {order}{one_row}")
     if not np.all(np.isfinite(S)):
         i, j = np.argwhere(~np.isfinite(S))[0]
         raise InputError(f"{name} has a non-finite entry at sample {i}, {column} {j}")
@@ -577,16 +684,18 @@ def ranking_loss(H: Hierarchy, y_true, scores, classes=None, loss: str = "symmet
     misordered, as in the ranking loss (7.5)) or ``"half"`` (a tie counts 1/2).
 
     ``scores`` is ``(n_samples, n_classes)`` with columns following ``classes``
-    (default ``H.leaves``); ``y_true`` holds label sets (or single labels) drawn from ``classes``.
+    (default ``H.leaves``); ``y_true`` holds label sets (or single labels) drawn from ``classes``,
+    or an indicator over ``classes`` or over ``H.nodes`` (:func:`relevance_matrix`); a label set
+    that includes ancestors of its labels is reduced to its most specific labels.
     """
     if not isinstance(H, Hierarchy):
         raise InputError(f"the first argument must be a hiercvx.Hierarchy, got {type(H).__name__}")
     if ties not in ("ignore", "count", "half"):
         raise InputError(f"ties must be 'ignore', 'count' or 'half', got {ties!r}")
     classes = H.leaves if classes is None else class_tuple(classes)
-    R = relevance_matrix(y_true, classes)
-    S = check_scores(scores, R.shape[0], len(classes))
     L = loss_matrix(H, loss, classes, **kwargs)
+    R = relevance_matrix(y_true, classes, hierarchy=H)
+    S = check_scores(scores, R.shape[0], len(classes))
     tie_w = {"ignore": 0.0, "count": 1.0, "half": 0.5}[ties]
     out = np.zeros(R.shape[0])
     for sl in row_chunks(R.shape[0], len(classes)):

@@ -16,9 +16,12 @@ Two kinds of metric:
   :class:`NodeCalibration` (:func:`fit_node_calibration`) puts them on one scale across nodes:
   the default ``node_decision_function`` of the hierarchical estimators.
 
-Labels are node names, label sets of node names, or indicator matrices over ``H.nodes``
-(as in :mod:`hiercvx.losses`).  Every metric takes ``hierarchy=H`` where it needs one.
-Metrics return the sample mean (optionally weighted by ``sample_weight``).
+Labels are node names, label sets of node names, or 0/1 indicator matrices over ``H.nodes``
+(as in :mod:`hiercvx.losses`; the metrics on class scores also take one column per class).
+Where the hierarchy is known, a label set that includes ancestors of its labels is reduced to
+its most specific labels (:func:`hiercvx.hierarchy.most_specific`), as the estimators do.
+Every metric takes ``hierarchy=H`` where it needs one.  Metrics return the sample mean
+(optionally weighted by ``sample_weight``).
 
 :func:`get_scorer` / :func:`make_hierarchical_scorer` wrap them for
 ``GridSearchCV(..., scoring=...)``.
@@ -34,7 +37,14 @@ from scipy.stats import rankdata
 from sklearn.metrics import make_scorer
 
 from . import losses as _losses
-from ._validation import check_not_complex
+from ._metric_inputs import (as_samples as _as_samples, check_scorer_kwargs as _check_scorer_kwargs,
+                             class_loss as _class_loss, class_nodes as _class_nodes,
+                             closed as _closed, closed_pair as _closed_pair,
+                             finite_number as _finite_number, flat_counts as _flat_counts,
+                             float_values as _float_values, need_hierarchy as _need_hierarchy,
+                             node_mask as _node_mask, ratio as _ratio,
+                             sample_weights as _sample_weight, score_inputs as _score_inputs,
+                             weighted_mean as _mean)
 from .exceptions import InputError, LabelError
 from .hierarchy import Hierarchy
 from ._node_margin_parts import (best_below as _best_below, best_outside as _best_outside,
@@ -48,61 +58,6 @@ __all__ = ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
            "node_margins", "node_log_odds", "NodeCalibration", "fit_node_calibration",
            "coherent_node_scores", "evaluated_nodes", "au_prc", "SCORERS", "get_scorer",
            "make_hierarchical_scorer"]
-
-
-# ---------------------------------------------------------------------- helpers
-def _need_hierarchy(hierarchy, metric: str) -> Hierarchy:
-    if hierarchy is None:
-        raise InputError(f"{metric} needs the class hierarchy: call it with hierarchy=H")
-    if not isinstance(hierarchy, Hierarchy):
-        raise InputError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
-    return hierarchy
-
-
-def _sample_weight(sample_weight, n: int) -> np.ndarray | None:
-    if sample_weight is None:
-        return None
-    check_not_complex(sample_weight, "sample_weight")
-    try:
-        w = np.asarray(sample_weight, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"sample_weight must be numeric, one entry per sample ({n})") from None
-    if w.shape != (n,):
-        raise InputError(f"sample_weight must have one entry per sample ({n}), got shape {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise InputError("sample_weight must be finite and non-negative")
-    if w.sum() <= 0:
-        raise InputError("sample_weight sums to zero; give at least one sample a positive weight")
-    return w
-
-
-def _mean(values: np.ndarray, sample_weight) -> float:
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        raise LabelError("no samples: the metric needs at least one sample")
-    w = _sample_weight(sample_weight, len(values))
-    return float(np.average(values, weights=w))
-
-
-def _as_samples(H, y):
-    """A single label / label set becomes a one-sample list (metrics always average)."""
-    return [y] if H is not None and _losses.is_single_label(H, y) else y
-
-
-def _closed_pair(hierarchy, y_true, y_pred):
-    H = hierarchy
-    A = _losses.closed_labels(H, _as_samples(H, y_true), "y_true")
-    B = _losses.closed_labels(H, _as_samples(H, y_pred), "y_pred")
-    if A.shape[0] != B.shape[0]:
-        raise LabelError(f"y_true has {A.shape[0]} samples but y_pred has {B.shape[0]}; give one "
-                         "prediction per true label")
-    if A.shape[0] == 0:
-        raise LabelError("no samples: y_true and y_pred are empty")
-    return A, B
-
-
-def _ratio(num: float, den: float) -> float:
-    return float(num / den) if den > 0 else 0.0
 
 
 # ---------------------------------------------------------------------- hierarchical P / R / F1
@@ -153,58 +108,13 @@ def hierarchical_f1(y_true, y_pred, hierarchy=None, sample_weight=None) -> float
 
 
 # ---------------------------------------------------------------------- flat F1 scores
-def _flat_counts(y_true, y_pred, hierarchy):
-    """Unclosed indicators of both sides over one label universe (``H.nodes`` if given)."""
-    if hierarchy is not None:
-        H = _need_hierarchy(hierarchy, "F1")
-        for y, what in ((y_true, "y_true"), (y_pred, "y_pred")):
-            _losses.check_indicator_dtype(y, what)
-        try:
-            T = H.label_indicator(_as_samples(H, y_true))
-        except LabelError as exc:
-            raise LabelError(f"y_true: {exc}") from None
-        try:
-            P = H.label_indicator(_as_samples(H, y_pred))
-        except LabelError as exc:
-            raise LabelError(f"y_pred: {exc}") from None
-    else:
-        if isinstance(y_true, (str, bytes)) or isinstance(y_pred, (str, bytes)):
-            raise LabelError("y_true and y_pred must have one entry per sample; wrap a single "
-                             "label in a list")
-        if sp.issparse(y_true) or sp.issparse(y_pred) or any(
-                isinstance(y, np.ndarray) and y.ndim == 2 for y in (y_true, y_pred)):
-            raise LabelError("indicator matrices need hierarchy=H to name their columns; pass "
-                             "hierarchy=H or give labels as node names / label sets")
-        y_true, y_pred = list(y_true), list(y_pred)
-        index: dict = {}
-        rows_cols = []
-        for items in (y_true, y_pred):
-            rows, cols = [], []
-            for i, item in enumerate(items):
-                members = item if isinstance(item, (set, frozenset, list, tuple, np.ndarray)) else (item,)
-                for v in members:
-                    rows.append(i)
-                    cols.append(index.setdefault(v, len(index)))
-            rows_cols.append((rows, cols, len(items)))
-        mats = [sp.csr_matrix((np.ones(len(r), dtype=bool), (np.asarray(r, dtype=np.int64),
-                                                            np.asarray(c, dtype=np.int64))),
-                              shape=(n, max(len(index), 1))) for r, c, n in rows_cols]
-        T, P = mats
-    if T.shape[0] != P.shape[0]:
-        raise LabelError(f"y_true has {T.shape[0]} samples but y_pred has {P.shape[0]}")
-    if T.shape[0] == 0:
-        raise LabelError("no samples: y_true and y_pred are empty")
-    T = (T != 0).astype(float).tocsr()
-    P = (P != 0).astype(float).tocsr()
-    return T, P
-
-
 def micro_f1(y_true, y_pred, hierarchy=None, sample_weight=None) -> float:
-    """Micro-averaged F1 over the labels as given (not closed): ``2 TP / (2 TP + FP + FN)``.
+    """Micro-averaged F1 over the labels (not closed): ``2 TP / (2 TP + FP + FN)``.
 
-    For one label per sample on both sides this equals accuracy.  ``hierarchy`` is only
-    used to check the labels (and to read indicator matrices).  0 when there is nothing
-    to count.
+    For one label per sample on both sides this equals accuracy.  ``hierarchy`` checks the
+    labels, reads indicator matrices and reduces each label set to its most specific labels
+    (``{"A", "A1"}`` counts as ``{"A1"}``); without it labels are taken as given, and
+    ``None`` or NaN labels are refused.  0 when there is nothing to count.
     """
     T, P = _flat_counts(y_true, y_pred, hierarchy)
     w = _sample_weight(sample_weight, T.shape[0])
@@ -219,7 +129,8 @@ def weighted_f1(y_true, y_pred, hierarchy=None, sample_weight=None) -> float:
     Per class ``c``: precision ``rho_c = TP_c / #predicted c``, recall ``r_c = TP_c / #true c``,
     ``F1_c = 2 rho_c r_c / (rho_c + r_c)`` (0 when ``TP_c = 0``); the score is
     ``sum_c n_c F1_c / sum_c n_c`` with ``n_c`` the number of samples whose true label is
-    ``c`` (scikit-learn's ``average="weighted"``).  Labels are taken as given (not closed).
+    ``c`` (scikit-learn's ``average="weighted"``).  Labels are not closed; with
+    ``hierarchy`` each label set is reduced to its most specific labels, as in :func:`micro_f1`.
     """
     T, P = _flat_counts(y_true, y_pred, hierarchy)
     w = _sample_weight(sample_weight, T.shape[0])
@@ -243,11 +154,12 @@ def test_error(y_true, y_pred, hierarchy=None, loss: str = "zero_one", sample_we
 
     ``loss``: ``"zero_one"`` (``TE_{0-1}``), ``"symmetric_difference"`` (``TE_Delta``),
     ``"sibling"`` (``TE_sib``, costs (5)), ``"subtree"`` (``TE_sub``, costs (4)) or any other
-    key of :data:`hiercvx.losses.LOSSES`; ``loss_kwargs`` go to the loss.
+    key of :data:`hiercvx.losses.LOSSES`; ``loss_kwargs`` go to the loss, which refuses those
+    it does not take (:func:`hiercvx.losses.loss_keywords`).
     """
     H = _need_hierarchy(hierarchy, "test_error")
-    values = _losses.pairwise_loss(H, _as_samples(H, y_true), _as_samples(H, y_pred), loss,
-                                   **loss_kwargs)
+    values = _losses.pairwise_loss(H, _as_samples(H, y_true, "y_true"),
+                                   _as_samples(H, y_pred, "y_pred"), loss, **loss_kwargs)
     return _mean(values, sample_weight)
 
 
@@ -258,7 +170,8 @@ def test_errors(y_true, y_pred, hierarchy=None, sample_weight=None, multi_parent
     """The four test errors of Wang et al. section 3.5: ``{"TE_0-1", "TE_Delta", "TE_sib", "TE_sub"}``.
 
     ``multi_parent`` is passed to the sibling costs (needed on a DAG, see
-    :func:`hiercvx.losses.sibling_costs`).
+    :func:`hiercvx.losses.sibling_costs`); for sibling costs of your own use
+    :func:`test_error` with ``loss="h_loss", costs=...``.
     """
     H = _need_hierarchy(hierarchy, "test_errors")
     A, B = _closed_pair(H, y_true, y_pred)
@@ -282,9 +195,14 @@ def bayes_regret_improvement(te, te_baseline, bayes_error=None):
     which may understate the improvement.  A fraction (multiply by 100 for the paper's
     percentages); negative when the method is worse.  Works elementwise on arrays.
     """
-    te = np.asarray(te, dtype=float)
-    base = np.asarray(te_baseline, dtype=float)
-    ref = 0.0 if bayes_error is None else np.asarray(bayes_error, dtype=float)
+    te, base = _float_values(te, "te"), _float_values(te_baseline, "te_baseline")
+    ref = 0.0 if bayes_error is None else _float_values(bayes_error, "bayes_error")
+    try:
+        np.broadcast_shapes(te.shape, base.shape, np.shape(ref))
+    except ValueError:
+        raise InputError(f"te has shape {te.shape}, te_baseline {base.shape} and bayes_error "
+                         f"{np.shape(ref)}: give one value per setting on each (equal shapes) "
+                         "or scalars") from None
     regret = base - ref
     if np.any(~np.isfinite(regret)) or np.any(~np.isfinite(te)):
         raise InputError("test errors and the Bayes error must be finite")
@@ -297,30 +215,6 @@ def bayes_regret_improvement(te, te_baseline, bayes_error=None):
 
 
 # ---------------------------------------------------------------------- metrics on scores
-def _score_inputs(y_true, scores, classes, hierarchy, metric: str, need_hierarchy: bool = False):
-    if need_hierarchy:
-        _need_hierarchy(hierarchy, metric)
-    elif hierarchy is not None and not isinstance(hierarchy, Hierarchy):
-        raise InputError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
-    if classes is None:
-        if hierarchy is None:
-            raise InputError(f"{metric} needs classes= (the class of each score column), or "
-                             "hierarchy=H to use H.leaves")
-        classes = hierarchy.leaves
-    classes = _losses.class_tuple(classes)
-    if hierarchy is not None:
-        hierarchy.indices(classes)  # every class must be a node
-    R = _losses.relevance_matrix(y_true, classes)
-    if R.shape[0] == 0:
-        raise LabelError("no samples: y_true is empty")
-    empty = np.flatnonzero(~R.any(axis=1))
-    if len(empty):
-        raise LabelError(f"{metric}: {len(empty)} sample(s) have no true label among the classes "
-                         f"(first: {empty[:5].tolist()}); each sample needs at least one")
-    S = _losses.check_scores(scores, R.shape[0], len(classes))
-    return classes, R, S
-
-
 def _ranks(R, S):
     """For each (i, k): #classes scored >= s_ik, and #true classes scored >= s_ik (if k true)."""
     n_at_least = rankdata(-S, method="max", axis=1)
@@ -364,17 +258,6 @@ def ranking_loss(y_true, scores, classes=None, hierarchy=None, sample_weight=Non
     return _mean(per, sample_weight)
 
 
-def _class_loss(hierarchy, classes, loss, loss_kwargs) -> np.ndarray:
-    if isinstance(loss, str):
-        return _losses.loss_matrix(hierarchy, loss, classes, **loss_kwargs)
-    L = np.asarray(loss, dtype=float)
-    k = len(classes)
-    if L.shape != (k, k) or not np.all(np.isfinite(L)) or np.any(L < 0):
-        raise InputError(f"loss must be a loss name or a finite non-negative ({k}, {k}) matrix over "
-                         f"classes, got shape {L.shape}")
-    return L
-
-
 def maximal_loss(y_true, scores, classes=None, hierarchy=None, loss="half_symmetric",
                  sample_weight=None, **loss_kwargs) -> float:
     """Maximal loss, Cai thesis (4.18)-(4.19): the mean over samples of
@@ -383,8 +266,9 @@ def maximal_loss(y_true, scores, classes=None, hierarchy=None, loss="half_symmet
 
     (4.18) prints ``g(y) >= g(y')``; the surrounding text and the proof of Proposition 2 use
     misordered pairs ``F(y) <= F(y')``, which is what is implemented.  ``loss`` defaults to
-    ``Delta_h`` (half symmetric difference, thesis 7.3); a name from
-    :data:`hiercvx.losses.LOSSES` or a ``(n_classes, n_classes)`` matrix.
+    ``Delta_h`` (half symmetric difference, thesis section 7.2); a name from
+    :data:`hiercvx.losses.LOSSES` (``loss_kwargs`` go to it) or a ``(n_classes, n_classes)``
+    matrix (no ``loss_kwargs`` then).
     """
     H = hierarchy if not isinstance(loss, str) else _need_hierarchy(hierarchy, "maximal_loss")
     classes, R, S = _score_inputs(y_true, scores, classes, H, "maximal_loss")
@@ -475,17 +359,9 @@ def node_scores(scores, classes, hierarchy) -> np.ndarray:
 #: the node decodings of :func:`node_margins`
 NODE_MARGINS = ("max_marginal", "threshold", "standardized", "best_class")
 
-
-def _class_nodes(scores, classes, hierarchy, metric: str):
-    """``(H, classes, S)``: the hierarchy, the class names and the checked class scores."""
-    H = _need_hierarchy(hierarchy, metric)
-    classes = _losses.class_tuple(classes)
-    n = np.shape(scores)[0] if np.ndim(scores) == 2 else 0
-    S = _losses.check_scores(scores, n, len(classes))
-    if not classes:
-        raise InputError(f"{metric}: classes is empty; give the classes that the columns of "
-                         "scores follow")
-    return H, classes, S
+#: the margins a :class:`NodeCalibration` is fitted on: those of :func:`node_margins`, and the
+#: exact leave-one-out ridge outputs of :class:`hiercvx.estimators.NodeKernelRidge`
+CALIBRATION_MARGINS = NODE_MARGINS + ("leave_one_out",)
 
 
 def node_margins(scores, classes, hierarchy, *, method: str = "max_marginal",
@@ -510,7 +386,9 @@ def node_margins(scores, classes, hierarchy, *, method: str = "max_marginal",
       scale (a constant row gives zeros);
     * ``"best_class"``: ``b_v`` itself (:func:`node_scores`; not offset-free).
 
-    A node that no class reaches takes the lowest class score for ``b_v``.
+    A node that no class reaches takes the lowest class score for ``b_v``; under
+    ``"threshold"`` it is in no label set, so its margin is the float just below
+    ``min(0, min_k F_k - max_k F_k + threshold)``: negative, and under every reached node's.
 
     Parameters
     ----------
@@ -526,6 +404,7 @@ def node_margins(scores, classes, hierarchy, *, method: str = "max_marginal",
     """
     if not isinstance(method, str) or method not in NODE_MARGINS:
         raise InputError(f"method must be one of {NODE_MARGINS}, got {method!r}")
+    t = _finite_number(threshold, "threshold")
     H, classes, S = _class_nodes(scores, classes, hierarchy, "node_margins")
     best = _best_below(S, classes, H)
     if method == "best_class":
@@ -534,10 +413,11 @@ def node_margins(scores, classes, hierarchy, *, method: str = "max_marginal",
         below = H.ancestor_matrix[H.indices(classes)].toarray().astype(bool)  # class k under v
         return best - _best_outside(S, below)
     if method == "threshold":
-        t = float(threshold)
-        if not np.isfinite(t):
-            raise InputError(f"threshold must be a finite number, got {threshold!r}")
-        return best - S.max(axis=1, keepdims=True) + t
+        m = best - S.max(axis=1, keepdims=True) + t
+        # a node no class reaches is in no class's label set, whatever the gap
+        unreached = np.asarray(H.ancestor_matrix[H.indices(classes)].sum(axis=0)).ravel() == 0
+        m[:, unreached] = np.nextafter(np.minimum(m[:, unreached], 0.0), -np.inf)
+        return m
     spread = S.std(axis=1, keepdims=True)
     return (best - S.mean(axis=1, keepdims=True)) / np.where(spread > 0, spread, 1.0)
 
@@ -548,10 +428,8 @@ def node_log_odds(y_train, hierarchy, *, smoothing: float = 0.5) -> np.ndarray:
     and ``a = smoothing`` (Jeffreys' prior at the default).  An ancestor's count is at least
     its descendants', so these never exceed an ancestor's."""
     H = _need_hierarchy(hierarchy, "node_log_odds")
-    T = _closed(y_train, H)
-    a = float(smoothing)
-    if not np.isfinite(a) or a <= 0:
-        raise InputError(f"smoothing must be a positive number, got {smoothing!r}")
+    T = _closed(y_train, H, "y_train")
+    a = _finite_number(smoothing, "smoothing", positive=True)
     counts = T.sum(axis=0).astype(float)
     return np.log(counts + a) - np.log(T.shape[0] - counts + a)
 
@@ -575,7 +453,7 @@ class NodeCalibration:
     log_odds : ndarray ``(n_nodes,)``
     slope : float or ndarray ``(n_nodes,)`` (>= 0)
     intercept : float or ndarray ``(n_nodes,)``
-    method : str, the :func:`node_margins` method (or the estimator's margin) fitted on
+    method : str, the margins fitted on, one of :data:`CALIBRATION_MARGINS`
     hierarchy : Hierarchy or None
         Set for per-node pairs: the scores go through :func:`coherent_node_scores`.
     """
@@ -588,10 +466,7 @@ class NodeCalibration:
 
     def scores(self, margins) -> np.ndarray:
         """Calibrated node scores (log-odds) ``(n_samples, n_nodes)`` of node margins."""
-        m = np.asarray(margins, dtype=float)
-        if m.ndim != 2 or m.shape[1] != len(self.log_odds):
-            raise InputError(f"margins must have shape (n_samples, {len(self.log_odds)}), got "
-                             f"{m.shape}")
+        m = _losses.check_scores(margins, None, len(self.log_odds), over="nodes", name="margins")
         S = self.log_odds[None, :] + self.intercept + self.slope * m
         return S if self.hierarchy is None else _descendant_max(S, self.hierarchy)
 
@@ -611,8 +486,7 @@ def coherent_node_scores(scores, hierarchy) -> np.ndarray:
     ndarray ``(n_samples, n_nodes)``
     """
     H = _need_hierarchy(hierarchy, "coherent_node_scores")
-    S = _losses.check_scores(scores, np.shape(scores)[0] if np.ndim(scores) == 2 else 0,
-                             len(H.nodes), over="nodes")
+    S = _losses.check_scores(scores, None, len(H.nodes), over="nodes")
     return _descendant_max(S, H)
 
 
@@ -636,8 +510,9 @@ def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standard
         with ``method``, or an estimator's own node margins)
     y_train : the samples' label sets (or node names, or an indicator over ``hierarchy.nodes``)
     hierarchy : Hierarchy
-    method : str, the margin of ``margins`` (recorded)
-    nodes : bool array over ``hierarchy.nodes``, optional; default :func:`evaluated_nodes`
+    method : str, what ``margins`` are (recorded): one of :data:`CALIBRATION_MARGINS`
+    nodes : bool array over ``hierarchy.nodes`` or a list of node names, optional; default
+        :func:`evaluated_nodes`
     smoothing : float, the pseudo-count of :func:`node_log_odds`
     shrinkage : float or None, the per-node penalty ``rho`` (None: one pooled pair)
 
@@ -646,16 +521,17 @@ def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standard
     NodeCalibration
     """
     H = _need_hierarchy(hierarchy, "fit_node_calibration")
-    T = _closed(y_train, H)
+    if not isinstance(method, str) or method not in CALIBRATION_MARGINS:
+        raise InputError(f"method must name the margins, one of {CALIBRATION_MARGINS}, got "
+                         f"{method!r}")
+    T = _closed(y_train, H, "y_train")
     m = _losses.check_scores(margins, T.shape[0], len(H.nodes), over="nodes", name="margins")
     if shrinkage is not None and (isinstance(shrinkage, (bool, np.bool_)) or not isinstance(
             shrinkage, (int, float, np.number)) or not (np.isfinite(shrinkage) and shrinkage > 0)):
         raise InputError(f"shrinkage must be None (one pooled pair) or a positive number, got "
                          f"{shrinkage!r}")
     log_odds = node_log_odds(T, H, smoothing=smoothing)
-    nodes = evaluated_nodes(T, H) if nodes is None else np.asarray(nodes, dtype=bool)
-    if nodes.shape != (len(H.nodes),):
-        raise InputError(f"nodes must be a bool array over H.nodes ({len(H.nodes)})")
+    nodes = evaluated_nodes(T, H) if nodes is None else _node_mask(nodes, H)
     if not nodes.any() or T[:, nodes].all() or not T[:, nodes].any():
         return NodeCalibration(log_odds, 0.0, 0.0, method)   # nothing to order
     offsets = np.broadcast_to(log_odds[nodes], (T.shape[0], nodes.sum()))
@@ -683,18 +559,12 @@ def evaluated_nodes(y_train, hierarchy, *, with_positives: bool = False) -> np.n
     the nodes a one-vs-rest model can be trained on (the others take its lowest score).
     """
     H = _need_hierarchy(hierarchy, "evaluated_nodes")
-    T = _closed(y_train, H)
+    T = _closed(y_train, H, "y_train")
     mask = ~T.all(axis=0) if T.shape[0] else np.ones(T.shape[1], dtype=bool)
     mask[H.index(H.root)] = False
     if with_positives:
         mask &= T.any(axis=0)
     return mask
-
-
-def _closed(y, H: Hierarchy) -> np.ndarray:
-    """Label sets, node names or a 0/1 indicator over ``H.nodes`` (dense or sparse), closed
-    upward, as a bool ``(n_samples, n_nodes)`` array (:meth:`Hierarchy.closure`)."""
-    return np.asarray(H.closure(y), dtype=bool)
 
 
 def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float:
@@ -713,10 +583,10 @@ def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float
     scores : array ``(n_samples, n_nodes)``, one score per node in ``H.nodes`` order (for
         example :func:`node_scores` of a model's class scores)
     hierarchy : Hierarchy
-    nodes : bool array over ``H.nodes``, optional
-        The nodes evaluated; default :func:`evaluated_nodes` of ``y_train`` when given (the
-        literature's choice: every node but those every training sample holds), else every
-        node but the root.
+    nodes : bool array over ``H.nodes`` or a list of node names, optional
+        The nodes evaluated (integer positions are refused: pass their names); default
+        :func:`evaluated_nodes` of ``y_train`` when given (the literature's choice: every node
+        but those every training sample holds), else every node but the root.
     y_train : training labels, optional
     """
     from sklearn.metrics import average_precision_score
@@ -727,10 +597,11 @@ def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float
     if nodes is None:
         nodes = evaluated_nodes(y_train, H) if y_train is not None else \
             np.arange(len(H.nodes)) != H.index(H.root)
-    nodes = np.asarray(nodes, dtype=bool)
-    if nodes.shape != (len(H.nodes),) or not nodes.any():
-        raise InputError(f"nodes must be a bool array over H.nodes ({len(H.nodes)}) with at least one "
-                         "node to evaluate")
+    else:
+        nodes = _node_mask(nodes, H)
+    if not nodes.any():
+        raise InputError("nodes must be a selection of at least one node to evaluate; it "
+                         "selects none")
     truth = T[:, nodes].ravel()
     if not truth.any():
         raise LabelError("au_prc: no positive (sample, node) pair among the evaluated nodes; the "
@@ -768,10 +639,14 @@ def make_hierarchical_scorer(name: str, hierarchy=None, **kwargs):
 
     ``hierarchy=H`` and ``kwargs`` are passed to the metric.  Prediction-based scorers are
     built with :func:`sklearn.metrics.make_scorer`, so any classifier whose ``predict``
-    returns node names or label sets works in ``GridSearchCV(..., scoring=...)``.
+    returns node names or label sets works in ``GridSearchCV(..., scoring=...)``.  Refused
+    when the scorer is built: keyword arguments the metric (or its loss) does not take, those
+    the scorer passes itself (``sample_weight``; ``classes``, from ``estimator.classes_``, for
+    the scorers on class scores), and a ``loss`` other than the one the scorer's name says.
     """
     if not isinstance(name, str) or name not in SCORERS:
         raise InputError(f"unknown scorer {name!r}; choose one of {sorted(SCORERS)}")
+    _check_scorer_kwargs(name, SCORERS, kwargs)
     metric, greater, kind, fixed = SCORERS[name]
     kw = dict(fixed)
     kw.update(kwargs)

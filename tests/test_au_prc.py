@@ -82,3 +82,27 @@ def test_au_prc_refuses_what_means_nothing():
         metrics.au_prc([{"a1"}, {"a1"}], S, hierarchy=H, nodes=np.array([v == "b" for v in H.nodes]))
     with pytest.raises(InputError, match="nodes must be"):
         metrics.au_prc([{"a1"}], S[:1], hierarchy=H, nodes=np.zeros(len(H.nodes), bool))
+
+
+def test_nodes_is_a_bool_mask_or_node_names_never_positions():
+    """Integer positions cast to bool would evaluate another node set; names map to their mask."""
+    rng = np.random.default_rng(1)
+    y, S = [{"a1"}, {"a2", "b1"}, {"b1"}], rng.random((3, len(H.nodes)))
+    mask = np.array([v in ("a", "a1", "b1") for v in H.nodes])
+    want = metrics.au_prc(y, S, hierarchy=H, nodes=mask)
+    assert metrics.au_prc(y, S, hierarchy=H, nodes=["a", "a1", "b1"]) == want
+    assert metrics.au_prc(y, S, hierarchy=H, nodes=np.array(["b1", "a1", "a"])) == want
+    for positions in ([1, 2, 3, 4, 5, 0], [1, 3], np.array([0, 1, 1, 0, 1, 0])):
+        with pytest.raises(InputError, match=r"bool mask over H.nodes or node names.*H.nodes\[i\]"):
+            metrics.au_prc(y, S, hierarchy=H, nodes=positions)
+    with pytest.raises(LabelError, match="not nodes of the hierarchy"):
+        metrics.au_prc(y, S, hierarchy=H, nodes=["a", "zz"])
+    with pytest.raises(InputError, match="one entry per node"):
+        metrics.au_prc(y, S, hierarchy=H, nodes=mask[:-1])
+    # the same in the calibration
+    T = np.asarray(H.closure(y), dtype=float)
+    by_names = metrics.fit_node_calibration(S, y, H, nodes=["a", "a1", "b1"])
+    by_mask = metrics.fit_node_calibration(S, T, H, nodes=mask)
+    assert (by_names.slope, by_names.intercept) == (by_mask.slope, by_mask.intercept)
+    with pytest.raises(InputError, match="no node name"):
+        metrics.fit_node_calibration(S, y, H, nodes=[1, 2, 3, 4, 5, 0])

@@ -371,3 +371,67 @@ def test_other_bad_input(tree, dag):
         L.ranking_loss(tree, [["A"]], np.zeros((1, 4)))
     with pytest.raises(InputError, match="ties"):
         L.ranking_loss(tree, [["A1"]], np.zeros((1, 4)), ties="random")
+
+
+# ---------------------------------------------------------------------- keyword arguments, classes
+def test_a_keyword_the_loss_does_not_take_is_refused_naming_those_it_takes(tree):
+    """costs= with a loss that has no costs, alpha= with a loss that has no alpha, or a typo
+    would compute another loss than the caller asked for: refused, naming what the loss takes."""
+    with pytest.raises(InputError, match=r"'subtree' does not take alpha=: it takes costs= only"):
+        L.pairwise_loss(tree, "A1", "B1a", "subtree", alpha=np.zeros(8))
+    with pytest.raises(InputError, match=r"takes no keyword arguments \(costs= is taken by"):
+        L.pairwise_loss(tree, "A1", "B1a", "symmetric_difference", costs=np.zeros(8))
+    with pytest.raises(InputError, match="multi_parnet=: it takes costs=, multi_parent= only"):
+        L.loss_matrix(tree, "sibling", multi_parnet="mean")
+    with pytest.raises(InputError, match="does not take costs="):
+        L.ranking_loss(tree, [["A1"]], np.zeros((1, 4)), loss="zero_one", costs=np.zeros(8))
+    assert L.loss_keywords("sibling") == ("costs", "multi_parent")
+    assert L.loss_keywords("0-1") == ()
+    # the keywords a loss takes still work
+    assert L.pairwise_loss(tree, "A1", "B1a", "subtree", costs=np.zeros(8)) == 0.0
+    assert L.loss_matrix(tree, "structural", alpha=np.ones(8))[0, 1] == pytest.approx(np.sqrt(2))
+
+
+def test_classes_must_be_a_list_of_names(tree):
+    """A bare string would be split into its characters; a number is no list of classes."""
+    with pytest.raises(InputError, match=r"list of class names, got the string 'A1'; for one "
+                                         r"class pass \['A1'\]"):
+        L.loss_matrix(tree, "zero_one", "A1")
+    with pytest.raises(InputError, match="list of class names"):
+        L.loss_matrix(tree, "zero_one", 5)
+    with pytest.raises(InputError, match="list of class names"):
+        L.ranking_loss(tree, [["A1"]], np.zeros((1, 1)), classes="A1")
+    assert L.loss_matrix(tree, "zero_one", ["A1"]).shape == (1, 1)
+
+
+def test_a_zero_d_array_is_one_label(tree):
+    assert L.zero_one(tree, np.array("A1"), np.array("A1")) == 0.0
+    assert L.symmetric_difference(tree, np.array("A1"), np.array("A2")) == 2.0
+
+
+def test_ranking_loss_indicators_hold_0_or_1_only(tree):
+    """A -1/+1 (or NaN, or 2) matrix is not an indicator: its -1 entries are not "true"."""
+    S = np.array([[0.0, 5.0, 0.0, 0.0]])
+    for bad in ([[1, -1, -1, -1]], [[1, np.nan, 0, 0]], [[1, 2, 0, 0]]):
+        with pytest.raises(LabelError, match="holds 0 or 1 only"):
+            L.ranking_loss(tree, np.array(bad), S)
+    assert L.ranking_loss(tree, np.array([[1, 0, 0, 0]]), S)[0] == 2.0   # A2 above A1
+    assert L.ranking_loss(tree, np.array([[True, False, False, False]]), S)[0] == 2.0
+
+
+def test_ranking_loss_reduces_label_sets_and_reads_node_indicators(tree):
+    """A label set with its ancestors, and an indicator over H.nodes, are the same labels."""
+    S = np.array([[0.0, 5.0, 0.0, 0.0]])
+    want = L.ranking_loss(tree, [{"A1"}], S)
+    np.testing.assert_allclose(L.ranking_loss(tree, [{"A", "A1"}], S), want)
+    np.testing.assert_allclose(L.ranking_loss(tree, tree.closure([{"A1"}]).astype(int), S), want)
+
+
+def test_sibling_costs_on_a_dag_name_fixes_that_work(dag):
+    with pytest.raises(HierarchyError) as info:
+        L.sibling_loss(dag, "C", "D")
+    msg = str(info.value)
+    assert "multi_parent='mean'" in msg and "h_loss(H, y_true, y_pred, costs)" in msg
+    assert "pass costs=" not in msg   # sibling_loss takes no costs
+    assert L.sibling_loss(dag, "C", "D", multi_parent="mean") >= 0
+    assert L.h_loss(dag, "C", "D", costs=np.ones(len(dag))) == 2.0

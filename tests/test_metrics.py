@@ -15,6 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 from hiercvx import losses as L
 from hiercvx import metrics as M
 from hiercvx.exceptions import InputError, LabelError
+from hiercvx.hierarchy import most_specific
 
 try:
     from strategies import dag_fixture, tree_fixture  # noqa: F401 (the fixtures dag, tree)
@@ -120,10 +121,12 @@ def test_micro_and_weighted_f1_against_sklearn_multilabel(tree):
     yp = [frozenset(rng.choice(nodes, rng.integers(0, 3), replace=False)) for _ in range(30)]
     mlb = MultiLabelBinarizer(classes=nodes).fit([nodes])
     T, P = mlb.transform(yt), mlb.transform(yp)
-    assert M.micro_f1(yt, yp, hierarchy=tree) == pytest.approx(f1_score(T, P, average="micro"))
-    assert M.weighted_f1(yt, yp, hierarchy=tree) == pytest.approx(
-        f1_score(T, P, average="weighted", zero_division=0))
     assert M.micro_f1(yt, yp) == pytest.approx(f1_score(T, P, average="micro"))  # no hierarchy
+    # with the hierarchy, a set that includes ancestors of its labels counts as its most specific labels
+    Tr, Pr = mlb.transform(most_specific(tree, yt)), mlb.transform(most_specific(tree, yp))
+    assert M.micro_f1(yt, yp, hierarchy=tree) == pytest.approx(f1_score(Tr, Pr, average="micro"))
+    assert M.weighted_f1(yt, yp, hierarchy=tree) == pytest.approx(
+        f1_score(Tr, Pr, average="weighted", zero_division=0))
 
 
 # ---------------------------------------------------------------------- test errors, regret
@@ -364,3 +367,143 @@ def test_score_shape_errors_name_the_columns():
         M.au_prc([{"a/1"}, {"b/1"}], np.zeros((2, 3)), H)
     with pytest.raises(InputError, match="non-finite entry at sample 0, class 1"):
         M.ranking_loss(["a/1", "b/1"], np.where(np.eye(2, 6, k=1) > 0, np.nan, 0.0), H)
+
+
+# ---------------------------------------------------------------------- labels as they come
+LEAVES = ("A1", "A2", "B1a", "B1b")   # tree.leaves
+
+
+def test_score_metrics_indicators_hold_0_or_1_only(tree):
+    """A -1/+1 matrix (or NaN, or 2) is not an indicator: its -1 entries are not "true"."""
+    S = np.array([[0.0, 5.0, 0.0, 0.0]])
+    for bad in ([[1, -1, -1, -1]], [[1, np.nan, 0, 0]], [[1, 2, 0, 0]]):
+        for metric in (M.one_accuracy, M.average_precision, M.ranking_loss):
+            with pytest.raises(LabelError, match="holds 0 or 1 only"):
+                metric(np.array(bad), S, hierarchy=tree)
+    assert M.one_accuracy(np.array([[1, 0, 0, 0]]), S, hierarchy=tree) == 0.0
+
+
+def test_flat_f1_reduce_label_sets_with_ancestors(tree):
+    """{"A", "A1"} is the label A1 with its ancestor: with the hierarchy it counts as A1."""
+    assert M.micro_f1([{"A", "A1"}], ["A1"], hierarchy=tree) == 1.0
+    assert M.weighted_f1([{"A", "A1"}, {"B", "B1a"}], ["A1", "B1a"], hierarchy=tree) == 1.0
+    closed = tree.closure([{"A1"}, {"B1a"}]).astype(int)   # closed indicators too
+    assert M.micro_f1(closed, ["A1", "B1a"], hierarchy=tree) == 1.0
+    assert M.micro_f1([{"A", "A1"}], [{"A2"}], hierarchy=tree) == 0.0   # not a partial hit
+
+
+def test_flat_f1_without_hierarchy_refuses_none_and_nan():
+    for bad in ([None], [np.nan], [float("nan")], [{"a", None}]):
+        with pytest.raises(LabelError, match="None|NaN"):
+            M.micro_f1(bad, bad)
+        with pytest.raises(LabelError, match="None|NaN"):
+            M.weighted_f1(["a"], bad)
+    # True and 1.0 are not the label 1, though Python finds them equal
+    assert M.micro_f1([1], [True]) == 0.0 and M.micro_f1([1], [1]) == 1.0
+
+
+def test_score_metrics_reduce_label_sets_with_ancestors(tree):
+    S = np.array([[0.0, 5.0, 0.0, 1.0], [3.0, 0.0, 1.0, 0.0]])
+    reduced, with_ancestors = [{"A2"}, {"A1", "B1a"}], [{"A", "A2"}, {"root", "A", "A1", "B1", "B1a"}]
+    for metric in (M.one_accuracy, M.average_precision, M.ranking_loss, M.maximal_loss,
+                   M.top_loss, M.parent_one_accuracy):
+        assert metric(with_ancestors, S, hierarchy=tree) == metric(reduced, S, hierarchy=tree)
+    # an internal label that is not implied by another one is still no class
+    with pytest.raises(LabelError, match="'A' \\(sample 0\\)"):
+        M.one_accuracy([{"A"}], S[:1], hierarchy=tree)
+    # without the hierarchy the ancestors are unknown: the error says how to reduce them
+    with pytest.raises(LabelError, match="hierarchy=H.*most_specific"):
+        M.one_accuracy([{"A", "A2"}], S[:1], classes=LEAVES)
+
+
+def test_score_scorers_take_the_labels_the_estimator_was_fitted_on(tree):
+    X, y = _leaf_data(tree, n=40)
+    est = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
+    with_ancestors = [set(tree.ancestors(v, inclusive=True)) for v in y]
+    for name in ("one_accuracy", "average_precision", "neg_ranking_loss", "neg_maximal_loss"):
+        scorer = M.get_scorer(name, hierarchy=tree)
+        assert scorer(est, X, with_ancestors) == pytest.approx(scorer(est, X, y))
+
+
+def test_score_metrics_read_indicators_over_the_nodes(tree):
+    """The module's label forms hold for the metrics on scores: a 0/1 indicator over H.nodes
+    (closed or not) is read as its most specific labels."""
+    S = np.array([[0.0, 5.0, 0.0, 0.0], [0.0, 0.0, 0.0, 2.0]])
+    names = [{"A2"}, {"B1a", "B1b"}]
+    closed = tree.closure(names).astype(int)
+    unclosed = tree.label_indicator(names).toarray()   # the most specific nodes only
+    for metric in (M.one_accuracy, M.average_precision, M.ranking_loss, M.top_loss):
+        want = metric(names, S, hierarchy=tree)
+        assert metric(closed, S, hierarchy=tree) == want
+        assert metric(unclosed, S, hierarchy=tree) == want
+    with pytest.raises(LabelError, match=r"one column per class \(4\); an indicator over "
+                                         r"H.nodes is read with hierarchy=H"):
+        M.one_accuracy(closed, S, classes=LEAVES)
+
+
+def test_loss_keywords_the_metric_does_not_use_are_refused(tree):
+    S = np.array([[0.0, 5.0, 0.0, 0.0]])
+    with pytest.raises(InputError, match="does not take costs="):
+        M.test_error(["A1"], ["B1a"], hierarchy=tree, loss="symmetric_difference",
+                     costs=np.zeros(8))
+    with pytest.raises(InputError, match="does not take multi_parnet="):
+        M.test_error(["A1"], ["B1a"], hierarchy=tree, loss="sibling", multi_parnet="mean")
+    with pytest.raises(InputError, match="'half_symmetric' does not take costs="):
+        M.maximal_loss(["A1"], S, hierarchy=tree, costs=np.zeros(8))
+    with pytest.raises(InputError, match="loss is a matrix here"):
+        M.top_loss(["A1"], S, classes=LEAVES, loss=1 - np.eye(4), alpha=np.ones(8))
+    assert M.test_error(["A1"], ["B1a"], hierarchy=tree, loss="subtree",
+                        costs=np.zeros(8)) == 0.0
+
+
+def test_test_errors_on_a_dag_name_a_fix_that_works(dag):
+    with pytest.raises(ValueError) as info:
+        M.test_errors(["C"], ["A"], hierarchy=dag)
+    assert "pass costs=" not in str(info.value)
+    assert "multi_parent" in str(info.value) and "h_loss" in str(info.value)
+    assert M.test_errors(["C"], ["A"], hierarchy=dag, multi_parent="mean")["TE_sib"] >= 0
+    assert M.test_error(["C"], ["A"], hierarchy=dag, loss="h_loss", costs=np.ones(len(dag))) == 1.0
+
+
+def test_scorers_refuse_keywords_that_would_misname_or_break_them(tree):
+    with pytest.raises(InputError, match="computes loss='zero_one', not loss='subtree'; use the "
+                                         "scorer 'neg_te_subtree'"):
+        M.get_scorer("neg_te_zero_one", hierarchy=tree, loss="subtree")
+    with pytest.raises(InputError, match="passes classes= itself"):
+        M.get_scorer("one_accuracy", hierarchy=tree, classes=LEAVES)
+    with pytest.raises(InputError, match="does not take foo="):
+        M.get_scorer("hierarchical_f1", hierarchy=tree, foo=1)
+    with pytest.raises(InputError, match="does not take costs="):
+        M.get_scorer("neg_maximal_loss", hierarchy=tree, costs=np.zeros(8))
+    M.get_scorer("neg_te_zero_one", hierarchy=tree, loss="0-1")   # the same loss
+    M.get_scorer("neg_maximal_loss", hierarchy=tree, loss="sibling", multi_parent="mean")
+
+
+def test_bad_options_and_labels_get_input_errors(tree):
+    S = np.zeros((1, 4))
+    with pytest.raises(InputError, match="threshold must be a number"):
+        M.node_margins(S, LEAVES, tree, method="threshold", threshold="x")
+    with pytest.raises(InputError, match="smoothing must be a number"):
+        M.node_log_odds([{"A1"}], tree, smoothing="a")
+    with pytest.raises(InputError, match=r"te has shape \(3,\), te_baseline \(2,\)"):
+        M.bayes_regret_improvement([0.1, 0.2, 0.3], [0.2, 0.3])
+    with pytest.raises(InputError, match="te must be a number"):
+        M.bayes_regret_improvement("a", 0.2)
+    with pytest.raises(LabelError, match="this metric requires y_true"):
+        M.micro_f1(None, None)
+    with pytest.raises(LabelError, match="y_true is None"):
+        M.micro_f1(None, ["A1"], hierarchy=tree)
+    with pytest.raises(InputError, match="y_true must be a sequence"):
+        M.micro_f1(5, 5)
+    with pytest.raises(InputError, match="cannot be a node name"):
+        M.micro_f1([{"a": 1}], ["a"])
+    with pytest.raises(LabelError, match="this metric requires y_true to be passed"):
+        M.one_accuracy(None, S, hierarchy=tree)
+    assert M.test_error(np.array("A1"), np.array("A1"), hierarchy=tree) == 0.0
+
+
+def test_complex_scores_are_refused_as_scores(tree):
+    with pytest.raises(InputError, match=r"real scores. Pass scores.real") as info:
+        M.one_accuracy(["A1"], np.zeros((1, 4)) + 1j, hierarchy=tree)
+    assert "features" not in str(info.value) and "X.real" not in str(info.value)
+    assert "section 7.2" in M.maximal_loss.__doc__ and "thesis 7.3" not in M.maximal_loss.__doc__

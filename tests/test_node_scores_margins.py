@@ -36,8 +36,9 @@ def _brute(S, classes, H, method, threshold=0.0):
                 out[i, j] = best
             elif method == "max_marginal":
                 out[i, j] = best - (max(outside) if outside else s.min())
-            elif method == "threshold":
-                out[i, j] = best - s.max() + threshold
+            elif method == "threshold":   # a node no class reaches is in no label set: < 0
+                out[i, j] = (best - s.max() + threshold if inside else
+                             np.nextafter(min(0.0, s.min() - s.max() + threshold), -np.inf))
             else:
                 out[i, j] = (best - s.mean()) / (s.std() or 1.0)
     return out
@@ -84,6 +85,44 @@ def test_threshold_margins_at_zero_are_the_label_sets_within_the_threshold():
     m = metrics.node_margins(S, classes, DAG, method="threshold", threshold=t)
     sets = [{c for c, s in zip(classes, row) if row.max() - s <= t} for row in S]
     np.testing.assert_array_equal(m >= 0, np.asarray(DAG.closure(sets), dtype=bool))
+
+
+def test_threshold_margins_of_nodes_no_class_reaches_are_negative():
+    """With every class within the threshold, the nodes no class reaches are still in no label
+    set: their margins stay below 0 (and below their ancestors'), the others are kept."""
+    classes = ["a1", "a2", "b1"]                  # b2, b3 and c: no class at or below
+    S = np.array([[0.0, 0.2, 0.1], [1.0, -3.0, 0.5], [0.0, 0.0, 0.0]])
+    for t in (0.0, 0.5, 5.0):
+        m = metrics.node_margins(S, classes, TREE, method="threshold", threshold=t)
+        sets = [{c for c, s in zip(classes, row) if row.max() - s <= t} for row in S]
+        np.testing.assert_array_equal(m >= 0, np.asarray(TREE.closure(sets), dtype=bool))
+        np.testing.assert_allclose(m, _brute(S, classes, TREE, "threshold", threshold=t))
+        for k, v in enumerate(TREE.nodes):
+            for a in TREE.ancestors(v):
+                assert np.all(m[:, k] <= m[:, TREE.index(a)])
+    reached = metrics.node_margins(S, classes, TREE, method="threshold", threshold=0.5)
+    assert reached[0, TREE.index("a1")] == pytest.approx(0.3)   # kept: a class below
+    for method in ("max_marginal", "standardized", "best_class"):
+        np.testing.assert_allclose(metrics.node_margins(S, classes, TREE, method=method),
+                                   _brute(S, classes, TREE, method))
+
+
+def test_node_scores_refuse_bad_input_with_what_to_pass():
+    m = np.zeros((4, len(TREE.nodes)))
+    y = [{"a1"}, {"b1"}, {"a2"}, {"c"}]
+    cal = metrics.fit_node_calibration(m, y, TREE)
+    with pytest.raises(InputError, match="non-finite entry at sample 0"):
+        cal.scores(np.full((1, len(TREE.nodes)), np.nan))
+    with pytest.raises(InputError, match="method must name the margins, one of"):
+        metrics.fit_node_calibration(m, y, TREE, method="nonsense")
+    assert metrics.fit_node_calibration(m, y, TREE, method="threshold").method == "threshold"
+    for call in (lambda: metrics.coherent_node_scores(np.zeros(len(TREE.nodes)), TREE),
+                 lambda: cal.scores(np.zeros(len(TREE.nodes))),
+                 lambda: metrics.node_scores(np.zeros(3), ["a1", "a2", "b1"], TREE)):
+        with pytest.raises(InputError, match=r"= \(n_samples, \d+\), got \(\d+,\).*reshape\(1, -1\)"):
+            call()
+    with pytest.raises(InputError, match="list of class names, got the string"):
+        metrics.node_scores(np.zeros((1, 2)), "a1", TREE)
 
 
 def test_node_log_odds_and_calibration():
