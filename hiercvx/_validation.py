@@ -67,8 +67,11 @@ def check_features(X, name: str = "X", allow_sparse: bool = True, dtype=float):
 
 
 def check_positive(value, name: str = "C") -> float:
-    """A finite positive scalar (C, lambda, ...); a value of the wrong type (a list, a
-    complex number, a dict) raises :class:`InputTypeError`."""
+    """A finite positive scalar (C, lambda, ...); a value of the wrong type (a string, a list,
+    a complex number, a dict) raises :class:`InputTypeError`."""
+    if isinstance(value, (str, bytes)):  # float("1") would take it: a number is asked for
+        raise InputTypeError(f"{name} must be a positive number, got the string {value!r}; "
+                             f"pass it as a number, e.g. {name}=1.0")
     try:
         v = float(value)
     except TypeError:

@@ -60,6 +60,15 @@ def test_libsvm_label_that_underflows_is_refused(tmp_path):
     assert [set(v) if isinstance(v, frozenset) else {v} for v in load_libsvm(f).y] == [{0}, {0}]
 
 
+@pytest.mark.parametrize("name", ["TopDownSVC", "HierarchicalSVC", "NormalizedHierarchicalSVC",
+                                  "MulticlassSVC"])
+def test_a_penalty_given_as_a_string_is_refused_naming_a_number(name):
+    from hiercvx import estimators
+
+    with pytest.raises(InputTypeError, match="got the string '1'; pass it as a number"):
+        getattr(estimators, name)(C="1").fit(X, Y)
+
+
 def test_testing_objective_refuses_bad_parameters_and_shapes():
     W = np.zeros((len(H.nodes), 3))
     assert np.isfinite(testing.objective("hsvm", W, X, Y, H, C=1.0))
