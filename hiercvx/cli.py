@@ -15,7 +15,7 @@ from .demo import DATA_ENV, run_demo
 from .describe import latex_document
 from .exceptions import HierCVXError, InputError
 from .reference import SOLVER_PREFERENCE, gurobi_limit_text, usable_solvers
-from .verify import format_table, verify, write_json
+from .verify import equation_text, format_table, verify, write_json
 
 PACKAGES = ("hiercvx", "numpy", "scipy", "cvxpy", "clarabel", "osqp", "ecos", "scs", "highspy",
             "scikit-learn", "networkx", "numba", "gurobipy")
@@ -31,18 +31,34 @@ def _versions() -> list[tuple[str, str]]:
     return out
 
 
+def _solver_rows(usable: dict) -> list[str]:
+    """One row per solver: name, state, problem classes, in columns; a state's parenthesised
+    detail (Gurobi's licence limits) goes on the next line, under the state."""
+    rows = []
+    for name, state in usable.items():
+        head, _, detail = state.partition(" (")
+        classes = ", ".join(k for k, v in SOLVER_PREFERENCE.items() if name in v)
+        rows.append((name, head, classes, detail[:-1] if detail.endswith(")") else detail))
+    if "GUROBI" not in usable:
+        rows.append(("GUROBI", "not installed", "", "pip install gurobipy; its bundled licence is "
+                     f"size-limited: {gurobi_limit_text()}"))
+    wname = max(len(r[0]) for r in rows)
+    wstate = max(len(r[1]) for r in rows)
+    lines = []
+    for name, state, classes, detail in rows:
+        lines.append(f"  {name:<{wname}}  {state:<{wstate}}  {classes}".rstrip())
+        if detail:
+            lines.append(f"  {'':<{wname}}  {detail}")
+    return lines
+
+
 def cmd_info(args) -> int:
     print(f"Python {sys.version.split()[0]}")
     for pkg, ver in _versions():
         print(f"  {pkg:<13} {ver}")
     usable = usable_solvers()
     print("Solvers (CVXPY):")
-    for name, state in usable.items():
-        classes = [k for k, v in SOLVER_PREFERENCE.items() if name in v]
-        print(f"  {name:<9} {state:<10} {', '.join(classes)}")
-    if "GUROBI" not in usable:
-        print("  GUROBI    not installed (pip install gurobipy; its bundled licence is size-limited: "
-              f"{gurobi_limit_text()})")
+    print("\n".join(_solver_rows(usable)))
     print("Default solver per problem class:")
     for klass, prefs in SOLVER_PREFERENCE.items():
         pick = next((s for s in prefs if usable.get(s) == "ok"), "none installed")
@@ -65,7 +81,7 @@ def cmd_methods(args) -> int:
     sheet (where it is installed), BibTeX keys; then the BibTeX entries, each once."""
     entries = {}
     for m in methods.REGISTRY.values():
-        eqs = ", ".join(f"{role} {eq}" for role, eq in m.equations.items())
+        eqs = ", ".join(equation_text(role, eq) for role, eq in m.equations.items())
         keys = _bibtex_keys(m.bibtex)
         entries.update(zip(keys, ("@" + e.strip() for e in m.bibtex.split("@")[1:])))
         print(f"{m.name}: {m.title}\n  paper       {m.paper}\n  equations   {eqs}\n"
@@ -80,12 +96,17 @@ def cmd_methods(args) -> int:
 def cmd_show(args) -> int:
     """The formulation of ``METHOD``'s primal (or ``--dual``) reference in symbols, as text or
     ``--latex`` (:meth:`hiercvx.reference.ReferenceProblem.describe`); ``--standalone``: a
-    complete LaTeX document.  The numbers are those of the method's first quick case."""
+    complete LaTeX document (with ``--latex`` only).  The numbers are those of the method's
+    first quick case."""
+    if args.standalone and not args.latex:
+        raise InputError("--standalone writes a complete LaTeX document: add --latex "
+                         f"(hiercvx show {args.method}{' --dual' if args.dual else ''} --latex "
+                         "--standalone)")
     method = methods.get(args.method)
     case = method.cases(True)[0]
     reference = method.build("dual" if args.dual else "primal", case)
-    equations = ", ".join(f"{role} {eq}" for role, eq in method.equations.items())
-    latex = args.latex or args.standalone
+    equations = ", ".join(equation_text(role, eq) for role, eq in method.equations.items())
+    latex = args.latex
     if args.standalone:
         header = (f"{method.name}: {method.title}\ninstance: the case '{case.name}'\ncite as:\n"
                   f"{method.bibtex}")
@@ -215,8 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("method", metavar="METHOD", help=f"one of {', '.join(methods.names())}")
     p.add_argument("--dual", action="store_true", help="the declared dual instead of the primal")
     p.add_argument("--latex", action="store_true", help="LaTeX (align*) instead of plain text")
-    p.add_argument("--standalone", action="store_true", help="with --latex: a complete document "
-                   "that pdflatex compiles as it is")
+    p.add_argument("--standalone", action="store_true", help="with --latex (which it needs): a "
+                   "complete document that pdflatex compiles as it is")
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("verify", help="every fast solver against its certified reference, one table; "
                        "exit 1 on any disagreement")

@@ -195,22 +195,30 @@ def _constraint_kind(c) -> str:
 
 def _constraint_parts(ref) -> list:
     """``(name, Term, rows or None)`` per constraint family: the declared ones first, then the
-    named ones the declaration misses, then (without a declaration) the unnamed ones."""
+    named ones the declaration misses, then the rows no family accounts for.
+
+    A declared family without a named constraint takes its rows from the problem's unnamed
+    constraints: the builders hand them to CVXPY in the order they declare the families, so
+    the two lists pair up when their lengths agree.  Otherwise (or without a declaration) the
+    unnamed constraints are listed by kind, so the rows always add up to :meth:`size`."""
     form = ref.formulation
-    constraints = []
+    named = {id(c) for c in ref.constraints.values()}
+    unnamed = [c for c in ref.problem.constraints if id(c) not in named]
+    constraints, paired = [], {}
     if form is not None:
+        bare = [name for name in form.constraints if name not in ref.constraints]
+        if len(bare) == len(unnamed):
+            paired = dict(zip(bare, unnamed))
+            unnamed = []
         for name, term in form.constraints.items():
-            c = ref.constraints.get(name)
+            c = ref.constraints.get(name, paired.get(name))
             constraints.append((name, term, None if c is None else int(c.size)))
     listed = {name for name, *_ in constraints}
     for name, c in ref.constraints.items():
         if name not in listed:
             constraints.append((name, Term(_constraint_kind(c)), int(c.size)))
-    if form is None:
-        named = {id(c) for c in ref.constraints.values()}
-        for c in ref.problem.constraints:
-            if id(c) not in named:
-                constraints.append(("(unnamed)", Term(_constraint_kind(c)), int(c.size)))
+    label = "(unnamed)" if form is None else "(undeclared)"
+    constraints += [(label, Term(_constraint_kind(c)), int(c.size)) for c in unnamed]
     return constraints
 
 
@@ -234,11 +242,12 @@ def _variable_parts(ref) -> list:
     return out
 
 
-def _dimensions(form, variables) -> tuple[dict, dict, list]:
+def _dimensions(form, variables, known=None) -> tuple[dict, dict, list]:
     """The dimension symbols the shapes use with their meanings, their values in this problem
-    (read from the variables' shapes), and the symbols bound to two different values (a
-    declaration error the tests look for)."""
-    meanings, values, conflicts, products = {}, {}, [], []
+    (read from the variables' shapes; ``known`` gives those no single shape binds, such as
+    the factors of ``M*d``), and the symbols bound to two different values (a declaration
+    error the tests look for)."""
+    meanings, values, conflicts, products = {}, dict(known or {}), [], []
     for name, var, sym in variables:
         if sym.shape is None or form is None:
             continue
@@ -268,16 +277,18 @@ def _dimensions(form, variables) -> tuple[dict, dict, list]:
     order = list(DIMENSIONS)  # n, d, M, ... first, in that order; a formulation's own after
     rank = {k: (order.index(k) if k in order else len(order)) for k in meanings}
     meanings = dict(sorted(meanings.items(), key=lambda kv: rank[kv[0]]))
-    values = {k: values[k] for k in meanings if k in values}
+    values = {k: int(values[k]) for k in meanings if k in values}
     return meanings, values, conflicts
 
 
 def describe_parts(ref, problem_class: str, solver: str) -> dict:
     """What :meth:`~hiercvx.reference.ReferenceProblem.describe` renders, from the reference's
-    :attr:`formulation` or its CVXPY structure."""
+    :attr:`formulation` or its CVXPY structure; ``ref.data["dimensions"]`` gives the values of
+    dimension symbols that no variable's shape binds alone, and ``ref.instance_note`` (where
+    the reference has one) a last line of the instance block."""
     form = ref.formulation
     variables = _variable_parts(ref)
-    dims, values, conflicts = _dimensions(form, variables)
+    dims, values, conflicts = _dimensions(form, variables, ref.data.get("dimensions"))
     params = []
     for name, p in ref.parameters.items():
         value = p.value
@@ -296,7 +307,8 @@ def describe_parts(ref, problem_class: str, solver: str) -> dict:
             "constraints": _constraint_parts(ref), "variables": shaped, "dims": dims,
             "dim_values": values, "dim_conflicts": conflicts,
             "notation": dict(form.notation) if form is not None else {},
-            "parameters": params, "size": ref.size(), "class": problem_class, "solver": solver}
+            "parameters": params, "size": ref.size(), "class": problem_class, "solver": solver,
+            "note": getattr(ref, "instance_note", "")}
 
 
 # ---------------------------------------------------------------------- text
@@ -327,9 +339,17 @@ def render_text(d: dict) -> str:
     lines += ["", "  this instance" + (f" ({_dims_values(d)})" if d["dim_values"] else "")]
     rows = ", ".join(f"{name} {rows:,}" for name, _, rows in d["constraints"] if rows is not None)
     facts = [("rows", rows), ("parameters", ", ".join(v for _, v, _ in d["parameters"])),
-             ("size", str(d["size"])), ("problem class", d["class"]), ("solver", d["solver"])]
+             ("size", _size_text(d["size"])), ("problem class", d["class"]), ("solver", d["solver"]),
+             ("note", d.get("note", ""))]
     lines += [f"    {label:<13}  {value}" for label, value in facts if value]
     return "\n".join(lines)
+
+
+def _size_text(size) -> str:
+    """``"12 variables, 1 constraint, 30 nonzeros"``: the counts of :class:`~hiercvx.reference.ProblemSize`."""
+    counts = [(size.variables, "variable"), (size.constraints, "constraint"),
+              (size.nonzeros, "nonzero")]
+    return ", ".join(f"{k:,} {word}{'' if k == 1 else 's'}" for k, word in counts)
 
 
 def _dims_values(d: dict) -> str:
@@ -373,8 +393,10 @@ def render_latex(d: dict) -> str:
     instance = "% this instance" + (f" ({_dims_values(d)})" if d["dim_values"] else "")
     rows = ", ".join(f"{name} {rows:,}" for name, _, rows in d["constraints"] if rows is not None)
     lines += [instance] + ([f"% rows: {rows}"] if rows else []) + [
-        f"% Size: {d['size']}; problem class {d['class']}; solver {d['solver']}"
+        f"% Size: {_size_text(d['size'])}; problem class {d['class']}; solver {d['solver']}"
         + (f"; {', '.join(v for _, v, _ in d['parameters'])}" if d["parameters"] else "")]
+    if d.get("note"):
+        lines.append(f"% Note: {d['note']}")
     return "\n".join(lines)
 
 

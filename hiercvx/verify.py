@@ -17,7 +17,9 @@ tree DP, HiGHS ILP / LP and enumeration.
 
 One :class:`Row` per (method, case, fast solver); :func:`format_table` prints them as the
 table of the issue: method | paper eq. | case | reference objective | primal - dual | gap |
-fast solver | fast objective | rel. diff | speedup | status.  *speedup* is the reference's
+fast solver | fast objective | rel. diff | speedup | status.  The table prints a primal - dual
+difference or a gap within ``ROUNDOFF`` of zero (relative to the objective) as 0: the last
+bits of two floating-point sums, not a disagreement; the rows (and the JSON) keep the numbers.  *speedup* is the reference's
 time (building, compiling and solving the CVXPY problem) over the fast solver's, the faster of
 two runs (the first call of a process may include compiling the solver's kernels).
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass
 
@@ -48,13 +51,17 @@ from .testing import fast_vs_reference
 from .testing.inference import inference_problems
 
 __all__ = ["Row", "verify", "verify_inference", "verify_method", "format_table", "write_json",
-           "DUAL_RTOL"]
+           "equation_text", "DUAL_RTOL", "ROUNDOFF"]
 
 logger = logging.getLogger(__name__)
 
 #: relative difference allowed between the certified primal and dual optima (each within
 #: its own gap tolerance of 1e-6, the two solved by different routes)
 DUAL_RTOL = 1e-5
+
+#: relative size under which :func:`format_table` prints a primal - dual difference or a gap as
+#: 0: a few units in the last place of double precision, far below any solver's tolerance
+ROUNDOFF = 1e-12
 
 
 @dataclass
@@ -142,7 +149,9 @@ def verify_method(method, quick: bool = True, progress=None, gurobi: bool = Fals
     if "dual" in method.equations:
         equations += " / " + method.equations["dual"].split(" (")[0]
     for case in method.cases(quick):
-        label = f"{case.structure}: {case.name}" if case.name != case.structure else case.name
+        # a name that starts with its structure ("tree n=36 d=4") says it already
+        label = case.name if case.name.split()[0].rstrip(",") == case.structure \
+            else f"{case.structure}: {case.name}"
         try:
             ref, diff, problem, t_ref = _reference(method, case)
         except HierCVXError as exc:
@@ -252,6 +261,20 @@ def _num(x, fmt):
     return "-" if x is None or not np.isfinite(x) else format(x, fmt)
 
 
+def _roundoff(x, scale=1.0):
+    """``x``, or 0 when it is within :data:`ROUNDOFF` of zero relative to ``scale``."""
+    if x is None or not np.isfinite(x):
+        return x
+    bound = ROUNDOFF * (max(1.0, abs(scale)) if np.isfinite(scale) else 1.0)
+    return 0.0 if abs(x) <= bound else x
+
+
+def equation_text(role: str, eq: str) -> str:
+    """``"primal (4.10)"``: a registry entry ``role -> eq`` as the tables print it; an ``eq``
+    that names its role already (``"notes: primal (= LIBLINEAR MCSVM_CS)"``) as it is."""
+    return eq if re.search(rf"\b{re.escape(role)}\b", eq, re.I) else f"{role} {eq}"
+
+
 def _speedup(x) -> str:
     """``12.3x``; below 1, two significant digits (``0.038x``), so a slower solver never
     reads as ``0.0x``."""
@@ -261,11 +284,13 @@ def _speedup(x) -> str:
 
 
 def format_table(rows) -> str:
-    """The rows as a fixed-width table, then one line per disagreement naming its case."""
+    """The rows as a fixed-width table (a primal - dual difference or a gap within
+    :data:`ROUNDOFF` of zero printed as 0), then one line per disagreement naming its case."""
     head = ("method", "paper eq.", "case", "reference obj.", "primal - dual", "gap", "fast solver",
             "fast obj.", "rel. diff", "speedup", "status")
     body = [(r.method, r.equations, r.case, _num(r.reference_objective, ".8g"),
-             _num(r.primal_minus_dual, ".1e"), _num(r.reference_gap, ".1e"), r.fast_solver,
+             _num(_roundoff(r.primal_minus_dual, r.reference_objective), ".1e"),
+             _num(_roundoff(r.reference_gap), ".1e"), r.fast_solver,
              _num(r.fast_objective, ".8g"), _num(r.rel_diff, ".1e"),
              _speedup(r.speedup),
              "ok" if r.ok else r.status.split(":")[0]) for r in rows]

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import hiercvx as hc
 from hiercvx import cli
 
 
@@ -64,3 +65,52 @@ def test_verify_refuses_an_unwritable_json_before_the_work(where, fix, tmp_path,
                      str(tmp_path / where)]) == 2
     err = capsys.readouterr().err
     assert ran == [] and fix in err and "Errno" not in err
+
+
+def test_info_keeps_its_solver_columns(monkeypatch, capsys):
+    """``hiercvx info``: the problem classes start in one column on every solver row, a long
+    state (Gurobi's size-limited licence) included; its detail goes on the next line."""
+    states = {"CLARABEL": "ok", "GUROBI": "size-limited licence (at most 2000 variables (QP))",
+              "OSQP": "ok"}
+    monkeypatch.setattr(cli, "usable_solvers", lambda: dict(states))
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    block = out.split("Solvers (CVXPY):\n")[1].split("Default solver")[0].splitlines()
+    rows = {line.split()[0]: line for line in block if not line.startswith("   ")}
+    assert set(rows) == set(states)
+    last = {name: line.rsplit("  ", 1)[1].strip() for name, line in rows.items()}  # the classes
+    assert last["GUROBI"].startswith("LP, QP") and last["OSQP"] == "QP"
+    assert len({len(line) - len(last[name]) for name, line in rows.items()}) == 1, block
+    detail = block[block.index(rows["GUROBI"]) + 1]
+    assert detail.strip() == "at most 2000 variables (QP)"
+
+
+def test_verify_table_prints_round_off_as_zero_and_each_case_once():
+    """Differences within ``ROUNDOFF`` of zero (the last bits of two sums) print as 0; a case
+    named after its structure is not prefixed by it again."""
+    from hiercvx.verify import Row, format_table, verify_method
+
+    row = Row("inference", "(19)", "tree seed=0 n=12", -77.246736, -3.6e-15, -1.2e-16, "dp",
+              -77.246736, 0.0, 2.0, "ok")
+    line = format_table([row]).splitlines()[2]
+    assert "-3.6e-15" not in line and "-1.2e-16" not in line
+    assert line.split()[6:8] == ["0.0e+00", "0.0e+00"], line
+    real = Row("m", "(1)", "c", 10.0, 2e-9, 3e-10, "f", 10.0, 0.0, 1.0, "ok")
+    assert "2.0e-09" in format_table([real]) and "3.0e-10" in format_table([real])
+
+    class Named:  # a method whose references fail at once: only the labels are built
+        name, equations, fast_solvers, references = "m", {"primal": "(1)"}, {}, {}
+
+        @staticmethod
+        def cases(quick):
+            from hiercvx.methods import Case
+            return [Case("flat n=36 d=4", "flat", None, None, None),
+                    Case("flat", "flat", None, None, None),
+                    Case("two trees", "dag", None, None, None)]
+
+        @staticmethod
+        def build(role, case):
+            raise hc.InputError("not built")
+
+    labels = [r.case for r in verify_method(Named())]
+    assert labels == ["flat n=36 d=4", "flat", "dag: two trees"]

@@ -9,8 +9,9 @@ import pytest
 
 import hiercvx as hc
 from hiercvx import cli, methods
-from hiercvx.formulations import hpsi, nhsvm, orthogonal
+from hiercvx.formulations import hpsi, hsvm, nhsvm, orthogonal
 from hiercvx.describe import Symbol, describe_parts, latex_document
+from hiercvx.methods.cases import problem
 from hiercvx.reference import (Formulation, ProblemSize, ReferenceProblem, Term, choose_solver,
                                problem_class, problem_size)
 
@@ -198,7 +199,8 @@ def test_declared_formulation_renders_text_and_latex():
     assert re.search(r"^  minimize    C sum_j x_j    \(1\)$", text, re.M)
     assert re.search(r"^    rows\s+A x <= b\s+\(2\)$", text, re.M)
     assert re.search(r"^    box\s+x >= -1$", text, re.M)
-    assert re.search(r"^    rows\s+rows 2$", text, re.M)  # a family without duals: no rows
+    # a family without duals takes the rows of the unnamed constraint it declares
+    assert re.search(r"^    rows\s+rows 2, box 3$", text, re.M)
     assert "(unnamed)" not in text
     assert re.search(r"^    x\s+3\s+the unknowns$", text, re.M) and "A  a 2 x 3 matrix" in text
     latex = ref.describe("latex")
@@ -441,3 +443,132 @@ def test_latex_document_escapes_its_titles():
     _check_document(tex)
     assert tex.startswith("% first\n% second\n\\documentclass")
     assert "\\section*{a\\_b \\& c}" in tex and "50\\% of \\\\\nthe paper" in tex
+
+
+# ---------------------------------------------------------------------- what is built, in symbols
+@pytest.mark.parametrize("name,role", ROLES, ids=[f"{n}-{r}" for n, r in ROLES])
+def test_rows_add_up_to_the_size(name, role):
+    """The "rows" line counts every constraint row the "size" line counts, each under a declared
+    family (auxiliary equalities and the lifts included), none under "(undeclared)"."""
+    ref = _declared(name, role)
+    parts = describe_parts(ref, problem_class(ref.problem), "")
+    rows = {family: n for family, _, n in parts["constraints"] if n is not None}
+    assert not [f for f in rows if f.startswith("(")], rows
+    assert sum(rows.values()) == problem_size(ref.problem).constraints, rows
+
+
+def test_hsvm_dual_recovery_has_the_shape_of_W():
+    """(4.12) as the dual's legend writes it, Lam^T G^T X, is the M x d node-weight matrix the
+    dual recovers; every matrix in the legend has the shape its entry gives."""
+    ref = built("hsvm", "dual")
+    text = ref.describe()
+    assert re.search(r"^    W\s+Lam\^T G\^T X \(M x d\), the node weights", text, re.M)
+    assert "X^T G Lam" not in text and "\\Lambda^\\top G^\\top X" in ref.describe("latex")
+    assert re.search(r"^    Lam\s+class attributes \(q x M\)", text, re.M)
+    sol = ref.solve()
+    G, X, Lam = ref.problem.var_dict["G"].value, ref.data["X"], ref.data["Lam"]
+    Q, K = ref.data["Q"], X @ X.T
+    assert sol.weights.shape == (Lam.shape[1], X.shape[1])                     # M x d
+    np.testing.assert_allclose(Lam.T @ G.T @ X, sol.weights, atol=1e-6)
+    assert Q.shape == (G.shape[1],) * 2 and K.shape == (G.shape[0],) * 2       # q x q, n x n
+
+
+@pytest.mark.parametrize("role", ["primal", "dual", "class_form"])
+def test_hsvm_classes_are_leaves(role):
+    case = methods.get("hsvm").cases(True)[0]
+    ref = getattr(hsvm, role)(case.X, case.Y, case.H)
+    text = ref.describe()
+    assert re.search(r"^    q\s+classes: the leaves of the hierarchy", text, re.M)
+    assert "label sets the model scores" not in text
+
+
+def test_hsvm_class_form_shows_what_it_builds():
+    """The class form (4.48): the objective as declared (the factor R^{1/2} of the regularizer R
+    of prob.data), evaluated at the solution, is the solver's optimum; the auxiliary scores
+    S = X U^T and, for rank-deficient attributes, N U = 0 are listed with their rows."""
+    X, Y, H = problem("dag", n=20, d=3)
+    ref = hsvm.class_form(X, Y, H, C=1.0)
+    text = ref.describe()
+    assert re.search(r"^  minimize    1/2 \|\|R\^\{1/2\} U\|\|_F\^2 \+ C sum_i c_i xi_i", text, re.M)
+    assert re.search(r"^    R\s+the regularizer \(q x q\)", text, re.M)
+    assert re.search(r"^    R\^\{1/2\}\s+a factor of R, \(R\^\{1/2\}\)\^T R\^\{1/2\} = R", text, re.M)
+    assert re.search(r"^    class_scores\s+S = X U\^T", text, re.M)
+    assert re.search(r"^    rows\s+pairs \d+, xi_nonneg \d+, class_scores \d+$", text, re.M)
+    sol = ref.solve()
+    U, xi, R, C = sol.values["U"], sol.values["xi"], ref.data["R"], 1.0
+    declared = 0.5 * np.trace(U.T @ R @ U) + C * ref.data["margin_data"].Cw @ xi
+    assert declared == pytest.approx(ref.problem.value, rel=1e-7)
+
+    Lam = hc.class_attributes(H, scheme="class_depth")
+    Lam[1] = Lam[0]                                      # rank q - 1: U stays in Lam's range
+    deficient = hsvm.class_form(X, Y, H, attributes=Lam, fit_intercept=True)
+    text = deficient.describe()
+    assert re.search(r"^    range\s+N U = 0", text, re.M) and re.search(r"^    N\s+a basis", text, re.M)
+    assert re.search(r"^    bias\s+b = s Lam\^\+ U", text, re.M)
+    assert re.search(r"^    rows\s+.*, range \d+, bias \d+$", text, re.M)
+
+
+def test_orthogonal_intercept_legend_matches_the_variables():
+    """With an intercept the primal's V is m x f with f = d (the bias is the variable b apart),
+    values["intercept"] is named as an expression of b, and the dual's f counts s."""
+    case = methods.get("orthogonal").cases(True)[0]
+    ref = orthogonal.primal(case.X, case.Y, case.H, fit_intercept=True, intercept_scaling=2.0)
+    text = ref.describe()
+    parts = describe_parts(ref, "", "")
+    assert parts["dim_values"]["f"] == ref.variables["V"].shape[1] == case.X.shape[1]
+    assert re.search(r"^    f\s+columns of the features F: d, or the representer basis", text, re.M)
+    assert "+1 with an intercept" not in text
+    assert re.search(r"^    b\s+m\s+biases of the weighted nodes", text, re.M)
+    assert re.search(r"^    intercept\s+M\s+b spread over all nodes .*an expression of b", text, re.M)
+    dual = orthogonal.dual(case.X, case.Y, case.H, fit_intercept=True, intercept_scaling=2.0)
+    parts = describe_parts(dual, "", "")
+    assert parts["dim_values"]["f"] == case.X.shape[1] + 1
+    assert re.search(r"^    f\s+columns of the features F of x~: d \+ 1", dual.describe(), re.M)
+    flat = orthogonal.flatmult(case.X, case.Y, case.H, fit_intercept=True)
+    assert "V in the lift" not in flat.describe()  # the baselines have no lift
+
+
+@pytest.mark.parametrize("role", ["primal", "dual"])
+def test_sibling_legend_defines_H_prime(role):
+    text = built("sibling_svm", role).describe()
+    assert "H'" in text
+    assert re.search(r"^    H'\s+the hierarchy trained on: H with a self leaf", text, re.M)
+
+
+def test_cutting_plane_instance_of_an_empty_working_set():
+    """The multi-label master as built (no cuts): n, d and M in the instance line, and a note
+    that it has no cuts yet; once solved, the note counts the working set."""
+    method = methods.get("nhsvm")
+    case = next(c for c in method.cases(True) if c.structure == "multilabel")
+    ref = method.build("primal", case)
+    n, d = case.X.shape
+    text = ref.describe()
+    assert re.search(rf"^  this instance \(n = {n}, d = {d}, M = {len(case.H)}\)$", text, re.M)
+    assert re.search(r"^    note\s+the master of an empty working set: no cuts yet", text, re.M)
+    assert "% Note: the master of an empty working set" in ref.describe("latex")
+    ref.solve(verbose=False)
+    assert re.search(r"^    note\s+the master over its working set of [\d,]+ cuts$", ref.describe(), re.M)
+
+
+def test_size_line_counts_in_words():
+    from hiercvx.describe import _size_text
+    assert _size_text(ProblemSize(1, 2, 1)) == "1 variable, 2 constraints, 1 nonzero"
+    assert _size_text(ProblemSize(1200, 0, 3)) == "1,200 variables, 0 constraints, 3 nonzeros"
+
+
+def test_standalone_needs_latex(capsys):
+    """``--standalone`` alone is refused (exit 2) with the fix, not silently read as --latex."""
+    assert cli.main(["show", "hsvm", "--standalone"]) == 2
+    err = capsys.readouterr().err
+    assert "add --latex" in err and "hiercvx show hsvm --latex --standalone" in err
+
+
+def test_show_equations_name_each_role_once(capsys):
+    """An equation entry that names its role (the lecture notes' "notes: primal") is not
+    prefixed with the role again."""
+    assert cli.main(["show", "multiclass"]) == 0
+    out = capsys.readouterr().out
+    assert "equations: notes: primal (= LIBLINEAR MCSVM_CS), notes: Lagrangian dual" in out
+    assert "primal notes" not in out and "dual notes" not in out
+    assert cli.main(["show", "hsvm"]) == 0
+    assert "equations: primal (4.10), dual (4.15), class form (4.48)" in capsys.readouterr().out

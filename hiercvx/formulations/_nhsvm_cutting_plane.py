@@ -163,7 +163,18 @@ class CuttingPlaneProblem(ReferenceProblem):
                          name="NHSVM primal (10), multi-label, cutting planes",
                          build_time=time.perf_counter() - t0,
                          formulation=cutting_plane_formulation(),
-                         data={"nhsvm": data, "X": data.X, "H": data.H, "alpha": data.alpha})
+                         data={"nhsvm": data, "X": data.X, "H": data.H, "alpha": data.alpha,
+                               # w is M*d: no single shape gives M and d
+                               "dimensions": {"M": M, "d": data.X.shape[1]}})
+
+    @property
+    def instance_note(self) -> str:
+        """What the size of the declared master stands for (a line of :meth:`describe`)."""
+        K = len(self._cut_sample)
+        if K == 0:
+            return ("the master of an empty working set: no cuts yet; each round of solve() "
+                    "adds the most violating label sets")
+        return f"the master over its working set of {K:,} cut{'s' if K != 1 else ''}"
 
     # ------------------------------------------------------------------ the master problem
     def _cut_coefficients(self) -> sp.csr_matrix:

@@ -174,6 +174,10 @@ _NOTATION = {
                     "pair weights: 0 for HSVM (2), the linearization (3) of the concave part for a "
                     "step (8) of HPSI", "\\lambda_p"),
     "chi(s)": Symbol("the children of s", "the children of $s$", "\\chi(s)"),
+    "H'": Symbol("the hierarchy trained on: H with a self leaf under every internal node used as "
+                 "a label (H itself when every label is a leaf; prob.data['hierarchy'])",
+                 "the hierarchy trained on: $H$ with a self leaf under every internal node used as "
+                 "a label ($H$ itself when every label is a leaf)"),
 }
 _DIMS = {"m": ("non-root nodes of H'", "non-root nodes of $H'$"),
          "r": ("columns of the kernel's factor L (K = L L^T)",
@@ -214,12 +218,14 @@ def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulati
     feats, featsl = ("X", "X") if linear else ("L", "L")
     notation = {"lam_p": _NOTATION["lam_p"],
                 "A": Symbol("Gamma(beta - lam)" + (" + Delta(delta)" if keep_delta else "")
-                            + ": A_iv = sum of (beta_p - lam_p) over i's pairs with j_p = v, minus over t_p = v",
+                            + ": A_iv = sum of (beta_p - lam_p) over i's pairs with j_p = v, minus over t_p = v, "
+                            "v a non-root node of H'",
                             "$\\Gamma(\\beta - \\lambda)" + (" + \\Delta(\\delta)" if keep_delta else "")
                             + "$: $A_{iv}$ sums $\\beta_p - \\lambda_p$ over the pairs of $i$ with "
-                            "$j_p = v$, minus over those with $t_p = v$"),
+                            "$j_p = v$, minus over those with $t_p = v$, $v$ a non-root node of $H'$"),
                 "w_v": Symbol("sum_i A_iv x_i, the recovery (10) (kernel: c_v = A[:, v])",
-                              "$\\sum_i A_{iv} x_i$, the recovery (10) (with a kernel: $c_v = A_{:v}$)")}
+                              "$\\sum_i A_{iv} x_i$, the recovery (10) (with a kernel: $c_v = A_{:v}$)"),
+                "H'": _NOTATION["H'"]}
     if not keep_delta:
         notation["E"] = Symbol("the sibling-group incidence of the pairs", "the incidence of the "
                                "pairs in the sibling groups")

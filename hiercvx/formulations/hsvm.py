@@ -47,9 +47,9 @@ from ..models import margin as _margin
 from ..models.hsvm import DEFAULT_ATTRIBUTES, DEFAULT_LOSS, HSVMModel
 from ..models.hsvm import prepare as prepare_model
 from ..models.margin import MarginData
-from ..describe import Symbol
 from .._reference_scaling import rescales_features
-from ..reference import Formulation, ProblemSize, ReferenceProblem, check_size
+from ..reference import ProblemSize, ReferenceProblem, check_size
+from ._hsvm_describe import class_form_formulation, dual_formulation, primal_formulation
 
 logger = logging.getLogger(__name__)
 
@@ -75,127 +75,6 @@ __all__ = [
     "dual_formulation",
     "class_form_formulation",
 ]
-
-# ---------------------------------------------------------------------- what describe() shows
-_NOTATION = {
-    "Lam": Symbol("class attributes (q x M): Lam_yv = t_v(y) for v an ancestor of y, thesis (3.7)",
-                  "class attributes ($q \\times M$): $\\Lambda_{yv} = t_v(y)$ for $v$ an ancestor of "
-                  "$y$, thesis (3.7)", "\\Lambda"),
-    "S_iy": Symbol("class score <u_y, x_i> = <W, Lam_y (x) x_i>, thesis (3.8)",
-                   "class score $\\langle u_y, x_i \\rangle = \\langle W, \\Lambda_y \\otimes x_i "
-                   "\\rangle$, thesis (3.8)", "S_{iy}"),
-    "Delta(y, ybar)": Symbol("the loss of the pair (y relevant, ybar irrelevant)",
-                             "the loss of the pair ($y$ relevant, $\\bar y$ irrelevant)",
-                             "\\Delta(y, \\bar y)"),
-    "c_i": Symbol("the weight of example i in the loss (sample_weight; 1 by default)",
-                  "the weight of example $i$ in the loss (its sample weight; 1 by default)"),
-}
-_VARIABLES = {
-    "W": Symbol("node weights, rows in H.nodes order", "node weights $w_v$, one row per node",
-                shape=("M", "d")),
-    "xi": Symbol("one slack per example", "one slack per example", "\\xi", ("n",)),
-    "U": Symbol("class weights u_y = sum_v Lam_yv w_v", "class weights $u_y = \\sum_v "
-                "\\Lambda_{yv} w_v$", shape=("q", "d")),
-    "S": Symbol("class scores of the examples", "class scores of the examples", shape=("n", "q")),
-    "intercept": Symbol("node biases b_v (LIBLINEAR's, not in the thesis)",
-                        "node biases $b_v$ (LIBLINEAR's, not in the thesis)", "b", ("M",)),
-}
-_INTERCEPT_NOTE = Symbol("intercept_scaling: the constant feature whose weight is b / s",
-                         "the value of the constant feature, whose weight is $b / s$")
-
-
-def _pair_family(rescaling: str, eq: str) -> tuple:
-    if rescaling == "slack":
-        return ("S_iy - S_iybar >= 1 - xi_i / Delta(y, ybar) for every i, y in Y_i, ybar not in Y_i",
-                "S_{iy} - S_{i\\bar y} \\ge 1 - \\xi_i / \\Delta(y, \\bar y) \\quad "
-                "\\forall i,\\ y \\in Y_i,\\ \\bar y \\notin Y_i", eq)
-    return ("S_iy - S_iybar >= Delta(y, ybar) - xi_i for every i, y in Y_i, ybar not in Y_i",
-            "S_{iy} - S_{i\\bar y} \\ge \\Delta(y, \\bar y) - \\xi_i \\quad "
-            "\\forall i,\\ y \\in Y_i,\\ \\bar y \\notin Y_i", eq)
-
-
-def _label_sets() -> dict:
-    return {"Y_i": Symbol("the relevant classes of example i", "the relevant classes of example $i$")}
-
-
-def primal_formulation(rescaling: str = "slack", fit_intercept: bool = False) -> Formulation:
-    """Thesis (4.10) as :meth:`ReferenceProblem.describe` shows it (with LIBLINEAR's
-    regularized node biases ``b`` when ``fit_intercept``)."""
-    reg, reg_tex = "1/2 ||W||_F^2", "\\tfrac12 \\|W\\|_F^2"
-    scores, scores_tex = "S = X U^T", "S = X U^\\top"
-    variables = {k: _VARIABLES[k] for k in ("W", "xi", "U", "S")}
-    notation = {**_NOTATION, **_label_sets()}
-    if fit_intercept:
-        reg, reg_tex = reg + " + 1/2 ||b||^2 / s^2", reg_tex + " + \\tfrac12 \\|b\\|^2 / s^2"
-        scores, scores_tex = scores + " + 1 (Lam b)^T", scores_tex + " + 1 (\\Lambda b)^\\top"
-        variables["intercept"] = _VARIABLES["intercept"]
-        notation["s"] = _INTERCEPT_NOTE
-    return Formulation(
-        objective=(reg + " + C sum_i c_i xi_i", reg_tex + " + C \\sum_i c_i \\xi_i", "(4.10)"),
-        constraints={"pairs": _pair_family(rescaling, "(4.10)"),
-                     "xi_nonneg": ("xi_i >= 0", "\\xi_i \\ge 0", "(4.10)"),
-                     "class_weights": ("U = Lam W (auxiliary: class weights)", "U = \\Lambda W", "(3.9)"),
-                     "class_scores": (scores + " (auxiliary: class scores)", scores_tex, "(3.10)")},
-        variables=variables, notation=notation)
-
-
-def dual_formulation(rescaling: str = "slack") -> Formulation:
-    """Thesis (4.15) as :meth:`ReferenceProblem.describe` shows it."""
-    budget = ("sum_{p of i} alpha_p / Delta_p <= C c_i" if rescaling == "slack"
-              else "sum_{p of i} alpha_p <= C c_i")
-    budget_tex = ("\\textstyle\\sum_{p \\ni i} \\alpha_p / \\Delta_p \\le C c_i" if rescaling == "slack"
-                  else "\\textstyle\\sum_{p \\ni i} \\alpha_p \\le C c_i")
-    offset = "alpha_p" if rescaling == "slack" else "Delta_p alpha_p"
-    offset_tex = "\\alpha_p" if rescaling == "slack" else "\\Delta_p \\alpha_p"
-    return Formulation(
-        objective=(f"sum_p {offset} - 1/2 tr(G^T K G Q)",
-                   f"\\sum_p {offset_tex} - \\tfrac12 \\operatorname{{tr}}(G^\\top K G Q)", "(4.15)"),
-        constraints={"alpha_nonneg": ("alpha_p >= 0 for every pair p = (i, y, ybar)",
-                                      "\\alpha_p \\ge 0 \\quad \\forall p", "(4.15)"),
-                     "budget": (budget + " for every i", budget_tex + " \\quad \\forall i", "(4.13)"),
-                     "expansion": ("G_iy = sum of alpha_p over i's pairs with y relevant, minus over y "
-                                   "irrelevant (auxiliary)", "G = G(\\alpha)", "(4.12)"),
-                     "factor": ("T = L_K^T G with K = L_K L_K^T (auxiliary)", "T = L_K^\\top G",
-                                "(4.16)-(4.17)")},
-        variables={"alpha": Symbol("one multiplier per pair p = (i, y, ybar), thesis (4.11)",
-                                   "one multiplier per pair $p = (i, y, \\bar y)$, thesis (4.11)",
-                                   "\\alpha", ("P",)),
-                   "G": Symbol("expansion coefficients G(alpha): G_iy sums alpha_p over i's pairs, "
-                               "+ where y is relevant, - where it is not",
-                               "expansion coefficients $G(\\alpha)$: $G_{iy}$ sums $\\alpha_p$ over "
-                               "the pairs of $i$, with $+$ where $y$ is relevant and $-$ where not",
-                               shape=("n", "q")),
-                   "T": Symbol("L_K^T G", "$L_K^\\top G$", shape=("r", "q")),
-                   "intercept": _VARIABLES["intercept"]},
-        notation={"K": Symbol("the input kernel's Gram matrix (linear: X X^T), K = L_K L_K^T",
-                              "the input kernel's Gram matrix (linear: $X X^\\top$), $K = L_K L_K^\\top$"),
-                  "Q": Symbol("the class kernel Lam Lam^T, thesis (4.17)",
-                              "the class kernel $\\Lambda \\Lambda^\\top$, thesis (4.17)"),
-                  "Delta_p": Symbol("the loss of the pair p", "the loss of the pair $p$", "\\Delta_p"),
-                  "c_i": _NOTATION["c_i"],
-                  "W": Symbol("X^T G Lam, the node weights (recovery (4.12), linear kernel)",
-                              "$X^\\top G \\Lambda$, the node weights (recovery (4.12), linear kernel)")},
-        dims={"r": ("columns of the kernel factor L_K (d for the linear kernel)",
-                    "columns of the kernel factor $L_K$ ($d$ for the linear kernel)")})
-
-
-def class_form_formulation(rescaling: str = "slack") -> Formulation:
-    """Thesis (4.48) as :meth:`ReferenceProblem.describe` shows it."""
-    return Formulation(
-        objective=("1/2 ||R U||_F^2 + C sum_i c_i xi_i",
-                   "\\tfrac12 \\|R U\\|_F^2 + C \\sum_i c_i \\xi_i", "(4.48)"),
-        constraints={"pairs": _pair_family(rescaling, "(4.48)"),
-                     "xi_nonneg": ("xi_i >= 0", "\\xi_i \\ge 0", "(4.48)")},
-        variables={"U": Symbol("class weights, one row per class", "class weights $u_y$, one row per class",
-                               shape=("q", "d")),
-                   "xi": _VARIABLES["xi"],
-                   "S": Symbol("class scores X U^T", "class scores $X U^\\top$", shape=("n", "q")),
-                   "intercept": _VARIABLES["intercept"]},
-        notation={**_NOTATION, **_label_sets(),
-                  "R": Symbol("the taxonomy-derived regularizer's factor, thesis (4.40)-(4.46)",
-                              "the factor of the regularizer derived from the taxonomy, thesis "
-                              "(4.40)--(4.46)")})
-
 
 # ---------------------------------------------------------------------- sparse building blocks
 
@@ -534,7 +413,8 @@ def dual_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferenceProblem:
         parameters={"C": Cp}, infeasibility=routes.infeasibility,
         name=f"hierarchical SVM dual (4.15), {model.input_kernel.name} kernel, {rescaling} rescaling"
              + (", intercept" if model.fit_intercept else ""),
-        formulation=dual_formulation(rescaling),
+        formulation=dual_formulation(rescaling, model.fit_intercept,
+                                     bias=node_weights and model.fit_intercept),
         build_time=time.perf_counter() - t0,
         data={"X": model.X_features, "X_augmented": X, "H": H, "classes": model.classes,
               "Lam": data.Lam, "Q": data.Q, "K": K, "model": model,
@@ -744,7 +624,8 @@ def class_form_from_model(model: HSVMModel, C=1.0, max_size=None) -> ReferencePr
         lower_bound=routes.lower_bound, weights=routes.weights,
         constraints={"pairs": pairs, "xi_nonneg": nonneg}, parameters={"C": Cp},
         name=f"hierarchical SVM class form (4.48), {rescaling} rescaling",
-        formulation=class_form_formulation(rescaling),
+        formulation=class_form_formulation(rescaling, rank_deficient=bool(null.shape[0]),
+                                           fit_intercept=model.fit_intercept),
         build_time=time.perf_counter() - t0,
         data={"X": model.X_features, "X_augmented": X, "H": H, "classes": model.classes, "Lam": Lam,
               "R": R, "regularizer": how, "model": model, "margin_data": data})

@@ -145,9 +145,8 @@ _XI_NONNEG = ("xi >= 0", "\\xi \\ge 0")
 #: the paper writes N examples indexed by k; the weighted nodes are the non-root nodes
 _DIMS = {"N": ("examples", "examples"),
          "m": ("weighted nodes: the non-root nodes (M - 1)", "weighted nodes: the non-root nodes ($M - 1$)"),
-         "f": ("columns of the features F: d (+1 with an intercept), or the representer basis "
-               "(Theorem 3)", "columns of the features $F$: $d$ ($+1$ with an intercept), or the "
-               "representer basis (Theorem 3)"),
+         "f": ("columns of the features F: d, or the representer basis (Theorem 3)",
+               "columns of the features $F$: $d$, or the representer basis (Theorem 3)"),
          "e": ("pairs i < j with K_ij > 0", "pairs $i < j$ with $K_{ij} > 0$"),
          "P": ("margin pairs, one per row of (4)", "margin pairs, one per row of (4)")}
 _BASELINE_PAIRS = ("margin pairs, one per row of the primal", "margin pairs, one per row of the primal")
@@ -159,36 +158,45 @@ _XI = Symbol("hinge slacks, one per example", "hinge slacks, one per example", "
 
 
 def _with_bias(form: Formulation, fit_intercept: bool, dual: bool = False) -> Formulation:
-    """``form`` with LIBLINEAR's bias feature named: the features are ``x~ = [x, s]`` and
-    (primal) the variable ``b`` of the node biases."""
+    """``form`` with LIBLINEAR's bias feature named: the features are ``x~ = [x, s]``; the
+    primal declares the biases ``b`` of the weighted nodes as a variable apart from the
+    weights (``f`` stays the columns of ``F``), the dual works on ``x~`` (``f`` counts ``s``)."""
     if not fit_intercept:
         return form
-    variables = dict(form.variables)
+    variables, dims = dict(form.variables), dict(form.dims)
     notation = {**form.notation, "x~": Symbol(
         "[x, s], s = intercept_scaling: the features with the constant feature of the bias "
         "(x_k in the rows stands for x~_k)",
         "$[x, s]$, the features with the constant feature $s$ of the bias ($x_k$ in the rows "
         "stands for $\\tilde x_k$)", "\\tilde x")}
-    biases = Symbol("node biases over all nodes: b on the weighted nodes, 0 elsewhere",
-                    "node biases over all nodes: $b$ on the weighted nodes, 0 elsewhere",
-                    "\\bar b", ("M",))
     if dual:
         variables["intercept"] = Symbol(
             "node biases b = s * (last column of the recovered W~), recovered",
             "node biases $b = s \\cdot$ (the last column of the recovered $\\tilde W$)", "b", ("M",))
         notation["W~"] = Symbol("[W, b / s]: the recovered weights of x~",
                                 "$[W, b / s]$: the recovered weights of $\\tilde x$", "\\tilde W")
-    else:
-        notation["W~"] = Symbol(
-            "[W, b / s]: the weights of x~; w_i in the rows and the regularizer (V in the lift) "
-            "stand for the rows of W~",
-            "$[W, b / s]$: the weights of $\\tilde x$; $w_i$ in the rows and in the regularizer "
-            "($V$ in the lift) stand for the rows of $\\tilde W$", "\\tilde W")
-        variables["b"] = Symbol("biases of the weighted nodes", "biases of the weighted nodes",
-                                "b", ("m",))
-        variables["intercept"] = biases
+        dims["f"] = ("columns of the features F of x~: d + 1, or the representer basis of x~ (Theorem 3)",
+                     "columns of the features $F$ of $\\tilde x$: $d + 1$, or the representer basis "
+                     "of $\\tilde x$ (Theorem 3)")
+        return Formulation(objective=form.objective, constraints=form.constraints,
+                           variables=variables, notation=notation, dims=dims)
+    lifted = "V" in variables  # the SDP of (4): its lift holds [V, b / s]
+    notation["W~"] = Symbol(
+        "[W, b / s]: the weights of x~; w_i in the rows and the regularizer"
+        + (" (V in the lift)" if lifted else "") + " stand for the rows of W~",
+        "$[W, b / s]$: the weights of $\\tilde x$; $w_i$ in the rows and in the regularizer"
+        + (" ($V$ in the lift)" if lifted else "") + " stand for the rows of $\\tilde W$", "\\tilde W")
+    variables["b"] = Symbol("biases of the weighted nodes (the bias column of W~ is b / s)",
+                            "biases of the weighted nodes (the bias column of $\\tilde W$ is $b / s$)",
+                            "b", ("m",))
+    # values["intercept"] is b spread over all nodes, an expression of b, not a second bias
+    variables["intercept"] = Symbol(
+        "b spread over all nodes (0 at the root and other unweighted nodes): an expression "
+        "of b, reported as sol.values['intercept']",
+        "$b$ spread over all nodes (0 at the root and the other unweighted nodes): an expression "
+        "of $b$, not a variable of its own", "\\bar b", ("M",))
     return Formulation(objective=form.objective, constraints=form.constraints, variables=variables,
-                       notation=notation, dims=form.dims)
+                       notation=notation, dims=dims)
 
 
 def sdp_formulation(off_diagonal: bool = True) -> Formulation:
