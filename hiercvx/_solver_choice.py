@@ -290,8 +290,9 @@ class ProblemSize:
     nonzeros: int
 
     def __str__(self):
-        return (f"{self.variables:,} variables, {self.constraints:,} constraints, "
-                f"{self.nonzeros:,} nonzeros")
+        return ", ".join(f"{count:,} {word if count == 1 else word + 's'}" for count, word in
+                         ((self.variables, "variable"), (self.constraints, "constraint"),
+                          (self.nonzeros, "nonzero")))
 
 
 def _constant_nonzeros(expr, seen: set) -> int:

@@ -339,17 +339,10 @@ def render_text(d: dict) -> str:
     lines += ["", "  this instance" + (f" ({_dims_values(d)})" if d["dim_values"] else "")]
     rows = ", ".join(f"{name} {rows:,}" for name, _, rows in d["constraints"] if rows is not None)
     facts = [("rows", rows), ("parameters", ", ".join(v for _, v, _ in d["parameters"])),
-             ("size", _size_text(d["size"])), ("problem class", d["class"]), ("solver", d["solver"]),
+             ("size", str(d["size"])), ("problem class", d["class"]), ("solver", d["solver"]),
              ("note", d.get("note", ""))]
     lines += [f"    {label:<13}  {value}" for label, value in facts if value]
     return "\n".join(lines)
-
-
-def _size_text(size) -> str:
-    """``"12 variables, 1 constraint, 30 nonzeros"``: the counts of :class:`~hiercvx.reference.ProblemSize`."""
-    counts = [(size.variables, "variable"), (size.constraints, "constraint"),
-              (size.nonzeros, "nonzero")]
-    return ", ".join(f"{k:,} {word}{'' if k == 1 else 's'}" for k, word in counts)
 
 
 def _dims_values(d: dict) -> str:
@@ -393,7 +386,7 @@ def render_latex(d: dict) -> str:
     instance = "% this instance" + (f" ({_dims_values(d)})" if d["dim_values"] else "")
     rows = ", ".join(f"{name} {rows:,}" for name, _, rows in d["constraints"] if rows is not None)
     lines += [instance] + ([f"% rows: {rows}"] if rows else []) + [
-        f"% Size: {_size_text(d['size'])}; problem class {d['class']}; solver {d['solver']}"
+        f"% Size: {d['size']}; problem class {d['class']}; solver {d['solver']}"
         + (f"; {', '.join(v for _, v, _ in d['parameters'])}" if d["parameters"] else "")]
     if d.get("note"):
         lines.append(f"% Note: {d['note']}")

@@ -551,9 +551,8 @@ def test_cutting_plane_instance_of_an_empty_working_set():
 
 
 def test_size_line_counts_in_words():
-    from hiercvx.describe import _size_text
-    assert _size_text(ProblemSize(1, 2, 1)) == "1 variable, 2 constraints, 1 nonzero"
-    assert _size_text(ProblemSize(1200, 0, 3)) == "1,200 variables, 0 constraints, 3 nonzeros"
+    assert str(ProblemSize(1, 2, 1)) == "1 variable, 2 constraints, 1 nonzero"
+    assert str(ProblemSize(1200, 0, 3)) == "1,200 variables, 0 constraints, 3 nonzeros"
 
 
 def test_standalone_needs_latex(capsys):
