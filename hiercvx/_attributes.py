@@ -23,8 +23,10 @@ def class_attributes(H, classes=None, scheme: str | Callable = "indicator", *,
     Schemes (Cai thesis eq. (3.7): ``Lambda_v(y) = t_v(y)`` if ``v in anc(y)`` else 0):
 
     - ``"indicator"``: ``t_v(y) = 1`` (thesis (3.7) with t = 1).
-    - ``"tree_depth"``: ``t = 1/sqrt(D)`` with D the depth of the hierarchy (thesis 7.2);
-      the root gets 0.  Rows have unit norm when every class sits at depth D.
+    - ``"tree_depth"``: ``t = 1/sqrt(D)`` with D the depth of the hierarchy, thesis 7.2's
+      ``D = max_y |anc(y)| - 1`` over all the nodes of ``H`` (not only ``classes``): on a tree,
+      its depth; on a DAG, its largest count of proper ancestors, so no row exceeds unit
+      norm.  The root gets 0.  Rows have unit norm for the classes with D proper ancestors.
     - ``"class_depth"``: ``t = 1/sqrt(depth(y))`` (thesis 7.2, OHSUMED); root 0; every
       row has unit norm (for trees; for a DAG the number of ancestors is used).
     - ``"normalized"``: ``t_v = sqrt(alpha_v)`` (NHSVM eq. (5)); ``alpha`` over ``H.nodes``
@@ -46,7 +48,9 @@ def class_attributes(H, classes=None, scheme: str | Callable = "indicator", *,
     elif scheme == "indicator":
         vals = np.ones(len(rows))
     elif scheme == "tree_depth":
-        depth = int(n_anc.max()) - 1
+        # the hierarchy's D, not the deepest class passed: a model's attributes must not
+        # depend on which classes its training data happened to contain
+        depth = int(np.asarray(H.ancestor_matrix.sum(axis=1)).max()) - 1
         vals = np.full(len(rows), 1.0 / np.sqrt(max(depth, 1)))
     elif scheme == "class_depth":
         d = np.maximum(n_anc - 1, 1)

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["is_label_set", "label_positions", "unknown_label_hint", "same_name"]
+__all__ = ["is_label_set", "label_positions", "unknown_label_hint", "same_name", "name_key",
+           "plain_name"]
 
 
 def is_label_set(item, index: Mapping) -> bool:
@@ -33,10 +34,26 @@ def is_label_set(item, index: Mapping) -> bool:
 _SCALAR_LABEL_TYPES = (str, bytes, int, float, np.str_, np.bytes_, np.integer, np.floating, np.bool_)
 
 
+def plain_name(name):
+    """``name`` with its numpy scalars as Python scalars, inside tuples too (numpy prints
+    ``np.int64(1)`` inside a tuple, which would tell ``(np.int64(1), 2)`` from ``(1, 2)``)."""
+    if isinstance(name, np.generic):
+        return name.item()
+    if type(name) is tuple:
+        return tuple(plain_name(v) for v in name)
+    return name
+
+
+def name_key(name) -> str:
+    """Text that tells apart names Python merges (``1``, ``1.0``, ``True``) and keeps together
+    a numpy scalar and the Python scalar it holds; equal names have equal keys."""
+    return str(plain_name(name))
+
+
 def same_name(label, name) -> bool:
     """Whether ``label`` is the node name ``name`` and not only equal to it in Python (``True``
     and ``1.0`` equal ``1``): the rule :func:`_check_name` applies to the names themselves."""
-    return label is name or str(label) == str(name)
+    return label is name or name_key(label) == name_key(name)
 
 
 def _lookup(index: Mapping, names: list, v) -> int:

@@ -12,7 +12,7 @@ Notation of the papers: ``anc(y)`` is the set of ancestors of ``y`` *including* 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import networkx as nx
@@ -20,8 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._attributes import class_attributes  # noqa: F401 -- public here, defined apart
-from ._label_lookup import (is_label_set, label_positions, same_name,  # noqa: F401 -- public here
-                            unknown_label_hint)
+from ._label_lookup import (is_label_set, label_positions, name_key,  # noqa: F401 -- public here
+                            same_name, unknown_label_hint)
 from .exceptions import HierarchyError, InputTypeError, LabelError
 
 ARTIFICIAL_ROOT = "<root>"
@@ -46,22 +46,55 @@ def _not_none(value, name: str, where: str) -> None:
                              f"({'a mapping or pairs' if name == 'parents' else 'a list'})")
 
 
-def _check_name(seen: dict, v) -> None:
-    """Refuse a node name that Python would merge with a different one already seen (``1``,
-    ``1.0`` and ``True`` are one dict key) or that is not equal to itself (NaN).  ``seen`` maps
-    each name to the object first given for it."""
+def _check_name(seen: dict, v, what: str = "node name") -> None:
+    """Refuse a node name that is None, unhashable, not equal to itself (NaN), a set, or that
+    Python would merge with a different one already seen (``1``, ``1.0`` and ``True`` are one
+    dict key).  ``seen`` maps each name to the object first given for it; ``what`` names the
+    name in the message."""
+    if v is None:
+        raise HierarchyError(f"{what} is None; None stands for 'no parent' in from_parents and "
+                             "cannot name a node; name it with a string or an integer")
+    try:
+        hash(v)
+    except TypeError:
+        raise HierarchyError(f"{what} {v!r} is not hashable ({type(v).__name__}); name nodes "
+                             "with strings, integers or tuples of them") from None
     if v != v:
-        raise HierarchyError(f"node name {v!r} is not equal to itself (NaN), so it could never be "
+        raise HierarchyError(f"{what} {v!r} is not equal to itself (NaN), so it could never be "
                              "looked up; name the node with a string or an integer")
     if isinstance(v, (set, frozenset)):
-        raise HierarchyError(f"node name {v!r} is a set, which labels read as a label set (a "
+        raise HierarchyError(f"{what} {v!r} is a set, which labels read as a label set (a "
                              "sample's several labels), so it could never be a label; name the "
                              "node with a string, an integer or a tuple")
     first = seen.setdefault(v, v)
-    if str(first) != str(v):
+    if not same_name(first, v):
         raise HierarchyError(f"node names {first!r} and {v!r} are equal in Python ({first!r} == {v!r}) "
                              "and would be merged into one node; give them distinct names "
                              "(for example strings)")
+
+
+def _parent_list(child, par, declared: dict) -> list:
+    """The parents of ``child`` given as ``par`` in :meth:`Hierarchy.from_parents`, each a
+    valid name (``declared``: the declared node names)."""
+    if isinstance(par, (list, set, frozenset)) or (isinstance(par, np.ndarray) and par.ndim == 1):
+        plist = list(par)
+    elif isinstance(par, tuple):
+        try:
+            plist = [par] if par in declared else list(par)
+        except TypeError:  # unhashable inside: not a name
+            plist = list(par)
+    elif isinstance(par, (Iterator, np.ndarray)):
+        raise HierarchyError(f"the parents of node {child!r} are a {type(par).__name__}; give "
+                             "one parent name, or a list of parent names")
+    else:
+        plist = [par]
+    for p in plist:
+        if p is None:
+            raise HierarchyError(f"node {child!r} has None among its parents {par!r}; None means "
+                                 f"'no parent' only as the whole entry ({child!r}: None); drop it "
+                                 "from the list")
+        _check_name({}, p, f"the parent of node {child!r} given as")
+    return plist
 
 
 class Hierarchy:
@@ -81,6 +114,8 @@ class Hierarchy:
         the graph has several sources (default ``"<root>"``).
         """
         _not_none(edges, "edges", "Hierarchy")
+        if root is not None:
+            _check_name({}, root, "root name")
         order: dict = {}
         given: dict = {}
         for v in nodes:
@@ -89,20 +124,15 @@ class Hierarchy:
         edge_list = []
         seen_edges = set()
         for e in edges:
+            if isinstance(e, (str, bytes)):  # "ab" would unpack into the edge a -> b
+                raise HierarchyError(f"each edge must be a (parent, child) pair, got the string "
+                                     f"{e!r}; write it as a pair, e.g. ('a', 'b')")
             try:
                 p, c = e
             except (TypeError, ValueError):
                 raise HierarchyError(f"an edge must be a (parent, child) pair, got {e!r}") from None
-            for v in (p, c):
-                if v is None:
-                    raise HierarchyError(f"edge {e!r} has None as a node name; None is reserved "
-                                         "for 'no parent' in from_parents")
-                try:
-                    hash(v)
-                except TypeError:
-                    raise HierarchyError(f"node names must be hashable, got {v!r}") from None
-            _check_name(given, p)
-            _check_name(given, c)
+            _check_name(given, p, f"in edge {e!r} the parent")
+            _check_name(given, c, f"in edge {e!r} the child")
             if p == c:
                 raise HierarchyError(f"self-loop on node {p!r}: a node cannot be its own parent")
             order.setdefault(p, len(order))
@@ -221,9 +251,10 @@ class Hierarchy:
     def from_parents(cls, parents, root: Hashable | None = None) -> "Hierarchy":
         """From a mapping ``child -> parent`` (``None`` for a top node).
 
-        A parent may also be a list/tuple/set of parents (a DAG).  ``parents`` may be a
-        mapping or an iterable of ``(child, parent)`` pairs; in the latter form a child
-        listed twice is an error (use a list of parents instead).  Every parent must itself
+        A parent may also be a list of parents (a DAG; what :meth:`to_dict` gives), or a
+        tuple, set or 1-D array of them; a tuple that is itself a declared node name is that
+        one parent.  ``parents`` may be a mapping or an iterable of ``(child, parent)`` pairs;
+        in the latter form a child listed twice is an error (use a list of parents instead).  Every parent must itself
         be declared as a child key (an undeclared parent is an orphan reference).
         """
         _not_none(parents, "parents", "Hierarchy.from_parents")
@@ -241,9 +272,9 @@ class Hierarchy:
         if not items:
             raise HierarchyError("the hierarchy is empty: from_parents got no nodes")
         declared: dict = {}
+        given: dict = {}
         for child, _ in items:
-            if child is None:
-                raise HierarchyError("None cannot be a node name")
+            _check_name(given, child)
             if child in declared:
                 raise HierarchyError(f"duplicate node name {child!r} in from_parents input; give a "
                                      "list of parents for a node with several parents")
@@ -252,9 +283,7 @@ class Hierarchy:
         for child, par in items:
             if par is None:
                 continue
-            plist = list(par) if isinstance(par, (list, tuple, set, frozenset)) and not (
-                isinstance(par, tuple) and par in declared) else [par]
-            for p in plist:
+            for p in _parent_list(child, par, declared):
                 if p not in declared:
                     raise HierarchyError(
                         f"node {child!r} has parent {p!r}, which is not declared; add {p!r}: None "
@@ -279,6 +308,8 @@ class Hierarchy:
         The top-level names hang under an artificial root unless there is exactly one.
         """
         _not_none(paths, "paths", "Hierarchy.from_paths")
+        if not isinstance(sep, str) or not sep:
+            raise HierarchyError(f"sep must be a non-empty string such as '/', got {sep!r}")
         if isinstance(paths, (str, bytes)):
             raise HierarchyError(f"from_paths takes a list of path strings, got the single string "
                                  f"{paths[:60]!r}; wrap it in a list: from_paths([{paths[:60]!r}])")
@@ -320,7 +351,10 @@ class Hierarchy:
         return g
 
     def to_dict(self) -> dict:
-        """``child -> parent`` for trees, ``child -> tuple of parents`` for DAGs (root -> None)."""
+        """``child -> parent`` for trees, ``child -> list of parents`` for DAGs (root -> None).
+
+        A list, never a tuple: a tuple can be a node name, and :meth:`from_parents` reads a
+        list as parents, so ``from_parents(H.to_dict()) == H``."""
         out = {}
         for i, v in enumerate(self._nodes):
             ps = [self._nodes[p] for p in self._parents[i]]
@@ -329,7 +363,7 @@ class Hierarchy:
             elif self._is_tree:
                 out[v] = ps[0]
             else:
-                out[v] = tuple(ps)
+                out[v] = ps
         return out
 
     # ------------------------------------------------------------------ navigation
@@ -355,15 +389,18 @@ class Hierarchy:
         return iter(self._nodes)
 
     def __eq__(self, other) -> bool:
+        # names only equal in Python (1 and 1.0) are other names: labels tell them apart
         return (isinstance(other, Hierarchy) and self._nodes == other._nodes
-                and np.array_equal(self._edge_index, other._edge_index))
+                and np.array_equal(self._edge_index, other._edge_index)
+                and all(same_name(a, b) for a, b in zip(self._nodes, other._nodes)))
 
     def __hash__(self):
-        return hash((self._nodes, self._edge_index.tobytes()))
+        return hash((tuple(map(name_key, self._nodes)), self._edge_index.tobytes()))
 
     def __repr__(self) -> str:
         kind = "tree" if self._is_tree else "DAG"
-        return (f"Hierarchy({kind}, {len(self._nodes)} nodes, {int(self._is_leaf.sum())} leaves, "
+        n, k = len(self._nodes), int(self._is_leaf.sum())
+        return (f"Hierarchy({kind}, {n} node{'s' * (n != 1)}, {k} lea{'ves' if k != 1 else 'f'}, "
                 f"depth {int(self._depths.max())}, root={self._root!r})")
 
     @property
@@ -493,6 +530,8 @@ class Hierarchy:
 
         ``labels``: a 1-D sequence of node names (one label per sample), a list of
         iterables of node names (multi-label), or an indicator matrix over ``H.nodes``.
+        ``n_samples``: rows of the result, at least one per sample (the extra rows are empty);
+        default one per sample.
         """
         _not_none(labels, "labels", "Hierarchy.label_indicator")
         n = len(self._nodes)
@@ -501,8 +540,21 @@ class Hierarchy:
         if isinstance(labels, (str, bytes)):
             raise LabelError("labels must be a sequence with one entry per sample, got a single "
                              "string; wrap it in a list")
+        if isinstance(labels, (set, frozenset)):  # a set has no sample order
+            raise LabelError(f"labels must be a sequence with one entry per sample, got a set "
+                             f"{labels!r}; for one sample's label set pass [{labels!r}], for one "
+                             "label per sample pass a list")
+        if isinstance(labels, np.ndarray) and labels.ndim == 0:
+            raise LabelError(f"labels must be a sequence with one entry per sample, got the 0-d "
+                             f"array {labels!r} (one label); wrap it in a list: [{labels.item()!r}]")
         if not (isinstance(labels, np.ndarray) and labels.ndim == 1):
             labels = list(labels)
+        if n_samples is not None and not (isinstance(n_samples, (int, np.integer))
+                                          and not isinstance(n_samples, bool)
+                                          and n_samples >= len(labels)):
+            raise LabelError(f"n_samples must be an integer >= the {len(labels)} samples given "
+                             f"(one row per sample), got {n_samples!r}; omit it for one row per "
+                             "sample")
         rows, cols, unknown = label_positions(labels, self._index)
         if unknown:
             shown = ", ".join(f"{v!r} (sample {s})" for s, v in unknown[:5])

@@ -297,3 +297,94 @@ def test_labels_equal_to_a_name_only_in_python_are_refused():
     assert H.closure(np.array([3, 1])).sum() == 5   # numpy integers are the names
     with pytest.raises(LabelError, match="equals the name"):
         hc.losses.symmetric_difference(H, [True], [2])
+
+
+def test_tree_depth_uses_the_depth_of_the_hierarchy_not_of_the_classes_passed():
+    H = hc.Hierarchy.from_parents({"r": None, "A": "r", "A1": "A", "B": "r"})  # depth 2
+    td = hc.class_attributes(H, classes=["A", "B"], scheme="tree_depth")
+    expected = np.zeros((2, len(H)))
+    expected[0, H.index("A")] = expected[1, H.index("B")] = 1 / np.sqrt(2)
+    np.testing.assert_allclose(td, expected)
+    # thesis 7.2: D = max_y |anc(y)| - 1 over the hierarchy; on a DAG no row exceeds unit norm
+    D = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c"), ("r", "d")])
+    rows = hc.class_attributes(D, classes=["d"], scheme="tree_depth")
+    np.testing.assert_allclose(rows[0, D.index("d")], 1 / np.sqrt(3))
+    assert np.all(np.linalg.norm(hc.class_attributes(D, scheme="tree_depth"), axis=1) <= 1 + 1e-12)
+
+
+def test_to_dict_round_trips_when_a_tuple_is_a_node_name():
+    H = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("r", ("a", "b")), ("a", "c"), ("b", "c")])
+    d = H.to_dict()
+    assert d["c"] == ["a", "b"] and d[("a", "b")] == ["r"]
+    back = hc.Hierarchy.from_parents(d)
+    assert back.parents("c") == ("a", "b") and back == H
+
+
+def test_equality_and_hash_tell_names_of_other_types_apart():
+    ints = hc.Hierarchy.from_edges([(1, 2), (1, 3)])
+    floats = hc.Hierarchy.from_edges([(1.0, 2.0), (1.0, 3.0)])
+    assert ints != floats and hash(ints) != hash(floats)
+    again = hc.Hierarchy.from_edges([(1, 2), (1, 3)])
+    assert ints == again and hash(ints) == hash(again)
+    numpy_names = hc.Hierarchy.from_edges([(np.int64(1), np.int64(2)), (np.int64(1), np.int64(3))])
+    assert ints == numpy_names and hash(ints) == hash(numpy_names)  # the same names, as labels
+
+
+@pytest.mark.parametrize("build", [
+    lambda: hc.Hierarchy.from_edges([("a", "b")], nodes=[None]),
+    lambda: hc.Hierarchy.from_edges([("a", "b")], nodes=[["x"]]),
+    lambda: hc.Hierarchy.from_edges([("a", "b"), ("c", "d")], root=float("nan")),
+    lambda: hc.Hierarchy.from_edges([("a", "b"), ("c", "d")], root=frozenset()),
+    lambda: hc.Hierarchy.from_edges([("a", "b"), ("c", "d")], root=["R"]),
+    lambda: hc.Hierarchy.from_edges([("a", ["b"])]),
+    lambda: hc.Hierarchy.from_parents([(["x"], None)]),
+    lambda: hc.Hierarchy.from_parents({"r": None, "a": [["r"]]}),
+    lambda: hc.Hierarchy.from_parents({"r": None, "a": np.array([["r"]])}),
+    lambda: hc.Hierarchy.from_parents({"r": None, "a": float("nan")}),
+    lambda: hc.Hierarchy.from_edges(["ab", "bc"]),
+])
+def test_bad_names_and_edges_are_refused_everywhere(build):
+    with pytest.raises(HierarchyError):
+        build()
+
+
+def test_parent_lists_none_and_generators_get_a_fix_that_works():
+    with pytest.raises(HierarchyError, match="drop it from the list") as err:
+        hc.Hierarchy.from_parents({"r": None, "a": [None, "r"]})
+    assert "None: None" not in str(err.value)
+    with pytest.raises(HierarchyError, match="NaN"):
+        hc.Hierarchy.from_parents({"r": None, "a": float("nan")})
+    with pytest.raises(HierarchyError, match="list of parent names"):
+        hc.Hierarchy.from_parents({"r": None, "a": (p for p in ["r"])})
+    H = hc.Hierarchy.from_parents({"r": None, "s": None, "a": np.array(["r", "s"])})
+    assert H.parents("a") == ("r", "s")
+
+
+def test_tuple_names_holding_numpy_scalars_are_found_by_their_values():
+    H = hc.Hierarchy.from_edges([((np.int64(1), 2), "x"), ((np.int64(1), 2), "y")])
+    assert H.closure([(1, 2)])[0].tolist() == [True, False, False]
+    P = hc.Hierarchy.from_edges([((1, 2), "x"), ((1, 2), "y")])
+    assert P.closure([(np.int64(1), 2)])[0].tolist() == [True, False, False]
+    with pytest.raises(LabelError):
+        P.closure([(1.0, 2)])  # equal in Python, another name
+
+
+def test_label_containers_that_would_be_misread_are_refused(tree):
+    with pytest.raises(LabelError, match=r"pass \[\{"):
+        tree.closure({"A1", "B"})
+    assert tree.closure([{"A1", "B"}]).shape == (1, len(tree))
+    with pytest.raises(LabelError, match="0-d array"):
+        tree.closure(np.array("A1"))
+    with pytest.raises(LabelError, match="n_samples"):
+        tree.label_indicator(["A1", "B"], n_samples=1)
+    assert tree.label_indicator(["A1", "B"], n_samples=3).shape == (3, len(tree))
+
+
+@pytest.mark.parametrize("sep", ["", None, 1])
+def test_from_paths_refuses_a_separator_that_is_not_a_string(sep):
+    with pytest.raises(HierarchyError, match="sep"):
+        hc.Hierarchy.from_paths(["a/b"], sep=sep)
+
+
+def test_repr_counts_in_the_singular():
+    assert "1 node, 1 leaf" in repr(hc.Hierarchy.from_edges([], nodes=["x"]))

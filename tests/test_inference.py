@@ -286,6 +286,38 @@ def test_hypothesis_methods_reach_brute_force_optimum(case):
         np.testing.assert_allclose(set_values(S, Z), optimum, rtol=1e-9, atol=1e-9, err_msg=method)
 
 
+# ---------------------------------------------------------------------- scale of the scores
+SCALE_CONFIGS = [("lp", {}), ("ilp", {}), ("ilp", {"presolve": False}),
+                 ("lp", {"options": inf.Options(closure_cut=False)}),
+                 ("ilp", {"options": inf.Options(closure_cut=False)})]
+
+
+def test_programs_answer_the_reported_cases_at_any_scale():
+    H = hc.Hierarchy.from_edges([(0, 1), (0, 2), (1, 2), (1, 3), (2, 3), (0, 4), (1, 4), (2, 4),
+                                 (3, 4), (1, 5), (0, 6), (1, 6), (3, 6), (5, 7)])
+    s = np.array([-8, 9, 6, 1, -9, -6, -10, 2.0])
+    H2 = hc.Hierarchy.from_edges([(0, 1), (0, 2), (1, 2), (2, 3), (0, 4), (2, 5), (4, 6), (2, 7),
+                                  (0, 8), (1, 8), (3, 8), (6, 8)])
+    s2 = np.array([0, -1, 0, -1, 0, -1, -1, 0, 1.0])
+    for method, kw in SCALE_CONFIGS:
+        assert inf.label_set_scores(s, inf.best_label_set(s * 1e-9, H, method, **kw))[0] == -1.0
+        assert inf.label_set_scores(s2, inf.best_label_set(s2 * 1e6, H2, method, **kw))[0] == -1.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_programs_do_not_depend_on_the_scale_of_the_scores(seed):
+    rng = np.random.default_rng(4200 + seed)
+    H = random_dag(rng, int(rng.integers(5, 12)))
+    integer = rng.integers(-10, 11, size=(5, len(H))).astype(float)
+    S = np.vstack([integer, rng.normal(size=(5, len(H)))])
+    optimum = set_values(S, inf.best_label_set(S, H, "enumerate"))
+    for scale in (1e-12, 1e-10, 1e-6, 1.0, 1e6, 1e9):
+        for method, kw in SCALE_CONFIGS:
+            Z = inf.best_label_set(S * scale, H, method, **kw)
+            np.testing.assert_allclose(set_values(S, Z), optimum, rtol=1e-9, atol=1e-9,
+                                       err_msg=f"{method} {kw} at scale {scale}")
+
+
 # ---------------------------------------------------------------------- LP relaxation fallback
 def test_lp_fallback_on_the_triangle_dag():
     H, s = triangle_dag()
@@ -700,3 +732,36 @@ def test_options_reach_every_entry_point():
     assert pickle.loads(pickle.dumps(oracle)).options == opts
     with pytest.raises(hc.InputError, match="Options"):
         inf.LabelSetOracle(H, "ilp", options={"integrality_tol": 1e-4})
+
+
+# ---------------------------------------------------------------------- inputs refused, not misread
+def test_loss_augmented_inference_refuses_true_sets_that_are_not_label_sets():
+    H = hc.Hierarchy.from_parents({"r": None, "A": "r", "A1": "A", "B": "r"})
+    s = np.arange(4.0)
+    with pytest.raises(LabelError, match="empty"):
+        inf.best_label_set(s, H, "dp", loss="hamming", true_indicator=np.zeros(4, bool))
+    with pytest.raises(LabelError, match="not closed upward"):
+        inf.best_label_set(s, H, "dp", loss="hamming", true_indicator=H.label_indicator(["A1"]).toarray()[0])
+    with pytest.raises(LabelError, match="row 1"):
+        inf.loss_augmented_scores(np.vstack([s, s]), H,
+                                  np.vstack([H.closure(["A1"])[0], np.zeros(4, bool)]), "hamming")
+    # a true set that stops at an internal node is a closed set: accepted
+    inf.best_label_set(s, H, "dp", loss="hamming", true_indicator=H.closure(["A"])[0])
+
+
+def test_bad_numeric_inputs_get_package_errors():
+    H = hc.Hierarchy.from_parents({"r": None, "A": "r", "A1": "A", "B": "r"})
+    with pytest.raises(InputError, match="weight"):
+        inf.DecomposableLoss.hamming(H, weight=[1.0, 2.0])
+    with pytest.raises(InputError, match="do not match"):
+        inf.label_set_scores(np.ones((3, 4)), np.ones((2, 4), bool))
+    with pytest.raises(InputError, match="do not match"):
+        inf.label_set_scores(np.ones((3, 1)), np.ones((3, 4), bool))  # not broadcast silently
+    np.testing.assert_array_equal(inf.label_set_scores(np.ones(4), np.ones((3, 4), bool)), [4, 4, 4])
+    with pytest.raises(InputError, match="complex"):
+        inf.best_label_set(np.ones(4) + 1j, H, "dp")
+    with pytest.raises(InputError, match="complex"):
+        inf.label_set_scores(np.ones(4) + 1j, np.ones(4, bool))
+    with pytest.raises(InputError, match="integer"):
+        inf.Options(lagrange_steps=2.5)
+    assert inf.Options(lagrange_steps=np.int64(3)).lagrange_steps == 3

@@ -16,14 +16,26 @@ def check_hierarchy(H) -> Hierarchy:
     return H
 
 
+def real_array(values, name: str) -> np.ndarray:
+    """``values`` as a float array; complex values are refused, not cut to their real part."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged rows
+        raise InputError(f"{name} must be a numeric array: {exc}") from None
+    if np.iscomplexobj(arr):
+        raise InputError(f"{name} are complex (dtype {arr.dtype}); give real numbers, e.g. "
+                         "np.real(values) if the imaginary parts are rounding noise")
+    try:
+        return np.asarray(arr, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a numeric array: {exc}") from None
+
+
 def check_scores(scores, H: Hierarchy, name: str = "scores") -> tuple[np.ndarray, bool]:
     """Scores as a float ``(n_samples, n_nodes)`` array, and whether the input was 1-D."""
     if sp.issparse(scores):
         scores = scores.toarray()
-    try:
-        arr = np.asarray(scores, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be a numeric array over H.nodes: {exc}") from None
+    arr = real_array(scores, name)
     M = len(H)
     if arr.ndim == 1:
         single = True
@@ -63,3 +75,23 @@ def check_indicator(indicator, H: Hierarchy, name: str) -> np.ndarray:
         arr = num == 1
     return arr
 
+
+
+def check_true_sets(indicator, H: Hierarchy, name: str = "true_indicator") -> np.ndarray:
+    """:func:`check_indicator`, and every row a true label set: non-empty and closed upward
+    (a label's ancestors in; a set that stops at an internal node is allowed)."""
+    arr = check_indicator(indicator, H, name)
+    rows = np.atleast_2d(arr)
+    empty = np.flatnonzero(~rows.any(axis=1))
+    if empty.size:
+        where = "" if arr.ndim == 1 else f" (row {int(empty[0])})"
+        raise LabelError(f"{name} has an empty true set{where}; every sample needs its true label "
+                         "set, built with H.closure(labels)")
+    unclosed = np.flatnonzero(~H.is_closed(rows))
+    if unclosed.size:
+        i = int(unclosed[0])
+        parent, child = H.edge_index[rows[i, H.edge_index[:, 1]] & ~rows[i, H.edge_index[:, 0]]][0]
+        where = "" if arr.ndim == 1 else f" row {i}"
+        raise LabelError(f"{name}{where} is not closed upward: it holds {H.nodes[child]!r} "
+                         f"without its parent {H.nodes[parent]!r}; build it with H.closure(labels)")
+    return arr

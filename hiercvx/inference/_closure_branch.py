@@ -113,7 +113,7 @@ def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, flows, max_cuts,
         total += abs(s[v])
         base[v] = s[v] if keep[v] or v == 0 else -np.inf  # node 0, the root, is always in
     big = 2.0 * (1.0 + total)
-    tol = rtol * (1.0 + total)
+    tol = rtol * total  # relative to the scores' magnitude: the search is scale-free
     counts = np.zeros(2, dtype=np.int64)  # links used, open subproblems
     counts[1] = 1
     open_node[0] = -1

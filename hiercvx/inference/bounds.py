@@ -272,7 +272,7 @@ def _bound_kernel(S, g, steps, rtol, out):
 
     Lower bound: the best of the leaf of largest path score and the repaired tree-relaxation
     sets met on the way (:func:`_repaired_set`), grown by :func:`_grow`.  ``certified``: the
-    lower bound reaches ``ub(root)`` within ``rtol * (1 + sum |s|)``; ``keep``:
+    lower bound reaches ``ub(root)`` within ``rtol * sum |s|``; ``keep``:
     ``ub(v) >= value - tol`` (outside it, a node lowers every set containing it below the
     value found).
     """
@@ -294,7 +294,7 @@ def _bound_kernel(S, g, steps, rtol, out):
             total += abs(s[j])
             if j > 0 and s[j] > 0.0:
                 positive += s[j]
-        tol = rtol * (1.0 + total)
+        tol = rtol * total  # relative to the scores' magnitude: the certificate is scale-free
         _path_sums(s, g, up, path)
         _tree_values(s, g.first_parent, f, gt)
         for v in range(M):

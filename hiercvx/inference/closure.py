@@ -109,7 +109,7 @@ class ClosureCut:
         """Program (19) for the score rows ``S[rows]`` by best-first branch and bound on the
         closure relaxation (:mod:`~hiercvx.inference._closure_branch`), each within
         ``max_cuts`` minimum cuts; a subproblem is pruned when its bound is within ``rtol *
-        (1 + sum |s|)`` of the best label set.
+        sum |s|`` of the best label set.
 
         Over ``rows``, when known: ``closed``, the closed sets from :meth:`run` (rows whose
         first branching alone would take more than half the cuts, :meth:`branch_width`, are

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import ProblemTooLargeError
+from ..exceptions import InputError, ProblemTooLargeError
 from ..hierarchy import Hierarchy
-from ._checks import check_hierarchy, check_indicator, check_scores
+from ._checks import check_hierarchy, check_indicator, check_scores, real_array
 from .options import Options
 
 __all__ = ["label_set_scores", "is_valid_label_set", "auto_method", "enumerate_label_sets",
@@ -22,10 +22,21 @@ __all__ = ["label_set_scores", "is_valid_label_set", "auto_method", "enumerate_l
 
 
 def label_set_scores(scores, indicator) -> np.ndarray:
-    """``sum_{n in y} s_n`` for each row: the potential gamma(x, y) of the paper's eq. (1)."""
-    scores = np.atleast_2d(np.asarray(scores, dtype=float))
+    """``sum_{n in y} s_n`` for each row: the potential gamma(x, y) of the paper's eq. (1).
+
+    ``scores`` and ``indicator``: ``(n_nodes,)`` or ``(n_samples, n_nodes)``, over the same
+    nodes; a single row of either is shared by all rows of the other.
+    """
+    scores = np.atleast_2d(real_array(scores, "scores"))
     indicator = np.atleast_2d(np.asarray(indicator, dtype=bool))
+    if (scores.ndim != 2 or indicator.ndim != 2 or scores.shape[1] != indicator.shape[1]
+            or scores.shape[0] not in (1, indicator.shape[0]) and indicator.shape[0] != 1):
+        raise InputError(f"scores of shape {scores.shape} and label sets of shape "
+                         f"{indicator.shape} do not match: give both over the same nodes, "
+                         "(n_nodes,) or (n_samples, n_nodes), with equal numbers of rows (or "
+                         "one row of either)")
     return np.where(indicator, scores, 0.0).sum(axis=1)
+
 
 
 def is_valid_label_set(indicator, H: Hierarchy) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy
-from ._checks import check_hierarchy, check_indicator, check_scores
+from ._checks import check_hierarchy, check_scores, check_true_sets
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,11 @@ class DecomposableLoss:
             mask = H.leaf_mask.astype(float)
         else:
             raise InputError(f"on must be 'nodes' or 'leaves', got {on!r}")
-        w = np.broadcast_to(np.asarray(weight, dtype=float), (len(H),)) * mask
+        w = np.asarray(weight, dtype=float)
+        if w.shape not in ((), (len(H),)):
+            raise InputError(f"weight must be a scalar or one weight per node ({len(H)}, in "
+                             f"H.nodes order), got shape {w.shape}")
+        w = np.broadcast_to(w, (len(H),)) * mask
         return cls(w, w)
 
     def node_terms(self, true_indicator) -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +121,7 @@ def loss_augmented_scores(scores, H: Hierarchy, true_indicator, loss="leaf_hammi
     """
     H = check_hierarchy(H)
     arr, single = check_scores(scores, H)
-    t = check_indicator(true_indicator, H, "true_indicator")
+    t = check_true_sets(true_indicator, H, "true_indicator")
     if t.ndim == 2 and (single or t.shape[0] != arr.shape[0]):
         raise LabelError(f"true_indicator has {t.shape[0]} rows but scores has "
                          f"{1 if single else arr.shape[0]} sample(s); give one true set per sample "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..exceptions import InputError
 
 __all__ = ["Options", "METHODS", "SOLVERS"]
@@ -37,8 +39,9 @@ class Options:
     enumerate_chunk_entries : int
         Entries of one (samples x sets) value block of enumeration: bounds its memory (32 MB).
     bound_rtol : float
-        Relative tolerance (times ``1 + sum |s|``) of the bound certificate before (19): far
-        above the rounding of the sums, far below HiGHS's own 1e-10.
+        Relative tolerance (times ``sum |s|``) of the bound certificate before (19): far
+        above the rounding of the sums, far below HiGHS's own 1e-10; relative, so the
+        argmax does not depend on the scale of the scores.
     lagrange_steps : int
         Subgradient steps on the multipliers of the non-tree edges per uncertified sample: a
         few steps certify most samples; more rarely pay for themselves.
@@ -98,6 +101,12 @@ class Options:
     split_root_from: int = 1000
 
     def __post_init__(self):
+        for name in ("enumerate_max_nodes", "enumerate_chunk_entries", "progress_from",
+                     "enumerate_auto_leaves", "lagrange_steps", "branch_max_nodes",
+                     "split_root_from", "closure_branch_cuts"):
+            value = getattr(self, name)  # 2.5 steps would be cut to 2 without a word
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise InputError(f"{name} must be an integer, got {value!r}")
         if not (0 < self.integrality_tol < 0.5):
             raise InputError(f"integrality_tol must be in (0, 0.5), got {self.integrality_tol!r}")
         for name in ("enumerate_max_nodes", "enumerate_chunk_entries",

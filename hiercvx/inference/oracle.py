@@ -332,7 +332,7 @@ class LabelSetOracle:
         the integer program."""
         o = self.options
         if o.branch_max_nodes and hasattr(relaxation, "branch_subset"):
-            tol = o.bound_rtol * (1.0 + float(np.abs(s).sum()))
+            tol = o.bound_rtol * float(np.abs(s).sum())
             z = relaxation.branch_subset(-s, keep, start, o.branch_max_nodes,
                                          self.integrality_tol, tol)
             if z is not None:

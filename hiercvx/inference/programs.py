@@ -80,6 +80,20 @@ def _highs_options(integer: bool, options: Options):
         yield "mip_feasibility_tolerance", options.highs_tolerance
 
 
+def _unit_cost(cost: np.ndarray) -> tuple[np.ndarray, float]:
+    """``cost`` divided by its largest magnitude (when positive), and that divisor.
+
+    HiGHS's tolerances are absolute: at costs of 1e-9 or of millions they would accept a worse
+    set, so the programs see costs of magnitude 1 and the argmax does not depend on the scale
+    of the scores.
+    """
+    cost = np.asarray(cost, dtype=float)
+    scale = float(np.max(np.abs(cost))) if cost.size else 0.0
+    if not scale > 0:
+        return cost, 1.0
+    return cost / scale, scale
+
+
 def _pass_program(h, A, lower, upper, col_lower, col_upper, integer: bool) -> None:
     """Load the program with rows ``A`` (CSC, sorted) and these bounds into ``h`` (zero costs)."""
     M = A.shape[1]
@@ -147,8 +161,10 @@ class HighsModel:
 
     def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
         """Minimize ``cost . z``; returns ``(z, cost . z)``."""
-        self._h.changeColsCost(self._M, self._cols, cost)
-        return self._run(self._h)
+        unit, scale = _unit_cost(cost)
+        self._h.changeColsCost(self._M, self._cols, unit)
+        z, value = self._run(self._h)
+        return z, value * scale
 
     def _load_subset(self, keep: np.ndarray, integer: bool):
         """Program (19) restricted to the nodes ``keep`` (bool over the nodes; rows left empty
@@ -172,11 +188,12 @@ class HighsModel:
         """:meth:`solve` with ``z_j = 0`` for the nodes outside ``keep`` (bool over the nodes),
         as a program over the kept columns only (rows left empty are dropped)."""
         h, cols, _ = self._load_subset(keep, self._integer)
-        h.changeColsCost(len(cols), np.arange(len(cols), dtype=np.int32), cost[cols])
+        unit, scale = _unit_cost(cost)
+        h.changeColsCost(len(cols), np.arange(len(cols), dtype=np.int32), unit[cols])
         zs, value = self._run(h)
         z = np.zeros(self._M)
         z[cols] = zs
-        return z, value
+        return z, value * scale
 
     def branch_subset(self, cost: np.ndarray, keep: np.ndarray, incumbent: np.ndarray,
                       max_nodes: int, integrality_tol: float, tol: float):
@@ -186,8 +203,12 @@ class HighsModel:
         integral cost by more than ``tol`` is pruned, a fractional one branches on its most
         fractional variable (1 first).  ``incumbent``: a label set of ``Y_m`` (bool over the
         nodes, inside ``keep``), the first best.  Returns the best set (bool over the nodes), or
-        None after ``max_nodes`` LPs without a proof (the caller then runs (19) itself)."""
+        None after ``max_nodes`` LPs without a proof (the caller then runs (19) itself).
+        ``tol`` is in the units of ``cost``."""
         h, cols, (sub, row_lo, row_up, col_lo, col_up) = self._load_subset(keep, False)
+        # the search runs on the unit costs (see _unit_cost); the best set is scale-free
+        cost, scale = _unit_cost(cost)
+        tol = tol / scale
         k = len(cols)
         index = np.arange(k, dtype=np.int32)
         h.changeColsCost(k, index, cost[cols])
@@ -280,6 +301,7 @@ class GurobiModel:  # pragma: no cover - needs gurobipy and a licence
 
     def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
         gp = self._gp
+        cost, scale = _unit_cost(cost)  # Gurobi's tolerances are absolute too
         self._z.Obj = cost
         try:
             self._m.optimize()
@@ -290,7 +312,7 @@ class GurobiModel:  # pragma: no cover - needs gurobipy and a licence
         if self._m.Status != gp.GRB.OPTIMAL:
             raise SolverError("Gurobi did not solve the inference program to optimality",
                               status=str(self._m.Status), solver="GUROBI")
-        return np.asarray(self._z.X, dtype=float), float(self._m.ObjVal)
+        return np.asarray(self._z.X, dtype=float), float(self._m.ObjVal) * scale
 
 
 BACKENDS = {"highs": HighsModel, "gurobi": GurobiModel}
