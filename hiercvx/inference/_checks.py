@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_not_complex
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy
 
@@ -22,9 +23,7 @@ def real_array(values, name: str) -> np.ndarray:
         arr = np.asarray(values)
     except (TypeError, ValueError) as exc:  # ragged rows
         raise InputError(f"{name} must be a numeric array: {exc}") from None
-    if np.iscomplexobj(arr):
-        raise InputError(f"{name} are complex (dtype {arr.dtype}); give real numbers, e.g. "
-                         "np.real(values) if the imaginary parts are rounding noise")
+    check_not_complex(arr, name, what="scores")
     try:
         return np.asarray(arr, dtype=float)
     except (TypeError, ValueError) as exc:
