@@ -418,6 +418,9 @@ def random_hierarchy(level_sizes, random_state=None, classes=None, root=None,
             raise LabelError("class names must be distinct")
     taken = set(classes or ())
     root = _fresh_name(_ROOT, taken) if root is None else root
+    if root in taken:
+        raise InputError(f"the root name {root!r} is also a class name; pass another root, or "
+                         "root=None for a fresh name")
     taken.add(root)
     levels = []
     for l, s in enumerate(sizes, start=1):

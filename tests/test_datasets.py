@@ -30,6 +30,7 @@ from hiercvx.datasets import (
     make_wang_example3,
 )
 from hiercvx.datasets import _common
+from hiercvx.datasets import arff as arff_module
 from hiercvx.datasets.formats import _label_statistics
 from hiercvx.hierarchy import ARTIFICIAL_ROOT
 
@@ -735,3 +736,86 @@ def test_complex_features_are_refused_not_truncated():
             with pytest.raises(InputError, match="complex"):
                 estimator.fit(X, [0, 1, 0, 1])
     np.testing.assert_array_equal(check_features(Z.real), Z.real)  # the real part, when asked
+
+
+# ---------------------------------------------------------------------- as real files come
+def test_arff_percent_starts_a_comment_outside_quotes(tmp_path):
+    """Weka's rule: ``%`` outside quotes ends the line's content, after a declaration or a
+    row as well; inside quotes it is data."""
+    text = ("@RELATION r % the relation\n@ATTRIBUTE a numeric % first\n"
+            "@ATTRIBUTE c {x,'y%z'} % {legacy}\n"
+            "@ATTRIBUTE class hierarchical A,A/A1,B   % FunCat 2.1\n@DATA\n"
+            "1,x,A/A1 % note\n2,'y%z',B@A   %another\n")
+    d = load_arff(write(tmp_path, "c.arff", text))
+    assert set(d.hierarchy.leaves) == {"A/A1", "B"} and d.metadata["relation"] == "r"
+    assert d.feature_names == ["a", "c=x", "c=y%z"]
+    np.testing.assert_array_equal(d.X, [[1, 1, 0], [2, 0, 1]])
+    assert d.y == [frozenset({"A/A1"}), frozenset({"B", "A"})]
+    unquoted = load_arff(write(tmp_path, "d.arff", FUNCAT.replace("01/01/03@02\n",
+                                                                  "01/01/03@02 % c\n")))
+    assert unquoted.y == load_arff(write(tmp_path, "e.arff", FUNCAT)).y
+
+
+def test_arff_quoted_class_field_and_numbers_are_unquoted(tmp_path):
+    text = ("@RELATION r\n@ATTRIBUTE a numeric\n@ATTRIBUTE class hierarchical A,A/A1,B\n@DATA\n"
+            "'1.5','A/A1'\n\"2\",\"B@A\"\n'?',B\n")
+    d = load_arff(write(tmp_path, "q.arff", text))
+    np.testing.assert_array_equal(d.X, [[1.5], [2], [np.nan]])
+    assert d.y == [frozenset({"A/A1"}), frozenset({"B", "A"}), frozenset({"B"})]
+
+
+def test_the_arff_module_docstring_example_loads(tmp_path):
+    block = arff_module.__doc__.split("::\n\n", 1)[1]
+    lines = []
+    for line in block.split("\n"):
+        if line.strip() and not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    d = load_arff(write(tmp_path, "doc.arff", "\n".join(lines).strip() + "\n"))
+    assert d.feature_names == ["a1", "a2", "colour=red", "colour=green"]
+    np.testing.assert_array_equal(d.X, [[0.3, np.nan, 1, 0]])
+    assert d.y == [frozenset({"01/01/03", "02"})]
+
+
+def test_libsvm_labels_keep_their_spelling(tmp_path):
+    big = load_libsvm(write(tmp_path, "b.svm", "9007199254740993 1:1\n9007199254740992 2:1\n"))
+    assert big.y == [frozenset({9007199254740993}), frozenset({9007199254740992})]
+    for hier, data, want in (("r 08\nr 8\n", "08 1:1\n8 2:1\n", ["08", "8"]),
+                             ("r 1.0\nr 2\n", "1.0 1:1\n2 2:1\n", ["1.0", "2"]),
+                             ("0 9007199254740993\n0 9007199254740992\n",
+                              "9007199254740993 1:1\n+9007199254740992 2:1\n",
+                              [9007199254740993, 9007199254740992])):
+        d = load_libsvm(write(tmp_path, "d.svm", data), hierarchy=write(tmp_path, "h.hier", hier))
+        assert d.y == [frozenset({w}) for w in want]
+
+
+def test_libsvm_single_label_is_a_class_under_the_root(tmp_path):
+    d = load_libsvm(write(tmp_path, "one.svm", "7 1:1\n7 2:1\n"))
+    assert d.hierarchy.root == ARTIFICIAL_ROOT and d.hierarchy.children(ARTIFICIAL_ROOT) == (7,)
+    assert "labelled with the root" not in describe(d)
+
+
+def test_gzip_is_recognised_by_its_bytes_whatever_the_name(tmp_path):
+    plain = load_arff(write(tmp_path, "x.arff", FUNCAT))
+    for name in ("x.ARFF.GZ", "renamed.arff"):
+        with gzip.open(tmp_path / name, "wt") as fh:
+            fh.write(FUNCAT)
+        for d in (load_arff(tmp_path / name), load(tmp_path / name)):
+            np.testing.assert_array_equal(d.X, plain.X)
+            assert d.y == plain.y and d.hierarchy == plain.hierarchy
+
+
+def test_labels_from_paths_puts_a_given_root_above_a_single_top():
+    H, y = labels_from_paths(["A/A1", "A/A2"], root="R")
+    assert H.root == "R" and H.children("R") == ("A",) and list(y) == ["A/A1", "A/A2"]
+    assert labels_from_paths(["A/A1", "B"], root="R")[0].children("R") == ("A", "B")
+    assert labels_from_paths(["A/A1"])[0].root == "A"  # without root: as Hierarchy.from_paths
+
+
+def test_describe_counts_in_words():
+    """``hiercvx data`` / ``describe``: one leaf is "1 leaf", not "1 leaves"."""
+    from hiercvx.datasets import Dataset, describe
+
+    H = Hierarchy.from_parents({"r": None, "a": "r"})
+    text = describe(Dataset(X=np.zeros((2, 1)), y=["a", "a"], hierarchy=H, name="tiny"))
+    assert "2 nodes, 1 edge, 1 leaf," in text

@@ -193,10 +193,18 @@ def expect_arff(text: str, d) -> None:
         assert d.y[k] <= nodes
         if "'" in row or '"' in row:
             continue
-        fields = [f.strip() for f in row.split(",")]
+        fields = [f.strip() for f in row.split("%", 1)[0].split(",")]  # '%' starts a comment
         for c, j in enumerate(numeric):
             want = np.nan if fields[c] == "?" else float(fields[c])
             np.testing.assert_equal(d.X[k, j], want)
+
+
+def comments_appended(draw_lines, text: str) -> str:
+    """``text`` with a ``%`` comment (holding commas, quotes, braces) after some of its lines."""
+    lines = text.split("\n")
+    for k, note in draw_lines:
+        lines[k % (len(lines) - 1)] += note
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------- the suites
@@ -218,6 +226,21 @@ def test_the_unmutated_files_load():
 @given(mutated(ARFF))
 def test_fuzz_arff(case):
     run_loader(load_arff, "t.arff", *case, expect_arff)
+
+
+@BOUNDED
+@given(st.lists(st.tuples(st.integers(0, 100),
+                          st.sampled_from([" % c", "% 1,2", "\t%{x}", " %'q", " % \"a, b\""])),
+                min_size=1, max_size=4))
+def test_arff_trailing_comments_change_nothing(notes):
+    """Weka's rule: ``%`` outside quotes starts a comment, after a declaration or a row too
+    (not inside the quoted value ``'dark, green'``)."""
+    with tempfile.TemporaryDirectory() as d:
+        plain = load_arff(write(d, "p.arff", ARFF, gz=False))
+        noted = load_arff(write(d, "n.arff", comments_appended(notes, ARFF), gz=False))
+    np.testing.assert_array_equal(noted.X, plain.X)
+    assert noted.y == plain.y and noted.hierarchy == plain.hierarchy
+    assert noted.feature_names == plain.feature_names
 
 
 @BOUNDED

@@ -1,8 +1,11 @@
 """Inputs that mean nothing, refused where they enter with the package's errors and the right
 fix: hierarchy names Python would merge, NaN names, loaders' remaining cases (a path of the
-wrong type, a duplicated ARFF attribute, a LIBSVM label that underflows), the testing API's
-arguments (tolerances, parameters, sizes, seeds, weight shapes) and the CLI's ``--n-jobs 0``;
-and a hypothesis fuzz of the testing API's entry points."""
+wrong type, a duplicated ARFF attribute, a LIBSVM label that underflows, a signed ``?``, a
+class list that reads two ways, a dialect that does not fit), the testing API's arguments
+(tolerances, parameters, sizes, seeds, weight shapes), the data generators' arguments and
+the CLI's ``--n-jobs 0``; and a hypothesis fuzz of the testing API's entry points."""
+
+import gzip
 
 import numpy as np
 import pytest
@@ -180,3 +183,138 @@ def test_bad_sample_weight_and_mixed_label_types_get_the_packages_errors():
 def test_reference_max_size_must_be_a_positive_integer():
     with pytest.raises(InputError, match="max_size must be None or a positive integer"):
         hsvm.primal(Xt, yt, Ht, C=1.0, max_size="x")
+
+
+# ---------------------------------------------------------------------- data loaders and generators
+from hiercvx.datasets import (  # noqa: E402
+    labels_from_paths,
+    load,
+    make_cai_synthetic,
+    make_nhsvm_balanced,
+    make_wang_example2,
+    make_wang_example3,
+    synthetic,
+)
+
+ARFF_HEAD = "@RELATION r\n@ATTRIBUTE a numeric\n@ATTRIBUTE b numeric\n"
+
+
+def _arff(tmp_path, classes, rows, head=ARFF_HEAD, name="t.arff"):
+    f = tmp_path / name
+    f.write_text(f"{head}@ATTRIBUTE class hierarchical {classes}\n@DATA\n" + "".join(rows))
+    return f
+
+
+@pytest.mark.parametrize("head", [ARFF_HEAD, "@RELATION r\n@ATTRIBUTE a numeric\n"
+                                              "@ATTRIBUTE b {x,'y z'}\n"])
+@pytest.mark.parametrize("value", ["-?", "+?"])
+def test_arff_signed_missing_value_is_refused(tmp_path, head, value):
+    second = "1" if "{" not in head else "'y z'"
+    f = _arff(tmp_path, "A,A/A1", ["1,{},A\n".format(second), f"{value},{second},A\n"], head)
+    with pytest.raises(DataFormatError, match="without a sign") as info:
+        load_arff(f)
+    assert info.value.line == 7
+
+
+def test_arff_quoted_number_with_a_comma_and_late_sparse_row(tmp_path):
+    f = _arff(tmp_path, "A", ["1,'1,5',A\n"])
+    with pytest.raises(DataFormatError, match="'1,5'") as info:
+        load_arff(f)
+    assert info.value.line == 6
+    f = _arff(tmp_path, "A", ["1,2,A\n", "{0 1, 2 A}\n"])
+    with pytest.raises(DataFormatError, match="sparse.*rows before it are dense") as info:
+        load_arff(f)
+    assert info.value.line == 7
+
+
+def test_arff_two_readings_that_fit_are_refused_naming_both(tmp_path):
+    """``top/x,top/z,x/y`` with labels ``x`` and ``top``: paths and edges both declare
+    them, with other hierarchies; auto mode asks which it is."""
+    f = _arff(tmp_path, "top/x,top/z,x/y", ["1,2,x\n", "3,4,top\n"])
+    with pytest.raises(DataFormatError, match="dialect='paths' or dialect='edges'") as info:
+        load_arff(f)
+    assert info.value.line == 4 and "'top'" in str(info.value)
+    assert load_arff(f, dialect="edges").hierarchy.parents("x") == ("top",)
+    assert load_arff(f, dialect="paths").hierarchy.parents("x") == ("<root>",)
+    go = _arff(tmp_path, "root/A,A/B,root/C", ["1,2,A\n"], name="go.arff")  # GO form: edges
+    assert load_arff(go).metadata["dialect"] == "edges"
+
+
+def test_arff_dialect_errors_name_the_dialect_that_fits(tmp_path):
+    go = _arff(tmp_path, "root/A,A/B", ["1,2,A\n", "3,4,B\n"])
+    with pytest.raises(DataFormatError, match="pass dialect='edges'") as info:
+        load_arff(go, dialect="paths")
+    assert info.value.line == 7 and "add it to the class list" not in str(info.value)
+    paths = _arff(tmp_path, "A,A/A1", ["1,2,A/A1\n"], name="p.arff")
+    with pytest.raises(DataFormatError, match="pass dialect='paths'"):
+        load_arff(paths, dialect="edges")
+    # every name a child of another: no edge reading (a cycle), the paths one is taken
+    loop = _arff(tmp_path, "1/2,2/1", ["1,2,1\n"], name="loop.arff")
+    d = load_arff(loop)
+    assert d.metadata["dialect"] == "paths" and d.y == [frozenset({"1"})]
+
+
+def test_loader_arguments_get_the_packages_errors(tmp_path, monkeypatch):
+    for path in (5, b"/tmp/x.arff"):
+        with pytest.raises(InputTypeError, match="path must be a file path"):
+            load(path)
+    for kwargs, match in (({"sep": None}, "sep must be a non-empty string"),
+                          ({"sep": ""}, "sep must be a non-empty string"),
+                          ({"multi_sep": ""}, "multi_sep must be a non-empty string"),
+                          ({"multi_sep": "/"}, "sep and multi_sep")):
+        with pytest.raises(InputError, match=match):
+            labels_from_paths(["A/B", "C"], **kwargs)
+    f = tmp_path / "d.svm"
+    f.write_text("1 1:1\n2 2:1\n")
+    for flag in (np.True_, np.False_, True, 1):
+        assert load_libsvm(f, zero_based=flag).n_samples == 2
+    gz = _arff(tmp_path, "A", ["1,2,A\n"], name="g.arff")
+    gz.with_suffix(".gz").write_bytes(gzip.compress(gz.read_bytes()))
+    monkeypatch.setenv("HIERCVX_MAX_GZ_BYTES", "-1")
+    with pytest.raises(InputError, match="HIERCVX_MAX_GZ_BYTES must be .* bytes >= 0"):
+        load_arff(gz.with_suffix(".gz"))
+
+
+@pytest.mark.parametrize("make, kwargs, match", [
+    (make_cai_synthetic, {"branching": 1}, "branching must be an integer >= 2"),
+    (make_cai_synthetic, {"min_labels": 1.5}, "min_labels must be an integer"),
+    (make_cai_synthetic, {"max_batches": 0}, "max_batches must be an integer >= 1"),
+    (make_cai_synthetic, {"max_batches": 1.5}, "max_batches must be an integer >= 1"),
+    (make_cai_synthetic, {"variance_decay": float("inf")}, "variance_decay must be a finite"),
+    (make_cai_synthetic, {"variance_decay": 1e-300}, "variance_decay=1e-300 makes"),
+    (make_cai_synthetic, {"variances": [float("inf"), 1, 1]}, "finite positive"),
+    (make_cai_synthetic, {"branching": 10, "depth": 7}, "lower branching or depth"),
+    (make_cai_synthetic, {"random_state": -1}, "non-negative int.*RandomState"),
+    (make_nhsvm_balanced, {"branching": 1}, "branching must be an integer >= 2"),
+    (make_wang_example2, {"shift_fraction": "0.1"}, "shift_fraction must be a finite real"),
+    (make_wang_example3, {"noise": None}, "noise must be a finite real"),
+])
+def test_generator_arguments_are_refused_each_by_name(make, kwargs, match):
+    with pytest.raises(InputError, match=match):
+        make(n_samples=5, **kwargs)
+
+
+def test_cai_batches_stay_within_memory_for_many_classes():
+    """10 000 classes: a batch of draws holds their scores, so it is sized by the classes
+    too (at most 2**24 numbers); the generator gives up with its own error, not a
+    MemoryError."""
+    class Recording:
+        def __init__(self):
+            self.rng, self.rows = np.random.default_rng(0), []
+
+        def standard_normal(self, size):
+            self.rows.append(size[0])
+            return self.rng.standard_normal(size)
+
+    rng, Wc = Recording(), np.ones((10_000, 20))  # every score of a draw has one sign: none kept
+    with pytest.raises(InputError) as info:
+        synthetic._accepted_draws(rng, Wc, 5, (1, 100), 3)
+    assert len(rng.rows) == 3 and max(rng.rows) * (20 + 10_000) <= 2**24
+    assert "use a smaller tree (lower branching or depth), or raise max_batches" in str(info.value)
+
+
+def test_the_bayes_rules_have_the_methods_the_module_promises():
+    assert "has ``predict`` only" in " ".join(synthetic.__doc__.split())
+    assert not hasattr(synthetic.CascadeBayesRule, "decision_function")
+    assert hasattr(synthetic.LinearBayesRule, "decision_function")
+    assert hasattr(synthetic.ProbabilisticBayesRule, "predict_proba")

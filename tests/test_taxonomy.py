@@ -288,5 +288,7 @@ def test_random_hierarchy_bad_input():
         T.random_hierarchy((0, 2))
     with pytest.raises(ValueError, match="classes"):
         T.random_hierarchy((2, 3), classes=["a", "b"])
+    with pytest.raises(hc.InputError, match="root name 'x' is also a class name"):
+        T.random_hierarchy((2, 3), root="x", classes=["x", "y", "z"])
     with pytest.raises(hc.HierarchyError):
         T.hierarchy_level_sizes(hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")]))

@@ -2,8 +2,9 @@
 
 Loaders (each returns a :class:`Dataset`; errors are
 :class:`~hiercvx.exceptions.DataFormatError`, a ValueError, naming the file and the line;
-numbers are parsed strictly, ids keep their spelling; ``*.gz`` files are decompressed up
-to a cap of 2 GiB, raised with the environment variable ``HIERCVX_MAX_GZ_BYTES``):
+numbers are parsed strictly, ids keep their spelling; gzip files, named ``*.gz`` or
+recognised by their first bytes, are decompressed up to a cap of 2 GiB, set with the
+environment variable ``HIERCVX_MAX_GZ_BYTES``):
 
 - :func:`load_arff`: Clus-HMC ARFF (FunCat-style path trees, GO-style DAGs, ``?`` missing
   values, ``@``-separated multi-labels);

@@ -65,8 +65,8 @@ def hmc_data_source() -> str:
     """Where :func:`hmc_data_dir` came from, for messages: the variable or the default."""
     return f"from ${HMC_DATA_ENV}" if os.environ.get(HMC_DATA_ENV) else "the default folder"
 
-__all__ = ["Dataset", "ColumnNames", "MAX_GZ_BYTES", "max_gz_bytes", "decode_text",
-           "split_lines", "read_text", "read_lines", "first_lines"]
+__all__ = ["Dataset", "ColumnNames", "MAX_GZ_BYTES", "max_gz_bytes", "is_gzip", "check_path",
+           "decode_text", "split_lines", "read_text", "read_lines", "first_lines"]
 
 
 # ---------------------------------------------------------------------- container
@@ -152,7 +152,7 @@ class Dataset:
                 f"{kind}, {self.hierarchy!r})")
 
 
-#: Default largest decompressed size of a ``*.gz`` input, in bytes; the environment
+#: Default largest decompressed size of a gzip input, in bytes; the environment
 #: variable ``HIERCVX_MAX_GZ_BYTES`` overrides it.
 MAX_GZ_BYTES = 2 * 1024 ** 3
 _CHUNK = 1 << 22
@@ -164,16 +164,35 @@ def max_gz_bytes() -> int:
     if env is None:
         return int(MAX_GZ_BYTES)
     try:
-        return int(env)
+        cap = int(env)
     except ValueError:
-        raise InputError(f"HIERCVX_MAX_GZ_BYTES must be a whole number of bytes, got "
-                         f"{env!r}") from None
+        cap = -1
+    if cap < 0:
+        raise InputError(f"the environment variable HIERCVX_MAX_GZ_BYTES must be a whole number "
+                         f"of bytes >= 0, got {env!r}; set it to the largest decompressed size "
+                         f"to accept, or unset it for the default {MAX_GZ_BYTES}")
+    return cap
+
+
+#: the first two bytes of every gzip stream (RFC 1952)
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: Path) -> bool:
+    """Is the file gzip-compressed: named ``*.gz`` in any case, or starting with the gzip
+    magic bytes whatever its name (a renamed ``data.arff``)?  A UTF-8 text never starts
+    with them: 0x8b is a continuation byte.  A ``*.gz`` file that is not gzip is then
+    refused by the decompressor, not read as text."""
+    if path.suffix.lower() == ".gz":
+        return True
+    with open(path, "rb") as fh:
+        return fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes; a ``*.gz`` file is decompressed chunk by chunk, and one that would
-    exceed :func:`max_gz_bytes` is refused before it fills the memory."""
-    if path.suffix != ".gz":
+    """The file's bytes; a gzip file (:func:`is_gzip`) is decompressed chunk by chunk, and one
+    that would exceed :func:`max_gz_bytes` is refused before it fills the memory."""
+    if not is_gzip(path):
         return path.read_bytes()
     cap = max_gz_bytes()
     chunks, total = [], 0
@@ -182,7 +201,7 @@ def _read_bytes(path: Path) -> bytes:
             total += len(chunk)
             if total > cap:
                 raise DataFormatError(
-                    f"decompresses to more than {cap} bytes, the cap on .gz inputs; raise it "
+                    f"decompresses to more than {cap} bytes, the cap on gzip inputs; raise it "
                     "with the environment variable HIERCVX_MAX_GZ_BYTES=<bytes>, or decompress "
                     "the file first", path=path)
             chunks.append(chunk)
@@ -213,14 +232,24 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def check_path(path) -> Path:
+    """``path`` as a :class:`~pathlib.Path`; anything but a ``str`` or an ``os.PathLike``
+    naming text (``bytes``, a number, an open file) raises
+    :class:`~hiercvx.exceptions.InputTypeError`."""
+    if isinstance(path, (str, os.PathLike)):
+        try:
+            return Path(path)
+        except TypeError:  # an os.PathLike whose __fspath__ gives bytes
+            pass
+    raise InputTypeError(f"path must be a file path (str or pathlib.Path), got "
+                         f"{type(path).__name__}")
+
+
 def read_text(path) -> tuple[Path, str]:
-    """``(path, text)`` of a UTF-8 text file (``*.gz`` gunzipped under the cap, a byte-order
-    mark dropped, universal newlines); a missing, unreadable or non-UTF-8 file raises
-    :class:`~hiercvx.exceptions.DataFormatError`."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise InputTypeError(f"path must be a file path (str or pathlib.Path), got "
-                             f"{type(path).__name__}")
-    path = Path(path)
+    """``(path, text)`` of a UTF-8 text file (a gzip one, :func:`is_gzip`, gunzipped under the
+    cap, a byte-order mark dropped, universal newlines); a missing, unreadable or non-UTF-8
+    file raises :class:`~hiercvx.exceptions.DataFormatError`."""
+    path = check_path(path)
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)
     if path.is_dir():
@@ -244,7 +273,7 @@ def first_lines(path: Path, max_bytes: int = 1 << 16) -> list[str]:
     the format only (undecodable bytes replaced; the loader reports them); an unreadable
     file gives ``[]``."""
     try:
-        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+        with (gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")) as fh:
             data = fh.read(max_bytes)
     except (OSError, EOFError, zlib.error):
         return []

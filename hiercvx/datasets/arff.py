@@ -4,10 +4,14 @@ The dialect (see ``shared/data/hmc/README.md``)::
 
     @RELATION name
     @ATTRIBUTE a1 numeric                 % numeric / real / integer
+    @ATTRIBUTE a2 numeric
     @ATTRIBUTE colour {red, green}        % nominal: one-hot encoded (see below)
     @ATTRIBUTE class hierarchical 01,01/01,01/01/03,02
     @DATA
     0.3,?,red,01/01/03@02                 % '?' = missing, labels separated by '@'
+
+As in Weka, ``%`` outside quotes starts a comment, on a line of its own or after a
+declaration or a data row.
 
 The ``hierarchical`` attribute declares the hierarchy in one of two forms:
 
@@ -20,13 +24,14 @@ The ``hierarchical`` attribute declares the hierarchy in one of two forms:
   ``root`` at the top (``root/GO0003674,GO0003674/GO0003774,...``), built with
   :meth:`Hierarchy.from_edges`.  The result is usually a DAG.
 
-``dialect="auto"`` tells them apart: entries that are not all two-component pairs, or a
-pair ``x/x``, can only be paths; when every entry is a pair whose first name is
-``root`` or is the child of some other pair, the list reads as edges (in a path list
-such as ``01/01`` the first component ``01`` is not itself a pair's child unless the
-declaration is a GO-style edge list).  If the first reading leaves labels of the data
-unexplained and the other reading explains them all, the other reading is used.  Pass
-``dialect="paths"`` or ``"edges"`` to force one.
+``dialect="auto"`` tells them apart by the class list and the labels of the data:
+entries that are not all two-component pairs, or a pair ``x/x``, can only be paths; pairs
+with ``root`` at the top (every first name ``root`` or the child of another pair) read as
+edges, or as paths when only that reading declares every label.  Any other list of pairs
+is read the one way that declares every label and gives a valid hierarchy; when both
+ways do, the list is refused and ``dialect="paths"`` or ``"edges"`` must say which it is
+(a wrong guess would give other classes).  A forced dialect that does not fit the file
+names the other one when that one would.
 
 Nominal attributes (Clus-HMC's own data have none; some other ARFF files do) are
 one-hot encoded: an attribute ``colour {red, green}`` becomes the columns
@@ -35,10 +40,12 @@ one-hot encoded: an attribute ``colour {red, green}`` becomes the columns
 attributes and sparse rows (``{0 1.5, 7 2}``) are refused with a clear error.
 
 Reading is strict: a numeric value is a finite number or ``?`` (``inf``, ``nan``, ``1e999``,
-a 400-digit integer, ``1_0`` are refused with their line); a UTF-8 byte-order mark is
-dropped; quoted values (``'dark, green'``, with ``\'`` escapes) may hold commas, in the
-header's value lists and in the data; lines end at ``\n``, ``\r\n`` or ``\r`` only, so a
-form feed or a Unicode line separator in a comment does not shift the line numbers.
+a 400-digit integer, ``1_0``, ``-?`` are refused with their line); a UTF-8 byte-order mark
+is dropped; quoted values (``'dark, green'``, with ``\'`` escapes) may hold commas, in the
+header's value lists and in the data, and quotes around a number or the class field are
+dropped (``'1.5'``, ``'01/02@03'``) as Weka does; lines end at ``\n``, ``\r\n`` or ``\r``
+only, so a form feed or a Unicode line separator in a comment does not shift the line
+numbers.
 """
 
 from __future__ import annotations
@@ -51,8 +58,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exceptions import DataFormatError, HierarchyError, InputError
-from ..hierarchy import ARTIFICIAL_ROOT, Hierarchy
+from ..exceptions import DataFormatError, InputError
+from ._arff_classes import DIALECTS, choose_reading, class_parts
 from ._common import Dataset, read_lines
 
 logger = logging.getLogger(__name__)
@@ -61,10 +68,10 @@ __all__ = ["load_arff"]
 
 _NUMERIC_TYPES = {"numeric", "real", "integer"}
 _UNSUPPORTED_TYPES = {"string", "date", "relational"}
-_PATH_SEP = "/"
 _LABEL_SEP = "@"
 _MISSING = "?"
 _SPELLED_NON_FINITE = re.compile(r"[nNiI]")  # the letters of every spelling of nan and inf
+_SIGNED_MISSING = re.compile(r"[+-]\?")      # '-?' would read as -nan, a missing value
 
 
 @dataclass
@@ -106,6 +113,29 @@ def split_quoted(text: str, path=None, line: int | None = None) -> list[str]:
                               "closed", path=path, line=line)
     fields.append(text[start:])
     return fields
+
+
+def strip_comment(text: str) -> str:
+    """``text`` up to its first ``%`` outside ``'...'`` / ``"..."`` quotes, where Weka starts
+    a comment.  A quote opens at the start of a token (after a blank, ``,`` or ``{``), with
+    backslash escapes inside; text with an unclosed quote comes back whole, for the parser
+    to report."""
+    if "%" not in text:
+        return text
+    quote, i = None, 0
+    while i < len(text):
+        c = text[i]
+        if quote is not None:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c == "%":
+            return text[:i]
+        elif c in "'\"" and (i == 0 or text[i - 1].isspace() or text[i - 1] in ",{"):
+            quote = c
+        i += 1
+    return text
 
 
 def _split_name(rest: str, path, line: int) -> tuple[str, str]:
@@ -178,8 +208,8 @@ def _parse_header(lines, path, nominal):
     relation = None
     attrs: list[_Attribute] = []
     for k, raw in enumerate(lines):
-        s = raw.strip()
-        if not s or s[0] == "%":
+        s = strip_comment(raw).strip()
+        if not s:
             continue
         if s[0] != "@":
             raise DataFormatError(f"malformed header: expected @RELATION, @ATTRIBUTE, @DATA or a "
@@ -205,55 +235,6 @@ def _parse_header(lines, path, nominal):
                                   " (expected @RELATION, @ATTRIBUTE or @DATA)",
                                   path=path, line=k + 1)
     raise DataFormatError("malformed header: no @DATA line", path=path, line=len(lines) or None)
-
-
-# ---------------------------------------------------------------------- hierarchy reading
-def _readings(entries, dialect, path, line):
-    """Candidate readings of the class list, most plausible first: (dialect, node set)."""
-    parts = [e.split(_PATH_SEP) for e in entries]
-    for e, p in zip(entries, parts):
-        if any(c.strip() == "" for c in p):
-            raise DataFormatError(f"malformed header: class entry {e!r} has an empty component",
-                                  path=path, line=line)
-    all_pairs = all(len(p) == 2 for p in parts)
-    if dialect not in ("auto", "paths", "edges"):
-        raise InputError(f"dialect must be 'auto', 'paths' or 'edges', got {dialect!r}")
-    if dialect == "edges" and not all_pairs:
-        bad = next(e for e, p in zip(entries, parts) if len(p) != 2)
-        raise DataFormatError(f"dialect='edges' needs parent/child pairs, but class entry {bad!r} "
-                              f"is not one", path=path, line=line)
-    if dialect == "auto":
-        if not all_pairs or any(p[0] == p[1] for p in parts):
-            order = ["paths"]
-        else:
-            children = {p[1] for p in parts}
-            go_like = all(p[0] == "root" or p[0] in children for p in parts)
-            order = ["edges", "paths"] if go_like else ["paths", "edges"]
-    else:
-        order = [dialect]
-    out = []
-    for d in order:
-        if d == "edges":
-            nodes = {c for p in parts for c in p}
-        else:
-            nodes = {_PATH_SEP.join(p[:j]) for p in parts for j in range(1, len(p) + 1)}
-        out.append((d, nodes))
-    return out, parts
-
-
-def _build_hierarchy(dialect, entries, parts, path, line) -> Hierarchy:
-    """The declared hierarchy; in the paths reading the top-level entries are classes (as in
-    Clus-HMC) and hang under the artificial root even when there is only one of them."""
-    try:
-        if dialect == "edges":
-            return Hierarchy.from_edges([(p[0], p[1]) for p in parts])
-        H = Hierarchy.from_paths(entries, sep=_PATH_SEP)
-        if H.root != ARTIFICIAL_ROOT:   # one top-level class: from_paths made it the root
-            H = Hierarchy([(ARTIFICIAL_ROOT, H.root), *H.edges], nodes=[ARTIFICIAL_ROOT, *H.nodes])
-        return H
-    except HierarchyError as exc:
-        raise DataFormatError(f"the hierarchy declared by the class attribute is invalid "
-                              f"({dialect} reading): {exc}", path=path, line=line) from None
 
 
 # ---------------------------------------------------------------------- data block
@@ -330,11 +311,14 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
     name without ``.arff``); ``metadata`` holds the relation name and the dialect.
 
     Malformed headers, rows with the wrong number of fields, non-numeric values, labels
-    that are not nodes of the declared hierarchy and invalid hierarchies raise
-    :class:`~hiercvx.exceptions.DataFormatError` with the file and the line number.
+    that are not nodes of the declared hierarchy, invalid hierarchies and class lists that
+    read both as paths and as edges raise :class:`~hiercvx.exceptions.DataFormatError` with
+    the file and the line number.
     """
     if nominal not in ("onehot", "error"):
         raise InputError(f"nominal must be 'onehot' or 'error', got {nominal!r}")
+    if not isinstance(dialect, str) or dialect not in DIALECTS:
+        raise InputError(f"dialect must be 'auto', 'paths' or 'edges', got {dialect!r}")
     path, lines = read_lines(path)
     relation, attrs, start = _parse_header(lines, path, nominal)
     hier = [a for a in attrs if a.kind == "hierarchical"]
@@ -346,17 +330,15 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
         raise DataFormatError(f"{len(hier)} hierarchical attributes; a Clus-HMC file has exactly "
                               "one", path=path, line=hier[1].line)
     hattr = hier[0]
-    readings, parts = _readings(hattr.values, dialect, path, hattr.line)
+    parts = class_parts(hattr.values, path, hattr.line)
     feat_attrs = [a for a in attrs if a.kind != "hierarchical"]
     rows, linenos, fields = _data_rows(lines, start, len(attrs), path)
     features, label_strings = _split_class_field(rows, fields, hattr.position, len(attrs))
     X, feature_names, nom_idx = _parse_features(features, feat_attrs, linenos, path)
-    y, reading = _parse_labels(label_strings, readings, linenos, hattr, path)
-    dialect_used = reading[0]
-    H = _build_hierarchy(dialect_used, hattr.values, parts, path, hattr.line)
+    y, dialect_used, H = _parse_labels(label_strings, dialect, parts, linenos, hattr, path)
     name = path.name
-    for suffix in (".gz", ".arff", ".ARFF"):
-        if name.endswith(suffix):
+    for suffix in (".gz", ".arff"):
+        if name.lower().endswith(suffix):
             name = name[: -len(suffix)]
     return Dataset(X=X, y=y, hierarchy=H, feature_names=list(feature_names), name=name, path=path,
                    metadata={"format": "arff", "relation": relation, "dialect": dialect_used,
@@ -366,16 +348,20 @@ def load_arff(path, *, dialect: str = "auto", nominal: str = "onehot") -> Datase
 
 def _data_rows(lines, start: int, n_attr: int, path):
     """``(rows, linenos, fields)``: the data rows after ``@DATA`` (blank and ``%`` lines
-    dropped), their 1-based line numbers, and, when some row has quotes, every row split
-    into its fields (else ``None``); sparse rows and rows with the wrong number of fields
-    are refused."""
+    dropped, trailing ``%`` comments cut), their 1-based line numbers, and, when some row
+    has quotes, every row split into its fields (else ``None``); sparse rows and rows with
+    the wrong number of fields are refused."""
     body = lines[start:]
     keep = [i for i, raw in enumerate(body) if (t := raw.strip()) and t[0] != "%"]
-    rows = [body[i] for i in keep]
+    rows = [strip_comment(body[i]) if "%" in body[i] else body[i] for i in keep]
     linenos = np.asarray(keep, dtype=np.int64) + start + 1
-    if rows and rows[0].lstrip().startswith("{"):  # a sparse file has sparse rows from the first on
-        raise DataFormatError("sparse ARFF rows ('{index value, ...}') are not supported; "
-                              "write the rows in dense form", path=path, line=int(linenos[0]))
+    sparse = next((i for i, r in enumerate(rows) if r.lstrip()[:1] == "{"), None)
+    if sparse is not None:
+        what = ("sparse ARFF rows ('{index value, ...}') are not supported" if sparse == 0 else
+                "this row is sparse ('{index value, ...}') while the rows before it are dense; "
+                "sparse rows are not supported")
+        raise DataFormatError(f"{what}; write every row in dense form", path=path,
+                              line=int(linenos[sparse]))
     fields = None
     if any("'" in r or '"' in r for r in rows):  # quoted values may hold commas
         fields = [split_quoted(r, path, int(ln)) for r, ln in zip(rows, linenos)]
@@ -393,9 +379,9 @@ def _data_rows(lines, start: int, n_attr: int, path):
 def _split_class_field(rows, fields, position: int, n_attr: int):
     """``(features, label_strings)``: every row without / with only its class field;
     ``features`` are text lines, or lists of fields when the rows were split already."""
-    if fields is not None:
+    if fields is not None:  # a quoted class field holds its labels as they are: unquote it
         return ([f[:position] + f[position + 1:] for f in fields],
-                [f[position].strip() for f in fields])
+                [_unquote(f[position].strip()) for f in fields])
     if position == n_attr - 1:
         split = [r.rpartition(",") for r in rows]
         return [s[0] for s in split], [s[2].strip() for s in split]
@@ -421,8 +407,9 @@ def _parse_numeric(lines, attrs, usecols, linenos, path) -> np.ndarray:
     if X.shape[0] != n:  # loadtxt skips lines it sees as empty
         _locate_bad_value(lines, linenos, attrs, path)
     numeric = [a for a in attrs if a.kind == "numeric"]
-    if usecols is None and _SPELLED_NON_FINITE.search(text) is None:
-        # every field is numeric and none spells inf / nan: NaN can only come from '?'
+    if (usecols is None and _SPELLED_NON_FINITE.search(text) is None
+            and _SIGNED_MISSING.search(text) is None):
+        # every field is numeric and none spells inf / nan or '-?': NaN can only come from '?'
         rows, cols = np.nonzero(np.isinf(X))
     else:
         rows, cols = np.nonzero(~np.isfinite(X))
@@ -431,12 +418,36 @@ def _parse_numeric(lines, attrs, usecols, linenos, path) -> np.ndarray:
         for c in cols[rows == i]:
             a = numeric[c]
             t = values[attrs.index(a)].strip()
+            if _SIGNED_MISSING.fullmatch(t):
+                raise DataFormatError(
+                    f"value {t!r} of numeric attribute {a.name!r} is not a number: a missing "
+                    f"value is a bare '?', without a sign", path=path, line=int(linenos[i]))
             if t != _MISSING:
                 raise DataFormatError(
                     f"value {t[:40]!r} of numeric attribute {a.name!r} is not a finite number "
                     f"(it reads as {X[i, c]}); write missing values as '?'", path=path,
                     line=int(linenos[i]))
     return X
+
+
+def _numeric_texts(features, num_idx, num_attrs, linenos, path) -> list[str]:
+    """Per row the comma-joined numeric fields, quotes dropped (Weka reads ``'1.5'`` as
+    1.5); a quoted value holding a comma (``'1,5'``) is refused whole, before the join
+    would split it."""
+    out = []
+    for f, ln in zip(features, linenos):
+        values = [f[j] for j in num_idx]
+        for c, v in enumerate(values):
+            if "'" in v or '"' in v:
+                values[c] = _unquote(v.strip())
+                if "," in values[c]:
+                    raise DataFormatError(
+                        f"value {v.strip()[:40]!r} of numeric attribute {num_attrs[c].name!r} "
+                        "is not a number (a comma inside the quotes: write numbers with a decimal "
+                        "point and no thousands separators)",
+                        path=path, line=int(ln))
+        out.append(",".join(values))
+    return out
 
 
 def _parse_features(features, feat_attrs, linenos, path):
@@ -454,8 +465,9 @@ def _parse_features(features, feat_attrs, linenos, path):
     X_num = np.empty((n, 0))
     if isinstance(features[0], list):  # already split: quoted values may hold commas
         if num_idx:
-            X_num = _parse_numeric([",".join(f[j] for j in num_idx) for f in features],
-                                   [feat_attrs[j] for j in num_idx], None, linenos, path)
+            num_attrs = [feat_attrs[j] for j in num_idx]
+            X_num = _parse_numeric(_numeric_texts(features, num_idx, num_attrs, linenos, path),
+                                   num_attrs, None, linenos, path)
         S = np.array([[f[j] for j in nom_idx] for f in features], dtype=str).reshape(n, -1)
     else:
         if num_idx:
@@ -481,39 +493,39 @@ def _parse_features(features, feat_attrs, linenos, path):
     return np.hstack(blocks), feature_names, nom_idx
 
 
-def _parse_labels(label_strings, readings, linenos, hattr, path):
-    """``(y, reading)``: each distinct label string parsed once into a frozenset, and the
-    first reading of the hierarchy (paths / edges) that declares every label used."""
-    if not label_strings:
-        return [], readings[0]
-    uniq, first, inv = np.unique(np.asarray(label_strings, dtype=str), return_index=True,
-                                 return_inverse=True)
-    sets = []
-    for s, f in zip(uniq, first):
-        s = str(s)
-        if s in ("", _MISSING):
-            sets.append(frozenset())
-            continue
-        members = [m.strip() for m in s.split(_LABEL_SEP)]
-        if any(m == "" for m in members):
-            raise DataFormatError(f"label list {s!r} has an empty label (doubled or trailing "
-                                  f"'{_LABEL_SEP}')", path=path, line=int(linenos[f]))
-        sets.append(frozenset(members))
-    used = set().union(*sets)
-    fits = [r for r in readings if used <= r[1]]
-    reading = fits[0] if fits else readings[0]
-    unknown = used - reading[1]
-    if unknown:
-        # first row holding an unknown label
+def _parse_labels(label_strings, dialect, parts, linenos, hattr, path):
+    """``(y, dialect, hierarchy)``: each distinct label string parsed once into a frozenset,
+    and the reading of the class list (:func:`~._arff_classes.choose_reading`) that
+    declares every label used."""
+    sets, first, inv = [], np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if label_strings:
+        uniq, first, inv = np.unique(np.asarray(label_strings, dtype=str), return_index=True,
+                                     return_inverse=True)
+        for s, f in zip(uniq, first):
+            s = str(s)
+            if s in ("", _MISSING):
+                sets.append(frozenset())
+                continue
+            members = [m.strip() for m in s.split(_LABEL_SEP)]
+            if any(m == "" for m in members):
+                raise DataFormatError(f"label list {s!r} has an empty label (doubled or trailing "
+                                      f"'{_LABEL_SEP}')", path=path, line=int(linenos[f]))
+            sets.append(frozenset(members))
+
+    def unknown_error(unknown, reading, fix):
+        # the first row holding an unknown label
         f_bad = min(int(f) for s, f in zip(sets, first) if s & unknown)
         lab = sorted(next(s for s, f in zip(sets, first) if int(f) == f_bad) & unknown)[0]
-        raise DataFormatError(
+        return DataFormatError(
             f"label {lab!r} is not declared in the hierarchy of attribute {hattr.name!r} "
-            f"({len(unknown)} undeclared label(s) in the file); add it to the class list",
-            path=path, line=int(linenos[f_bad]))
+            f"({reading} reading; {len(unknown)} undeclared label(s) in the file)"
+            f"{fix or '; add it to the class list'}", path=path, line=int(linenos[f_bad]))
+
+    used = set().union(*sets)
+    dialect, H = choose_reading(dialect, parts, used, hattr, unknown_error, path)
     inv = inv.ravel()
     y = [sets[i] for i in inv]
     if any(not s for s in sets):
         n_rows = int(sum(1 for i in inv if not sets[i]))
         logger.warning("%s: %d row(s) have no label ('?' or empty class field)", path, n_rows)
-    return y, reading
+    return y, dialect, H

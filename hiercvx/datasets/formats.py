@@ -18,15 +18,16 @@ import os
 import re
 import warnings
 from collections.abc import Hashable, Iterable
+from decimal import Decimal
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import DataFormatError, HierarchyError, InputError, LabelError
-from ..hierarchy import Hierarchy
-from ._common import ColumnNames, Dataset, first_lines, read_lines
+from ..exceptions import DataFormatError, HierarchyError, InputError, InputTypeError, LabelError
+from ..hierarchy import ARTIFICIAL_ROOT, Hierarchy
+from ._common import ColumnNames, Dataset, check_path, first_lines, read_lines
 from .arff import load_arff
 
 logger = logging.getLogger(__name__)
@@ -120,9 +121,17 @@ def labels_from_paths(strings: Iterable[str], sep: str = "/", multi_sep: str | N
     are a 1-D object array of node names.  A label that stops at an internal node (a
     partial path, e.g. ``"A"`` next to ``"A/A1"``) stays as given.
 
+    The root: without ``root``, an artificial ``"<root>"`` above several top-level names, or
+    the single top-level name itself (as :meth:`Hierarchy.from_paths`); with ``root``, a node
+    of that name above the top-level names, even above a single one, which then stays a
+    class of its own (``root`` equal to the single top-level name keeps it as the root).
+
     Returns ``(hierarchy, labels)``.  Empty strings or empty paths raise
-    :class:`~hiercvx.exceptions.LabelError` naming the sample.
+    :class:`~hiercvx.exceptions.LabelError` naming the sample; a ``sep`` or ``multi_sep``
+    that is not a non-empty string, or the two equal, raises
+    :class:`~hiercvx.exceptions.InputError`.
     """
+    _check_separators(sep, multi_sep)
     if isinstance(strings, (str, bytes)):
         raise LabelError("labels_from_paths takes a sequence of strings, one per sample, got "
                          "a single string; wrap it in a list")
@@ -146,6 +155,11 @@ def labels_from_paths(strings: Iterable[str], sep: str = "/", multi_sep: str | N
         per_sample.append(parts)
     unique = list(dict.fromkeys(p for parts in per_sample for p in parts))
     H = Hierarchy.from_paths(unique, sep=sep, root=root)
+    if root is not None and H.root != root:   # one top-level name: from_paths made it the root
+        if root in H:
+            raise HierarchyError(f"root={root!r} is already a node of the paths; pass "
+                                 "root=<unused name>")
+        H = Hierarchy([(root, H.root), *H.edges], nodes=[root, *H.nodes])
     if multi_sep is None:
         labels = np.empty(len(per_sample), dtype=object)
         labels[:] = [parts[0] for parts in per_sample]
@@ -154,10 +168,34 @@ def labels_from_paths(strings: Iterable[str], sep: str = "/", multi_sep: str | N
     return H, labels
 
 
+def _check_separators(sep, multi_sep) -> None:
+    """Refuse a separator that is not a non-empty string, and two equal ones."""
+    for name, value in (("sep", sep), ("multi_sep", multi_sep)):
+        if value is None and name == "multi_sep":
+            continue
+        if not isinstance(value, str):
+            raise InputTypeError(f"{name} must be a non-empty string such as '/', got "
+                                 f"{type(value).__name__} {value!r}")
+        if not value:
+            raise InputError(f"{name} must be a non-empty string such as '/', got ''")
+    if sep == multi_sep:
+        raise InputError(f"sep and multi_sep are both {sep!r}: one separates the levels of a "
+                         "path, the other the paths of a sample; give them different values")
+
+
 # ---------------------------------------------------------------------- LIBSVM / SVMlight
-def _label_value(v: float):
-    """LIBSVM labels are parsed as floats; integral ones become ``int``."""
-    return int(v) if float(v).is_integer() else float(v)
+_INTEGER_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def _label_value(token: str, v: float):
+    """The number a label token spells: an integer token exactly (``int``, as float would
+    merge 9007199254740993 into ...992), another integral number as ``int`` (exactly, through
+    ``Decimal``), else the float ``v``."""
+    if _INTEGER_RE.fullmatch(token):
+        return int(token)
+    if v.is_integer():
+        return int(Decimal(token))
+    return v
 
 
 # Strict LIBSVM grammar: a decimal number is ASCII digits with an optional sign, point and
@@ -244,13 +282,19 @@ def _parse_libsvm_lines(lines, path):
 
 
 def _check_libsvm_options(n_features, zero_based):
-    if zero_based not in (True, False, "auto") or isinstance(zero_based, np.bool_):
+    """``zero_based`` as ``True``, ``False`` or ``"auto"`` (numpy bools and the integers 0
+    and 1 taken as bools); bad options raise :class:`~hiercvx.exceptions.InputError`."""
+    if isinstance(zero_based, (bool, np.bool_)) or (
+            isinstance(zero_based, (int, np.integer)) and zero_based in (0, 1)):
+        zero_based = bool(zero_based)
+    elif not (isinstance(zero_based, str) and zero_based == "auto"):
         raise InputError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     if n_features is not None and (isinstance(n_features, bool)
                                    or not isinstance(n_features, (int, np.integer))
                                    or not 0 <= n_features <= _MAX_COLUMN + 1):
         raise InputError(f"n_features must be None or an integer in [0, {_MAX_COLUMN + 1}], got "
                          f"{n_features!r}")
+    return zero_based
 
 
 def _libsvm_matrix(rows, idx, vals, linenos, n_samples, n_features, zero_based, path):
@@ -304,14 +348,17 @@ def _libsvm_matrix(rows, idx, vals, linenos, n_samples, n_features, zero_based, 
     return X
 
 
-def _libsvm_labels(label_strings, linenos, path) -> list[tuple]:
-    """Each line's labels as numbers (integral ones as ``int``); a label overflowing to
-    infinity names its line."""
-    parsed, out = {}, []
+def _libsvm_labels(label_strings, linenos, path) -> tuple[list[tuple], dict]:
+    """``(tokens, value)``: each line's label tokens as spelled, and the number of every
+    distinct token (:func:`_label_value`); a label overflowing to infinity or underflowing
+    to 0 names its line."""
+    parsed, value, out = {}, {}, []
     for s, ln in zip(label_strings, linenos):
         if s not in parsed:
-            values = []
-            for t in (s.split(",") if s else ()):
+            tokens = s.split(",") if s else ()
+            for t in tokens:
+                if t in value:
+                    continue
                 v = float(t)
                 if not np.isfinite(v):
                     raise DataFormatError(f"label {t[:40]!r} overflows to {v}; labels must be "
@@ -320,10 +367,20 @@ def _libsvm_labels(label_strings, linenos, path) -> list[tuple]:
                     raise DataFormatError(f"label {t[:40]!r} underflows to 0 as a float and would "
                                           "be read as the label 0; write labels as integers or "
                                           "numbers of ordinary size", path=path, line=int(ln))
-                values.append(_label_value(v))
-            parsed[s] = tuple(dict.fromkeys(values))
+                value[t] = _label_value(t, v)
+            parsed[s] = tuple(dict.fromkeys(tokens))
         out.append(parsed[s])
-    return out
+    return out, value
+
+
+def _node_of_label(hierarchy: Hierarchy, token: str, v):
+    """The node a label token names: the node spelled as the token (``08``, ``1.0``), else
+    the node equal to its number (``8`` for ``+8`` in a hierarchy of ints), else the node
+    spelled as that number (``"8"``); ``None`` when there is none."""
+    for candidate in (token, v, str(v)):
+        if candidate in hierarchy:
+            return candidate
+    return None
 
 
 def load_libsvm(path, hierarchy=None, n_features: int | None = None,
@@ -332,64 +389,70 @@ def load_libsvm(path, hierarchy=None, n_features: int | None = None,
 
     ``X`` is CSR.  Labels and values are decimal numbers (ASCII digits, optional sign,
     point and exponent; ``inf``, ``nan``, ``1_0`` and overflowing values are refused);
-    integral labels become ``int``; a line without labels is a sample with none.  ``y`` is
-    a list of frozensets.  Indices are non-negative integers, strictly increasing within a
-    line; ``zero_based="auto"`` reads the file as zero-based when it uses index 0.  A
-    UTF-8 byte-order mark is dropped; ``#`` starts a comment.  Every violation raises
+    integral labels become ``int`` (an integer label exactly, however many digits), others
+    ``float``; a line without labels is a sample with none.  ``y`` is a list of frozensets.
+    Indices are non-negative integers, strictly increasing within a line;
+    ``zero_based="auto"`` reads the file as zero-based when it uses index 0 (``True``,
+    ``False``, numpy bools, 0 and 1 force one reading).  A UTF-8 byte-order mark is
+    dropped; ``#`` starts a comment.  Every violation raises
     :class:`~hiercvx.exceptions.DataFormatError` with the file and line.
 
     ``hierarchy``: a :class:`Hierarchy`, or the path of an LSHTC hierarchy file (read
-    with :func:`load_lshtc_hierarchy`).  Every label must then be a node; a label ``7``
-    also matches a node named ``"7"``.  A label that is not a node raises
-    :class:`~hiercvx.exceptions.DataFormatError` naming the line.  Without a hierarchy
-    the labels become the leaves of a flat one (every label a child of ``"<root>"``).
+    with :func:`load_lshtc_hierarchy`).  Every label must then be a node, matched by its
+    spelling first (a label ``08`` is node ``"08"`` even when there is a node ``"8"``), else
+    by its number (a label ``7`` or ``+7`` matches a node ``7`` or ``"7"``).  A label that is
+    not a node raises :class:`~hiercvx.exceptions.DataFormatError` naming the line.  Without
+    a hierarchy the labels become the leaves of a flat one: every label a child of
+    ``"<root>"``, also when the file has a single label.
     """
     if isinstance(hierarchy, (str, os.PathLike)):
         hierarchy = load_lshtc_hierarchy(hierarchy)
     elif hierarchy is not None and not isinstance(hierarchy, Hierarchy):
         raise LabelError(f"hierarchy must be a Hierarchy or the path of a hierarchy file, got "
                          f"{type(hierarchy).__name__}")
-    _check_libsvm_options(n_features, zero_based)
+    zero_based = _check_libsvm_options(n_features, zero_based)
     path, lines = read_lines(path)
     label_strings, rows, idx, vals, line_of = _parse_libsvm_lines(lines, path)
     if not label_strings:
         raise DataFormatError("contains no sample line", path=path)
     X = _libsvm_matrix(rows, idx, vals, line_of, len(label_strings), n_features, zero_based,
                        path)
-    label_tuples = _libsvm_labels(label_strings, line_of, path)
+    label_tuples, value = _libsvm_labels(label_strings, line_of, path)
     if hierarchy is None:
-        unique = list(dict.fromkeys(v for labs in label_tuples for v in labs))
+        unique = list(dict.fromkeys(value[t] for labs in label_tuples for t in labs))
         if not unique:
             raise DataFormatError("no sample has a label; give labels before the features",
                                   path=path)
-        hierarchy = Hierarchy.from_edges([], nodes=unique)
-        y = [frozenset(labs) for labs in label_tuples]
+        # labels are numbers, never the name "<root>": every one is a class under it
+        hierarchy = Hierarchy([(ARTIFICIAL_ROOT, v) for v in unique],
+                              nodes=[ARTIFICIAL_ROOT, *unique])
+        y = [frozenset(value[t] for t in labs) for labs in label_tuples]
     else:
-        mapping, unknown = {}, []
-        for i, labs in enumerate(label_tuples):
-            for v in labs:
-                if v in mapping:
-                    continue
-                if v in hierarchy:
-                    mapping[v] = v
-                elif str(v) in hierarchy:
-                    mapping[v] = str(v)
-                else:
-                    unknown.append((i, v))
-                    mapping[v] = None
-        if unknown:
-            i, v = unknown[0]
-            line = int(line_of[i]) if i < len(line_of) else None
-            shown = ", ".join(repr(u) for _, u in unknown[:5])
-            raise DataFormatError(
-                f"{len(unknown)} label(s) are not nodes of the hierarchy ({shown}); the first, "
-                f"{v!r}, is on this line. Check that the hierarchy file belongs to this data",
-                path=path, line=line)
-        y = [frozenset(mapping[v] for v in labs) for labs in label_tuples]
+        y = _labels_on_nodes(hierarchy, label_tuples, value, line_of, path)
     return Dataset(X=X, y=y, hierarchy=hierarchy,
                    feature_names=ColumnNames(X.shape[1]),
                    name=path.name.split(".")[0] or path.name, path=path,
                    metadata={"format": "libsvm"})
+
+
+def _labels_on_nodes(hierarchy, label_tuples, value, line_of, path) -> list[frozenset]:
+    """Every sample's labels as nodes of ``hierarchy`` (:func:`_node_of_label`); labels that
+    are not nodes raise :class:`~hiercvx.exceptions.DataFormatError` naming the first line."""
+    mapping, unknown = {}, []
+    for i, labs in enumerate(label_tuples):
+        for t in labs:
+            if t not in mapping:
+                mapping[t] = _node_of_label(hierarchy, t, value[t])
+                if mapping[t] is None:
+                    unknown.append((i, t))
+    if unknown:
+        i, t = unknown[0]
+        shown = ", ".join(u for _, u in unknown[:5])
+        raise DataFormatError(
+            f"{len(unknown)} label(s) are not nodes of the hierarchy ({shown}); the first, "
+            f"{t}, is on this line. Check that the hierarchy file belongs to this data",
+            path=path, line=int(line_of[i]))
+    return [frozenset(mapping[t] for t in labs) for labs in label_tuples]
 
 
 # ---------------------------------------------------------------------- dispatch
@@ -422,13 +485,14 @@ def load(path, format: str | None = None, **kwargs) -> Dataset:
     """Load any supported file: ARFF, LIBSVM/SVMlight, or an LSHTC hierarchy.
 
     The format comes from ``format`` (``"arff"``, ``"libsvm"``, ``"lshtc"``), else the
-    extension (``.gz`` is looked through), else the first meaningful line.  Keyword
+    extension (a last ``.gz``, in any case, is looked through), else the first meaningful
+    line.  Gzip files are recognised by their content, whatever their name.  Keyword
     arguments go to the loader (e.g. ``hierarchy=`` for LIBSVM).  A hierarchy file gives
     a :class:`Dataset` with no samples (``X`` of shape ``(0, 0)``).
     """
     if isinstance(path, str) and not path.strip():   # Path("") would be the current folder
         raise DataFormatError("the path is empty; give the data file to load")
-    path = Path(path)
+    path = check_path(path)
     if not path.exists():
         raise DataFormatError("no such file; check the path", path=path)
     if path.is_dir():   # before sniffing, which would blame the format
@@ -512,8 +576,10 @@ def describe(dataset: Dataset) -> str:
         title += f"  ({dataset.path})"
     out.append(title)
     kind = "tree" if H.is_tree else "DAG"
-    line = (f"hierarchy: {kind}, {len(H)} nodes, {len(H.edge_index)} edges, {len(H.leaves)} "
-            f"leaves, depth {max_depth}, root {H.root!r}")
+    counts = ", ".join(f"{k} {word if k == 1 else plural}" for k, word, plural in (
+        (len(H), "node", "nodes"), (len(H.edge_index), "edge", "edges"),
+        (len(H.leaves), "leaf", "leaves")))
+    line = f"hierarchy: {kind}, {counts}, depth {max_depth}, root {H.root!r}"
     if not H.is_tree:
         line += f", {n_multi_parent} nodes with several parents"
     out.append(line)

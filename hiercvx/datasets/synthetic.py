@@ -1,10 +1,13 @@
 """Synthetic data of the source papers, with their Bayes rules.
 
-Every generator takes ``random_state`` (int, ``None`` or ``numpy.random.Generator``; one
-generator is drawn from in a fixed order, so a seed fixes the whole data set) and returns
-a :class:`~hiercvx.datasets.Dataset` whose ``bayes_rule`` has ``predict(X)`` (and
-``classes_``, plus ``decision_function`` or ``predict_proba``) and whose ``bayes_error``
-is the population 0-1 error of that rule.
+Every generator takes ``random_state`` (``None``, a non-negative int, a
+``numpy.random.Generator`` or a ``numpy.random.RandomState``; one generator is drawn from
+in a fixed order, so a seed fixes the whole data set) and returns a
+:class:`~hiercvx.datasets.Dataset` whose ``bayes_rule`` has ``predict(X)`` and
+``classes_``, and whose ``bayes_error`` is the population 0-1 error of that rule.  The
+linear rules (:class:`LinearBayesRule`) also have ``decision_function``, the probabilistic
+ones (:class:`ProbabilisticBayesRule`) ``predict_proba``; the cascade of
+:func:`make_nhsvm_unbalanced` (:class:`CascadeBayesRule`) has ``predict`` only.
 
 =============================  ========================================================
 generator                      source
@@ -53,14 +56,24 @@ def _rng(random_state) -> np.random.Generator:
     try:
         return np.random.default_rng(random_state)
     except (TypeError, ValueError):
-        raise InputError(f"random_state must be None, an int or a numpy Generator, got "
-                         f"{random_state!r}") from None
+        raise InputError(f"random_state must be None, a non-negative int, a numpy Generator or "
+                         f"a numpy RandomState, got {random_state!r}") from None
 
 
-def _check_int(value, name: str, low: int) -> int:
+def _check_int(value, name: str, low: int, why: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise InputError(f"{name} must be an integer >= {low}{why}, got {value!r}")
     return int(value)
+
+
+def _check_real(value, name: str) -> float:
+    """``value`` as a finite float; a string, a bool, None, NaN or an infinity raise
+    :class:`~hiercvx.exceptions.InputError` naming ``name``."""
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                      np.floating))
+            or not math.isfinite(value)):
+        raise InputError(f"{name} must be a finite real number, got {value!r}")
+    return float(value)
 
 
 def complete_tree(branching: int, depth: int) -> Hierarchy:
@@ -169,19 +182,23 @@ def make_cai_synthetic(n_samples: int = 200, n_features: int = 20, branching: in
     (``LinearBayesRule(..., multilabel=True)``: ``{y : F(x, y) > 0}``) has error 0.
     ``y`` is a list of frozensets of leaf names (ints, breadth-first, root 0).
     ``metadata`` holds the node weights, the class weights and the acceptance rate.
+
+    ``min_labels`` (an integer below ``sqrt(q)``) is the fewest classes a kept sample
+    has; ``x`` is drawn in at most ``max_batches`` batches (each within about 128 MiB)
+    before the generator gives up.  A tree too large to hold (over about 2 GiB of weights
+    and nodes) is refused before it is built.
     """
     n_samples = _check_int(n_samples, "n_samples", 1)
     n_features = _check_int(n_features, "n_features", 1)
+    branching = _check_int(branching, "branching", 2, " (with one child per node the tree "
+                                                      "has a single class)")
+    depth = _check_int(depth, "depth", 1)
+    min_labels = _check_int(min_labels, "min_labels", 1)
+    max_batches = _check_int(max_batches, "max_batches", 1)
+    _check_cai_size(branching, depth, n_features)
+    variances = _cai_variances(variances, variance_decay, depth)
     rng = _rng(random_state)
     H = complete_tree(branching, depth)
-    if variances is None:
-        if not variance_decay > 0:
-            raise InputError(f"variance_decay must be positive, got {variance_decay!r}")
-        variances = variance_decay ** np.arange(depth)
-    variances = np.asarray(variances, dtype=float)
-    if variances.shape != (depth,) or not np.all(variances > 0):
-        raise InputError(f"variances must hold {depth} positive numbers (depths 1..{depth}), got "
-                         f"{variances!r}")
     node_sd = np.zeros(len(H))
     node_sd[1:] = np.sqrt(variances[H.depths[1:] - 1])
     W = rng.standard_normal((len(H), n_features)) * node_sd[:, None]
@@ -190,8 +207,10 @@ def make_cai_synthetic(n_samples: int = 200, n_features: int = 20, branching: in
     Wc = np.asarray(Lam @ W)
     q = len(leaves)
     bound = math.sqrt(q)
-    if not 1 <= min_labels < bound:
-        raise InputError(f"min_labels must be at least 1 and below sqrt(q) = {bound:.3g}")
+    if not min_labels < bound:
+        raise InputError(f"min_labels must be below sqrt(q) = {bound:.3g}, the bound on the "
+                         f"number of classes of a sample (q = {q} classes), got {min_labels}; "
+                         "lower min_labels or grow the tree")
     X, Z, drawn, kept = _accepted_draws(rng, Wc, n_samples, (min_labels, bound), max_batches)
     classes = np.asarray(H.leaves)
     y = [frozenset(classes[row].tolist()) for row in Z]
@@ -204,14 +223,56 @@ def make_cai_synthetic(n_samples: int = 200, n_features: int = 20, branching: in
                              "variances": variances})
 
 
+def _check_cai_size(branching: int, depth: int, n_features: int) -> None:
+    """Refuse a tree whose nodes and weights would not fit, before building it: about 2 KiB
+    per node for the hierarchy, and ``n_features`` floats per node and per class."""
+    if depth * math.log2(branching) > 40:   # far past the limit: do not form the huge ints
+        size = "more than 2**40 classes"
+    else:
+        q = branching ** depth
+        n_nodes = (branching ** (depth + 1) - 1) // (branching - 1)
+        need = 2048 * n_nodes + 8 * n_features * (n_nodes + q)
+        if need <= 2**31:
+            return
+        size = f"{n_nodes} nodes and {q} classes, which needs about {need / 2**30:.3g} GiB"
+    raise InputError(f"branching={branching}, depth={depth} gives a tree of {size}; lower "
+                     "branching or depth (the thesis uses 3 / 3 and 6 / 2)")
+
+
+def _cai_variances(variances, variance_decay, depth: int) -> np.ndarray:
+    """The node weight variances of depths 1..depth: ``variances``, else the powers of
+    ``variance_decay``; all must be finite and positive."""
+    if variances is None:
+        decay = _check_real(variance_decay, "variance_decay")
+        if not decay > 0:
+            raise InputError(f"variance_decay must be positive, got {variance_decay!r}")
+        with np.errstate(over="ignore", under="ignore"):
+            out = decay ** np.arange(depth, dtype=float)
+        if not np.all(np.isfinite(out) & (out > 0)):
+            raise InputError(f"variance_decay={variance_decay!r} makes the variance at depth "
+                             f"{depth} (variance_decay ** {depth - 1}) overflow or underflow; "
+                             "bring it closer to 1")
+        return out
+    try:
+        out = np.asarray(variances, dtype=float)
+    except (TypeError, ValueError):
+        out = None
+    if out is None or out.shape != (depth,) or not np.all(np.isfinite(out) & (out > 0)):
+        raise InputError(f"variances must hold {depth} finite positive numbers (depths "
+                         f"1..{depth}), got {variances!r}")
+    return out
+
+
 def _accepted_draws(rng, Wc: np.ndarray, n_samples: int, label_range, max_batches: int):
     """Rejection sampling of Cai thesis section 7.1.1: ``x ~ N(0, I)`` drawn in batches until
     ``n_samples`` have a number of classes ``F(x, y) > 0`` in ``[low, high)``
     (``label_range``).  Returns ``(X, Z, drawn, kept)`` with ``Z`` the class indicator."""
     low, high = label_range
-    n_features = Wc.shape[1]
+    q, n_features = Wc.shape
+    # a batch holds its draws and their q scores: at most 2**24 numbers (128 MiB)
+    most = max(1, 2**24 // (n_features + q))
     X_parts, Z_parts, drawn, kept = [], [], 0, 0
-    batch = max(256, 4 * n_samples)
+    batch = min(most, max(256, 4 * n_samples))
     for _ in range(max_batches):
         Xb = rng.standard_normal((batch, n_features))
         Zb = (Xb @ Wc.T) > 0
@@ -225,10 +286,12 @@ def _accepted_draws(rng, Wc: np.ndarray, n_samples: int, label_range, max_batche
             break
         # size the next batch from the acceptance rate seen so far (rare acceptance is common)
         rate = max(kept, 1) / drawn
-        batch = int(min(max(256, 1.2 * (n_samples - kept) / rate), max(256, 2**24 // n_features)))
+        batch = int(min(max(256, 1.2 * (n_samples - kept) / rate), most))
     else:
         raise InputError(f"only {kept} of {drawn} draws had between {low} and sqrt(q) = "
-                         f"{high:.3g} classes; change random_state, variances or the tree")
+                         f"{high:.3g} of the q = {q} classes, short of n_samples = {n_samples}; "
+                         "change random_state or variances, use a smaller tree (lower branching "
+                         "or depth), or raise max_batches")
     return np.concatenate(X_parts)[:n_samples], np.concatenate(Z_parts)[:n_samples], drawn, kept
 
 
@@ -252,6 +315,8 @@ def make_nhsvm_balanced(n_samples: int = 15000, n_features: int = 1000, depth: i
     n_samples = _check_int(n_samples, "n_samples", 1)
     n_features = _check_int(n_features, "n_features", 1)
     depth = _check_int(depth, "depth", 2)
+    branching = _check_int(branching, "branching", 2, " (with one child per node the tree "
+                                                      "has a single class)")
     rng = _rng(random_state)
     H = complete_tree(branching, depth - 1)
     W = rng.standard_normal((len(H), n_features))
@@ -376,6 +441,7 @@ def make_wang_example2(n_samples: int = 100, shift_fraction: float = 0.05,
     ``y`` is a 1-D int array.  ``bayes_rule.predict_proba`` gives ``P(Y = k | x)``.
     """
     n_samples = _check_int(n_samples, "n_samples", 1)
+    shift_fraction = _check_real(shift_fraction, "shift_fraction")
     if not 0 <= shift_fraction < 0.5:
         raise InputError(f"shift_fraction must be in [0, 0.5), got {shift_fraction!r}")
     rng = _rng(random_state)
@@ -416,6 +482,7 @@ def make_wang_example3(n_samples: int = 150, noise: float = 0.2, random_state=No
     Training sizes in the paper: 50, 150, 500, 1500 (default 150).  ``y`` is 1-D int.
     """
     n_samples = _check_int(n_samples, "n_samples", 1)
+    noise = _check_real(noise, "noise")
     if not 0 <= noise < 0.75:
         raise InputError(f"noise must be in [0, 0.75) so that the quadrant stays the Bayes "
                          f"rule, got {noise!r}")
