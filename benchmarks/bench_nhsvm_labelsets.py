@@ -92,7 +92,7 @@ def load(name: str, n: int | None, seed: int = 0):
 
 
 def one_vs_rest(H, X, y, Xte, loss="squared_hinge", C=1.0):
-    """LinearSVC (``loss`` and ``C``, otherwise scikit-learn's defaults) per evaluated node; returns the
+    """LinearSVC (``loss`` and ``C``, seeded; otherwise scikit-learn's defaults) per evaluated node; returns the
     fit and predict Clocks, the node scores on test, the number of evaluated nodes and how
     many of their problems stopped at ``max_iter`` (LIBLINEAR's ``ConvergenceWarning``)."""
     nodes = np.flatnonzero(evaluated_nodes(y, H, with_positives=True))
@@ -104,7 +104,7 @@ def one_vs_rest(H, X, y, Xte, loss="squared_hinge", C=1.0):
         for j in nodes:
             if T[:, j].all():
                 continue
-            models[j] = LinearSVC(C=C, loss=loss).fit(X, T[:, j])
+            models[j] = LinearSVC(C=C, loss=loss, random_state=0).fit(X, T[:, j])
     stopped = sum(int(np.max(m.n_iter_) >= m.max_iter) for m in models.values())
     with Clock() as pred:
         for j in nodes:
