@@ -90,11 +90,12 @@ def _unquote(s: str) -> str:
     return s
 
 
-def split_quoted(text: str, path=None, line: int | None = None) -> list[str]:
-    """Split ``text`` at the commas outside ``'...'`` / ``"..."`` quotes (backslash escapes
-    inside quotes), so that a quoted value may hold commas; the fields keep their quotes
-    and blanks.  An unclosed quote raises :class:`~hiercvx.exceptions.DataFormatError`."""
-    fields, start, i, quote = [], 0, 0, None
+def _unquoted(text: str, chars: str, opens) -> tuple[list[int], str | None]:
+    """The positions of the characters ``chars`` that stand outside ``'...'`` / ``"..."``
+    quotes in ``text`` (backslash escapes inside quotes), and the quote still open at the end
+    (None when every quote closes).  ``opens(i, found)`` says whether a quote character at
+    ``i`` opens a quote, given the positions ``found`` so far."""
+    found, quote, i = [], None, 0
     while i < len(text):
         c = text[i]
         if quote is not None:
@@ -102,40 +103,41 @@ def split_quoted(text: str, path=None, line: int | None = None) -> list[str]:
                 i += 1
             elif c == quote:
                 quote = None
-        elif c in "'\"" and not text[start:i].strip():
+        elif c in chars:
+            found.append(i)
+        elif c in "'\"" and opens(i, found):
             quote = c
-        elif c == ",":
-            fields.append(text[start:i])
-            start = i + 1
         i += 1
+    return found, quote
+
+
+def split_quoted(text: str, path=None, line: int | None = None) -> list[str]:
+    """Split ``text`` at the commas outside ``'...'`` / ``"..."`` quotes (backslash escapes
+    inside quotes), so that a quoted value may hold commas; the fields keep their quotes
+    and blanks.  A quote opens at the start of a field.  An unclosed quote raises
+    :class:`~hiercvx.exceptions.DataFormatError`."""
+    def at_field_start(i, commas):
+        return not text[commas[-1] + 1 if commas else 0:i].strip()
+    commas, quote = _unquoted(text, ",", at_field_start)
+    starts = [0] + [k + 1 for k in commas]
     if quote is not None:
+        start = starts[-1]
         raise DataFormatError(f"the quote {quote} opened in {text[start:start + 40]!r} is never "
                               "closed", path=path, line=line)
-    fields.append(text[start:])
-    return fields
+    return [text[a:b] for a, b in zip(starts, commas + [len(text)])]
 
 
 def strip_comment(text: str) -> str:
     """``text`` up to its first ``%`` outside ``'...'`` / ``"..."`` quotes, where Weka starts
     a comment.  A quote opens at the start of a token (after a blank, ``,`` or ``{``), with
-    backslash escapes inside; text with an unclosed quote comes back whole, for the parser
-    to report."""
+    backslash escapes inside; text with an unclosed quote before any comment comes back
+    whole, for the parser to report."""
     if "%" not in text:
         return text
-    quote, i = None, 0
-    while i < len(text):
-        c = text[i]
-        if quote is not None:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c == "%":
-            return text[:i]
-        elif c in "'\"" and (i == 0 or text[i - 1].isspace() or text[i - 1] in ",{"):
-            quote = c
-        i += 1
-    return text
+    def at_token_start(i, _):
+        return i == 0 or text[i - 1].isspace() or text[i - 1] in ",{"
+    marks, _ = _unquoted(text, "%", at_token_start)
+    return text[:marks[0]] if marks else text
 
 
 def _split_name(rest: str, path, line: int) -> tuple[str, str]:
