@@ -35,6 +35,12 @@ def sample_weights(sample_weight, n: int) -> np.ndarray | None:
     if sample_weight is None:
         return None
     check_not_complex(sample_weight, "sample_weight", what="weights")
+    raw = sample_weight if isinstance(sample_weight, np.ndarray) else np.asarray(sample_weight, dtype=object)
+    if raw.dtype.kind in "US" or (raw.dtype == object and any(
+            isinstance(v, (str, bytes)) for v in raw.ravel())):
+        # numpy would read "2" as 2.0: a column of the wrong type, not weights
+        raise InputError(f"sample_weight must be numbers (one per sample, {n}), not strings; "
+                         "convert them first, e.g. np.asarray(w, dtype=float)")
     try:
         w = np.asarray(sample_weight, dtype=float)
     except (TypeError, ValueError):

@@ -72,7 +72,7 @@ def _entry_precision(K: np.ndarray) -> float:
 
 
 def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix", *,
-              eps: float | None = None) -> None:
+              eps: float | None = None) -> float:
     """Refuse a non-symmetric or non-PSD Gram matrix, quoting its smallest eigenvalue.
 
     Parameters
@@ -90,6 +90,12 @@ def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix", *,
         float64's.  Eigenvalues down to ``-n * eps * max|lambda|`` pass as well: rounding each
         entry by a relative ``eps`` moves every eigenvalue by at most ``||E||_2 <= n eps
         max|K|`` (Weyl's inequality), and ``max|K| <= max|lambda|``.
+
+    Returns
+    -------
+    float
+        The smallest eigenvalue of ``(K + K^T) / 2``: below zero, within the bounds, when ``K``
+        is a rounded PSD matrix (:func:`psd_factor` keeps its PSD part).
 
     Raises
     ------
@@ -115,6 +121,7 @@ def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix", *,
         raise InputError(f"the {what} is not positive semidefinite: its smallest eigenvalue is "
                          f"{lam.min():.3g} (largest {lam.max():.3g}); a valid kernel gives a PSD "
                          "Gram matrix")
+    return float(lam.min())
 
 
 def psd_factor(K: np.ndarray, rtol: float = 1e-12, scale_floor: float = 1.0) -> np.ndarray:

@@ -414,8 +414,19 @@ def random_hierarchy(level_sizes, random_state=None, classes=None, root=None,
         classes = list(classes.tolist() if isinstance(classes, np.ndarray) else classes)
         if len(classes) != sizes[-1]:
             raise InputError(f"{len(classes)} classes given for a deepest level of {sizes[-1]} nodes")
-        if len(set(classes)) != len(classes):
+        try:
+            distinct = len(set(classes))
+        except TypeError:
+            raise LabelError("class names must be hashable (strings or numbers, not lists or "
+                             "arrays); pass one name per deepest node") from None
+        if distinct != len(classes):
             raise LabelError("class names must be distinct")
+    if root is not None:
+        try:
+            hash(root)
+        except TypeError:
+            raise InputError(f"the root name must be hashable (a string or a number), got a "
+                             f"{type(root).__name__}; pass root=None for a fresh name") from None
     taken = set(classes or ())
     root = _fresh_name(_ROOT, taken) if root is None else root
     if root in taken:

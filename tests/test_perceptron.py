@@ -527,3 +527,25 @@ def test_float32_gram_matrix_is_psd_to_float32_precision():
             check_psd(M)
         with pytest.raises(hc.InputError, match="not positive semidefinite"):
             HierarchicalPerceptron(kernel="precomputed", fit_intercept=False).fit(M, y)
+
+
+def test_float32_gram_matrix_with_the_bias_is_judged_before_the_bias():
+    """``K + s**2`` in float64 no longer shows that K's entries are float32 numbers: the
+    estimator checks K itself, so a float32 Gram matrix fits with an intercept too, and the
+    hierarchical psi-learning's certificates (which need K PSD) hold on its PSD part."""
+    from hiercvx.estimators import HierarchicalPsiClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = np.array(["a", "b", "c"])[rng.integers(0, 3, 60)]
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"})
+    K = (X @ X.T).astype(np.float32)
+    assert np.linalg.eigvalsh(K.astype(float)).min() < 0   # rounded: not PSD in float64
+    est = HierarchicalPerceptron(kernel="precomputed", hierarchy=H, fit_intercept=True).fit(K, y)
+    assert est.predict(K).shape == (60,)
+    for M in (K, K.astype(float)):
+        psi = HierarchicalPsiClassifier(kernel="precomputed", hierarchy=H).fit(M, y)
+        assert np.mean(psi.predict(M) == y) > 0.4
+    indefinite = K.astype(float) - 1e-3 * np.abs(K).max() * np.eye(60)
+    with pytest.raises(hc.InputError, match="not positive semidefinite"):
+        HierarchicalPerceptron(kernel="precomputed", hierarchy=H).fit(indefinite, y)

@@ -318,3 +318,46 @@ def test_the_bayes_rules_have_the_methods_the_module_promises():
     assert not hasattr(synthetic.CascadeBayesRule, "decision_function")
     assert hasattr(synthetic.LinearBayesRule, "decision_function")
     assert hasattr(synthetic.ProbabilisticBayesRule, "predict_proba")
+
+
+def test_load_refuses_options_its_format_does_not_take(tmp_path):
+    p = tmp_path / "t.arff"
+    p.write_text("@RELATION t\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE class hierarchical A,A/B\n"
+                 "@DATA\n1,A/B\n")
+    with pytest.raises(InputError, match="takes no option 'hierarchy'; its options are "
+                                         "dialect, nominal .an ARFF file names its own hierarchy"):
+        load(p, hierarchy=None)
+    with pytest.raises(InputError, match="takes no options 'foo', 'hierarchy'"):
+        load(p, foo=1, hierarchy=2)
+    assert load(p, dialect="paths").n_samples == 1
+    h = tmp_path / "t.hier"
+    h.write_text("1 2\n")
+    with pytest.raises(InputError, match="lshtc loader takes no option 'dialect'; its options are root"):
+        load(h, dialect="paths")
+
+
+def test_arff_keyword_must_follow_the_at_sign(tmp_path):
+    p = tmp_path / "t.arff"
+    p.write_text("@RELATION t\n@ATTRIBUTE a NUMERIC\n@ATTRIBUTE class hierarchical A\n"
+                 "@\x0cDATA\n1,A\n")
+    with pytest.raises(DataFormatError, match="remove the blank after '@'") as e:
+        load_arff(p)
+    assert e.value.line == 4
+
+
+def test_random_hierarchy_refuses_unhashable_names():
+    from hiercvx.taxonomy import random_hierarchy
+    with pytest.raises(InputError, match="root name must be hashable"):
+        random_hierarchy((2, 2), 0, root=["r"])
+    with pytest.raises(LabelError, match="class names must be hashable"):
+        random_hierarchy((2, 2), 0, classes=[[1], [2]])
+
+
+def test_metric_sample_weight_of_strings_is_refused():
+    from hiercvx import metrics
+    H = Hierarchy.from_parents({"r": None, "a": "r", "b": "r"})
+    y = np.array(["a", "b", "a"])
+    for w in (["1", "2", "3"], np.array(["1", "1", "1"])):
+        with pytest.raises(InputError, match="sample_weight must be numbers .* not strings"):
+            metrics.hierarchical_f1(y, y, hierarchy=H, sample_weight=w)
+    assert metrics.hierarchical_f1(y, y, hierarchy=H, sample_weight=[True, False, True]) == 1.0

@@ -217,6 +217,10 @@ def _parse_header(lines, path, nominal):
             raise DataFormatError(f"malformed header: expected @RELATION, @ATTRIBUTE, @DATA or a "
                                   f"'%' comment before the data, got {s[:60]!r}",
                                   path=path, line=k + 1)
+        if len(s) == 1 or s[1].isspace():   # ARFF has no blank between '@' and its keyword
+            raise DataFormatError("malformed header: '@' must be followed at once by RELATION, "
+                                  f"ATTRIBUTE or DATA, got {s[:60]!r}; remove the blank after '@'",
+                                  path=path, line=k + 1)
         head = s[1:].split(None, 1)
         key = head[0].lower() if head else ""
         rest = head[1] if len(head) > 1 else ""

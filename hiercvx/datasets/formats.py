@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import logging
 import os
@@ -511,16 +512,30 @@ def load(path, format: str | None = None, **kwargs) -> Dataset:
         else:
             format = _sniff(path)
     if format == "arff":
-        return load_arff(path, **kwargs)
+        return load_arff(path, **_loader_options(load_arff, format, kwargs, path))
     if format == "libsvm":
-        return load_libsvm(path, **kwargs)
+        return load_libsvm(path, **_loader_options(load_libsvm, format, kwargs, path))
     if format == "lshtc":
-        H = load_lshtc_hierarchy(path, **kwargs)
+        H = load_lshtc_hierarchy(path, **_loader_options(load_lshtc_hierarchy, format, kwargs, path))
         return Dataset(X=np.zeros((0, 0)), y=[], hierarchy=H, feature_names=[],
                        name=path.name.split(".")[0], path=path,
                        metadata={"format": "lshtc-hierarchy"})
     raise DataFormatError(f"unknown format {format!r}; use 'arff', 'libsvm' or 'lshtc'",
                           path=path)
+
+
+def _loader_options(loader, format: str, options: dict, path) -> dict:
+    """``options`` when ``loader`` takes every one of them, else a clear error naming those it takes."""
+    taken = [name for name, p in inspect.signature(loader).parameters.items()
+             if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and name != "path")]
+    unknown = sorted(set(options) - set(taken))
+    if unknown:
+        raise InputError(f"{path}: the {format} loader takes no option{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(map(repr, unknown))}; its options are "
+                         f"{', '.join(taken) or 'none'}"
+                         + (" (an ARFF file names its own hierarchy)" if format == "arff"
+                            and "hierarchy" in unknown else ""))
+    return options
 
 
 # ---------------------------------------------------------------------- summary

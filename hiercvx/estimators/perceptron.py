@@ -16,6 +16,8 @@ from ._habits import reports_progress, verbosity
 from .svm import MarginSVC
 
 _PERCEPTRON = methods.parts("perceptron")
+_SOLVER_OPTIONS = _PERCEPTRON.Options()
+_CHECKED_GRAM = _PERCEPTRON.Options(psd_check_max=0)   # the estimator checked it, before the bias
 
 __all__ = ["HierarchicalPerceptron"]
 
@@ -90,8 +92,11 @@ class HierarchicalPerceptron(MarginSVC):
         not), stopping at leaves or internal nodes (see ``internal_labels``)."""
         self._check_params()
         precomputed = is_precomputed(self.kernel)
-        # the solver checks a precomputed kernel itself (PSD test capped in size)
+        # a precomputed Gram matrix is checked here, before the bias is added to it: rounding is
+        # judged at the precision of the user's entries (float32 stays float32); capped in size
         X = validate_training_X(self, X, precomputed=precomputed, check_kernel=False)
+        if precomputed:
+            _PERCEPTRON.check_gram_block(X, _SOLVER_OPTIONS.psd_check_max)
         y = ravel_column_target(y)
         targets = self._read_labels(y, X.shape[0])
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
@@ -111,7 +116,8 @@ class HierarchicalPerceptron(MarginSVC):
         data, Lam = model.data, model.Lam
         res = _PERCEPTRON.train(model.X, data, variant=self.variant, update=self.update,
                          kernel=model.kernel, max_epochs=self.max_epochs, shuffle=self.shuffle,
-                         random_state=self.random_state, verbose=verbosity(self.verbose))
+                         random_state=self.random_state, verbose=verbosity(self.verbose),
+                         options=_CHECKED_GRAM if precomputed else _SOLVER_OPTIONS)
         linear = kernel.is_linear
         node_bias = None
         if linear:  # the constant feature's column split off (node biases)

@@ -75,7 +75,10 @@ PARTS: dict[str, Parts] = {
     # the hierarchical perceptrons (Cai thesis Algorithms 3-7) train on the hsvm model
     "perceptron": Parts("perceptron", {}, {"train": perceptron.perceptron,
                                            "variants": perceptron.VARIANTS,
-                                           "updates": perceptron.UPDATES, **_MARGIN}),
+                                           "updates": perceptron.UPDATES,
+                                           "Options": perceptron.Options,
+                                           "check_gram_block": perceptron.check_gram_block,
+                                           **_MARGIN}),
     "nhsvm": Parts("nhsvm", {"primal": nhsvm.primal_from_model,
                              "cutting_plane": nhsvm.cutting_plane_from_model},
                    {"path_weights": nhsvm.path_weights,

@@ -461,7 +461,6 @@ def checked_inputs(X, y, H, kernel, sigma):
         if X.shape[0] != X.shape[1]:
             raise InputError(f"with kernel='precomputed' X must be the square (n, n) Gram matrix, "
                              f"got shape {X.shape}")
-        check_psd(X, what="precomputed kernel matrix")
     else:
         X = check_features(X)
     if X.shape[0] != pairs.n_samples:
@@ -493,9 +492,15 @@ def prepare(X, y, H, kernel="linear", sigma=None) -> SiblingModel:
         return SiblingModel(pairs=pairs, X=X, kernel=kern, linear=True, K=None, L=None,
                             group_matrix=Gm, group_size=gsize)
     K = np.ascontiguousarray(kern(X), dtype=float)
-    if kern.name not in ("rbf", "precomputed"):  # precomputed: checked in checked_inputs
-        check_psd(K, what=f"{kern.name} kernel matrix")
-    return SiblingModel(pairs=pairs, X=X, kernel=kern, linear=False, K=0.5 * (K + K.T), L=None,
+    K = 0.5 * (K + K.T)
+    if kern.name != "rbf":   # the Gaussian Gram matrix is PSD by construction
+        what = "precomputed kernel matrix" if kern.name == "precomputed" else f"{kern.name} kernel matrix"
+        if check_psd(K, what=what) < 0:
+            # a rounded PSD matrix (float32 entries, say): the certificates' weak duality needs
+            # K PSD, so the model is the PSD part, within the rounding check_psd accepts
+            L = psd_factor(K)
+            K = L @ L.T
+    return SiblingModel(pairs=pairs, X=X, kernel=kern, linear=False, K=K, L=None,
                         group_matrix=Gm, group_size=gsize)
 
 

@@ -102,7 +102,9 @@ class Options:
         sqrt(Delta)``: a Hieron step leaves its pair's hinge at 0 up to rounding.
     psd_check_max : int
         Rows of a precomputed kernel checked for positive semidefiniteness (a principal block of
-        a PSD matrix is PSD; the check is cubic).
+        a PSD matrix is PSD; the check is cubic).  0 skips the check, for a caller that checked
+        the Gram matrix before adding the bias to it (rounding is judged at the precision of the
+        user's entries, which ``K + s**2`` in float64 no longer shows).
     block_entries : int
         Kernel entries (rows x columns) of one block of the dual form (32 MB).
     full_gram_max_n : int
@@ -123,10 +125,23 @@ class Options:
         for what in ("max_epochs_cap", "psd_check_max", "block_entries", "full_gram_max_n",
                      "minover_cache_bytes"):
             value = getattr(self, what)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InputError(f"Options.{what} must be a positive integer, got {value!r}")
+            least = 0 if what == "psd_check_max" else 1
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise InputError(f"Options.{what} must be a {'non-negative' if least == 0 else 'positive'}"
+                                 f" integer, got {value!r}")
         if not (np.isfinite(self.hinge_rtol) and self.hinge_rtol >= 0):
             raise InputError(f"Options.hinge_rtol must be a non-negative number, got {self.hinge_rtol!r}")
+
+
+def check_gram_block(K, max_rows: int) -> None:
+    """Refuse a precomputed Gram matrix ``K`` whose leading ``max_rows`` block is not PSD.
+
+    A principal block of a PSD matrix is PSD, so a leading block bounds the cubic cost of the
+    test; ``max_rows=0`` checks nothing."""
+    n = K.shape[0]
+    m = min(n, max_rows)
+    if m:
+        check_psd(K[:m, :m], what="precomputed kernel matrix" + (f" (first {m} rows)" if m < n else ""))
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,9 +466,7 @@ def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs, options: Optio
         if X.shape != (n, n):
             raise InputError(f"a precomputed kernel must be the ({n}, {n}) Gram matrix of the training "
                              f"examples, got shape {X.shape}")
-        # a principal block of a PSD matrix is PSD; checking a leading block bounds the cost
-        m = min(n, options.psd_check_max)
-        check_psd(X[:m, :m], what="precomputed kernel matrix" + (f" (first {m} rows)" if m < n else ""))
+        check_gram_block(X, options.psd_check_max)
     k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel, X=None if precomputed else X,
                                                               sigma=sigma)
     if k.name == "callable":  # a user kernel must be PSD: check a sample's Gram matrix
