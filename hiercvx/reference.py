@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping
 
 import cvxpy as cp
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 try:  # CVXPY's default QP/SOCP solver; read for its default settings
     import clarabel
@@ -442,6 +443,7 @@ class ReferenceProblem:
                                       self.problem.constraints)
                 tries.append(_Try(f"objective divided by {scale:.3g}", rescaled, scale, tight))
         if kept is not None:
+            _warn_absolute_only(self.name, kept)
             return kept
         last = failures[-1][1]
         if len(failures) > 1:
@@ -648,6 +650,21 @@ class ReferenceProblem:
             solve_time=float(solve_time), weights=self._weights(values), values=values,
             duals=duals, solver_objective=float(problem.value) * attempt.dual_scale,
             problem_class=ctx.klass, name=self.name, extras=extras, converged_by=test)
+
+
+def _warn_absolute_only(name: str, sol: ReferenceSolution) -> None:
+    """A ``ConvergenceWarning`` for an answer certified by the decrease from zero only: its
+    relative gap is over ``tol``, and the certificate bounds ``objective - optimum`` by a
+    number at round-off of the objective at ``W = 0``, no more."""
+    at_zero = sol.extras.get("at_zero")
+    warnings.warn(
+        f"{name}: certified only by the decrease from zero weights: objective - lower bound = "
+        f"{sol.objective - sol.lower_bound:.3g}, against the objective at W = 0 ({at_zero:.3g}); "
+        f"the relative gap is {sol.gap:.3g}, over tol={sol.tol:g}, so the objective "
+        f"({sol.objective:.6g}) may be far above the optimum. Either the optimum is zero (every "
+        "margin met), or the problem is nearly hard-margin at this scale (C times the squared "
+        "feature scale beyond a conic solver's precision): lower C or standardize X, or compare "
+        "with the fast solver's certificate", ConvergenceWarning, stacklevel=4)
 
 
 def _solver_defaults(name: str, keys) -> dict:

@@ -166,3 +166,32 @@ def test_every_family_at_every_scale(unscaled, method, role, scale):
         assert exc.gap is None or not exc.gap <= TOL
         return
     assert sol.converged_by == RELATIVE_GAP
+
+
+@pytest.mark.parametrize("C", [1e18, 1e20])
+def test_reference_at_a_huge_C_never_passes_a_relative_gap_over_tol_silently(C):
+    """Nearly hard-margin at a C far beyond a conic solver's precision: the reference either
+    raises, or its answer (certified by the decrease from zero only) comes with a
+    ConvergenceWarning naming its relative gap; never a gap over tol in silence."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from hiercvx import Hierarchy
+    from hiercvx.estimators import HierarchicalSVC
+
+    H = Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                "B1": "B", "B2": "B"})
+    leaves = ["A1", "A2", "B1", "B2"]
+    rng = np.random.default_rng(0)
+    y = np.array([leaves[i % 4] for i in range(32)])
+    X = 3 * rng.normal(size=(4, 3))[np.arange(32) % 4] + rng.normal(size=(32, 3))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            est = HierarchicalSVC(hierarchy=H, solver="reference", tol=TOL, C=C).fit(X, y)
+        except SolverError:
+            return
+    if est.gap_ > TOL:
+        assert est.result_.converged_by == DECREASE_FROM_ZERO
+        said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+        assert any("certified only by the decrease from zero" in m and "relative gap" in m
+                   for m in said), said
