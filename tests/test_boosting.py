@@ -170,3 +170,18 @@ def test_sparse_X_gives_the_dense_model(fmt, multilabel):
     D, C = np.full((len(X), 1), 1 / len(X)), np.where(X[:, :1] > 0, 1.0, -1.0)
     a, b = best_stump(sp.csr_matrix(X), D, C), best_stump(X, D, C)
     assert a[:2] == b[:2] and np.array_equal(a[2], b[2]) and a[3] == b[3]
+
+
+def test_multilabel_score_counts_labels_unseen_in_fit_and_stays_in_0_1():
+    from hiercvx.estimators import AdaBoostMH
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    Y = [{"a"} if i % 2 else {"b", "c"} for i in range(20)]
+    est = AdaBoostMH(n_rounds=5).fit(X, Y)
+    pred = est.predict(X)
+    extra = [s | {"root", "x", "z"} for s in Y]
+    # six labels in all (a, b, c seen in fit; root, x, z unseen, always missed)
+    expected = 1 - np.mean([len(set(p) ^ set(t)) / 6 for p, t in zip(pred, extra)])
+    assert est.score(X, extra) == pytest.approx(expected)
+    assert 0.0 <= est.score(X, extra) <= est.score(X, Y) <= 1.0

@@ -211,3 +211,24 @@ def test_single_label_score_reduces_label_sets_with_their_ancestors():
     assert est.score(X, sets) == est.score(X, y) == 1.0
     with pytest.raises(LabelError, match="several most specific labels"):
         est.score(X, [{"A1", "B1"}] + sets[1:])
+
+
+def test_a_01_indicator_is_read_over_the_leaves_as_every_estimator_reads_it():
+    import scipy.sparse as sp
+    from hiercvx.estimators import HierarchicalSVC
+
+    H = Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                "B1": "B", "B2": "B"})
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    Yi = np.zeros((20, 4), int)
+    Yi[np.arange(20), np.arange(20) % 4] = 1
+    Yi[::3, 3] = 1
+    sets = [frozenset(np.array(H.leaves)[row.astype(bool)].tolist()) for row in Yi]
+    a = NodeKernelRidge(hierarchy=H).fit(X, Yi)
+    b = NodeKernelRidge(hierarchy=H).fit(X, sets)
+    np.testing.assert_allclose(a.node_decision_function(X), b.node_decision_function(X))
+    assert a.score(X, Yi) == a.score(X, sp.csr_matrix(Yi)) == b.score(X, sets)
+    assert HierarchicalSVC(hierarchy=H).fit(X, Yi).classes_.tolist() == list(H.leaves)
+    with pytest.raises(LabelError, match="one column per leaf of the hierarchy .4., got 3"):
+        NodeKernelRidge(hierarchy=H).fit(X, Yi[:, :3])

@@ -247,13 +247,15 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (single-label) or one minus the mean Hamming loss (multi-label); ``y`` read
-        as ``fit`` reads it (a 0/1 indicator's rows as label sets)."""
+        as ``fit`` reads it (a 0/1 indicator's rows as label sets).  The Hamming loss counts
+        over the labels of ``classes_`` and of ``y`` together (a label unseen in ``fit`` is one
+        more label, always missed), so the score lies in [0, 1]."""
         check_is_fitted(self)
         y = read_test_labels(y, None, self.multilabel_)
         if not self.multilabel_:
             return accuracy(y, self.predict(X), sample_weight)
         pred = self.predict(X)
-        k = len(self.classes_)
+        k = len(set(self.classes_.tolist()).union(*map(set, y)))
         ham = [len(set(p) ^ set(t)) / k for p, t in zip(pred, y)]
         return float(1.0 - np.average(ham, weights=sample_weight))
 

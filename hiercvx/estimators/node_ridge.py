@@ -58,6 +58,7 @@ from ..hierarchy import Hierarchy, is_label_set, most_specific
 from ..kernels import make_kernel
 from ..metrics import evaluated_nodes, fit_node_calibration
 from ..result import relative_gap
+from ..targets import resolve_targets
 from .._validation import check_hierarchy_argument, check_positive, check_target
 from ._base import (LabelSetScoreMixin, class_array, ravel_column_target,
                     resolve_training_targets, sort_key, validate_training_X, validate_X)
@@ -140,8 +141,13 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         """``(T, multilabel)``: the closed node indicators of ``y`` over ``H`` and whether it
         holds label sets; reads ``y`` only (``score`` calls it on test labels)."""
         y = ravel_column_target(y)
-        if len(y) != n:
-            raise InputError(f"y has {len(y)} samples but X has {n}")
+        count = y.shape[0] if sp.issparse(y) else len(y)
+        if count != n:
+            raise InputError(f"y has {count} samples but X has {n}")
+        if sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2 and y.dtype != object):
+            # a 0/1 indicator: its columns are the hierarchy's leaves (else column numbers), as
+            # every estimator reads it; its rows are label sets
+            y = resolve_targets(y, self.hierarchy)[2]
         multilabel = any(is_label_set(lab, H._index) for lab in y)
         labels = [lab if is_label_set(lab, H._index) else (lab,) for lab in y]
         unknown = sorted({str(v) for s in labels for v in s if v not in H})[:3]
