@@ -42,8 +42,10 @@ below holds for any positive weights):
   ``1/2 tr(W^T (S - P) W)`` that this one keeps); for the baselines the two coincide.
 
 It stops when ``stopping_gap(upper, lower, J(0)) <= tol`` (:func:`hiercvx.result.certified_by`:
-the relative gap, with at least ``1 - sqrt(tol)`` of the decrease from ``W = 0`` certified so a
-tiny ``C`` does not certify ``W = 0``; or an optimum of zero to round-off).  Cost per
+the relative gap, with at least ``1 - sqrt(tol)`` of the decrease from ``W = 0`` certified; or
+an optimum of zero to round-off), with ``upper`` the best iterate after the start: the starting
+point ``W = 0`` alone certifies nothing (its relative gap is below ``tol`` whenever the whole
+decrease from zero is, at a tiny ``C`` or on a few samples) unless the bound reaches ``J(0)``.  Cost per
 iteration: one product ``X W^T`` (``O(nnz(X) m)``), one scatter of the chosen rows of X
 (``O(nnz(X))``, numba) and ``O(m^2 d + m^3)`` for the regularizer and the bounds.
 """
@@ -62,7 +64,7 @@ import scipy.sparse as sp
 from .._validation import check_positive
 from ..exceptions import InputError
 from ..models import orthogonal as otm
-from ..result import Solution, check_iteration_options, reached, relative_gap, stopping_gap
+from ..result import Solution, check_iteration_options, reached, stopping_gap
 from ._rda_kernels import scatter_csr, scatter_dense
 from .primitives import blas_threads
 
@@ -494,7 +496,14 @@ class _DualAverage:
 
 def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start):
     """Algorithm 1 (steps 1-4) with the bounds of the module docstring; returns ``(upper,
-    lower, best W, t, converged, history, averaged multipliers, S of the dual bound, J(0))``."""
+    lower, best W, t, converged, history, averaged multipliers, S of the dual bound, J(0))``.
+
+    The stopping test is taken at the best iterate after the start, never at ``W(1) = 0``
+    itself: when the whole decrease ``J(0) - J*`` is below ``tol J(0)`` (a tiny C, or few
+    samples) ``W = 0`` passes the relative gap before any step has told anything, and
+    :func:`~hiercvx.result.stopping_gap` does not apply its decrease-from-zero condition at
+    ``W = 0``.  ``W = 0`` is returned as converged only when the bound proves it optimal
+    (``lower >= J(0)``); at ``max_iter`` the best point is returned, unconverged."""
     d = model.X.shape[1]
     m = hinge.n_vars
     W = np.zeros((m, d))  # w(1) = 0
@@ -504,6 +513,9 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
     weight_sum = 0.0
     upper, lower = np.inf, 0.0  # J >= 0: every term of (7) is non-negative
     best = W
+    # the best of the iterates W(2), W(3), ...: the starting point W(1) = 0 is certified only
+    # when the bound proves it optimal (the loop's docstring)
+    found, found_J = None, np.inf
     hist = {k: [] for k in ("upper", "lower", "lower_rda", "lower_dual", "time")}
     lb_rda = lb_dual = np.nan
     converged = False
@@ -513,19 +525,20 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
         S, R = reg.pattern(W)
         H_val, U, a_sum, chosen, alpha = hinge.evaluate(W)
         J = R + H_val
-        last = (J, W)
         if J < upper:  # step 3
             upper, best = J, W
         if t == 0:  # J(0): the gap is taken relative to the decrease possible from W = 0
             at_zero = J
-        gap = stopping_gap(upper, lower, at_zero)
+        elif J < found_J:
+            found, found_J = W, J
+        gap = stopping_gap(found_J, lower, at_zero)  # nan before the first step
         for key, val in (("upper", upper), ("lower", lower), ("lower_rda", lb_rda),
                          ("lower_dual", lb_dual), ("time", time.perf_counter() - t_start)):
             hist[key].append(val)
         if t % opts.log_every == 0:
             log("RDA %s: iteration %d, upper %.10g, lower %.10g, gap %.3e", model.method, t, upper,
                 lower, gap)
-        if reached(gap, opts.tol):
+        if lower >= at_zero or reached(gap, opts.tol):
             converged = True
             break
         if t >= opts.max_iter:
@@ -552,9 +565,7 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
                 lower = max(lower, lb_dual)
             if reg.averaged and W_min is not None:
                 W = W_min
-    if converged and t > 0 and not np.any(best) and reached(relative_gap(last[0], lower), opts.tol):
-        # W = 0 certified, but so is the last iterate (the dual's minimizer): return that one.
-        # With a tiny C both are within tol, and only the second points where the data do
-        upper, best = last
+    if converged and lower < at_zero:  # certified by an iterate, not by W = 0 being optimal
+        upper, best = found_J, found
     return (upper, lower, best, t, converged, hist, avg.abar, (avg.Sbar if reg.kind == "omega" else reg.matrix),
             at_zero)
