@@ -29,6 +29,18 @@ from . import losses, metrics, taxonomy  # noqa: E402  (hc.losses.<loss>, hc.met
 
 __version__ = "0.1.0"
 
+#: subpackages reached as attributes on first use (``hc.datasets.load_arff``), as
+#: ``from hiercvx import datasets`` reaches them
+_ON_FIRST_USE = ("datasets", "estimators", "formulations", "inference", "kernels", "methods",
+                 "models", "reproduce", "solvers", "testing")
+
+
+def __getattr__(name: str):
+    if name in _ON_FIRST_USE:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "Hierarchy",
     "ReferenceProblem",

@@ -8,6 +8,7 @@ equal the name ``1`` as dict keys, and are refused as labels of it, as
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 
 import numpy as np
@@ -115,7 +116,10 @@ def label_positions(labels, index: Mapping):
 
 
 def unknown_label_hint(unknown, index: Mapping) -> str:
-    """A sentence for unknown labels that equal a name in Python but are another type."""
+    """A sentence for unknown labels ``[(sample, label), ...]`` when one of them is a name in
+    disguise: equal to a name in Python but of another type, spelled like a name of another
+    type (``"3"`` for the node ``3``), or a name in another case or with a small typo (first
+    five labels looked at); ``""`` when none is."""
     names = _by_column(index)
     for _, v in unknown:
         try:
@@ -126,4 +130,27 @@ def unknown_label_hint(unknown, index: Mapping) -> str:
             return (f". {v!r} ({type(v).__name__}) equals the name {names[j]!r} "
                     f"({type(names[j]).__name__}) in Python but is not it: give labels of the "
                     "names' own type")
+    spelled = {}
+    for name in names:
+        spelled.setdefault(str(name), name)
+    for _, v in unknown[:5]:
+        name = spelled.get(str(v))
+        if name is not None and type(name) is not type(v):
+            kind = type(name).__name__
+            return (f". {v!r} ({type(v).__name__}) is spelled like the node {name!r} ({kind}): "
+                    f"the hierarchy's names are {kind}s; convert the labels to {kind}"
+                    + (" (e.g. [int(v) for v in y])" if kind == "int" else "")
+                    + " or build the hierarchy from names spelled as the labels")
+    texts = [t for t in spelled if isinstance(spelled[t], str)]
+    folded = {}
+    for t in texts:
+        folded.setdefault(t.casefold(), t)
+    for _, v in unknown[:5]:
+        if not isinstance(v, str):
+            continue
+        close = [folded[v.casefold()]] if v.casefold() in folded else \
+            difflib.get_close_matches(v, texts, n=3, cutoff=0.8)
+        if close:
+            return (f". {v!r} is close to the node name{'s' if len(close) > 1 else ''} "
+                    f"{', '.join(map(repr, close))} (names are compared exactly, case included)")
     return ""

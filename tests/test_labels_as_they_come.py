@@ -381,3 +381,43 @@ def test_adaboost_scores_an_indicator_as_its_label_sets_and_unfitted_scores_refu
     for unfitted in (OrthogonalTransferSVC(hierarchy=H7), AdaBoostMH()):
         with pytest.raises(NotFittedError):
             unfitted.score(X, ["A1"] * len(X))
+
+
+def test_an_estimator_of_a_hierarchy_warns_when_its_labels_spell_one_it_was_not_given():
+    import warnings as _warnings
+
+    from hiercvx.estimators import HierarchicalSVC, MulticlassSVC, NodeKernelRidge, TopDownSVC
+    from hiercvx.estimators._labels import path_like_labels
+
+    assert path_like_labels(["A/A1", "A/A2", "B"]) == ("A/A1", "A/A2")
+    assert path_like_labels([{"2", "2/1"}, {"3"}]) == ("2", "2/1")
+    assert path_like_labels(["TCP/IP", "UDP", "x"]) is None
+    assert path_like_labels([1, 2, "/a", "a/"]) is None
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    for make in (HierarchicalSVC, TopDownSVC, NodeKernelRidge):
+        with pytest.warns(UserWarning, match=r"got no hierarchy.*'A/A1' and 'A/A2'.*from_paths") as rec:
+            make().fit(X, ["A/A1", "A/A2", "B"] * 2)
+        assert rec[0].filename == __file__   # points at the caller's fit, not the package
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        MulticlassSVC().fit(X, ["A/A1", "A/A2", "B"] * 2)   # flat by design: no hierarchy to give
+        HierarchicalSVC().fit(X, ["TCP/IP", "UDP", "x"] * 2)
+        H = hc.Hierarchy.from_paths(["A/A1", "A/A2", "B"])
+        HierarchicalSVC(hierarchy=H).fit(X, ["A/A1", "A/A2", "B"] * 2)
+
+
+def test_unknown_labels_name_the_node_they_were_meant_to_be():
+    H = hc.Hierarchy.from_parents({0: None, 1: 0, 2: 0})
+    with pytest.raises(hc.LabelError, match=r"'1' \(str\) is spelled like the node 1 \(int\).*int\(v\)"):
+        H.closure(["1", "2"])
+    H = hc.Hierarchy.from_parents({"root": None, "Cat": "root", "Dog": "root"})
+    with pytest.raises(hc.LabelError, match="'cat' is close to the node name 'Cat'"):
+        H.closure(["cat", "Dog"])
+    with pytest.raises(hc.LabelError, match="Check the spelling"):
+        H.closure(["zebra"])
+
+
+def test_subpackages_are_attributes_of_the_package():
+    assert hc.datasets.load_arff is not None and hc.estimators.HierarchicalSVC is not None
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        hc.nothing

@@ -16,6 +16,9 @@ Predictions are named back in the caller's terms: a self leaf is its internal no
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +30,7 @@ from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy, PartialPaths, is_label_set, most_specific, self_leaves
 
 __all__ = ["INTERNAL_LABELS", "Targets", "accuracy", "read_training_labels", "check_internal_labels",
+           "path_like_labels", "warn_if_path_labels",
            "user_names", "user_label_sets", "read_test_labels", "single_labels"]
 
 #: the values of the estimators' ``internal_labels`` parameter
@@ -106,16 +110,60 @@ def _refuse_internal(H: Hierarchy, labels, who: str) -> None:
                     "such samples")
 
 
+def path_like_labels(labels, sep: str = "/") -> tuple | None:
+    """Two labels that spell one hierarchy, ``(parent, child)`` or ``(child, sibling)``, when the
+    string labels read as paths: a label whose prefix before its last ``sep`` is a label too
+    (``"2"`` and ``"2/1"``), or two labels under one such prefix (``"A/A1"`` and ``"A/A2"``);
+    ``None`` when they do not (a lone ``"TCP/IP"`` is a name)."""
+    names = {v for item in labels for v in (item if is_label_set(item, {}) else (item,))
+             if isinstance(v, str)}
+    under = {}
+    for v in sorted(names):
+        head, found, _ = v.rpartition(sep)
+        if not found or not head:
+            continue
+        if head in names:
+            return head, v
+        if head in under:
+            return under[head], v
+        under[head] = v
+    return None
+
+
+def warn_if_path_labels(labels, who: str) -> None:
+    """A ``UserWarning`` when an estimator of a hierarchy got none and its labels spell one
+    (:func:`path_like_labels`): the fit is flat over the labels seen, which is rarely meant."""
+    pair = path_like_labels(labels)
+    if pair is not None:
+        warnings.warn(
+            f"{who} got no hierarchy, so it fits a flat model over the labels seen, but they read "
+            f"as paths ({pair[0]!r} and {pair[1]!r}); to fit the hierarchy they spell, pass "
+            "hierarchy=hiercvx.Hierarchy.from_paths(<every label>) (or the hierarchy of the loaded "
+            "data set, Dataset.hierarchy)", UserWarning, stacklevel=_first_outside_package())
+
+
+def _first_outside_package() -> int:
+    """The ``stacklevel`` of the innermost caller outside hiercvx (the user's ``fit`` call,
+    however many of the package's frames lie between)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
                          internal_labels: str = "self_leaf", single_label: bool = False,
-                         keep_internal: bool = False) -> Targets:
+                         keep_internal: bool = False, flat_by_design: bool = False) -> Targets:
     """The training targets of an estimator's ``fit``, as the module docstring reads them.
 
     ``hierarchy``: the estimator's parameter (``None``: flat over the labels seen, read as
     they are); ``single_label``: the method takes one path per sample (a sample with several
     most specific labels is refused, naming the estimators that take label sets and
     :func:`hiercvx.hierarchy.single_path`); ``keep_internal``: the method takes internal
-    labels itself (no self leaves; ``"refuse"`` still refuses them).
+    labels itself (no self leaves; ``"refuse"`` still refuses them); ``flat_by_design``: the
+    estimator has no hierarchy parameter, so path-like labels without one draw no warning
+    (:func:`warn_if_path_labels`).
     """
     check_hierarchy_argument(hierarchy)
     check_target(y)
@@ -127,6 +175,8 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
         raise LabelError(f"{who}: sample {empty} has an empty label set; every sample needs a "
                          "label (drop the samples without one)")
     if hierarchy is None:
+        if not flat_by_design:
+            warn_if_path_labels(labels, who)
         return Targets(H, classes, labels, multilabel)
     if multilabel:
         labels = most_specific(H, labels)

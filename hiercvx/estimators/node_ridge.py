@@ -62,7 +62,7 @@ from ..targets import resolve_targets
 from .._validation import check_hierarchy_argument, check_positive, check_target
 from ._base import (LabelSetScoreMixin, class_array, ravel_column_target,
                     resolve_training_targets, sort_key, validate_training_X, validate_X)
-from ._labels import single_labels
+from ._labels import single_labels, warn_if_path_labels
 
 __all__ = ["NodeKernelRidge", "ridge_certificate"]
 
@@ -150,12 +150,10 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
             y = resolve_targets(y, self.hierarchy)[2]
         multilabel = any(is_label_set(lab, H._index) for lab in y)
         labels = [lab if is_label_set(lab, H._index) else (lab,) for lab in y]
-        unknown = sorted({str(v) for s in labels for v in s if v not in H})[:3]
-        if unknown:
-            raise LabelError(f"labels {unknown} are not nodes of the hierarchy")
+        closed = H.closure(labels)   # unknown labels refused there, with a hint when close
         if any(len(s) == 0 for s in labels):
             raise LabelError("every sample needs at least one label (an empty label set was given)")
-        return np.asarray(H.closure(labels), dtype=float), multilabel
+        return np.asarray(closed, dtype=float), multilabel
 
     def _training_hierarchy(self, y, n: int) -> tuple[Hierarchy, object]:
         """``(H, y)``: ``hierarchy``, or without one the flat hierarchy (one artificial root)
@@ -173,6 +171,7 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
                     return self.hierarchy, class_array(single)
             return self.hierarchy, y
         H, _, labels, multilabel = resolve_training_targets(y, None, n)
+        warn_if_path_labels(labels, type(self).__name__)
         if multilabel:
             return H, [frozenset(s) for s in labels]
         return H, class_array(labels)

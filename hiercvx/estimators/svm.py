@@ -76,7 +76,8 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         """The training labels as they come (:func:`~hiercvx.estimators._labels.read_training_labels`)."""
         return read_training_labels(y, getattr(self, "hierarchy", None), n_samples,
                                     who=type(self).__name__,
-                                    internal_labels=getattr(self, "internal_labels", "self_leaf"))
+                                    internal_labels=getattr(self, "internal_labels", "self_leaf"),
+                                    flat_by_design=not hasattr(self, "hierarchy"))
 
     @reports_progress
     def fit(self, X, y, sample_weight=None):
