@@ -105,9 +105,10 @@ def resolve_training_targets(y, hierarchy, n_samples: int):
     return targets.resolve_training_targets(y, hierarchy, n_samples)
 
 
-def check_training_weights(sample_weight, X):
+def check_training_weights(sample_weight, X, C=None):
     """``sample_weight`` as a float array over the rows of ``X`` (None stays None): non-negative,
-    and positive somewhere, else nothing is left to train on."""
+    and positive somewhere, else nothing is left to train on; with ``C``, the largest weight
+    times ``C`` at most :data:`MAX_PENALTY` (each sample's loss is weighted by ``C w_i``)."""
     if sample_weight is None:
         return None
     try:
@@ -118,6 +119,12 @@ def check_training_weights(sample_weight, X):
     if not np.any(sample_weight > 0):
         raise InputError("sample_weight is zero everywhere: at least one sample needs a "
                          "positive weight")
+    if C is not None and float(C) * float(sample_weight.max()) > MAX_PENALTY:
+        raise InputError(f"C times the largest sample_weight is {float(C) * sample_weight.max():.3g}, "
+                         f"over {MAX_PENALTY:g}: each sample's loss is weighted by C * w_i, which "
+                         "would overflow float64 in the solvers; a hard-margin fit is reached long "
+                         f"before: lower C or the weights so that C * max(sample_weight) <= "
+                         f"{MAX_PENALTY:g}")
     return sample_weight
 
 

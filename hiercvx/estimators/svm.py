@@ -122,7 +122,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         precomputed = is_precomputed(self.kernel)
         X = validate_training_X(self, X, precomputed=precomputed)
         targets = self._read_labels(y, X.shape[0])
-        sample_weight = check_training_weights(sample_weight, X)
+        sample_weight = check_training_weights(sample_weight, X, self.C)
         kernel = make_kernel(self.kernel, X=None if precomputed else X)
         return X, targets, sample_weight, kernel, self._bias_scaling()
 

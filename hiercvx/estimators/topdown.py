@@ -192,7 +192,7 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
         H, classes, labels, multilabel = read.hierarchy, read.classes, read.labels, read.multilabel
         _check_leaf_labels(H, classes, labels, multilabel)
         R = H.closure(labels)  # R[i, v]: sample i has a label at or below node v (unknowns raise)
-        weight = check_training_weights(sample_weight, X)
+        weight = check_training_weights(sample_weight, X, self.C)
         if weight is not None:
             R = R & (weight > 0)[:, None]  # a zero-weight sample carries no mass at any node
         self._n_paths(H, self.max_paths)  # refuse an unmanageable DAG before training
