@@ -361,3 +361,13 @@ def test_metric_sample_weight_of_strings_is_refused():
         with pytest.raises(InputError, match="sample_weight must be numbers .* not strings"):
             metrics.hierarchical_f1(y, y, hierarchy=H, sample_weight=w)
     assert metrics.hierarchical_f1(y, y, hierarchy=H, sample_weight=[True, False, True]) == 1.0
+
+
+def test_C_times_a_sample_weight_beyond_the_penalty_limit_is_refused():
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    y = ["a", "b", "c"] * 2
+    for make in (E.HierarchicalSVC, E.TopDownSVC, E.MulticlassSVC):
+        with pytest.raises(InputError, match=r"C times the largest sample_weight is 1e\+300.*"
+                                             r"C \* max\(sample_weight\) <= 1e\+100"):
+            make().fit(X, y, sample_weight=[1e300] * 6)
+    E.HierarchicalSVC(C=1e-200).fit(X, y, sample_weight=[1e250] * 6)   # the product is what counts
