@@ -81,7 +81,7 @@ def test_testing_objective_refuses_bad_parameters_and_shapes():
         testing.objective("hsvm", np.zeros((3, 2)), X, Y, H)
     with pytest.raises(InputError, match=r"weights of shape \(3, 2\)"):
         testing.kkt_report("hsvm", np.zeros((3, 2)), X, Y, H, reference=False)
-    with pytest.raises(InputError, match="non-finite"):
+    with pytest.raises(InputError, match="entries of the weights are not finite"):
         testing.objective("hsvm", np.full_like(W, np.nan), X, Y, H)
 
 
@@ -109,7 +109,7 @@ def test_reproduce_n_jobs_zero_is_a_usage_error(capsys):
     # in this process (a new interpreter costs seconds): what the command returns and prints
     assert cli.main(["reproduce", "wang-table1", "--quick", "--n-jobs", "0"]) != 0
     out = capsys.readouterr()
-    assert "n_jobs must be a non-zero integer" in out.out + out.err
+    assert "--n-jobs must be a non-zero integer" in out.out + out.err
     assert "Traceback" not in out.out + out.err
 
 

@@ -22,7 +22,8 @@ oracle of any solver of a registered method.
 
 Objects accepted as "a solution": a :class:`~hiercvx.result.Solution` (also named
 ``ReferenceSolution``), a plain float objective, and (``check_solver``, ``objective``,
-``kkt_report``) a weight array or a dict ``{"weights": W, "intercept": b}``.
+``kkt_report``) a weight array or a dict ``{"weights": W, "intercept": b}`` (whose
+``"objective"`` and ``"converged"`` keys, if any, are read as a Solution's attributes).
 """
 
 from __future__ import annotations

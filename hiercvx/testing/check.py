@@ -4,7 +4,9 @@ method supports and on one probe per model option (the idea of scikit-learn's
 ``check_estimator``, for optimization problems).
 
 A problem passes when the objective recomputed at the user's weights is within ``rtol`` of the
-certified optimum (plus the reference's own gap), the solver (when it says) converged, and --
+certified optimum (plus the reference's own gap), the objective the solver reports (if any) is
+finite and the one its weights give, ``fit`` left its inputs (copies of the problem's arrays) as
+they were, the solver (when it says) converged, and --
 where the method's objective is strongly convex -- the weights lie within the certified
 neighbourhood of the unique optimum (``weight_rtol``; :mod:`hiercvx.testing._judge`).  A problem
 the user's ``fit`` cannot take (an option missing from its signature) is skipped loudly: named
@@ -13,12 +15,14 @@ in the result, a :class:`SkippedProblemWarning` under pytest, a failure with ``s
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..exceptions import InputError, InputTypeError
 from ..methods import Case
@@ -151,8 +155,9 @@ def _shape_reason(problem: Problem, user: UserResult, ref) -> str:
     if np.shape(user.weights) == ref_w.shape:
         try:
             objective_at(problem.model(), user, problem.params)
-        except InputError as exc:   # a part the objective needs is missing (biases)
-            return str(exc).replace("the result", "your result", 1)
+        except InputError as exc:   # a part the objective needs is missing, non-finite values
+            text = str(exc)
+            return ("your" + text[3:]) if text.startswith("the ") else text
         return ""
     labels = row_labels(problem.model(), ref_w, problem.H)
     return (f"weights of shape {np.shape(user.weights)}; the method's are {ref_w.shape} "
@@ -160,6 +165,9 @@ def _shape_reason(problem: Problem, user: UserResult, ref) -> str:
 
 
 def _objective_reason(outcome: Outcome, slack: float, rtol: float) -> str:
+    if not math.isfinite(outcome.user_objective):
+        return (f"your objective is {outcome.user_objective}, not a finite number: a solver's "
+                "objective is finite at any finite weights")
     diff = outcome.user_objective - outcome.reference_objective
     if abs(diff) <= slack:
         return ""
@@ -189,8 +197,64 @@ def _reported_reason(problem: Problem, user: UserResult, at_weights: float, slac
             "sample weights, regularizer)")
 
 
+def _copy(value):
+    """A copy of an input for ``fit``, so that a ``fit`` writing into it leaves the problem intact."""
+    if sp.issparse(value) or isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple, dict, set)):
+        return copy.deepcopy(value)
+    return value
+
+
+def _same(a, b) -> bool:
+    """Whether an input still equals the original it was copied from."""
+    if sp.issparse(a) or sp.issparse(b):
+        return (sp.issparse(a) and sp.issparse(b) and a.shape == b.shape
+                and (a != b).nnz == 0)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        try:
+            return bool(np.array_equal(a, b, equal_nan=True))
+        except TypeError:   # object arrays (labels)
+            return bool(np.array_equal(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 -- an object without a usable equality is not compared
+        return True
+
+
+def _call_fit(fit, problem: Problem, options: dict, outcome: Outcome):
+    """``fit``'s result on copies of the problem's inputs (None when it raised, with the reason
+    recorded); a ``fit`` that changes its inputs in place fails, the problem stays as it was."""
+    given = {"X": problem.X, "Y": problem.Y, **options}
+    copies = {name: _copy(value) for name, value in given.items()}
+    try:
+        result = fit(copies["X"], copies["Y"], problem.H,
+                     **{k: copies[k] for k in options})
+    except Exception as exc:  # noqa: BLE001 -- the user's code failing is a finding, not a crash of the check
+        outcome.reasons.append(f"fit raised {type(exc).__name__}: {str(exc)[:300]}")
+        return None
+    changed = [name for name, value in given.items()
+               if copies[name] is not value and not _same(copies[name], value)]
+    if changed:
+        outcome.reasons.append(
+            f"fit modified its input{'s' if len(changed) > 1 else ''} {', '.join(changed)} in place: "
+            "a solver must leave the caller's arrays as they were (work on a copy, e.g. "
+            "X = X.copy() before scaling); the answer is judged on the original problem")
+    if result is None:
+        outcome.reasons.append("fit returned None: return the weights, a dict {'weights': W, ...}, "
+                               "a hiercvx Solution or a float objective")
+    return result
+
+
 def run_one(fit, problem: Problem, rtol: float = 1e-4, weight_rtol: float = 1e-3) -> Outcome:
-    """Run ``fit`` on ``problem`` and compare with the certified reference."""
+    """Run ``fit`` on copies of ``problem``'s inputs and compare with the certified reference."""
     options, skipped = _fit_options(fit, problem)
     outcome = Outcome(problem, skipped=skipped)
     if skipped:
@@ -198,14 +262,19 @@ def run_one(fit, problem: Problem, rtol: float = 1e-4, weight_rtol: float = 1e-3
     ref = problem.reference()
     outcome.reference_objective, outcome.lower_bound = float(ref.objective), float(ref.lower_bound)
     _check_registry(problem, ref, rtol)
+    result = _call_fit(fit, problem, options, outcome)
+    if result is None:
+        return outcome
     try:
-        user = read_result(fit(problem.X, problem.Y, problem.H, **options))
-    except Exception as exc:  # noqa: BLE001 -- the user's code failing is a finding, not a crash of the check
-        outcome.reasons.append(f"fit raised {type(exc).__name__}: {str(exc)[:300]}")
+        user = read_result(result)
+    except InputError as exc:
+        outcome.reasons.append(f"fit returned a result that cannot be read: {exc}")
         return outcome
     outcome.user = user
     gap = outcome.reference_objective - outcome.lower_bound
     slack = rtol * comparison_scale(outcome.reference_objective) + gap
+    if user.reported is not None and not math.isfinite(user.reported):
+        outcome.reasons.append(f"your solver reports objective {user.reported}, not a finite number")
     if user.weights is None:
         outcome.user_objective = user.reported
     else:
@@ -215,13 +284,15 @@ def run_one(fit, problem: Problem, rtol: float = 1e-4, weight_rtol: float = 1e-3
             outcome.user_objective = user.reported if user.reported is not None else float("nan")
             return outcome
         outcome.user_objective = objective_at(problem.model(), user, problem.params)
-        if user.reported is not None and abs(user.reported - outcome.user_objective) > slack:
+        if user.reported is not None and math.isfinite(user.reported) \
+                and abs(user.reported - outcome.user_objective) > slack:
             outcome.reasons.append(_reported_reason(problem, user, outcome.user_objective, slack))
     if not user.converged:
         outcome.reasons.append("your solver says it did not converge")
     reason = _objective_reason(outcome, slack, rtol)
     if reason:
-        outcome.reasons.append(reason)
+        if user.weights is not None or math.isfinite(outcome.user_objective):
+            outcome.reasons.append(reason)
     elif user.weights is not None:
         best = read_result(ref)
         outcome.weights = judge_weights(problem.model(), user.weights, user.extras.get("intercept"),
@@ -234,11 +305,19 @@ def run_one(fit, problem: Problem, rtol: float = 1e-4, weight_rtol: float = 1e-3
 def _as_problems(method, problems, random_state: int, structures) -> list:
     if problems is None:
         return problems_for(method, structures=structures, seeds=(random_state,))
-    if isinstance(problems, (int, np.integer)) and not isinstance(problems, bool):
+    if isinstance(problems, bool):
+        raise InputError(f"problems must be None, a positive number of seeds per structure, or a list "
+                         f"of hiercvx.testing.Problem; got {problems!r} (omit it for the default "
+                         "problems)")
+    if isinstance(problems, (int, np.integer)):
         if problems < 1:
             raise InputError(f"problems must be a positive number of seeds, got {problems}")
         return problems_for(method, structures=structures,
                             seeds=range(random_state, random_state + int(problems)))
+    if isinstance(problems, (str, bytes, Problem, Case)) or not hasattr(problems, "__iter__"):
+        raise InputError("problems must be None, a positive number of seeds per structure, or a list "
+                         f"of hiercvx.testing.Problem / hiercvx.methods.Case; got "
+                         f"{type(problems).__name__} (wrap a single problem in a list: problems=[p])")
     out = []
     for p in problems:
         if isinstance(p, Case):
@@ -246,7 +325,15 @@ def _as_problems(method, problems, random_state: int, structures) -> list:
         if not isinstance(p, Problem):
             raise InputError("problems must be None, a number of seeds per structure, or a list of "
                              f"hiercvx.testing.Problem / hiercvx.methods.Case; got {type(p).__name__}")
+        if p.method.name != method.name:
+            raise InputError(f"check_solver was asked for method {method.name!r} but was given a "
+                             f"problem of method {p.method.name!r} ({p.name}); generate the problems "
+                             f"with problems_for({method.name!r}, ...) or check the method "
+                             f"{p.method.name!r}")
         out.append(p)
+    if not out:
+        raise InputError("problems is empty: give at least one problem, or omit it for the default "
+                         "problems")
     return out
 
 
@@ -366,7 +453,8 @@ def _message(method, first: Outcome, minimal: Outcome, diagnoses: list, outcomes
     if m.template is not None:
         lines.append(_reproduce_line(method, m))
     if minimal.user is not None and minimal.user.weights is not None and \
-            np.shape(minimal.user.weights) == np.shape(m.reference().weights):
+            np.shape(minimal.user.weights) == np.shape(m.reference().weights) and \
+            np.all(np.isfinite(minimal.user.weights)):
         try:
             lines += ["  " + line for line in build_report(m, minimal.user, m.reference(), top=4).lines()]
         except Exception as exc:  # noqa: BLE001 -- the report is a help; never hide the verdict behind it
@@ -405,9 +493,11 @@ def check_solver(fit, method, *, problems=None, rtol: float = 1e-4, weight_rtol:
         problem's model options (``sample_weight``, ``fit_intercept``, ``rescaling`` ...).
         ``result``: weights in the shape of the reference's ``solution.weights`` (node rows in
         ``H.nodes`` order for ``hsvm``, class rows in sorted class order for ``multiclass``), a
-        dict ``{"weights": W, "intercept": b}``, a :class:`~hiercvx.result.Solution` or a float
-        objective.  Weights are judged by the method's objective recomputed at them, not by what
-        the solver says.
+        dict ``{"weights": W, "intercept": b}`` (optionally with ``"objective"`` and
+        ``"converged"``, read as a Solution's attributes), a :class:`~hiercvx.result.Solution`
+        or a float objective.  Weights are judged by the method's objective recomputed at them,
+        not by what the solver says.  ``fit`` receives copies of ``X``, ``Y`` and the array
+        options; a ``fit`` that changes them in place fails.
     method : str or hiercvx.methods.Method
     problems : None, int or list
         None: one generated problem per built-in case of every supported structure and one per

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..exceptions import InputError
 from ..hierarchy import class_attributes
 from ..result import comparison_scale
 from ._judge import judge_weights
@@ -289,6 +290,10 @@ def diagnose(problem: Problem, user: UserResult | None, rtol: float, weight_rtol
     if missing_parts(problem.model(), user, problem.params) \
             or np.shape(user.weights) != np.shape(problem.reference().weights):
         return []   # an answer the objective cannot evaluate is judged by no neighbour
+    try:
+        objective_at(problem.model(), user, problem.params)
+    except InputError:
+        return []   # non-finite weights or parts: no neighbour and no row fact explains them
     # an answer optimal for the asked problem is explained by no neighbour (the failure is
     # elsewhere: the reported objective, the converged flag)
     out = [] if optimal_for(problem, user, rtol, weight_rtol) else \

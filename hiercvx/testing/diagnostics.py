@@ -34,6 +34,8 @@ __all__ = [
 
 #: keys under which a dict result may hold the primal weights
 WEIGHT_KEYS = ("weights", "W", "coef")
+#: keys of a dict result read as a Solution's attributes, not as parts of the solution
+STATUS_KEYS = ("objective", "converged")
 
 
 @dataclass
@@ -50,28 +52,55 @@ class UserResult:
 
 def read_result(result) -> UserResult:
     """A float objective, a :class:`~hiercvx.result.Solution` (also named
-    ``ReferenceSolution``), a dict ``{"weights": W, "intercept": b, ...}`` or a weight array."""
+    ``ReferenceSolution``), a dict ``{"weights": W, "intercept": b, ...}`` or a weight array.
+
+    A dict's ``"objective"`` and ``"converged"`` keys are read as a Solution's attributes are:
+    the objective the solver reports and whether it says it converged; every other key is a
+    named part of the solution (``intercept``, ``biases``, ``alpha`` ...)."""
     if isinstance(result, UserResult):
         return result
+    if result is None:
+        raise InputError("the result is None: return the weights, a dict {'weights': W, ...}, a "
+                         "hiercvx Solution or a float objective")
     if isinstance(result, Real) and not isinstance(result, bool):
         return UserResult(None, {}, float(result))
     if hasattr(result, "objective") and hasattr(result, "weights"):
         extras = {**dict(getattr(result, "values", {}) or {}), **dict(getattr(result, "extras", {}) or {})}
-        weights = None if result.weights is None else np.asarray(result.weights, dtype=float)
-        return UserResult(weights, extras, float(result.objective),
+        weights = None if result.weights is None else _as_weights(result.weights)
+        return UserResult(weights, extras, _reported(result.objective),
                           bool(getattr(result, "converged", True)))
     if isinstance(result, dict):
         key = next((k for k in WEIGHT_KEYS if k in result), None)
         if key is None:
             raise InputError(f"a dict result needs the weights under one of {WEIGHT_KEYS}; got keys "
-                             f"{sorted(result)}")
-        extras = {k: v for k, v in result.items() if k != key}
-        return UserResult(np.asarray(result[key], dtype=float), extras)
+                             f"{sorted(map(str, result))}")
+        extras = {k: v for k, v in result.items() if k not in (key, *STATUS_KEYS)}
+        return UserResult(_as_weights(result[key]), extras, _reported(result.get("objective")),
+                          bool(result.get("converged", True)))
     try:
         return UserResult(np.asarray(result, dtype=float))
     except (TypeError, ValueError):
         raise InputError("a solver result must be a float objective, a hiercvx Solution, a dict "
                          f"{{'weights': W, ...}} or a weight array; got {type(result).__name__}") from None
+
+
+def _as_weights(value) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"the weights must be a numeric array, got {type(value).__name__}") from None
+
+
+def _reported(value) -> float | None:
+    """A reported objective as a float (None: not reported)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real) and np.ndim(value) != 0:
+        raise InputError(f"the reported objective must be a number, got {type(value).__name__}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"the reported objective must be a number, got {value!r}") from None
 
 
 def _keywords(func, exclude) -> set:
@@ -104,8 +133,11 @@ def objective_at(model, user: UserResult, params: dict) -> float:
                          f"needs (return {{'weights': W, {parts}}} or a Solution)")
     takes = _keywords(model.objective, {"weights", *params})
     extra = {k: v for k, v in user.extras.items() if k in takes and v is not None}
-    if not np.all(np.isfinite(user.weights)):
-        raise InputError("the weights have non-finite entries (NaN or inf)")
+    for name, value in (("weights", user.weights), *extra.items()):
+        bad = _non_finite(value)
+        if bad:
+            raise InputError(f"{bad.format(name=name)}: return finite values (a NaN or inf usually "
+                             "comes from a division by zero or a diverging iteration)")
     try:
         return float(model.objective(user.weights, **params, **extra))
     except InputError:
@@ -116,6 +148,21 @@ def objective_at(model, user: UserResult, params: dict) -> float:
                          f"do not fit this method's model ({exc}); give them in the shape of the "
                          "reference's solution.weights (hsvm: one row per node of H.nodes; "
                          "multiclass: one row per class, sorted)") from None
+
+
+def _non_finite(value) -> str:
+    """What is non-finite in a numeric array, with ``{name}`` left to fill (empty when it is
+    finite or not numeric)."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return ""
+    bad = ~np.isfinite(arr)
+    if not bad.any():
+        return ""
+    first = tuple(int(i) for i in np.argwhere(bad)[0]) if arr.ndim else ()
+    where = f", the first at index {first if len(first) > 1 else first[0]}" if first else ""
+    return f"{int(bad.sum())} of {arr.size} entries of the {{name}} are not finite (NaN or inf){where}"
 
 
 def row_labels(model, weights, H=None) -> list:

@@ -10,6 +10,8 @@ method supports): the same model options and parameters, fresh data of the same 
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,12 +44,34 @@ def split_options(method: Method, options: dict) -> tuple[dict, dict]:
     model_options = {}
     for key, value in options.items():
         (params if key in method.params else model_options)[key] = value
+    _check_option_names(method, model_options)
     for key, value in params.items():
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(value) or value <= 0:
             raise InputError(f"{method.name}'s parameter {key} must be a positive finite number, "
                              f"got {value!r}")
     return params, model_options
+
+
+def option_names(method: Method) -> tuple | None:
+    """The model options ``method.prepare`` takes by keyword (None when it takes any)."""
+    params = list(inspect.signature(method.prepare).parameters.values())
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return None
+    return tuple(p.name for p in params[3:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+def _check_option_names(method: Method, model_options: dict) -> None:
+    valid = option_names(method)
+    if valid is None:
+        return
+    unknown = [k for k in model_options if k not in valid]
+    if unknown:
+        hints = [f"{k!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(str(k), valid, 1))
+                 else repr(k) for k in unknown]
+        raise InputError(f"{method.name} has no option {', '.join(hints)}; its parameters are "
+                         f"{', '.join(method.params)} and its model options "
+                         f"{', '.join(valid)}")
 
 
 def _count(name: str, value, low: int, optional: bool = True):

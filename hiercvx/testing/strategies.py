@@ -154,15 +154,43 @@ def one_child_trees(draw, max_nodes: int = 10):
     return Hierarchy.from_parents(parents)
 
 
+def _with_leaves(H: Hierarchy, k: int) -> Hierarchy:
+    """``H`` with new leaves hung beside one of its leaves until it has at least ``k`` leaves (a
+    hierarchy with fewer leaves has fewer classes than a classifier needs)."""
+    if len(H.leaves) >= k:
+        return H
+    # beside a leaf with siblings where there is one, so one-child nodes stay one-child
+    leaf = next((v for v in H.leaves if len(H.children(H.parents(v)[0])) > 1), H.leaves[0])
+    parent = H.parents(leaf)[0]
+    edges = [(p, v) for v in H.nodes for p in H.parents(v)]
+    ints = all(isinstance(v, (int, np.integer)) for v in H.nodes)
+    taken, fresh, i = set(H.nodes), [], len(H.nodes)
+    while len(H.leaves) + len(fresh) < k:
+        name = i if ints else f"n{i}"
+        if name not in taken:
+            fresh.append(name)
+        i += 1
+    edges += [(parent, v) for v in fresh]
+    return Hierarchy.from_edges(edges, nodes=[*H.nodes, *fresh])
+
+
 @st.composite
 def datasets(draw, kind: str = "tree", n_min: int = 4, n_max: int = 24, d_max: int = 4,
              multilabel: bool = False, sparse: bool | None = None, partial: bool = False):
     """``(X, Y, H)``: a hierarchy of ``kind`` (``"tree"``, ``"dag"``, ``"chain"``, ``"star"``,
-    ``"one_child"``), features clustered by leaf (:func:`clustered_data`; CSR when ``sparse``
-    draws True), single leaf labels or (``multilabel``) label sets of one or two leaves, and
-    (``partial``) a few samples labelled at an internal node."""
+    ``"one_child"``) with at least two leaves (three with ``multilabel``), features clustered by
+    leaf (:func:`clustered_data`; CSR when ``sparse`` draws True), every leaf a label when ``n``
+    allows, single leaf labels or (``multilabel``) label sets of one or two leaves, never every
+    leaf, and (``partial``) a few samples labelled at an internal node.
+
+    Every draw is a valid problem of the methods that support its structure
+    (``hiercvx.methods.get(m).structures``): ``Problem.from_arrays(m, X, Y, H)`` for the
+    hierarchical methods, ``Problem.from_arrays("multiclass", X, Y)`` for a ``"star"``; label
+    sets for the multi-label methods; ``partial`` labels for the methods that take partial paths
+    (``hsvm`` through ``H.with_self_leaves``, see its model)."""
     H = draw({"tree": trees(min_nodes=3, allow_forest=False), "dag": dags(), "chain": chains(),
               "star": stars(), "one_child": one_child_trees()}[kind])
+    H = _with_leaves(H, 3 if multilabel else 2)
     n = draw(st.integers(max(n_min, len(H.leaves)), max(n_max, len(H.leaves))))
     d = draw(st.integers(1, d_max))
     seed = draw(st.integers(0, 2**16))
