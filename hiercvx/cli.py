@@ -14,6 +14,7 @@ from . import datasets, methods, reproduce
 from .demo import DATA_ENV, run_demo
 from .describe import latex_document
 from .exceptions import HierCVXError, InputError
+from .reproduce._runner import check_data_dir
 from .reference import SOLVER_PREFERENCE, gurobi_limit_text, usable_solvers
 from .verify import equation_text, format_table, verify, write_json
 
@@ -172,7 +173,8 @@ def cmd_demo(args) -> int:
 
 #: ``hiercvx reproduce`` options that only a run reads, with their defaults: ``--list`` refuses them
 RUN_OPTIONS = {"quick": False, "replications": None, "n_jobs": None, "scheduler": None,
-               "out": None, "seed": None, "resume": False, "collect": False, "data": None}
+               "out": None, "seed": None, "resume": False, "collect": False, "data": None,
+               "force": False}
 
 
 def _list_tables(args) -> int:
@@ -188,6 +190,27 @@ def _list_tables(args) -> int:
     return 0
 
 
+def _check_run_options(args) -> None:
+    """Refuse, with the options' names, the values and combinations ``run_table`` refuses."""
+    if args.replications is not None and args.replications < 1:
+        raise InputError(f"--replications must be a positive integer, got {args.replications}")
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"--seed must be a non-negative integer, got {args.seed}")
+    if args.n_jobs == 0:
+        raise InputError("--n-jobs must be a non-zero integer (1: one process, -1: every core, "
+                         "J > 1: J workers), got 0")
+    if args.collect:
+        given = [f"--{k.replace('_', '-')}" for k in ("resume", "n_jobs", "scheduler", "force")
+                 if getattr(args, k) not in (None, False)]
+        if given:
+            raise InputError(f"--collect runs and writes nothing, so it takes no "
+                             f"{', '.join(given)}: drop {'it' if len(given) == 1 else 'them'} "
+                             "to reprint what is kept, or drop --collect to run the table "
+                             "(with --resume: only the missing replications)")
+    if args.data is not None:
+        check_data_dir(args.data, "--data")
+
+
 def cmd_reproduce(args) -> int:
     """``--list``: the registered tables; else one table rebuilt, printed beside the paper's
     numbers, CSV + PNG written to ``--out``.  A table whose data files are absent is an error
@@ -196,16 +219,14 @@ def cmd_reproduce(args) -> int:
         return _list_tables(args)
     if args.table is None:
         raise InputError("name a table (`hiercvx reproduce --list` shows them)")
-    if args.data is not None and not Path(args.data).is_dir():
-        raise InputError(f"--data {args.data}: no such directory; give the folder that "
-                         "holds the Clus-HMC ARFF files")
+    _check_run_options(args)
     result = reproduce.run_table(args.table, quick=args.quick, replications=args.replications,
                                  n_jobs=1 if args.n_jobs is None else args.n_jobs,
                                  scheduler=args.scheduler,
                                  out="reproduce" if args.out is None else args.out,
                                  seed=0 if args.seed is None else args.seed,
                                  verbose=not args.quiet, resume=args.resume, collect=args.collect,
-                                 data_dir=args.data)
+                                 data_dir=args.data, force=args.force)
     if result.skipped:
         raise reproduce.DataUnavailable(f"cannot run {args.table}: {result.skipped}")
     print(result)
@@ -266,23 +287,32 @@ def build_parser() -> argparse.ArgumentParser:
                        f"their own {DATA_ENV}")
     p.add_argument("table", nargs="?", metavar="TABLE", help=f"one of {', '.join(reproduce.names())}")
     p.add_argument("--list", action="store_true", help="the registered tables")
-    p.add_argument("--quick", action="store_true", help="a reduced version that runs in seconds")
+    p.add_argument("--quick", action="store_true", help="a reduced version that checks every "
+                   "step runs (seconds to a few minutes; its numbers are not the paper's)")
     p.add_argument("--replications", type=int, default=None, metavar="N",
-                   help="replications (default: 2 with --quick, else the paper's number)")
+                   help="replications (default: the table's quick count with --quick, else the "
+                   "paper's number, or the table's own where no paper ran it)")
     p.add_argument("--n-jobs", type=int, default=None, metavar="J",
                    help="local worker processes (joblib; -1 = all cores; default 1)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="run the replications on the Dask cluster at ADDRESS (tcp://host:8786)")
     p.add_argument("--out", metavar="DIR", default=None, help="where the CSV and PNG go "
-                   "(default: ./reproduce)")
+                   "(default: ./reproduce); a run does not replace those of an earlier run "
+                   "with another --quick, --seed or --replications there: it stops before any "
+                   "work, naming the earlier run's settings (give another --out, or --force)")
+    p.add_argument("--force", action="store_true", help="replace the CSV and PNG of an earlier "
+                   "run in --out made with other settings")
     p.add_argument("--seed", type=int, default=None, help="seed of the whole table (default 0)")
     p.add_argument("--resume", action="store_true", help="reuse the replications an earlier run "
                    "with the same --out, --seed and --quick finished (kept in "
-                   "DIR/TABLE.replications/); run only the others")
-    p.add_argument("--collect", action="store_true", help="run nothing: the table of the "
-                   "replications already finished in DIR (a run still going, or stopped)")
+                   "DIR/TABLE.replications/); run only the others (a note on stderr says when "
+                   "none matched).  Ctrl-C stops a run keeping the finished ones")
+    p.add_argument("--collect", action="store_true", help="run and write nothing: print the "
+                   "table of the replications already finished in DIR (a run still going, or "
+                   "stopped), with the same --quick, --seed and --replications")
     p.add_argument("--data", metavar="DIR", default=None, help=DATA_HELP + "; the tables "
-                   "that need real data exit with an error when their files are not there")
+                   "that need real data exit with an error when their files are not there "
+                   "(zhou-comparison runs its synthetic rows alone and names the absent files)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce)
     return parser
@@ -293,6 +323,9 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
+    except KeyboardInterrupt as exc:   # Ctrl-C: what is kept, not a traceback
+        print(f"hiercvx {args.command}: {exc or 'interrupted'}", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `hiercvx data FILE | head`: the reader left, which is not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not fail again

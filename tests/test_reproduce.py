@@ -99,7 +99,7 @@ def test_an_interrupted_run_resumes_from_its_finished_replications(tmp_path, mon
     not read back."""
     full = reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False, seed=5,
                                out=tmp_path)
-    kept = sorted((tmp_path / "wang-table3.replications").glob("*.json"))
+    kept = sorted((tmp_path / "wang-table3.replications").glob("*-r*.json"))   # not outputs.json
     assert [json.loads(p.read_text())["replication"] for p in kept] == [0, 1, 2]
     kept[1].unlink()                                   # replication 1 was in flight
     kept[2].write_text(kept[2].read_text()[:40])       # a damaged file is run again
@@ -121,12 +121,13 @@ def test_an_interrupted_run_resumes_from_its_finished_replications(tmp_path, mon
                                 seed=5, out=tmp_path, resume=True)
     assert ran == [] and again.resumed == 3 and comparable(again.cells) == comparable(full.cells)
     other_seed = reproduce.run_table("wang-table3", quick=True, replications=1, verbose=False,
-                                     seed=6, out=tmp_path, resume=True)
+                                     seed=6, out=tmp_path, resume=True, force=True)
     assert ran == [0] and other_seed.resumed == 0
     with pytest.raises(InputError, match="give out"):
         reproduce.run_table("wang-table3", quick=True, resume=True)
-    # collect: the table of what is kept so far, nothing run
+    # collect: the table of what is kept so far, nothing run, nothing written
     ran.clear()
+    csv_before = (tmp_path / "wang-table3.csv").read_bytes()
     (tmp_path / "wang-table3.replications" / kept[1].name).unlink()
     partial = reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False,
                                   seed=5, out=tmp_path, collect=True)
@@ -136,7 +137,10 @@ def test_an_interrupted_run_resumes_from_its_finished_replications(tmp_path, mon
     whole = reproduce.run_table("wang-table3", quick=True, replications=1, verbose=False,
                                 seed=5, out=tmp_path, collect=True)
     assert ran == [] and whole.replications == 1 and whole.planned == 1
-    assert "checkpoints of the finished run" in str(whole) and "unfinished" not in str(whole)
+    assert "all 1 asked for" in str(whole) and "unfinished" not in str(whole)
+    assert "1 more kept there, past the first 1, are left out" in str(whole)
+    assert partial.files == whole.files == []
+    assert (tmp_path / "wang-table3.csv").read_bytes() == csv_before
     with pytest.raises(InputError, match="no finished replication"):
         reproduce.run_table("wang-table3", quick=True, seed=9, out=tmp_path, collect=True)
 
@@ -325,7 +329,7 @@ def test_data_dir_reaches_the_replications_wherever_they_run(tmp_path, monkeypat
         assert reproduce.run_table("fake", quick=True, verbose=False, data_dir=folder,
                                    scheduler=cluster.scheduler_address
                                    ).skipped == f"reads {folder}"
-    with pytest.raises(InputError, match="no such directory"):
+    with pytest.raises(InputError, match="no such folder"):
         reproduce.run_table("fake", quick=True, verbose=False, data_dir=tmp_path / "none")
 
 
@@ -602,4 +606,5 @@ def test_conflicting_arguments_are_refused(tmp_path, capsys):
         reproduce.run_table("wang-table3", quick=True, out=tmp_path, collect=True, resume=True)
     assert cli.main(["reproduce", "wang-table3", "--out", str(tmp_path), "--collect",
                      "--n-jobs", "2"]) == 2
-    assert "n_jobs (--n-jobs)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--n-jobs" in err and "n_jobs" not in err

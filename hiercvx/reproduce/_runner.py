@@ -8,6 +8,8 @@ import csv
 import json
 import math
 import os
+import sys
+import textwrap
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -54,7 +56,8 @@ def replication_seeds(seed: int, replications: int) -> list[int]:
 class TableResult:
     """What :func:`run_table` returns: ``cells`` (one dict per setting, method and metric:
     ``n``, ``mean``, ``std``, ``paper_mean``, ``paper_sd``, ``within``), the per-replication
-    ``rows``, and the files written.  ``skipped`` says why the table did not run (its data
+    ``rows`` (ours only: not the rows of :attr:`Table.published_methods`, whose cells have
+    ``n`` None), and the files written.  ``skipped`` says why the table did not run (its data
     files are absent); then there are no cells, rows or files."""
 
     table: Table
@@ -66,7 +69,9 @@ class TableResult:
     files: list[Path] = field(default_factory=list)
     skipped: str | None = None
     resumed: int = 0
+    left_out: str | None = None   # a part of the table not run here, and why (Table.partial_data)
     planned: int | None = None   # collect: the replications asked for, of which these finished
+    beyond: int = 0              # collect: replications kept past the first ``planned``, left out
 
     def __str__(self) -> str:
         return format_result(self)
@@ -86,20 +91,31 @@ def within_spread(ours: float, ours_sd: float, paper, resolution: float, width: 
     return bool(abs(ours - paper.mean) <= width * spread + resolution + 1e-12)
 
 
+def has_paper_numbers(table: Table) -> bool:
+    """Whether ``table`` has paper numbers to compare ours with (the rows of
+    :attr:`Table.published_methods` only show theirs beside ours)."""
+    return any(method not in table.published_methods for _, method, _ in table.reported)
+
+
+def ours(table: Table, rows: list[dict]) -> list[dict]:
+    """``rows`` without those of :attr:`Table.published_methods`: the values we computed."""
+    return [row for row in rows if row["method"] not in table.published_methods]
+
+
 def aggregate(table: Table, rows: list[dict]) -> list[dict]:
     """Mean and standard deviation (ddof = 1; NaN for one replication, where it is undefined)
     of each (setting, method, metric) over the replications, in first-seen order, with the
-    paper's.  The rows of :attr:`Table.published_methods` repeat the paper's number: their
-    cells have no mean or sd of ours (NaN) and no verdict."""
+    paper's.  The rows of :attr:`Table.published_methods` are not ours: any in ``rows`` are
+    left out, and each setting of ``rows`` gets their cells from :attr:`Table.reported`, after
+    its own, with no mean or sd of ours (NaN), no count (``n`` None: nothing was run) and no
+    verdict."""
     groups: dict[tuple, list[float]] = {}
-    for row in rows:
+    for row in ours(table, rows):
         groups.setdefault((row["setting"], row["method"], row["metric"]), []).append(row["value"])
     cells = []
     for (setting, method, metric), values in groups.items():
         v = np.asarray(values, dtype=float)
         mean, std = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else float("nan")
-        if method in table.published_methods:
-            mean = std = float("nan")
         paper = table.paper_value(setting, method, metric)
         cells.append({"setting": setting, "method": method, "metric": metric, "n": int(v.size),
                       "mean": mean, "std": std,
@@ -107,7 +123,15 @@ def aggregate(table: Table, rows: list[dict]) -> list[dict]:
                       "paper_sd": paper.sd if paper and paper.sd is not None else float("nan"),
                       "within": within_spread(mean, std, paper, table.resolution,
                                               table.spread_width)})
-    return cells
+    settings = list(dict.fromkeys(row["setting"] for row in rows))
+    for setting, method, metric in table.reported:
+        if method in table.published_methods and setting in settings:
+            paper = table.reported[(setting, method, metric)]
+            cells.append({"setting": setting, "method": method, "metric": metric, "n": None,
+                          "mean": float("nan"), "std": float("nan"), "paper_mean": paper.mean,
+                          "paper_sd": paper.sd if paper.sd is not None else float("nan"),
+                          "within": None})
+    return sorted(cells, key=lambda c: settings.index(c["setting"]))   # stable: per setting
 
 
 @contextlib.contextmanager
@@ -175,6 +199,13 @@ class Checkpoints:
             return None
         return data["rows"]
 
+    def kept(self) -> list[int]:
+        """The replication numbers whose files of this ``quick`` and ``seed`` are there (by
+        name; :meth:`load` checks their contents)."""
+        prefix = self.path(0).name.rpartition("-r")[0] + "-r"
+        return sorted(int(p.stem[len(prefix):]) for p in self.dir.glob(f"{prefix}*.json")
+                      if p.stem[len(prefix):].isdigit())
+
     def save(self, r: int, replication_seed: int, rows: list[dict]):
         self.dir.mkdir(parents=True, exist_ok=True)
         data = dict(self.key, replication=r, replication_seed=int(replication_seed),
@@ -183,6 +214,64 @@ class Checkpoints:
         with open(tmp, "w") as fh:
             json.dump(data, fh)
         os.replace(tmp, self.path(r))
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by the user (Ctrl-C): says how many replications are kept and how to run
+    the others (``--resume``)."""
+
+
+#: the file, in a table's checkpoint folder, that records the settings of the run whose CSV
+#: and PNG are in ``out``
+OUTPUT_RECORD = "outputs.json"
+
+
+def _settings_text(quick: bool, seed: int, replications: int) -> str:
+    return f"{_run_flags(quick, seed)}, --replications {replications}"
+
+
+def check_earlier_outputs(table: Table, out, quick: bool, seed: int, replications: int) -> None:
+    """Refuse, before any work, a run whose CSV and PNG would replace those of an earlier run
+    of ``table`` in ``out`` made with another ``quick``, ``seed`` or ``replications`` (the
+    settings are recorded in ``out/<name>.replications/outputs.json`` beside the checkpoints).
+
+    Raises
+    ------
+    InputError
+        An earlier run's outputs are there with other settings, or with none recorded; the
+        message names them and the two ways out: another ``out``, or ``force``.
+    """
+    out = Path(out)
+    name = table.name
+    there = [p for p in (out / f"{name}.csv", out / f"{name}_replications.csv",
+                         out / f"{name}.png") if p.exists()]
+    if not there:
+        return
+    try:
+        with open(out / f"{name}.replications" / OUTPUT_RECORD) as fh:
+            record = json.load(fh)
+        earlier = (bool(record["quick"]), int(record["seed"]), int(record["replications"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        earlier = None
+    if earlier == (bool(quick), int(seed), int(replications)):
+        return
+    what = ("a run whose settings are not recorded" if earlier is None
+            else f"a run with {_settings_text(*earlier)}")
+    raise InputError(f"{out} holds {there[0].name} of {what}; this run "
+                     f"({_settings_text(quick, seed, replications)}) would replace it: give "
+                     "another --out, or --force to replace it")
+
+
+def _record_outputs(result: TableResult, out: Path) -> Path:
+    """Write the settings of ``result`` beside its checkpoints (:func:`check_earlier_outputs`)."""
+    folder = out / f"{result.table.name}.replications"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / OUTPUT_RECORD
+    with open(path, "w") as fh:
+        json.dump({"table": result.table.name, "quick": bool(result.quick),
+                   "seed": int(result.seed), "replications": int(result.replications),
+                   "version": _hiercvx_version()}, fh)
+    return path
 
 
 @contextlib.contextmanager
@@ -268,21 +357,29 @@ def check_out_dir(out) -> None:
 
 def run_table(name: str, *, quick: bool = False, replications: int | None = None, n_jobs: int = 1,
               scheduler=None, out=None, seed: int = 0, verbose: bool = True,
-              resume: bool = False, collect: bool = False, data_dir=None) -> TableResult:
-    """Rebuild table ``name``: ``replications`` runs (default: 2 with ``quick``, else the
-    paper's number), each seeded from ``(seed, r)``, through joblib with ``n_jobs`` local
-    workers or on the Dask cluster ``scheduler``; aggregated, compared with the paper and,
-    if ``out`` is given, written there as ``<name>.csv``, ``<name>_replications.csv`` and
-    ``<name>.png``.  The numbers depend on ``seed`` and ``replications`` only.  A table whose
-    data files are absent (``Table.missing_data``, or a replication raising
-    :class:`DataUnavailable`) is not an error: the result says ``skipped`` and why.
+              resume: bool = False, collect: bool = False, data_dir=None,
+              force: bool = False) -> TableResult:
+    """Rebuild table ``name``: ``replications`` runs (default: the table's
+    ``quick_replications`` with ``quick``, else its ``paper_replications``), each seeded from
+    ``(seed, r)``, through joblib with ``n_jobs`` local workers or on the Dask cluster
+    ``scheduler``; aggregated, compared with the paper and, if ``out`` is given, written there
+    as ``<name>.csv``, ``<name>_replications.csv`` and ``<name>.png``.  The numbers depend on
+    ``seed`` and ``replications`` only.  A table whose data files are absent
+    (``Table.missing_data``, or a replication raising :class:`DataUnavailable`) is not an
+    error: the result says ``skipped`` and why.
+
+    The outputs of an earlier run in ``out`` made with another ``quick``, ``seed`` or
+    ``replications`` are not replaced: the run is refused before any work
+    (:func:`check_earlier_outputs`) unless ``force``.
 
     With ``out``, every finished replication is also kept in ``out/<name>.replications/``
     (:class:`Checkpoints`); ``resume=True`` reads back those of the same table, ``quick`` and
-    ``seed`` and runs only the others (``result.resumed`` counts them).  A paper-scale table
-    can so be run in pieces: stop it any time, run the same command with ``--resume``.
-    ``collect=True`` runs nothing: the table of the replications among the first
-    ``replications`` that are already kept there (the state of a run still going, or stopped).
+    ``seed`` and runs only the others (``result.resumed`` counts them; a note on stderr says
+    when none matched).  A paper-scale table can so be run in pieces: stop it any time (a
+    Ctrl-C raises :class:`Interrupted`, saying how many are kept), run the same command with
+    ``--resume``.  ``collect=True`` runs and writes nothing: the table of the replications
+    among the first ``replications`` that are already kept there (the state of a run still
+    going, or stopped).
 
     ``data_dir``: the folder of the Clus-HMC ARFF files, for this run only: ``$HIERCVX_HMC_DATA``
     in this process and in every worker that runs a replication, local or on the Dask cluster
@@ -290,17 +387,24 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     it, each process reads its own ``$HIERCVX_HMC_DATA``.
     """
     if data_dir is not None:
-        if not Path(data_dir).is_dir():
-            raise InputError(f"data_dir {data_dir}: no such directory; give the folder that "
-                             "holds the Clus-HMC ARFF files")
+        check_data_dir(data_dir, "data_dir")
         data_dir = os.path.abspath(data_dir)
     with _data_dir(data_dir):
         return _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
-                          resume, collect, data_dir)
+                          resume, collect, data_dir, force)
+
+
+def check_data_dir(path, option: str) -> None:
+    """Refuse a Clus-HMC folder (``--data``, ``data_dir``) that is not a folder."""
+    if Path(path).is_dir():
+        return
+    what = "it is a file, not a folder" if Path(path).exists() else "no such folder"
+    raise InputError(f"{option} {path}: {what}; give the folder that holds the Clus-HMC ARFF "
+                     "files")
 
 
 def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose, resume,
-               collect, data_dir) -> TableResult:
+               collect, data_dir, force) -> TableResult:
     """:func:`run_table` with its data folder in place."""
     table = get(name)
     if (resume or collect) and out is None:
@@ -316,9 +420,11 @@ def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
         raise InputError(f"n_jobs must be a non-zero integer (1: one process, -1: every core, "
                          f"k > 1: k workers), got {n_jobs!r}")
     if collect:
-        _refuse_with_collect(resume=resume, n_jobs=n_jobs, scheduler=scheduler)
+        _refuse_with_collect(resume=resume, n_jobs=n_jobs, scheduler=scheduler, force=force)
     if out is not None:   # before the work: a run must not be lost to an unwritable --out
         check_out_dir(out)
+        if not collect and not force:
+            check_earlier_outputs(table, out, quick, seed, int(replications))
     reason = table.missing_data() if table.missing_data is not None else None
     if reason:
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=reason)
@@ -332,42 +438,72 @@ def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
         if resume:
             done = {r: rows for r, s in enumerate(seeds)
                     if (rows := checkpoints.load(r, s)) is not None}
+            if not done:
+                every = (f"all {len(seeds)} replications" if len(seeds) > 1
+                         else "the one replication")
+                print(f"note: --resume found no checkpoint of {table.name} with "
+                      f"{_run_flags(quick, seed)} among the first {len(seeds)} in "
+                      f"{checkpoints.dir}; running {every}"
+                      + _resume_advice(checkpoints, quick, seed, len(seeds)),
+                      file=sys.stderr, flush=True)
+        finished = []
+
         def on_done(r, rows):
             checkpoints.save(r, seeds[r], rows)
+            finished.append(r)
     try:
         rows = execute(table, quick, seeds, n_jobs, scheduler, verbose, done, on_done, data_dir)
     except DataUnavailable as exc:
         return TableResult(table, quick, int(replications), int(seed), [], [], skipped=str(exc))
-    result = TableResult(table, quick, int(replications), int(seed), aggregate(table, rows), rows,
-                         resumed=len(done))
+    except KeyboardInterrupt:
+        raise _interrupted(table, seeds, out, len(done) + len(finished) if out is not None else 0) from None
+    result = TableResult(table, quick, int(replications), int(seed),
+                         aggregate(table, rows), ours(table, rows), resumed=len(done),
+                         left_out=table.partial_data() if table.partial_data else None)
     if out is not None:
         result.files = write(result, Path(out))
+        _record_outputs(result, Path(out))
     return result
+
+
+def _interrupted(table: Table, seeds: list[int], out, kept: int) -> Interrupted:
+    """The :class:`Interrupted` of a stopped run: what is kept, and how to go on."""
+    n = len(seeds)
+    if out is None:
+        return Interrupted(f"{table.name} interrupted; nothing is kept without an output "
+                           "folder (give --out to keep the finished replications)")
+    where = Path(out) / f"{table.name}.replications"
+    if kept == 0:
+        return Interrupted(f"{table.name} interrupted before a replication finished; nothing "
+                           f"is kept in {where}")
+    return Interrupted(f"{table.name} interrupted: {kept} of the {n} replications are kept in "
+                       f"{where}; run the same command with --resume to run only the other "
+                       f"{n - kept}")
 
 
 def _refuse_with_collect(**given) -> None:
     """``collect`` runs nothing: the options of a run beside it are a contradiction."""
     unused = {"resume": given["resume"], "n_jobs": given["n_jobs"] != 1,
-              "scheduler": given["scheduler"] is not None}
-    names = [f"{k} (--{k.replace('_', '-')})" for k, v in unused.items() if v]
+              "scheduler": given["scheduler"] is not None, "force": given["force"]}
+    names = [k for k, v in unused.items() if v]
     if names:
-        raise InputError(f"collect=True (--collect) runs nothing, so it takes no "
+        raise InputError(f"collect=True runs and writes nothing, so it takes no "
                          f"{', '.join(names)}; drop them to collect what is kept, or drop "
-                         "collect (with resume, --resume) to run the missing replications")
+                         "collect (with resume=True) to run the missing replications")
 
 
 def _collected(table, quick, seed, seeds, checkpoints, out) -> TableResult:
-    """The table of the kept replications among ``seeds`` (see ``collect`` of :func:`run_table`)."""
+    """The table of the kept replications among ``seeds`` (see ``collect`` of :func:`run_table`);
+    nothing is written."""
     done = {r: rows for r, s in enumerate(seeds) if (rows := checkpoints.load(r, s)) is not None}
     if not done:
         advice = _other_runs(checkpoints, quick, seed, out, len(seeds))
         raise InputError(f"no finished replication of {table.name} ({_run_flags(quick, seed)}) "
                          f"in {checkpoints.dir}: {advice}")
     rows = [dict(replication=r, **row) for r in sorted(done) for row in done[r]]
-    result = TableResult(table, quick, len(done), seed, aggregate(table, rows), rows,
-                         resumed=len(done), planned=len(seeds))
-    result.files = write(result, out)
-    return result
+    beyond = sum(r >= len(seeds) for r in checkpoints.kept())
+    return TableResult(table, quick, len(done), seed, aggregate(table, rows), ours(table, rows),
+                       resumed=len(done), planned=len(seeds), beyond=beyond)
 
 
 def _run_flags(quick: bool, seed: int) -> str:
@@ -375,15 +511,32 @@ def _run_flags(quick: bool, seed: int) -> str:
     return f"{'--quick' if quick else 'without --quick'}, --seed {seed}"
 
 
-def _other_runs(checkpoints: Checkpoints, quick: bool, seed: int, out, n: int) -> str:
-    """The advice when none of the first ``n`` replications of (``quick``, ``seed``) is kept:
-    the options of the runs whose checkpoints are there, else how to make some."""
+def _runs_there(checkpoints: Checkpoints) -> set[tuple[bool, int]]:
+    """The (``quick``, ``seed``) of the runs whose checkpoints are in the table's folder."""
     runs_there = set()
     for path in checkpoints.dir.glob("*-seed*-r*.json"):
         kind, _, rest = path.stem.partition("-seed")
         number = rest.partition("-r")[0]
         if kind in ("quick", "full") and number.isdigit():
             runs_there.add((kind == "quick", int(number)))
+    return runs_there
+
+
+def _resume_advice(checkpoints: Checkpoints, quick: bool, seed: int, n: int) -> str:
+    """What the table's folder holds instead, for the note of a resume that found nothing."""
+    runs_there = _runs_there(checkpoints)
+    if (bool(quick), int(seed)) in runs_there:
+        return f" (those kept with these settings are past the first {n}: raise --replications)"
+    if not runs_there:
+        return " (there are none there)"
+    runs = "; ".join(_run_flags(q, s) for q, s in sorted(runs_there))
+    return f" (the checkpoints there are of runs with {runs})"
+
+
+def _other_runs(checkpoints: Checkpoints, quick: bool, seed: int, out, n: int) -> str:
+    """The advice when none of the first ``n`` replications of (``quick``, ``seed``) is kept:
+    the options of the runs whose checkpoints are there, else how to make some."""
+    runs_there = _runs_there(checkpoints)
     if (bool(quick), int(seed)) in runs_there:
         return f"those kept there are past the first {n}: raise --replications"
     if not runs_there:
@@ -410,9 +563,15 @@ def _provenance(result: TableResult) -> str:
     """Where the replications of ``result`` came from, for the table's header."""
     if result.planned is not None:       # collected from checkpoints, nothing run
         if result.replications < result.planned:
-            return (f"; collected from an unfinished run: {result.replications} of the "
+            text = (f"; collected from an unfinished run: {result.replications} of the "
                     f"{result.planned} planned")
-        return "; collected from the checkpoints of the finished run"
+        else:
+            text = (f"; collected from the kept checkpoints: all {result.planned} asked for, "
+                    "nothing run")
+        if result.beyond:
+            text += (f"; {result.beyond} more kept there, past the first {result.planned}, are "
+                     f"left out (raise --replications to include them)")
+        return text
     if result.resumed:
         return f"; {result.resumed} of them read back from an earlier run"
     return ""
@@ -422,16 +581,28 @@ def _header(result: TableResult) -> list[str]:
     """The lines above the table: the paper, the protocol and how to read a cell."""
     t, n = result.table, result.replications
     band = f"{t.spread_width:g}"
-    cells = (f"ours mean±sd over replications (paper mean±sd); ok = ours within the paper's "
-             f"mean ± {band} sd (+ its rounding; exact rows: ± {band} of our sd)" if n > 1 else
-             f"ours over one replication (paper mean±sd); ok = ours within the paper's mean ± "
-             f"{band} sd (+ its rounding); no verdict on exact rows (one replication has no sd)")
-    return [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}",
-            f"  numbers read from: {t.source}",
-            (f"  {t.quick_protocol if result.quick else t.protocol}; {n} "
-             f"replication{'s' if n != 1 else ''} (paper: {t.paper_replications}), "
-             f"seed {result.seed}" + _provenance(result)),
-            f"  cells: {cells}"]
+    compared = has_paper_numbers(t)
+    if not compared:
+        cells = "ours mean±sd over replications" if n > 1 else "ours over one replication"
+        if t.published_methods:
+            cells += "; the published rows: the papers' numbers in parentheses, not compared"
+    elif n > 1:
+        cells = (f"ours mean±sd over replications (paper mean±sd); ok = ours within the paper's "
+                 f"mean ± {band} sd (+ its rounding; exact rows: ± {band} of our sd)")
+    else:
+        cells = (f"ours over one replication (paper mean±sd); ok = ours within the paper's mean ± "
+                 f"{band} sd (+ its rounding); no verdict on exact rows (one replication has no "
+                 "sd)")
+    paper_n = f" (paper: {t.paper_replications})" if compared else ""
+    lines = [f"{t.name}: {t.title}", f"  paper: {t.paper}, {t.reference}",
+             f"  numbers read from: {t.source}",
+             (f"  {t.quick_protocol if result.quick else t.protocol}; {n} "
+              f"replication{'s' if n != 1 else ''}{paper_n}, seed {result.seed}"
+              + _provenance(result)),
+             f"  cells: {cells}"]
+    if result.left_out:
+        lines.append(f"  left out: {result.left_out}")
+    return lines
 
 
 def _summary(result: TableResult) -> str:
@@ -500,26 +671,41 @@ def _write_csv(path: Path, rows: list[dict]):
 
 
 def plot(result: TableResult) -> Figure:
-    """One panel per metric: ours (mean ± sd) and the paper's at every setting and method."""
+    """One panel per metric: ours (mean ± sd) and the paper's at every setting and method.
+    The paper's points are drawn only where the table has paper numbers; each row of
+    :attr:`Table.published_methods` is a series of its own, labelled with its name.  A long
+    title is wrapped to the figure's width."""
     t = result.table
     labels = list(dict.fromkeys((c["setting"], c["method"]) for c in result.cells))
-    fig = Figure(figsize=(max(6.0, 0.45 * len(labels) + 2), 2.6 * len(t.metrics)), layout="constrained")
+    width = max(6.0, 0.45 * len(labels) + 2)
+    fig = Figure(figsize=(width, 2.6 * len(t.metrics)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(t.metrics), 1, squeeze=False, sharex=True)[:, 0]
     x = np.arange(len(labels))
+    published = [m for m in t.published_methods if any(c["method"] == m for c in result.cells)]
+    compared = has_paper_numbers(t)
     for ax, metric in zip(axes, t.metrics):
         cells = {(c["setting"], c["method"]): c for c in result.cells if c["metric"] == metric}
-        column = {k: [cells[key][k] if key in cells else np.nan for key in labels]
-                  for k in ("mean", "std", "paper_mean", "paper_sd")}
-        ax.errorbar(x - 0.12, column["mean"], yerr=np.nan_to_num(column["std"]), fmt="o",
+
+        def column(key, methods=None):
+            return [cells[k][key] if k in cells and (methods is None or k[1] in methods)
+                    else np.nan for k in labels]
+        ax.errorbar(x - 0.12, column("mean"), yerr=np.nan_to_num(column("std")), fmt="o",
                     capsize=3, label="hiercvx")
-        ax.errorbar(x + 0.12, column["paper_mean"], yerr=np.nan_to_num(column["paper_sd"]), fmt="s",
-                    capsize=3, label="paper")
+        if compared:
+            others = {m for _, m in labels} - set(published)
+            ax.errorbar(x + 0.12, column("paper_mean", others),
+                        yerr=np.nan_to_num(column("paper_sd", others)), fmt="s", capsize=3,
+                        label="paper")
+        for marker, method in zip("D^vP*X", published):
+            ax.plot(x, column("paper_mean", {method}), marker, label=method)
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     axes[-1].set_xticks(x, [f"{s}\n{m}" for s, m in labels], fontsize=7, rotation=90)
     axes[0].legend(loc="best", fontsize=8)
     n = result.replications
-    axes[0].set_title(f"{t.name}: {t.reference} ({n} replication{'s' if n != 1 else ''}"
-                      f"{', quick' if result.quick else ''})", fontsize=9)
+    title = (f"{t.name}: {t.reference} ({n} replication{'s' if n != 1 else ''}"
+             f"{', quick' if result.quick else ''})")
+    # about 13 characters of a 9-point font per inch of figure
+    fig.suptitle(textwrap.fill(title, width=int(13 * width)), fontsize=9)
     return fig

@@ -38,6 +38,9 @@ class Table:
     them): their cells carry it as the paper's, with no number of ours and no verdict.
     ``missing_data()``, when given, says why the table cannot run here (a data file that is
     absent) or returns None; the runner then reports the table as skipped.
+    ``partial_data()``, when given, says which part of the table is left out here (its data
+    files absent, named with the folder they were looked for in) while the rest runs, or
+    returns None; the runner prints it under the table's header.
     """
 
     name: str
@@ -56,6 +59,7 @@ class Table:
     notes: str = ""
     settings: tuple[str, ...] = field(default=())
     missing_data: Callable[[], str | None] | None = None
+    partial_data: Callable[[], str | None] | None = None
     published_methods: tuple[str, ...] = ()
     # |ours - paper| <= 2 sd: the usual two-standard-deviation band, about 95% of a normal spread
     spread_width: float = 2.0

@@ -235,7 +235,7 @@ def data_missing(settings=SETTINGS) -> str | None:
     """Why the table (or the given settings) cannot run here (a missing file), or None."""
     files = [f for s in settings if s in FILES for part in FILES[s] for f in part]
     files += [f for s in settings if s in MULTILABEL for f in hmc.files_of(MULTILABEL[s])]
-    return hmc.missing(files)
+    return hmc.missing(dict.fromkeys(files))   # each file once: two settings read cellcycle_FUN
 
 
 def single_path_classes(H, label_sets):
