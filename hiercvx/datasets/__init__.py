@@ -11,7 +11,9 @@ environment variable ``HIERCVX_MAX_GZ_BYTES``):
 - :func:`load_libsvm`: LIBSVM / SVMlight multi-label files, optionally tied to a hierarchy;
 - :func:`load_lshtc_hierarchy`: LSHTC ``parent child`` hierarchy files (-> Hierarchy);
 - :func:`labels_from_paths`: a column of path strings -> (Hierarchy, labels);
-- :func:`load`: any of the above by extension / content; :func:`describe`: a text summary.
+- :func:`load`: any of the above by extension / content; :func:`describe`: a text summary;
+- :func:`hmc_data_dir`: the folder of the Clus-HMC files (``$HIERCVX_HMC_DATA``, else
+  ``shared/data/hmc`` beside a checkout, else ``~/hiercvx_data/hmc``).
 
 Generators (:mod:`hiercvx.datasets.synthetic`), each with ``random_state`` and, where the
 paper defines one, a Bayes rule: :func:`make_cai_synthetic` (Cai thesis 7.1.1),
@@ -20,6 +22,7 @@ paper defines one, a Bayes rule: :func:`make_cai_synthetic` (Cai thesis 7.1.1),
 (Wang, Shen & Pan 4.1).
 """
 
+from ._common import hmc_data_dir
 from .arff import load_arff
 from .formats import Dataset, describe, labels_from_paths, load, load_libsvm, load_lshtc_hierarchy
 from .synthetic import (
@@ -39,6 +42,7 @@ __all__ = [
     "load_libsvm",
     "load_lshtc_hierarchy",
     "labels_from_paths",
+    "hmc_data_dir",
     "make_cai_synthetic",
     "make_nhsvm_balanced",
     "make_nhsvm_unbalanced",
