@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ._attributes import class_attributes  # noqa: F401 -- public here, defined apart
 from ._label_lookup import (is_label_set, label_positions, name_key,  # noqa: F401 -- public here
                             same_name, unknown_label_hint)
+from ._label_forms import internal_labels, most_specific, self_leaves, single_path  # noqa: F401
 from .exceptions import HierarchyError, InputTypeError, LabelError
 
 ARTIFICIAL_ROOT = "<root>"
@@ -47,10 +48,8 @@ def _not_none(value, name: str, where: str) -> None:
 
 
 def _check_name(seen: dict, v, what: str = "node name") -> None:
-    """Refuse a node name that is None, unhashable, not equal to itself (NaN), a set, or that
-    Python would merge with a different one already seen (``1``, ``1.0`` and ``True`` are one
-    dict key).  ``seen`` maps each name to the object first given for it; ``what`` names the
-    name in the message."""
+    """Refuse a name that is None, unhashable, NaN, a set, or one Python merges with another in
+    ``seen`` (name -> object first given; ``1``, ``1.0``, ``True``); ``what``: its wording."""
     if v is None:
         raise HierarchyError(f"{what} is None; None stands for 'no parent' in from_parents and "
                              "cannot name a node; name it with a string or an integer")
@@ -101,18 +100,18 @@ class Hierarchy:
     """A rooted class hierarchy: a tree or a DAG with a single root.
 
     Build one with :meth:`from_parents`, :meth:`from_edges`, :meth:`from_paths` or
-    :meth:`from_networkx`.  Several sources get one artificial root named
-    ``root`` (default ``"<root>"``).
+    :meth:`from_networkx`; an invalid graph (cycle, self-loop, undeclared parent, invalid or
+    duplicate name, no node) raises ``HierarchyError``.  Several sources (top nodes) get one
+    artificial root named by the ``root`` argument (default ``"<root>"``).  ``H.nodes`` is a
+    topological order, ties broken by first appearance in the input.  Methods that take a node
+    name ``v`` raise ``LabelError`` when ``v`` is not a node (``1.0`` is not the node ``1``).
     """
 
     # ------------------------------------------------------------------ construction
     def __init__(self, edges: Iterable[tuple[Hashable, Hashable]], nodes: Iterable[Hashable] = (),
                  root: Hashable | None = None):
-        """Low-level constructor from ``(parent, child)`` edges plus isolated ``nodes``.
-
-        Prefer the ``from_*`` class methods.  ``root`` names the artificial root used when
-        the graph has several sources (default ``"<root>"``).
-        """
+        """Low-level constructor from ``(parent, child)`` edges plus isolated ``nodes``; prefer
+        the ``from_*`` class methods.  ``root`` names the artificial root (default ``"<root>"``)."""
         _not_none(edges, "edges", "Hierarchy")
         if root is not None:
             _check_name({}, root, "root name")
@@ -251,12 +250,13 @@ class Hierarchy:
     def from_parents(cls, parents, root: Hashable | None = None) -> "Hierarchy":
         """From a mapping ``child -> parent`` (``None`` for a top node).
 
-        A parent may also be a list of parents (a DAG; what :meth:`to_dict` gives), or a
-        tuple, set or 1-D array of them; a tuple that is itself a declared node name is that
-        one parent.  ``parents`` may be a mapping or an iterable of ``(child, parent)`` pairs;
-        in the latter form a child listed twice is an error (use a list of parents instead).  Every parent must itself
-        be declared as a child key (an undeclared parent is an orphan reference).
-        """
+        Parameters
+        ----------
+        parents : mapping or iterable of (child, parent) pairs
+            Every node once as a child; every parent must be declared as a child too.  A parent
+            may be a list of parents (a DAG; what :meth:`to_dict` gives) or a tuple, set or 1-D
+            array of them; a tuple that is a declared node name is that one parent.
+        root : hashable, optional"""
         _not_none(parents, "parents", "Hierarchy.from_parents")
         if isinstance(parents, Mapping):
             items = list(parents.items())
@@ -293,7 +293,15 @@ class Hierarchy:
 
     @classmethod
     def from_edges(cls, edges, nodes: Iterable[Hashable] = (), root: Hashable | None = None) -> "Hierarchy":
-        """From ``(parent, child)`` pairs; a node with several parents makes a DAG."""
+        """From ``(parent, child)`` pairs; a node with several parents makes a DAG.
+
+        Parameters
+        ----------
+        edges : iterable of (parent, child) pairs
+            A repeated pair counts once.
+        nodes : iterable of node names, optional
+            Nodes to include (isolated ones, say); they count as appearing before the edges.
+        root : hashable, optional"""
         _not_none(edges, "edges", "Hierarchy.from_edges")
         edges = list(edges)
         nodes = list(nodes)
@@ -305,8 +313,13 @@ class Hierarchy:
     def from_paths(cls, paths: Iterable[str], sep: str = "/", root: Hashable | None = None) -> "Hierarchy":
         """From path strings such as ``"A/A1/A1b"``: every prefix is a node, named by the prefix.
 
-        The top-level names hang under an artificial root unless there is exactly one.
-        """
+        Parameters
+        ----------
+        paths : iterable of str
+            Without empty components; the top-level names hang under an artificial root unless
+            there is exactly one.
+        sep : str, default "/"
+        root : hashable, optional"""
         _not_none(paths, "paths", "Hierarchy.from_paths")
         if not isinstance(sep, str) or not sep:
             raise HierarchyError(f"sep must be a non-empty string such as '/', got {sep!r}")
@@ -337,7 +350,12 @@ class Hierarchy:
 
     @classmethod
     def from_networkx(cls, graph, root: Hashable | None = None) -> "Hierarchy":
-        """From a ``networkx.DiGraph`` whose edges point from parent to child."""
+        """From a ``networkx.DiGraph`` whose edges point from parent to child.
+
+        Parameters
+        ----------
+        graph : networkx.DiGraph
+        root : hashable, optional"""
         if not isinstance(graph, nx.DiGraph):
             raise HierarchyError(f"from_networkx needs a networkx.DiGraph (edges parent -> child), "
                                  f"got {type(graph).__name__}")
@@ -374,6 +392,7 @@ class Hierarchy:
 
     @property
     def n_nodes(self) -> int:
+        """Number of nodes, ``len(H)``."""
         return len(self._nodes)
 
     def __len__(self) -> int:
@@ -405,10 +424,15 @@ class Hierarchy:
 
     @property
     def root(self):
+        """Name of the root, ``H.nodes[0]`` (the artificial root if there were several sources)."""
         return self._root
 
     def index(self, v) -> int:
-        """Position of node ``v`` in ``H.nodes``."""
+        """Position of node ``v`` in ``H.nodes``; ``LabelError`` when ``v`` is not a node.
+
+        Parameters
+        ----------
+        v : node name"""
         try:
             j = self._index[v]
         except (KeyError, TypeError):
@@ -419,20 +443,38 @@ class Hierarchy:
         return j
 
     def indices(self, names) -> np.ndarray:
-        """Positions of several nodes (vectorized :meth:`index`)."""
+        """Positions of several nodes: an int64 array, one per name (vectorized :meth:`index`).
+
+        Parameters
+        ----------
+        names : iterable of node names"""
         return np.fromiter((self.index(v) for v in names), dtype=np.int64)
 
     def _names(self, idx) -> tuple:
         return tuple(self._nodes[i] for i in idx)
 
     def parents(self, v) -> tuple:
+        """Names of the parents of ``v`` in node order (several in a DAG, none for the root).
+
+        Parameters
+        ----------
+        v : node name"""
         return self._names(self._parents[self.index(v)])
 
     def children(self, v) -> tuple:
+        """Names of the children of ``v`` in node order (none for a leaf).
+
+        Parameters
+        ----------
+        v : node name"""
         return self._names(self._children[self.index(v)])
 
     def siblings(self, v) -> tuple:
-        """Other children of ``v``'s parents (all parents, for a DAG), in node order."""
+        """Other children of ``v``'s parents (all parents, for a DAG), in node order.
+
+        Parameters
+        ----------
+        v : node name"""
         i = self.index(v)
         sib = set()
         for p in self._parents[i]:
@@ -441,29 +483,51 @@ class Hierarchy:
         return self._names(sorted(sib))
 
     def ancestors(self, v, inclusive: bool = False) -> tuple:
-        """Ancestors of ``v`` in node order (root first); ``inclusive`` adds ``v`` (anc(y))."""
+        """Ancestors of ``v`` in node order, root first; ``inclusive`` adds ``v`` (last): anc(v).
+
+        Parameters
+        ----------
+        v : node name
+        inclusive : bool, default False"""
         i = self.index(v)
         row = self._anc.indices[self._anc.indptr[i]:self._anc.indptr[i + 1]]
         return self._names(r for r in row if inclusive or r != i)
 
     def descendants(self, v, inclusive: bool = False) -> tuple:
+        """Names of the descendants of ``v`` in node order; ``inclusive`` adds ``v`` (first).
+
+        Parameters
+        ----------
+        v : node name
+        inclusive : bool, default False"""
         i = self.index(v)
         row = self._desc.indices[self._desc.indptr[i]:self._desc.indptr[i + 1]]
         return self._names(r for r in row if inclusive or r != i)
 
     @property
     def leaves(self) -> tuple:
+        """Names of the nodes without children, in node order."""
         return self._names(np.flatnonzero(self._is_leaf))
 
     def is_leaf(self, v) -> bool:
+        """Whether ``v`` has no children.
+
+        Parameters
+        ----------
+        v : node name"""
         return bool(self._is_leaf[self.index(v)])
 
     def depth(self, v) -> int:
-        """Length of the longest path from the root to ``v`` (the root has depth 0)."""
+        """Length of the longest path from the root to ``v`` (the root has depth 0).
+
+        Parameters
+        ----------
+        v : node name"""
         return int(self._depths[self.index(v)])
 
     @property
     def is_tree(self) -> bool:
+        """Whether every node has at most one parent."""
         return self._is_tree
 
     @property
@@ -479,11 +543,12 @@ class Hierarchy:
 
     @property
     def parent_indices(self) -> tuple:
-        """For each node, an int array of its parents' indices."""
+        """For each node in node order, an int array of its parents' indices (ascending)."""
         return self._parents
 
     @property
     def children_indices(self) -> tuple:
+        """For each node in node order, an int array of its children's indices (ascending)."""
         return self._children
 
     @property
@@ -500,14 +565,17 @@ class Hierarchy:
 
     @property
     def depths(self) -> np.ndarray:
+        """``(n_nodes,)`` int array: each node's :meth:`depth`."""
         return self._depths
 
     @property
     def leaf_mask(self) -> np.ndarray:
+        """``(n_nodes,)`` bool array: which nodes are leaves."""
         return self._is_leaf
 
     @property
     def leaf_indices(self) -> np.ndarray:
+        """Int array of the leaves' indices, ascending."""
         return np.flatnonzero(self._is_leaf)
 
     @property
@@ -526,13 +594,17 @@ class Hierarchy:
 
     # ------------------------------------------------------------------ labels
     def label_indicator(self, labels, n_samples: int | None = None) -> sp.csr_matrix:
-        """Sparse bool ``(n_samples, n_nodes)`` of the given labels, *not* closed.
+        """Bool CSR ``(n_samples, n_nodes)`` of the given labels, *not* closed.
 
-        ``labels``: a 1-D sequence of node names (one label per sample), a list of
-        iterables of node names (multi-label), or an indicator matrix over ``H.nodes``.
-        ``n_samples``: rows of the result, at least one per sample (the extra rows are empty);
-        default one per sample.
-        """
+        Parameters
+        ----------
+        labels : sequence, or array or sparse matrix of shape (n_samples, n_nodes)
+            A 1-D sequence of node names (one label per sample), a list of iterables of node
+            names (multi-label), or a bool or 0/1 indicator matrix over ``H.nodes``.  A name
+            that is not a node, or an unusable form, raises ``LabelError``.
+        n_samples : int, optional
+            Rows of the result, at least one per sample (the extra rows are empty); default one
+            per sample.  Ignored for an indicator matrix."""
         _not_none(labels, "labels", "Hierarchy.label_indicator")
         n = len(self._nodes)
         if sp.issparse(labels) or (isinstance(labels, np.ndarray) and labels.ndim == 2):
@@ -598,10 +670,12 @@ class Hierarchy:
     def closure(self, labels, sparse: bool = False):
         """Each sample's label set closed upward: ``(n_samples, n_nodes)`` bool.
 
-        ``labels`` as in :meth:`label_indicator`.  An empty label set gives an empty row
-        (the caller decides whether that is allowed).  ``sparse=True`` returns CSR, which
-        is what 10^5 samples on 10^4 nodes need.
-        """
+        Parameters
+        ----------
+        labels : sequence or indicator matrix
+            As in :meth:`label_indicator`; an empty label set gives an empty row.
+        sparse : bool, default False
+            Return CSR instead of a dense array (what 10^5 samples on 10^4 nodes need)."""
         _not_none(labels, "labels", "Hierarchy.closure")
         ind = self.label_indicator(labels).astype(np.int32)
         closed = (ind @ self._anc.astype(np.int32)).tocsr()
@@ -611,14 +685,22 @@ class Hierarchy:
         return closed if sparse else closed.toarray()
 
     def label_sets(self, indicator) -> list[frozenset]:
-        """Inverse of :meth:`label_indicator`: the node names set in each row."""
+        """Inverse of :meth:`label_indicator`: per row, the frozenset of its nonzero columns' names.
+
+        Parameters
+        ----------
+        indicator : array or sparse matrix of shape (n_samples, n_nodes)"""
         m = sp.csr_matrix(indicator)
         m.eliminate_zeros()
         return [frozenset(self._nodes[j] for j in m.indices[m.indptr[i]:m.indptr[i + 1]])
                 for i in range(m.shape[0])]
 
     def is_closed(self, indicator) -> np.ndarray:
-        """Per row: is the set ancestor-closed?"""
+        """Per row, whether its nonzero columns form an ancestor-closed set: bool ``(n_samples,)``.
+
+        Parameters
+        ----------
+        indicator : array or sparse matrix of shape (n_samples, n_nodes)"""
         m = sp.csr_matrix(indicator).astype(bool)
         return np.asarray((self.closure(m, sparse=True) != m).sum(axis=1)).ravel() == 0
 
@@ -626,10 +708,16 @@ class Hierarchy:
     def with_self_leaves(self, nodes=None, suffix: str = "/<self>") -> "PartialPaths":
         """Give every internal node in ``nodes`` a leaf child standing for "the node itself".
 
-        Used for labels that stop at an internal node (partial paths; Cai thesis section 3.1
-        and Wang et al. section 3).  ``nodes=None`` means every internal node.  Returns a
-        :class:`PartialPaths` with the new hierarchy and the maps in both directions.
-        """
+        For labels that stop at an internal node (partial paths; Cai thesis section 3.1, Wang
+        et al. section 3).  Returns a :class:`PartialPaths` (new hierarchy, maps both ways).
+
+        Parameters
+        ----------
+        nodes : iterable of node names, optional
+            Leaves among them are skipped; ``None``: every internal node.
+        suffix : str, default "/<self>"
+            The self leaf of ``v`` is ``f"{v}{suffix}"`` for a string ``v``, else ``(v, suffix)``;
+            a name that is already a node raises ``HierarchyError``."""
         if nodes is None:
             internal = [v for v in self._nodes if not self.is_leaf(v)]
         else:
@@ -653,7 +741,12 @@ class Hierarchy:
         Two nodes are duplicated when each sample's closed label set contains both or
         neither.  Each duplicated set becomes one node, named by its top-most member.
         Nodes no sample uses are kept as they are (the paper assumes there are none).
-        """
+        Returns a :class:`MinimalGraph`.
+
+        Parameters
+        ----------
+        labels : sequence or indicator matrix
+            The training labels, as in :meth:`label_indicator`."""
         z = self.closure(labels, sparse=True).tocsc().astype(np.int8)
         n = len(self._nodes)
         keys = {}
@@ -695,6 +788,7 @@ class PartialPaths:
                 else one(item) for item in labels]
 
     def inverse_transform(self, labels):
+        """Map self leaves back to their internal nodes (single or multi-label)."""
         def one(v):
             return self.owner.get(v, v)
         return [frozenset(one(v) for v in item) if is_label_set(item, self.hierarchy._index)
@@ -715,64 +809,3 @@ class MinimalGraph:
         return [frozenset(self.representative[v] for v in item)
                 if is_label_set(item, self.representative) else self.representative[item]
                 for item in labels]
-
-
-# ---------------------------------------------------------------------- labels as they come
-def _members(item, index: Mapping) -> tuple:
-    return tuple(item) if is_label_set(item, index) else (item,)
-
-
-def _known(v, index: Mapping) -> bool:
-    try:
-        return v in index
-    except TypeError:  # an unhashable name: refused later, with its sample
-        return False
-
-
-def most_specific(H: Hierarchy, labels) -> list:
-    """Each sample's labels without those another of its labels implies (its ancestors): the
-    upward closure (Cai thesis section 3.2, ``anc(y)``) is the same.  Loaders give label sets
-    with their ancestors (Clus-HMC ARFF: ``{'2', '2/1', '2/1/3'}``).  Single labels come back
-    as they are, label sets as frozensets; names that are no node are kept (refused later).
-
-    >>> H = Hierarchy.from_paths(["2/1/3", "2/2"])
-    >>> most_specific(H, [{"2", "2/1", "2/1/3"}, {"2"}])
-    [frozenset({'2/1/3'}), frozenset({'2'})]
-    """
-    index, implied_by, out = H._index, {}, []
-    for item in labels:
-        if not is_label_set(item, index):
-            out.append(item)
-            continue
-        implied = set()
-        for v in (v for v in item if _known(v, index)):
-            implied.update(implied_by.setdefault(v, H.ancestors(v)))
-        out.append(frozenset(v for v in item if v not in implied))
-    return out
-
-
-def internal_labels(H: Hierarchy, labels) -> tuple:
-    """The internal nodes some label stops at (single labels or label sets), in node order."""
-    index = H._index
-    used = {v for item in labels for v in _members(item, index)
-            if _known(v, index) and not H.is_leaf(v)}
-    return tuple(sorted(used, key=H.index))
-
-
-def self_leaves(H: Hierarchy, labels) -> PartialPaths:
-    """Labels that stop at an internal node, read as the Cai thesis does (section 3.1): a leaf
-    for the node itself under every node of :func:`internal_labels` (reduce label sets with
-    :func:`most_specific` first).  Returns :meth:`Hierarchy.with_self_leaves` on those nodes:
-    ``.hierarchy`` to train on, ``.transform(labels)``, ``.owner`` (self leaf -> node).
-
-    >>> paths = self_leaves(Hierarchy.from_paths(["a/b", "a/c", "d"]), ["a/b", "a"])
-    >>> paths.transform(["a/b", "a"]), len(paths.hierarchy.leaves)
-    (['a/b', 'a/<self>'], 4)
-    """
-    return H.with_self_leaves(internal_labels(H, labels))
-
-
-def single_path(H: Hierarchy, labels) -> np.ndarray:
-    """Per sample: do its labels lie on one path from the root (one most specific label)?"""
-    return np.array([len(_members(item, H._index)) == 1 for item in most_specific(H, labels)],
-                    dtype=bool)

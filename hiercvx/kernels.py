@@ -1,9 +1,9 @@
 """Kernels on inputs: linear, Gaussian (with the median heuristic) and precomputed.
 
 ``kernel`` arguments across hiercvx take ``"linear"``, ``"rbf"`` (alias ``"gaussian"``),
-``"precomputed"`` or a callable ``k(A, B) -> (len(A), len(B))`` array.  A :class:`Kernel`
-resolves the choice once (fixing the bandwidth on the training data) so that training and
-prediction use the same function.
+``"precomputed"`` (the names in ``KERNELS``) or a callable ``k(A, B) -> (len(A), len(B))``
+array.  A :class:`Kernel` resolves the choice once (fixing the bandwidth on the training data)
+so that training and prediction use the same function.
 """
 
 from __future__ import annotations
@@ -31,12 +31,28 @@ def _sq_dists(A, B) -> np.ndarray:
 
 
 def median_heuristic(X, y=None, max_points: int = 2000, random_state=0) -> float:
-    """Bandwidth sigma for ``exp(-||a-b||^2 / (2 sigma^2))``.
+    """Bandwidth sigma for ``exp(-||a-b||^2 / (2 sigma^2))``: a median of pairwise distances.
 
-    Without ``y``: the median pairwise distance.  With single labels ``y``: the median of
-    the distances between points of *different* classes (Wang, Shen, Pan, section 4.1:
-    sigma is the median distance between classes).  At most ``max_points`` points are
-    used (a seeded subsample) so that the cost stays bounded.
+    Parameters
+    ----------
+    X : array or sparse matrix of shape (n_samples, n_features)
+    y : array of shape (n_samples,), optional
+        Single labels.  Without ``y``: the median pairwise distance; with ``y``: the median of
+        the distances between points of *different* classes (Wang, Shen, Pan, section 4.1).
+    max_points : int, default 2000
+        At most this many points are used (a seeded subsample), so that the cost stays bounded.
+    random_state : int, numpy.random.Generator or None, default 0
+        Seed of the subsample.
+
+    Returns
+    -------
+    float
+        The median of the nonzero distances among those pairs.
+
+    Raises
+    ------
+    InputError
+        ``y`` has a single class among the points used, or every such distance is zero.
     """
     rng = np.random.default_rng(random_state)
     n = X.shape[0]
@@ -127,9 +143,22 @@ def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix", *,
 def psd_factor(K: np.ndarray, rtol: float = 1e-12, scale_floor: float = 1.0) -> np.ndarray:
     """``L`` ``(n, rank)`` with ``L L^T`` the PSD part of the symmetric ``K``, no jitter.
 
-    Eigenvalues at or below ``rtol * max(scale_floor, lambda_max)`` (round-off of a PSD
-    matrix, or tiny negative ones that :func:`check_psd` lets pass) are dropped, so CVXPY
-    declarations can write ``x^T K x`` as ``||L^T x||^2``.
+    CVXPY declarations write ``x^T K x`` as ``||L^T x||^2`` with it.
+
+    Parameters
+    ----------
+    K : array of shape (n, n)
+        Used as ``(K + K^T) / 2``.
+    rtol : float, default 1e-12
+        Eigenvalues at or below ``rtol * max(scale_floor, lambda_max)`` are dropped (round-off
+        of a PSD matrix, or tiny negative ones that :func:`check_psd` lets pass).
+    scale_floor : float, default 1.0
+        The least scale of that threshold.
+
+    Returns
+    -------
+    array of shape (n, rank)
+        ``V_k sqrt(s_k)`` over the kept eigenpairs ``(s_k, V_k)`` of ``(K + K^T) / 2``.
     """
     K = np.asarray(K, dtype=float)
     K = 0.5 * (K + K.T)
@@ -180,6 +209,7 @@ class Kernel:
 
     @property
     def is_linear(self) -> bool:
+        """Whether this is the linear kernel."""
         return self.name == "linear"
 
 
@@ -230,11 +260,28 @@ class ClassKernel:
 
 
 def make_kernel(kernel="linear", X=None, y=None, sigma: float | None = None) -> Kernel:
-    """Resolve a kernel argument: a name, a callable ``k(A, B)`` or a :class:`Kernel` (which
-    carries its own width: ``Kernel("rbf", sigma=0.5)``; then ``sigma`` must be None).  For
-    ``"rbf"`` without a width the median heuristic on ``X`` (between classes when ``y`` is
-    given) fixes the bandwidth.  The argument is never modified: a new :class:`Kernel` is
-    returned."""
+    """Resolve a kernel argument into a new :class:`Kernel` (the argument is never modified).
+
+    Parameters
+    ----------
+    kernel : str, callable or Kernel, default "linear"
+        A name in ``KERNELS`` (``"gaussian"`` gives ``"rbf"``), a callable ``k(A, B)``, or a
+        :class:`Kernel`, which carries its own width: ``Kernel("rbf", sigma=0.5)``.
+    X : array or sparse matrix of shape (n_samples, n_features), optional
+        Training inputs: for ``"rbf"`` without a width, :func:`median_heuristic` on ``X``
+        fixes it.
+    y : array of shape (n_samples,), optional
+        Single labels: the heuristic then takes the distances between classes.
+    sigma : float, optional
+        Width of ``"rbf"``, positive and finite; must be None when ``kernel`` is a
+        :class:`Kernel`.
+
+    Raises
+    ------
+    InputError
+        An unknown name, an invalid ``sigma``, ``"rbf"`` with neither ``sigma`` nor ``X``, or
+        ``sigma`` beside a :class:`Kernel`.
+    """
     if isinstance(kernel, Kernel):
         if sigma is not None:
             raise InputError(f"the Kernel {kernel.name!r} carries its own width: give "
@@ -260,7 +307,21 @@ def make_kernel(kernel="linear", X=None, y=None, sigma: float | None = None) -> 
 
 
 def gram(X, Z=None, kernel="linear", sigma: float | None = None, check: bool = False) -> np.ndarray:
-    """The Gram matrix ``k(X, Z)`` (``Z = X`` when omitted); ``check`` verifies PSD."""
+    """The Gram matrix ``k(X, Z)``, a float array ``(n_X, n_Z)`` (``"precomputed"``: ``X``).
+
+    Parameters
+    ----------
+    X : array or sparse matrix of shape (n_X, n_features)
+    Z : array or sparse matrix of shape (n_Z, n_features), optional
+        Default ``X``.
+    kernel : str, callable or Kernel, default "linear"
+        As in :func:`make_kernel`, with ``X`` as training data; a :class:`Kernel` is used as
+        it is (``sigma`` is then ignored).
+    sigma : float, optional
+        Width of ``"rbf"``.
+    check : bool, default False
+        When ``Z`` is omitted, refuse a result that is not PSD (:func:`check_psd`).
+    """
     k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel, X=X, sigma=sigma)
     K = k(X, Z)
     if check and Z is None:
