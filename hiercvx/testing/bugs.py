@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import methods as registry
 from ..methods import Method
-from .check import SolverCheckError, _same, check_solver
+from .check import SolverCheckError, check_solver, same_input
 from .diagnose import own_node_attributes
 from .diagnostics import objective_at, read_result
 from .problems import Problem, as_method, problems_for
@@ -227,7 +227,7 @@ def _run_bug(method: Method, bug: Bug, problems: list, rtol: float) -> KillRow:
 
     def fit(X, Y, H, **options):
         # check_solver hands fit copies: the problem is the one with equal data and options
-        p = next(q for q in problems if _same(q.X, X) and _same(q.Y, Y) and _same(q.options, options))
+        p = next(q for q in problems if same_input(q.X, X) and same_input(q.Y, Y) and same_input(q.options, options))
         if id(p) not in answers:
             answers[id(p)] = bug.answer(p)
         return answers[id(p)]

@@ -33,7 +33,7 @@ from .diagnostics import (UserResult, build_report, missing_parts, objective_at,
                           row_labels)
 from .problems import Problem, as_method, problems_for
 
-__all__ = ["Outcome", "SkippedProblemWarning", "SolverCheckError", "check_solver", "run_one"]
+__all__ = ["Outcome", "SkippedProblemWarning", "SolverCheckError", "check_solver", "run_one", "same_input"]
 
 #: what each model option means, for the line naming the options every failing problem has
 OPTION_MEANING = {
@@ -206,7 +206,7 @@ def _copy(value):
     return value
 
 
-def _same(a, b) -> bool:
+def same_input(a, b) -> bool:
     """Whether an input still equals the original it was copied from."""
     if sp.issparse(a) or sp.issparse(b):
         return (sp.issparse(a) and sp.issparse(b) and a.shape == b.shape
@@ -220,9 +220,9 @@ def _same(a, b) -> bool:
         except TypeError:   # object arrays (labels)
             return bool(np.array_equal(a, b))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_input(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(same_input(a[k], b[k]) for k in a)
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 -- an object without a usable equality is not compared
@@ -241,7 +241,7 @@ def _call_fit(fit, problem: Problem, options: dict, outcome: Outcome):
         outcome.reasons.append(f"fit raised {type(exc).__name__}: {str(exc)[:300]}")
         return None
     changed = [name for name, value in given.items()
-               if copies[name] is not value and not _same(copies[name], value)]
+               if copies[name] is not value and not same_input(copies[name], value)]
     if changed:
         outcome.reasons.append(
             f"fit modified its input{'s' if len(changed) > 1 else ''} {', '.join(changed)} in place: "
