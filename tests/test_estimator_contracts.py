@@ -132,3 +132,101 @@ def test_nhsvm_on_label_sets_prints_its_passes_like_every_solver(capsys):
     assert lines and all("gap" in line and line.startswith("[") for line in lines)
     NormalizedHierarchicalSVC(hierarchy=H).fit(X, sets)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- the docstrings' sections
+
+
+def _doc_sections(cls) -> dict:
+    """``{header: [lines]}`` of a numpydoc class docstring (a header is a line underlined
+    with dashes); the lines keep their indentation relative to the docstring."""
+    import inspect
+    lines = inspect.getdoc(cls).splitlines()
+    out, current = {}, None
+    for i, line in enumerate(lines):
+        underline = i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}
+        if underline and line.strip() and not line.startswith(" "):
+            current = out.setdefault(line.strip(), [])
+        elif current is not None and set(line.strip()) != {"-"}:
+            current.append(line)
+    return out
+
+
+def _documented_names(cls, section: str) -> list:
+    """The names a section documents, in order: each unindented line opens an entry, the names
+    before its ``" : "`` (several on one line, ``"a, b : ..."``); an unindented line without one
+    is a name alone (``"n_iter_"``), so a paragraph of prose shows up as unknown names."""
+    names = []
+    for line in _doc_sections(cls).get(section, []):
+        if not line.strip() or line.startswith(" "):
+            continue
+        head = line.split(" : ", 1)[0] if " : " in line else line.rstrip(" :")
+        names += [name.strip() for name in head.split(",")]
+    return names
+
+
+def _estimator_classes():
+    import inspect
+
+    from sklearn.base import BaseEstimator
+
+    from hiercvx import estimators
+    return [getattr(estimators, name) for name in estimators.__all__
+            if inspect.isclass(getattr(estimators, name))
+            and issubclass(getattr(estimators, name), BaseEstimator)]
+
+
+def _fitted(cls):
+    from hiercvx.estimators import AdaBoostMH
+    X, y = _data(24)
+    if cls is MulticlassSVC:
+        return cls().fit(X, y)
+    if cls is AdaBoostMH:
+        return cls(n_rounds=3).fit(X, y)
+    return cls(hierarchy=H).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", _estimator_classes(), ids=lambda cls: cls.__name__)
+def test_docstring_documents_every_parameter_in_signature_order(cls):
+    """The Parameters section lists exactly the parameters of ``__init__``, in their order."""
+    import inspect
+    signature = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    documented = _documented_names(cls, "Parameters")
+    assert documented == signature, (cls.__name__, documented, signature)
+
+
+@pytest.mark.parametrize("cls", _estimator_classes(), ids=lambda cls: cls.__name__)
+def test_docstring_documents_every_fitted_attribute(cls):
+    """Every public attribute ending in ``_`` that ``fit`` sets (n_features_in_ and, for named
+    columns, feature_names_in_ included) is an entry of the Attributes section, and every entry
+    there is an attribute of the fitted estimator (or of its class)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = _fitted(cls)
+    fitted = {name for name in vars(est) if name.endswith("_") and not name.startswith("_")}
+    documented = _documented_names(cls, "Attributes")
+    assert "n_features_in_" in documented and "feature_names_in_" in documented, cls.__name__
+    assert not fitted - set(documented), (cls.__name__, sorted(fitted - set(documented)))
+    unknown = [name for name in documented
+               if name != "feature_names_in_" and not hasattr(est, name)]
+    assert not unknown, (cls.__name__, unknown)
+
+
+def test_multiclass_svc_coef_holds_one_weight_vector_per_class():
+    """scikit-learn's contract (``LinearSVC(multi_class="crammer_singer")``): ``coef_`` is
+    ``(n_classes, n_features)``, ``intercept_`` ``(n_classes,)`` and the decision function is
+    ``X @ coef_.T + intercept_``, on both routes and for label sets."""
+    X, y = _data(30)
+    n_classes = len(set(y))
+    for est in (MulticlassSVC().fit(X, y), MulticlassSVC(solver="reference").fit(X, y),
+                MulticlassSVC(fit_intercept=False).fit(X, y)):
+        assert est.coef_.shape == (n_classes, X.shape[1])
+        assert est.intercept_.shape == (n_classes,)
+        np.testing.assert_allclose(est.decision_function(X), X @ est.coef_.T + est.intercept_,
+                                   rtol=1e-10, atol=1e-10)
+    sets = [{v} if i % 3 else {v, "B1" if v != "B1" else "A1"} for i, v in enumerate(y)]
+    multi = MulticlassSVC().fit(X, sets)
+    assert multi.coef_.shape == (len(multi.classes_), X.shape[1])
+    np.testing.assert_allclose(multi.decision_function(X), X @ multi.coef_.T + multi.intercept_,
+                               rtol=1e-10, atol=1e-10)

@@ -128,26 +128,46 @@ def best_stump(X, D, C):
 class AdaBoostMH(ClassifierMixin, BaseEstimator):
     """AdaBoost.MH (lecture notes) with decision stumps, for multi-class and multi-label data.
 
-    Parameters
-    ----------
-    n_rounds : T, the number of boosting rounds (fewer if a stump classifies every (example,
-        label) pair correctly, or if no stump has an edge).
-
-    Attributes
-    ----------
-    classes_ : the labels (columns of ``decision_function``)
-    features_, thresholds_, votes_ (T, k), alphas_ : the weighted stumps
-    errors_ : eps_t;  normalizers_ : Z_t = 2 sqrt(eps_t (1 - eps_t))
-    training_hamming_ : the (weighted) training Hamming loss of sgn(g_t) after each round, at
-        most ``np.cumprod(normalizers_)``
-    n_iter_ : rounds made
-
     ``decision_function`` returns ``g`` (one column per class; for two classes with one label
     per sample, scikit-learn's single column ``g_1 - g_0``).  ``predict``: the top class for
     single-label data; for multi-label data the lecture's rule ``sgn(g)``, i.e. the set of
     labels with ``g > 0`` (possibly empty).  Samples with zero ``sample_weight`` carry no mass
     under any ``D_t`` and are left out of the stump search.  ``X`` is dense or scipy.sparse
     (kept sparse: its columns are sorted a block at a time), with the same model either way.
+
+    Parameters
+    ----------
+    n_rounds : int, default=100
+        T, the number of boosting rounds (fewer if a stump classifies every (example, label)
+        pair correctly, or if no stump has an edge).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    classes_ : ndarray of shape (n_classes,)
+        The labels (columns of ``decision_function``).
+    multilabel_ : bool
+        Whether the training labels were label sets.
+    features_ : ndarray of shape (n_iter_,)
+        The feature of each round's stump (-1: a constant stump).
+    thresholds_ : ndarray of shape (n_iter_,)
+        The threshold of each round's stump.
+    votes_ : ndarray of shape (n_iter_, n_classes)
+        Each round's stump's vote per label.
+    alphas_ : ndarray of shape (n_iter_,)
+        The weight of each round's stump.
+    errors_ : ndarray of shape (n_iter_,)
+        ``eps_t``, each round's weighted error.
+    normalizers_ : ndarray of shape (n_iter_,)
+        ``Z_t = 2 sqrt(eps_t (1 - eps_t))``.
+    training_hamming_ : ndarray of shape (n_iter_,)
+        The (weighted) training Hamming loss of ``sgn(g_t)`` after each round, at most
+        ``np.cumprod(normalizers_)``.
+    n_iter_ : int
+        The rounds made.
     """
 
     def __init__(self, n_rounds=100):

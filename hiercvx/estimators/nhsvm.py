@@ -166,30 +166,52 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
 
     Parameters
     ----------
-    hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``)
-    C : the LIBLINEAR meaning, ``1/2 ||W||^2 + C sum_i loss_i``; the paper's (10) is solved with
-        ``lam = 1 / (2 C)`` (its objective times ``C``)
-    fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
-        value ``intercept_scaling`` appended to ``X`` at fit and predict (LIBLINEAR's treatment);
-        node scores ``sqrt(alpha_n) (W_n . x + b_n)``
-    alpha : node weights: ``"power"`` ((6) with ``rho = 2``), ``"maxmin"`` ((7)), ``"dag"``
-        ((6) under (8) with ``T = 1.5``), a :class:`PathWeights` carrying the program's settings
-        (``PathWeights("power", rho=3.0)``, ``PathWeights("dag", T=2.0)``), an array over
-        ``hierarchy.nodes`` (every leaf's ancestor sum 1, as in (4); the weights of the
+    hierarchy : Hierarchy or None, default=None
+        The class hierarchy (tree or DAG); None: a flat hierarchy over the labels seen in
+        ``fit``.
+    C : float, default=1.0
+        The LIBLINEAR meaning, ``1/2 ||W||^2 + C sum_i loss_i``; the paper's (10) is solved
+        with ``lam = 1 / (2 C)`` (its objective times ``C``).
+    fit_intercept, intercept_scaling : bool, default=True; float, default=1.0
+        A regularized bias per node through a constant feature of value ``intercept_scaling``
+        appended to ``X`` at fit and predict (LIBLINEAR's treatment); node scores
+        ``sqrt(alpha_n) (W_n . x + b_n)``.
+    alpha : str, PathWeights, array of shape (n_nodes,) or None, default=None
+        The node weights: ``"power"`` ((6) with ``rho = 2``), ``"maxmin"`` ((7)), ``"dag"``
+        ((6) under (8) with ``T = 1.5``), a :class:`PathWeights` carrying the program's
+        settings (``PathWeights("power", rho=3.0)``, ``PathWeights("dag", T=2.0)``), an array
+        over ``hierarchy.nodes`` (every leaf's ancestor sum 1, as in (4); the weights of the
         relaxation (8) are given as ``PathWeights("dag", T=...)``), or None (``"power"`` on
-        trees, ``"dag"`` on DAGs)
-    variant : ``"nhsvm"`` (eq. (10)) or ``"13"`` (eq. (13), single-label only)
-    loss : multi-label loss (``"leaf_hamming"`` default, ``"hamming"``, a DecomposableLoss)
-    solver : ``"fast"`` (:mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``) or
-        ``"reference"`` (CVXPY, certified at ``tol``; cutting planes for multi-label)
-    inference : label-set inference for multi-label training and prediction (``"auto"``: tree
-        DP; on DAGs enumeration up to 10 leaves, else the integer program (19); ``"lp"``: LP
-        relaxation with ILP fallback)
-    internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
-        :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
-        sets with their ancestors, labels that stop at internal nodes)
-    verbose : as in :class:`~hiercvx.estimators.HierarchicalSVC`
-    solver_options : the settings of the route ``solver`` selects, as in
+        trees, ``"dag"`` on DAGs).
+    variant : {"nhsvm", "13"}, default="nhsvm"
+        Eq. (10), or eq. (13) (single-label only).
+    loss : str, DecomposableLoss or None, default=None
+        The multi-label loss: ``"leaf_hamming"`` (None), ``"hamming"`` or a
+        :class:`~hiercvx.inference.DecomposableLoss`; single-label fits use the normalized
+        margin (9).
+    solver : {"fast", "reference"}, default="fast"
+        ``"fast"``: :mod:`hiercvx.solvers.nhsvm_fw`, certified gap ``tol``.
+        ``"reference"``: CVXPY, certified at ``tol`` (cutting planes for multi-label).
+    tol : float, default=1e-5
+        The certified relative gap at which the fit stops (both routes; for the reference
+        ``solver_options={"gap_tol": ...}`` overrides it).
+    max_iter : int, default=1000
+        The fast solver's budget: passes over the data of the Frank–Wolfe methods (one
+        certificate each), rounds of the cutting planes, epochs of SGD; on single-label (10)
+        the margin engine's passes (Newton steps of its interior point, at most 100).  A
+        ``ConvergenceWarning`` when it runs out.  Not used by ``solver="reference"`` (its
+        cutting-plane rounds take ``solver_options={"max_iter": ...}``).
+    inference : {"auto", "dp", "enumerate", "ilp", "lp"}, default="auto"
+        Label-set inference for multi-label training and prediction (``"auto"``: tree DP; on
+        DAGs enumeration up to 10 leaves, else the integer program (19); ``"lp"``: LP
+        relaxation with ILP fallback).
+    verbose : bool, int or "progress", default=False
+        As in :class:`~hiercvx.estimators.HierarchicalSVC`.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        As in :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them
+        (label sets with their ancestors, labels that stop at internal nodes).
+    solver_options : dict, Options or None, default=None
+        The settings of the route ``solver`` selects, as in
         :class:`~hiercvx.estimators.HierarchicalSVC`.  ``solver="fast"``: a
         :class:`hiercvx.solvers.nhsvm_fw.Options` or a dict of its fields, with the keys
         ``"method"`` (``"auto"``, the default: the margin engine on single-label (10) — the
@@ -199,17 +221,43 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
         ``"sgd"``, ``"working_set"``, ``"interior_point"``), ``"random_state"`` and
         ``"keep_dual"``; ``tol`` and ``max_iter`` override the fields of the same name.
         ``solver="reference"``: ``{"solver": "CLARABEL", "max_size": ..., ...}`` (as
-        :class:`~hiercvx.estimators.HierarchicalSVC`)
+        :class:`~hiercvx.estimators.HierarchicalSVC`).
 
     Attributes
     ----------
-    coef_ : node weights ``W`` ``(n_nodes, n_features)`` (without the bias column);
-    intercept_ : ``(n_nodes,)`` node biases (zeros without ``fit_intercept``); alpha_ : the node
-    weights used; objective_ : ``1/2 ||W||^2 + C sum loss`` at the fit (``C`` times (10); with
-    the bias in ``W``), gap_ : its certified relative gap; C_ : the C used; n_iter_; result_ :
-    the solver's result (on the paper's scale, (10) with ``lam``); hierarchy_ (with self
-    leaves when labels stop at internal nodes), classes_ (the leaves, in the caller's names),
-    self_leaves_, multilabel_
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    n_iter_ : int
+        The fast solver's passes (rounds, epochs); the reference's cutting-plane rounds
+        (multi-label) or 1.
+    coef_ : ndarray of shape (n_nodes, n_features)
+        The node weights ``W`` in ``hierarchy_.nodes`` order, without the bias column.
+    intercept_ : ndarray of shape (n_nodes,)
+        The node biases (zeros without ``fit_intercept``).
+    objective_ : float
+        ``1/2 ||W||^2 + C sum loss`` at the fit (``C`` times (10); with the bias in ``W``).
+    gap_ : float
+        Its certified relative gap.
+    C_ : float
+        The C used, ``1 / (2 lam)``.
+    result_ : Solution
+        The solver's :class:`~hiercvx.result.Solution`, on the paper's scale ((10) with
+        ``lam``).
+    alpha_ : ndarray of shape (n_nodes,)
+        The node weights used.
+    hierarchy_ : Hierarchy
+        The hierarchy trained on (with self leaves when labels stop at internal nodes).
+    self_leaves_ : PartialPaths or None
+        The self-leaf map (:class:`~hiercvx.hierarchy.PartialPaths`), or None.
+    classes_ : ndarray of shape (n_classes,)
+        The leaves, in the caller's names.
+    multilabel_ : bool
+        Whether the training labels were label sets.
+    node_calibration_ : NodeCalibration or None
+        The :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function``; None
+        without a ``hierarchy``.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, alpha=None,
@@ -300,34 +348,72 @@ class SharedNormSVC(_NodeScoreClassifier):
     ``min_{U, alpha} lam sum_n ||U_n||^2 / alpha_n + sum_i max_l [S_il - S_{i l_i} + Delta(l, l_i)]``
     with ``S = X U^T A^T``, ``sum_{n in anc(l)} alpha_n <= 1``, ``alpha >= 0``.
 
+    Labels as for :class:`NormalizedHierarchicalSVC` (``internal_labels``), one path per
+    sample: label sets with their ancestors are taken, several paths are refused.
+
     Parameters
     ----------
-    hierarchy : Hierarchy or None (None: flat)
-    C : the LIBLINEAR meaning, ``1/2 sum_n ||U_n||^2 / alpha_n + C sum_i loss_i``; (14) is solved
-        with ``lam = 1 / (2 C)`` (its objective times ``C``)
-    fit_intercept, intercept_scaling : a regularized bias per node through a constant feature of
-        value ``intercept_scaling`` appended to ``X`` at fit and predict; node scores
-        ``U_n . x + b_n``
-    loss : ``Delta``: a loss name of :mod:`hiercvx.losses` (default ``"zero_one"``) or a
-        ``(q, q)`` array over ``hierarchy.leaves``
-    solver : ``"fast"`` (alternating algorithm, :func:`hiercvx.solvers.shared_norm.solve`,
-        certified gap ``tol``) or ``"reference"`` (:func:`hiercvx.formulations.nhsvm.shared_primal`,
-        certified at ``tol``)
-    tol, max_iter : the certified relative gap (both routes) and the fast solver's alternations
-    verbose, internal_labels : as in :class:`NormalizedHierarchicalSVC`
-    solver_options : as in :class:`NormalizedHierarchicalSVC`, with the fields of
-        :class:`hiercvx.solvers.shared_norm.Options` (e.g. ``{"inner_max_iter": 1000}``: passes
-        of each weight step) and the keys ``"random_state"`` and ``"keep_dual"``
+    hierarchy : Hierarchy or None, default=None
+        The class hierarchy; None: flat.
+    C : float, default=1.0
+        The LIBLINEAR meaning, ``1/2 sum_n ||U_n||^2 / alpha_n + C sum_i loss_i``; (14) is
+        solved with ``lam = 1 / (2 C)`` (its objective times ``C``).
+    fit_intercept, intercept_scaling : bool, default=True; float, default=1.0
+        A regularized bias per node through a constant feature of value ``intercept_scaling``
+        appended to ``X`` at fit and predict; node scores ``U_n . x + b_n``.
+    loss : str or array of shape (n_classes, n_classes), default="zero_one"
+        ``Delta``: a loss name of :mod:`hiercvx.losses` or a ``(q, q)`` array over
+        ``hierarchy.leaves``.
+    solver : {"fast", "reference"}, default="fast"
+        ``"fast"``: the alternating algorithm (:func:`hiercvx.solvers.shared_norm.solve`,
+        certified gap ``tol``); ``"reference"``:
+        :func:`hiercvx.formulations.nhsvm.shared_primal`, certified at ``tol``.
+    tol : float, default=1e-4
+        The certified relative gap (both routes).
+    max_iter : int, default=1000
+        The fast solver's alternations (weight step + alpha step, each certified).
+    verbose : bool, int or "progress", default=False
+        As in :class:`NormalizedHierarchicalSVC`.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        As in :class:`NormalizedHierarchicalSVC`.
+    solver_options : dict, Options or None, default=None
+        As in :class:`NormalizedHierarchicalSVC`, with the fields of
+        :class:`hiercvx.solvers.shared_norm.Options` (e.g. ``{"inner_max_iter": 1000}``:
+        passes of each weight step) and the keys ``"random_state"`` and ``"keep_dual"``.
 
     Attributes
     ----------
-    coef_ : ``U`` ``(n_nodes, n_features)`` (node scores ``X U^T + intercept_``); intercept_ :
-    ``(n_nodes,)``; alpha_ : learned sharing weights; objective_ : ``C`` times (14) (the C
-    scale), gap_, C_, n_iter_, result_ (the paper's scale), hierarchy_, classes_, self_leaves_,
-    multilabel_ (False)
-
-    Labels as for :class:`NormalizedHierarchicalSVC` (``internal_labels``), one path per
-    sample: label sets with their ancestors are taken, several paths are refused.
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    n_iter_ : int
+        The fast solver's alternations; 1 with ``solver="reference"``.
+    alpha_ : ndarray of shape (n_nodes,)
+        The learned sharing weights.
+    coef_ : ndarray of shape (n_nodes, n_features)
+        ``U`` (node scores ``X U^T + intercept_``).
+    intercept_ : ndarray of shape (n_nodes,)
+        The node biases.
+    objective_ : float
+        ``C`` times (14) (the C scale).
+    gap_ : float
+        Its certified relative gap.
+    C_ : float
+        The C used, ``1 / (2 lam)``.
+    result_ : Solution
+        The solver's :class:`~hiercvx.result.Solution` (the paper's scale).
+    hierarchy_ : Hierarchy
+        The hierarchy trained on (with self leaves when labels stop at internal nodes).
+    self_leaves_ : PartialPaths or None
+        The self-leaf map, or None.
+    classes_ : ndarray of shape (n_classes,)
+        The leaves, in the caller's names.
+    multilabel_ : bool
+        Always False (single-label).
+    node_calibration_ : NodeCalibration or None
+        The :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function``; None
+        without a ``hierarchy``.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,

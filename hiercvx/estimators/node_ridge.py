@@ -113,20 +113,35 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray, the columns of ``decision_function``: every node of the hierarchy
-        (multi-label fit: ``y`` holds label sets) or the distinct training labels (two of
-        them: one column, positive for ``classes_[1]``)
-    hierarchy_ : Hierarchy, ``hierarchy`` or the flat one built from the training labels
-    multilabel_ : bool, whether ``y`` held label sets
-    kernel_ : Kernel, the resolved kernel (its width fixed on the training data)
-    dual_coef_ : ndarray ``(n_samples, n_nodes)``, ``f_v(x) = k(x, X_fit_) @ dual_coef_[:, v]``
-    node_mean_ : ndarray ``(n_nodes,)``, the training frequency ``tbar_v`` of each node
-    node_calibration_ : :class:`hiercvx.metrics.NodeCalibration` fitted on leave-one-out outputs
-    objective_ : float, the ridge objective recomputed at ``dual_coef_`` (module docstring)
-    lower_bound_ : float, the dual value at ``2 alpha dual_coef_``: no coefficients do better
-    gap_ : float, ``(objective_ - lower_bound_) / max(|objective_|, |lower_bound_|)``, the
-        certified relative duality gap: the solve's round-off, of either sign near 1e-15
-    X_fit_ : the training features
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    multilabel_ : bool
+        Whether ``y`` held label sets.
+    hierarchy_ : Hierarchy
+        ``hierarchy`` or the flat one built from the training labels.
+    kernel_ : Kernel
+        The resolved kernel (its width fixed on the training data).
+    node_mean_ : ndarray of shape (n_nodes,)
+        The training frequency ``tbar_v`` of each node.
+    dual_coef_ : ndarray of shape (n_samples, n_nodes)
+        ``f_v(x) = k(x, X_fit_) @ dual_coef_[:, v]``.
+    objective_ : float
+        The ridge objective recomputed at ``dual_coef_`` (module docstring).
+    lower_bound_ : float
+        The dual value at ``2 alpha dual_coef_``: no coefficients do better.
+    gap_ : float
+        ``(objective_ - lower_bound_) / max(|objective_|, |lower_bound_|)``, the certified
+        relative duality gap: the solve's round-off, of either sign near 1e-15.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training features.
+    classes_ : ndarray of shape (n_classes,)
+        The columns of ``decision_function``: every node of the hierarchy (multi-label fit:
+        ``y`` holds label sets) or the distinct training labels (two of them: one column,
+        positive for ``classes_[1]``).
+    node_calibration_ : NodeCalibration
+        The :class:`hiercvx.metrics.NodeCalibration` fitted on leave-one-out outputs.
     """
 
     def __init__(self, hierarchy=None, alpha=1.0, kernel="rbf", shrinkage=1.0,

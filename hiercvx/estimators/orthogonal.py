@@ -43,6 +43,13 @@ FAST_SOLVERS = ("dual_cd", "rda")
 class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical SVM with orthogonal transfer (Zhou, Xiao, Wu), or one of its baselines.
 
+    Labels are node names, one path per sample: label sets that are one path with its
+    ancestors (as ``hiercvx.datasets.load_arff`` gives them) are read as their deepest node;
+    several paths are refused.  ``classes_`` are the leaves (the non-root nodes for TREELOSS
+    over ``"nodes"``), in the caller's names.  ``score`` is 1 minus the paper's error rate
+    (section 2: a prediction is right iff the true label is one of its ancestors or itself),
+    which is accuracy for leaf labels.
+
     Parameters
     ----------
     hierarchy : Hierarchy (a tree) or None (a flat hierarchy over the labels seen in ``fit``)
@@ -85,22 +92,40 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         ..., ...}`` (default: the conic solver chosen by hiercvx; ``max_size`` as in
         :class:`~hiercvx.estimators.HierarchicalSVC`)
 
-    Labels are node names, one path per sample: label sets that are one path with its
-    ancestors (as ``hiercvx.datasets.load_arff`` gives them) are read as their deepest node;
-    several paths are refused.  ``classes_`` are the leaves (the non-root nodes for TREELOSS
-    over ``"nodes"``), in the caller's names.  ``score`` is 1 minus the paper's error rate (section 2: a prediction is
-    right iff the true label is one of its ancestors or itself), which is accuracy for leaf
-    labels.
-
     Attributes
     ----------
-    coef_ : ``(n_nodes, n_features)`` weights in ``hierarchy_.nodes`` order (TREELOSS: the
-        increments u), without the bias column; ``intercept_`` : ``(n_nodes,)`` node biases
-        (zeros without ``fit_intercept``); ``objective_`` (``Omega(W) + C sum xi``), ``lower_bound_``, ``gap_``: the certificate;
-    n_iter_ : the fast solver's passes / iterations (reference: the conic solver's
-        iterations); ``result_`` : the :class:`~hiercvx.result.Solution` (the fast solver's or
-        the reference's);
-    K_ : the K used (orthogonal); ``hierarchy_``, ``classes_``, ``n_features_in_``.
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    result_ : Solution
+        The :class:`~hiercvx.result.Solution` (the fast solver's or the reference's).
+    n_iter_ : int
+        The fast solver's passes / iterations (reference: the conic solver's iterations).
+    objective_ : float
+        ``Omega(W) + C sum xi`` at the fitted weights.
+    lower_bound_ : float
+        The certified lower bound on the optimal objective.
+    gap_ : float
+        The certified relative gap.
+    K_ : ndarray of shape (n_nodes - 1, n_nodes - 1) or None
+        The K used over ``hierarchy_.nodes[1:]`` (method ``"orthogonal"``; None for the
+        baselines).
+    coef_ : ndarray of shape (n_nodes, n_features)
+        Weights in ``hierarchy_.nodes`` order (TREELOSS: the increments u), without the bias
+        column.
+    intercept_ : ndarray of shape (n_nodes,)
+        Node biases (zeros without ``fit_intercept``).
+    hierarchy_ : Hierarchy
+        The hierarchy trained on (with self leaves when FLATMULT or TREELOSS over
+        ``"leaves"`` learn a label that stops at an internal node).
+    self_leaves_ : PartialPaths or None
+        The self-leaf map (:class:`~hiercvx.hierarchy.PartialPaths`), or None.
+    classes_ : ndarray of shape (n_classes,)
+        The leaves (the non-root nodes for TREELOSS over ``"nodes"``), in the caller's names.
+    node_calibration_ : NodeCalibration or None
+        The :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function``; None
+        without a ``hierarchy``.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0, K=None,

@@ -27,39 +27,82 @@ class HierarchicalPerceptron(MarginSVC):
 
     Parameters
     ----------
-    hierarchy : Hierarchy or None.  ``None`` gives the flat multi-label perceptron
-        (Algorithm 3): one level under an artificial root; with the default attributes and
-        loss that is exactly ``w_y += x``, ``w_ybar -= x``.
-    variant : ``"online"`` (Alg. 4/5, the last weight vector), ``"averaged"`` (Alg. 6, the
-        average of all intermediate weight vectors, computed from the update log (5.15)) or
+    hierarchy : Hierarchy or None, default=None
+        The class hierarchy; None gives the flat multi-label perceptron (Algorithm 3): one
+        level under an artificial root; with the default attributes and loss that is exactly
+        ``w_y += x``, ``w_ybar -= x``.
+    variant : {"online", "averaged", "minover"}, default="online"
+        ``"online"`` (Alg. 4/5, the last weight vector), ``"averaged"`` (Alg. 6, the average
+        of all intermediate weight vectors, computed from the update log (5.15)) or
         ``"minover"`` (Alg. 7, perceptron update only).
-    update : ``"perceptron"`` (step ``Delta(y, ybar) dPhi``) or ``"hieron"`` (the step (7.8)).
-    loss, attributes : as for :class:`~hiercvx.estimators.HierarchicalSVC` (default half the
-        symmetric difference of ancestor sets and ``t_v(y) = 1/sqrt(depth(y))``, thesis 7.2).
-    fit_intercept, intercept_scaling : a bias per node through a constant feature of value
-        ``intercept_scaling`` appended to X (LIBLINEAR's treatment, as for
-        :class:`~hiercvx.estimators.HierarchicalSVC`; the perceptron updates it like any
-        weight); ``intercept_`` ``(n_nodes,)`` is its weight times ``intercept_scaling`` and
-        ``coef_`` excludes it.  Other kernels: ``k + intercept_scaling**2``.
-        ``fit_intercept=False``: the thesis's perceptron on X itself.
-    kernel : ``"linear"`` (primal form, Alg. 4), ``"rbf"`` (width by the median heuristic), a
+    update : {"perceptron", "hieron"}, default="perceptron"
+        ``"perceptron"`` (step ``Delta(y, ybar) dPhi``) or ``"hieron"`` (the step (7.8)).
+    loss, attributes : default="half_symmetric", "class_depth"
+        As for :class:`~hiercvx.estimators.HierarchicalSVC` (default half the symmetric
+        difference of ancestor sets and ``t_v(y) = 1/sqrt(depth(y))``, thesis 7.2).
+    fit_intercept, intercept_scaling : bool, default=True; float, default=1.0
+        A bias per node through a constant feature of value ``intercept_scaling`` appended to
+        X (LIBLINEAR's treatment, as for :class:`~hiercvx.estimators.HierarchicalSVC`; the
+        perceptron updates it like any weight); ``intercept_`` ``(n_nodes,)`` is its weight
+        times ``intercept_scaling`` and ``coef_`` excludes it.  Other kernels:
+        ``k + intercept_scaling**2``.  ``fit_intercept=False``: the thesis's perceptron on X
+        itself.
+    kernel : str, Kernel or callable, default="linear"
+        ``"linear"`` (primal form, Alg. 4), ``"rbf"`` (width by the median heuristic), a
         :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``),
         ``"precomputed"`` or a callable (dual form, Alg. 5).
-    max_epochs : kappa (Minover: at most ``kappa n`` steps).  ``None`` trains until an epoch
-        without mistakes, refusing provably non-separable data and capping at
+    max_epochs : int or None, default=20
+        kappa, the number of epochs (Minover: at most ``kappa n`` steps).  ``None`` trains
+        until an epoch without mistakes, refusing provably non-separable data and capping at
         ``hiercvx.solvers.perceptron.Options().max_epochs_cap`` epochs with a
         ``ConvergenceWarning``.
-    shuffle, random_state : a fresh seeded order of the examples in every epoch.
-    internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
-        :class:`~hiercvx.estimators.HierarchicalSVC` (labels come as loaders give them).
-    verbose : as in :class:`~hiercvx.estimators.HierarchicalSVC`.
+    shuffle, random_state : bool, default=True; int, default=0
+        A fresh seeded order of the examples in every epoch.
+    verbose : bool, int or "progress", default=False
+        As in :class:`~hiercvx.estimators.HierarchicalSVC`.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        As in :class:`~hiercvx.estimators.HierarchicalSVC` (labels come as loaders give them).
 
     Attributes
     ----------
-    coef_ : node weights ``(n_nodes, n_features)`` (linear kernel, without the bias column) or the expansion
-        coefficients ``(n_support, n_classes)`` (other kernels; all examples for precomputed)
-    intercept_ : the bias per node (linear kernel), or the constant part of each class score
-    n_updates_, n_iter_ (epochs), converged_, classes_, hierarchy_, threshold_, result_
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    n_updates_ : int
+        The number of updates (mistakes) in training.
+    n_iter_ : int
+        The number of epochs run.
+    converged_ : bool
+        Whether the last epoch made no mistake.
+    result_ : Solution
+        The training run's :class:`~hiercvx.result.Solution`.
+    hierarchy_ : Hierarchy
+        The hierarchy trained on (with self leaves when some label stops at an internal node;
+        ``coef_``'s rows follow its nodes).
+    self_leaves_ : PartialPaths or None
+        The self-leaf map (:class:`~hiercvx.hierarchy.PartialPaths`), or None.
+    classes_ : ndarray of shape (n_classes,)
+        The classes in the caller's names.
+    multilabel_ : bool
+        Whether the training labels were label sets.
+    class_attributes_ : ndarray of shape (n_classes, n_nodes)
+        The class attributes ``Lam`` (as in :class:`~hiercvx.estimators.HierarchicalSVC`).
+    class_gram_ : ndarray of shape (n_classes, n_classes)
+        ``Lam Lam^T``.
+    kernel_ : Kernel
+        The fitted :class:`~hiercvx.kernels.Kernel`, width included.
+    coef_ : ndarray of shape (n_nodes, n_features) or (n_support, n_classes)
+        Node weights (linear kernel, without the bias column) or the expansion coefficients
+        over the support examples (other kernels; all examples for precomputed).
+    intercept_ : ndarray of shape (n_nodes,) or (n_classes,)
+        The bias per node (linear kernel), or the constant part of each class score.
+    threshold_ : float
+        The multi-label decision rule's gap (as in
+        :class:`~hiercvx.estimators.HierarchicalSVC`); 0.0 for a single-label fit.
+    node_calibration_ : NodeCalibration or None
+        The :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function``; None
+        without a ``hierarchy``.
     """
 
     def __init__(self, hierarchy=None, variant="online", update="perceptron", loss="half_symmetric",

@@ -267,42 +267,90 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
 class SiblingMarginSVC(_SiblingBase):
     """HSVM of Wang, Shen & Pan: (2) with the hinge loss of the sibling margin ``u_min``.
 
+    Labels: one path per sample; a label set that is one path with its ancestors (as
+    ``hiercvx.datasets.load_arff`` gives it) is read as its deepest node.
+
     Parameters
     ----------
-    hierarchy : Hierarchy (a tree) or None -- None: one level over the labels seen in ``fit``,
-        which is the multi-class SVM of Liu & Shen (the paper's flat "SVM")
-    C : the tuning parameter of (2), ``J(f) + C sum_i loss_i`` with ``J(f) = 1/2 sum_v ||w_v||^2``:
-        already the LIBLINEAR meaning (no mapping)
-    fit_intercept : must be True: (2) has an unregularized bias ``b_v`` per node, always fitted
-        (``intercept_``); the model and solvers do not support ``b = 0``
-    intercept_scaling : unused (the biases are unregularized, so their scale does not matter);
-        kept for the same signature as the other hiercvx estimators
-    kernel : ``"linear"``, ``"rbf"`` (width by section 4.1's rule, see the module docstring),
-        a :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``:
-        ``exp(-||x - z||^2 / (2 sigma^2))``), ``"precomputed"`` or a callable ``k(A, B)``
-    solver : ``"fast"`` (:mod:`hiercvx.solvers.sibling_qp`, certified) or ``"reference"``
-        (CVXPY, certified)
-    tol : certified relative duality gap
-    verbose : ``True`` (or an int > 0) prints the solver's progress to stderr; ``"progress"``:
-        a progress bar on long fits
-    internal_labels : ``"self_leaf"`` (default): a label that stops at an internal node is
-        learnt through a leaf for the node itself (the paper's section 2) and predicted back
-        as the node; ``"refuse"``: such labels raise a ``LabelError``
-    solver_options : the settings of the route ``solver`` selects, as in
+    hierarchy : Hierarchy or None, default=None
+        The tree; None: one level over the labels seen in ``fit``, which is the multi-class
+        SVM of Liu & Shen (the paper's flat "SVM").
+    C : float, default=1.0
+        The tuning parameter of (2), ``J(f) + C sum_i loss_i`` with
+        ``J(f) = 1/2 sum_v ||w_v||^2``: already the LIBLINEAR meaning (no mapping).
+    fit_intercept : bool, default=True
+        Must be True: (2) has an unregularized bias ``b_v`` per node, always fitted
+        (``intercept_``); the model and solvers do not support ``b = 0``.
+    intercept_scaling : float, default=1.0
+        Unused (the biases are unregularized, so their scale does not matter); kept for the
+        same signature as the other hiercvx estimators.
+    kernel : str, Kernel or callable, default="linear"
+        ``"linear"``, ``"rbf"`` (width by section 4.1's rule, see the module docstring), a
+        :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``:
+        ``exp(-||x - z||^2 / (2 sigma^2))``), ``"precomputed"`` or a callable ``k(A, B)``.
+    solver : {"fast", "reference"}, default="fast"
+        ``"fast"``: :mod:`hiercvx.solvers.sibling_qp`, certified; ``"reference"``: CVXPY,
+        certified.
+    tol : float, default=1e-6
+        The certified relative duality gap.
+    max_iter : int or None, default=None
+        The fast solver's iteration budget: interior-point iterations (``"ipm"``,
+        ``"dual_ipm"``), iterations over all rounds of the working set, or multiplier steps
+        of the ALM; None: the solver's own default (the fields ``ipm_max_iter``,
+        ``working_set_max_iter``, ``alm_max_iter`` of
+        :class:`hiercvx.solvers.sibling_qp.Options`).  Not used by ``solver="reference"``.
+    verbose : bool, int or "progress", default=False
+        ``True`` (or an int > 0) prints the solver's progress to stderr; ``"progress"``: a
+        progress bar on long fits.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        ``"self_leaf"``: a label that stops at an internal node is learnt through a leaf for
+        the node itself (the paper's section 2) and predicted back as the node;
+        ``"refuse"``: such labels raise a ``LabelError``.
+    solver_options : dict, Options or None, default=None
+        The settings of the route ``solver`` selects, as in
         :class:`~hiercvx.estimators.HierarchicalSVC`.  ``solver="fast"``: a
         :class:`hiercvx.solvers.sibling_qp.Options` or a dict of its fields, with the keys
         ``"method"`` (``"auto"`` | ``"ipm"`` | ``"dual_ipm"`` | ``"working_set"`` | ``"alm"``,
         see :class:`hiercvx.solvers.sibling_qp.SiblingQPSolver`), ``"random_state"`` and
         ``"keep_dual"``; ``tol`` and ``max_iter`` override the fields of the same name.
         ``solver="reference"``: ``{"solver": "CLARABEL", "max_size": ..., ...}`` (as
-        :class:`~hiercvx.estimators.HierarchicalSVC`)
+        :class:`~hiercvx.estimators.HierarchicalSVC`).
 
-    Labels: one path per sample; a label set that is one path with its ancestors (as
-    ``hiercvx.datasets.load_arff`` gives it) is read as its deepest node.
-
-    Attributes: ``classes_``, ``hierarchy_`` (the caller's tree), ``working_hierarchy_``
-    (with self leaves for internal labels), ``coef_``, ``intercept_``, ``sigma_``,
-    ``objective_`` (the HSVM cost (2)), ``gap_``, ``n_iter_``, ``result_``.
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    objective_ : float
+        The HSVM cost (2) at the fitted node functions.
+    gap_ : float
+        Its certified relative duality gap.
+    n_iter_ : int
+        The fast solver's iterations; 1 with ``solver="reference"``.
+    result_ : Solution
+        The solver's :class:`~hiercvx.result.Solution`.
+    hierarchy_ : Hierarchy
+        The caller's tree (or the one-level hierarchy over the labels).
+    pairs_ : SiblingPairs
+        The sibling pairs of the training labels (the generalized margin's comparisons) and
+        the working hierarchy they live on.
+    working_hierarchy_ : Hierarchy
+        ``hierarchy_`` with self leaves for labels that stop at internal nodes; ``coef_``'s
+        rows follow its nodes.
+    kernel_ : Kernel
+        The fitted kernel.
+    sigma_ : float or None
+        The Gaussian width used (section 4.1's rule unless the kernel carries one); None for
+        other kernels.
+    classes_ : ndarray of shape (n_classes,)
+        The leaves of ``working_hierarchy_`` in the caller's names (a self leaf stands for its
+        internal node).
+    intercept_ : ndarray of shape (n_nodes,)
+        The node biases ``b_v``.
+    coef_ : ndarray of shape (n_nodes, n_features), (n_nodes, n_support) or (n_nodes, n_train)
+        The node weights ``w_v`` (linear kernel); the expansion coefficients over the support
+        samples (other kernels) or over the precomputed kernel's columns.
     """
 
     @reports_progress
@@ -341,17 +389,91 @@ class HierarchicalPsiClassifier(_SiblingBase):
     from the HSVM solution.  On a one-level hierarchy (``hierarchy=None``) it is the flat
     psi-learning of Liu & Shen (the paper's "psi-learning").
 
-    Parameters as :class:`SiblingMarginSVC` (``max_iter`` bounds every convex step of the fast
-    solver), plus ``dc_tol`` (stop when the psi cost changes
-    by at most this much, absolute, as in the paper) and ``dc_max_iter``.  ``tol`` is the
-    certified gap of every convex step.
+    Labels as in :class:`SiblingMarginSVC`.
 
-    Attributes: as :class:`SiblingMarginSVC`, with ``objective_`` the psi cost (2) of the
-    returned iterate (``best_iteration_``: the one at which the last linearization was taken),
-    ``dc_objectives_`` the cost path (first entry: the HSVM start), ``hsvm_objective_`` the
-    HSVM cost at the start, ``gap_`` the largest certified gap over the convex steps
-    (``step_gaps_``: each of them), ``n_iter_`` the DC steps taken, ``result_`` the HSVM
-    start's solver result.
+    Parameters
+    ----------
+    hierarchy : Hierarchy or None, default=None
+        The tree; None: one level over the labels seen in ``fit``, which is the multi-class
+        SVM of Liu & Shen (the paper's flat "SVM").
+    C : float, default=1.0
+        The tuning parameter of (2), ``J(f) + C sum_i loss_i`` with
+        ``J(f) = 1/2 sum_v ||w_v||^2``: already the LIBLINEAR meaning (no mapping).
+    fit_intercept : bool, default=True
+        Must be True: (2) has an unregularized bias ``b_v`` per node, always fitted
+        (``intercept_``); the model and solvers do not support ``b = 0``.
+    intercept_scaling : float, default=1.0
+        Unused (the biases are unregularized, so their scale does not matter); kept for the
+        same signature as the other hiercvx estimators.
+    kernel : str, Kernel or callable, default="linear"
+        ``"linear"``, ``"rbf"`` (width by section 4.1's rule, see the module docstring), a
+        :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``:
+        ``exp(-||x - z||^2 / (2 sigma^2))``), ``"precomputed"`` or a callable ``k(A, B)``.
+    solver : {"fast", "reference"}, default="fast"
+        ``"fast"``: :mod:`hiercvx.solvers.sibling_qp`, certified; ``"reference"``: CVXPY,
+        certified.
+    tol : float, default=1e-6
+        The certified relative duality gap of every convex step.
+    max_iter : int or None, default=None
+        The iteration budget of every convex step of the fast solver (as ``max_iter`` of
+        :class:`SiblingMarginSVC`; None: the solver's own default).  Not used by
+        ``solver="reference"``.
+    dc_tol : float, default=1e-6
+        The DC loop stops when the psi cost changes by at most this much (absolute, as in the
+        paper).
+    dc_max_iter : int, default=50
+        The largest number of DC steps.
+    verbose : bool, int or "progress", default=False
+        As in :class:`SiblingMarginSVC`.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        As in :class:`SiblingMarginSVC`.
+    solver_options : dict, Options or None, default=None
+        As in :class:`SiblingMarginSVC` (for every convex step).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    hsvm_objective_ : float
+        The HSVM cost (2) at the start of the DC loop.
+    result_ : Solution
+        The HSVM start's solver result.
+    step_gaps_ : ndarray of shape (n_steps,)
+        The certified gap of each convex step.
+    objective_ : float
+        The psi cost (2) of the returned iterate.
+    dc_objectives_ : ndarray of shape (n_steps,)
+        The cost path (first entry: the HSVM start).
+    gap_ : float
+        The largest certified gap over the convex steps (the psi cost is not convex: no gap
+        certifies it).
+    n_iter_ : int
+        The DC steps taken.
+    best_iteration_ : int
+        The iteration returned: the one at which the last linearization was taken.
+    hierarchy_ : Hierarchy
+        The caller's tree (or the one-level hierarchy over the labels).
+    pairs_ : SiblingPairs
+        The sibling pairs of the training labels (the generalized margin's comparisons) and
+        the working hierarchy they live on.
+    working_hierarchy_ : Hierarchy
+        ``hierarchy_`` with self leaves for labels that stop at internal nodes; ``coef_``'s
+        rows follow its nodes.
+    kernel_ : Kernel
+        The fitted kernel.
+    sigma_ : float or None
+        The Gaussian width used (section 4.1's rule unless the kernel carries one); None for
+        other kernels.
+    classes_ : ndarray of shape (n_classes,)
+        The leaves of ``working_hierarchy_`` in the caller's names (a self leaf stands for its
+        internal node).
+    intercept_ : ndarray of shape (n_nodes,)
+        The node biases ``b_v``.
+    coef_ : ndarray of shape (n_nodes, n_features), (n_nodes, n_support) or (n_nodes, n_train)
+        The node weights ``w_v`` (linear kernel); the expansion coefficients over the support
+        samples (other kernels) or over the precomputed kernel's columns.
     """
 
     # the psi cost is not convex: no gap certifies it, only each convex step's
@@ -425,16 +547,68 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
     per parent node, trained on the examples whose label lies below that node (labelled by
     the child they pass through), applied top-down.
 
-    ``C``, ``fit_intercept`` (True only), ``intercept_scaling`` (unused), ``kernel`` and
-    ``solver_options`` as in :class:`SiblingMarginSVC`.  Every node's SVM uses the same ``C``,
-    kernel and ``sigma_`` (resolved once on the whole training set).  A node whose training examples all go to one child predicts that child;
+    Every node's SVM uses the same ``C``, kernel and ``sigma_`` (resolved once on the whole
+    training set).  A node whose training examples all go to one child predicts that child;
     a node no training example reaches predicts its first child.  Labels on internal nodes
     go to a self leaf, as in :class:`SiblingMarginSVC`.
 
-    Attributes: ``classes_``, ``hierarchy_``, ``working_hierarchy_``, ``node_models_``
-    (``{parent node index: fitted SiblingMarginSVC or the constant child index}``),
-    ``objective_`` (the sum of the node SVMs' costs), ``gap_`` (their largest gap),
-    ``n_iter_`` (their total solver iterations), ``sigma_``.
+    Parameters
+    ----------
+    hierarchy : Hierarchy or None, default=None
+        The tree; None: one level over the labels seen in ``fit``, which is the multi-class
+        SVM of Liu & Shen (then one SVM in all).
+    C : float, default=1.0
+        The tuning parameter of (2), ``J(f) + C sum_i loss_i`` with
+        ``J(f) = 1/2 sum_v ||w_v||^2``: already the LIBLINEAR meaning (no mapping).
+    fit_intercept : bool, default=True
+        Must be True: (2) has an unregularized bias ``b_v`` per node, always fitted
+        (``intercept_``); the model and solvers do not support ``b = 0``.
+    intercept_scaling : float, default=1.0
+        Unused (the biases are unregularized, so their scale does not matter); kept for the
+        same signature as the other hiercvx estimators.
+    kernel : str, Kernel or callable, default="linear"
+        ``"linear"``, ``"rbf"`` (width by section 4.1's rule, see the module docstring), a
+        :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``:
+        ``exp(-||x - z||^2 / (2 sigma^2))``), ``"precomputed"`` or a callable ``k(A, B)``.
+    solver : {"fast", "reference"}, default="fast"
+        ``"fast"``: :mod:`hiercvx.solvers.sibling_qp`, certified; ``"reference"``: CVXPY,
+        certified.
+    tol : float, default=1e-6
+        The certified relative duality gap of every node's SVM.
+    max_iter : int or None, default=None
+        The fast solver's iteration budget of every node's SVM (as in
+        :class:`SiblingMarginSVC`; None: the solver's own default).
+    verbose : bool, int or "progress", default=False
+        As in :class:`SiblingMarginSVC`.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        As in :class:`SiblingMarginSVC`.
+    solver_options : dict, Options or None, default=None
+        As in :class:`SiblingMarginSVC`, for every node's SVM.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    node_models_ : dict
+        ``{parent node index: fitted SiblingMarginSVC or the constant child index}``.
+    objective_ : float
+        The sum of the node SVMs' costs.
+    gap_ : float
+        Their largest certified gap.
+    hierarchy_ : Hierarchy
+        The caller's tree (or the one-level hierarchy over the labels).
+    pairs_ : SiblingPairs
+        The sibling pairs of the training labels and the working hierarchy they live on.
+    working_hierarchy_ : Hierarchy
+        ``hierarchy_`` with self leaves for labels that stop at internal nodes.
+    sigma_ : float or None
+        The Gaussian width used; None for other kernels.
+    n_iter_ : int
+        The node SVMs' total solver iterations.
+    classes_ : ndarray of shape (n_classes,)
+        The leaves of ``working_hierarchy_`` in the caller's names.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,

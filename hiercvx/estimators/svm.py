@@ -43,8 +43,9 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         """Whether the dedicated Crammer–Singer solver applies (MulticlassSVC, linear)."""
         return False
 
-    #: whether ``intercept_`` is reported per class (MulticlassSVC) rather than per node
-    _intercept_per_class = False
+    #: whether a linear fit reports one weight vector and one bias per class in ``coef_`` and
+    #: ``intercept_`` (MulticlassSVC, scikit-learn's contract) rather than one per node
+    _class_weights = False
 
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
@@ -183,6 +184,9 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         self.class_gram_ = data.Q
         self.kernel_ = kernel
         self._linear = linear
+        if linear and self._class_weights:  # W and b folded into the classes: Lam W, Lam b
+            coef = np.asarray(class_attributes @ coef)
+            node_bias = None if node_bias is None else np.asarray(class_attributes @ node_bias)
         self.coef_ = coef
         self._X_train = X_train
         self._scaling = scaling
@@ -195,17 +199,19 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         self._fit_node_calibration(X, data.Y, scores=S)   # node_decision_function's default
 
     def _intercept(self, coef, Q):
-        """``intercept_``: linear kernel, the bias per node (per class for MulticlassSVC);
-        other kernels, the constant part of each class score, ``scaling**2 1^T coef Q``;
-        zeros without ``fit_intercept``."""
+        """``intercept_``: linear kernel, the bias per row of ``coef_`` (per node; per class for
+        MulticlassSVC); other kernels, the constant part of each class score,
+        ``scaling**2 1^T coef Q``; zeros without ``fit_intercept``."""
         if not self._linear:
             if self._scaling is None:
                 return np.zeros(Q.shape[0])
             return self._scaling ** 2 * np.asarray(coef).sum(axis=0) @ Q
-        b = np.zeros(coef.shape[0]) if self._node_bias is None else self._node_bias
-        return self.class_attributes_ @ b if self._intercept_per_class else b
+        return np.zeros(coef.shape[0]) if self._node_bias is None else self._node_bias
 
     def _scores(self, X):
+        if self._linear and self._class_weights:  # class weights: X coef_^T + intercept_
+            S = np.asarray(X @ self.coef_.T)
+            return S if self._node_bias is None else S + self._node_bias
         if self._linear:
             S = _PARTS.class_scores(self.coef_, X, self.class_attributes_)
             return S if self._node_bias is None else S + self.class_attributes_ @ self._node_bias
@@ -253,69 +259,126 @@ class HierarchicalSVC(MarginSVC):
 
     Parameters
     ----------
-    hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``)
-    internal_labels : ``"self_leaf"`` (default): a label that stops at an internal node is a
-        class of its own, a leaf for the node itself under it (Cai thesis section 3.1,
-        :func:`hiercvx.hierarchy.self_leaves`), predicted back as the internal node;
-        ``"refuse"``: such labels raise a ``LabelError``
-    C : slack penalty of (4.10): the objective is ``1/2 ||W||^2 + C sum_i xi_i`` (LIBLINEAR's
-        meaning of C)
-    fit_intercept, intercept_scaling : LIBLINEAR's regularized bias (default on, as in
-        ``LinearSVC``): a constant feature of value ``intercept_scaling`` appended to ``X`` at
-        fit and predict; ``intercept_`` ``(n_nodes,)`` is its weight column times
-        ``intercept_scaling`` and ``coef_`` excludes it.  With a non-linear kernel the same
-        feature enters the kernel, ``k + intercept_scaling**2``, and ``intercept_`` is the
-        constant part of each class score.
-    loss : name of a loss in ``hiercvx.losses`` (default half symmetric difference, thesis
-        7.2), a ``(q, q)`` array or a callable
-    attributes : class-attribute scheme (default ``"class_depth"``: unit-norm rows), a
-        ``(q, M)`` array, a callable ``t(H, node, cls)``, or a
-        :class:`hiercvx.kernels.ClassKernel` replacing ``Lam Lam^T`` (thesis (4.17))
-    rescaling : ``"slack"`` (thesis (4.10)) or ``"margin"``
-    kernel : ``"linear"``, ``"rbf"`` (width by the median heuristic), a
+    hierarchy : Hierarchy or None, default=None
+        The class hierarchy (tree or DAG); None: a flat hierarchy over the labels seen in
+        ``fit``.
+    C : float, default=1.0
+        Slack penalty of (4.10): the objective is ``1/2 ||W||^2 + C sum_i xi_i`` (LIBLINEAR's
+        meaning of C).
+    fit_intercept, intercept_scaling : bool, default=True; float, default=1.0
+        LIBLINEAR's regularized bias (on by default, as in ``LinearSVC``): a constant feature of
+        value ``intercept_scaling`` appended to ``X`` at fit and predict; ``intercept_``
+        ``(n_nodes,)`` is its weight column times ``intercept_scaling`` and ``coef_`` excludes
+        it.  With a non-linear kernel the same feature enters the kernel,
+        ``k + intercept_scaling**2``, and ``intercept_`` is the constant part of each class
+        score.
+    loss : str, array of shape (n_classes, n_classes) or callable, default="half_symmetric"
+        The name of a loss in ``hiercvx.losses`` (default half the symmetric difference of the
+        ancestor sets, thesis 7.2), a loss matrix over the classes or a callable.
+    attributes : str, array of shape (n_classes, n_nodes), callable or ClassKernel, \
+default="class_depth"
+        The class-attribute scheme (``"class_depth"``: unit-norm rows), the matrix ``Lam``
+        itself, a callable ``t(H, node, cls)``, or a :class:`hiercvx.kernels.ClassKernel`
+        replacing ``Lam Lam^T`` (thesis (4.17)).
+    rescaling : {"slack", "margin"}, default="slack"
+        Slack rescaling (thesis (4.10)) or margin rescaling of the loss.
+    kernel : str, Kernel or callable, default="linear"
+        ``"linear"``, ``"rbf"`` (width by the median heuristic), a
         :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``),
-        ``"precomputed"`` or a callable ``k(A, B)``
-    solver : ``"fast"`` (the margin engine, :mod:`hiercvx.solvers.margin_engine`: the
-        interior-point method when a Newton step is affordable — few features or samples —,
+        ``"precomputed"`` (``X`` is the Gram matrix) or a callable ``k(A, B)``.
+    solver : {"fast", "reference"}, default="fast"
+        ``"fast"``: the margin engine (:mod:`hiercvx.solvers.margin_engine`): the
+        interior-point method when a Newton step is affordable (few features or samples),
         L-BFGS on the smoothed primal for thousands of pairs per example (label sets over a
         large DAG) or hundreds per example on a million pairs in all, else the working-set
-        Algorithm 2; certified gap ``tol``) or
-        ``"reference"`` (CVXPY, certified at relative gap ``tol``;
-        ``solver_options={"solver": "CLARABEL"}`` picks the QP solver, ``{"gap_tol": ...}``
-        overrides ``tol`` for the certificate).
-        ``max_iter`` counts passes of the working-set method, L-BFGS iterations of the
-        smoothing solver (those a stall leaves unused go to its dual passes; the
-        interior-point method stops at 100 Newton steps).  An L-BFGS iteration evaluates
-        every pair, so on label sets over a large DAG a smaller ``max_iter`` stops at a
-        looser certified gap, and the ``ConvergenceWarning`` says so
-    verbose : ``True`` (or an int > 0) prints the solver's progress to stderr (iteration, gap,
-        time since the fit started); ``"progress"``: a progress bar on fits longer than a few
-        seconds
-    solver_options : the settings of the route ``solver`` selects (None: defaults), as CVXPY's
+        Algorithm 2.  ``"reference"``: the CVXPY primal (linear kernel) or dual (4.15) (other
+        kernels), solved by a conic solver and certified.
+    tol : float, default=1e-6
+        The certified relative duality gap at which the fit stops (both routes; with
+        ``solver="reference"`` it is the certificate's ``gap_tol``, which
+        ``solver_options={"gap_tol": ...}`` overrides).
+    max_iter : int or None, default=10000
+        The fast solver's budget: passes of the working-set method over the examples, L-BFGS
+        iterations of the smoothing solver (those a stall leaves unused go to its dual
+        passes), Newton steps of the interior-point method (at most 100 whatever
+        ``max_iter``); None: each solver's own default.  An L-BFGS iteration evaluates every
+        pair, so on label sets over a large DAG a smaller ``max_iter`` stops at a looser
+        certified gap, and the ``ConvergenceWarning`` says so.  Not used by
+        ``solver="reference"``.
+    verbose : bool, int or "progress", default=False
+        ``True`` (or an int > 0) prints the solver's progress to stderr (iteration, gap, time
+        since the fit started); ``"progress"``: a progress bar on fits longer than a few
+        seconds.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        ``"self_leaf"``: a label that stops at an internal node is a class of its own, a leaf
+        for the node itself under it (Cai thesis section 3.1,
+        :func:`hiercvx.hierarchy.self_leaves`), predicted back as the internal node;
+        ``"refuse"``: such labels raise a ``LabelError``.
+    solver_options : dict, Options or None, default=None
+        The settings of the route ``solver`` selects (None: defaults), as CVXPY's
         ``problem.solve(solver=..., **options)``.  ``solver="fast"``: a
         :class:`hiercvx.solvers.margin_engine.Options` or a dict of its fields (a dict for a
-        field that is itself an Options, e.g. ``{"labelset": {"enter": 4}}``, builds it), with the keys
-        ``"random_state"`` (seed of the visiting order), ``"warm_start"`` (start from the
-        previous fit's dual variables when they fit the new problem: same training labels,
-        e.g. a path of increasing ``C``) and ``"keep_dual"`` (``tol`` and ``max_iter`` above
-        are the engine's own keywords).  ``solver="reference"``: a dict with
-        ``"solver"`` (the conic solver, e.g. ``"CLARABEL"``), ``"max_size"`` (the limit on the
+        field that is itself an Options, e.g. ``{"labelset": {"enter": 4}}``, builds it), with
+        the keys ``"random_state"`` (seed of the visiting order), ``"warm_start"`` (start from
+        the previous fit's dual variables when they fit the new problem: same training
+        labels, e.g. a path of increasing ``C``) and ``"keep_dual"`` (``tol`` and ``max_iter``
+        are the estimator's parameters).  ``solver="reference"``: a dict with ``"solver"``
+        (the conic solver, e.g. ``"CLARABEL"``), ``"max_size"`` (the limit on the
         declaration's estimated nonzeros, default 5,000,000: a larger one is refused before
-        compiling, and the error gives the value that admits it), ``"keep_dual"`` and keywords of
-        :meth:`hiercvx.ReferenceProblem.solve`.  ``"keep_dual": True`` pickles the solver's
+        compiling, and the error gives the value that admits it), ``"keep_dual"`` and keywords
+        of :meth:`hiercvx.ReferenceProblem.solve`.  ``"keep_dual": True`` pickles the solver's
         state with the model (``result_``'s dual variables, for a warm start after
-        unpickling); by default a pickled model keeps its coefficients and the certificate
+        unpickling); by default a pickled model keeps its coefficients and the certificate.
 
     Attributes
     ----------
-    classes_ : the classes in the caller's names (the leaves, and the internal nodes that
-        training labels stop at); hierarchy_ : the hierarchy the model is trained on (with
-        self leaves when some label stops at an internal node; ``coef_``'s rows follow its
-        nodes); self_leaves_ : the :class:`~hiercvx.hierarchy.PartialPaths` map, or None;
-        multilabel_ ; coef_, intercept_ ; objective_, gap_, n_iter_ ; result_ (the solver's
-        :class:`~hiercvx.result.Solution`); node_calibration_ (the
-        :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function``; None without
-        a ``hierarchy``)
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    objective_ : float
+        The primal objective of (4.10) at the fitted weights (LIBLINEAR's scale), recomputed
+        from them.
+    gap_ : float
+        Its certified relative duality gap.
+    n_iter_ : int
+        The fast solver's iterations (passes, L-BFGS iterations or Newton steps); 1 with
+        ``solver="reference"``.
+    result_ : Solution
+        The solver's :class:`~hiercvx.result.Solution` (certificate, duals, extras).
+    hierarchy_ : Hierarchy
+        The hierarchy the model is trained on: ``hierarchy`` (or the flat one over the labels),
+        with self leaves when some label stops at an internal node; ``coef_``'s rows follow its
+        nodes.
+    self_leaves_ : PartialPaths or None
+        The self-leaf map (:class:`~hiercvx.hierarchy.PartialPaths`) when some training label
+        stops at an internal node, else None.
+    classes_ : ndarray of shape (n_classes,)
+        The classes in the caller's names: the leaves, and the internal nodes that training
+        labels stop at.
+    multilabel_ : bool
+        Whether the training labels were label sets (``predict`` then returns label sets).
+    class_attributes_ : ndarray of shape (n_classes, n_nodes)
+        The class attributes ``Lam`` (thesis (3.8)): class ``y`` scores
+        ``sum_v Lam[y, v] <w_v, x>``.
+    class_gram_ : ndarray of shape (n_classes, n_classes)
+        ``Lam Lam^T``, or the Gram of a :class:`~hiercvx.kernels.ClassKernel` (thesis (4.17)).
+    kernel_ : Kernel
+        The fitted :class:`~hiercvx.kernels.Kernel`, width included.
+    coef_ : ndarray of shape (n_nodes, n_features) or (n_train, n_classes)
+        Linear kernel: the node weights ``W`` in ``hierarchy_.nodes`` order, without the bias
+        column.  Other kernels: the expansion coefficients over the training samples (the
+        precomputed kernel's columns), class scores ``k(x, X) coef_ class_gram_``.
+    intercept_ : ndarray of shape (n_nodes,) or (n_classes,)
+        Linear kernel: the bias per node (zeros without ``fit_intercept``).  Other kernels:
+        the constant part of each class score.
+    threshold_ : float
+        The multi-label decision rule's gap: ``predict`` returns every class whose score is
+        within ``threshold_`` of the top score, fitted on the training data for the mean
+        example-based F1; 0.0 for a single-label fit.
+    node_calibration_ : NodeCalibration or None
+        The :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function``; None
+        without a ``hierarchy``.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
@@ -349,19 +412,86 @@ class MulticlassSVC(MarginSVC):
     The objective is LIBLINEAR's ``crammer_singer`` one, ``1/2 ||W||^2 + C sum_i xi_i`` (C in
     LIBLINEAR's meaning; see ``formulations/multiclass.md``); at the defaults
     (``fit_intercept=True``, ``intercept_scaling=1.0``, ``C=1.0``) it is the problem of
-    ``sklearn.svm.LinearSVC(multi_class="crammer_singer")``: a regularized bias through a
-    constant feature ``intercept_scaling`` appended to ``X``; ``intercept_`` ``(n_classes,)``
-    is that feature's weight times ``intercept_scaling`` and ``coef_`` excludes it.  With a
-    non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
-    It is flat: labels are read as they are (label sets are multi-label over the names seen).
-    ``kernel``, ``verbose`` and ``solver_options`` as in :class:`HierarchicalSVC`.
-    ``solver="reference"`` solves it with CVXPY and certifies it at ``tol``, ``solver="fast"`` uses the
-    margin engine (:mod:`hiercvx.solvers.margin_engine`): the interior-point method when a
-    Newton step is affordable, else the sequential dual solver (linear) or the working-set
-    solver, with a certified gap.
+    ``sklearn.svm.LinearSVC(multi_class="crammer_singer")``, and ``coef_``, ``intercept_``
+    mean what they mean there: ``decision_function(X) = X @ coef_.T + intercept_`` (linear
+    kernel).
+    It is flat: labels are read as they are (label sets are multi-label over the names seen,
+    fitted by the margin model of :class:`HierarchicalSVC` over the flat hierarchy, with
+    indicator class attributes, the 0/1 loss and margin rescaling).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Slack penalty: the objective is ``1/2 ||W||^2 + C sum_i xi_i`` (LIBLINEAR's meaning).
+    fit_intercept, intercept_scaling : bool, default=True; float, default=1.0
+        LIBLINEAR's regularized bias: a constant feature of value ``intercept_scaling``
+        appended to ``X`` at fit and predict; ``intercept_`` ``(n_classes,)`` is that
+        feature's weight times ``intercept_scaling`` and ``coef_`` excludes it.  With a
+        non-linear kernel the feature enters the kernel (``k + intercept_scaling**2``).
+    kernel : str, Kernel or callable, default="linear"
+        As in :class:`HierarchicalSVC`.
+    solver : {"fast", "reference"}, default="fast"
+        ``"fast"``: the margin engine (:mod:`hiercvx.solvers.margin_engine`): the
+        interior-point method when a Newton step is affordable, else the sequential dual
+        (Crammer–Singer) solver (linear kernel, single-label) or the working-set solver, with
+        a certified gap.  ``"reference"``: CVXPY, certified at ``tol``.
+    tol : float, default=1e-6
+        The certified relative duality gap at which the fit stops (both routes; with
+        ``solver="reference"`` ``solver_options={"gap_tol": ...}`` overrides it).
+    max_iter : int or None, default=10000
+        The fast solver's budget: passes over the examples of the sequential dual or
+        working-set solver, L-BFGS iterations of the smoothing solver (label sets), Newton
+        steps of the interior-point method (at most 100 whatever ``max_iter``); None: each
+        solver's own default.  Not used by ``solver="reference"``.
+    verbose : bool, int or "progress", default=False
+        As in :class:`HierarchicalSVC`.
+    solver_options : dict, Options or None, default=None
+        As in :class:`HierarchicalSVC`.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    objective_ : float
+        The primal objective at the fitted weights, recomputed from them.
+    gap_ : float
+        Its certified relative duality gap.
+    n_iter_ : int
+        The fast solver's iterations; 1 with ``solver="reference"``.
+    result_ : Solution
+        The solver's :class:`~hiercvx.result.Solution`.
+    hierarchy_ : Hierarchy
+        The flat hierarchy of the fit: an artificial root over the classes.
+    self_leaves_ : None
+        Always None (a flat model has no internal nodes).
+    classes_ : ndarray of shape (n_classes,)
+        The class labels seen in ``fit``.
+    multilabel_ : bool
+        Whether the training labels were label sets (``predict`` then returns label sets).
+    class_attributes_ : ndarray of shape (n_classes, n_classes + 1)
+        The indicator class attributes over ``hierarchy_.nodes`` (root first).
+    class_gram_ : ndarray of shape (n_classes, n_classes)
+        ``class_attributes_ class_attributes_^T``.
+    kernel_ : Kernel
+        The fitted :class:`~hiercvx.kernels.Kernel`, width included.
+    coef_ : ndarray of shape (n_classes, n_features) or (n_train, n_classes)
+        Linear kernel: one weight vector per class, in ``classes_`` order, without the bias
+        column (``coef_class_`` is the same array).  Other kernels: the expansion
+        coefficients over the training samples (the precomputed kernel's columns), class
+        scores ``k(x, X) coef_ class_gram_``.
+    intercept_ : ndarray of shape (n_classes,)
+        The bias per class (linear kernel; zeros without ``fit_intercept``), or the constant
+        part of each class score (other kernels).
+    threshold_ : float
+        The multi-label decision rule's gap (as in :class:`HierarchicalSVC`); 0.0 for a
+        single-label fit.
+    node_calibration_ : None
+        Always None: a flat model has no node scores.
     """
 
-    _intercept_per_class = True
+    _class_weights = True
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, kernel="linear",
                  solver="fast", tol=1e-6, max_iter=10000, verbose=False, solver_options=None):
@@ -384,9 +514,9 @@ class MulticlassSVC(MarginSVC):
 
     @property
     def coef_class_(self):
-        """Class weight vectors ``(n_classes, n_features)`` (linear kernel)."""
+        """``coef_``: the class weight vectors ``(n_classes, n_features)`` (linear kernel)."""
         check_is_fitted(self)
         if not self._linear:
             raise AttributeError("coef_class_ exists for the linear kernel only")
-        return self.class_attributes_ @ self.coef_
+        return self.coef_
 

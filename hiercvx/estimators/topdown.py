@@ -120,44 +120,66 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
 
     Parameters
     ----------
-    hierarchy : Hierarchy or None (None: a flat hierarchy over the labels seen in ``fit``;
-        the model is then exactly one :class:`MulticlassSVC`)
-    C, fit_intercept, intercept_scaling, kernel, solver, tol, max_iter, verbose, solver_options :
-        passed to every node's :class:`MulticlassSVC`: C in LIBLINEAR's meaning
-        (``1/2 ||W||^2 + C sum_i xi_i`` per node), ``fit_intercept=True`` (default, as in
+    hierarchy : Hierarchy or None, default=None
+        The class hierarchy (tree or DAG); None: a flat hierarchy over the labels seen in
+        ``fit``; the model is then exactly one :class:`MulticlassSVC`.
+    C, fit_intercept, intercept_scaling, kernel, solver, tol, max_iter, verbose : \
+default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
+        Passed to every node's :class:`MulticlassSVC`: C in LIBLINEAR's meaning
+        (``1/2 ||W||^2 + C sum_i xi_i`` per node), ``fit_intercept=True`` (as in
         ``LinearSVC``) a regularized bias per node's class through a constant feature
         ``intercept_scaling`` appended to X (``k + intercept_scaling**2`` for other kernels),
-        each node's ``intercept_`` on its estimator (``solver="fast"``: working-set solver
-        with certified gap ``tol``; ``"reference"``: CVXPY).  For ``kernel="rbf"`` without
-        a width (a :class:`hiercvx.kernels.Kernel` carries one) the median heuristic is taken
+        each node's ``intercept_`` on its estimator; ``solver="fast"``: the node's margin
+        engine, certified gap ``tol``, ``max_iter`` its budget per node (as in
+        :class:`MulticlassSVC`); ``"reference"``: CVXPY.  For ``kernel="rbf"`` without a
+        width (a :class:`hiercvx.kernels.Kernel` carries one) the median heuristic is taken
         once on all training data, so every node uses the same kernel.
+    internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
+        As in :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them
+        (label sets with their ancestors; a label that stops at an internal node is a leaf for
+        the node itself, Cai thesis section 3.1, predicted back as the node).
+    solver_options : dict, Options or None, default=None
+        Passed to every node's :class:`MulticlassSVC`.
         ``solver_options={"warm_start": True}`` fits the previous fit's node SVMs again, each
         from its own dual variables when they fit the new problem at its node (a path of
         ``C`` on the same data).  ``solver="reference"`` checks every node's declaration
         against ``solver_options["max_size"]`` before fitting any node; a refusal names the
         largest, which admits them all.
-
-    max_paths : the largest number of root-to-leaf paths the top-down ranking enumerates (a DAG
-        can have exponentially many); a hierarchy with more is refused before training
-    internal_labels : ``"self_leaf"`` (default) or ``"refuse"``, as in
-        :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them (label
-        sets with their ancestors; a label that stops at an internal node is a leaf for the
-        node itself, Cai thesis section 3.1, predicted back as the node)
+    max_paths : int, default=200000
+        The largest number of root-to-leaf paths the top-down ranking enumerates (a DAG can
+        have exponentially many); a hierarchy with more is refused before training.
 
     Attributes
     ----------
-    classes_ : the leaves of the hierarchy (columns of ``class_scores``), in the caller's names
-    hierarchy_ (with self leaves when labels stop at internal nodes), self_leaves_, multilabel_
-    estimators_ : dict ``node -> fitted MulticlassSVC`` for the nodes whose training data
-        reach two or more children.  Its classes are positions in ``hierarchy_.children(node)``.
-    routes_ : dict ``node -> int array`` of the child positions seen in training at every
-        internal node
-    child_counts_ : dict ``node -> (n_children,)`` (weighted) number of training samples
-        with a label below each child.  A node without a classifier (fewer than two children
-        seen, or nothing that tells them apart) scores its children by these counts: it
-        routes to the most frequent child (multi-label: every most frequent child); a node
-        that no training sample reaches scores all children 0 (the first one wins).
-    n_iter_ : total solver iterations over all nodes
+    n_features_in_ : int
+        Number of features (columns of ``X``) seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
+    hierarchy_ : Hierarchy
+        The hierarchy trained on (with self leaves when labels stop at internal nodes).
+    self_leaves_ : PartialPaths or None
+        The self-leaf map (:class:`~hiercvx.hierarchy.PartialPaths`), or None.
+    classes_ : ndarray of shape (n_classes,)
+        The leaves of the hierarchy (columns of ``class_scores``), in the caller's names.
+    multilabel_ : bool
+        Whether the training labels were label sets.
+    estimators_ : dict
+        ``node -> fitted MulticlassSVC`` for the nodes whose training data reach two or more
+        children.  Its classes are positions in ``hierarchy_.children(node)``.
+    routes_ : dict
+        ``node -> int array`` of the child positions seen in training at every internal
+        node.
+    child_counts_ : dict
+        ``node -> (n_children,)`` (weighted) number of training samples with a label below
+        each child.  A node without a classifier (fewer than two children seen, or nothing
+        that tells them apart) scores its children by these counts: it routes to the most
+        frequent child (multi-label: every most frequent child); a node that no training
+        sample reaches scores all children 0 (the first one wins).
+    n_iter_ : int
+        Total solver iterations over all nodes.
+    node_calibration_ : NodeCalibration or None
+        The :class:`~hiercvx.metrics.NodeCalibration` of ``node_decision_function`` (local
+        routing margins); None without a ``hierarchy``.
     """
 
     def __init__(self, hierarchy=None, C=1.0, fit_intercept=True, intercept_scaling=1.0,
