@@ -30,6 +30,14 @@ def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarr
     """``(classes, y_index)``: the sorted distinct labels (like scikit-learn's ``classes_``),
     or the given ``classes`` in their order, and each sample's position in them.  Refuses a
     count mismatch, a label outside ``classes`` and a single class."""
+    if y is None:
+        raise LabelError("y is None: give one class label per sample")
+    if (not isinstance(y, np.ndarray) or y.dtype == object) and np.ndim(y) == 1:
+        sets = next((i for i, v in enumerate(y) if isinstance(v, (set, frozenset, list, np.ndarray))),
+                    None)
+        if sets is not None:
+            raise LabelError(f"y holds label sets (sample {sets}: {y[sets]!r}); the multi-class SVM "
+                             "takes one label per sample: label sets belong to hsvm.primal")
     # a NaN among string labels would become the string "nan" (a class of its own) in the
     # array: look at the labels as given
     raw_nan = not isinstance(y, np.ndarray) and np.ndim(y) == 1 and any(
@@ -43,6 +51,9 @@ def encode_labels(y, n_samples: int, classes=None) -> tuple[np.ndarray, np.ndarr
     if raw_nan or (y.dtype.kind == "f" and np.isnan(y).any()) or (
             y.dtype.kind == "O" and any(isinstance(v, float) and v != v for v in y.tolist())):
         raise LabelError("y contains NaN labels; drop or impute them")
+    if y.dtype.kind == "O" and any(v is None for v in y.tolist()):
+        raise LabelError("y contains None labels (samples without a class); drop those samples or "
+                         "give each a class")
     if classes is not None:
         classes = np.asarray(classes)
         position = {c: k for k, c in enumerate(classes.tolist())}
