@@ -254,14 +254,15 @@ def test_project_fast_solvers_pass_check_solver(name, solver):
         return fast.solve(method.prepare(X, Y, H, **model_options), **params, **fast.options)
 
     try:
-        # RDA stops at a certified gap of 2e-5: strong convexity then places its weights within
-        # about 1e-2 of the optimum's norm, not the 1e-3 of the exact solvers
+        # RDA stops at a certified relative gap of 2e-5: strong convexity (0.209 on these
+        # cases) then bounds its weights' distance by sqrt(2 gap J / 0.209), about 1e-2, a tenth
+        # of the optimum's norm (0.11 to 0.14), not the 1e-3 of the exact solvers
         # the option probes run with the method's first fast solver; the others (engine
         # variants of the same model) take the built-in cases
         first = solver == next(iter(method.fast_solvers))
         outcomes = check_solver(fit, method, rtol=max(fast.rtol, 1e-4),
                                 problems=problems_for(method, probes=first),
-                                weight_rtol=1e-2 if solver == "rda" else 1e-3)
+                                weight_rtol=1e-1 if solver == "rda" else 1e-3)
     except InputError as exc:  # the registry entry's model and reference disagree (not ours)
         pytest.skip(str(exc))
     assert outcomes and all(o.ok for o in outcomes)
