@@ -205,3 +205,49 @@ def test_every_drawn_dataset_is_taken_by_the_methods_of_its_structure(kind, kwar
             problem.model()   # the method's prepare: raises on a problem it refuses
 
     check()
+
+
+# ------------------------------------------------------------------ an ignored kernel
+def _kernel_probe(n=12):
+    """The sibling_svm probe that sets kernel='rbf' (with its sigma), small."""
+    return [p for p in problems_for("sibling_svm", structures=["tree"], n=n)
+            if p.template is not None and ", option kernel" in p.template.name][:1]
+
+
+def _linear_optimum(X, Y, H, **options):
+    """The certified optimum with the kernel dropped: linear feature weights, not expansion
+    coefficients (the shape of the answer differs from the asked problem's)."""
+    kept = {k: v for k, v in options.items() if k not in ("kernel", "sigma")}
+    return answer_of(Problem.from_arrays("sibling_svm", X, Y, H, **kept).reference())
+
+
+def test_an_ignored_kernel_is_diagnosed_though_the_weights_have_another_shape():
+    problems = _kernel_probe()
+    assert problems and problems[0].model_options.get("kernel") == "rbf"
+
+    def fit(X, Y, H, **options):
+        return _linear_optimum(X, Y, H, **options)
+
+    with pytest.raises(SolverCheckError) as info:
+        check_solver(fit, "sibling_svm", problems=problems, shrink_failures=False)
+    text = str(info.value)
+    assert "weights of shape" in text
+    assert "option_ignored" in [d.key for d in info.value.diagnoses]
+    assert "diagnosis: kernel='rbf' is ignored" in text
+
+
+@pytest.mark.parametrize("wrong", ["scaled", "C halved"])
+def test_a_linear_answer_wrong_in_another_way_is_not_called_an_ignored_kernel(wrong):
+    problems = _kernel_probe()
+
+    def fit(X, Y, H, **options):
+        if wrong == "C halved":
+            return _linear_optimum(X, Y, H, **{**options, "C": 0.5 * options["C"]})
+        answer = _linear_optimum(X, Y, H, **options)
+        return {**answer, "weights": 1.5 * answer["weights"]}
+
+    with pytest.raises(SolverCheckError) as info:
+        check_solver(fit, "sibling_svm", problems=problems, shrink_failures=False)
+    assert "weights of shape" in str(info.value)
+    assert info.value.diagnoses == []
+    assert "is ignored" not in str(info.value)

@@ -8,7 +8,9 @@ A diagnosis is printed only after it has been re-checked on the failing problem 
   scaled differently, the other loss, rescaling or class attributes -- and is reported when the
   user's answer fails the asked problem and is optimal for that neighbour: its objective is
   within ``rtol`` of the neighbour's certified optimum and, where the method is strongly convex
-  (:mod:`hiercvx.testing._judge`), its weights within the neighbour's certified neighbourhood;
+  (:mod:`hiercvx.testing._judge`), its weights within the neighbour's certified neighbourhood
+  (weights in another shape than the asked problem's are judged by the neighbours of their
+  shape alone: a kernel ignored gives feature weights where expansion coefficients are asked);
 - a **fact** about the weights is reported when it holds: a row of zeros where the optimum has
   weight, the optimum's rows in another order, weights that are a multiple of the optimum's.
 """
@@ -202,8 +204,11 @@ def optimal_for(problem: Problem, user: UserResult, rtol: float, weight_rtol: fl
     """Whether ``user``'s answer is optimal for ``problem``: objective within ``rtol`` of the
     certified optimum (plus its gap) and, where the method is strongly convex, weights within
     the certified neighbourhood."""
-    ref = problem.reference()
+    # the objective first: weights of another shape fail here, before the neighbour is solved
     mine = objective_at(problem.model(), user, problem.params)
+    ref = problem.reference()
+    if np.shape(user.weights) != np.shape(ref.weights):
+        return False
     gap = float(ref.objective - ref.lower_bound)
     if not abs(mine - float(ref.objective)) <= rtol * comparison_scale(float(ref.objective)) + gap:
         return False
@@ -287,9 +292,14 @@ def diagnose(problem: Problem, user: UserResult | None, rtol: float, weight_rtol
     each neighbouring problem it is optimal for, and facts about its weight rows."""
     if user is None or user.weights is None:
         return []
-    if missing_parts(problem.model(), user, problem.params) \
-            or np.shape(user.weights) != np.shape(problem.reference().weights):
+    if missing_parts(problem.model(), user, problem.params):
         return []   # an answer the objective cannot evaluate is judged by no neighbour
+    if np.shape(user.weights) != np.shape(problem.reference().weights):
+        # weights of another shape are not optimal for the asked problem (its objective cannot
+        # evaluate them) but may be for a neighbour whose weights have their shape -- the kernel
+        # ignored: feature weights where expansion coefficients are asked; every neighbour of
+        # the asked shape refuses them in optimal_for before it is solved
+        return _mistakes(problem, user, rtol, weight_rtol)
     try:
         objective_at(problem.model(), user, problem.params)
     except InputError:
