@@ -152,9 +152,24 @@ def test_scaled_down_references_certify(unscaled, method, role):
     assert np.isfinite(sol.gap_from_zero)
 
 
+# the hsvm primal on X * 1e-6 is C s^2 = 1e-12 after rescaling: the decrease from W = 0 is a
+# 1e-12 share of the objective, second order in C, and no conic solver certifies the share of
+# it the tiny-C guard asks (1 - sqrt(tol)); the reference raises SolverError (the dual, whose
+# multipliers carry that decrease to first order, certifies: test_scaled_down_references_certify)
+_TINY_C_PRIMAL = pytest.mark.xfail(raises=SolverError, strict=True,
+                                   reason="hsvm primal at C s^2 = 1e-12: decrease from zero below "
+                                          "what a conic solver certifies")
+
+
+def _family_cases():
+    for scale in (1e-6, 1e6, 1e8):
+        for method, role in FAMILIES:
+            marks = [_TINY_C_PRIMAL] if (method, role, scale) == ("hsvm", "primal", 1e-6) else []
+            yield pytest.param(method, role, scale, marks=marks, id=f"{method}-{role}-{scale:g}")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("scale", [1e-6, 1e6, 1e8])
-@pytest.mark.parametrize("method, role", FAMILIES)
+@pytest.mark.parametrize("method, role, scale", list(_family_cases()))
 def test_every_family_at_every_scale(unscaled, method, role, scale):
     """Every family: certified by the relative gap, never beaten by a feasible point, at the
     closed form where the margin is hard (the orthogonal dual, an SDP whose multipliers do not
@@ -162,6 +177,8 @@ def test_every_family_at_every_scale(unscaled, method, role, scale):
     try:
         sol = _check_scaled(unscaled, method, role, scale)
     except SolverError as exc:
+        if (method, role, scale) == ("hsvm", "primal", 1e-6):
+            raise
         assert (method, role) == ("orthogonal", "dual") and scale > 1
         assert exc.gap is None or not exc.gap <= TOL
         return
