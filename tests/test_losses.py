@@ -103,6 +103,8 @@ def test_tree_hand_values(tree):
     # (7.2): A1 vs A2: 1/2 (1/2 + 1/2); A1 vs B1a: 1/2 (2/2 + 3/3); A vs A1: 1/2 (0/1 + 1/2);
     # B1a vs B1b: 1/2 (1/3 + 1/3)
     np.testing.assert_allclose(L.normalized_hierarchical(tree, yt, yp), [0.5, 1.0, 0.25, 1 / 3, 0])
+    # the paper's sentence after (6) gives l_sib the costs of (4) and l_sub those of (5); the
+    # equations (and the names before them) are the other way round, and are what is used here
     # sibling costs (5): root 1, A = B = 1/2, A1 = A2 = 1/4, B1 = 1/2 (only child), B1a = B1b = 1/4
     np.testing.assert_allclose(L.sibling_costs(tree), [1, .5, .5, .25, .25, .5, .25, .25])
     np.testing.assert_allclose(L.sibling_loss(tree, yt, yp), [0.5, 1.0, 0.25, 0.5, 0])
