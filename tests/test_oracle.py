@@ -107,7 +107,12 @@ def test_skips_are_named_warned_and_strict_fails():
     def fit(X, y, H=None, C=1.0, sample_weight=None, fit_intercept=False, intercept_scaling=1.0):
         p = testing.Problem.from_arrays("multiclass", X, y, None, C=C, sample_weight=sample_weight,
                                         fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
-        return ref_of.setdefault(id(X), answer_of(p.reference()))
+        # keyed by content: fit gets copies, whose ids Python may reuse for other problems
+        key = (np.asarray(X).tobytes(), C, fit_intercept, intercept_scaling,
+               None if sample_weight is None else np.asarray(sample_weight).tobytes())
+        if key not in ref_of:
+            ref_of[key] = answer_of(p.reference())
+        return ref_of[key]
 
     with pytest.warns(SkippedProblemWarning, match="fit takes no class_weight"):
         outcomes = check_solver(fit, "multiclass", structures=["flat"])

@@ -502,9 +502,10 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
     itself: when the whole decrease ``J(0) - J*`` is below ``tol J(0)`` (a tiny C, or few
     samples) ``W = 0`` passes the relative gap before any step has told anything, and
     :func:`~hiercvx.result.stopping_gap` does not apply its decrease-from-zero condition at
-    ``W = 0``.  The test passes at ``W = 0`` only when the bound proves it optimal
-    (``lower >= J(0)``); once it passes, the best point seen is returned (``W = 0`` when no
-    iterate improved on it), and at ``max_iter`` the best point, unconverged."""
+    ``W = 0``.  ``W = 0`` is returned as converged only when the bound proves it optimal
+    (``lower >= J(0)``), else the certified iterate (even when its objective is a hair above
+    ``J(0)``: at a tiny ``C`` it is the point that carries the data's direction); at
+    ``max_iter`` the best point is returned, unconverged."""
     d = model.X.shape[1]
     m = hinge.n_vars
     W = np.zeros((m, d))  # w(1) = 0
@@ -516,7 +517,7 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
     best = W
     # the best of the iterates W(2), W(3), ...: the starting point W(1) = 0 is certified only
     # when the bound proves it optimal (the loop's docstring)
-    found_J = np.inf
+    found, found_J = None, np.inf
     hist = {k: [] for k in ("upper", "lower", "lower_rda", "lower_dual", "time")}
     lb_rda = lb_dual = np.nan
     converged = False
@@ -531,7 +532,7 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
         if t == 0:  # J(0): the gap is taken relative to the decrease possible from W = 0
             at_zero = J
         elif J < found_J:
-            found_J = J
+            found, found_J = W, J
         gap = stopping_gap(found_J, lower, at_zero)  # nan before the first step
         for key, val in (("upper", upper), ("lower", lower), ("lower_rda", lb_rda),
                          ("lower_dual", lb_dual), ("time", time.perf_counter() - t_start)):
@@ -566,7 +567,7 @@ def _iterate(model, hinge: Hinge, reg: Regularizer, opts: Options, log, t_start)
                 lower = max(lower, lb_dual)
             if reg.averaged and W_min is not None:
                 W = W_min
-    # the best point seen is returned (W = 0 when no step improved on it: its gap is then
-    # smaller than the certified iterate's)
+    if converged and lower < at_zero:  # certified by an iterate, not by W = 0 being optimal:
+        upper, best = found_J, found   # never W = 0, which a tiny C certifies vacuously
     return (upper, lower, best, t, converged, hist, avg.abar, (avg.Sbar if reg.kind == "omega" else reg.matrix),
             at_zero)
