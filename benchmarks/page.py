@@ -410,10 +410,16 @@ def page(rows, missed, source: str, info: dict, when: str, rev: str, fig: Path |
     lines += [
         "The scripts in `benchmarks/` print more than this table (other problem sizes, every "
         "solver of a method, profiles); each says in its docstring what it measures. "
+        "The source line above says which run made this page. `make bench-page` runs "
+        "`benchmarks/page.py $(PAGE_SOURCE)`: by default `PAGE_SOURCE=--run`, which measures "
+        "the quick rows on this machine now and rewrites this page from them; "
+        "`PAGE_SOURCE=\"--run ...\"` with `--imageclef`, `--labelsets` (and `--n N`), "
+        "`--full-nhsvm` or `--full-hsvc` adds those rows (`benchmarks/page.py --help`). "
         "`make bench-targets` runs the full rows, including ImageCLEF07A, cellcycle_GO and the "
-        "full-size label sets, "
-        "and writes `benchmarks/results/targets.log`, from which `make bench-page` rebuilds "
-        "this page.", ""]
+        "full-size label sets, and writes `benchmarks/results/targets.log`; "
+        "`make bench-page PAGE_SOURCE=\"--from-log benchmarks/results/targets.log\"` rewrites "
+        "this page from that log without measuring anything. The logs stay in "
+        "`benchmarks/results/`, which is not in the repository.", ""]
     return "\n".join(lines)
 
 
@@ -448,11 +454,14 @@ def main(argv=None) -> int:
                  + (f" --n {args.n}" if args.n is not None else "")
                  + (" --full-nhsvm" if args.full_nhsvm else "")
                  + (" --full-hsvc" if args.full_hsvc else ""))
-        source = (f"`benchmarks/page.py --run{flags}` (the quick rows; their output in "
-                  f"`{RUN_LOG.relative_to(ROOT)}`)")
+        source = (f"`benchmarks/page.py --run{flags}` "
+                  f"(`make bench-page PAGE_SOURCE=\"--run{flags}\"`): rows measured in that run; "
+                  f"the scripts' output went to "
+                  f"`{RUN_LOG.relative_to(ROOT)}` on the machine that ran it")
     else:
         log = Path(args.from_log).read_text()
-        source = f"`{args.from_log}`"
+        source = (f"`benchmarks/page.py --from-log {args.from_log}` (`make bench-page "
+                  f"PAGE_SOURCE=\"--from-log {args.from_log}\"`): rows read from that log")
     head = log.splitlines()[:3] + ["", "", ""]  # as `make bench-targets` writes: date, load, commit
     when = head[0].strip() or "unknown"
     rev = head[2].strip() if re.fullmatch(r"[0-9a-f]{7,40}", head[2].strip()) else commit()

@@ -7,14 +7,17 @@ use that one instead.  ``-D plot_gallery=0`` builds the gallery without running 
 """
 
 import os
+import pkgutil
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import hiercvx
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
+sys.path.insert(0, str(DOCS / "_ext"))
 
 project = "hiercvx"
 author = "the hiercvx developers"
@@ -28,9 +31,14 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
+    "hiercvx_xref",  # an unresolved Python reference on a guide page fails the build (-W)
 ]
 if os.environ.get("HIERCVX_DOCS_VIEWCODE", "1") != "0":  # highlighted sources; the tests skip them
     extensions.append("sphinx.ext.viewcode")
+# A name documented where it is re-exported links no source: viewcode keeps one anchor per
+# module, so following it to the defining module would link that module's source back to the
+# wrong page.  The defining module's page has the source link.
+viewcode_follow_imported_members = False
 # HIERCVX_DOCS_API=0 leaves out the API reference (hundreds of generated pages): the quick
 # build of the tests; `make docs` builds everything.
 WITH_API = os.environ.get("HIERCVX_DOCS_API", "1") != "0"
@@ -50,14 +58,27 @@ suppress_warnings = ["myst.header"]  # sheets start with one title, then level-2
 if not WITH_API:
     suppress_warnings.append("toc.excluded")
 
-# API reference: one page per public object, numpydoc sections.
+# API reference: one page per public object, numpydoc sections.  A module's page lists the
+# names of its ``__all__``, also those it imports from elsewhere, and documents each at that
+# public path (``hiercvx.estimators.HierarchicalSVC``); a class's page there records the
+# defining name as its canonical name, so both names resolve.
 autosummary_generate = WITH_API
 autosummary_imported_members = False
+autosummary_ignore_module_all = False
+# The module template tells the submodules among the ``__all__`` names by this list.
+autosummary_context = {
+    "public_modules": ["hiercvx"] + [
+        m.name for m in pkgutil.walk_packages(hiercvx.__path__, "hiercvx.")
+        if not any(part.startswith("_") for part in m.name.split("."))],
+}
 autodoc_default_options = {"members": True, "inherited-members": False}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
+# docs/_ext/hiercvx_xref.py: a Python reference on a guide page or the front page that does
+# not resolve is a warning (an error under -W); the quick build without the API has no targets.
+hiercvx_check_guide_references = WITH_API
 
 # Math served locally.
 MATHJAX_ES5 = Path(os.environ.get("HIERCVX_MATHJAX_DIR",
