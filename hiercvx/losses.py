@@ -552,17 +552,28 @@ def relevance_matrix(y_true, classes, what: str = "y_true", hierarchy=None) -> n
 
     Parameters
     ----------
-    y_true : one label per sample, label sets, or a 0/1 indicator matrix (dense or sparse)
-        with one column per class or, with ``hierarchy``, one column per node of
-        ``hierarchy.nodes`` (closed upward or not; read over the classes when both counts agree)
-    classes : sequence of class names, the columns of the result
-    what : str, the argument's name in the messages
+    y_true : array-like or sparse matrix
+        One label per sample, label sets, or a 0/1 indicator matrix (dense or sparse) with one
+        column per class or, with ``hierarchy``, one column per node of ``hierarchy.nodes``
+        (closed upward or not; read over the classes when both counts agree).
+    classes : sequence
+        The class names, the columns of the result.
+    what : str
+        The argument's name in the messages.
     hierarchy : Hierarchy, optional
         Given, each label set is reduced to its most specific members
         (:func:`hiercvx.hierarchy.most_specific`: an ancestor of another member is implied by
         it) before it is matched to the classes.
 
-    A label that is not one of ``classes`` (after the reduction) is refused.
+    Returns
+    -------
+    ndarray of bool, shape (n_samples, n_classes)
+        Entry ``[i, k]`` is True when ``classes[k]`` is in the label set of sample ``i``.
+
+    Raises
+    ------
+    LabelError
+        A label that is not one of ``classes`` (after the reduction) is refused.
     """
     classes = class_tuple(classes)
     k = len(classes)

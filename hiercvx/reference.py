@@ -214,6 +214,12 @@ class ReferenceProblem:
     constraints : dict name -> cvxpy constraint whose duals ``lower_bound`` reads
     parameters : dict name -> cvxpy.Parameter a user may sweep (see :meth:`set`)
     infeasibility : optional callable(values) -> float, a primal residual (0 when feasible)
+    name : str
+        The problem's name, used in messages and in the solution.
+    build_time : float
+        Seconds the declaration took to build (the builder measures it).
+    data : dict, optional
+        What the numpy routes need (``X``, ``Y``, ``H``, ...), kept for inspection.
     formulation : optional :class:`~hiercvx.describe.Formulation`, the problem as the paper
         writes it (objective and constraint families with equation numbers, the legend) for
         :meth:`describe`

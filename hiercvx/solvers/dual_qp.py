@@ -378,9 +378,11 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
     g : array (k,)
         The linear term.
     Bm : sparse (n', k)
-        The examples' budget rows (1, or the pairs' costs); ``C`` their budgets.
+        The examples' budget rows (1, or the pairs' costs).
     E, h : arrays (k, m), (m,)
         Independent equality rows (Wang's (10); ``m`` may be 0).
+    C : float or array (n',)
+        The examples' budgets, the right-hand side of ``Bm x <= C``.
     max_iter : int
         Interior point steps at most.
     accept : callable ``(x, y, u) -> bool``
@@ -388,6 +390,9 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
         (``min(options.accept_rtol, tol / 100)`` relative), and at the round-off floor of
         the dual residual (at most ``options.floor_tries`` times); True stops.  ``y`` are
         Wang's biases, ``u`` the examples' slacks ``xi`` (the primal's KKT conditions).
+    tol : float
+        The relative accuracy the caller asks for; it sets the threshold at which ``accept``
+        is called (above).
     probe : callable ``(x, y) -> bool``, optional
         Called at iterates whose complementarity is within ``options.probe_rtol`` of the
         objective, before that; True stops the path there (not accepted).
@@ -395,12 +400,21 @@ def solve_dual_qp(Q, g, Bm, E, h, C, max_iter, accept, tol=1e-6, probe=None, *,
     log : callable, optional
         Takes one line per step (``logger.info`` under ``verbose``).
 
-    Each step factors ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated:
-    by the groups (:class:`GroupNewton`) or dense (:class:`DenseNewton`).
-
     Returns
     -------
-    ``(x, y, n_iter, accepted)``
+    x : array (k,)
+        The dual point.
+    y : array (m,)
+        The multipliers of ``E^T x = h`` (Wang's biases).
+    n_iter : int
+        The interior point steps taken.
+    accepted : bool
+        Whether ``accept`` returned True.
+
+    Notes
+    -----
+    Each step factors ``Q + diag(z / x) + Bm^T diag(u / s) Bm`` once, with ``y`` eliminated:
+    by the groups (:class:`GroupNewton`) or dense (:class:`DenseNewton`).
     """
     k, nb, me = Q.size, Bm.shape[0], E.shape[1]
     if k == 0:  # no pair kept: nothing to solve (the caller certifies the empty point)

@@ -204,18 +204,34 @@ class MarginDualState:
 
     Parameters
     ----------
-    model : the :class:`~hiercvx.models.margin.MarginModel`
-    rows : its :class:`~.primitives.RowData` (features, or the Gram matrix in ``MODE_GRAM``)
-    C : the regularization constant; example i's budget is ``C * data.Cw[i]``
-    factor : the form of the score factor ``F`` (``"classes"``, ``"nodes"`` or ``"auto"``:
-        :func:`~.score_factor.choose_factor`)
-    options : :class:`Options`
+    model : MarginModel
+        The :class:`~hiercvx.models.margin.MarginModel`.
+    rows : RowData
+        Its :class:`~hiercvx.solvers.primitives.RowData` (features, or the Gram matrix in
+        ``MODE_GRAM``).
+    C : float
+        The regularization constant; example i's budget is ``C * data.Cw[i]``.
+    factor : {"classes", "nodes", "auto"}
+        The form of the score factor ``F`` (``"auto"``:
+        :func:`~hiercvx.solvers.score_factor.choose_factor`).
+    options : Options, optional
+        The solver's :class:`Options` (default ``Options()``).
 
-    Attributes: ``G`` the expansion coefficients of the last certified alpha, ``F`` the score
-    factor the compiled passes read and update (resynchronised by :meth:`certify`: no drift),
-    ``scores`` the class scores, ``W`` the node weights (features only), ``best_primal`` /
-    ``best_G`` the best primal point met off the dual path, ``n_newton`` the exact steps
-    accepted.
+    Attributes
+    ----------
+    G : array
+        The expansion coefficients of the last certified alpha.
+    F : ScoreFactor
+        The score factor the compiled passes read and update (resynchronised by
+        :meth:`certify`: no drift).
+    scores : array
+        The class scores.
+    W : array
+        The node weights (features only).
+    best_primal, best_G : float, array
+        The best primal point met off the dual path.
+    n_newton : int
+        The exact steps accepted.
     """
 
     def __init__(self, model: MarginModel, rows: RowData, C: float, *,

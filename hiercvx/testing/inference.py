@@ -174,12 +174,22 @@ def check_inference(fn, *, problems=None, rtol: float = 1e-9, random_state: int 
         Default :func:`inference_problems` ``(random_state)``.
     rtol : float
         Relative shortfall of a set's value below the optimum allowed.
+    random_state : int
+        Seed of the default problems (used when ``problems`` is None).
     strict : bool
         Fail (instead of warning) when ``fn`` takes no ``loss`` / ``true_indicator`` and the
         loss-augmented problems are skipped.
 
-    Returns the names of the problems checked; raises :class:`SolverCheckError` naming the
-    first failing problem, the failing samples and why.
+    Returns
+    -------
+    list of str
+        The names of the problems checked.
+
+    Raises
+    ------
+    SolverCheckError
+        Naming the first failing problem, the failing samples and why; with ``strict``, also
+        when the loss-augmented problems cannot be run.
     """
     __tracebackhide__ = True
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float)) or not np.isfinite(rtol) or rtol <= 0:
