@@ -1,4 +1,4 @@
-"""Issue 3, benchmark 4: the flat vs the hierarchical SVM (Cai thesis (4.10)) on real multi-label data.
+"""The flat vs the hierarchical SVM (Cai thesis (4.10)) on real multi-label data.
 
 Data: ``cellcycle_FUN`` (FunCat tree; train+valid / test) and ``Enron_corr`` (trainvalid / test)
 from ``../shared/data/hmc`` (skipped with a message when absent), loaded by ``runner.load_hmc``

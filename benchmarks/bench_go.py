@@ -14,7 +14,7 @@ does not hide the others; a capped row prints ``> cap``):
   fit and predict times, passes, certified gap, training hierarchical F1 -- or the
   ``ValueError`` with which a tree-only or single-label method refuses the multi-label DAG.
 * ``chain`` / ``star``: ``benchmarks/bench_wide.py``'s rows (1000-node chain, 5000-leaf star
-  with ``--classes`` labelled leaves; ``1`` is issue 15's one-class case) for
+  with ``--classes`` labelled leaves; ``1``: the one-class case) for
   ``HierarchicalSVC``, ``NormalizedHierarchicalSVC`` and ``SharedNormSVC``.
 
     .venv/bin/python benchmarks/bench_go.py [--rows go,chain,star] [--n 1625] [--max-iter N]

@@ -1,4 +1,4 @@
-"""Issue 12 benchmark: HIERMULT and FLATMULT by the margin engine vs coordinate ascent.
+"""HIERMULT and FLATMULT by the margin engine vs coordinate ascent.
 
 HIERMULT (Zhou, Xiao & Wu, section 5) is one Crammer-Singer problem per internal node; no
 slack couples two of them, so ``hiercvx.solvers.orthogonal_dual.solve`` (``blocks="auto"``,

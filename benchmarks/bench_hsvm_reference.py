@@ -1,4 +1,4 @@
-"""Issue 3, benchmark 1: build + solve time of the hierarchical SVM reference vs n, per QP solver.
+"""Build + solve time of the hierarchical SVM reference vs n, per QP solver.
 
 Prints, for n in 100..1000, the declaration + compilation time and the solve time of
 ``hsvm.primal`` on the Cai thesis synthetic data (multi-label tree) with each installed QP

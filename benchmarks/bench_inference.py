@@ -1,4 +1,4 @@
-"""Issue 5, benchmark 1: label-set inference.
+"""Label-set inference.
 
 1. The tree dynamic program on a random 5*10^4-node tree (time per sample, batch of samples),
    against the integer program on a few samples (same objective).

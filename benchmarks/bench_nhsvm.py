@@ -1,4 +1,4 @@
-"""Issue 5, benchmarks 2 and 3: fast NHSVM / shared-norm solvers vs their references, which
+"""Fast NHSVM / shared-norm solvers vs their references, which
 fast method reaches a 1e-6 gap first, and the synthetic experiment of the NHSVM paper's
 section 8.1 (Table 3), subsampled.
 

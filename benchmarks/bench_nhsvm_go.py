@@ -1,4 +1,4 @@
-"""Issue 5, benchmark 3 (second half): NHSVM vs a flat multi-label SVM on cellcycle_GO.
+"""NHSVM vs a flat multi-label SVM on cellcycle_GO.
 
 Data: ``../shared/data/hmc/cellcycle_GO.{train,valid,test}.arff`` (yeast cell-cycle expression,
 77 features with missing values, Gene Ontology DAG of 4126 nodes, ~37 nodes per closed label

@@ -1,4 +1,4 @@
-"""Issue 4 benchmarks: orthogonal transfer (Zhou, Xiao, Wu) -- exact SDP, RDA, the paper's comparison.
+"""Orthogonal transfer (Zhou, Xiao, Wu) -- exact SDP, RDA, the paper's comparison.
 
 1. The lifted SDP of (4) (``orthogonal.primal``): build + solve time vs size (non-root nodes m x
    features d x samples n), with and without the representer reduction of Theorem 3 (PSD block

@@ -1,4 +1,4 @@
-"""Issue 12 / 15 benchmark: the orthogonal-transfer family's fast solvers, side by side.
+"""The orthogonal-transfer family's fast solvers, side by side.
 
 Rows (one run, ratios against LIBLINEAR's Crammer-Singer measured in the same run):
 
@@ -13,12 +13,12 @@ Rows (one run, ratios against LIBLINEAR's Crammer-Singer measured in the same ru
   (default ``orthogonal,treeloss``), and ``LinearSVC(multi_class="crammer_singer")`` (defaults)
   on the same data;
 * ``star``: a ``--leaves``-leaf star (default 5000), 60 samples x 5 features labelled with 3
-  leaves and with 1 leaf (the rows of issue 15), and ``chain``: a path of ``--depth`` nodes
+  leaves and with 1 leaf (the wide rows), and ``chain``: a path of ``--depth`` nodes
   (default 1000) whose two deepest nodes are the leaves, labelled alternately;
   ``OrthogonalTransferSVC()`` with its defaults (``dual_cd``), the ``rows`` column the weight
   rows of the problem it solved after :func:`hiercvx.models.orthogonal.reduce_model` (the used
   rows, interchangeable negatives merged); RDA is not run there (it did not finish in 7
-  minutes, issue 15).
+  minutes).
 
 Each row prints the fit time, its ratio to LIBLINEAR's, the passes / iterations, the
 certified relative gap, whether the solver converged (a ``ConvergenceWarning`` otherwise) and

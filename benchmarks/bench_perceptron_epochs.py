@@ -1,4 +1,4 @@
-"""Issue 7, benchmark 3: epoch time of the hierarchical perceptrons on 10^5 synthetic examples.
+"""Epoch time of the hierarchical perceptrons on 10^5 synthetic examples.
 
 Cai thesis 7.1.1 data (``make_cai_synthetic``: multi-label, perfect tree, fan-out 3, depth 3,
 27 classes), 10^5 examples, 100 features, dense and as CSR.  For each variant / update the

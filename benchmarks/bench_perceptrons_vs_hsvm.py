@@ -1,4 +1,4 @@
-"""Issue 7, benchmark 1: hierarchical perceptrons and Hieron vs the hierarchical SVM, with the
+"""Hierarchical perceptrons and Hieron vs the hierarchical SVM, with the
 lecture's baselines and the divide-and-conquer SVM.
 
 Data: ``cellcycle_FUN`` (train+valid / test) and ``Enron_corr`` (trainvalid / test) from

@@ -1,5 +1,5 @@
 """Sibling-margin SVM (Wang, Shen & Pan (2), dual (8)-(11)) and HPSI ((3)) against LIBLINEAR's
-Crammer-Singer, side by side in one run (issue 12, cellcycle_FUN row; issue 15 item 5, star row).
+Crammer-Singer, side by side in one run (the cellcycle_FUN row and the star row).
 
 Rows:
 
@@ -8,13 +8,13 @@ Rows:
   deepest label as the class; 480 samples x 77 features, 107 classes on a 201-node tree),
   features standardized, C = 1;
 * ``star``: a star of ``--leaves`` leaves (default 5000), 60 samples x 5 features, labels on 3
-  leaves (the issue 15 case), C = 1.
+  leaves, C = 1.
 
 Each row prints the fit time of ``LinearSVC(multi_class="crammer_singer")`` (LIBLINEAR, its
 defaults), of ``SiblingMarginSVC`` and ``HierarchicalPsiClassifier`` with their defaults
 (``tol=1e-6``, ``solver="fast"``), the certified relative gap (HPSI: the largest gap over its
 convex steps), the solver method chosen, whether it converged (a ``ConvergenceWarning`` prints
-``warn``) and the ratio to LIBLINEAR's time.  Targets (issue 12): sibling SVM <= 30x, HPSI
+``warn``) and the ratio to LIBLINEAR's time.  Targets: sibling SVM <= 30x, HPSI
 <= 100x LIBLINEAR on cellcycle_FUN.  Measured 2026-11-24 (three runs, load ~3 on 2 cores):
 sibling 7.9x / 10.1x / 10.1x, HPSI 18.8x / 18.2x / 27.6x (before the dual interior point
 method's group route, its probe and the DC steps' warm sweeps: 16x and 76-98x).

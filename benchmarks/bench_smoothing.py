@@ -1,4 +1,4 @@
-"""Issue 12: label sets with thousands of pairs per example -- smoothing vs the working set.
+"""Label sets with thousands of pairs per example -- smoothing vs the working set.
 
 Rows (thesis defaults: loss Delta_h, attributes 1/sqrt(depth), slack rescaling, intercept,
 C = 1, features mean-imputed and standardized; every internal term used as a label gets a

@@ -1,4 +1,4 @@
-"""Issue 7, benchmark 2: learned vs true vs random hierarchies (Cai thesis Tables 7.17-7.19, 7.23).
+"""Learned vs true vs random hierarchies (Cai thesis Tables 7.17-7.19, 7.23).
 
 * ``ImCLEF07A`` (``../shared/data/hmc``; skipped when absent): single-label X-ray images, a
   balanced tree with 8 / 25 / 63 nodes per level.  The learner does not see the true tree:

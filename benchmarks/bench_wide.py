@@ -1,4 +1,4 @@
-"""Issue 15 benchmark: wide and deep hierarchies as first-class rows.
+"""Wide and deep hierarchies as first-class rows.
 
 Every estimator that takes a hierarchy is fitted (its default, fast solver) on
 
@@ -9,7 +9,7 @@ Every estimator that takes a hierarchy is fitted (its default, fast solver) on
 
 with the fit time, ``n_iter_``, the training accuracy and whether the solver certified its gap
 (a ``ConvergenceWarning`` is reported as ``warn``).  Each fit runs in a child process with a
-time cap (``--cap`` seconds, default 420: the seven minutes of issue 15), so one slow row
+time cap (``--cap`` seconds, default 420: seven minutes), so one slow row
 does not hide the others; a capped row prints ``> cap``.
 
     .venv/bin/python benchmarks/bench_wide.py [--quick] [--only NAME,...] [--rows star,chain]

@@ -1,4 +1,4 @@
-"""Papers' tables rebuilt from the package: ``hiercvx reproduce TABLE`` (issue 14).
+"""Papers' tables rebuilt from the package: ``hiercvx reproduce TABLE``.
 
 Each registered :class:`Table` holds the paper's reported numbers (with where they were read)
 and a ``run(replication, quick, seed)`` computing one replication; :func:`run_table` runs the

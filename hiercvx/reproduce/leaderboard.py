@@ -393,7 +393,7 @@ def _protocol_text(protocol):
 TABLES = (
     Table(name="leaderboard", title="real-data leaderboard: hiercvx estimators vs flat LinearSVC "
           "(hF1, exact match, tree distance, fit s, converged)",
-          paper="ours (no paper)", reference="hiercvx leaderboard, issue 14",
+          paper="ours (no paper)", reference="hiercvx leaderboard",
           source="none: no paper reports these numbers", run=run_leaderboard, metrics=METRICS,
           reported={}, paper_replications=5, resolution=0.0005, settings=SETTINGS,
           missing_data=data_missing,
