@@ -1,5 +1,5 @@
 """One meaning of C (LIBLINEAR's ``1/2 ||W||^2 + C sum_i loss_i``) and the intercept options on
-the NHSVM, shared-norm, orthogonal-transfer and sibling-margin estimators (issue 16)."""
+the NHSVM, shared-norm, orthogonal-transfer and sibling-margin estimators."""
 
 import warnings
 

@@ -569,7 +569,7 @@ def test_generator_argument_errors():
         make_nhsvm_balanced(n_samples=10, n_features=5, random_state="seed")
 
 
-# ---------------------------------------------------------------------- robustness (issue 15)
+# ---------------------------------------------------------------------- robustness
 def test_lshtc_byte_order_mark_is_not_part_of_an_id(tmp_path):
     H = load_lshtc_hierarchy(write(tmp_path, "h.txt", "\ufeffa b\na c\n"))
     assert H.root == "a" and set(H.children("a")) == {"b", "c"}

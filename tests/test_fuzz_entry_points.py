@@ -1,4 +1,4 @@
-"""Fuzzing the public entry points (issue 15): every estimator's ``fit`` / ``predict`` /
+"""Fuzzing the public entry points: every estimator's ``fit`` / ``predict`` /
 ``decision_function``, the :class:`~hiercvx.hierarchy.Hierarchy` constructors and closure,
 :mod:`hiercvx.losses` and :mod:`hiercvx.metrics`, the models' ``prepare`` functions and the
 registry's reference builders, each called with one argument replaced by generated bad input

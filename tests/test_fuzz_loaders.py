@@ -1,4 +1,4 @@
-"""Fuzzing the file loaders (issue 15): small valid ARFF, LIBSVM and LSHTC files mutated by
+"""Fuzzing the file loaders: small valid ARFF, LIBSVM and LSHTC files mutated by
 hypothesis (inserted characters and tokens, deleted spans, doubled and swapped lines,
 byte-order marks, odd line ends, gzip).
 

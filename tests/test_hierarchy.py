@@ -261,7 +261,7 @@ def test_expand_ranges_is_concatenated_aranges(pairs):
     np.testing.assert_array_equal(got, expected)
 
 
-# ---------------------------------------------------------------------- robustness (issue 15)
+# ---------------------------------------------------------------------- robustness
 def test_closure_refuses_non_indicator_matrices():
     H = hc.Hierarchy.from_paths(["a/b", "c"])
     n = len(H)

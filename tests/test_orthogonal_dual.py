@@ -182,7 +182,7 @@ def test_one_convergence_warning_when_passes_run_out():
 
 
 def test_tiny_C_is_not_certified_at_zero():
-    """Issue 15 item 2: with a tiny C the objective at W = 0 is within tol of the bound, but
+    """With a tiny C the objective at W = 0 is within tol of the bound, but
     the gap is also taken against the decrease from zero."""
     H = tree(T8)
     X, y = clustered_data(H, n=30, d=3, seed=6)

@@ -1,4 +1,4 @@
-"""LIBLINEAR's regularized bias through the orthogonal-transfer family (issue 16): the model,
+"""LIBLINEAR's regularized bias through the orthogonal-transfer family: the model,
 the CVXPY references (primal and dual), the fast solvers, the estimator and the oracle API.
 
 The independent route: with ``fit_intercept`` every problem is the paper's problem on the

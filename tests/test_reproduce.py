@@ -1,5 +1,5 @@
 """``hiercvx reproduce``: the registered papers' tables, their quick runs, determinism and the
-Dask path (issue 14)."""
+Dask path."""
 
 import csv
 import dataclasses

@@ -1,5 +1,5 @@
-"""Regression tests of issue 15 (robustness), solver and estimator side: a scale-aware
-certificate (item 2) for the fast solvers and the CVXPY references (retries with tighter
+"""Robustness, solver and estimator side: a scale-aware
+certificate for the fast solvers and the CVXPY references (retries with tighter
 settings, an inaccurate status certified from the recomputed numbers, never an uncertified
 answer), validated certificate tolerances (1), no silently ignored option (7), one
 ConvergenceWarning for every uncertified stop and no HiGHS banner (8), wide hierarchies at the
@@ -31,7 +31,7 @@ X_TREE, Y_TREE, _ = problem("tree", n=40, d=4)
 X_FLAT, Y_FLAT, _ = problem("flat", n=40, d=4)
 
 
-# ------------------------------------------------------------------ item 2: the gap at every scale
+# ------------------------------------------------------------------ the gap at every scale
 def test_the_convergence_warning_says_how_far_tol_is():
     # a gap falling by 10x every 2 passes, 0.5 s a pass: 1e-3 -> 1e-6 takes 6 more passes, 3 s
     history = {"n_iter": [0, 2, 4, 6, 8, 10], "gap": [1.0, 0.1, 1e-2, 1e-3, 1e-4, 1e-5],
@@ -163,7 +163,7 @@ def test_rda_certifies_a_zero_optimum():
     assert res.converged
 
 
-# ------------------------------------------------------------------ item 1: certificate tolerances
+# ------------------------------------------------------------------ certificate tolerances
 @pytest.mark.parametrize("bad", [float("nan"), -1.0, 0.0, float("inf"), "x", None, True])
 @pytest.mark.parametrize("which", ["gap_tol", "feas_tol"])
 def test_reference_tolerances_are_validated(which, bad):
@@ -234,7 +234,7 @@ def test_reference_refuses_unknown_solver_options():
         prob.solve("CLARABEL", not_a_setting=1)
 
 
-# ------------------------------------------------------------------ item 7: no ignored option
+# ------------------------------------------------------------------ no ignored option
 MAX_ITER_ESTIMATORS = {
     "HierarchicalSVC": lambda **kw: E.HierarchicalSVC(hierarchy=TREE, **kw),
     "TopDownSVC": lambda **kw: E.TopDownSVC(hierarchy=TREE, **kw),
@@ -395,7 +395,7 @@ def test_metric_and_loss_boundaries():
                                 sample_weight=np.ones(len(Y_TREE)) + 1j)
 
 
-# ------------------------------------------------------------------ item 8: warned, and quiet
+# ------------------------------------------------------------------ warned, and quiet
 def test_dc_loop_warns_when_it_stops_on_max_iter():
     model = sm.prepare(X_TREE, Y_TREE, TREE)
     with pytest.warns(ConvergenceWarning, match="DC steps without reaching a fixed point"):
@@ -441,7 +441,7 @@ def test_highs_banner_does_not_reach_stdout_through_cvxpy(first):
     assert out.stdout.strip() == "done", out.stdout
 
 
-# ------------------------------------------------------------------ item 5: wide hierarchies
+# ------------------------------------------------------------------ wide hierarchies
 def star(n_leaves):
     return Hierarchy.from_parents({"r": None, **{f"c{i}": "r" for i in range(n_leaves)}})
 

@@ -1,4 +1,4 @@
-"""Fast solvers of issue 3 against their certified CVXPY references.
+"""Fast solvers of the hierarchical SVM against their certified CVXPY references.
 
 * ``solvers.working_set.solve(model)`` (Cai thesis Algorithm 2) on ``models.hsvm.prepare``'s
   model vs ``hsvm.primal`` / ``hsvm.dual``
