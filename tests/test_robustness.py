@@ -1,9 +1,9 @@
 """Robustness, solver and estimator side: a scale-aware
 certificate for the fast solvers and the CVXPY references (retries with tighter
 settings, an inaccurate status certified from the recomputed numbers, never an uncertified
-answer), validated certificate tolerances (1), no silently ignored option (7), one
-ConvergenceWarning for every uncertified stop and no HiGHS banner (8), wide hierarchies at the
-cost of what the data use (5), and the estimators' input boundary (complex X at predict,
+answer), validated certificate tolerances, no silently ignored option, one
+ConvergenceWarning for every uncertified stop and no HiGHS banner, wide hierarchies at the
+cost of what the data use, and the estimators' input boundary (complex X at predict,
 hierarchy and label types, overflowing X or C: hiercvx's errors, item 6; the fuzz suite over
 every entry point is tests/test_fuzz_entry_points.py)."""
 
