@@ -4,7 +4,7 @@ settings, an inaccurate status certified from the recomputed numbers, never an u
 answer), validated certificate tolerances, no silently ignored option, one
 ConvergenceWarning for every uncertified stop and no HiGHS banner, wide hierarchies at the
 cost of what the data use, and the estimators' input boundary (complex X at predict,
-hierarchy and label types, overflowing X or C: hiercvx's errors, item 6; the fuzz suite over
+hierarchy and label types, overflowing X or C: hiercvx's errors; the fuzz suite over
 every entry point is tests/test_fuzz_entry_points.py)."""
 
 import subprocess
