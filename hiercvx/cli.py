@@ -14,7 +14,6 @@ from . import datasets, methods, reproduce
 from .demo import DATA_ENV, run_demo
 from .describe import latex_document
 from .exceptions import HierCVXError, InputError
-from .reproduce._runner import check_data_dir
 from .reference import SOLVER_PREFERENCE, gurobi_limit_text, usable_solvers
 from .verify import equation_text, format_table, verify, write_json
 
@@ -208,7 +207,7 @@ def _check_run_options(args) -> None:
                              "to reprint what is kept, or drop --collect to run the table "
                              "(with --resume: only the missing replications)")
     if args.data is not None:
-        check_data_dir(args.data, "--data")
+        reproduce.check_data_dir(args.data, "--data")
 
 
 def cmd_reproduce(args) -> int:

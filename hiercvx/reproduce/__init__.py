@@ -15,6 +15,7 @@ from ._runner import (
                       TABLES,
                       TableResult,
                       aggregate,
+                      check_data_dir,
                       format_result,
                       get,
                       names,
@@ -30,5 +31,6 @@ from ._table import DataUnavailable, Reported, Table, parse_reported
 TABLES.update({t.name: t for t in wang_funcat.TABLES + cai.TABLES + flat_hierarchical.TABLES
                + leaderboard.TABLES + zhou.TABLES + hmc_aupr.TABLES})
 
-__all__ = ["TABLES", "DataUnavailable", "Reported", "Table", "TableResult", "aggregate", "format_result", "get", "names",
+__all__ = ["TABLES", "DataUnavailable", "Reported", "Table", "TableResult", "aggregate", "check_data_dir",
+           "format_result", "get", "names",
            "parse_reported", "plot", "replication_seeds", "run_table", "within_spread", "write"]
