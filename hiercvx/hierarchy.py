@@ -408,13 +408,26 @@ class Hierarchy:
         return iter(self._nodes)
 
     def __eq__(self, other) -> bool:
+        if other is self:   # the lru_caches keyed by a hierarchy hit this on every call
+            return True
         # names only equal in Python (1 and 1.0) are other names: labels tell them apart
         return (isinstance(other, Hierarchy) and self._nodes == other._nodes
                 and np.array_equal(self._edge_index, other._edge_index)
                 and all(same_name(a, b) for a, b in zip(self._nodes, other._nodes)))
 
     def __hash__(self):
-        return hash((tuple(map(name_key, self._nodes)), self._edge_index.tobytes()))
+        # computed once (milliseconds on a GO DAG; the hierarchy never changes), and never
+        # pickled: string hashes differ between processes
+        value = self.__dict__.get("_hash_value")
+        if value is None:
+            value = hash((tuple(map(name_key, self._nodes)), self._edge_index.tobytes()))
+            self._hash_value = value
+        return value
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_hash_value", None)
+        return state
 
     def __repr__(self) -> str:
         kind = "tree" if self._is_tree else "DAG"

@@ -330,6 +330,25 @@ def test_equality_and_hash_tell_names_of_other_types_apart():
     assert ints == numpy_names and hash(ints) == hash(numpy_names)  # the same names, as labels
 
 
+def test_hash_is_kept_in_the_process_and_left_out_of_pickles():
+    import pickle
+    import subprocess
+    import sys
+    H = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")])
+    first = hash(H)
+    assert hash(H) == first and H == H
+    blob = pickle.dumps(H)
+    assert "_hash_value" not in pickle.loads(blob).__dict__
+    # another process hashes strings with another seed: its hash is its own, equal to that of
+    # the same hierarchy built there
+    code = ("import pickle, sys, hiercvx as hc; H = pickle.loads(sys.stdin.buffer.read()); "
+            "G = hc.Hierarchy.from_edges([('r', 'a'), ('r', 'b'), ('a', 'c'), ('b', 'c')]); "
+            "print(hash(H) == hash(G) and H == G and {H: 1}[G] == 1)")
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
+                         env={**__import__("os").environ, "PYTHONHASHSEED": "12345"}, check=True)
+    assert out.stdout.decode().strip() == "True"
+
+
 @pytest.mark.parametrize("build", [
     lambda: hc.Hierarchy.from_edges([("a", "b")], nodes=[None]),
     lambda: hc.Hierarchy.from_edges([("a", "b")], nodes=[["x"]]),
