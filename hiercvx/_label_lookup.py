@@ -53,7 +53,7 @@ def name_key(name) -> str:
 
 def same_name(label, name) -> bool:
     """Whether ``label`` is the node name ``name`` and not only equal to it in Python (``True``
-    and ``1.0`` equal ``1``): the rule :func:`_check_name` applies to the names themselves."""
+    and ``1.0`` equal ``1``): the rule :func:`hiercvx._node_names.check_name` applies to the names themselves."""
     return label is name or name_key(label) == name_key(name)
 
 

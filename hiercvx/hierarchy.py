@@ -12,7 +12,7 @@ Notation of the papers: ``anc(y)`` is the set of ancestors of ``y`` *including* 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 import networkx as nx
@@ -23,7 +23,8 @@ from ._attributes import class_attributes  # noqa: F401 -- public here, defined 
 from ._label_lookup import (is_label_set, label_positions, name_key,  # noqa: F401 -- public here
                             same_name, unknown_label_hint)
 from ._label_forms import internal_labels, most_specific, self_leaves, single_path  # noqa: F401
-from .exceptions import HierarchyError, InputTypeError, LabelError
+from ._node_names import check_name, not_none, parent_list
+from .exceptions import HierarchyError, LabelError
 
 ARTIFICIAL_ROOT = "<root>"
 
@@ -38,62 +39,6 @@ __all__ = [
     "single_path",
     "ARTIFICIAL_ROOT",
 ]
-
-
-def _not_none(value, name: str, where: str) -> None:
-    """Refuse ``None`` where a collection is expected (iterating it gives no name)."""
-    if value is None:
-        raise InputTypeError(f"{where}: {name} is None; pass a collection "
-                             f"({'a mapping or pairs' if name == 'parents' else 'a list'})")
-
-
-def _check_name(seen: dict, v, what: str = "node name") -> None:
-    """Refuse a name that is None, unhashable, NaN, a set, or one Python merges with another in
-    ``seen`` (name -> object first given; ``1``, ``1.0``, ``True``); ``what``: its wording."""
-    if v is None:
-        raise HierarchyError(f"{what} is None; None stands for 'no parent' in from_parents and "
-                             "cannot name a node; name it with a string or an integer")
-    try:
-        hash(v)
-    except TypeError:
-        raise HierarchyError(f"{what} {v!r} is not hashable ({type(v).__name__}); name nodes "
-                             "with strings, integers or tuples of them") from None
-    if v != v:
-        raise HierarchyError(f"{what} {v!r} is not equal to itself (NaN), so it could never be "
-                             "looked up; name the node with a string or an integer")
-    if isinstance(v, (set, frozenset)):
-        raise HierarchyError(f"{what} {v!r} is a set, which labels read as a label set (a "
-                             "sample's several labels), so it could never be a label; name the "
-                             "node with a string, an integer or a tuple")
-    first = seen.setdefault(v, v)
-    if not same_name(first, v):
-        raise HierarchyError(f"node names {first!r} and {v!r} are equal in Python ({first!r} == {v!r}) "
-                             "and would be merged into one node; give them distinct names "
-                             "(for example strings)")
-
-
-def _parent_list(child, par, declared: dict) -> list:
-    """The parents of ``child`` given as ``par`` in :meth:`Hierarchy.from_parents`, each a
-    valid name (``declared``: the declared node names)."""
-    if isinstance(par, (list, set, frozenset)) or (isinstance(par, np.ndarray) and par.ndim == 1):
-        plist = list(par)
-    elif isinstance(par, tuple):
-        try:
-            plist = [par] if par in declared else list(par)
-        except TypeError:  # unhashable inside: not a name
-            plist = list(par)
-    elif isinstance(par, (Iterator, np.ndarray)):
-        raise HierarchyError(f"the parents of node {child!r} are a {type(par).__name__}; give "
-                             "one parent name, or a list of parent names")
-    else:
-        plist = [par]
-    for p in plist:
-        if p is None:
-            raise HierarchyError(f"node {child!r} has None among its parents {par!r}; None means "
-                                 f"'no parent' only as the whole entry ({child!r}: None); drop it "
-                                 "from the list")
-        _check_name({}, p, f"the parent of node {child!r} given as")
-    return plist
 
 
 class Hierarchy:
@@ -112,13 +57,13 @@ class Hierarchy:
                  root: Hashable | None = None):
         """Low-level constructor from ``(parent, child)`` edges plus isolated ``nodes``; prefer
         the ``from_*`` class methods.  ``root`` names the artificial root (default ``"<root>"``)."""
-        _not_none(edges, "edges", "Hierarchy")
+        not_none(edges, "edges", "Hierarchy")
         if root is not None:
-            _check_name({}, root, "root name")
+            check_name({}, root, "root name")
         order: dict = {}
         given: dict = {}
         for v in nodes:
-            _check_name(given, v)
+            check_name(given, v)
             order.setdefault(v, len(order))
         edge_list = []
         seen_edges = set()
@@ -130,8 +75,8 @@ class Hierarchy:
                 p, c = e
             except (TypeError, ValueError):
                 raise HierarchyError(f"an edge must be a (parent, child) pair, got {e!r}") from None
-            _check_name(given, p, f"in edge {e!r} the parent")
-            _check_name(given, c, f"in edge {e!r} the child")
+            check_name(given, p, f"in edge {e!r} the parent")
+            check_name(given, c, f"in edge {e!r} the child")
             if p == c:
                 raise HierarchyError(f"self-loop on node {p!r}: a node cannot be its own parent")
             order.setdefault(p, len(order))
@@ -257,7 +202,7 @@ class Hierarchy:
             may be a list of parents (a DAG; what :meth:`to_dict` gives) or a tuple, set or 1-D
             array of them; a tuple that is a declared node name is that one parent.
         root : hashable, optional"""
-        _not_none(parents, "parents", "Hierarchy.from_parents")
+        not_none(parents, "parents", "Hierarchy.from_parents")
         if isinstance(parents, Mapping):
             items = list(parents.items())
         else:
@@ -274,7 +219,7 @@ class Hierarchy:
         declared: dict = {}
         given: dict = {}
         for child, _ in items:
-            _check_name(given, child)
+            check_name(given, child)
             if child in declared:
                 raise HierarchyError(f"duplicate node name {child!r} in from_parents input; give a "
                                      "list of parents for a node with several parents")
@@ -283,7 +228,7 @@ class Hierarchy:
         for child, par in items:
             if par is None:
                 continue
-            for p in _parent_list(child, par, declared):
+            for p in parent_list(child, par, declared):
                 if p not in declared:
                     raise HierarchyError(
                         f"node {child!r} has parent {p!r}, which is not declared; add {p!r}: None "
@@ -302,7 +247,7 @@ class Hierarchy:
         nodes : iterable of node names, optional
             Nodes to include (isolated ones, say); they count as appearing before the edges.
         root : hashable, optional"""
-        _not_none(edges, "edges", "Hierarchy.from_edges")
+        not_none(edges, "edges", "Hierarchy.from_edges")
         edges = list(edges)
         nodes = list(nodes)
         if not edges and not nodes:
@@ -320,7 +265,7 @@ class Hierarchy:
             there is exactly one.
         sep : str, default "/"
         root : hashable, optional"""
-        _not_none(paths, "paths", "Hierarchy.from_paths")
+        not_none(paths, "paths", "Hierarchy.from_paths")
         if not isinstance(sep, str) or not sep:
             raise HierarchyError(f"sep must be a non-empty string such as '/', got {sep!r}")
         if isinstance(paths, (str, bytes)):
@@ -618,7 +563,7 @@ class Hierarchy:
         n_samples : int, optional
             Rows of the result, at least one per sample (the extra rows are empty); default one
             per sample.  Ignored for an indicator matrix."""
-        _not_none(labels, "labels", "Hierarchy.label_indicator")
+        not_none(labels, "labels", "Hierarchy.label_indicator")
         n = len(self._nodes)
         if sp.issparse(labels) or (isinstance(labels, np.ndarray) and labels.ndim == 2):
             return self._indicator_matrix(labels)
@@ -689,7 +634,7 @@ class Hierarchy:
             As in :meth:`label_indicator`; an empty label set gives an empty row.
         sparse : bool, default False
             Return CSR instead of a dense array (what 10^5 samples on 10^4 nodes need)."""
-        _not_none(labels, "labels", "Hierarchy.closure")
+        not_none(labels, "labels", "Hierarchy.closure")
         ind = self.label_indicator(labels).astype(np.int32)
         closed = (ind @ self._anc.astype(np.int32)).tocsr()
         closed.data = closed.data > 0

@@ -151,7 +151,7 @@ def test_verify_prints_a_small_speedup_with_its_digits():
 # ------------------------------------------------------------------ import layers
 #: the layers of DESIGN.md, bottom up; a module may import its own layer or a lower one
 LAYERS = {
-    "exceptions": 0, "result": 0, "_sparse": 0, "_kernel_cache": 0, "_attributes": 1, "_label_lookup": 0, "_label_forms": 0, "_validation": 1, "hierarchy": 1, "kernels": 1,
+    "exceptions": 0, "result": 0, "_sparse": 0, "_kernel_cache": 0, "_attributes": 1, "_label_lookup": 0, "_node_names": 0, "_label_forms": 0, "_validation": 1, "hierarchy": 1, "kernels": 1,
     "targets": 2, "losses": 2, "inference": 2, "metrics": 2, "reference": 2, "describe": 2, "datasets": 2,
     "taxonomy": 2, "bias": 2, "_metric_inputs": 2, "_solver_choice": 1, "_reference_scaling": 1, "_node_margin_parts": 1,
     "models": 3,
