@@ -31,7 +31,7 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
-    "hiercvx_xref",  # an unresolved Python reference on a guide page fails the build (-W)
+    "hiercvx_xref",  # an unresolved Python reference (guide, front page, API) fails the build (-W)
 ]
 if os.environ.get("HIERCVX_DOCS_VIEWCODE", "1") != "0":  # highlighted sources; the tests skip them
     extensions.append("sphinx.ext.viewcode")
@@ -76,8 +76,9 @@ autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
-# docs/_ext/hiercvx_xref.py: a Python reference on a guide page or the front page that does
-# not resolve is a warning (an error under -W); the quick build without the API has no targets.
+# docs/_ext/hiercvx_xref.py: a Python reference on a guide page, the front page or an API page
+# (a docstring) that does not resolve is a warning (an error under -W); the quick build without
+# the API has no targets.
 hiercvx_check_guide_references = WITH_API
 
 # Math served locally.

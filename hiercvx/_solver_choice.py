@@ -1,5 +1,5 @@
 """Solver choice and problem sizes for the exact references (:mod:`hiercvx.reference`
-re-exports every name): solver capabilities as data (:data:`SOLVER_PREFERENCE`), the problem
+re-exports every name): solver capabilities as data (``SOLVER_PREFERENCE``), the problem
 class of a CVXPY problem, its size before compiling, and Gurobi's size-limited licence."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def gurobi_licence() -> str:
     """``"full"``, ``"size-limited"``, ``"not installed"`` or ``"unusable: <reason>"``.
 
     Probed once per process with an empty model one variable past the size-limited licence's
-    limit (:data:`GUROBI_SIZE_LIMITS`); a restricted licence answers with error 10010.
+    limit (``GUROBI_SIZE_LIMITS``); a restricted licence answers with error 10010.
     """
     if gp is None or "GUROBI" not in installed_solvers():
         return "not installed"
@@ -147,9 +147,9 @@ def gurobi_size(problem) -> dict:
 
 
 def check_gurobi_size(problem, what: str = "the problem") -> None:
-    """Raise :class:`SolverUnavailableError` (status ``"licence"``) when Gurobi's licence is
-    size-limited and ``problem`` exceeds :data:`GUROBI_SIZE_LIMITS`; naming the limit and the
-    open-source solver of the problem's class.  A full licence is not checked."""
+    """Raise :class:`~hiercvx.exceptions.SolverUnavailableError` (status ``"licence"``) when
+    Gurobi's licence is size-limited and ``problem`` exceeds ``GUROBI_SIZE_LIMITS``; naming the
+    limit and the open-source solver of the problem's class.  A full licence is not checked."""
     if gurobi_licence() != "size-limited":
         return
     try:
@@ -216,7 +216,7 @@ def problem_class(problem) -> str:
 
 def choose_solver(problem, solver: str | None = None) -> str:
     """The solver to use: ``solver`` if given (checked to be installed), else the first
-    installed one in :data:`SOLVER_PREFERENCE` for the problem's class."""
+    installed one in ``SOLVER_PREFERENCE`` for the problem's class."""
     available = installed_solvers()
     if solver is not None:
         name = str(solver).upper()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import sys
@@ -240,10 +241,25 @@ DATA_EPILOG = (f"environment: {DATA_ENV}=DIR names the folder of the Clus-HMC AR
                "--data is not given")
 
 
+class _Subcommand(argparse.ArgumentParser):
+    """A subcommand's parser: an argument it does not know is reported by it, with its own
+    usage (its valid options) and the closest valid option, not by the top-level parser."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            options = [o for action in self._actions for o in action.option_strings]
+            close = [m for e in extras if e.startswith("-")
+                     for m in difflib.get_close_matches(e.split("=")[0], options, n=1)]
+            self.error(f"unrecognized arguments: {' '.join(extras)}"
+                       + (f" (did you mean {', '.join(dict.fromkeys(close))}?)" if close else ""))
+        return namespace, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hiercvx", description="Hierarchical classification as "
                                      "convex optimization: exact references with certificates.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Subcommand)
     p = sub.add_parser("info", help="versions, installed solvers and which are usable")
     p.set_defaults(func=cmd_info)
     p = sub.add_parser("data", help="load a dataset (Clus-HMC ARFF, LIBSVM, ...) and describe it")

@@ -74,8 +74,9 @@ class Symbol:
         The symbol in LaTeX mathematics, when the name does not say it (``"c_i"``, ``"b"``
         for a variable named ``intercept``).
     shape : tuple of str, optional
-        A variable's shape in dimension symbols (:data:`DIMENSIONS`): ``("M", "d")``; ``()``
-        for a scalar; ``None`` (undeclared) shows the numbers of the problem at hand.
+        A variable's shape in dimension symbols (:data:`~hiercvx.describe.DIMENSIONS`):
+        ``("M", "d")``; ``()`` for a scalar; ``None`` (undeclared) shows the numbers of the problem
+        at hand.
     """
 
     meaning: str
@@ -102,8 +103,9 @@ class Formulation:
     duals) are :class:`Term`\\ s or ``(text, latex, eq)`` tuples; ``variables`` maps a
     variable's name to a :class:`Symbol` (or its meaning); ``notation`` maps each other symbol
     the lines use, as the text lines write it, to a :class:`Symbol`; ``dims`` gives meanings of
-    dimension symbols beyond (or instead of) :data:`DIMENSIONS`, as ``(text, latex)`` pairs;
-    ``parameters`` the LaTeX symbol of a swept parameter whose name does not say it.
+    dimension symbols beyond (or instead of) :data:`~hiercvx.describe.DIMENSIONS`, as
+    ``(text, latex)`` pairs; ``parameters`` the LaTeX symbol of a swept parameter whose name does
+    not say it.
     """
 
     objective: Any
@@ -283,7 +285,7 @@ def _dimensions(form, variables, known=None) -> tuple[dict, dict, list]:
 
 def describe_parts(ref, problem_class: str, solver: str) -> dict:
     """What :meth:`~hiercvx.reference.ReferenceProblem.describe` renders, from the reference's
-    :attr:`formulation` or its CVXPY structure; ``ref.data["dimensions"]`` gives the values of
+    ``formulation`` or its CVXPY structure; ``ref.data["dimensions"]`` gives the values of
     dimension symbols that no variable's shape binds alone, and ``ref.instance_note`` (where
     the reference has one) a last line of the instance block."""
     form = ref.formulation

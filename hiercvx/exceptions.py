@@ -54,7 +54,7 @@ class DataFormatError(InputError):
 class ProblemTooLargeError(InputError):
     """The exact reference would be too large to compile; raised before compiling.
 
-    Raised by a size check (:func:`hiercvx._solver_choice.check_size`) it also carries
+    Raised by a size check (:func:`hiercvx.reference.check_size`) it also carries
     ``size``, the limit that admits the problem (its estimated nonzeros; for a problem that
     grows while it is solved, a bound on them), and ``problem``, the message without its last
     advice (how to raise the limit), so that a caller that raises the limit in its own way (an

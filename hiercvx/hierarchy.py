@@ -667,7 +667,8 @@ class Hierarchy:
         """Give every internal node in ``nodes`` a leaf child standing for "the node itself".
 
         For labels that stop at an internal node (partial paths; Cai thesis section 3.1, Wang
-        et al. section 3).  Returns a :class:`PartialPaths` (new hierarchy, maps both ways).
+        et al. section 3).  Returns a :class:`~hiercvx.hierarchy.PartialPaths` (new hierarchy, maps
+        both ways).
 
         Parameters
         ----------
@@ -699,7 +700,7 @@ class Hierarchy:
         Two nodes are duplicated when each sample's closed label set contains both or
         neither.  Each duplicated set becomes one node, named by its top-most member.
         Nodes no sample uses are kept as they are (the paper assumes there are none).
-        Returns a :class:`MinimalGraph`.
+        Returns a :class:`~hiercvx.hierarchy.MinimalGraph`.
 
         Parameters
         ----------

@@ -3,7 +3,7 @@
 Every loss here is computed from *closed* indicator matrices: a sample's label (a node)
 or label set (several nodes) is replaced by ``anc(Y)``, the union of the ancestors of its
 members including the members themselves (Cai thesis, section 3.3, definition of
-``anc(Y)``).  ``H.closure(labels, sparse=True)`` builds these.  One core (:class:`LabelSetPairs`)
+``anc(Y)``).  ``H.closure(labels, sparse=True)`` builds these.  One core (``LabelSetPairs``)
 turns two closed matrices into the few quantities every loss needs:
 
 - weighted set sizes ``sum_{v in anc(Y)} w_v``,
@@ -364,7 +364,7 @@ def pairwise_loss(H: Hierarchy, y_true, y_pred, loss: str = "half_symmetric", **
 
     Keyword arguments go to the loss (``alpha=`` for ``"structural"``, ``costs=`` /
     ``multi_parent=`` for the H-losses); a keyword the loss does not take is refused
-    (:func:`loss_keywords` lists those it takes).  Returns one value per sample, or a float
+    (``loss_keywords`` lists those it takes).  Returns one value per sample, or a float
     when both sides are single labels.
     """
     fn = _loss_function(loss, kwargs)
@@ -696,7 +696,7 @@ def ranking_loss(H: Hierarchy, y_true, scores, classes=None, loss: str = "symmet
 
     ``scores`` is ``(n_samples, n_classes)`` with columns following ``classes``
     (default ``H.leaves``); ``y_true`` holds label sets (or single labels) drawn from ``classes``,
-    or an indicator over ``classes`` or over ``H.nodes`` (:func:`relevance_matrix`); a label set
+    or an indicator over ``classes`` or over ``H.nodes`` (``relevance_matrix``); a label set
     that includes ancestors of its labels is reduced to its most specific labels.
     """
     if not isinstance(H, Hierarchy):

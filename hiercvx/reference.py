@@ -20,14 +20,14 @@ duality.  :meth:`ReferenceProblem.solve` returns a :class:`ReferenceSolution` on
 
 otherwise it retries (tight tolerances, then the objective divided by its magnitude) and
 then raises :class:`~hiercvx.exceptions.SolverError` naming the status, the solver, the gap
-and each try's reason.  The tolerances and the retries are the fields of :class:`Options`
-(``solve(options=Options(...))``).  Also here (from :mod:`hiercvx._solver_choice`): the choice
-of a solver per problem class (:data:`SOLVER_PREFERENCE`), the size of a problem before
-compiling, Gurobi's licence limits.
-The declarations' text and LaTeX renderings are :mod:`hiercvx.describe`.
+and each try's reason.  The tolerances and the retries are the fields of
+:class:`~hiercvx.reference.Options` (``solve(options=Options(...))``).  Also here (from
+``hiercvx._solver_choice``): the choice of a solver per problem class (``SOLVER_PREFERENCE``), the
+size of a problem before compiling, Gurobi's licence limits.  The declarations' text and LaTeX
+renderings are :mod:`hiercvx.describe`.
 
 Badly scaled features (``X`` far from unit size, or ``C`` times its square huge) are solved as
-the same declaration on ``X / s`` (:mod:`hiercvx._reference_scaling`, recorded by the builder
+the same declaration on ``X / s`` (``hiercvx._reference_scaling``, recorded by the builder
 as :attr:`ReferenceProblem.scaling`), first at moderate ``C`` where the hard margin makes that
 the same optimum, the point mapped back and certified on the user's problem; a point whose
 relative gap misses ``gap_tol`` is first polished along its ray.
@@ -162,7 +162,7 @@ class Options:
 
     def worth_rescaling(self, scale) -> bool:
         """Whether dividing the objective by ``scale`` changes what a solver's
-        ``max(1, |objective|)`` tests see (a magnitude outside :attr:`rescale_outside`)."""
+        ``max(1, |objective|)`` tests see (a magnitude outside ``rescale_outside``)."""
         lo, hi = self.rescale_outside
         return scale is not None and np.isfinite(scale) and scale > 0 and not lo <= scale <= hi
 
@@ -228,9 +228,14 @@ class ReferenceProblem:
     def __init__(self, problem, *, variables: dict, objective: Callable, lower_bound: Callable,
                  weights: Callable, constraints: dict | None = None, parameters: dict | None = None,
                  infeasibility: Callable | None = None, name: str = "", build_time: float = 0.0,
-                 data: dict | None = None, formulation: Formulation | None = None):
+                 data: dict | None = None, formulation: Formulation | None = None,
+                 solver_objective_meaning: str = ""):
         self.problem = problem
         self.formulation = formulation
+        #: what the solver's optimum is when the declared objective is not the problem of
+        #: ``name`` itself (e.g. ``"the dual times lam = {lam:g}"``; ``{parameter}`` fields
+        #: take the parameters' values at solve time); empty when it is that problem's value
+        self.solver_objective_meaning = solver_objective_meaning
         self.variables = dict(variables)
         self.constraints = dict(constraints or {})
         self.parameters = dict(parameters or {})
@@ -244,7 +249,7 @@ class ReferenceProblem:
         # solvers whose cached settings a retry tightened -> the settings it changed
         self._settings_changed: dict = {}
         #: the same declaration on rescaled features, when X is badly scaled
-        #: (:mod:`hiercvx._reference_scaling`; set by the builder)
+        #: (``hiercvx._reference_scaling``; set by the builder)
         self.scaling = None
 
     def __getstate__(self):
@@ -268,7 +273,7 @@ class ReferenceProblem:
         """The formulation as a reader writes it, as plain ``"text"`` or ``"latex"``.
 
         The objective and constraint families with the paper's equation numbers (from
-        :attr:`formulation`; without one, the CVXPY structure: named constraints and their
+        ``formulation``; without one, the CVXPY structure: named constraints and their
         kinds), the variables with their shapes in dimension symbols and their meanings, the
         legend of the other symbols, the swept parameters; then the instance: the dimensions'
         values, the rows of each named constraint, the size (:meth:`size`), the problem class
@@ -319,15 +324,16 @@ class ReferenceProblem:
         ----------
         solver : str, optional
             A CVXPY solver name; the only one tried.  ``None`` tries the installed solvers of
-            :data:`SOLVER_PREFERENCE` for the problem's class in order and returns the first
+            ``SOLVER_PREFERENCE`` for the problem's class in order and returns the first
             certified answer (``failed_solvers`` on the solution says what failed first); the
             ``SolverError`` raised when all fail lists each one's reason.
         gap_tol, feas_tol : float, optional
-            Override :attr:`Options.gap_tol` and :attr:`Options.feas_tol`.
+            Override :class:`Options.gap_tol <hiercvx.reference.Options>` and
+            :class:`Options.feas_tol <hiercvx.reference.Options>`.
         verbose : bool
             The solver's own log.
         options : Options, optional
-            The certificate's tolerances and the retries (:class:`Options`).
+            The certificate's tolerances and the retries (:class:`~hiercvx.reference.Options`).
         **solver_options
             Settings passed to the solver; given, they are the only settings tried.
 
@@ -338,9 +344,10 @@ class ReferenceProblem:
             a test of :func:`~hiercvx.result.certified_by` passes at ``gap_tol`` (named by
             ``converged_by``; ``gap`` is the relative gap, whichever passed).  Badly scaled
             features are solved on ``X / s`` first (:attr:`scaling`).  Each solver is tried with its default
-            settings, then :attr:`Options.tight_settings`, then with the objective divided by
-            its magnitude.  ``sol.extras`` records ``at_zero`` (``sol.gap_from_zero`` reads it),
-            the solver's own ``solver_status`` and the ``settings`` that certified.
+            settings, then :class:`Options.tight_settings <hiercvx.reference.Options>`, then with
+            the objective divided by its magnitude.  ``sol.extras`` records ``at_zero``
+            (``sol.gap_from_zero`` reads it), the solver's own ``solver_status`` and the
+            ``settings`` that certified.
         """
         options = options if options is not None else Options()
         if not isinstance(options, Options):
@@ -409,13 +416,14 @@ class ReferenceProblem:
     def _own_tries(self, name: str, options: Options, verbose: bool,
                    solver_options: dict) -> ReferenceSolution:
         """This problem's tries: first the solver's defaults (or the caller's
-        ``solver_options``, then the only try), then :attr:`Options.tight_settings`, then the
-        objective divided by its magnitude (an interior-point solver measures its gap against
-        ``max(1, |objective|)``, so a tiny objective, ``C n`` tiny, stops it early).  The first
-        answer certified by the relative gap returns; an answer certified only by the decrease
-        from zero (:func:`~hiercvx.result.certified_by`) is kept while the next tries look for
-        the relative gap, and returned when none finds it.  Else raises the last try's
-        ``SolverError``, naming every try's reason."""
+        ``solver_options``, then the only try), then
+        :class:`Options.tight_settings <hiercvx.reference.Options>`, then the objective divided by
+        its magnitude (an interior-point solver measures its gap against ``max(1, |objective|)``,
+        so a tiny objective, ``C n`` tiny, stops it early).  The first answer certified by the
+        relative gap returns; an answer certified only by the decrease from zero
+        (:func:`~hiercvx.result.certified_by`) is kept while the next tries look for the relative
+        gap, and returned when none finds it.  Else raises the last try's ``SolverError``, naming
+        every try's reason."""
         if name == "GUROBI":  # CVXPY hides the licence's "model too large": check first
             check_gurobi_size(self.problem, what=self.name or "the reference problem")
         ctx = _Context(name, problem_class(self.problem), options, verbose,
@@ -509,7 +517,7 @@ class ReferenceProblem:
                                    inner, objective=objective, lower_bound=lower, values=values,
                                    weights=self._weights(values), converged_by=test, name=self.name,
                                    duals=duals,
-                                   solver_objective=float("nan"),
+                                   solver_objective=float("nan"), solver_objective_meaning="",
                                    extras={**inner.extras, "at_zero": ctx.at_zero,
                                            "settings": label + str(inner.extras.get("settings"))}))
         except (SolverError, ArithmeticError, ValueError, IndexError, KeyError) as exc:
@@ -655,7 +663,17 @@ class ReferenceProblem:
             tol=ctx.options.gap_tol, build_time=self.declare_time + compile_time,
             solve_time=float(solve_time), weights=self._weights(values), values=values,
             duals=duals, solver_objective=float(problem.value) * attempt.dual_scale,
+            solver_objective_meaning=self._solver_objective_meaning(),
             problem_class=ctx.klass, name=self.name, extras=extras, converged_by=test)
+
+    def _solver_objective_meaning(self) -> str:
+        """:attr:`solver_objective_meaning` with the parameters' current values filled in."""
+        text = getattr(self, "solver_objective_meaning", "")  # absent from older pickles
+        if not text:
+            return ""
+        values = {k: float(p.value) for k, p in self.parameters.items()
+                  if p.size == 1 and p.value is not None}
+        return text.format(**values)
 
 
 def _warn_absolute_only(name: str, sol: ReferenceSolution) -> None:

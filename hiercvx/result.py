@@ -7,11 +7,11 @@ relative ``gap`` between them (the README's, at every scale), which test certifi
 knows (a path-weight vector, the cutting planes, the DC iterates, an update log) goes into
 ``extras`` and reads back as an attribute (``sol.alpha`` is ``sol.extras["alpha"]``).
 
-The gap formula (:func:`relative_gap`), the decrease from zero weights (:func:`gap_from_zero`),
-the certificate's tests (:func:`certified_by`, :func:`stopping_gap`, :func:`reached`), the one
-``ConvergenceWarning`` (:meth:`Solution.warn_unless_converged`) and the validation of the
-options every iterative solver takes (:func:`check_iteration_options`) live here and nowhere
-else.
+The gap formula (:func:`~hiercvx.result.relative_gap`), the decrease from zero weights
+(:func:`gap_from_zero`), the certificate's tests (:func:`~hiercvx.result.certified_by`,
+:func:`stopping_gap`, :func:`reached`), the one ``ConvergenceWarning``
+(:meth:`Solution.warn_unless_converged`) and the validation of the options every iterative solver
+takes (:func:`check_iteration_options`) live here and nowhere else.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ ITERATION_LIMIT = "iteration_limit"
 
 
 def gap_scale(objective: float, lower_bound: float) -> float:
-    """The denominator of :func:`relative_gap`: ``max(|objective|, |lower_bound|)``.
+    """The denominator of :func:`~hiercvx.result.relative_gap`: ``max(|objective|, |lower_bound|)``.
 
     Scale-aware on purpose: multiplying the data term and the regulariser by any factor (``C``
     tiny, ``X`` scaled by 1e6 with ``C`` scaled by 1e-12) multiplies the objective, the bound
@@ -105,8 +105,8 @@ def certified_by(objective: float, lower_bound: float, tol: float, at_zero: floa
     """Which test certifies ``(objective, lower_bound)`` at ``tol``: ``"relative_gap"``,
     ``"decrease_from_zero"``, or ``""`` (none); ``Solution.converged_by``.
 
-    - ``"relative_gap"``: :func:`relative_gap` ``<= tol``, the README's certificate: the
-      objective is within a fraction ``tol`` of the optimum.
+    - ``"relative_gap"``: :func:`~hiercvx.result.relative_gap` ``<= tol``, the README's
+      certificate: the objective is within a fraction ``tol`` of the optimum.
     - ``"decrease_from_zero"``: the relative gap is over ``tol``, but ``objective -
       lower_bound <= tol * zero_optimum * at_zero``: the optimum is zero to round-off (every
       loss met with margin, e.g. one class and free biases: objective and bound are 1e-21 and
@@ -137,7 +137,8 @@ def certified_by(objective: float, lower_bound: float, tol: float, at_zero: floa
 def stopping_gap(objective: float, lower_bound: float, at_zero: float | None = None,
                  zero_optimum: float = 1e-9) -> float:
     """The number a solver compares with ``tol`` (:func:`reached`): ``<= tol`` exactly when
-    :func:`certified_by` names a test.  Not ``Solution.gap`` (:func:`relative_gap`).
+    :func:`~hiercvx.result.certified_by` names a test.  Not ``Solution.gap``
+    (:func:`~hiercvx.result.relative_gap`).
 
     ``(objective - lower_bound) / max(|objective|, |lower_bound|, zero_optimum * at_zero)``,
     and, below ``at_zero``, at least ``gap_from_zero**2``; without ``at_zero`` it is the
@@ -242,17 +243,17 @@ class Solution:
         bound (RDA's, a cutting-plane master's).
     gap : float
         ``(objective - lower_bound) / max(|objective|, |lower_bound|)`` (a property,
-        :func:`relative_gap`): at every scale the objective is within this fraction of the
-        optimum.
+        :func:`~hiercvx.result.relative_gap`): at every scale the objective is within this fraction
+        of the optimum.
     gap_from_zero : float
         ``(objective - lower_bound) / (at_zero - lower_bound)``, the fraction of the decrease
         from zero weights left uncertified (a property, :func:`gap_from_zero`); ``nan`` unless
         the solver recorded the objective at zero (``extras["at_zero"]``).
     converged_by : str
-        Which test certified the point (:func:`certified_by`): ``"relative_gap"`` (``gap <=
-        tol``), ``"decrease_from_zero"`` (an optimum that is zero to round-off: ``objective -
-        lower_bound <= 1e-9 tol at_zero``, the relative gap may be large), the status of a
-        solver with its own test (``"separated"``: a perceptron), ``"solver"`` for a solver's
+        Which test certified the point (:func:`~hiercvx.result.certified_by`): ``"relative_gap"``
+        (``gap <= tol``), ``"decrease_from_zero"`` (an optimum that is zero to round-off:
+        ``objective - lower_bound <= 1e-9 tol at_zero``, the relative gap may be large), the status
+        of a solver with its own test (``"separated"``: a perceptron), ``"solver"`` for a solver's
         test on numbers other than these; ``""`` when not converged.
     status : str
         ``"optimal"`` when certified within tolerance; otherwise why it stopped.
@@ -291,6 +292,9 @@ class Solution:
     extras: dict = field(default_factory=dict)
     name: str = ""
     solver_objective: float = float("nan")
+    #: what ``solver_objective`` is when it is not the objective of ``name``'s problem (a
+    #: declaration scaled to keep a parameter DPP, a cutting-plane master); printed beside it
+    solver_objective_meaning: str = ""
     problem_class: str = ""
     #: solvers tried before ``solver`` when it was chosen automatically, with why each failed
     failed_solvers: tuple = ()
@@ -317,7 +321,7 @@ class Solution:
     @property
     def gap(self) -> float:
         """``(objective - lower_bound) / max(|objective|, |lower_bound|)``
-        (:func:`relative_gap`), at every scale of ``C`` and ``X``."""
+        (:func:`~hiercvx.result.relative_gap`), at every scale of ``C`` and ``X``."""
         return relative_gap(self.objective, self.lower_bound)
 
     @property
@@ -336,8 +340,8 @@ class Solution:
         """The one ``ConvergenceWarning`` of hiercvx, issued when a solver stopped above ``tol``
         (``stacklevel`` counted from the caller of this method).  ``reason`` replaces the gap
         sentence for solvers without a certificate (a perceptron on non-separable data);
-        ``hint`` replaces :func:`progress_hint`'s reading of the history (a caller whose next
-        stage the history does not describe)."""
+        ``hint`` replaces :func:`~hiercvx.result.progress_hint`'s reading of the history (a caller
+        whose next stage the history does not describe)."""
         if not self.converged:
             hint = progress_hint(self.history, self.tol, unit) if hint is None else hint
             advice = "" if "has not decreased" in hint else "; raise max_iter or tol"
@@ -360,7 +364,9 @@ class Solution:
         lines = [f"{head} solved by {self.solver or '?'}: status {self.status}",
                  f"  objective (recomputed)  {self.objective:.10g}"]
         if np.isfinite(self.solver_objective):
-            lines.append(f"  solver's objective      {self.solver_objective:.10g}")
+            lines.append(f"  solver's objective      {self.solver_objective:.10g}"
+                         + (f" ({self.solver_objective_meaning})" if self.solver_objective_meaning
+                            else ""))
         lines += [f"  lower bound (dual)      {self.lower_bound:.10g}",
                   f"  relative gap            {self.gap:.3e}"
                   + (f" (tol {self.tol:g})" if np.isfinite(self.tol) else "")]

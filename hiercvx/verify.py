@@ -141,9 +141,18 @@ def gurobi_route(method, case, primal) -> tuple[str, str]:
     return f"{diff:.1e}", problem
 
 
+def _failure(exc: Exception) -> str:
+    """The status text of a failed solve: a hiercvx error by its message (it names the fix),
+    any other exception by its type and message (its traceback goes to the debug log)."""
+    if isinstance(exc, HierCVXError):
+        return str(exc)
+    logger.debug("verify: %s", type(exc).__name__, exc_info=exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def verify_method(method, quick: bool = True, progress=None, gurobi: bool = False) -> list[Row]:
     """The rows of one registered method over its built-in cases (``gurobi``: add the Gurobi
-    route, :func:`gurobi_route`)."""
+    route, ``gurobi_route``)."""
     rows = []
     equations = method.equations["primal"]
     if "dual" in method.equations:
@@ -154,10 +163,10 @@ def verify_method(method, quick: bool = True, progress=None, gurobi: bool = Fals
             else f"{case.structure}: {case.name}"
         try:
             ref, diff, problem, t_ref = _reference(method, case)
-        except HierCVXError as exc:
+        except Exception as exc:  # any failure is a row of the table, the other rows are kept
             rows.append(Row(method.name, equations, label, float("nan"), float("nan"), float("nan"),
                             "-", float("nan"), float("nan"), float("nan"),
-                            f"REFERENCE FAILED: {exc}"))
+                            f"REFERENCE FAILED: {_failure(exc)}"))
             continue
         grb = "-"
         if gurobi:
@@ -171,10 +180,10 @@ def verify_method(method, quick: bool = True, progress=None, gurobi: bool = Fals
             fast_solver = method.fast_solvers[name]
             try:
                 fast, t_fast = _timed_warm(lambda: method.run_fast(name, case))
-            except HierCVXError as exc:
+            except Exception as exc:  # any failure is a row of the table, the other rows are kept
                 rows.append(Row(method.name, equations, label, ref.objective, diff, ref.gap, name,
-                                float("nan"), float("nan"), float("nan"), f"FAST FAILED: {exc}", t_ref,
-                                gurobi=grb))
+                                float("nan"), float("nan"), float("nan"),
+                                f"FAST FAILED: {_failure(exc)}", t_ref, gurobi=grb))
                 continue
             reason = problem or fast_vs_reference(fast, ref, fast_solver.rtol)
             rel = abs(fast.objective - ref.objective) / comparison_scale(fast.objective, ref.objective)
@@ -241,7 +250,7 @@ def _wanted(names) -> list[str]:
 def verify(names=None, quick: bool = True, verbose: bool = True, gurobi: bool = False) -> list[Row]:
     """Verify the registered methods ``names`` and, as ``"inference"``, label-set inference (all
     when ``None``; a name given twice runs once); a tqdm bar over the cases unless
-    ``verbose=False``; ``gurobi=True`` adds the Gurobi route (:func:`gurobi_route`)."""
+    ``verbose=False``; ``gurobi=True`` adds the Gurobi route (``gurobi_route``)."""
     wanted = _wanted(names)
     chosen = [registry.get(n) for n in wanted if n != "inference"]
     labelling = inference_problems(seed=0, n=12 if quick else 40) if "inference" in wanted else []

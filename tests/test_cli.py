@@ -114,3 +114,28 @@ def test_verify_table_prints_round_off_as_zero_and_each_case_once():
 
     labels = [r.case for r in verify_method(Named())]
     assert labels == ["flat n=36 d=4", "flat", "dag: two trees"]
+
+
+def test_verify_reports_a_crashing_fast_solver_as_a_row(monkeypatch, capsys):
+    """A fast solver that raises an exception hiercvx does not know (a RuntimeError) is one
+    ``FAST FAILED`` row naming the exception's type and message; the other rows are kept and
+    the exit code is non-zero."""
+    import dataclasses
+
+    from hiercvx import methods, verify as verify_module
+    method = methods.get("multiclass")
+    good = method.fast_solvers["crammer_singer"]
+
+    def boom(model, **options):
+        raise RuntimeError("boom")
+
+    crashing = dataclasses.replace(method, fast_solvers={
+        "crashing": dataclasses.replace(good, name="crashing", solve=boom), "crammer_singer": good},
+        cases=lambda quick: method.cases(quick)[:1])
+    rows = verify_module.verify_method(crashing)
+    assert [r.fast_solver for r in rows] == ["crashing", "crammer_singer"]
+    assert rows[0].status == "FAST FAILED: RuntimeError: boom" and rows[1].status == "ok"
+    monkeypatch.setattr(verify_module.registry, "get", lambda name: crashing)
+    assert cli.main(["verify", "multiclass", "--quick", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "FAST FAILED: RuntimeError: boom" in out and "1 of 2 agree" in out

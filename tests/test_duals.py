@@ -150,3 +150,34 @@ def test_shared_dual_recovers_alpha_and_the_cover(structure):
     assert np.all(np.einsum("ij,ij->i", V, V) <= 4 * 0.5 * (A.T @ mu) + 1e-6)
     # the objective of (14) at the recovered point is the primal optimum
     np.testing.assert_allclose(d.objective, p.objective, rtol=1e-6)
+
+
+def test_scaled_dual_certificate_names_the_solvers_scale():
+    """The NHSVM dual is declared times lam (lam stays a DPP parameter): the certificate prints
+    the solver's number with that scale named, beside the recomputed objective and the bound;
+    the numbers returned are unchanged (solver_objective = lam x the dual's value)."""
+    method = methods.get("nhsvm")
+    case = method.cases(True)[0]
+    lam = case.params["lam"]
+    dual = method.build("dual", case).solve()
+    assert dual.solver_objective == pytest.approx(lam * dual.lower_bound, rel=1e-6)
+    assert dual.solver_objective_meaning == f"the dual times lam = {lam:g}"
+    line = next(t for t in dual.certificate().splitlines() if "solver's objective" in t)
+    assert line.endswith(f"{dual.solver_objective:.10g} (the dual times lam = {lam:g})")
+    primal = method.build("primal", case).solve()  # a primal's solver value is its own optimum
+    assert primal.solver_objective_meaning == ""
+    assert next(t for t in primal.certificate().splitlines()
+                if "solver's objective" in t).rstrip().endswith(f"{primal.solver_objective:.10g}")
+    other = methods.get("shared_norm")  # declared at its own scale: nothing to name
+    assert other.build("dual", other.cases(True)[0]).solve().solver_objective_meaning == ""
+
+
+def test_cutting_plane_certificate_names_the_master():
+    """The multi-label reference's solver number is its last master's optimum (a relaxation over
+    the working set), and the certificate says so."""
+    method = methods.get("nhsvm")
+    case = next(c for c in method.cases(True) if c.structure == "multilabel")
+    sol = method.build("primal", case).solve(verbose=False)
+    assert sol.solver_objective_meaning == (f"the last master's optimum, over its {sol.n_cuts:,} "
+                                            "cuts: a relaxation")
+    assert f"({sol.solver_objective_meaning})" in sol.certificate()

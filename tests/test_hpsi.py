@@ -525,3 +525,24 @@ def test_sparse_features_precomputed_kernel_and_size_limit(wang3):
                                hpsi.decision_function(rbf_prob, rbf, X[:5]), atol=1e-4)
     with pytest.raises(hc.ProblemTooLargeError, match="max_size"):
         hpsi.primal(X, y, H, max_size=100)
+
+
+def test_dc_reference_inspects_its_convex_step():
+    """The registry's hpsi reference is the DC loop: what a user of a ReferenceProblem inspects
+    (problem, formulation, variables, constraints, parameters, data, size, describe) is that of
+    the convex step (8) it re-solves, the same program as hpsi.primal."""
+    from hiercvx import methods
+    method = methods.get("hpsi")
+    case = method.cases(True)[0]
+    ref = method.build("primal", case)
+    step = methods.get("sibling_svm").build("primal", case)  # hpsi.primal on the same case
+    assert isinstance(ref.step, hc.ReferenceProblem)
+    assert isinstance(ref.problem, cp.Problem) and ref.problem is ref.step.problem
+    assert ref.formulation == step.formulation
+    assert set(ref.variables) == set(step.variables) and set(ref.constraints) == set(step.constraints)
+    assert set(ref.parameters) == {"C", "pair_weights"} and "model" in ref.data
+    assert ref.size() == step.size()
+    assert "its convex step (8): .step" in repr(ref)
+    sol = ref.solve()
+    assert ref.step is sol.extras["problem"]  # the problem the loop compiled
+    assert not np.any(ref.parameters["pair_weights"].value)

@@ -95,3 +95,11 @@ def test_every_exception_is_exported_from_the_package():
                if issubclass(obj, Exception) and obj.__module__ == exceptions.__name__}
     assert classes and classes <= set(hiercvx.__all__)
     assert all(getattr(hiercvx, name) is getattr(exceptions, name) for name in classes)
+
+
+def test_readme_labels_the_dual_value_as_the_dual():
+    """A dual solution's ``objective`` is the primal recomputed at the weights it recovers; its
+    own value is ``lower_bound``: the README prints that one as "dual"."""
+    blocks = "\n".join(re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S))
+    printed = [line for line in blocks.splitlines() if line.startswith("print(") and " dual {" in line]
+    assert printed and all("dual {d.lower_bound" in line for line in printed), printed

@@ -536,14 +536,15 @@ def test_sibling_legend_defines_H_prime(role):
 
 
 def test_cutting_plane_instance_of_an_empty_working_set():
-    """The multi-label master as built (no cuts): n, d and M in the instance line, and a note
-    that it has no cuts yet; once solved, the note counts the working set."""
+    """The multi-label master as built (no cuts): d, M and N (the sheet's examples) in the
+    instance line, and a note that it has no cuts yet; once solved, the note counts the working
+    set."""
     method = methods.get("nhsvm")
     case = next(c for c in method.cases(True) if c.structure == "multilabel")
     ref = method.build("primal", case)
     n, d = case.X.shape
     text = ref.describe()
-    assert re.search(rf"^  this instance \(n = {n}, d = {d}, M = {len(case.H)}\)$", text, re.M)
+    assert re.search(rf"^  this instance \(d = {d}, M = {len(case.H)}, N = {n}\)$", text, re.M)
     assert re.search(r"^    note\s+the master of an empty working set: no cuts yet", text, re.M)
     assert "% Note: the master of an empty working set" in ref.describe("latex")
     ref.solve(verbose=False)
@@ -571,3 +572,132 @@ def test_show_equations_name_each_role_once(capsys):
     assert "primal notes" not in out and "dual notes" not in out
     assert cli.main(["show", "hsvm"]) == 0
     assert "equations: primal (4.10), dual (4.15), class form (4.48)" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- the sheets' symbols
+def _where(text: str) -> dict:
+    """The "where" block of a text rendering: symbol -> meaning."""
+    block = _body(text).split("\n  where\n")[1].split("\n  parameters")[0]
+    return dict(re.match(r"^    (\S.*?)\s{2,}(\S.*)$", line).groups() for line in block.splitlines())
+
+
+@pytest.mark.parametrize("role", ["primal", "dual"])
+def test_multiclass_legend_uses_the_sheets_c_i_and_C_i(role):
+    """formulations/multiclass.md: c_i is the class of sample i, C_i its cost (C times its
+    sample and class weights); the show legend says the same, and no y_i."""
+    text = built("multiclass", role).describe()
+    where = _where(text)
+    assert where["c_i"].startswith("the class of example i")
+    assert where["C_i"].startswith("the cost of example i: C sample_weight_i")
+    assert "y_i" not in _body(text)
+    assert ("sum_i C_i xi_i" if role == "primal" else "lambda_{i c_i} <= C_i") in text
+
+
+@pytest.mark.parametrize("name,role", [("nhsvm", "primal"), ("nhsvm", "dual"),
+                                       ("shared_norm", "primal"), ("shared_norm", "dual")])
+def test_nhsvm_legend_uses_the_sheets_N_n_and_L(name, role):
+    """formulations/nhsvm.md: N examples, n a node, L the set of leaves; the shapes say N (never
+    n, the node index of sum_n) and the number of leaves is q = |L|, never L itself."""
+    ref = built(name, role)
+    text = ref.describe()
+    parts = describe_parts(ref, "", "")
+    assert "n" not in parts["dims"] and "L" not in parts["dims"]
+    assert parts["dims"]["N"][0] == "examples"
+    assert re.search(r"^    xi\s+N\s" if role == "primal" else r"^    beta\s+N x q\s", text, re.M)
+    where = _where(text)
+    if role == "dual":
+        assert where["q"].startswith("the number of leaves |L|")
+    if name == "shared_norm" and role == "dual":
+        assert re.search(r"^    mu\s+q\s", text, re.M) and where["L"] == "the set of leaves"
+    if role == "primal":
+        assert where["n"].startswith("a node of the hierarchy") and where["L"] == "the set of leaves"
+
+
+def test_hiermult_slack_count_is_not_N():
+    """HIERMULT's slacks (one per example and internal node on its path) have their own symbol;
+    N stays the number of examples of the orthogonal-transfer sheet."""
+    text = built("hiermult", "primal").describe()
+    parts = describe_parts(built("hiermult", "primal"), "", "")
+    assert "N" not in parts["dims"]
+    assert re.search(r"^    xi\s+T\s+hinge slacks", text, re.M)
+    assert re.search(r"^    T\s+slacks: one per example and internal node on its path \(T = sum_j N_j\)",
+                     text, re.M)
+
+
+# ---------------------------------------------------------------------- fit_intercept
+def test_nhsvm_intercept_is_described_as_declared():
+    """With fit_intercept the legends write the problem solved: the biases in the regularizer
+    and in the scores of (10) and (14), the duals on X~ = [X, s 1]; without it, none of that."""
+    X, y, H = problem("tree", n=20, d=3)
+    kw = dict(lam=0.1, fit_intercept=True, intercept_scaling=2.0)
+    primal = nhsvm.primal(X, y, H, **kw)
+    text = primal.describe()
+    assert "minimize    lam sum_n (||w_n||^2 + b_n^2 / s^2) + sum_i xi_i    (10)" in text
+    assert "sqrt(alpha_n) (<w_n, x> + b_n)" in text and re.search(r"^    s\s+intercept_scaling", text, re.M)
+    sol = primal.solve()  # the objective as written, at the solution, is the solver's optimum
+    W, b, xi = sol.values["W"], sol.values["intercept"], sol.values["xi"]
+    assert 0.1 * ((W ** 2).sum() + (b ** 2).sum() / 4.0) + xi.sum() == pytest.approx(
+        primal.problem.value, rel=1e-7)
+    shared = nhsvm.shared_primal(X, y, H, **kw).describe()
+    assert "lam sum_n (||u_n||^2 + b_n^2 / s^2) / alpha_n + sum_i xi_i" in shared
+    assert "sum_{n in anc(l)} (<u_n, x> + b_n)" in shared
+    dual = nhsvm.dual(X, y, H, **kw).describe()
+    assert "||Lam^T Gc(beta)^T X~||_F^2" in dual and re.search(r"^    X~\s+\[X, s 1\]", dual, re.M)
+    assert "[W, b / s] = Lam^T Gc^T X~ / (2 lam)" in dual
+    shared_dual = nhsvm.shared_dual(X, y, H, **kw).describe()
+    assert "A^T Gc(beta)^T X~ (M x (d + 1))" in shared_dual and "[u_n, b_n / s]" in shared_dual
+    plain = [nhsvm.primal(X, y, H, lam=0.1).describe(), nhsvm.shared_primal(X, y, H, lam=0.1).describe(),
+             nhsvm.dual(X, y, H, lam=0.1).describe(), nhsvm.shared_dual(X, y, H, lam=0.1).describe()]
+    for shown in plain:
+        assert "b_n" not in shown and "X~" not in shown and "intercept" not in shown
+    latex = primal.describe("latex")
+    assert "b_n^2 / s^2" in latex and "\\item $b \\in \\mathbb{R}^{M}$" in latex
+    Xm, Ym, Hm = problem("multilabel", n=20, d=3)  # the cutting-plane master on x~ = [x, s]
+    master = nhsvm.primal(Xm, Ym, Hm, **kw)
+    text = master.describe()
+    assert "minimize    lam ||W~||_F^2 + sum_i xi_i" in text and "<w~_n, x~_{i_k}>" in text
+    assert re.search(r"^    w\s+M\*f\s+vec\(W~\), W~ = \[W, b / s\]", text, re.M)
+    assert describe_parts(master, "", "")["dim_values"] == {"M": len(Hm), "f": 4, "N": 20}
+    assert "W~" not in nhsvm.primal(Xm, Ym, Hm, lam=0.1).describe()
+
+
+def test_sibling_sum_to_zero_says_how_it_is_declared():
+    """The sum-to-zero family of (2) holds for every i but is declared through the row space of
+    B = [X, 1]: the legend says so, and the rows are rank(B) per sibling group."""
+    ref = built("sibling_svm", "primal")
+    text = ref.describe()
+    assert re.search(r"^    sum_to_zero\s+sum_\{t in chi\(s\)\} f_t\(x_i\) = 0 for every internal node s, "
+                     r"every i; declared as V_B sum_\{t in chi\(s\)\} \(w_t, b_t\) = 0: rank\(B\) rows "
+                     r"per s", text, re.M)
+    assert re.search(r"^    V_B\s+an orthonormal basis of the row space of B = \[X, 1\]", text, re.M)
+    model = ref.data["model"]
+    B = np.hstack([np.asarray(model.X.toarray() if hasattr(model.X, "toarray") else model.X),
+                   np.ones((model.n, 1))])
+    groups = model.group_matrix.shape[0]
+    assert ref.constraints["sum_to_zero"].size == np.linalg.matrix_rank(B) * groups
+
+
+# ---------------------------------------------------------------------- the command line
+def test_show_unknown_option_is_reported_by_show(capsys):
+    """``hiercvx show hsvm --duel``: show's own usage (its flags) and the closest flag, not the
+    top-level usage."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["show", "hsvm", "--duel"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: hiercvx show [-h] [--dual] [--latex] [--standalone] METHOD")
+    assert "hiercvx show: error: unrecognized arguments: --duel (did you mean --dual?)" in err
+    with pytest.raises(SystemExit):
+        cli.main(["verify", "--quik"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: hiercvx verify") and "did you mean --quick?" in err
+
+
+def test_show_hpsi_dual_names_the_dual_of_its_steps(capsys):
+    """HPSI has no dual; each convex DC step (8) is the sibling-margin SVM with pair_weights, whose
+    dual ``show sibling_svm --dual`` shows (it declares the pair weights lam_p)."""
+    assert cli.main(["show", "hpsi", "--dual"]) == 2
+    err = capsys.readouterr().err
+    assert "declares no 'dual' reference" in err and "hiercvx show sibling_svm --dual" in err
+    dual = built("sibling_svm", "dual")
+    assert "pair_weights" in dual.parameters and "lam_p" in dual.formulation.notation

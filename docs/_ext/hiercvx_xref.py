@@ -1,11 +1,12 @@
 """Cross-reference checks of the hiercvx documentation site.
 
 - A ``py:`` reference that does not resolve on a hand-written page (the user guide under
-  ``guide/`` and the front page ``index``) is reported as a Sphinx warning; ``make docs``
-  builds with ``-W``, so such a reference fails the build.  References inside the API
-  docstrings are not checked here.  The check is on when ``hiercvx_check_guide_references``
-  is true (``conf.py``: whenever the API reference is built, since the guide's references
-  point into it).
+  ``guide/`` and the front page ``index``) or in the API reference (``api`` and the pages
+  autosummary generates under ``generated/``, that is, the docstrings) is reported as a
+  Sphinx warning; ``make docs`` builds with ``-W``, so such a reference fails the build.  A
+  docstring names an object without an API page (a private helper) as a ``literal``, not as
+  a reference.  The check is on when ``hiercvx_check_guide_references`` is true (``conf.py``:
+  whenever the API reference is built, since the references point into it).
 - A class exported under several public names is documented at each of them, and autodoc
   records each of those pages as an alias of the defining name (``:canonical:``).  Two alias
   records of one name are the same object, not a duplicate description: the first is kept
@@ -22,13 +23,13 @@ from __future__ import annotations
 
 import re
 
-from sphinx.domains.python import PythonDomain
+from sphinx.domains.python import PythonDomain, builtin_resolver
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
 #: Documents whose ``py:`` references must resolve: names equal to or under these.
-CHECKED_DOCUMENTS = ("index", "guide/")
+CHECKED_DOCUMENTS = ("index", "guide/", "api", "generated/")
 
 
 def _checked(docname: str) -> bool:
@@ -43,9 +44,13 @@ def _report_missing(app, env, node, contnode):
     docname = node.get("refdoc") or env.docname
     if not _checked(docname):
         return None
+    # Sphinx calls every missing-reference listener, also after one has resolved the
+    # reference: a built-in (``ValueError``, ``None``) is left to Sphinx's own resolver.
+    if builtin_resolver(app, env, node, contnode) is not None:
+        return None
     logger.warning("unresolved Python reference %s:`%s` on %s",
                    node.get("reftype"), node.get("reftarget"), docname,
-                   location=node, type="hiercvx", subtype="unresolved-guide-reference")
+                   location=node, type="hiercvx", subtype="unresolved-reference")
     return None
 
 
@@ -87,6 +92,6 @@ def setup(app):
     PythonDomain.note_object = _note_object_alias_once
     app.connect("autodoc-process-docstring", _join_literal_periods)
     app.connect("autodoc-process-docstring", _escape_bars)
-    # after every other resolver: only references that nothing resolves are reported
+    # after Sphinx's resolver of built-ins (priority 900), whose answer the check repeats
     app.connect("missing-reference", _report_missing, priority=999)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -57,7 +57,7 @@ DEFAULT_HMC_DIR = default_hmc_dir()
 
 def hmc_data_dir() -> Path:
     """The folder of the Clus-HMC ARFF files: ``$HIERCVX_HMC_DATA`` when set, else
-    :data:`DEFAULT_HMC_DIR`."""
+    ``DEFAULT_HMC_DIR``."""
     return Path(os.environ.get(HMC_DATA_ENV) or DEFAULT_HMC_DIR)
 
 

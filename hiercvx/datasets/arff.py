@@ -17,12 +17,13 @@ The ``hierarchical`` attribute declares the hierarchy in one of two forms:
 
 - **paths** (FunCat, Enron, ImageCLEF): each entry is a path ``01/01/03``; every prefix
   is a node named by the full prefix string (``01``, ``01/01``, ``01/01/03``), built
-  with :meth:`Hierarchy.from_paths`.  The top-level entries hang under an artificial root
-  ``"<root>"``, even a single one: it is a class of the data, as in Clus-HMC.  The result
-  is a tree.
+  with :meth:`Hierarchy.from_paths() <hiercvx.hierarchy.Hierarchy.from_paths>`.  The top-level
+  entries hang under an artificial root ``"<root>"``, even a single one: it is a class of the data,
+  as in Clus-HMC.  The result is a tree.
 - **edges** (Gene Ontology): each entry is a ``parent/child`` pair of node names, with
   ``root`` at the top (``root/GO0003674,GO0003674/GO0003774,...``), built with
-  :meth:`Hierarchy.from_edges`.  The result is usually a DAG.
+  :meth:`Hierarchy.from_edges() <hiercvx.hierarchy.Hierarchy.from_edges>`.  The result is usually a
+  DAG.
 
 ``dialect="auto"`` tells them apart by the class list and the labels of the data:
 entries that are not all two-component pairs, or a pair ``x/x``, can only be paths; pairs

@@ -116,16 +116,18 @@ def labels_from_paths(strings: Iterable[str], sep: str = "/", multi_sep: str | N
     """Hierarchy and labels from a column of path strings.
 
     Every prefix of a path is a node named by the prefix (``"A/A1/A1b"`` gives nodes
-    ``"A"``, ``"A/A1"``, ``"A/A1/A1b"``), as in :meth:`Hierarchy.from_paths`.  With
-    ``multi_sep`` (e.g. ``"@"`` or ``";"``) one string may hold several paths, and the
-    labels are a list of frozensets; without it each string is one label and the labels
-    are a 1-D object array of node names.  A label that stops at an internal node (a
-    partial path, e.g. ``"A"`` next to ``"A/A1"``) stays as given.
+    ``"A"``, ``"A/A1"``, ``"A/A1/A1b"``), as in
+    :meth:`Hierarchy.from_paths() <hiercvx.hierarchy.Hierarchy.from_paths>`.  With ``multi_sep``
+    (e.g. ``"@"`` or ``";"``) one string may hold several paths, and the labels are a list of
+    frozensets; without it each string is one label and the labels are a 1-D object array of node
+    names.  A label that stops at an internal node (a partial path, e.g. ``"A"`` next to
+    ``"A/A1"``) stays as given.
 
     The root: without ``root``, an artificial ``"<root>"`` above several top-level names, or
-    the single top-level name itself (as :meth:`Hierarchy.from_paths`); with ``root``, a node
-    of that name above the top-level names, even above a single one, which then stays a
-    class of its own (``root`` equal to the single top-level name keeps it as the root).
+    the single top-level name itself (as
+    :meth:`Hierarchy.from_paths() <hiercvx.hierarchy.Hierarchy.from_paths>`); with ``root``, a node
+    of that name above the top-level names, even above a single one, which then stays a class of
+    its own (``root`` equal to the single top-level name keeps it as the root).
 
     Returns ``(hierarchy, labels)``.  Empty strings or empty paths raise
     :class:`~hiercvx.exceptions.LabelError` naming the sample; a ``sep`` or ``multi_sep``
@@ -398,13 +400,13 @@ def load_libsvm(path, hierarchy=None, n_features: int | None = None,
     dropped; ``#`` starts a comment.  Every violation raises
     :class:`~hiercvx.exceptions.DataFormatError` with the file and line.
 
-    ``hierarchy``: a :class:`Hierarchy`, or the path of an LSHTC hierarchy file (read
-    with :func:`load_lshtc_hierarchy`).  Every label must then be a node, matched by its
-    spelling first (a label ``08`` is node ``"08"`` even when there is a node ``"8"``), else
-    by its number (a label ``7`` or ``+7`` matches a node ``7`` or ``"7"``).  A label that is
-    not a node raises :class:`~hiercvx.exceptions.DataFormatError` naming the line.  Without
-    a hierarchy the labels become the leaves of a flat one: every label a child of
-    ``"<root>"``, also when the file has a single label.
+    ``hierarchy``: a :class:`~hiercvx.hierarchy.Hierarchy`, or the path of an LSHTC hierarchy file
+    (read with :func:`load_lshtc_hierarchy`).  Every label must then be a node, matched by its
+    spelling first (a label ``08`` is node ``"08"`` even when there is a node ``"8"``), else by its
+    number (a label ``7`` or ``+7`` matches a node ``7`` or ``"7"``).  A label that is not a node
+    raises :class:`~hiercvx.exceptions.DataFormatError` naming the line.  Without a hierarchy the
+    labels become the leaves of a flat one: every label a child of ``"<root>"``, also when the file
+    has a single label.
     """
     if isinstance(hierarchy, (str, os.PathLike)):
         hierarchy = load_lshtc_hierarchy(hierarchy)

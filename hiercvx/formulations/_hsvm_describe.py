@@ -51,8 +51,9 @@ def _pair_family(rescaling: str, eq: str) -> tuple:
 
 
 def primal_formulation(rescaling: str = "slack", fit_intercept: bool = False) -> Formulation:
-    """Thesis (4.10) as :meth:`ReferenceProblem.describe` shows it (with LIBLINEAR's
-    regularized node biases ``b`` when ``fit_intercept``)."""
+    """Thesis (4.10) as
+    :meth:`ReferenceProblem.describe() <hiercvx.reference.ReferenceProblem.describe>` shows it
+    (with LIBLINEAR's regularized node biases ``b`` when ``fit_intercept``)."""
     reg, reg_tex = "1/2 ||W||_F^2", "\\tfrac12 \\|W\\|_F^2"
     scores, scores_tex = "S = X U^T", "S = X U^\\top"
     variables = {k: _VARIABLES[k] for k in ("W", "xi", "U", "S")}
@@ -73,9 +74,10 @@ def primal_formulation(rescaling: str = "slack", fit_intercept: bool = False) ->
 
 def dual_formulation(rescaling: str = "slack", fit_intercept: bool = False,
                      bias: bool = False) -> Formulation:
-    """Thesis (4.15) as :meth:`ReferenceProblem.describe` shows it; ``fit_intercept``: the
-    kernel of ``[x, s]`` (LIBLINEAR's bias); ``bias``: the node biases recovered with the node
-    weights by an auxiliary equality (linear kernel with attributes)."""
+    """Thesis (4.15) as
+    :meth:`ReferenceProblem.describe() <hiercvx.reference.ReferenceProblem.describe>` shows it;
+    ``fit_intercept``: the kernel of ``[x, s]`` (LIBLINEAR's bias); ``bias``: the node biases
+    recovered with the node weights by an auxiliary equality (linear kernel with attributes)."""
     budget = ("sum_{p of i} alpha_p / Delta_p <= C c_i" if rescaling == "slack"
               else "sum_{p of i} alpha_p <= C c_i")
     budget_tex = ("\\textstyle\\sum_{p \\ni i} \\alpha_p / \\Delta_p \\le C c_i" if rescaling == "slack"

@@ -80,9 +80,10 @@ def row_kron(C: sp.csr_matrix, X, sample: np.ndarray) -> sp.csr_matrix:
     return sp.csr_matrix((vals, (rows, cols)), shape=(K, M * d))
 
 
-def cutting_plane_formulation() -> Formulation:
-    """The master QP of multi-label (10) (:class:`CuttingPlaneProblem`), over its working set."""
-    return Formulation(
+def cutting_plane_formulation(fit_intercept: bool = False) -> Formulation:
+    """The master QP of multi-label (10) (:class:`CuttingPlaneProblem`), over its working set;
+    ``fit_intercept``: the same master on ``x~ = [x, s]`` (LIBLINEAR's bias)."""
+    form = Formulation(
         objective=("lam ||W||_F^2 + sum_i xi_i", "\\lambda \\|W\\|_F^2 + \\sum_i \\xi_i", "(10)"),
         constraints={"cuts": (("sum_n c_kn <w_n, x_{i_k}> + xi_{i_k} >= Delta(z_k, y_{i_k}) for each cut "
                                "k = (i_k, z_k) of the working set"),
@@ -92,8 +93,11 @@ def cutting_plane_formulation() -> Formulation:
         variables={"w": Symbol("vec(W), the node weights w_n (M x d) row by row",
                                "$\\mathrm{vec}(W)$, the node weights $w_n$ ($M \\times d$) row by row",
                                shape=("M*d",)),
-                   "xi": Symbol("one slack per example", "one slack per example", "\\xi", ("n",))},
-        notation={"c_kn": Symbol("sqrt(alpha_n) ([n in y_{i_k}] - [n in z_k])",
+                   "xi": Symbol("one slack per example", "one slack per example", "\\xi", ("N",))},
+        dims={"N": ("examples", "examples")},  # the sheet's N; n is a node
+        notation={"n": Symbol("a node of the hierarchy (sum_n: over all M nodes)",
+                              "a node of the hierarchy ($\\sum_n$: over all $M$ nodes)"),
+                  "c_kn": Symbol("sqrt(alpha_n) ([n in y_{i_k}] - [n in z_k])",
                                  "$\\sqrt{\\alpha_n}\\, ([n \\in y_{i_k}] - [n \\in z_k])$, with $\\alpha_n$ "
                                  "the path weights", "c_{kn}"),
                   "y_i": Symbol("the label set of example i", "the label set of example $i$"),
@@ -104,6 +108,28 @@ def cutting_plane_formulation() -> Formulation:
                                 "(exact loss-augmented inference: tree DP, or (19) on DAGs)",
                                 "the multi-label space; each round adds the most violating label sets "
                                 "(exact loss-augmented inference: the tree DP, or (19) on DAGs)")})
+    if not fit_intercept:
+        return form
+    cuts = form.constraints["cuts"]
+    return Formulation(
+        objective=("lam ||W~||_F^2 + sum_i xi_i", "\\lambda \\|\\tilde W\\|_F^2 + \\sum_i \\xi_i",
+                   form.objective.eq),
+        constraints={"cuts": (cuts.text.replace("<w_n, x_{i_k}>", "<w~_n, x~_{i_k}>"),
+                              cuts.latex.replace("\\langle w_n, x_{i_k} \\rangle",
+                                                 "\\langle \\tilde w_n, \\tilde x_{i_k} \\rangle"),
+                              cuts.eq),
+                     "xi_nonneg": form.constraints["xi_nonneg"]},
+        variables={**form.variables,
+                   "w": Symbol("vec(W~), W~ = [W, b / s] the node weights w~_n (M x f) row by row",
+                               "$\\mathrm{vec}(\\tilde W)$, $\\tilde W = [W,\\ b / s]$ the node "
+                               "weights $\\tilde w_n$ ($M \\times f$) row by row", shape=("M*f",))},
+        dims={**form.dims, "f": ("columns of x~ = [x, s]: d + 1", "columns of $\\tilde x = [x, s]$: "
+                                 "$d + 1$")},
+        notation={**form.notation,
+                  "x~": Symbol("[x, s], s = intercept_scaling: the features with the constant feature "
+                               "of the node biases b_n (LIBLINEAR's bias, not in the paper)",
+                               "$[x, s]$: the features with the constant feature $s$ of the node "
+                               "biases $b_n$ (LIBLINEAR's bias, not in the paper)", "\\tilde x")})
 
 
 class CuttingPlaneProblem(ReferenceProblem):
@@ -135,7 +161,7 @@ class CuttingPlaneProblem(ReferenceProblem):
     build.  The master grows by its cuts, so a refusal names a limit that admits the whole
     loop: the master's size when the loop starts plus ``max_iter`` rounds of at most one cut
     per sample, each over the nodes of positive path weight (before :meth:`solve` is called,
-    ``max_iter`` is the constructor's, by default :class:`Options`' default).
+    ``max_iter`` is the constructor's, by default ``Options``' default).
     """
 
     def __init__(self, data: NHSVMModel, lam: float, *, inference: str = "auto",
@@ -162,14 +188,16 @@ class CuttingPlaneProblem(ReferenceProblem):
                          constraints=self.constraints, parameters={"lam": self._lam},
                          name="NHSVM primal (10), multi-label, cutting planes",
                          build_time=time.perf_counter() - t0,
-                         formulation=cutting_plane_formulation(),
+                         formulation=cutting_plane_formulation(data.fit_intercept),
                          data={"nhsvm": data, "X": data.X, "H": data.H, "alpha": data.alpha,
-                               # w is M*d: no single shape gives M and d
-                               "dimensions": {"M": M, "d": data.X.shape[1]}})
+                               # w is M*d (M*f with a bias): no single shape gives M and d
+                               "dimensions": {"M": M, ("f" if data.fit_intercept else "d"):
+                                              data.X.shape[1]}})
 
     @property
     def instance_note(self) -> str:
-        """What the size of the declared master stands for (a line of :meth:`describe`)."""
+        """What the size of the declared master stands for (a line of
+        :meth:`~hiercvx.reference.ReferenceProblem.describe`)."""
         K = len(self._cut_sample)
         if K == 0:
             return ("the master of an empty working set: no cuts yet; each round of solve() "
@@ -297,7 +325,7 @@ class CuttingPlaneProblem(ReferenceProblem):
               cut_tol: float | None = None, options: Options | None = None,
               **solver_options) -> Solution:
         """Run the cutting-plane loop to a relative gap ``<= gap_tol``; see the class docstring.
-        ``options``: :class:`Options` (``gap_tol``, ``max_iter``, ``cut_tol`` override it).
+        ``options``: ``Options`` (``gap_tol``, ``max_iter``, ``cut_tol`` override it).
 
         Returns a :class:`~hiercvx.result.Solution` with ``history`` (per round: ``objective``
         = exact objective at the master's weights, ``lower_bound`` = the master's dual bound,
@@ -362,7 +390,10 @@ class CuttingPlaneProblem(ReferenceProblem):
             objective=float(best["ub"]), lower_bound=float(best["lb"]), status="optimal",
             solver=name, build_time=build_time, solve_time=solve_time, weights=best["W"],
             values={"W": best["W"], "xi": best["xi"]}, duals={"cuts": best["beta"]},
-            solver_objective=float(self.problem.value), problem_class="QP", name=self.name,
+            solver_objective=float(self.problem.value),
+            solver_objective_meaning=(f"the last master's optimum, over its {len(self._cut_sample):,} "
+                                      "cuts: a relaxation"),
+            problem_class="QP", name=self.name,
             n_iter=it, converged=True, tol=gap_tol, history=history,
             extras={"n_cuts": len(self._cut_sample), "n_rebuilds": self.n_builds - builds_before})
 

@@ -186,8 +186,9 @@ _DIMS = {"m": ("non-root nodes of H'", "non-root nodes of $H'$"),
 
 
 def primal_formulation(linear: bool = True) -> Formulation:
-    """The primal (2)/(8) as :meth:`ReferenceProblem.describe` shows it (``linear=False``: the
-    kernel form in the factor's features ``z_v = L^T c_v``)."""
+    """The primal (2)/(8) as
+    :meth:`ReferenceProblem.describe() <hiercvx.reference.ReferenceProblem.describe>` shows it
+    (``linear=False``: the kernel form in the factor's features ``z_v = L^T c_v``)."""
     w, wl = ("w_v", "w_v") if linear else ("z_v", "z_v")
     weight = (Symbol("node weights w_v, rows in H'.nodes order without the root",
                      "node weights $w_v$, one row per non-root node of $H'$", shape=("m", "d"))
@@ -203,18 +204,36 @@ def primal_formulation(linear: bool = True) -> Formulation:
             "pairs": ("m_p(f) + xi_i >= 1 for every p = (i, j, t), (j, t) in Q(y_i)",
                       "m_p(f) + \\xi_i \\ge 1 \\quad \\forall p = (i, j, t),\\ (j, t) \\in Q(y_i)", "(2)"),
             "xi_nonneg": ("xi_i >= 0 for every i", "\\xi_i \\ge 0 \\quad \\forall i", "(2)"),
-            "sum_to_zero": ("sum_{t in chi(s)} f_t(x_i) = 0 for every internal node s, every i",
-                            "\\textstyle\\sum_{t \\in \\chi(s)} f_t(x_i) = 0 \\quad \\forall s, i", "(2)"),
+            "sum_to_zero": (f"sum_{{t in chi(s)}} f_t(x_i) = 0 for every internal node s, every i; declared "
+                            f"as V_B sum_{{t in chi(s)}} ({w[0]}_t, b_t) = 0: rank(B) rows per s",
+                            f"\\textstyle\\sum_{{t \\in \\chi(s)}} f_t(x_i) = 0 \\ \\forall s, i"
+                            f"\\ \\Leftrightarrow\\ V_B \\sum_{{t \\in \\chi(s)}} ({w[0]}_t, b_t) = 0 "
+                            f"\\ \\forall s", "(2)"),
         },
         variables={"W": weight, "Z": weight,
                    "b": Symbol("node biases b_v", "node biases $b_v$", shape=("m",)),
                    "xi": Symbol("slacks: the hinge of u_min(f(x_i), y_i)",
                                 "slacks: the hinge of $u_{\\min}(f(x_i), y_i)$", "\\xi", ("n",))},
-        notation=_NOTATION, dims=_DIMS, parameters={"pair_weights": "\\lambda_p"})
+        notation={**_NOTATION, "V_B": _row_space_symbol(linear)}, dims=_DIMS,
+        parameters={"pair_weights": "\\lambda_p"})
+
+
+def _row_space_symbol(linear: bool) -> Symbol:
+    """How the sum-to-zero rows are declared (:func:`_row_space`): through the row space of
+    ``B``, so that no equality is redundant."""
+    B, Bl = ("[X, 1]", "[X,\\ \\mathbf 1]") if linear else ("[L, 1]", "[L,\\ \\mathbf 1]")
+    return Symbol(f"an orthonormal basis of the row space of B = {B} (one row per sample: its "
+                  "features and 1); B u = 0 iff V_B u = 0, so the n rows of each s are declared as "
+                  "rank(B) rows (V_B = I when B has full column rank, Theorem 1)",
+                  f"an orthonormal basis of the row space of $B = {Bl}$ (one row per sample: its "
+                  "features and 1); $B u = 0$ iff $V_B u = 0$, so the $n$ rows of each $s$ are "
+                  "declared as $\\operatorname{rank}(B)$ rows ($V_B = I$ when $B$ has full column "
+                  "rank, Theorem 1)", "V_B")
 
 
 def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulation:
-    """The dual (9)-(11) as :meth:`ReferenceProblem.describe` shows it."""
+    """The dual (9)-(11) as
+    :meth:`ReferenceProblem.describe() <hiercvx.reference.ReferenceProblem.describe>` shows it."""
     feats, featsl = ("X", "X") if linear else ("L", "L")
     notation = {"lam_p": _NOTATION["lam_p"],
                 "A": Symbol("Gamma(beta - lam)" + (" + Delta(delta)" if keep_delta else "")
@@ -254,8 +273,8 @@ def dual_formulation(linear: bool = True, keep_delta: bool = False) -> Formulati
 @rescales_features({"W": -1, "Z": -1, "b": 0, "xi": 0})
 def primal(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None,
            max_size=None) -> ReferenceProblem:
-    """HSVM (2), or one DC step (8) of HPSI, on ``(X, y, H)``: :func:`prepare` then
-    :func:`primal_from_model` (see there)."""
+    """HSVM (2), or one DC step (8) of HPSI, on ``(X, y, H)``:
+    :func:`~hiercvx.models.sibling.prepare` then :func:`primal_from_model` (see there)."""
     check_positive(C, "C")
     return primal_from_model(prepare(X, y, H, kernel, sigma), C, pair_weights, max_size)
 
@@ -274,12 +293,14 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
 
     Linear kernel: variables ``W`` ``(K, d)``, ``b``, ``xi``.  Otherwise the representer form
     ``f_v = sum_i c_vi k(x_i, .) + b_v`` declared in the features of ``K = L L^T``
-    (:meth:`SiblingModel.factored`): variables ``Z`` ``(K, r)`` with ``z_v = L^T c_v``, so the
-    training scores are ``L z_v + b_v`` and the penalty ``1/2 ||z_v||^2``; the coefficients
-    are recovered as ``c_v = L diag(1/s) z_v`` (:meth:`SiblingModel.coefficients`).  Declared
-    in ``c_v`` directly (scores ``K c_v``, penalty ``||L^T c_v||^2``), ``c_v`` would be free on
-    the null space of ``K`` and nearly free along its eigenvalues down to ``1e-12 lambda_max``:
-    at ``C = 1000`` on Example 3 no installed QP solver could certify that problem.
+    (:meth:`SiblingModel.factored() <hiercvx.models.sibling.SiblingModel.factored>`): variables
+    ``Z`` ``(K, r)`` with ``z_v = L^T c_v``, so the training scores are ``L z_v + b_v`` and the
+    penalty ``1/2 ||z_v||^2``; the coefficients are recovered as ``c_v = L diag(1/s) z_v``
+    (:meth:`SiblingModel.coefficients() <hiercvx.models.sibling.SiblingModel.coefficients>`).
+    Declared in ``c_v`` directly (scores ``K c_v``, penalty ``||L^T c_v||^2``), ``c_v`` would be
+    free on the null space of ``K`` and nearly free along its eigenvalues down to
+    ``1e-12 lambda_max``: at ``C = 1000`` on Example 3 no installed QP solver could certify that
+    problem.
 
     ``C`` and ``pair_weights`` are ``cvxpy.Parameter``s (``prob.set(C=..., pair_weights=...)``
     re-solves without recompiling).  ``sol.weights``: ``(len(H'), d)`` (or ``(len(H'), n)``)
@@ -287,9 +308,10 @@ def primal_from_model(model: SiblingModel, C=1.0, pair_weights=None,
     is ``H`` plus self leaves for internal labels; ``sol.values["biases"]`` ``(len(H'),)``.
     Both are centred within sibling groups (margins unchanged, the sum-to-zero constraints
     hold exactly), and the biases are the optimal ones of least norm for the returned weights
-    (:meth:`SiblingModel.least_biases`): (8) may be flat along a ray of the biases, and this
-    pins the point on it whatever the solver.  Certificate: (8) recomputed; lower bound: (9)
-    at the constraint duals made dual feasible (:meth:`SiblingModel.dual_feasible`).
+    (:meth:`SiblingModel.least_biases() <hiercvx.models.sibling.SiblingModel.least_biases>`): (8)
+    may be flat along a ray of the biases, and this pins the point on it whatever the solver.
+    Certificate: (8) recomputed; lower bound: (9) at the constraint duals made dual feasible
+    (:meth:`SiblingModel.dual_feasible() <hiercvx.models.sibling.SiblingModel.dual_feasible>`).
     """
     t0 = time.perf_counter()
     Cval = float(C)
@@ -388,7 +410,8 @@ class _PrimalCertificate:
 @rescales_features({"beta": -2}, multipliers=("beta",))
 def dual(X, y, H, C=1.0, kernel="linear", sigma=None, pair_weights=None, bias="auto",
          keep_delta=False, max_size=None) -> ReferenceProblem:
-    """The dual (9)-(11) on ``(X, y, H)``: :func:`prepare` then :func:`dual_from_model`."""
+    """The dual (9)-(11) on ``(X, y, H)``: :func:`~hiercvx.models.sibling.prepare` then
+    :func:`dual_from_model`."""
     check_positive(C, "C")
     return dual_from_model(prepare(X, y, H, kernel, sigma), C, pair_weights, bias=bias,
                            keep_delta=keep_delta, max_size=max_size)
@@ -581,7 +604,8 @@ def predict(problem: ReferenceProblem, solution, X_new) -> np.ndarray:
 # ---------------------------------------------------------------------- DC algorithm (3)
 def dc(X, y, H, C=1.0, kernel="linear", sigma=None, tol=1e-6, max_iter=50, solver=None,
        gap_tol=1e-6, max_size=None, **solver_options) -> Solution:
-    """HPSI on ``(X, y, H)``: :func:`prepare` then :func:`dc_from_model` (see there)."""
+    """HPSI on ``(X, y, H)``: :func:`~hiercvx.models.sibling.prepare` then :func:`dc_from_model`
+    (see there)."""
     C = check_positive(C, "C")
     check_dc_options(tol, max_iter)
     return dc_from_model(prepare(X, y, H, kernel, sigma), C, tol=tol, max_iter=max_iter,
@@ -629,17 +653,74 @@ def dc_from_model(model: SiblingModel, C=1.0, *, tol=1e-6, max_iter=50, solver=N
 class DCReference:
     """The reference DC route as the method registry uses a reference: ``solve()`` runs
     :func:`dc_from_model` and returns its :class:`~hiercvx.result.Solution` (a certified DC
-    fixed point; see :mod:`hiercvx.solvers.dc` for what ``lower_bound`` certifies)."""
+    fixed point; see :mod:`hiercvx.solvers.dc` for what ``lower_bound`` certifies).
+
+    (2) with the psi-loss is not one convex program, so there is no single CVXPY problem to
+    inspect: :attr:`step` is the convex step (8) the loop re-solves (a
+    :class:`~hiercvx.ReferenceProblem`, its parameter ``pair_weights`` the linearization: 0,
+    i.e. HSVM (2), the loop's first step), and ``problem``, ``formulation``, ``variables``,
+    ``constraints``, ``parameters``, ``data`` and :meth:`size` are that step's.  Its dual is
+    :func:`dual` with the same ``pair_weights`` (``hiercvx show sibling_svm --dual``).
+    ``solve()`` runs the loop from ``model`` and ``C``, whatever the step's parameters hold.
+    """
 
     def __init__(self, model: SiblingModel, C=1.0, tol=1e-8, max_iter=50, max_size=None):
         self.model, self.C, self.tol, self.max_iter = model, C, tol, max_iter
         self.max_size = max_size
         self.name = "HPSI DC algorithm (3), CVXPY steps"
+        self._step = None
+
+    @property
+    def step(self) -> ReferenceProblem:
+        """The convex step (8) as a :class:`~hiercvx.ReferenceProblem` (built on first use;
+        after ``solve()``, the problem the loop compiled, with ``pair_weights`` back at 0)."""
+        if self._step is None:
+            self._step = primal_from_model(self.model, self.C, max_size=self.max_size)
+        return self._step
+
+    @property
+    def problem(self):
+        """The ``cvxpy.Problem`` of the convex step (8) (:attr:`step`)."""
+        return self.step.problem
+
+    @property
+    def formulation(self):
+        """The formulation of the convex step (8) (:attr:`step`)."""
+        return self.step.formulation
+
+    @property
+    def variables(self) -> dict:
+        """The named variables of the convex step (8) (:attr:`step`)."""
+        return self.step.variables
+
+    @property
+    def constraints(self) -> dict:
+        """The named constraints of the convex step (8) (:attr:`step`)."""
+        return self.step.constraints
+
+    @property
+    def parameters(self) -> dict:
+        """The parameters of the convex step (8): ``C`` and ``pair_weights`` (:attr:`step`)."""
+        return self.step.parameters
+
+    @property
+    def data(self) -> dict:
+        """What the convex step (8) holds for inspection (:attr:`step`)."""
+        return self.step.data
+
+    def size(self):
+        """The size of the convex step (8) (:attr:`step`), the program each DC step solves."""
+        return self.step.size()
+
+    def __repr__(self):
+        return (f"DCReference({self.name!r}, C={self.C:g}, tol={self.tol:g}, max_iter={self.max_iter}; "
+                "its convex step (8): .step)")
 
     def describe(self, fmt: str = "text") -> str:
         """The DC loop (3) in one line, then the convex step (8) it re-solves
-        (:meth:`ReferenceProblem.describe` of :func:`primal_from_model`)."""
-        step = primal_from_model(self.model, self.C, max_size=self.max_size)
+        (:meth:`ReferenceProblem.describe() <hiercvx.reference.ReferenceProblem.describe>` of
+        :func:`primal_from_model`)."""
+        step = self.step
         head = (f"{self.name}: from the HSVM solution of (2), re-solve the convex step (8) below "
                 "with lam = the linearization of the psi-loss's concave part at the last iterate, "
                 f"until the cost changes by at most tol={self.tol:g} (at most {self.max_iter} steps)")
@@ -653,9 +734,11 @@ class DCReference:
         return head + "\n\n" + step.describe(fmt)
 
     def solve(self, solver=None, *, gap_tol=1e-6, **solver_options) -> Solution:
-        return dc_from_model(self.model, self.C, tol=self.tol, max_iter=self.max_iter,
-                             solver=solver, gap_tol=gap_tol, max_size=self.max_size,
-                             **solver_options)
+        out = dc_from_model(self.model, self.C, tol=self.tol, max_iter=self.max_iter,
+                            solver=solver, gap_tol=gap_tol, max_size=self.max_size,
+                            **solver_options)
+        self._step = out.extras.get("problem", self._step)
+        return out
 
 
 def dc_reference(X, y, H, C=1.0, kernel="linear", sigma=None, tol=1e-8, max_iter=50,

@@ -70,14 +70,17 @@ def _nnz(X) -> int:
 
 # ---------------------------------------------------------------------- what describe() shows
 def primal_formulation(fit_intercept: bool = False) -> Formulation:
-    """The notes' primal (LIBLINEAR's MCSVM_CS) as :meth:`ReferenceProblem.describe` shows it."""
+    """The notes' primal (LIBLINEAR's MCSVM_CS) as
+    :meth:`ReferenceProblem.describe() <hiercvx.reference.ReferenceProblem.describe>` shows it."""
     reg, reg_tex = "1/2 ||W||_F^2", "\\tfrac12 \\|W\\|_F^2"
     notation = {"s_im": Symbol("w_m . x_i (+ b_m with an intercept): the score of class m",
                                "$\\langle w_m, x_i \\rangle$ ($+\\, b_m$ with an intercept): the "
                                "score of class $m$", "s_{im}"),
-                "y_i": Symbol("the class of example i", "the class of example $i$"),
-                "c_i": Symbol("the weight of example i: sample_weight_i class_weight[y_i]",
-                              "the weight of example $i$ (its sample weight times its class's weight)")}
+                "c_i": Symbol("the class of example i (an index into the sorted classes)",
+                              "the class of example $i$ (an index into the sorted classes)"),
+                "C_i": Symbol("the cost of example i: C sample_weight_i class_weight[c_i]",
+                              "the cost of example $i$: $C$ times its sample weight and the weight of "
+                              "its class")}
     variables = {"W": Symbol("class weights w_m, one row per class in sorted order",
                              "class weights $w_m$, one row per class in sorted order", shape=("k", "d")),
                  "xi": Symbol("one slack per example", "one slack per example", shape=("n",))}
@@ -87,35 +90,39 @@ def primal_formulation(fit_intercept: bool = False) -> Formulation:
         notation["s"] = Symbol("intercept_scaling: the value of the constant feature",
                                "the value of the constant feature (intercept scaling)")
     return Formulation(
-        objective=(reg + " + C sum_i c_i xi_i", reg_tex + " + C \\sum_i c_i \\xi_i", "notes (primal)"),
-        constraints={"margin": ("s_{i y_i} - s_im >= 1 - [m = y_i] - xi_i for every i and class m "
-                                "(m = y_i gives xi_i >= 0)",
-                                "s_{i y_i} - s_{im} \\ge 1 - [m = y_i] - \\xi_i \\quad \\forall i, m",
+        objective=(reg + " + sum_i C_i xi_i", reg_tex + " + \\sum_i C_i \\xi_i", "notes (primal)"),
+        constraints={"margin": ("s_{i c_i} - s_im >= 1 - [m = c_i] - xi_i for every i and class m "
+                                "(m = c_i gives xi_i >= 0)",
+                                "s_{i c_i} - s_{im} \\ge 1 - [m = c_i] - \\xi_i \\quad \\forall i, m",
                                 "notes (primal)")},
         variables=variables, notation=notation)
 
 
 def dual_formulation() -> Formulation:
-    """The notes' Lagrangian dual as :meth:`ReferenceProblem.describe` shows it."""
+    """The notes' Lagrangian dual as
+    :meth:`ReferenceProblem.describe() <hiercvx.reference.ReferenceProblem.describe>` shows it."""
     return Formulation(
-        objective=("sum_i lambda_{i y_i} - 1/2 sum_m G_{:m}^T K G_{:m}",
-                   "\\sum_i \\lambda_{i y_i} - \\tfrac12 \\sum_m G_{:m}^\\top K G_{:m}", "notes (dual)"),
-        constraints={"balance": ("lambda_{i y_i} = sum_{m != y_i} lambda_im for every i",
-                                 "\\lambda_{i y_i} = \\textstyle\\sum_{m \\ne y_i} \\lambda_{im} \\quad \\forall i",
+        objective=("sum_i lambda_{i c_i} - 1/2 sum_m G_{:m}^T K G_{:m}",
+                   "\\sum_i \\lambda_{i c_i} - \\tfrac12 \\sum_m G_{:m}^\\top K G_{:m}", "notes (dual)"),
+        constraints={"balance": ("lambda_{i c_i} = sum_{m != c_i} lambda_im for every i",
+                                 "\\lambda_{i c_i} = \\textstyle\\sum_{m \\ne c_i} \\lambda_{im} \\quad \\forall i",
                                  "notes (dual)"),
-                     "budget": ("lambda_{i y_i} <= C c_i for every i (and lambda >= 0)",
-                                "\\lambda_{i y_i} \\le C c_i,\\ \\lambda \\ge 0 \\quad \\forall i", "notes (dual)")},
+                     "budget": ("lambda_{i c_i} <= C_i for every i (and lambda >= 0)",
+                                "\\lambda_{i c_i} \\le C_i,\\ \\lambda \\ge 0 \\quad \\forall i", "notes (dual)")},
         variables={"Lambda": Symbol("multipliers lambda_im, one per example and class",
                                     "multipliers $\\lambda_{im}$, one per example and class",
                                     shape=("n", "k"))},
-        notation={"G_im": Symbol("+lambda_im if m = y_i else -lambda_im; f_m = sum_i G_im kappa(x_i, .)",
-                                 "$+\\lambda_{im}$ if $m = y_i$, else $-\\lambda_{im}$; the class "
+        notation={"G_im": Symbol("+lambda_im if m = c_i else -lambda_im; f_m = sum_i G_im kappa(x_i, .)",
+                                 "$+\\lambda_{im}$ if $m = c_i$, else $-\\lambda_{im}$; the class "
                                  "functions are $f_m = \\sum_i G_{im}\\, \\kappa(x_i, \\cdot)$", "G_{im}"),
                   "K": Symbol("the Gram matrix K_ij = kappa(x_i, x_j) of the kernel kappa (declared through a factor K = F F^T)",
                               "the Gram matrix $K_{ij} = \\kappa(x_i, x_j)$ of the kernel $\\kappa$ (declared through a "
                               "factor $K = F F^\\top$)"),
-                  "y_i": Symbol("the class of example i", "the class of example $i$"),
-                  "c_i": Symbol("the weight of example i", "the weight of example $i$")})
+                  "c_i": Symbol("the class of example i (an index into the sorted classes)",
+                                "the class of example $i$ (an index into the sorted classes)"),
+                  "C_i": Symbol("the cost of example i: C sample_weight_i class_weight[c_i]",
+                                "the cost of example $i$: $C$ times its sample weight and the weight "
+                                "of its class")})
 
 
 @rescales_features({"W": -1, "xi": 0, "intercept": -1})

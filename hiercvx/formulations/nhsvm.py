@@ -14,13 +14,13 @@ names are re-exported here.  Declarations (each returns a :class:`~hiercvx.Refer
 ``formulations/nhsvm.md``):
 
 * :func:`path_weights_problem` / :func:`path_weights` -- alpha from (6), (7), (8), certified
-  (:mod:`hiercvx.formulations._nhsvm_path_weights`); :func:`prepare` resolves ``alpha`` by the
+  (``hiercvx.formulations._nhsvm_path_weights``); :func:`prepare` resolves ``alpha`` by the
   model's closed form on trees and by these programs elsewhere.
 * :func:`primal` -- NHSVM (10) (= (11) = (12)) with the normalized attributes (5) and the
   normalized margin (9), or the variant (13).  Single-label: :func:`primal_from_model`, the
   pairwise model of :mod:`hiercvx.models.margin` over the leaves with margin rescaling.
   Multi-label: the exact cutting-plane loop :class:`CuttingPlaneProblem`
-  (:mod:`hiercvx.formulations._nhsvm_cutting_plane`) with the decomposable loss of section 7.1.
+  (``hiercvx.formulations._nhsvm_cutting_plane``) with the decomposable loss of section 7.1.
 * :func:`shared_primal` / :func:`shared_primal_from_model` -- the shared-norm SVM (14),
   jointly convex in ``U`` and ``alpha``.
 * :func:`dual` / :func:`dual_from_model` -- the dual of single-label (10) / (13) in the leaf
@@ -31,7 +31,7 @@ names are re-exported here.  Declarations (each returns a :class:`~hiercvx.Refer
   :func:`hiercvx.models.nhsvm.optimal_alpha`); :func:`shared_norm` / :func:`shared_norm_problem`
   -- the structured shared norm (16) and, without a hierarchy, the shared norm (17);
   :func:`max_norm` and :func:`trace_norm` complete Theorem 2's chain
-  (:mod:`hiercvx.formulations._shared_norms`).
+  (``hiercvx.formulations._shared_norms``).
 
 Every certificate is a Lagrangian lower bound at a dual point built from the solver's duals
 and repaired to exact feasibility in numpy; the objective is recomputed in numpy at the
@@ -199,7 +199,7 @@ def primal_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | No
         weights=routes.weights, constraints={"margin": margin},
         parameters={"lam": lam_p}, infeasibility=routes.infeasibility,
         name=f"NHSVM primal {label}, single-label", build_time=time.perf_counter() - t0,
-        formulation=nhsvm_formulation(data.variant),
+        formulation=nhsvm_formulation(data.variant, data.fit_intercept),
         data={"nhsvm": data, "X": X, "X_augmented": X_aug, "H": H, "alpha": data.alpha, "Lam": Lam,
               "structural": data.structural, "margin_data": data.margin, "selection": (D, R, e),
               "fit_intercept": data.fit_intercept, "intercept_scaling": data.intercept_scaling})
@@ -291,7 +291,7 @@ def shared_primal_from_model(model: SharedNormModel, lam: float = 1.0, *, max_si
         lower_bound=routes.lower_bound, weights=routes.weights,
         constraints={"margin": margin, "paths": paths}, parameters={"lam": lam_p},
         infeasibility=routes.infeasibility, name="shared-norm SVM (14)", build_time=time.perf_counter() - t0,
-        formulation=shared_formulation(),
+        formulation=shared_formulation(model.fit_intercept),
         data={"X": X, "X_augmented": X_aug, "H": H, "leaf_pos": leaf_pos, "loss": L, "Lam": Lam,
               "margin_data": md, "leaf_paths": A, "fit_intercept": model.fit_intercept,
               "intercept_scaling": model.intercept_scaling})
@@ -395,7 +395,8 @@ def dual_from_model(model: NHSVMModel, lam: float = 1.0, *, max_size: int | None
         lower_bound=routes.lower_bound, weights=routes.weights,
         constraints={"simplex": rows[0]}, parameters={"lam": lam_p},
         name=f"NHSVM dual of {label}, single-label", build_time=time.perf_counter() - t0,
-        formulation=nhsvm_dual_formulation(model.variant),
+        formulation=nhsvm_dual_formulation(model.variant, model.fit_intercept),
+        solver_objective_meaning="the dual times lam = {lam:g}",
         data={"nhsvm": model, "X": X, "H": H, "alpha": model.alpha, "Lam": Lam})
 
 
@@ -418,8 +419,9 @@ def shared_dual(X, y, H: Hierarchy, lam: float = 1.0, loss="zero_one", *,
     point loses digits).  Certificate: objective = (14) at the better of the two recovered
     ``(U, alpha)`` (alpha scaled to feasibility; on trees also at the optimal alpha (20) for
     ``U``); lower bound = the dual objective at the projected
-    ``beta`` with the cheapest covering ``mu`` (:meth:`SharedNormModel.lower_bound`).  With
-    ``fit_intercept`` the same dual on ``X~ = [X, s]``; ``sol.weights`` has no bias column,
+    ``beta`` with the cheapest covering ``mu``
+    (:meth:`SharedNormModel.lower_bound() <hiercvx.models.nhsvm.SharedNormModel.lower_bound>`).
+    With ``fit_intercept`` the same dual on ``X~ = [X, s]``; ``sol.weights`` has no bias column,
     ``sol.values["intercept"]`` the node biases and ``sol.values["alpha"]`` the alpha used.
     """
     t0 = time.perf_counter()
@@ -459,7 +461,7 @@ def shared_dual_from_model(model: SharedNormModel, lam: float = 1.0, *, max_size
         lower_bound=routes.lower_bound, weights=routes.weights, constraints={"simplex": rows[0]},
         parameters={"lam": lam_p}, name="shared-norm SVM (14), dual",
         build_time=time.perf_counter() - t0,
-        formulation=shared_dual_formulation(),
+        formulation=shared_dual_formulation(model.fit_intercept),
         data={"X": X, "H": H, "leaf_pos": model.leaf_pos, "loss": model.loss, "Lam": Lam,
               "leaf_paths": A, "model": model})
 

@@ -286,12 +286,13 @@ def baseline_formulation(method: str) -> Formulation:
     if method == "flatmult":
         dims["m"] = ("weighted nodes: the leaves", "weighted nodes: the leaves")
     if method == "hiermult":
-        dims["N"] = ("slacks: one per example and internal node on its path",
-                     "slacks: one per example and internal node on its path")
+        # N keeps its meaning (examples); the slacks get their own symbol
+        dims["T"] = ("slacks: one per example and internal node on its path (T = sum_j N_j)",
+                     "slacks: one per example and internal node on its path ($T = \\sum_j N_j$)")
     variables = {"W": Symbol(*weights, shape=("m", "d")),
                  "xi": Symbol("hinge slacks, one per example and internal node on its path",
                               "hinge slacks $\\xi_{kj}$, one per example $k$ and internal node $j$ on "
-                              "its path", "\\xi", ("N",)) if method == "hiermult" else _XI}
+                              "its path", "\\xi", ("T",)) if method == "hiermult" else _XI}
     notation = {"A+(y), S(i)": _PATHS}
     if method == "flatmult":
         notation = {"L": Symbol("the leaves", "the leaves", "\\mathcal{L}")}

@@ -31,12 +31,12 @@ __all__ = ["DagBounds"]
 #: children and parents; the spanning tree; the non-tree edges; the leaves).
 Graph = namedtuple("Graph", ["anc_ptr", "anc_idx", "child_ptr", "child_idx", "parent_ptr",
                              "parent_idx", "first_parent", "extra_parent", "extra_child", "leaves"])
-#: Per-sample outputs of the compiled loop (see :func:`_bound_kernel`).
+#: Per-sample outputs of the compiled loop (see ``_bound_kernel``).
 Bounds = namedtuple("Bounds", ["value", "Z", "certified", "keep", "ub"])
 
 
 class DagBounds:
-    """Index arrays of a hierarchy for :func:`_bound_kernel`, built once per oracle.
+    """Index arrays of a hierarchy for ``_bound_kernel``, built once per oracle.
 
     Parameters
     ----------
@@ -66,7 +66,7 @@ class DagBounds:
         self.rtol = float(options.bound_rtol)
 
     def run(self, S: np.ndarray) -> Bounds:
-        """``(value, Z, certified, keep, ub)`` per row of ``S``: see :func:`_bound_kernel`."""
+        """``(value, Z, certified, keep, ub)`` per row of ``S``: see ``_bound_kernel``."""
         n, M = S.shape
         out = Bounds(np.empty(n), np.zeros((n, M), dtype=np.bool_), np.zeros(n, dtype=np.bool_),
                      np.ones((n, M), dtype=np.bool_), np.empty((n, M)))

@@ -113,18 +113,20 @@ def reference(scores, H: Hierarchy, *, loss=None, true_indicator=None, relaxatio
       = the Lagrangian bound at the clipped LP multipliers; ``extras["fractional"]`` flags
       samples whose LP optimum is not integral.
     * ILP: ``objective`` = the cost of the returned sets, after the integrality check
-      (``|z - round(z)| <= integrality_tol``) and the validity check (:func:`is_valid_label_set`);
-      ``lower_bound`` = the LP bound per sample, replaced by the exact optimum by enumeration
-      where the LP is fractional and ``H`` has at most ``options.enumerate_max_nodes`` nodes
-      (``extras["bound_source"]``).  ``gap`` is the relative integrality gap left; ``extras``:
-      ``"value"`` (best score per sample, plus ``Delta`` with a loss), ``"lp_value"``,
-      ``"integrality_gap"`` (``lp_value - value >= 0``), ``"relaxation"`` (the LP's Solution).
+      (``|z - round(z)| <= integrality_tol``) and the validity check
+      (:func:`~hiercvx.inference.labelsets.is_valid_label_set`); ``lower_bound`` = the LP bound per
+      sample, replaced by the exact optimum by enumeration where the LP is fractional and ``H`` has
+      at most ``options.enumerate_max_nodes`` nodes (``extras["bound_source"]``).  ``gap`` is the
+      relative integrality gap left; ``extras``: ``"value"`` (best score per sample, plus ``Delta``
+      with a loss), ``"lp_value"``, ``"integrality_gap"`` (``lp_value - value >= 0``),
+      ``"relaxation"`` (the LP's Solution).
 
     ``weights`` are the sets (bool ``(n, M)``, or ``(M,)`` for 1-D ``scores``; the LP's
     fractional point for ``relaxation=True``).  ``loss`` / ``true_indicator``: loss-augmented
-    inference as in :meth:`LabelSetOracle.solve`.  The fast path (``method="ilp"``/``"lp"``)
-    calls HiGHS directly on the same rows; the tests check that both agree.  ``options``: an
-    :class:`~hiercvx.inference.Options` (``integrality_tol`` overrides its field).
+    inference as in :meth:`LabelSetOracle.solve() <hiercvx.inference.oracle.LabelSetOracle.solve>`.
+    The fast path (``method="ilp"``/``"lp"``) calls HiGHS directly on the same rows; the tests
+    check that both agree.  ``options``: an :class:`~hiercvx.inference.Options`
+    (``integrality_tol`` overrides its field).
     """
     options = resolve(options, integrality_tol=integrality_tol)
     integrality_tol = options.integrality_tol

@@ -27,8 +27,9 @@ __all__ = ["ClosureCut"]
 
 
 class ClosureCut:
-    """The flow network of a hierarchy, built once; :meth:`run` solves the closure relaxation of
-    (19) for many score rows (compiled, :func:`~hiercvx.inference._closure_kernels.closure_batch`).
+    """The flow network of a hierarchy, built once;
+    :meth:`~hiercvx.inference.closure.ClosureCut.run` solves the closure relaxation of (19) for
+    many score rows (compiled, ``closure_batch``).
 
     Parameters
     ----------
@@ -107,16 +108,17 @@ class ClosureCut:
                closed: np.ndarray | None = None, keep: np.ndarray | None = None,
                start: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Program (19) for the score rows ``S[rows]`` by best-first branch and bound on the
-        closure relaxation (:mod:`~hiercvx.inference._closure_branch`), each within
+        closure relaxation (``_closure_branch``), each within
         ``max_cuts`` minimum cuts; a subproblem is pruned when its bound is within ``rtol *
         sum |s|`` of the best label set.
 
-        Over ``rows``, when known: ``closed``, the closed sets from :meth:`run` (rows whose
-        first branching alone would take more than half the cuts, :meth:`branch_width`, are
-        not tried: a proof needs at least one more level); ``keep``, the nodes that can be in
-        an optimal set (the others are forced out from the start); ``start``, ``(values,
-        sets)`` label sets to start from.  Returns ``(Z, solved)``, both over ``rows``: the
-        optimal label sets (bool, rows not solved left empty) and which rows were proved."""
+        Over ``rows``, when known: ``closed``, the closed sets from
+        :meth:`~hiercvx.inference.closure.ClosureCut.run` (rows whose first branching alone would
+        take more than half the cuts, :meth:`branch_width`, are not tried: a proof needs at least
+        one more level); ``keep``, the nodes that can be in an optimal set (the others are forced
+        out from the start); ``start``, ``(values, sets)`` label sets to start from.  Returns
+        ``(Z, solved)``, both over ``rows``: the optimal label sets (bool, rows not solved left
+        empty) and which rows were proved."""
         S = np.ascontiguousarray(S, dtype=float)
         rows = np.asarray(rows, dtype=np.int64)
         n, M = len(rows), S.shape[1]

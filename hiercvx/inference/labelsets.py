@@ -79,7 +79,7 @@ def enumerate_label_sets(H: Hierarchy, max_nodes: int | None = None) -> np.ndarr
     Distinct leaf subsets give distinct sets (a leaf is nobody's ancestor), so there are
     ``2^|leaves| - 1`` of them, listed in increasing bit order of ``L`` (bit k = k-th leaf of
     ``H.leaf_indices``).  Refuses hierarchies with more than ``max_nodes`` nodes (default
-    :attr:`Options.enumerate_max_nodes`).
+    :class:`Options.enumerate_max_nodes <hiercvx.inference.options.Options>`).
     """
     H = check_hierarchy(H)
     max_nodes = Options().enumerate_max_nodes if max_nodes is None else int(max_nodes)

@@ -71,11 +71,11 @@ class InferenceInfo:
 class LabelSetOracle:
     """Reusable argmax over ``Y_m`` for one hierarchy: build once, solve many score vectors.
 
-    ``method``: ``"auto"`` (:func:`auto_method`), ``"dp"``, ``"ilp"``, ``"lp"`` or
-    ``"enumerate"``.  ``solver``: ``"highs"`` (default) or ``"gurobi"`` for ``"ilp"``/``"lp"``.
-    The tree levels, the enumerated sets and the solver models are built on first use and
-    kept; for the solvers only the objective changes from one sample to the next (the LP
-    re-solve warm-starts from the previous basis).
+    ``method``: ``"auto"`` (:func:`~hiercvx.inference.labelsets.auto_method`), ``"dp"``, ``"ilp"``,
+    ``"lp"`` or ``"enumerate"``.  ``solver``: ``"highs"`` (default) or ``"gurobi"`` for
+    ``"ilp"``/``"lp"``.  The tree levels, the enumerated sets and the solver models are built on
+    first use and kept; for the solvers only the objective changes from one sample to the next (the
+    LP re-solve warm-starts from the previous basis).
 
     Methods ``"ilp"`` and ``"lp"`` first solve the closure relaxation of (19) by a minimum cut
     (:class:`~hiercvx.inference.closure.ClosureCut`, ``options.closure_cut``): a sample whose
@@ -160,9 +160,9 @@ class LabelSetOracle:
 
         Returns a bool indicator over ``H.nodes`` of the same shape; with ``return_info=True``
         also an :class:`InferenceInfo`.  ``loss`` + ``true_indicator``: loss-augmented
-        inference ``argmax_y sum_{n in y} s_n + Delta(y, t)`` (see :func:`loss_augmented_scores`).
-        ``verbose``: a progress bar over samples for the solver methods (``None``: only from
-        ``options.progress_from`` samples).
+        inference ``argmax_y sum_{n in y} s_n + Delta(y, t)`` (see
+        :func:`~hiercvx.inference.losses.loss_augmented_scores`).  ``verbose``: a progress bar over
+        samples for the solver methods (``None``: only from ``options.progress_from`` samples).
         """
         H = self.H
         S, single = check_scores(scores, H)
@@ -349,15 +349,16 @@ def best_label_set(scores, H: Hierarchy, method: str = "auto", *, loss=None, tru
     the integer program (19) -- by the tree DP (``"dp"``), program (19) (``"ilp"``), its LP
     relaxation with ILP fallback (``"lp"``) or brute force (``"enumerate"``); ``"auto"``
     picks ``"dp"`` on trees, ``"enumerate"`` on DAGs with at most
-    ``Options.enumerate_auto_leaves`` leaves and ``"ilp"`` on larger ones (:func:`auto_method`).
+    ``Options.enumerate_auto_leaves`` leaves and ``"ilp"`` on larger ones
+    (:func:`~hiercvx.inference.labelsets.auto_method`).
 
     ``scores``: ``(n_nodes,)`` -> ``(n_nodes,)`` bool, or ``(n_samples, n_nodes)`` ->
     ``(n_samples, n_nodes)`` bool, columns in ``H.nodes`` order.  ``loss`` and
-    ``true_indicator``: loss-augmented inference (see :func:`loss_augmented_scores`).
-    ``return_info=True`` also returns an :class:`InferenceInfo`.  Other keywords go to
-    :class:`LabelSetOracle` (``max_nodes``, ``integrality_tol``, ``presolve``, ``options``) or its
-    ``solve`` (``verbose``).
-    For many calls on one hierarchy, build a :class:`LabelSetOracle` once and reuse it.
+    ``true_indicator``: loss-augmented inference (see
+    :func:`~hiercvx.inference.losses.loss_augmented_scores`).  ``return_info=True`` also returns an
+    :class:`InferenceInfo`.  Other keywords go to :class:`LabelSetOracle` (``max_nodes``,
+    ``integrality_tol``, ``presolve``, ``options``) or its ``solve`` (``verbose``).  For many calls
+    on one hierarchy, build a :class:`LabelSetOracle` once and reuse it.
     """
     verbose = options.pop("verbose", None)
     oracle = LabelSetOracle(H, method, solver=solver, **options)

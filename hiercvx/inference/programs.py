@@ -59,7 +59,7 @@ def constraint_matrix(H: Hierarchy):
 
 def new_highs() -> "highspy.Highs":
     """A silent ``highspy.Highs`` (the process's banner silenced first:
-    :func:`hiercvx._solver_choice.silence_highs_banner`)."""
+    ``hiercvx._solver_choice.silence_highs_banner``)."""
     silence_highs_banner()
     h = highspy.Highs()
     h.silent()
@@ -300,6 +300,7 @@ class GurobiModel:  # pragma: no cover - needs gurobipy and a licence
             self._z.UB = self._upper
 
     def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
+        """Minimize ``cost . z``; returns ``(z, cost . z)``."""
         gp = self._gp
         cost, scale = _unit_cost(cost)  # Gurobi's tolerances are absolute too
         self._z.Obj = cost

@@ -75,7 +75,9 @@ class Method:
     - ``cases(quick)``: the built-in problems ``hiercvx verify`` and the tests run;
     - ``paper``: the source cited in words (authors, title, venue, year, chapters);
       ``bibtex``: its BibTeX entry (or entries), printed by ``hiercvx methods`` and
-      ``hiercvx show``.
+      ``hiercvx show``;
+    - ``instead``: role -> what to use in place of a reference the method cannot declare (said
+      by :meth:`build` and ``hiercvx show`` when that role is asked for).
     """
 
     name: str
@@ -91,6 +93,7 @@ class Method:
     structures: tuple
     cases: Callable
     bibtex: str = ""
+    instead: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         unknown = set(self.structures) - set(STRUCTURES)
@@ -123,8 +126,9 @@ class Method:
     def build(self, role: str, case: Case):
         """The reference ``role`` (``"primal"`` / ``"dual"``) declared on ``case``."""
         if role not in self.references:
+            hint = f"; {self.instead[role]}" if role in self.instead else ""
             raise InputError(f"method {self.name} declares no {role!r} reference; it has "
-                             f"{sorted(self.references)}")
+                             f"{sorted(self.references)}{hint}")
         return self.references[role](case.X, case.Y, case.H, **case.params, **case.model_options)
 
     def model(self, case: Case):

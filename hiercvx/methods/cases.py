@@ -18,8 +18,12 @@ from ..hierarchy import Hierarchy
 
 __all__ = ["TREE", "DAG", "problem"]
 
+#: The tree of the ``tree``, ``multilabel``, ``partial`` and ``sparse`` problems: root ``r``
+#: with children ``A`` (leaves ``A1``, ``A2``) and ``B`` (leaves ``B1``, ``B2``, ``B3``).
 TREE = Hierarchy.from_parents({"r": None, "A": "r", "B": "r", "A1": "A", "A2": "A", "B1": "B",
                                "B2": "B", "B3": "B"})
+#: The DAG of the ``dag`` problems: root ``r`` with children ``A`` and ``B``, leaves ``x``
+#: (under ``A``), ``z`` (under ``B``) and ``y``, a leaf with the two parents ``A`` and ``B``.
 DAG = Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
 
 

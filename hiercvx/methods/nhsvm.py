@@ -4,7 +4,7 @@
 ``nhsvm``: model :func:`hiercvx.models.nhsvm.prepare` (through
 :func:`hiercvx.formulations.nhsvm.prepare`, which solves the path-weight program (6)-(8) first); reference
 :func:`hiercvx.formulations.nhsvm.primal` (single-label: one QP; multi-label: the certified
-cutting-plane loop of :mod:`hiercvx.formulations._nhsvm_cutting_plane`); fast solvers the
+cutting-plane loop of ``hiercvx.formulations._nhsvm_cutting_plane``); fast solvers the
 pairwise block-coordinate Frank–Wolfe of :mod:`hiercvx.solvers.nhsvm_fw`, its n-slack cutting
 planes with an interior-point master, and ``auto`` (the margin engine for single-label (10),
 cutting planes or pairwise otherwise); its other methods, ``"bcfw"``, ``"sgd"``,

@@ -61,7 +61,7 @@ def prepare(X, Y, H=None, kernel="linear", sigma=None) -> SiblingModel:
 
 
 def prepare_hpsi(X, Y, H=None, kernel="linear", sigma=None) -> PsiModel:
-    """:func:`hiercvx.models.sibling.prepare_psi`, with ``H=None`` a one-level hierarchy."""
+    """``hiercvx.models.sibling.prepare_psi``, with ``H=None`` a one-level hierarchy."""
     return prepare_psi(X, Y, _tree(Y, H), kernel, sigma)
 
 
@@ -132,6 +132,9 @@ METHODS = (
         equations={"primal": "(2) with psi, by (3)"},
         prepare=prepare_hpsi,
         references={"primal": dc_reference},
+        instead={"dual": "(2) with the psi-loss is not convex, so it has no dual; the dual of each "
+                         "convex DC step (8) is the sibling-margin SVM's dual (9)-(11) with "
+                         "pair_weights = the step's linearization: hiercvx show sibling_svm --dual"},
         fast_solvers={
             "solve_dc": FastSolver("solve_dc", sibling_qp.solve_dc, algorithm="DC loop (3), fast "
                                    "QP steps", options={"tol": 1e-8, "gap_tol": 1e-8}, rtol=1e-6),

@@ -17,9 +17,11 @@ ancestors of ``l`` with ``l`` itself; the leaf-path matrix ``A`` ``(|L|, M)`` ha
 * The alpha step (20) of the shared-norm SVM (14), ``min sum_n B_n / alpha_n`` s.t.
   ``A alpha <= 1``, ``alpha >= 0`` with ``B_n = ||U_n||^2``: closed form on trees
   (:func:`optimal_alpha`, Algorithm 1 and Appendix D), and on DAGs a certified dual ascent
-  (:func:`dag_alpha`) and a primal barrier method (:func:`barrier_alpha`).
+  (:func:`~hiercvx.models.nhsvm.dag_alpha`) and a primal barrier method
+  (:func:`~hiercvx.models.nhsvm.barrier_alpha`).
 
-* The dual side of the path constraints: :func:`cover`, :func:`min_path_cover`.
+* The dual side of the path constraints: :func:`~hiercvx.models.nhsvm.cover`,
+  :func:`min_path_cover`.
 """
 
 from __future__ import annotations
@@ -299,7 +301,8 @@ def optimal_alpha(U, H: Hierarchy, return_value: bool = False):
     The paper's Algorithm 1 as printed overwrites ``N_n`` before computing ``E_n`` from it,
     leaves ``E_n = 0`` at the leaves, never assigns the root's ``alpha`` and takes
     ``alpha_n = sqrt(L_p E_n)`` where Appendix D's recursion gives ``L_p E_n``; this is the
-    recursion of Appendix D.  DAGs are refused: use :func:`dag_alpha` / :func:`barrier_alpha`.
+    recursion of Appendix D.  DAGs are refused: use :func:`~hiercvx.models.nhsvm.dag_alpha` /
+    :func:`~hiercvx.models.nhsvm.barrier_alpha`.
     """
     if not isinstance(H, Hierarchy):
         raise InputError(f"H must be a hiercvx.Hierarchy, got {type(H).__name__}")
@@ -371,7 +374,7 @@ def dag_alpha(U, H: Hierarchy, max_iter: int = 500):
     ``g(mu)`` its certified lower bound.  Returns ``(alpha, value, gap)``: ``value`` the
     objective of (20) at ``alpha``, ``gap`` the relative gap to ``g``; the caller decides what a
     gap means (:func:`hiercvx.solvers.shared_norm.alpha_for` continues with
-    :func:`barrier_alpha`).  Nodes with ``U_n = 0`` get ``alpha_n = 0``.
+    :func:`~hiercvx.models.nhsvm.barrier_alpha`).  Nodes with ``U_n = 0`` get ``alpha_n = 0``.
     """
     H = check_hierarchy(H)
     U = node_matrix(U, H)
@@ -434,14 +437,16 @@ def _barrier_newton(a, b, A, t):
 
 def barrier_alpha(U, H: Hierarchy, tol: float = 1e-10, max_newton: int = 200):
     """The alpha step (20) by a primal log-barrier method (Boyd & Vandenberghe, *Convex
-    Optimization*, 2004, section 11.3), certified by the dual of :func:`dag_alpha`.
+    Optimization*, 2004, section 11.3), certified by the dual of
+    :func:`~hiercvx.models.nhsvm.dag_alpha`.
 
     Over the nodes with ``B_n > 0`` (the others get ``alpha_n = 0``) it follows the central
     path of ``t sum_n B_n / alpha_n - sum_l log(1 - (A alpha)_l) - sum_n log alpha_n`` by damped
     Newton steps (dense Hessian, ``O(M^3)`` each), ``t`` times 10 once centered.  At every
     step the leaf multipliers ``mu_l = 1 / (t s_l)`` of the slacks ``s = 1 - A alpha`` give
     the lower bound ``g(mu)`` (valid for any ``mu >= 0``).  Stops at a relative gap ``<= tol``
-    or after ``max_newton`` Newton steps.  Returns ``(alpha, value, gap)`` as :func:`dag_alpha`.
+    or after ``max_newton`` Newton steps.  Returns ``(alpha, value, gap)`` as
+    :func:`~hiercvx.models.nhsvm.dag_alpha`.
     """
     H = check_hierarchy(H)
     U = node_matrix(U, H)
@@ -479,8 +484,8 @@ def min_path_cover(b, H: Hierarchy) -> tuple[np.ndarray, float]:
     Returns ``(mu, value)``.
 
     On a tree the value is ``m_root`` with ``m_n = max(b_n, sum_{c child of n} m_c)``: the
-    bottom-up repair :func:`cover` from ``mu = 0``.  On a DAG a linear program (HiGHS through
-    scipy), repaired to exact feasibility.
+    bottom-up repair :func:`~hiercvx.models.nhsvm.cover` from ``mu = 0``.  On a DAG a linear
+    program (HiGHS through scipy), repaired to exact feasibility.
     """
     b = np.maximum(np.asarray(b, dtype=float), 0.0)
     A = leaf_paths(H)

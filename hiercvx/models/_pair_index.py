@@ -42,7 +42,7 @@ def pair_offsets(Y: np.ndarray) -> np.ndarray:
 
 def pair_positions(Y, pair_i, pair_y, pair_ybar, *, lists=None, offsets=None) -> np.ndarray:
     """Positions of the pairs ``(pair_i, pair_y, pair_ybar)`` in the list (module docstring);
-    ``lists`` / ``offsets``: :func:`relevant_lists` / :func:`pair_offsets` of ``Y`` when the
+    ``lists`` / ``offsets``: :func:`relevant_lists` / ``pair_offsets`` of ``Y`` when the
     caller has them."""
     Y = np.asarray(Y, dtype=bool)
     q = Y.shape[1]

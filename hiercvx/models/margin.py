@@ -121,7 +121,7 @@ class MarginData:
         return int(self.offsets()[-1])
 
     def offsets(self) -> np.ndarray:
-        """``pair_ptr`` without listing the pairs (:func:`~._pair_index.pair_offsets`)."""
+        """``pair_ptr`` without listing the pairs (``pair_offsets``)."""
         return self.__dict__["_pair_ptr"] if self.__dict__.get("_pair_ptr") is not None \
             else pair_offsets(self.Y)
 

@@ -141,14 +141,14 @@ class MulticlassModel(MarginModel):
     """Crammer–Singer on validated data.
 
     ``X`` holds the features the margin model sees: with ``fit_intercept`` the augmented
-    ``[X, intercept_scaling]`` (LIBLINEAR's bias feature, :class:`MarginModel`), else the
-    features themselves, or the Gram matrix with ``kernel="precomputed"``; ``X_features`` the
-    features as given; ``classes`` the sorted labels, ``y_index`` each sample's class
-    position, ``Cw`` the multipliers of C.  The primal variable is ``W`` ``(q, d)`` (with
-    ``intercept`` ``(q,)``), the dual one ``alpha`` over the pairs ``(i, y_i, m)``,
-    ``m != y_i``.  ``objective(W, C, intercept=b)``, ``scores(W, X, intercept=b)``,
-    ``augmented_weights`` and ``split_weights`` are the margin model's (``Lam = I``: a class's
-    bias is its own row's).
+    ``[X, intercept_scaling]`` (LIBLINEAR's bias feature,
+    :class:`~hiercvx.models.margin.MarginModel`), else the features themselves, or the Gram matrix
+    with ``kernel="precomputed"``; ``X_features`` the features as given; ``classes`` the sorted
+    labels, ``y_index`` each sample's class position, ``Cw`` the multipliers of C.  The primal
+    variable is ``W`` ``(q, d)`` (with ``intercept`` ``(q,)``), the dual one ``alpha`` over the
+    pairs ``(i, y_i, m)``, ``m != y_i``.  ``objective(W, C, intercept=b)``,
+    ``scores(W, X, intercept=b)``, ``augmented_weights`` and ``split_weights`` are the margin
+    model's (``Lam = I``: a class's bias is its own row's).
     """
 
     method = "multiclass"

@@ -17,19 +17,19 @@ once, in numpy:
   node scores (:func:`node_scores`), a certified lower bound at a dual point, and the
   loss-augmented oracle (over the leaves, or over label sets through
   :class:`~hiercvx.inference.LabelSetOracle`, the DAG program (19));
-* :func:`prepare_shared` -> :class:`SharedNormModel`: the shared-norm SVM (14)
+* :func:`prepare_shared` -> :class:`~hiercvx.models.nhsvm.SharedNormModel`: the shared-norm SVM (14)
   ``min lam sum_n ||U_n||^2 / alpha_n + sum_i hinge_i`` over ``A alpha <= 1``, its objective
   at the alpha step (20) and the dual of (14) through the path cover;
 * path weights (6)-(8), the alpha step (20) and the path cover
-  (:mod:`hiercvx.models._nhsvm_paths`); labels, leaf vertices, interchangeable leaves and
-  LIBLINEAR's bias (:mod:`hiercvx.models._nhsvm_leaves`); both re-exported here.
+  (``hiercvx.models._nhsvm_paths``); labels, leaf vertices, interchangeable leaves and
+  LIBLINEAR's bias (``hiercvx.models._nhsvm_leaves``); both re-exported here.
 
 Single-label models keep only what the data use: the rows of the margin / loss from the
 leaves some sample holds (``held_leaves``, ``offset_rows``, ``loss_rows``) and the sparse
 ``A``; the dense pieces over all leaves (``Lam``, (9) as a matrix, the pair model of
 :mod:`hiercvx.models.margin`) are built on first use (the CVXPY references).
 ``collapsed()`` replaces each group of interchangeable idle leaves by one leaf of that
-multiplicity (:class:`CollapsedLeaves`).
+multiplicity (:class:`~hiercvx.models.nhsvm.CollapsedLeaves`).
 
 Intercept (both models): LIBLINEAR's regularized bias (:mod:`hiercvx.bias`).  With
 ``fit_intercept`` the model's ``X`` is ``[X, s]`` (``s = intercept_scaling``; the features as
@@ -37,8 +37,8 @@ given are ``X_features``) and the augmented weights are ``W~_n = [W_n, b_n / s]`
 per node, node scores ``sqrt(alpha_n) (W_n . x + b_n)`` for (10) / (13) and ``U_n . x + b_n``
 for (14), regularized as ``lam (||W_n||^2 + b_n^2 / s^2)`` (resp. ``/ alpha_n``).
 :meth:`~NHSVMModel.objective` and :meth:`~NHSVMModel.scores` take weights without the bias
-column and ``intercept=``; :meth:`~NHSVMModel.split_weights` /
-:meth:`~NHSVMModel.augmented_weights` convert.
+column and ``intercept=``; ``split_weights`` /
+``augmented_weights`` convert.
 """
 
 from __future__ import annotations
@@ -309,9 +309,9 @@ class NHSVMModel(NodeBias, LeafVertices, Model):
         one leaf of multiplicity ``k``: ``W'_r = sqrt(k) W_a`` carries ``k ||W_a||^2`` as
         ``||W'_r||^2`` and scores ``sqrt(alpha_a / k) W'_r . x``; the margin (9) is
         unchanged.  The collapsed optimum is the full one, and the solution and dual point
-        lift exactly (:class:`CollapsedLeaves`).  (The margin engine collapses the same way
-        on class kernels, :mod:`hiercvx.models.symmetry`; doing it here first means the dense
-        pieces over all leaves are never built.)"""
+        lift exactly (:class:`~hiercvx.models.nhsvm.CollapsedLeaves`).  (The margin engine
+        collapses the same way on class kernels, :mod:`hiercvx.models.symmetry`; doing it here
+        first means the dense pieces over all leaves are never built.)"""
         if self.multilabel:
             return None
         a_leaf = self.alpha[self.H.leaf_indices]
@@ -627,8 +627,9 @@ class SharedNormModel(NodeBias, LeafVertices, Model):
         sqrt(k) U_a`` gives ``sum_{a in G} ||U_a||^2 / alpha_a = ||U'_r||^2 / alpha_r`` and
         the score ``U_a . x = U'_r . x / sqrt(k)``, and its path constraint is theirs.  So
         the optimum of the collapsed model is that of (14), and its solution and dual point
-        lift exactly (:class:`CollapsedLeaves`).  This is what makes a wide hierarchy cost
-        what its data use (:mod:`hiercvx.models.symmetry` does the same for margin models)."""
+        lift exactly (:class:`~hiercvx.models.nhsvm.CollapsedLeaves`).  This is what makes a wide
+        hierarchy cost what its data use (:mod:`hiercvx.models.symmetry` does the same for margin
+        models)."""
         groups = interchangeable_groups(self.H, self.held_leaves, self.loss_rows)
         if not groups:
             return None
@@ -665,7 +666,7 @@ def prepare_shared(X, y, H: Hierarchy, loss="zero_one", *, fit_intercept: bool =
     ``intercept_scaling``: LIBLINEAR's regularized bias, one per node (module docstring);
     ``check_input=False``: ``X`` validated by the caller.  Only the loss rows of the held
     leaves and the sparse leaf paths are built (the ``(q, q)`` / ``(q, M)`` pieces on first use,
-    :class:`SharedNormModel`)."""
+    :class:`~hiercvx.models.nhsvm.SharedNormModel`)."""
     H = check_hierarchy(H)
     X = check_features(X) if check_input else X
     scaling = bias_scaling(fit_intercept, intercept_scaling)

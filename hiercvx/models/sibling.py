@@ -12,7 +12,7 @@ For a label ``y`` the pairs ``Q(y) = {(j, t): t in sib(j), j in anc(y) + {y}}`` 
 the sum-to-zero constraints of Theorem 1, with ``v`` the hinge (HSVM) or the psi-loss (HPSI).
 
 :func:`prepare` validates ``(X, y, H, kernel, sigma)`` once and returns a
-:class:`SiblingModel`: pairs (:mod:`hiercvx.models._sibling_pairs`, re-exported here),
+:class:`SiblingModel`: pairs (``hiercvx.models._sibling_pairs``, re-exported here),
 groups, the (kernel) data, the cost (2)/(8) at given functions,
 the dual (9) at a repaired dual feasible point, the bias recoveries of Appendix B, and the DC
 linearization of (3).  :mod:`hiercvx.formulations.hpsi` declares the CVXPY problems from it,
@@ -100,8 +100,9 @@ class SiblingModel(Model):
     _factored: Any = field(default=None, repr=False)
 
     def factored(self) -> "SiblingModel":
-        """The model with ``K = L L^T`` and ``L`` its PSD factor (:func:`psd_factor`), as the
-        CVXPY declarations need (``x^T K x = ||L^T x||^2``); computed once.  Linear: self."""
+        """The model with ``K = L L^T`` and ``L`` its PSD factor
+        (:func:`~hiercvx.kernels.psd_factor`), as the CVXPY declarations need
+        (``x^T K x = ||L^T x||^2``); computed once.  Linear: self."""
         if self.linear or self.L is not None:
             return self
         if self._factored is None:
@@ -285,7 +286,7 @@ class SiblingModel(Model):
 
     def dual_feasible(self, beta: np.ndarray, lam: np.ndarray, C: float) -> np.ndarray:
         """A dual feasible point near ``beta``: ``beta >= 0``, ``sum_{p of i} beta_p <= C``
-        (11), and the bias condition (10) (:func:`hiercvx.models._sibling_repair.dual_feasible`)."""
+        (11), and the bias condition (10) (``hiercvx.models._sibling_repair.dual_feasible``)."""
         return dual_feasible(self, beta, lam, C)
 
     def independent_rows(self) -> np.ndarray:

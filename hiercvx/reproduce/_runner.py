@@ -56,9 +56,10 @@ def replication_seeds(seed: int, replications: int) -> list[int]:
 class TableResult:
     """What :func:`run_table` returns: ``cells`` (one dict per setting, method and metric:
     ``n``, ``mean``, ``std``, ``paper_mean``, ``paper_sd``, ``within``), the per-replication
-    ``rows`` (ours only: not the rows of :attr:`Table.published_methods`, whose cells have
-    ``n`` None), and the files written.  ``skipped`` says why the table did not run (its data
-    files are absent); then there are no cells, rows or files."""
+    ``rows`` (ours only: not the rows of
+    :class:`Table.published_methods <hiercvx.reproduce.Table>`, whose cells have ``n`` None), and
+    the files written.  ``skipped`` says why the table did not run (its data files are absent);
+    then there are no cells, rows or files."""
 
     table: Table
     quick: bool
@@ -79,10 +80,10 @@ class TableResult:
 
 def within_spread(ours: float, ours_sd: float, paper, resolution: float, width: float = 2.0):
     """Whether our mean lies within the paper's mean ± ``width`` sd (its replication spread;
-    2 by default, :attr:`Table.spread_width`), widened by the paper's rounding.  For an exact
-    row (a Bayes error: no sd printed) the spread is ours: the paper's value within our mean
-    ± ``width`` sd.  ``None`` where the paper has no number, and for an exact row whose sd of
-    ours is undefined (one replication: ``ours_sd`` NaN)."""
+    2 by default, :class:`Table.spread_width <hiercvx.reproduce.Table>`), widened by the paper's
+    rounding.  For an exact row (a Bayes error: no sd printed) the spread is ours: the paper's
+    value within our mean ± ``width`` sd.  ``None`` where the paper has no number, and for an exact
+    row whose sd of ours is undefined (one replication: ``ours_sd`` NaN)."""
     if paper is None or not math.isfinite(ours):
         return None
     spread = paper.sd if paper.sd is not None else ours_sd
@@ -93,22 +94,23 @@ def within_spread(ours: float, ours_sd: float, paper, resolution: float, width: 
 
 def has_paper_numbers(table: Table) -> bool:
     """Whether ``table`` has paper numbers to compare ours with (the rows of
-    :attr:`Table.published_methods` only show theirs beside ours)."""
+    :class:`Table.published_methods <hiercvx.reproduce.Table>` only show theirs beside ours)."""
     return any(method not in table.published_methods for _, method, _ in table.reported)
 
 
 def ours(table: Table, rows: list[dict]) -> list[dict]:
-    """``rows`` without those of :attr:`Table.published_methods`: the values we computed."""
+    """``rows`` without those of :class:`Table.published_methods <hiercvx.reproduce.Table>`: the
+    values we computed."""
     return [row for row in rows if row["method"] not in table.published_methods]
 
 
 def aggregate(table: Table, rows: list[dict]) -> list[dict]:
     """Mean and standard deviation (ddof = 1; NaN for one replication, where it is undefined)
     of each (setting, method, metric) over the replications, in first-seen order, with the
-    paper's.  The rows of :attr:`Table.published_methods` are not ours: any in ``rows`` are
-    left out, and each setting of ``rows`` gets their cells from :attr:`Table.reported`, after
-    its own, with no mean or sd of ours (NaN), no count (``n`` None: nothing was run) and no
-    verdict."""
+    paper's.  The rows of :class:`Table.published_methods <hiercvx.reproduce.Table>` are not ours:
+    any in ``rows`` are left out, and each setting of ``rows`` gets their cells from
+    :class:`Table.reported <hiercvx.reproduce.Table>`, after its own, with no mean or sd of ours
+    (NaN), no count (``n`` None: nothing was run) and no verdict."""
     groups: dict[tuple, list[float]] = {}
     for row in ours(table, rows):
         groups.setdefault((row["setting"], row["method"], row["metric"]), []).append(row["value"])
@@ -263,7 +265,7 @@ def check_earlier_outputs(table: Table, out, quick: bool, seed: int, replication
 
 
 def _record_outputs(result: TableResult, out: Path) -> Path:
-    """Write the settings of ``result`` beside its checkpoints (:func:`check_earlier_outputs`)."""
+    """Write the settings of ``result`` beside its checkpoints (``check_earlier_outputs``)."""
     folder = out / f"{result.table.name}.replications"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / OUTPUT_RECORD
@@ -370,13 +372,13 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
 
     The outputs of an earlier run in ``out`` made with another ``quick``, ``seed`` or
     ``replications`` are not replaced: the run is refused before any work
-    (:func:`check_earlier_outputs`) unless ``force``.
+    (``check_earlier_outputs``) unless ``force``.
 
     With ``out``, every finished replication is also kept in ``out/<name>.replications/``
-    (:class:`Checkpoints`); ``resume=True`` reads back those of the same table, ``quick`` and
+    (``Checkpoints``); ``resume=True`` reads back those of the same table, ``quick`` and
     ``seed`` and runs only the others (``result.resumed`` counts them; a note on stderr says
     when none matched).  A paper-scale table can so be run in pieces: stop it any time (a
-    Ctrl-C raises :class:`Interrupted`, saying how many are kept), run the same command with
+    Ctrl-C raises ``Interrupted``, saying how many are kept), run the same command with
     ``--resume``.  ``collect=True`` runs and writes nothing: the table of the replications
     among the first ``replications`` that are already kept there (the state of a run still
     going, or stopped).
@@ -467,7 +469,7 @@ def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
 
 
 def _interrupted(table: Table, seeds: list[int], out, kept: int) -> Interrupted:
-    """The :class:`Interrupted` of a stopped run: what is kept, and how to go on."""
+    """The ``Interrupted`` of a stopped run: what is kept, and how to go on."""
     n = len(seeds)
     if out is None:
         return Interrupted(f"{table.name} interrupted; nothing is kept without an output "
@@ -673,8 +675,8 @@ def _write_csv(path: Path, rows: list[dict]):
 def plot(result: TableResult) -> Figure:
     """One panel per metric: ours (mean ± sd) and the paper's at every setting and method.
     The paper's points are drawn only where the table has paper numbers; each row of
-    :attr:`Table.published_methods` is a series of its own, labelled with its name.  A long
-    title is wrapped to the figure's width."""
+    :class:`Table.published_methods <hiercvx.reproduce.Table>` is a series of its own, labelled
+    with its name.  A long title is wrapped to the figure's width."""
     t = result.table
     labels = list(dict.fromkeys((c["setting"], c["method"]) for c in result.cells))
     width = max(6.0, 0.45 * len(labels) + 2)

@@ -9,6 +9,7 @@ near hard margin) and scored on the held-out fold with the thesis metrics: one-a
 average precision (7.4), maximal loss Delta^x (4.19) with the hierarchical loss Delta_h (half
 the symmetric difference of the ancestor sets, section 7.2), ranking loss (7.5) and parent
 one-accuracy (7.6); the replication's value is the mean over the folds, as in the thesis.
+The two SVMs::
 
     F-SVM  HierarchicalSVC on a one-level hierarchy over the same classes (indicator
            attributes: one weight vector per class)

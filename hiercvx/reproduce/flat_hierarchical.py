@@ -12,7 +12,7 @@ each model picked from ``grid`` on a seeded 80/20 split of the training part by 
 (ties: average precision), the model refit on the whole training part and scored on the test
 part with the thesis metrics (7.3)-(7.6), the maximal loss (4.19) with Delta_h, and the
 hierarchical F1 of the predicted label sets (``HierarchicalSVC.predict``: every class within
-the fitted threshold of the top score).
+the fitted threshold of the top score).  The two SVMs::
 
     F-SVM  HierarchicalSVC on a one-level hierarchy over the same classes (indicator attributes)
     H-SVM  HierarchicalSVC on the tree (attributes 1/sqrt(depth of the class), thesis 7.2)

@@ -44,7 +44,7 @@ Protocol (one replication; the papers' splits):
   refitted on cross-fitted margins (``fit_node_calibration_cv``: five more fits, a pair per
   node; the ``fit s`` column includes them);
 * ``--quick`` (:data:`QUICK`): the same rows and steps on cellcycle_FUN cut at its second
-  FunCat level (:func:`top_levels`) and subsampled, a smaller grid and rank: a check that
+  FunCat level (``top_levels``) and subsampled, a smaller grid and rank: a check that
   every path runs, not a number to compare with the published rows.
 
 Published AU(PRC) (rows marked "published": nothing runs for them, the cell shows the
@@ -149,9 +149,9 @@ class Settings:
     subsample : tuple of int or None
         ``(train, valid, test)`` samples drawn at random (seeded), or None for the full splits.
     methods : tuple of str or None
-        Which of :data:`METHODS` to run (None: all).
+        Which of ``METHODS`` to run (None: all).
     max_depth : int or None
-        Levels of the hierarchy kept (:func:`top_levels`), or None for all of it: the quick
+        Levels of the hierarchy kept (``top_levels``), or None for all of it: the quick
         table cuts FunCat at its second level, which keeps every code path of the table while
         the per-node cost of every method falls with the number of nodes.
     ridge_alphas : tuple of float

@@ -5,7 +5,7 @@ sample, an independent tuning sample of the same size and a test sample are draw
 (``hiercvx.datasets.make_wang_example{1,2,3}``); every method is tuned on the tuning sample
 over a grid of C (``tune_on_holdout``: tuning error (6) under l_{0-1}); the tuned fit is
 scored on the test sample with the four test errors (6) and the weighted F1 of section 4.1;
-the Bayes rule of the example is scored on the same test sample.  Methods:
+the Bayes rule of the example is scored on the same test sample.  Methods::
 
     SVM    SiblingMarginSVC(hierarchy=None)             (Liu & Shen's flat multi-class SVM)
     psi    HierarchicalPsiClassifier(hierarchy=None)    (flat psi-learning)

@@ -32,7 +32,7 @@ __all__ = ["cutting_plane_applicable", "master_newton", "cutting_plane", "pairwi
 def cutting_plane_applicable(model: VertexModel, options: Options | None = None) -> bool:
     """Whether the cutting-plane master (an interior point in the ``M d`` node weights) is
     affordable: the dense features within ``interior_point.Options().max_feature_entries``
-    and, unless its Newton systems are matrix-free (:func:`master_newton`), ``M d <=
+    and, unless its Newton systems are matrix-free (``master_newton``), ``M d <=
     options.master_max_dimension`` and a Newton step within ``options.master_max_step_cost``."""
     options = Options() if options is None else options
     n, d = model.X.shape

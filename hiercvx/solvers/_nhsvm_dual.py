@@ -177,7 +177,7 @@ class DualState:
     def cache(self) -> tuple:
         """``(pool, cid, cbeta, coff, cscale, clen, budget, supp, slen, Q, sref)``: the caches,
         the blocks' supports, Gram matrices and reference sets as the compiled sweeps take them
-        (:func:`hiercvx.solvers._nhsvm_kernels.pairwise_sweep`)."""
+        (``hiercvx.solvers._nhsvm_kernels.pairwise_sweep``)."""
         return (self.pool, self.cid, self.cbeta, self.coff, self.cscale, self.clen, self.budget,
                 self.supp, self.slen, self.Q, self.sref)
 

@@ -30,8 +30,9 @@ _FAST = {"reassoc", "contract", "nsz"}
 
 @njit(cache=True, fastmath=_FAST)
 def node_products(mode, V, i, X, indptr, indices, xvals, out):
-    """``out[m] = V[m] . x_i`` for every node ``m`` (dense / CSR rows, :func:`row_dot`); a
-    loop of its own: inside a sweep's body the products compile to slower code."""
+    """``out[m] = V[m] . x_i`` for every node ``m`` (dense / CSR rows,
+    :func:`~hiercvx.solvers.primitives.row_dot`); a loop of its own: inside a sweep's body the
+    products compile to slower code."""
     for m in range(V.shape[0]):
         out[m] = row_dot(mode, V, m, i, X, indptr, indices, xvals)
 

@@ -1,13 +1,14 @@
 """The DC algorithm (3) of HPSI (Wang, Shen & Pan, section 3.4), written once around a convex
 solver: the reference route (:func:`hiercvx.formulations.hpsi.dc`, CVXPY steps) and the fast
-route (:func:`hiercvx.solvers.sibling_qp.solve_dc`) both call :func:`dc_iterations`.
+route (:func:`hiercvx.solvers.sibling_qp.solve_dc`) both call
+:func:`~hiercvx.solvers.dc.dc_iterations`.
 
 The psi cost is ``s = s_1 - s_2`` with ``s_1 = J + C sum_i (1 - u_min)_+`` (HSVM's cost (2))
 and ``s_2 = C sum_i (-u_min)_+``.  Step ``m`` minimizes the convex majorant
-``M_m(f) = s_1(f) + sum_p lam_p m_p(f)`` with ``lam`` = :func:`linearization` at
-``f^(m-1)``, i.e. the QP (8).  With that ``lam``, ``sum_p lam_p m_p(f^(m-1)) = -s_2(f^(m-1))``,
-so ``M_m(f^(m-1)) = s(f^(m-1))`` and ``M_m >= s`` everywhere: the majorant and the psi cost are
-on one scale, with no constant to carry.
+``M_m(f) = s_1(f) + sum_p lam_p m_p(f)`` with ``lam`` =
+:func:`~hiercvx.models.sibling.linearization` at ``f^(m-1)``, i.e. the QP (8).  With that ``lam``,
+``sum_p lam_p m_p(f^(m-1)) = -s_2(f^(m-1))``, so ``M_m(f^(m-1)) = s(f^(m-1))`` and ``M_m >= s``
+everywhere: the majorant and the psi cost are on one scale, with no constant to carry.
 
 What the result certifies.  (2) with the psi-loss is not convex, so there is no dual bound of
 the whole problem.  Every convex step is certified (its relative gap is ``step_gaps``) and
@@ -48,8 +49,8 @@ FIXED_POINT = "fixed_point"
 
 @dataclass(frozen=True)
 class Options:
-    """Settings of the DC loop :func:`dc_iterations` beyond its stopping rule (``tol``,
-    ``max_iter``), for the DC algorithm (3) of Wang, Shen & Pan (JMLR 12, 2011; DC
+    """Settings of the DC loop :func:`~hiercvx.solvers.dc.dc_iterations` beyond its stopping rule
+    (``tol``, ``max_iter``), for the DC algorithm (3) of Wang, Shen & Pan (JMLR 12, 2011; DC
     programming: An & Tao, *Annals of Operations Research* 133, 2005)."""
 
     #: margins within this (relative) of ``u_min`` count as tied when the loop re-linearizes
@@ -89,13 +90,12 @@ def dc_iterations(model: SiblingModel, C: float, tol: float, max_iter: int, step
     ``step(pair_weights)`` solves (8) with the DC term ``pair_weights`` (``None``: HSVM) to a
     certified gap and returns ``(weights, biases, solution)`` (``solution.lower_bound`` its
     certified bound, ``solution.solver`` named in errors).  Step ``m`` takes
-    :func:`linearization` at ``f^(m-1)`` with near-ties (``tie_rtol``, default
-    ``options.tie_rtol``) resolved to the first pair.  The loop stops when
+    :func:`~hiercvx.models.sibling.linearization` at ``f^(m-1)`` with near-ties (``tie_rtol``,
+    default ``options.tie_rtol``) resolved to the first pair.  The loop stops when
     ``|s(f^(m)) - s(f^(m-1))| <= tol`` (absolute, as in the paper), when the linearization at
     ``f^(m)`` equals the last one (the same QP: ``f^(m)`` minimizes its own majorant, a fixed
-    point; its solution is reused, not recomputed, and the cost change is 0), or after
-    ``max_iter`` steps (one ``ConvergenceWarning``, ``stacklevel`` counted from the caller of
-    this function).
+    point; its solution is reused, not recomputed, and the cost change is 0), or after ``max_iter``
+    steps (one ``ConvergenceWarning``, ``stacklevel`` counted from the caller of this function).
 
     Every step is checked (:func:`check_step`, within :func:`allowance`): a path that cannot
     be certified raises :class:`~hiercvx.exceptions.SolverError` naming the solver and the

@@ -13,7 +13,7 @@ has at most four entries)
     t_j = sum_{e eliminated} a_fix_e K(j, i_e) z_e
 
 both from products (``Z (Z Q)^T``, four contiguous axpys per row, scaled by the rows' Gram
-entries in the same pass: :func:`._margin_kernels.gram_scaled_products`).
+entries in the same pass: ``_margin_kernels.gram_scaled_products``).
 
 Reuse.  A round of the face step corrects the previous face by a few percent of its rows, so
 :class:`FaceSolver` keeps the last factor ``M0 = L L^T`` with its rows' keys.  A new face's
@@ -287,7 +287,7 @@ class FaceSolver:
     def solve(self, rows: FaceRows, lam0, iterative: bool = False) -> np.ndarray | None:
         """``lam`` with ``(M + eps I) lam = rhs + eps lam0`` on the face ``rows`` (None when the
         matrix cannot be factorized); by the last factor when that is cheaper; ``iterative``:
-        by conjugate gradients without forming ``M`` (:meth:`_iterative`, linear models)."""
+        by conjugate gradients without forming ``M`` (``_iterative``, linear models)."""
         m = rows.size
         if m == 0:
             return np.zeros(0)

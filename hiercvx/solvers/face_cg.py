@@ -17,7 +17,7 @@ The face matrix is singular on degenerate faces, but its system is consistent wh
 is right (the restricted primal is feasible), and conjugate gradients converge there on the
 range of the matrix.  They are preconditioned by the matrix's diagonal blocks of the examples
 (``K_ii Z_i Q Z_i^T``, a few tens of rows each; their inverses by
-:func:`._face_cg_kernels.block_inverses`): exactly the coupling that one coordinate visit of the
+``_face_cg_kernels.block_inverses``): exactly the coupling that one coordinate visit of the
 passes resolves, so the preconditioned iteration is block Jacobi accelerated by conjugate
 gradients (Saad, *Iterative Methods for Sparse Linear Systems*, 2nd ed., SIAM 2003, ch. 9-10).
 On FunCat label sets it needs a few hundred products where the unpreconditioned iteration
@@ -81,7 +81,7 @@ class FaceOperator:
     the rows of an example are contiguous), ``Q`` the class Gram matrix and ``Lam`` the class
     attributes (CSR, or None: ``Q`` is used).  The rows of one example share its features,
     so a product works per example on the classes its rows touch
-    (:func:`._face_cg_kernels.local_classes`): ``O(sum_e |classes_e| d)``."""
+    (``_face_cg_kernels.local_classes``): ``O(sum_e |classes_e| d)``."""
 
     def __init__(self, Z, examples, X, Q, Lam=None):
         Z = sp.csr_matrix(Z)

@@ -5,7 +5,7 @@ pairs ``(i, y, ybar)``, ``y in Y_i``, ``ybar not in Y_i``; on a FunCat tree that
 pairs per example, on a GO DAG ten thousand.  Only few of them ever carry a multiplier.  This
 engine never works on the list of all pairs: it keeps a working set of pairs per example,
 solves the margin model restricted to it, and asks the loss-augmented oracle
-(:mod:`hiercvx.models._labelset_kernels`: per example
+(``hiercvx.models._labelset_kernels``: per example
 ``max_{ybar not in Y_i} max_{y in Y_i} v_(i,y,ybar)``, ``O(|Y_i| q)``) which pairs the
 restricted answer violates -- the n-slack cutting-plane method of Tsochantaridis, Joachims,
 Hofmann & Altun ("Large margin methods for structured and interdependent output variables",

@@ -23,7 +23,7 @@ quadratic; it is minimized by the semismooth Newton method with conjugate gradie
 pattern of SSNAL: Li, Sun & Toh, "A highly efficient semismooth Newton augmented Lagrangian
 method for solving Lasso problems", SIAM J. Optim. 28, 2018): the generalized Hessian is
 ``I + sigma B^T J B`` with ``J`` a generalized Jacobian of ``Proj_A``
-(:mod:`._labelset_alm_kernels`), applied matrix-free through the node scores ``X W^T``, so
+(``_labelset_alm_kernels``), applied matrix-free through the node scores ``X W^T``, so
 the Newton system never forms a matrix over pairs or weights; conjugate gradients are
 preconditioned by its diagonal or by its Kronecker approximation over nodes and features.
 
@@ -96,7 +96,7 @@ class Options:
         where many nearly tied pairs enter along a step, at a linear rate).
     preconditioner : str
         ``"diagonal"`` (the Newton matrix's diagonal: computed in one pass over the pairs) or
-        ``"kronecker"`` (:meth:`_Operators.kronecker`: its Kronecker structure over nodes and
+        ``"kronecker"`` (``_Operators.kronecker``: its Kronecker structure over nodes and
         features, exact for one example; an eigendecomposition over the nodes per step).
     """
 

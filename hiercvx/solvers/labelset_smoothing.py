@@ -17,7 +17,7 @@ the primal (Yu. Nesterov, "Smooth minimization of non-smooth functions", Math. P
 smoothed minimizer ``W_mu`` has ``P(W_mu) <= P* + mu sum_i C_i log(1 + P_i)``.  ``mu`` is
 chosen so that this bias is a share of the current gap.  Its gradient ``W - w(alpha_mu)`` comes
 from the soft multipliers over every pair, computed by the compiled oracle loop
-(:func:`hiercvx.models._labelset_kernels.soft_slacks`,
+(``hiercvx.models._labelset_kernels.soft_slacks``,
 ``O(|Y_i| q)`` per example), and L-BFGS starts at
 ``w(alpha)``, near the optimum.  The caller recomputes (4.10) exactly at the returned weights
 and keeps them only when they are better: the certificate's primal side is always exact.

@@ -21,7 +21,7 @@ Crammer–Singer solver (:mod:`.crammer_singer`) both ascend the dual of the mar
 * the certificate (:meth:`MarginDualState.certify`): the primal (4.10) recomputed at
   ``w(alpha)``, the dual (4.14) at the feasible ``alpha``, and the violation scores
   ``psi_i = l_i - u_i`` of thesis (4.29)-(4.32), in one pass over the pairs
-  (:func:`._margin_kernels.slacks_and_psi`).  By weak duality ``D(alpha) <= P(w)`` for every
+  (``_margin_kernels.slacks_and_psi``).  By weak duality ``D(alpha) <= P(w)`` for every
   feasible ``alpha`` and every ``w``; the solvers stop on the relative gap;
 * the best primal point met off the dual path (an exact step's ``w(alpha_S)``), so that an
   exact step never makes the reported certificate worse.
@@ -306,7 +306,7 @@ class MarginDualState:
 
     def certify_candidate(self, a, primal, dual, best_alpha):
         """Certify the candidate ``a`` projected onto the dual feasible set: its primal point
-        becomes :attr:`best_primal` if lower, and it replaces ``best_alpha`` (with its primal
+        becomes ``best_primal`` if lower, and it replaces ``best_alpha`` (with its primal
         and dual) if its dual is higher.  Returns ``(best_alpha, primal, dual)``."""
         feasible = _margin.project_dual(a, self.data, self.C)
         p2, d2, _ = self.certify(feasible)
@@ -318,7 +318,7 @@ class MarginDualState:
 
     def primal_at(self, a, primal: float):
         """The primal (4.10) at ``w(a)`` for any ``a`` (feasible or not: ``w(a)`` is a primal
-        point all the same) and the class scores there; kept as :attr:`best_primal` when below
+        point all the same) and the class scores there; kept as ``best_primal`` when below
         both it and ``primal``.  Returns ``(value, S)``."""
         data = self.data
         G = np.empty_like(self.G)

@@ -60,6 +60,9 @@ from . import crammer_singer, interior_point, labelset, low_rank_kernel, smoothi
 
 __all__ = ["Options", "SOLVERS", "choose", "coordinates_first", "solve"]
 
+#: The values of ``solver`` in :func:`~hiercvx.solvers.margin_engine.solve`: ``"auto"`` (the
+#: choice of :func:`~hiercvx.solvers.margin_engine.choose`) or the name of a solver module of
+#: :mod:`hiercvx.solvers`.
 SOLVERS = ("auto", "interior_point", "crammer_singer", "working_set", "smoothing", "labelset")
 
 
@@ -148,11 +151,12 @@ def solve(model: MarginModel, C: float = 1.0, *, solver: str = "auto", tol: floa
           random_state=0, options: Options | None = None) -> Solution:
     """Solve the margin model (thesis (4.10) / (4.15), Crammer–Singer) to a certified gap.
 
-    ``solver``: one of :data:`SOLVERS` (``"auto"``: :func:`choose`); ``max_iter``: passes for
-    the coordinate methods, Newton steps for the interior-point method (each solver's own
-    default when None; the interior-point method takes at most its own default, since it
-    never needs thousands of steps); ``alpha0``: a warm start for the coordinate methods;
-    ``options``: :class:`Options`, the engine's and the solvers' settings.
+    ``solver``: one of :data:`~hiercvx.solvers.margin_engine.SOLVERS` (``"auto"``:
+    :func:`choose`); ``max_iter``: passes for the coordinate methods, Newton steps for the
+    interior-point method (each solver's own default when None; the interior-point method
+    takes at most its own default, since it never needs thousands of steps); ``alpha0``: a
+    warm start for the coordinate methods; ``options``: :class:`Options`, the engine's and the
+    solvers' settings.
     """
     if not isinstance(model, MarginModel):
         raise InputError("model must be a margin model: hiercvx.models.hsvm.prepare(X, Y, H, ...) "

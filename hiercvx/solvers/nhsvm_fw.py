@@ -48,7 +48,7 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
     certificate) and one new vertex per violated sample; the master, the problem restricted to
     the vertices found, is solved by the interior point on explicit pair rows
     (:func:`~hiercvx.solvers.interior_point.solve_pair_rows`) in ``M d`` node weights, and its
-    multipliers are the dual point (:mod:`hiercvx.solvers._nhsvm_cutting`).  Few rounds of a
+    multipliers are the dual point (``hiercvx.solvers._nhsvm_cutting``).  Few rounds of a
     few Newton steps each, where the Frank–Wolfe methods need many passes on noisy label sets;
     affordable while ``M d`` is at most ``Options.master_max_dimension``
     (:func:`cutting_plane_applicable`), or at any size with matrix-free Newton systems
@@ -65,9 +65,9 @@ Methods (``solve(model, lam, method=)``, ``model`` from :func:`hiercvx.models.nh
 Every method's ``objective`` is recomputed exactly (all samples' loss-augmented inference at
 the returned ``W``); the dual methods' ``lower_bound`` is ``D`` at a feasible ``beta``.
 Settings live in the frozen :class:`Options`.  The module is the entry point; the compiled
-sweeps are in :mod:`hiercvx.solvers._nhsvm_kernels`, the dual state in
-:mod:`~hiercvx.solvers._nhsvm_dual`, the methods in :mod:`~hiercvx.solvers._nhsvm_pairwise`,
-:mod:`~hiercvx.solvers._nhsvm_cutting` and :mod:`~hiercvx.solvers._nhsvm_baselines`.
+sweeps are in ``hiercvx.solvers._nhsvm_kernels``, the dual state in
+``_nhsvm_dual``, the methods in ``_nhsvm_pairwise``,
+``_nhsvm_cutting`` and ``_nhsvm_baselines``.
 
 Single-label models are first collapsed (:meth:`~hiercvx.models.nhsvm.NHSVMModel.collapsed`:
 each group of interchangeable idle leaves becomes one leaf of that multiplicity), solved, and

@@ -237,7 +237,8 @@ def update_bound(R: float, P: float, loss_min: float, loss_max: float, gamma: fl
 
 def flat_margin_data(Y) -> MarginData:
     """The flat multi-label perceptron's model (Algorithm 3): indicator attributes (one weight
-    vector per class, ``Lam = I``) and the 0/1 loss, as a :class:`MarginData`."""
+    vector per class, ``Lam = I``) and the 0/1 loss, as a
+    :class:`~hiercvx.models.margin.MarginData`."""
     Y = np.asarray(Y, dtype=bool)
     if Y.ndim != 2:
         raise InputError(f"Y must be a bool (n_samples, n_classes) matrix, got shape {Y.shape}")

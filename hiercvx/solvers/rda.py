@@ -72,7 +72,11 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["solve", "Options", "Regularizer", "regularizer_for", "Hinge", "PSI_CHOICES", "AVERAGING"]
 
+#: The values of ``psi`` (:class:`~hiercvx.solvers.rda.Options`): how ``P`` is chosen for (4),
+#: as the module docstring describes.
 PSI_CHOICES = ("identity", "diagonal", "averaged")
+#: The values of ``averaging`` (:class:`~hiercvx.solvers.rda.Options`): the weights ``a_t``
+#: of the averages.
 AVERAGING = ("uniform", "linear")
 
 
@@ -89,8 +93,9 @@ class Options:
         Subgradient steps; a ``ConvergenceWarning`` when they run out (Algorithm 1's gap shrinks
         like ``O(ln t / t)``, so many cheap steps).
     psi : str
-        The splitting for (4), one of :data:`PSI_CHOICES` (module docstring); ``"averaged"``
-        because the paper's ``"identity"`` needs ``t >> lambda_max(K) / sigma`` steps to settle.
+        The splitting for (4), one of :data:`~hiercvx.solvers.rda.PSI_CHOICES` (module
+        docstring); ``"averaged"`` because the paper's ``"identity"`` needs
+        ``t >> lambda_max(K) / sigma`` steps to settle.
     averaging : str
         ``"linear"`` weights ``a_t = t``, which removes the ``ln t`` of (10) (any positive
         weights keep the bounds); ``"uniform"`` is the paper's.

@@ -32,20 +32,20 @@ Four methods, one certificate (the pieces live in ``hiercvx.solvers._sibling``):
 * ``"ipm"`` -- a primal-dual interior point on (8) in reduced coordinates: every sibling
   group in an orthonormal basis of ``{sum = 0}``, the inputs through ``x`` or a pivoted
   Cholesky factor of the kernel; one dense ``(M'(q+1))``-square Newton system per step,
-  whatever ``C`` (:class:`~hiercvx.solvers._sibling.ipm.PrimalIPM`);
+  whatever ``C`` (``PrimalIPM``);
 * ``"dual_ipm"`` -- a Mehrotra interior point on the dual (9)-(11) over the *live* pairs (a
   pair whose beaten node lies on no label's path and carries no DC term has ``beta = 0`` at
   every dual feasible point, by (10)), its Newton matrix factored by sibling-group blocks
   (:func:`hiercvx.solvers.dual_qp.solve_dual_qp`);
 * ``"working_set"`` -- the same on a set of pairs grown until the certificate holds
-  (:class:`~hiercvx.solvers._sibling.dual.WorkingSet`);
+  (``WorkingSet``);
 * ``"alm"`` -- dual block coordinate ascent with an augmented Lagrangian for (10), warm
-  started across DC steps and C values (:class:`~hiercvx.solvers._sibling.alm.ALM`).
+  started across DC steps and C values (``ALM``).
 
 Certificate (celer-style stop): the primal (8) recomputed at the returned ``(w, b)`` by the
 model (:meth:`hiercvx.models.sibling.SiblingModel.primal_value`) against the dual ``D`` at a
 *feasible* point -- the method's ``beta`` repaired so that ``r = 0`` holds to round-off
-(:class:`~hiercvx.solvers._sibling.certificate.Certificate`).  Success means
+(``Certificate``).  Success means
 ``(primal - dual) / max(1, |primal|) <= tol``.  For a kernel the bound is the dual of the
 problem with the exact Gram matrix (``K - L L^T`` is PSD, so a low-rank factor can only widen
 the gap, never fake it).

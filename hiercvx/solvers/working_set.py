@@ -19,7 +19,7 @@ decouples over examples in its constraints, so the solver works example by examp
   the reduced QP over ``S_i`` is solved exactly (step 8a, :func:`solve_subproblem`), the pairs
   whose alpha dropped to 0 leave ``S_i`` (step 9); this repeats until example i is optimal
   with the others frozen, and then the score factor is updated once
-  (:func:`._working_set_kernels.sweep`);
+  (``_working_set_kernels.sweep``);
 * step 8b, "optimize over all selected variables", is taken exactly once the working sets
   settle: on the face they identify (:mod:`.face_step`), on the working pairs with the bounds
   kept (:mod:`.support_step`), or by a Newton step on their union; :mod:`.margin_polish` says
@@ -345,7 +345,7 @@ class _Run:
         self.n_live = self.n_pairs.copy()
 
     def unshrink(self):
-        """Every pair live again (:func:`._working_set_kernels.sweep`)."""
+        """Every pair live again (``_working_set_kernels.sweep``)."""
         self.live[:] = np.arange(self.live.size)
         self.n_live[:] = self.n_pairs
 

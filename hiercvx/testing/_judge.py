@@ -34,7 +34,7 @@ __all__ = ["WeightJudgement", "judge_weights", "strong_convexity", "weight_vecto
 
 
 def strong_convexity(model) -> float | None:
-    """The strong convexity constant ``mu`` of ``model.objective`` in :func:`weight_vector`
+    """The strong convexity constant ``mu`` of ``model.objective`` in ``weight_vector``
     (None: the method has none this module can certify)."""
     method = getattr(model, "method", "")
     if method in ("multiclass", "hsvm"):

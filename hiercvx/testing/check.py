@@ -8,7 +8,7 @@ certified optimum (plus the reference's own gap), the objective the solver repor
 finite and the one its weights give, ``fit`` left its inputs (copies of the problem's arrays) as
 they were, the solver (when it says) converged, and --
 where the method's objective is strongly convex -- the weights lie within the certified
-neighbourhood of the unique optimum (``weight_rtol``; :mod:`hiercvx.testing._judge`).  A problem
+neighbourhood of the unique optimum (``weight_rtol``; ``hiercvx.testing._judge``).  A problem
 the user's ``fit`` cannot take (an option missing from its signature) is skipped loudly: named
 in the result, a :class:`SkippedProblemWarning` under pytest, a failure with ``strict=True``.
 """
@@ -510,6 +510,10 @@ def check_solver(fit, method, *, problems=None, rtol: float = 1e-4, weight_rtol:
         the user's weights (intercept included) and the optimum, relative to the optimum's norm,
         on top of the reference's certified radius.  1e-3 is what a solver reaching a relative
         objective accuracy of about 1e-7 achieves; loosen it for solvers with coarse stopping.
+    random_state : int
+        The seed of the generated problems, a non-negative integer: with ``problems=None``
+        every problem is generated at this seed; with an int ``k``, at each of the ``k`` seeds
+        ``random_state, ..., random_state + k - 1``.  Not used when ``problems`` is a list.
     structures : sequence of str, optional
         Only these structures (default: all the method supports).
     shrink_failures : bool

@@ -8,7 +8,7 @@ A diagnosis is printed only after it has been re-checked on the failing problem 
   scaled differently, the other loss, rescaling or class attributes -- and is reported when the
   user's answer fails the asked problem and is optimal for that neighbour: its objective is
   within ``rtol`` of the neighbour's certified optimum and, where the method is strongly convex
-  (:mod:`hiercvx.testing._judge`), its weights within the neighbour's certified neighbourhood
+  (``hiercvx.testing._judge``), its weights within the neighbour's certified neighbourhood
   (weights in another shape than the asked problem's are judged by the neighbours of their
   shape alone: a kernel ignored gives feature weights where expansion coefficients are asked);
 - a **fact** about the weights is reported when it holds: a row of zeros where the optimum has

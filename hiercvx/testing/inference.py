@@ -37,8 +37,9 @@ __all__ = ["INFERENCE_BUGS", "InferenceProblem", "check_inference", "inference_k
 @dataclass
 class InferenceProblem:
     """Node scores ``S`` ``(n, M)`` on ``H`` and, for loss-augmented inference, the ``loss`` and
-    each sample's true set ``true_indicator`` ``(n, M)``; :meth:`reference` is the certified
-    optimum of (19) (solved once)."""
+    each sample's true set ``true_indicator`` ``(n, M)``;
+    :meth:`~hiercvx.testing.inference.InferenceProblem.reference` is the certified optimum of (19)
+    (solved once)."""
 
     name: str
     H: Hierarchy

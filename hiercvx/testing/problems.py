@@ -87,8 +87,9 @@ def _count(name: str, value, low: int, optional: bool = True):
 class Problem:
     """One test problem of ``method``: ``X, Y, H``, the model options (``prepare``'s keywords,
     e.g. ``sample_weight``) and the parameters (e.g. ``C``); ``structure``, ``seed`` say where
-    the data came from (``seed`` None: given by the caller).  :meth:`reference` solves the
-    method's certified primal once."""
+    the data came from (``seed`` None: given by the caller).
+    :meth:`~hiercvx.testing.problems.Problem.reference` solves the method's certified primal
+    once."""
 
     method: Method
     structure: str

@@ -40,8 +40,8 @@ def group_blocks(Ei, G, samples, group, pack: int | None = None) -> BlockDiagona
     ``Q_pq = (e_{j_p} - e_{t_p}) . (e_{j_q} - e_{t_q}) G_{i_p i_q}`` vanishes for pairs of two
     different sibling groups (they share no node), so ``Q`` is kept as its diagonal blocks.
     Small groups share a block of up to ``pack`` pairs (zeros between them; default
-    :attr:`~.options.Options.group_pack`): fewer, larger dense operations for about the same
-    flops."""
+    :attr:`~hiercvx.solvers.sibling_qp.Options.group_pack`): fewer, larger dense operations for
+    about the same flops."""
     pack = Options().group_pack if pack is None else int(pack)
     order = np.argsort(group, kind="stable")
     by_group = np.split(order, np.flatnonzero(np.diff(group[order])) + 1) if order.size else []

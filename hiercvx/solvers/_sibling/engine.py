@@ -35,8 +35,8 @@ class SiblingQPSolver:
     ``SiblingQPSolver(model, options=Options(...))`` (or the keywords ``method``,
     ``rank_rtol``, ``max_ipm_size``, ``rho``, ``random_state``, ``max_dual_pairs``) prepares
     the method once -- the group basis and the pivoted Cholesky factor of a kernel
-    (:class:`~.ipm.PrimalIPM`), the Gram matrix of the dual (:class:`~.dual.DualRoute`), the
-    compiled rows of the coordinate ascent (:class:`~.alm.ALM`) -- and keeps the state of the
+    (``PrimalIPM``), the Gram matrix of the dual (``DualRoute``), the
+    compiled rows of the coordinate ascent (``ALM``) -- and keeps the state of the
     last solve so that :meth:`solve` warm-starts the next one (ALM, working set).
 
     ``method``: ``"ipm"`` (primal interior point in reduced coordinates), ``"dual_ipm"``
@@ -45,13 +45,13 @@ class SiblingQPSolver:
     ``"auto"``: the IPM when its Newton system has at most ``max_ipm_size`` rows ``M' (q + 1)``
     (``M'`` free function directions, ``q`` the input dimension or the kernel's numerical
     rank) and a step costs no more flops than the dual's on all pairs
-    (:func:`~.ipm.ipm_step_cost`); else ``"dual_ipm"`` when the live pairs are at most
-    ``max_dual_pairs``; else ``"working_set"``.
+    (:func:`~hiercvx.solvers.sibling_qp.ipm_step_cost`); else ``"dual_ipm"`` when the live pairs
+    are at most ``max_dual_pairs``; else ``"working_set"``.
 
     Attributes: ``model`` (the :class:`~hiercvx.models.sibling.SiblingModel`), ``problem``
-    (:class:`~.problem.PairProblem`), ``pairs``, ``hierarchy`` (the working hierarchy),
+    (``PairProblem``), ``pairs``, ``hierarchy`` (the working hierarchy),
     ``method`` (the resolved method), ``rank`` (``q``; ``None`` unless the IPM runs),
-    ``options``, ``certificate`` (:class:`~.certificate.Certificate`), ``ipm``, ``alm``.
+    ``options``, ``certificate`` (``Certificate``), ``ipm``, ``alm``.
     """
 
     def __init__(self, model: SiblingModel, method=None, rank_rtol=None, max_ipm_size=None,

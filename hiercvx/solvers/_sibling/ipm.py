@@ -122,7 +122,7 @@ class NormalBuilder:
 
 
 def ipm_step_cost(n, Mr, q1):
-    """Flops of one Newton step of :func:`_ipm`: the Cholesky of the ``(Mr q1)``-square matrix
+    """Flops of one Newton step of ``_ipm``: the Cholesky of the ``(Mr q1)``-square matrix
     and its assembly from the ``n`` samples' triangles (:class:`NormalBuilder`).  Compared
     with :meth:`hiercvx.solvers.dual_qp.DenseNewton.cost` by ``method="auto"``: few samples
     and a kernel of high rank make the dual's Newton matrix (one row per pair) the smaller."""
