@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats import rankdata
 from sklearn.metrics import make_scorer
+from sklearn.metrics._scorer import _BaseScorer
 
 from . import losses as _losses
 from ._metric_inputs import (as_samples as _as_samples, check_scorer_kwargs as _check_scorer_kwargs,
@@ -155,7 +156,7 @@ def test_error(y_true, y_pred, hierarchy=None, loss: str = "zero_one", sample_we
     ``loss``: ``"zero_one"`` (``TE_{0-1}``), ``"symmetric_difference"`` (``TE_Delta``),
     ``"sibling"`` (``TE_sib``, costs (5)), ``"subtree"`` (``TE_sub``, costs (4)) or any other
     key of :data:`hiercvx.losses.LOSSES`; ``loss_kwargs`` go to the loss, which refuses those
-    it does not take (:func:`hiercvx.losses.loss_keywords`).
+    it does not take (``hiercvx.losses.loss_keywords``).
     """
     H = _need_hierarchy(hierarchy, "test_error")
     values = _losses.pairwise_loss(H, _as_samples(H, y_true, "y_true"),
@@ -453,7 +454,7 @@ class NodeCalibration:
     log_odds : ndarray ``(n_nodes,)``
     slope : float or ndarray ``(n_nodes,)`` (>= 0)
     intercept : float or ndarray ``(n_nodes,)``
-    method : str, the margins fitted on, one of :data:`CALIBRATION_MARGINS`
+    method : str, the margins fitted on, one of ``CALIBRATION_MARGINS``
     hierarchy : Hierarchy or None
         Set for per-node pairs: the scores go through :func:`coherent_node_scores`.
     """
@@ -510,7 +511,7 @@ def fit_node_calibration(margins, y_train, hierarchy, *, method: str = "standard
         with ``method``, or an estimator's own node margins)
     y_train : the samples' label sets (or node names, or an indicator over ``hierarchy.nodes``)
     hierarchy : Hierarchy
-    method : str, what ``margins`` are (recorded): one of :data:`CALIBRATION_MARGINS`
+    method : str, what ``margins`` are (recorded): one of ``CALIBRATION_MARGINS``
     nodes : bool array over ``hierarchy.nodes`` or a list of node names, optional; default
         :func:`evaluated_nodes`
     smoothing : float, the pseudo-count of :func:`node_log_odds`
@@ -609,13 +610,23 @@ def au_prc(y_true, scores, hierarchy=None, *, nodes=None, y_train=None) -> float
     return float(average_precision_score(truth, S[:, nodes].ravel()))
 
 
-class _ScoreScorer:
-    """A scikit-learn scorer for metrics on class scores: ``scorer(estimator, X, y)``."""
+class _ScoreScorer(_BaseScorer):
+    """A scikit-learn scorer for metrics on class scores: ``scorer(estimator, X, y)``.
+
+    Built on scikit-learn's scorer base class, so it takes part in metadata routing as the
+    scorers of ``sklearn.metrics.make_scorer`` do: ``set_score_request(sample_weight=True)``
+    asks for the weights, and weights passed to ``cross_validate(..., params=...)`` that it
+    did not ask for raise."""
+
+    #: ``scores`` and ``classes`` come from the estimator, never from metadata
+    _OWN = ("scores", "classes")
 
     def __init__(self, metric, sign: float, kwargs: dict, name: str):
-        self._metric, self._sign, self._kwargs, self._name = metric, sign, kwargs, name
+        super().__init__(metric, sign, kwargs, response_method=("decision_function",
+                                                                 "predict_proba"))
+        self._name = name
 
-    def __call__(self, estimator, X, y_true, sample_weight=None):
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
         if hasattr(estimator, "decision_function"):
             scores = np.asarray(estimator.decision_function(X), dtype=float)
         elif hasattr(estimator, "predict_proba"):
@@ -627,8 +638,15 @@ class _ScoreScorer:
         classes = list(getattr(estimator, "classes_"))
         if scores.ndim == 1:  # binary decision_function: score of classes_[1]
             scores = np.column_stack([-scores, scores])
-        return self._sign * self._metric(y_true, scores, classes=classes,
-                                         sample_weight=sample_weight, **self._kwargs)
+        return self._sign * self._score_func(y_true, scores, classes=classes,
+                                             **{**self._kwargs, **kwargs})
+
+    def _get_metadata_request(self):
+        requests = super()._get_metadata_request()
+        if not hasattr(self, "_metadata_request"):   # the class-level defaults, from the metric
+            for param in self._OWN:
+                requests.score._requests.pop(param, None)
+        return requests
 
     def __repr__(self):
         return f"hierarchical_scorer({self._name!r})"
@@ -638,7 +656,7 @@ def make_hierarchical_scorer(name: str, hierarchy=None, **kwargs):
     """A scikit-learn scorer for the metric ``name`` (a key of :data:`SCORERS`).
 
     ``hierarchy=H`` and ``kwargs`` are passed to the metric.  Prediction-based scorers are
-    built with :func:`sklearn.metrics.make_scorer`, so any classifier whose ``predict``
+    built with ``sklearn.metrics.make_scorer``, so any classifier whose ``predict``
     returns node names or label sets works in ``GridSearchCV(..., scoring=...)``.  Refused
     when the scorer is built: keyword arguments the metric (or its loss) does not take, those
     the scorer passes itself (``sample_weight``; ``classes``, from ``estimator.classes_``, for
@@ -658,5 +676,5 @@ def make_hierarchical_scorer(name: str, hierarchy=None, **kwargs):
 
 
 def get_scorer(name: str, hierarchy=None, **kwargs):
-    """Alias of :func:`make_hierarchical_scorer`, named like :func:`sklearn.metrics.get_scorer`."""
+    """Alias of :func:`make_hierarchical_scorer`, named like ``sklearn.metrics.get_scorer``."""
     return make_hierarchical_scorer(name, hierarchy=hierarchy, **kwargs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +21,8 @@ from .exceptions import InputError, LabelError
 from .hierarchy import Hierarchy, is_label_set
 
 __all__ = ["resolve_targets", "resolve_training_targets", "is_multilabel_target", "flat_hierarchy",
-           "class_array", "label_array", "sort_key", "ravel_column_target"]
+           "class_array", "label_array", "sort_key", "ravel_column_target", "IndicatorForm",
+           "indicator_form", "is_indicator"]
 
 
 def ravel_column_target(y):
@@ -65,6 +67,100 @@ def is_multilabel_target(y, hierarchy: Hierarchy | None = None) -> bool:
     return False
 
 
+def is_indicator(y) -> bool:
+    """Whether ``y`` is a 0/1 indicator matrix: scipy.sparse, or a 2-D array of more than one
+    column (a single column is one label per sample, raveled)."""
+    return sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] > 1)
+
+
+@dataclass(frozen=True, eq=False)
+class IndicatorForm:
+    """The form of a 0/1 indicator target, kept by ``fit`` so that ``predict`` answers in it
+    (scikit-learn's convention for a multilabel-indicator ``y``, as ``OneVsRestClassifier``
+    has it).
+
+    Attributes
+    ----------
+    columns : ndarray
+        The name of each column: the hierarchy's leaves (``over="leaves"``), its nodes in
+        ``H.nodes`` order (``over="nodes"``), or the column numbers without a hierarchy
+        (``over="columns"``).
+    over : str
+        ``"leaves"``, ``"nodes"`` or ``"columns"``.
+    hierarchy : Hierarchy or None
+        The hierarchy the columns name (None for ``"columns"``).
+    sparse : bool
+        ``y`` was a scipy.sparse matrix: predictions are CSR, else a dense array; int64 0/1
+        either way, as scikit-learn's ``OneVsRestClassifier`` returns them.
+    closed : bool
+        ``over="nodes"`` and every row of ``y`` was closed upward (as ``H.closure`` gives it):
+        predictions are closed upward too (root included); else they hold the most specific
+        labels.
+    """
+
+    columns: np.ndarray
+    over: str
+    hierarchy: Hierarchy | None
+    sparse: bool
+    closed: bool = False
+
+    def decode(self, Y) -> list:
+        """The rows of an indicator ``Y`` in this form as frozensets of column names."""
+        Yi = sp.csr_matrix(Y) if sp.issparse(Y) else sp.csr_matrix(np.asarray(Y) != 0)
+        Yi.eliminate_zeros()
+        if Yi.shape[1] != len(self.columns):
+            raise LabelError(f"the indicator has {Yi.shape[1]} columns, but the estimator was "
+                             f"fitted on {len(self.columns)} ({self.over}); give the columns y "
+                             "had in fit")
+        cols = self.columns
+        return [frozenset(cols[Yi.indices[Yi.indptr[i]:Yi.indptr[i + 1]]].tolist())
+                for i in range(Yi.shape[0])]
+
+    def encode(self, pred):
+        """Predictions (one name per sample, or one label set per sample) as an indicator in
+        this form: int64 0/1, CSR if ``y`` was sparse, else dense."""
+        sets = [p if isinstance(p, (set, frozenset)) else (p,)
+                for p in (pred if isinstance(pred, list) else list(pred.tolist()))]
+        if self.closed:
+            M = sp.csr_matrix(self.hierarchy.closure(sets, sparse=True), dtype=np.int64)
+        else:
+            position = {c: j for j, c in enumerate(self.columns.tolist())}
+            indptr = np.cumsum([0] + [len(s) for s in sets])
+            indices = np.fromiter((position[v] for s in sets for v in s), dtype=np.int64,
+                                  count=int(indptr[-1]))
+            M = sp.csr_matrix((np.ones(len(indices), dtype=np.int64), indices, indptr),
+                              shape=(len(sets), len(self.columns)))
+            M.sort_indices()
+        return M if self.sparse else M.toarray()
+
+
+def indicator_form(y, hierarchy: Hierarchy | None, *, closed: bool = True):
+    """The :class:`IndicatorForm` of ``y`` if it is a 0/1 indicator (:func:`is_indicator`),
+    else None.  Its columns are read by their number: one per leaf of ``hierarchy``
+    (``H.leaves`` order) or one per node (``H.nodes`` order, the form of ``H.closure``); a
+    hierarchy always has more nodes than leaves, so the two never meet.  Without a hierarchy
+    they are column numbers.  ``closed=False`` skips the test whether every row is closed
+    upward (only :meth:`IndicatorForm.encode` needs it)."""
+    if not is_indicator(y):
+        return None
+    n_columns = y.shape[1]
+    if hierarchy is None:
+        return IndicatorForm(np.arange(n_columns), "columns", None, sp.issparse(y))
+    if not isinstance(hierarchy, Hierarchy):
+        raise LabelError(f"hierarchy must be a hiercvx.Hierarchy, got {type(hierarchy).__name__}")
+    if n_columns == len(hierarchy.leaves):
+        return IndicatorForm(class_array(hierarchy.leaves), "leaves", hierarchy, sp.issparse(y))
+    if n_columns == len(hierarchy.nodes):
+        is_closed = closed and bool(np.all(hierarchy.is_closed(
+            y if sp.issparse(y) else np.asarray(y) != 0)))
+        return IndicatorForm(class_array(hierarchy.nodes), "nodes", hierarchy, sp.issparse(y),
+                             is_closed)
+    raise LabelError(f"an indicator y needs one column per leaf of the hierarchy "
+                     f"({len(hierarchy.leaves)}, in H.leaves order) or one per node "
+                     f"({len(hierarchy.nodes)}, in H.nodes order, as H.closure(labels) gives "
+                     f"it), got {n_columns} columns")
+
+
 def flat_hierarchy(classes) -> Hierarchy:
     """A one-level hierarchy: an artificial root above every class (flat classification)."""
     root = "<root>"
@@ -88,17 +184,11 @@ def resolve_targets(y, hierarchy: Hierarchy | None):
         y = label_array(y)
         _check_single_labels(y)
     if multilabel:
-        if sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2):
-            Yi = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y) != 0)
-            if hierarchy is None:
-                classes = np.arange(Yi.shape[1])
-            else:
-                classes = class_array(hierarchy.leaves)
-                if Yi.shape[1] != len(classes):
-                    raise LabelError(f"an indicator y needs one column per leaf of the hierarchy "
-                                     f"({len(classes)}), got {Yi.shape[1]}")
-            labels = [frozenset(classes[Yi.indices[Yi.indptr[i]:Yi.indptr[i + 1]]].tolist())
-                      for i in range(Yi.shape[0])]
+        form = indicator_form(y, hierarchy, closed=False)
+        if form is not None:
+            labels = form.decode(y)
+            classes = (np.asarray(form.columns) if hierarchy is None
+                       else class_array(hierarchy.leaves))
         else:
             labels = [frozenset(item) for item in y]
             if hierarchy is None:

@@ -228,7 +228,10 @@ def test_a_01_indicator_is_read_over_the_leaves_as_every_estimator_reads_it():
     a = NodeKernelRidge(hierarchy=H).fit(X, Yi)
     b = NodeKernelRidge(hierarchy=H).fit(X, sets)
     np.testing.assert_allclose(a.node_decision_function(X), b.node_decision_function(X))
-    assert a.score(X, Yi) == a.score(X, sp.csr_matrix(Yi)) == b.score(X, sets)
+    assert a.score(X, Yi) == a.score(X, sp.csr_matrix(Yi)) == a.score(X, sets)
+    # fitted on the leaf indicator, it answers in it: leaves only
+    assert a.predict(X).shape == Yi.shape and all(len(s) for s in b.predict(X))
     assert HierarchicalSVC(hierarchy=H).fit(X, Yi).classes_.tolist() == list(H.leaves)
-    with pytest.raises(LabelError, match="one column per leaf of the hierarchy .4., got 3"):
+    with pytest.raises(LabelError, match=r"one column per leaf of the hierarchy \(4, in H.leaves order\) or one per node "
+                                          r"\(7, .*got 3 columns"):
         NodeKernelRidge(hierarchy=H).fit(X, Yi[:, :3])

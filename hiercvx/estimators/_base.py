@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import targets
@@ -17,7 +18,7 @@ from ..exceptions import InputError, InputTypeError, ProblemTooLargeError
 from ..kernels import Kernel, check_psd
 from ..metrics import NODE_MARGINS, fit_node_calibration, node_margins
 from ..result import check_iteration_options
-from ._labels import accuracy, read_test_labels
+from ._labels import accuracy, predicted_labels, read_test_labels
 # target handling lives in the core (hiercvx.targets); re-exported for the estimators
 from ..targets import (class_array, flat_hierarchy, is_multilabel_target,  # noqa: F401
                        ravel_column_target, resolve_targets, sort_key)
@@ -365,6 +366,12 @@ def held_nodes(labels, fitted, hierarchy) -> np.ndarray:
     return held[:, fitted.indices(list(hierarchy.nodes))]
 
 
+def _takes_a_hierarchy(estimator) -> bool:
+    """Whether the estimator has a ``hierarchy`` parameter: node scores exist only then
+    (``MulticlassSVC`` is flat, so it has no ``node_decision_function``)."""
+    return hasattr(estimator, "hierarchy")
+
+
 class NodeScoresMixin:
     """``node_decision_function``: a score per node of the hierarchy, for the ranking measures
     of the hierarchical multi-label literature (AU(PRC), :func:`hiercvx.metrics.au_prc`).
@@ -381,11 +388,9 @@ class NodeScoresMixin:
         check_is_fitted(self)
         H = getattr(self, "hierarchy", None)
         if H is None:
-            name = type(self).__name__
-            fix = ("refit it with hierarchy=H, or use decision_function for the classes"
-                   if "hierarchy" in self.get_params() else
-                   "it is flat (it takes no hierarchy): its class scores are decision_function")
-            raise InputError(f"{name} was fitted without a hierarchy, and node scores need one: {fix}")
+            raise InputError(f"{type(self).__name__} was fitted without a hierarchy, and node scores "
+                             "need one: refit it with hierarchy=H, or use decision_function for "
+                             "the classes")
         return H
 
     def _class_score_matrix(self, X):
@@ -423,6 +428,7 @@ class NodeScoresMixin:
                    else self._margins_of_scores(np.asarray(scores, dtype=float), method))
         self.node_calibration_ = fit_node_calibration(margins, held, H, method=method)
 
+    @available_if(_takes_a_hierarchy)
     def cross_fitted_node_margins(self, X, y, *, cv: int = 5, random_state=0) -> np.ndarray:
         """Held-out node margins ``(n_samples, n_nodes)`` of the calibration's margin method:
         ``cv`` clones of the estimator, each fitted on all folds of ``(X, y)`` but one
@@ -454,6 +460,7 @@ class NodeScoresMixin:
             margins[held_out] = fold._node_margins(score_X, self._node_margin_method)
         return margins
 
+    @available_if(_takes_a_hierarchy)
     def fit_node_calibration_cv(self, X, y, *, cv: int = 5, shrinkage=None, random_state=0):
         """Refit ``node_calibration_`` (:func:`hiercvx.metrics.fit_node_calibration`) on the
         cross-fitted node margins of :meth:`cross_fitted_node_margins` instead of the
@@ -484,6 +491,7 @@ class NodeScoresMixin:
                                                       shrinkage=shrinkage)
         return self
 
+    @available_if(_takes_a_hierarchy)
     def node_decision_function(self, X, method: str = "calibrated"):
         """Scores ``(n_samples, n_nodes)`` over the nodes of the ``hierarchy`` the estimator was
         given (``hierarchy.nodes`` order); no node scores above its ancestors, so every
@@ -514,19 +522,30 @@ class NodeScoresMixin:
         return calibration.scores(self._node_margins(X, calibration.method))
 
 
+def example_f1(y_true, y_pred, sample_weight=None) -> float:
+    """The (weighted) mean example-based F1 of label sets, ``2 |P & T| / (|P| + |T|)`` per
+    sample; a sample whose true and predicted sets are both empty scores 0, as in
+    scikit-learn's ``f1_score(..., average="samples")``."""
+    f1 = [2 * len(set(p) & set(t)) / max(len(set(p)) + len(set(t)), 1)
+          for p, t in zip(y_pred, y_true)]
+    return float(np.average(f1, weights=sample_weight))
+
+
 class LabelSetScoreMixin:
     """``score``: accuracy for single-label fits, mean example-based F1 of the predicted
     label sets for multi-label fits (put before ``ClassifierMixin`` in the bases)."""
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy (single-label) or mean example-based F1 of the predicted label sets; ``y``
-        is read as ``fit`` reads it (label sets with their ancestors are reduced to their most
-        specific labels)."""
+        """Accuracy (single-label) or mean example-based F1 of the most specific predicted
+        labels (:func:`example_f1`); ``y`` is read as ``fit`` reads it (label sets with their
+        ancestors are reduced to their most specific labels; a 0/1 indicator's rows are label
+        sets), whatever form ``predict`` answers in."""
         check_is_fitted(self)
         multilabel = getattr(self, "multilabel_", False)
         y = read_test_labels(y, getattr(self, "hierarchy", None), multilabel)
+        pred = predicted_labels(self, X)
         if not multilabel:
-            return accuracy(y, self.predict(X), sample_weight)
-        pred = self.predict(X)
-        f1 = [2 * len(p & set(t)) / (len(p) + len(set(t))) for p, t in zip(pred, y)]
-        return float(np.average(f1, weights=sample_weight))
+            return accuracy(y, pred, sample_weight)
+        if len(y) != len(pred):
+            raise InputError(f"y has {len(y)} entries but X has {len(pred)} rows")
+        return example_f1(y, pred, sample_weight)

@@ -22,7 +22,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import targets
 from .._validation import check_hierarchy_argument, check_target
@@ -30,7 +29,7 @@ from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy, PartialPaths, is_label_set, most_specific, self_leaves
 
 __all__ = ["INTERNAL_LABELS", "Targets", "accuracy", "read_training_labels", "check_internal_labels",
-           "path_like_labels", "warn_if_path_labels",
+           "path_like_labels", "warn_if_path_labels", "in_target_form", "predicted_labels",
            "user_names", "user_label_sets", "read_test_labels", "single_labels"]
 
 #: the values of the estimators' ``internal_labels`` parameter
@@ -48,7 +47,9 @@ class Targets:
     ``hierarchy``: the hierarchy the model is trained on (the caller's, with self leaves when
     some label stops at an internal node); ``classes``: its classes in the model's names;
     ``labels``: one label or one label set per sample on ``hierarchy``; ``multilabel``: some
-    sample has more than one most specific label; ``paths``: the self-leaf map, or ``None``.
+    sample has more than one most specific label; ``paths``: the self-leaf map, or ``None``;
+    ``form``: the :class:`~hiercvx.targets.IndicatorForm` of an indicator ``y`` (``predict``
+    answers in it), else ``None``.
     """
 
     hierarchy: Hierarchy
@@ -56,6 +57,7 @@ class Targets:
     labels: list
     multilabel: bool
     paths: PartialPaths | None = None
+    form: targets.IndicatorForm | None = None
 
     @property
     def user_classes(self) -> np.ndarray:
@@ -92,10 +94,27 @@ def single_labels(labels):
     return [next(iter(s)) for s in labels]
 
 
-def _is_indicator(y) -> bool:
-    """A 0/1 matrix over the leaves: its rows stay label sets (scikit-learn's multi-label
-    form), even when each holds one leaf."""
-    return sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2 and y.dtype != object)
+def in_target_form(estimator, pred):
+    """``predict``'s answer in the form of the training ``y``: the names or label sets
+    ``pred`` as they are, or, for a fit on a 0/1 indicator, an indicator with the same
+    columns (:meth:`hiercvx.targets.IndicatorForm.encode`)."""
+    form = getattr(estimator, "_target_form", None)
+    return pred if form is None else form.encode(pred)
+
+
+def predicted_labels(estimator, X):
+    """``estimator.predict(X)`` as names (single-label fit) or label sets of the most specific
+    labels, whatever form ``predict`` answers in (an indicator after a fit on one)."""
+    pred = estimator.predict(X)
+    form = getattr(estimator, "_target_form", None)
+    if form is None:
+        return pred
+    sets = form.decode(pred)
+    if form.hierarchy is not None:
+        sets = most_specific(form.hierarchy, sets)
+    if not getattr(estimator, "multilabel_", False):   # the single-path estimators have none
+        return targets.class_array([next(iter(s)) for s in sets])
+    return sets
 
 
 def _refuse_internal(H: Hierarchy, labels, who: str) -> None:
@@ -169,6 +188,7 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
     check_target(y)
     check_internal_labels(internal_labels, who)
     H, classes, labels, multilabel = targets.resolve_training_targets(y, hierarchy, n_samples)
+    form = targets.indicator_form(y, hierarchy)
     empty = next((i for i, s in enumerate(labels) if is_label_set(s, H._index) and not len(s)),
                  None)
     if empty is not None:
@@ -177,10 +197,12 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
     if hierarchy is None:
         if not flat_by_design:
             warn_if_path_labels(labels, who)
-        return Targets(H, classes, labels, multilabel)
+        return Targets(H, classes, labels, multilabel, form=form)
     if multilabel:
         labels = most_specific(H, labels)
-        single = None if _is_indicator(y) else single_labels(labels)
+        # an indicator stays multi-label (scikit-learn's multi-label form), even when each row
+        # holds one label, except for a method that takes one path per sample
+        single = None if form is not None and not single_label else single_labels(labels)
         if single is not None:
             labels, multilabel = single, False
     if multilabel and single_label:
@@ -194,21 +216,22 @@ def read_training_labels(y, hierarchy, n_samples: int, *, who: str,
     if internal_labels == "refuse":
         _refuse_internal(H, labels, who)
     if keep_internal:
-        return Targets(H, classes, labels, multilabel)
+        return Targets(H, classes, labels, multilabel, form=form)
     paths = self_leaves(H, labels)
     if not paths.self_leaf:
-        return Targets(H, classes, labels, multilabel)
+        return Targets(H, classes, labels, multilabel, form=form)
     labels = paths.transform(labels)
     H = paths.hierarchy
-    return Targets(H, targets.class_array(H.leaves), labels, multilabel, paths)
+    return Targets(H, targets.class_array(H.leaves), labels, multilabel, paths, form)
 
 
 def read_test_labels(y, hierarchy, multilabel: bool):
-    """True labels of ``score`` in the form ``predict`` returns: a 0/1 indicator's rows as label
-    sets (its columns as ``fit`` reads them: the leaves of ``hierarchy``, else column numbers),
+    """True labels of ``score`` as names or label sets: a 0/1 indicator's rows as label
+    sets (its columns as ``fit`` reads them: the leaves or the nodes of ``hierarchy``, else
+    column numbers),
     label sets reduced to their most specific members (``hierarchy`` the caller's), one label
     per sample when the fit was single-label."""
-    if sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] > 1):
+    if targets.is_indicator(y):
         y = targets.resolve_targets(y, hierarchy)[2]
     elif not targets.is_multilabel_target(y, hierarchy):
         return targets.label_array(y) if not isinstance(y, np.ndarray) else y

@@ -25,6 +25,7 @@ one sweep over each presorted feature finds the best split in ``O(m k)``: the le
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,9 +34,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..exceptions import InputError
-from ..targets import ravel_column_target, sort_key
-from ._base import check_training_weights, resolve_training_targets, validate_X
-from ._labels import accuracy, read_test_labels
+from ..targets import indicator_form, ravel_column_target, sort_key
+from ._base import LabelSetScoreMixin, check_training_weights, resolve_training_targets, validate_X
+from ._labels import in_target_form
+from ._stump_kernels import best_sparse_stump
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ __all__ = ["AdaBoostMH", "best_stump"]
 
 
 @njit(cache=True)
-def _best_stump(Xs, order, R):
+def _best_dense_stump(Xs, order, R):
     """Best stump for the signed weights ``R = D * C`` ``(m, k)``.
 
     ``Xs[j]`` holds feature j's values sorted increasingly, ``order[j]`` the matching row
@@ -94,23 +96,43 @@ def _stump_phi(X, feature: int, threshold: float) -> np.ndarray:
     return np.where(_column(X, feature) > threshold, 1.0, -1.0)
 
 
+class _SparseColumns(NamedTuple):
+    """The columns of a sparse ``X`` as their nonzero entries only: column j's values, sorted
+    increasingly, are ``values[indptr[j]:indptr[j + 1]]`` (its zeros are one tied group)."""
+    indptr: np.ndarray
+    values: np.ndarray
+
+
 def _sorted_columns(X):
-    """``(Xs, order)``: each feature's values sorted increasingly, ``(n_features, m)``, and the
-    matching row indices (a stable sort, so ties keep their row order).  A sparse ``X`` is
-    sorted a block of columns at a time, never densified whole; the result is the same as
-    for its dense twin."""
-    m, d = X.shape
-    order = np.empty((d, m), dtype=np.int64)
-    Xs = np.empty((d, m))
-    X = X.tocsc() if sp.issparse(X) else X
-    block = max(1, (1 << 22) // max(m, 1)) if sp.issparse(X) else d  # dense blocks of ~32 MB
-    for lo in range(0, d, block):
-        part = X[:, lo:lo + block]
-        part = part.toarray() if sp.issparse(part) else part
-        idx = np.argsort(part, axis=0, kind="stable")
-        order[lo:lo + block] = idx.T
-        Xs[lo:lo + block] = np.take_along_axis(part, idx, axis=0).T
-    return np.ascontiguousarray(Xs), np.ascontiguousarray(order)
+    """``(Xs, order)``: each feature's values sorted increasingly and the matching row indices
+    (a stable sort, so ties keep their row order).  Dense ``X``: ``(n_features, m)`` arrays.
+    Sparse ``X``: only the nonzero entries, as :class:`_SparseColumns` and their rows
+    (``O(nnz)`` memory, never densified); the stumps found are those of its dense twin."""
+    if sp.issparse(X):
+        X = sp.csc_matrix(X, dtype=float, copy=True)
+        X.eliminate_zeros()  # stored zeros (and -0.0) belong to the group of zeros
+        X.sort_indices()
+        cols = np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))
+        idx = np.lexsort((X.data, cols))  # by column, then value; stable: ties in row order
+        rows = np.ascontiguousarray(X.indices[idx], dtype=np.int64)
+        values = np.ascontiguousarray(X.data[idx])
+        return _SparseColumns(X.indptr.astype(np.int64), values), rows
+    idx = np.argsort(X, axis=0, kind="stable")
+    Xs = np.take_along_axis(X, idx, axis=0).T
+    return np.ascontiguousarray(Xs), np.ascontiguousarray(idx.T, dtype=np.int64)
+
+
+def _best_stump(Xs, order, R):
+    """Best stump ``(feature, threshold, edges)`` for ``R = D * C`` over the sorted columns of
+    :func:`_sorted_columns`, dense or sparse.  An edge within the rounding error of its sums
+    (``m`` terms of ``|R[:, l]|``) is returned as exactly 0, so its vote (+1) does not hang on
+    the order of summation, which differs between the dense and the sparse sweep."""
+    if isinstance(Xs, _SparseColumns):
+        f, theta, edges = best_sparse_stump(Xs.indptr, Xs.values, order, R)
+    else:
+        f, theta, edges = _best_dense_stump(Xs, order, R)
+    rounding = 4.0 * R.shape[0] * np.finfo(float).eps * np.abs(R).sum(axis=0)
+    return f, theta, np.where(np.abs(edges) <= rounding, 0.0, edges)
 
 
 def best_stump(X, D, C):
@@ -121,19 +143,24 @@ def best_stump(X, D, C):
     Xs, order = _sorted_columns(X)
     f, theta, edges = _best_stump(Xs, order, np.ascontiguousarray(D * C))
     votes = np.where(edges >= 0, 1.0, -1.0)
-    eps = 0.5 * (float(np.sum(D)) - float(np.abs(edges).sum()))
+    # the misclassified mass itself: the same for the same stump whatever the summation order
+    h = _stump_phi(X, int(f), float(theta))[:, None] * votes[None, :]
+    eps = float(np.sum(D[h != C]))
     return int(f), float(theta), votes, eps
 
 
-class AdaBoostMH(ClassifierMixin, BaseEstimator):
+class AdaBoostMH(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """AdaBoost.MH (lecture notes) with decision stumps, for multi-class and multi-label data.
 
     ``decision_function`` returns ``g`` (one column per class; for two classes with one label
     per sample, scikit-learn's single column ``g_1 - g_0``).  ``predict``: the top class for
     single-label data; for multi-label data the lecture's rule ``sgn(g)``, i.e. the set of
-    labels with ``g > 0`` (possibly empty).  Samples with zero ``sample_weight`` carry no mass
-    under any ``D_t`` and are left out of the stump search.  ``X`` is dense or scipy.sparse
-    (kept sparse: its columns are sorted a block at a time), with the same model either way.
+    labels with ``g > 0`` (possibly empty); after a fit on a 0/1 indicator ``y``, an indicator
+    with its columns.  ``score`` is accuracy (single-label) or the mean example-based F1 of the
+    predicted label sets, as for the other estimators.  Samples with zero ``sample_weight``
+    carry no mass under any ``D_t`` and are left out of the stump search.  ``X`` is dense or
+    scipy.sparse (kept sparse: each column's non-zeros are sorted, its zeros are one tied
+    group, ``O(nnz)`` memory), with the same model either way.
 
     Parameters
     ----------
@@ -231,6 +258,7 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
             D /= D.sum()
         self.classes_ = classes
         self.multilabel_ = multilabel
+        self._target_form = indicator_form(y, None)   # predict answers in the form of an indicator y
         self.features_ = np.array(feats, dtype=np.int64)
         self.thresholds_ = np.array(thetas, dtype=float)
         self.votes_ = np.array(votes, dtype=float).reshape(len(feats), k)
@@ -262,22 +290,8 @@ class AdaBoostMH(ClassifierMixin, BaseEstimator):
         X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         g = self._g(X)
         if not self.multilabel_:
-            return self.classes_[np.argmax(g, axis=1)]
-        return [frozenset(self.classes_[row].tolist()) for row in g > 0]
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy (single-label) or one minus the mean Hamming loss (multi-label); ``y`` read
-        as ``fit`` reads it (a 0/1 indicator's rows as label sets).  The Hamming loss counts
-        over the labels of ``classes_`` and of ``y`` together (a label unseen in ``fit`` is one
-        more label, always missed), so the score lies in [0, 1]."""
-        check_is_fitted(self)
-        y = read_test_labels(y, None, self.multilabel_)
-        if not self.multilabel_:
-            return accuracy(y, self.predict(X), sample_weight)
-        pred = self.predict(X)
-        k = len(set(self.classes_.tolist()).union(*map(set, y)))
-        ham = [len(set(p) ^ set(t)) / k for p, t in zip(pred, y)]
-        return float(1.0 - np.average(ham, weights=sample_weight))
+            return in_target_form(self, self.classes_[np.argmax(g, axis=1)])
+        return in_target_form(self, [frozenset(self.classes_[row].tolist()) for row in g > 0])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -3,7 +3,7 @@
 
 Thin wrappers over the registry (:mod:`hiercvx.methods`, entries ``"nhsvm"`` and
 ``"shared_norm"``): scikit-learn validation once, the labels read as they come
-(:mod:`hiercvx.estimators._labels`), the method's model
+(``hiercvx.estimators._labels``), the method's model
 (:func:`hiercvx.models.nhsvm.prepare` / :func:`~hiercvx.models.nhsvm.prepare_shared`), then its
 fast certified solver (:func:`hiercvx.solvers.nhsvm_fw.solve`,
 :func:`hiercvx.solvers.shared_norm.solve`) or, with ``solver="reference"``, the CVXPY
@@ -28,7 +28,7 @@ from ..exceptions import InputError
 from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, held_nodes,
                     solver_route, validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress, verbosity
-from ._labels import read_training_labels, user_label_sets, user_names
+from ._labels import in_target_form, read_training_labels, user_label_sets, user_names
 
 #: the models, declarations and inference reach the estimators through the registry
 _NHSVM = methods.parts("nhsvm")
@@ -103,6 +103,7 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
         self.self_leaves_ = targets.paths
         self.classes_ = user_names(classes, targets.paths)
         self.multilabel_ = targets.multilabel
+        self._target_form = targets.form   # predict answers in the form of an indicator y
         self._class_nodes = np.array([H.index(c) for c in classes.tolist()], dtype=np.int64)
         position = np.full(len(H), -1, dtype=np.int64)
         position[self._class_nodes] = np.arange(len(classes))
@@ -140,15 +141,15 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
     def predict(self, X):
         """Single-label: the leaf of largest path score (``best_leaf``).  Multi-label: the label
         set of ``Y_m`` with the largest total node score (``best_label_set``), as a frozenset of
-        leaves."""
+        leaves.  After a fit on a 0/1 indicator ``y``, an indicator with its columns."""
         S = self.node_scores(X)
         H = self.hierarchy_
         if not self.multilabel_:
-            return self.classes_[self._class_position[_NHSVM.best_leaf(S, H)]]
+            return in_target_form(self, self.classes_[self._class_position[_NHSVM.best_leaf(S, H)]])
         oracle = _NHSVM.label_set_oracle(H, getattr(self, "inference", "auto"))
         Z = oracle.solve(S, verbose=False)[:, self._class_nodes]
-        return user_label_sets([frozenset(self.classes_[row].tolist()) for row in Z],
-                               self.self_leaves_)
+        return in_target_form(self, user_label_sets(
+            [frozenset(self.classes_[row].tolist()) for row in Z], self.self_leaves_))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -378,7 +379,7 @@ class SharedNormSVC(_NodeScoreClassifier):
         As in :class:`NormalizedHierarchicalSVC`.
     solver_options : dict, Options or None, default=None
         As in :class:`NormalizedHierarchicalSVC`, with the fields of
-        :class:`hiercvx.solvers.shared_norm.Options` (e.g. ``{"inner_max_iter": 1000}``:
+        ``hiercvx.solvers.shared_norm.Options`` (e.g. ``{"inner_max_iter": 1000}``:
         passes of each weight step) and the keys ``"random_state"`` and ``"keep_dual"``.
 
     Attributes

@@ -58,11 +58,11 @@ from ..hierarchy import Hierarchy, is_label_set, most_specific
 from ..kernels import make_kernel
 from ..metrics import evaluated_nodes, fit_node_calibration
 from ..result import relative_gap
-from ..targets import resolve_targets
+from ..targets import indicator_form, is_indicator, resolve_targets
 from .._validation import check_hierarchy_argument, check_positive, check_target
 from ._base import (LabelSetScoreMixin, class_array, ravel_column_target,
                     resolve_training_targets, sort_key, validate_training_X, validate_X)
-from ._labels import single_labels, warn_if_path_labels
+from ._labels import in_target_form, single_labels, warn_if_path_labels
 
 __all__ = ["NodeKernelRidge", "ridge_certificate"]
 
@@ -87,7 +87,9 @@ def ridge_certificate(K, R, A, F=None, alpha: float = 1.0) -> tuple[float, float
 class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
     """Kernel ridge regression of the node indicators of a hierarchy, with node scores
     calibrated per node on leave-one-out predictions (see the module docstring for the
-    method and its sources; not one of the five source papers' methods).
+    method and its sources; not one of the five source papers' methods).  ``score`` is the
+    accuracy (single-label fit) or the mean example-based F1 of the most specific predicted
+    labels (multi-label fit), as for the other estimators.
 
     Parameters
     ----------
@@ -142,6 +144,7 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         positive for ``classes_[1]``).
     node_calibration_ : NodeCalibration
         The :class:`hiercvx.metrics.NodeCalibration` fitted on leave-one-out outputs.
+
     """
 
     def __init__(self, hierarchy=None, alpha=1.0, kernel="rbf", shrinkage=1.0,
@@ -154,14 +157,14 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
 
     def _targets(self, y, n: int, H: Hierarchy) -> tuple[np.ndarray, bool]:
         """``(T, multilabel)``: the closed node indicators of ``y`` over ``H`` and whether it
-        holds label sets; reads ``y`` only (``score`` calls it on test labels)."""
+        holds label sets."""
         y = ravel_column_target(y)
         count = y.shape[0] if sp.issparse(y) else len(y)
         if count != n:
             raise InputError(f"y has {count} samples but X has {n}")
-        if sp.issparse(y) or (isinstance(y, np.ndarray) and y.ndim == 2 and y.dtype != object):
-            # a 0/1 indicator: its columns are the hierarchy's leaves (else column numbers), as
-            # every estimator reads it; its rows are label sets
+        if is_indicator(y):
+            # a 0/1 indicator: its columns are the hierarchy's leaves or its nodes (else column
+            # numbers), as every estimator reads it; its rows are label sets
             y = resolve_targets(y, self.hierarchy)[2]
         multilabel = any(is_label_set(lab, H._index) for lab in y)
         labels = [lab if is_label_set(lab, H._index) else (lab,) for lab in y]
@@ -179,7 +182,7 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         check_target(y, allow_mixed=self.hierarchy is not None)
         if self.hierarchy is not None:
             # one path per sample given with its ancestors (as loaders give it) is single-label
-            if not (sp.issparse(y) or isinstance(y, np.ndarray) and y.ndim == 2) and \
+            if not is_indicator(y) and \
                     any(is_label_set(lab, self.hierarchy._index) for lab in y):
                 single = single_labels(most_specific(self.hierarchy, list(y)))
                 if single is not None:
@@ -215,6 +218,7 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         if X.shape[0] > self.max_samples:
             raise ProblemTooLargeError(f"{X.shape[0]} samples: the kernel matrix is n x n; raise "
                                        f"max_samples (now {self.max_samples}) if it fits in memory")
+        self._target_form = indicator_form(y, self.hierarchy)   # predict answers in its form
         H, y = self._training_hierarchy(y, X.shape[0])
         T, self.multilabel_ = self._targets(y, X.shape[0], H)
         self.hierarchy_ = H
@@ -324,39 +328,27 @@ class NodeKernelRidge(LabelSetScoreMixin, ClassifierMixin, BaseEstimator):
         (probability over one half; a sample with none gets its best-scored node below the
         root).  Single-label fit: the class of highest ``decision_function`` score, the
         training label most likely to be the sample's label; of tied classes a descendant
-        wins over its ancestor."""
+        wins over its ancestor.  After a fit on a 0/1 indicator ``y`` (over the leaves or the
+        nodes of ``hierarchy``), an indicator with its columns; over the leaves, the label sets
+        are chosen among the leaves (those of positive log-odds, else the best-scored one)."""
         check_is_fitted(self, "dual_coef_")
         if not self.multilabel_:
-            return self.classes_[self._best_classes(self._class_scores(X))]
+            return in_target_form(self, self.classes_[self._best_classes(self._class_scores(X))])
         S = self.node_decision_function(X)
         H = self.hierarchy_
         root = H.index(H.root)
+        form = getattr(self, "_target_form", None)
+        # an indicator over the leaves can only answer with leaves
+        allowed = np.asarray(H.leaf_mask, dtype=bool).copy() if (
+            form is not None and form.over == "leaves") else np.ones(len(H), dtype=bool)
+        allowed[root] = False
         sets = []
         for row in S:
-            held = [H.nodes[v] for v in np.flatnonzero(row > 0) if v != root]
+            held = [H.nodes[v] for v in np.flatnonzero((row > 0) & allowed)]
             if not held:
-                row = row.copy()
-                row[root] = -np.inf
-                held = [H.nodes[int(np.argmax(row))]]
+                held = [H.nodes[int(np.argmax(np.where(allowed, row, -np.inf)))]]
             sets.append(frozenset(most_specific(H, [held])[0]))
-        return sets
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy (single-label fit) or the mean example-based F1 of the predicted label
-        sets closed upward, root left out (multi-label fit).  After a single-label fit ``y``
-        is read as the other estimators' ``score`` reads it
-        (:class:`~hiercvx.estimators._base.LabelSetScoreMixin`): label sets that include their
-        ancestors are reduced to their most specific label."""
-        check_is_fitted(self, "dual_coef_")
-        if not self.multilabel_:
-            return super().score(X, y, sample_weight=sample_weight)
-        H = self.hierarchy_
-        T = self._targets(y, np.shape(X)[0], H)[0].astype(bool)
-        P = np.asarray(H.closure(self.predict(X)), dtype=bool)
-        root = H.index(H.root)
-        T[:, root] = P[:, root] = False
-        f1 = 2 * (T & P).sum(axis=1) / np.maximum(T.sum(axis=1) + P.sum(axis=1), 1)
-        return float(np.average(f1, weights=sample_weight))
+        return in_target_form(self, sets)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

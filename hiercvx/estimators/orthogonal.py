@@ -17,6 +17,8 @@ classifier (1) for orthogonal / HIERMULT / TRANSFER, the flat classifier (2) for
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
@@ -28,7 +30,8 @@ from ..result import check_iteration_options
 from ._base import (SOLVERS, NodeScoresMixin, held_nodes, solver_route, validate_training_X,
                     validate_X)
 from ._habits import LightPickleMixin, reports_progress, verbosity
-from ._labels import read_test_labels, read_training_labels, user_names
+from ._labels import (in_target_form, predicted_labels, read_test_labels, read_training_labels,
+                      user_names)
 
 #: the reference on a model, the recursive classifier (1) and the paper's error (section 2)
 _PARTS = methods.parts("orthogonal")
@@ -61,9 +64,10 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         every other feature), passed to the model's ``prepare``; the scores are
         ``<w_n, x> + b_n``
     K : ``(m, m)`` matrix over ``hierarchy.nodes[1:]`` satisfying Theorem 1 (method
-        ``"orthogonal"`` only); default heuristic (6) with ``alpha`` (lowered, with a logged
-        warning, when its comparison matrix is not positive definite)
-    alpha : heuristic (6)'s off-diagonal value
+        ``"orthogonal"`` only); default heuristic (6) with ``alpha`` (lowered when its
+        comparison matrix is not positive definite, logged at INFO, which ``verbose`` shows)
+    alpha : heuristic (6)'s off-diagonal value; the default 1.0 is lowered as the heuristic
+        needs, an ``alpha`` set to another value is lowered with a ``UserWarning``
     method : ``"orthogonal"``, ``"flatmult"``, ``"hiermult"``, ``"transfer"`` or ``"treeloss"``
         (the registered methods of the paper, ``hiercvx.methods.get(method)``)
     solver : ``"fast"`` (stops on a certified relative gap ``tol``) or ``"reference"`` (the
@@ -182,6 +186,16 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
         return self.method != "flatmult" and not (self.method == "treeloss"
                                                   and self.treeloss_classes == "leaves")
 
+    def _warn_if_alpha_lowered(self, model) -> None:
+        """A ``UserWarning`` when heuristic (6) lowered an ``alpha`` the user set (not the
+        default 1.0, which the heuristic lowers as documented)."""
+        used = getattr(model, "K_alpha", None)
+        if used is not None and float(self.alpha) != 1.0 and used < float(self.alpha):
+            warnings.warn(f"{type(self).__name__}: alpha={self.alpha!r} makes heuristic (6)'s "
+                          f"comparison matrix not positive definite; it was lowered to {used:.6g} "
+                          f"(pass alpha <= {used:.6g} to use your own value)", UserWarning,
+                          stacklevel=3)
+
     @reports_progress
     def fit(self, X, y):
         """Fit on ``X`` ``(n_samples, n_features)`` (dense or CSR) and ``y`` (one node name per
@@ -192,11 +206,13 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
                                        internal_labels=self.internal_labels, single_label=True,
                                        keep_internal=self._takes_internal_labels())
         H, classes, labels = targets.hierarchy, targets.classes, targets.labels
+        self._target_form = targets.form   # predict answers in the form of an indicator y
         method = methods.get(self.method)
         C_paper = float(self.C) * X.shape[0]  # (4) / (12) weigh the hinge by C_paper / N
         # the model appends the bias feature itself (fit_intercept): solutions come back
         # without the bias column, the biases under "intercept"
         model = method.prepare(X, labels, H, check_input=False, **self._model_options())
+        self._warn_if_alpha_lowered(model)
         if model.data.n_pairs == 0:  # one leaf: no class to tell apart, every score infinite
             raise HierarchyError(f"{type(self).__name__}: nothing to classify, the labels give no "
                                  f"two classes to separate (the hierarchy's leaves: "
@@ -296,7 +312,8 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
 
     def predict(self, X):
         """The paper's classifier: recursive (1) for orthogonal / HIERMULT / TRANSFER, flat (2)
-        for FLATMULT and TREELOSS."""
+        for FLATMULT and TREELOSS.  After a fit on a 0/1 indicator ``y``, an indicator with its
+        columns (one label per row)."""
         check_is_fitted(self)
         if self.method in _TOP_DOWN:
             X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
@@ -304,14 +321,15 @@ class OrthogonalTransferSVC(LightPickleMixin, NodeScoresMixin, ClassifierMixin, 
                                         intercept=self.intercept_)
         else:
             node = self._class_nodes[np.argmax(self.class_scores(X), axis=1)]
-        return self.classes_[self._position[node]]
+        return in_target_form(self, self.classes_[self._position[node]])
 
     def score(self, X, y, sample_weight=None):
         """1 - the paper's error rate (section 2): accuracy for leaf labels; an internal test
         label counts as right when the prediction lies in its subtree."""
         check_is_fitted(self)
         y = read_test_labels(y, self.hierarchy, multilabel=False)
-        wrong = _PARTS.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object), self.predict(X))
+        wrong = _PARTS.top_down_errors(self.hierarchy_, np.asarray(y, dtype=object),
+                                       predicted_labels(self, X))
         return float(np.average(~wrong, weights=sample_weight))
 
     def __sklearn_tags__(self):

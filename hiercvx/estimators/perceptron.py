@@ -1,6 +1,6 @@
 """scikit-learn classifier for the hierarchical perceptrons of Cai thesis chapter 5 and Hieron.
 
-A thin wrapper: the labels are read as they come (:mod:`hiercvx.estimators._labels`), the
+A thin wrapper: the labels are read as they come (``hiercvx.estimators._labels``), the
 inputs validated and the bias added by the ``hsvm`` method's ``prepare`` (the perceptrons share
 the hierarchical SVM's margin model); training is ``methods.parts("perceptron").train``, and
 scoring / prediction are the SVM estimators' (same class scores, same multi-label rule).
@@ -144,6 +144,7 @@ class HierarchicalPerceptron(MarginSVC):
         targets = self._read_labels(y, X.shape[0])
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
                                           targets.multilabel)
+        self._target_form = targets.form   # predict answers in the form of an indicator y
         if len(classes) < 2:  # refused here so that the message names the perceptron
             raise LabelError(f"HierarchicalPerceptron needs at least two classes, got "
                              f"{len(classes)} ({classes.tolist()}): give a hierarchy with two or "

@@ -42,7 +42,8 @@ from ..result import rewritten_convergence_warnings
 from ._base import (check_solver_options, is_precomputed, kernel_parts, solver_route,
                     validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress, verbosity
-from ._labels import accuracy, read_test_labels, read_training_labels
+from ._labels import (accuracy, in_target_form, predicted_labels, read_test_labels,
+                      read_training_labels)
 
 #: the sibling pairs, the top-down rule d^H, the references on a model, the DC options
 _SIBLING = methods.parts("sibling_svm")
@@ -140,7 +141,7 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
         """Accuracy; ``y`` read as ``fit`` reads it (a path's label set is its deepest node)."""
         check_is_fitted(self)
         y = read_test_labels(y, self.hierarchy, multilabel=False)
-        return accuracy(y, self.predict(X), sample_weight)
+        return accuracy(y, predicted_labels(self, X), sample_weight)
 
     def _check_params(self):
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
@@ -164,6 +165,7 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
                                        internal_labels=getattr(self, "internal_labels", "self_leaf"),
                                        single_label=True, keep_internal=True)
         H, labels = targets.hierarchy, targets.labels
+        self._target_form = targets.form   # predict answers in the form of an indicator y
         sigma = _resolve_sigma(self.kernel, kernel_parts(self.kernel)[1], X, labels)
         return X, labels, H, sigma
 
@@ -252,10 +254,11 @@ class _SiblingBase(LightPickleMixin, ClassifierMixin, BaseEstimator):
         return U
 
     def predict(self, X):
-        """The top-down rule ``d^H`` (section 2), as node names of the caller's hierarchy."""
+        """The top-down rule ``d^H`` (section 2), as node names of the caller's hierarchy (after
+        a fit on a 0/1 indicator ``y``, an indicator with its columns)."""
         S = self.node_scores(X)
         idx = _SIBLING.predict_top_down(S, self.working_hierarchy_, return_index=True)
-        return self.classes_[self._leaf_to_class[idx]]
+        return in_target_form(self, self.classes_[self._leaf_to_class[idx]])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -639,6 +642,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
                                 solver_options=self.solver_options,
                                 internal_labels=self.internal_labels)
         X, labels, H, sigma = base._prepare(X, y, who=type(self).__name__)
+        self._target_form = base._target_form   # predict answers in the form of an indicator y
         self.n_features_in_ = X.shape[1]
         pairs = _SIBLING.sibling_pairs(labels, H)  # validates; self leaves for internal labels
         Hw = pairs.hierarchy
@@ -670,7 +674,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
         """Accuracy; ``y`` read as ``fit`` reads it (a path's label set is its deepest node)."""
         check_is_fitted(self)
         y = read_test_labels(y, self.hierarchy, multilabel=False)
-        return accuracy(y, self.predict(X), sample_weight)
+        return accuracy(y, predicted_labels(self, X), sample_weight)
 
     def _node_problems(self, X, Hw, lab, sigma):
         """``(models, svms)``: each parent node with one child on its examples' paths (or
@@ -709,8 +713,40 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
                    what=f"{what} at node {Hw.nodes[node]!r} (the largest of the {len(sizes)} "
                         "node SVMs)")
 
+    def decision_function(self, X):
+        """Class scores ``(n_samples, n_classes)`` in ``classes_`` order: the smallest, along
+        the class's path, of the node SVMs' margins for the child the path takes
+        (:meth:`SiblingMarginSVC.decision_function` at each parent; ``+inf`` below a node with
+        one child, or whose training examples all went to that child, ``-inf`` for the other
+        children there).  Every margin on the predicted path is positive and the other classes
+        leave it at a negative one, so ``argmax`` is ``predict`` (without ties).  Two classes:
+        ``score(classes_[1]) - score(classes_[0])``."""
+        check_is_fitted(self)
+        X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        Hw = self.working_hierarchy_
+        edge = np.full((X.shape[0], len(Hw)), np.inf)   # margin of entering each node
+        for s, kids in enumerate(Hw.children_indices):
+            if len(kids) < 2:
+                continue
+            edge[:, kids] = -np.inf
+            model = self.node_models_[s]
+            if isinstance(model, int):
+                edge[:, model] = np.inf
+                continue
+            U = np.asarray(model.decision_function(X), dtype=float)
+            if U.ndim == 1:
+                U = np.column_stack([-U, U])
+            edge[:, np.asarray(model.classes_, dtype=np.int64)] = U
+        path = edge.copy()
+        for v, parents in enumerate(Hw.parent_indices):   # parents come first in node order
+            if len(parents):
+                path[:, v] = np.minimum(path[:, parents[0]], edge[:, v])
+        S = path[:, self._class_leaf]
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
     def predict(self, X):
-        """Top-down: at each parent node, the node's SVM picks the child."""
+        """Top-down: at each parent node, the node's SVM picks the child (after a fit on a 0/1
+        indicator ``y``, an indicator with its columns)."""
         check_is_fitted(self)
         X = validate_X(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         Hw = self.working_hierarchy_
@@ -731,7 +767,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
                 current[rows] = model if isinstance(model, int) else model.predict(X[rows])
             if not moved:
                 break
-        return self.classes_[self._leaf_to_class[current]]
+        return in_target_form(self, self.classes_[self._leaf_to_class[current]])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

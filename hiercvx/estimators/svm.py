@@ -1,7 +1,7 @@
 """scikit-learn classifiers for the Crammer–Singer and Cai–Hofmann hierarchical SVMs.
 
 Thin wrappers over the method registry (:mod:`hiercvx.methods`): ``fit`` validates with
-scikit-learn once, reads the labels as they come (:mod:`hiercvx.estimators._labels`), prepares
+scikit-learn once, reads the labels as they come (``hiercvx.estimators._labels``), prepares
 the method's model (``hsvm``; the flat linear single-label case of :class:`MulticlassSVC`:
 ``multiclass``), then runs the registered fast solver or the certified CVXPY reference declared
 on the model (``methods.parts("hsvm").from_model``); the certificate (``objective_``,
@@ -24,7 +24,7 @@ from ._base import (LabelSetScoreMixin, NodeScoresMixin, check_solver_options, c
                     fit_label_set_threshold, is_precomputed, predict_from_scores, solver_route,
                     validate_training_X, validate_X)
 from ._habits import LightPickleMixin, reports_progress, verbosity
-from ._labels import read_training_labels, user_label_sets, user_names
+from ._labels import in_target_form, read_training_labels, user_label_sets, user_names
 
 #: the margin model's scoring (class scores (3.8), expansion coefficients, class attributes)
 _PARTS = methods.parts("hsvm")
@@ -83,7 +83,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
     @reports_progress
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` and ``y``: one label per sample, or label sets (ancestors included or
-        not); labels may stop at internal nodes (module :mod:`hiercvx.estimators._labels`)."""
+        not); labels may stop at internal nodes (module ``hiercvx.estimators._labels``)."""
         self._check_params()
         route = solver_route(self)
         route.refuse(type(self).__name__, "method")
@@ -91,6 +91,7 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         X, targets, sample_weight, kernel, scaling = self._training_inputs(X, y, sample_weight)
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
                                           targets.multilabel)
+        self._target_form = targets.form   # predict answers in the form of an indicator y
         if self.solver == "fast" and kernel.is_linear and self._flat_crammer_singer(multilabel):
             self._fit_crammer_singer(X, H, classes, labels, sample_weight, scaling)
             return self
@@ -238,10 +239,13 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
 
     def predict(self, X):
         """Top-scoring class; for a multi-label fit, the label set of every class whose score is
-        within ``threshold_`` of the top score (``threshold_`` fitted on the training data)."""
+        within ``threshold_`` of the top score (``threshold_`` fitted on the training data).
+        After a fit on a 0/1 indicator ``y``, an indicator with its columns (int 0/1; CSR if
+        ``y`` was sparse)."""
         pred = predict_from_scores(self.class_scores(X), self.classes_, self.multilabel_,
                                    self.threshold_)
-        return user_label_sets(pred, self.self_leaves_) if self.multilabel_ else pred
+        return in_target_form(self, user_label_sets(pred, self.self_leaves_)
+                              if self.multilabel_ else pred)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

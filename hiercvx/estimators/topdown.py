@@ -36,7 +36,7 @@ from ._base import (NodeScoresMixin, LabelSetScoreMixin, check_solver_options, c
                     held_nodes, is_precomputed, kernel_parts, ravel_column_target, solver_route,
                     validate_training_X, validate_X)
 from ._habits import reports_progress, verbosity
-from ._labels import read_training_labels, user_label_sets, user_names
+from ._labels import in_target_form, read_training_labels, user_label_sets, user_names
 from .svm import MulticlassSVC
 
 logger = logging.getLogger(__name__)
@@ -122,24 +122,24 @@ class TopDownSVC(NodeScoresMixin, LabelSetScoreMixin, ClassifierMixin, BaseEstim
     ----------
     hierarchy : Hierarchy or None, default=None
         The class hierarchy (tree or DAG); None: a flat hierarchy over the labels seen in
-        ``fit``; the model is then exactly one :class:`MulticlassSVC`.
+        ``fit``; the model is then exactly one :class:`~hiercvx.estimators.MulticlassSVC`.
     C, fit_intercept, intercept_scaling, kernel, solver, tol, max_iter, verbose : \
 default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
-        Passed to every node's :class:`MulticlassSVC`: C in LIBLINEAR's meaning
+        Passed to every node's :class:`~hiercvx.estimators.MulticlassSVC`: C in LIBLINEAR's meaning
         (``1/2 ||W||^2 + C sum_i xi_i`` per node), ``fit_intercept=True`` (as in
         ``LinearSVC``) a regularized bias per node's class through a constant feature
         ``intercept_scaling`` appended to X (``k + intercept_scaling**2`` for other kernels),
         each node's ``intercept_`` on its estimator; ``solver="fast"``: the node's margin
         engine, certified gap ``tol``, ``max_iter`` its budget per node (as in
-        :class:`MulticlassSVC`); ``"reference"``: CVXPY.  For ``kernel="rbf"`` without a
-        width (a :class:`hiercvx.kernels.Kernel` carries one) the median heuristic is taken
-        once on all training data, so every node uses the same kernel.
+        :class:`~hiercvx.estimators.MulticlassSVC`); ``"reference"``: CVXPY.  For ``kernel="rbf"``
+        without a width (a :class:`hiercvx.kernels.Kernel` carries one) the median heuristic is
+        taken once on all training data, so every node uses the same kernel.
     internal_labels : {"self_leaf", "refuse"}, default="self_leaf"
         As in :class:`~hiercvx.estimators.HierarchicalSVC`: labels come as loaders give them
         (label sets with their ancestors; a label that stops at an internal node is a leaf for
         the node itself, Cai thesis section 3.1, predicted back as the node).
     solver_options : dict, Options or None, default=None
-        Passed to every node's :class:`MulticlassSVC`.
+        Passed to every node's :class:`~hiercvx.estimators.MulticlassSVC`.
         ``solver_options={"warm_start": True}`` fits the previous fit's node SVMs again, each
         from its own dual variables when they fit the new problem at its node (a path of
         ``C`` on the same data).  ``solver="reference"`` checks every node's declaration
@@ -204,7 +204,8 @@ default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
 
     @reports_progress
     def fit(self, X, y, sample_weight=None):
-        """Fit one :class:`MulticlassSVC` per internal node (thesis 7.4.2, steps 1-3)."""
+        """Fit one :class:`~hiercvx.estimators.MulticlassSVC` per internal node (thesis 7.4.2,
+        steps 1-3)."""
         check_solver_options(self.C, "C", self.tol, self.solver, self.max_iter, who=type(self).__name__)
         given = X  # the node calibration reads X as the caller gave it (its feature names)
         X = validate_training_X(self, X, precomputed=self._precomputed())
@@ -231,6 +232,7 @@ default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
         self.classes_ = user_names(classes, read.paths)
         self._class_cols = H.indices(classes.tolist())
         self.multilabel_ = multilabel
+        self._target_form = read.form   # predict answers in the form of an indicator y
         self.estimators_ = svms
         self.routes_ = routes
         self.child_counts_ = counts
@@ -267,9 +269,10 @@ default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
         return routes, counts, problems
 
     def _node_svms(self, problems, kernel) -> dict:
-        """An unfitted :class:`MulticlassSVC` per node problem, with this estimator's settings;
-        with ``warm_start`` the previous fit's node SVM, so that it starts from its own dual
-        variables when they fit the new problem at its node (MulticlassSVC's warm start)."""
+        """An unfitted :class:`~hiercvx.estimators.MulticlassSVC` per node problem, with this
+        estimator's settings; with ``warm_start`` the previous fit's node SVM, so that it starts
+        from its own dual variables when they fit the new problem at its node (MulticlassSVC's warm
+        start)."""
         previous = getattr(self, "estimators_", {}) if solver_route(self).warm_start else {}
         settings = dict(C=self.C, fit_intercept=self.fit_intercept,
                         intercept_scaling=self.intercept_scaling, kernel=kernel,
@@ -419,7 +422,7 @@ default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
 
     def local_scores(self, X) -> dict:
         """``{internal node: (n_samples, n_children) scores}``, columns in
-        ``hierarchy_.children(node)`` order (see :meth:`_local` for unseen children)."""
+        ``hierarchy_.children(node)`` order (see ``_local`` for unseen children)."""
         return self._local(self._check_X(X))
 
     def _class_scores(self, X) -> np.ndarray:
@@ -442,10 +445,11 @@ default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
 
     def predict(self, X):
         """The leaf reached from the root by the node classifiers; for a multi-label fit the
-        set of leaves reached when every node routes to the children its classifier predicts."""
+        set of leaves reached when every node routes to the children its classifier predicts.
+        After a fit on a 0/1 indicator ``y``, an indicator with its columns."""
         X = self._check_X(X)
         if not self.multilabel_:
-            return self.classes_[np.argmax(self._class_scores(X), axis=1)]
+            return in_target_form(self, self.classes_[np.argmax(self._class_scores(X), axis=1)])
         H = self.hierarchy_
         local = self._local(X)
         reached = np.zeros((X.shape[0], len(H)), dtype=bool)
@@ -455,14 +459,19 @@ default=1.0, True, 1.0, "linear", "fast", 1e-6, 10000, False
             S = local[name]
             clf = self.estimators_.get(name)
             if clf is not None:  # the node classifier's own label-set rule
-                chosen = S.max(axis=1, keepdims=True) - S <= clf.threshold_
+                top = S.max(axis=1, keepdims=True)
+                # a gap at the threshold up to round-off (64 ulps of the scores' magnitude, so
+                # that dense and CSR copies of X, whose products round differently, agree)
+                scale = np.maximum(np.abs(S).max(axis=1, keepdims=True), 1e-300)
+                slack = 64 * np.finfo(float).eps * scale
+                chosen = top - S <= clf.threshold_ + slack
             else:  # the most frequent children in training (ties: all of them)
                 chosen = S >= S.max(axis=1, keepdims=True)
             ch = H.children_indices[v]
             reached[:, ch] |= reached[:, [v]] & chosen
         hits = reached[:, self._class_cols]
-        return user_label_sets([frozenset(self.classes_[row].tolist()) for row in hits],
-                               self.self_leaves_)
+        return in_target_form(self, user_label_sets(
+            [frozenset(self.classes_[row].tolist()) for row in hits], self.self_leaves_))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from .. import metrics
 from ..exceptions import InputError, LabelError
 from ..hierarchy import Hierarchy
-from ._labels import read_test_labels
+from ._labels import predicted_labels, read_test_labels
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def _zero_one(est, X, y, hierarchy) -> float:
     Without a hierarchy a truth and a prediction of different kinds (a label set beside a
     single label) cannot be compared and are refused, not counted as errors."""
     y = _read_labels(est, y, hierarchy)
-    pred = est.predict(X)
+    pred = predicted_labels(est, X)
     H = _label_hierarchy(est, hierarchy)
     if H is not None:
         return -metrics.test_error(y, pred, hierarchy=H, loss="zero_one")
@@ -230,8 +230,8 @@ def tune_on_holdout(estimator, param_grid, X, y, X_tune, y_tune, *, scoring=None
     ``n_jobs``: joblib workers over the grid; ``error_score``: ``"raise"`` or the number
     recorded for a grid point whose fit raises (such a point is never chosen; e.g. ``np.nan``
     as in ``GridSearchCV``).  A NaN score of a fitted grid point is refused
-    (:class:`InputError`): NaN has no place in the order the choice is made by.  Progress is
-    shown with tqdm when ``verbose``.
+    (:class:`~hiercvx.exceptions.InputError`): NaN has no place in the order the choice is made by.
+    Progress is shown with tqdm when ``verbose``.
     """
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise InputError(f"estimator must be a scikit-learn estimator, got {type(estimator).__name__}")

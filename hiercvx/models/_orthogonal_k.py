@@ -187,7 +187,8 @@ def validate_K(K, H: Hierarchy) -> np.ndarray:
 
 
 def check_tree(H) -> None:
-    """Refuse anything but a :class:`Hierarchy` that is a tree with at least one class."""
+    """Refuse anything but a :class:`~hiercvx.hierarchy.Hierarchy` that is a tree with at least one
+    class."""
     if not isinstance(H, Hierarchy):
         raise InputError(f"H must be a hiercvx.Hierarchy, got {type(H).__name__}")
     if not H.is_tree:
@@ -216,7 +217,9 @@ def heuristic_K_sparse(H: Hierarchy, alpha: float) -> tuple[sp.csr_matrix, float
     used = alpha
     if alpha * rho >= 1.0 - 1e-12:
         used = 0.5 / rho
-        logger.warning("heuristic (6): with alpha=%g the comparison matrix of K is not positive definite "
+        # the documented behaviour of heuristic (6), not a fault: shown with verbose (INFO);
+        # the estimator warns when the alpha it lowers is one the user chose
+        logger.info("heuristic (6): with alpha=%g the comparison matrix of K is not positive definite "
                        "(alpha * rho = %.3g >= 1, rho the largest eigenvalue of D^-1/2 A D^-1/2); lowering "
                        "alpha to %.6g (half the largest admissible value %.6g)", alpha, alpha * rho, used,
                        1.0 / rho)
@@ -230,7 +233,7 @@ def heuristic_K(H: Hierarchy, alpha: float = 1.0, return_alpha: bool = False):
     ``Kbar = D - alpha A`` is positive definite iff ``alpha * rho < 1`` with ``rho`` the
     largest eigenvalue of ``D^{-1/2} A D^{-1/2}``.  When the given alpha fails this, alpha is
     lowered to ``1 / (2 rho)`` -- then ``Kbar >= D / 2``, so Corollary 2's constant is at least
-    1/2 -- and a warning is logged.  ``return_alpha=True`` returns ``(K, alpha_used)``.
+    1/2 -- and it is logged at INFO.  ``return_alpha=True`` returns ``(K, alpha_used)``.
     """
     K, used = heuristic_K_sparse(H, alpha)
     K = K.toarray()

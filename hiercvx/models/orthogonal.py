@@ -22,13 +22,13 @@ feasible ``alpha`` and any ``S`` in the box ``S_ii = K_ii, |S_ij| <= K_ij`` when
 matrix is PSD), class scores and the most violated pair of every slack.  The CVXPY
 declarations (:mod:`hiercvx.formulations.orthogonal`), dual coordinate ascent
 (:mod:`hiercvx.solvers.orthogonal_dual`) and RDA (:mod:`hiercvx.solvers.rda`) are built on it.
-:func:`reduce_model` restricts a model to the weight rows its margin rows use and merges
-interchangeable negatives (the proof that the optimum and its certificates lift exactly is
-its docstring): a wide or deep tree costs what its labelled paths hold.  Heuristic (6) is
-built sparse (:meth:`PairModel.sparse_K`), and large class sets get sparse class data.  Also here: Theorem 1 (:func:`check_convexity`), Corollary 2
-(:func:`strong_convexity`), heuristic (6) (:func:`heuristic_K`), the classifiers (1)
-(:func:`predict_top_down`) and (2) (:func:`predict_flat`) and the paper's error rule
-(:func:`top_down_errors`).
+:func:`~hiercvx.models.orthogonal.reduce_model` restricts a model to the weight rows its margin
+rows use and merges interchangeable negatives (the proof that the optimum and its certificates lift
+exactly is its docstring): a wide or deep tree costs what its labelled paths hold.  Heuristic (6)
+is built sparse (:meth:`PairModel.sparse_K`), and large class sets get sparse class data.  Also
+here: Theorem 1 (:func:`check_convexity`), Corollary 2 (:func:`strong_convexity`), heuristic (6)
+(:func:`heuristic_K`), the classifiers (1) (:func:`predict_top_down`) and (2)
+(:func:`predict_flat`) and the paper's error rule (:func:`top_down_errors`).
 """
 
 from __future__ import annotations
@@ -104,7 +104,8 @@ class PairModel(Model):
     ``K``: (4)'s validated matrix over ``H.nodes[1:]`` (orthogonal only; ``K_alpha`` the
     alpha of heuristic (6) after any lowering, ``None`` for an explicit K); ``S``: the fixed
     regularizer matrix of the baselines over ``var_nodes`` (``None`` for orthogonal).  In the
-    reduced model of :func:`reduce_model`, ``var_nodes`` is a subset and K is over it.
+    reduced model of :func:`~hiercvx.models.orthogonal.reduce_model`, ``var_nodes`` is a subset and
+    K is over it.
 
     Intercept (LIBLINEAR's regularized bias, :mod:`hiercvx.bias`): with ``fit_intercept``,
     ``X`` is ``[X_features, s]`` (``s = intercept_scaling``), the features every solver and
@@ -328,7 +329,7 @@ def prepare(X, y, H: Hierarchy, method: str = "orthogonal", classes: str = "node
             check_input: bool = True) -> PairModel:
     """Validate ``(X, y, H)`` (and K) once and build the :class:`PairModel` of ``method``.
 
-    ``method`` (one of :data:`METHODS`) sets the pairs of the hinge:
+    ``method`` (one of :data:`~hiercvx.models.orthogonal.METHODS`) sets the pairs of the hinge:
 
     * ``"orthogonal"``, ``"transfer"`` -- (4)'s rows: example k, ``i in A^+(y_k)``,
       ``j in S(i)``; one slack per example, weight ``1/N``.

@@ -41,7 +41,7 @@ class BlockInverse:
     (``node_block``, ``node_pos``, ``blk_ptr``, ``blk_nodes``, ``q_off``, ``Qflat``) is what
     the compiled pass reads: ``Q[u, v] = Qflat[q_off[b] + node_pos[u] * size_b + node_pos[v]]``
     when u and v are in block b, 0 otherwise.  Blocks of at most ``small_block`` rows are
-    factored by a compiled Cholesky loop (:func:`~hiercvx.solvers._orthogonal_kernels.invert_small_blocks`),
+    factored by a compiled Cholesky loop (``invert_small_blocks``),
     larger ones by LAPACK."""
 
     def __init__(self, pattern, small_block: int = 64):

@@ -21,10 +21,13 @@ are zero at the optimum and dropped, and each group of interchangeable negatives
 row.  It solves the reduced problem and lifts ``W``, ``alpha`` and ``S`` exactly: the
 certified bounds of the reduced problem are those of the full one at the lifted point.  A
 chain of 1000 nodes labelled at its two leaves is a two-row problem; a 5000-leaf star with
-three labelled leaves a four-row one.
+three labelled leaves a four-row one.  Feature columns that are zero in every example are
+dropped too and are 0 in ``W`` (``hiercvx.solvers._columns``: flipping the sign of such a column
+of ``W`` leaves every ``<w_i, w_j>`` unchanged; ``D(alpha, S)`` is the same number): ``X``
+padded with zero columns costs what ``X`` costs.
 
-**Coordinate ascent** on ``D`` by blocks (:mod:`hiercvx.solvers._orthogonal_kernels` for the
-compiled loops, :mod:`hiercvx.solvers._orthogonal_problem` for the problem's pieces):
+**Coordinate ascent** on ``D`` by blocks (``hiercvx.solvers._orthogonal_kernels`` for the
+compiled loops, ``hiercvx.solvers._orthogonal_problem`` for the problem's pieces):
 
 * **alpha**, one slack at a time (dual coordinate ascent as in LIBLINEAR, random order): the
   slack's block is a small QP (Hessian ``||x_s||^2 b_p^T S^{-1} b_q``, ``b_p = Lam_pos -
@@ -49,7 +52,7 @@ compiled loops, :mod:`hiercvx.solvers._orthogonal_problem` for the problem's pie
 **A stalled gap** ends the ascent early: when the certified gap fell by less than 1% over the
 last ``stall_window`` passes, it stops with a ``ConvergenceWarning`` (a problem in raw feature
 units at ``C = 1`` is nearly hard-margin and moves so; the estimators' warning then carries the
-scale advice of :mod:`hiercvx.methods._scale`).
+scale advice of ``hiercvx.methods._scale``).
 
 **Separable baselines** (``blocks="auto"``): with a diagonal ``S`` and weight rows that no
 slack couples -- HIERMULT is one Crammer--Singer problem per internal node -- the problem is a
@@ -87,6 +90,7 @@ from ..models import orthogonal as otm
 from ..result import Solution, check_iteration_options, reached, relative_gap, stopping_gap
 from . import _orthogonal_kernels as kern
 from . import crammer_singer, interior_point
+from ._columns import lift_columns, restrict_columns, used_columns
 from ._orthogonal_problem import BlockInverse, Problem
 from .primitives import CertificateSchedule, blas_threads
 
@@ -261,6 +265,9 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float | None = N
     K_sparse = None if K_used is None else (model.sparse_K() if K is None else sp.csr_matrix(K_used))
     reduced = otm.reduce_model(model, K_sparse if model.method == "orthogonal" else model.S)
     small = model if reduced is None else reduced.model
+    columns = used_columns(small.X)
+    if columns is not None:
+        small = restrict_columns(small, columns, also=("X_slacks",))
     with blas_threads(1):
         prob = Problem(small, C, small.sparse_K() if reduced is not None else K_sparse,
                        gram_max_classes=opts.gram_max_classes, small_block=opts.small_block)
@@ -269,6 +276,8 @@ def solve(model: otm.PairModel, C: float = 1.0, *, K=None, tol: float | None = N
             route = "coordinate"
             out = _Ascent(prob, opts, random_state, log, t_start).run()
     W, upper, lower, alpha, n_pass, converged, hist, at_zero, n_newton = out
+    if columns is not None:  # the dropped columns are zero
+        W = lift_columns(W, columns, model.X.shape[1])
     W, alpha, S_out = _lifted(model, prob, reduced, K_sparse, W, alpha)
     weights, intercept = model.split_weights(model.full_weights(W))
     res = Solution(weights=weights, objective=float(upper), lower_bound=float(lower),

@@ -15,7 +15,7 @@ on DAGs the certified dual ascent :func:`~hiercvx.models.nhsvm.dag_alpha`, conti
 barrier method :func:`~hiercvx.models.nhsvm.barrier_alpha`).  The certificate is for (14)
 itself: the objective at ``(U, alpha*(U))`` against the dual of (14) at the weight step's dual
 point (:meth:`~hiercvx.models.nhsvm.SharedNormModel.dual_value`; its path part is the cover
-:func:`~hiercvx.models.nhsvm.min_path_cover`).  Settings live in the frozen :class:`Options`.
+:func:`~hiercvx.models.nhsvm.min_path_cover`).  Settings live in the frozen ``Options``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..models.nhsvm import (CollapsedLeaves, SharedNormModel, barrier_alpha, dag
                             depth_levels, min_path_cover, node_matrix, optimal_alpha, scaled_alpha)
 from ..result import Solution, check_iteration_options, reached, relative_gap
 from . import nhsvm_fw
+from ._columns import lift_columns, restrict_columns, used_columns
 from ._nhsvm_dual import progress
 from .primitives import blas_threads
 
@@ -87,8 +88,9 @@ class Options:
 
 def alpha_for(U, H: Hierarchy, gap: float = 1e-9):
     """Optimal ``alpha`` for ``U`` and the value ``min (20)``: closed form on trees
-    (:func:`optimal_alpha`); on DAGs the certified dual ascent :func:`dag_alpha`, continued by
-    the barrier method :func:`barrier_alpha` when its relative gap stays above ``gap`` (the
+    (:func:`optimal_alpha`); on DAGs the certified dual ascent
+    :func:`~hiercvx.models.nhsvm.dag_alpha`, continued by the barrier method
+    :func:`~hiercvx.models.nhsvm.barrier_alpha` when its relative gap stays above ``gap`` (the
     better point is kept)."""
     if H.is_tree:
         return optimal_alpha(U, H, return_value=True)
@@ -217,12 +219,16 @@ def solve(model: SharedNormModel, lam: float = 1.0, *, tol: float | None = None,
     check_iteration_options(None, options.stall_alternations,
                             who="shared_norm.solve (stall_alternations)")
     t0 = time.perf_counter()
-    collapse, work, alpha = _collapsed_start(model, alpha0)
+    columns = used_columns(model.X)  # all-zero feature columns: 0 in U (hiercvx.solvers._columns)
+    collapse, work, alpha = _collapsed_start(
+        model if columns is None else restrict_columns(model, columns), alpha0)
     with blas_threads(1):
         out, dual_point = _Alternation(work, float(lam), options, random_state, verbose,
                                        t0).run(alpha, time_limit)
         if collapse is not None:
             out = _lift(collapse, out, dual_point, float(lam), float(options.tol))
+    if columns is not None:
+        out.weights = lift_columns(out.weights, columns, model.X.shape[1])
     out.warn_unless_converged("alternations", stacklevel=2)
     return nhsvm_fw.split_intercept(model, out)
 
@@ -241,7 +247,7 @@ def _collapsed_start(model: SharedNormModel, alpha0):
 
 
 def _with_keywords(options: Options | None, **keywords) -> Options:
-    """``options`` (default :class:`Options`) with every keyword that is not None set."""
+    """``options`` (default ``Options``) with every keyword that is not None set."""
     options = Options() if options is None else options
     if not isinstance(options, Options):
         raise InputError(f"options must be a hiercvx.solvers.shared_norm.Options, got "
