@@ -15,17 +15,18 @@ Every recomputed objective and every lower bound goes through the margin model.
   minimizes (LIBLINEAR's ``MCSVM_CS`` solver, Fan et al. 2008, appendix), bias feature and
   per-example costs included::
 
-      min_{W, b, xi}  1/2 ||W||_F^2 + 1/2 ||b||^2 / s^2 + C sum_i c_i xi_i
-      s.t.  s_{i y_i} - s_{i m} >= e_{i m} - xi_i      for all i and all classes m,
-            s_{i m} = w_m . x_i + b_m,  e_{i m} = 1 - [m = y_i],
-            c_i = sample_weight_i * class_weight[y_i],  s = intercept_scaling.
+      min_{W, b, xi}  1/2 ||W||_F^2 + 1/2 ||b||^2 / s^2 + sum_i C_i xi_i
+      s.t.  s_{i c_i} - s_{i m} >= e_{i m} - xi_i      for all i and all classes m,
+            s_{i m} = w_m . x_i + b_m,  e_{i m} = 1 - [m = c_i],
+            C_i = C * sample_weight_i * class_weight[c_i],  s = intercept_scaling,
 
-  (The row ``m = y_i`` reads ``xi_i >= 0``.)
+  with ``c_i`` the class of sample i (the sheet's notation).  (The row ``m = c_i`` reads
+  ``xi_i >= 0``.)
 
 * :func:`dual` -- the notes' Lagrangian dual (a QP in ``lambda in R^{n x k}``)::
 
       max  sum_i lambda_{i c_i} - 1/2 sum_y G_{:y}^T K G_{:y},   G_{iy} = sgn_{iy} lambda_{iy}
-      s.t. lambda >= 0,  lambda_{i c_i} <= C c_i,  lambda_{i c_i} = sum_{y != c_i} lambda_{iy},
+      s.t. lambda >= 0,  lambda_{i c_i} <= C_i,  lambda_{i c_i} = sum_{y != c_i} lambda_{iy},
       sgn_{iy} = +1 if y = c_i else -1,
 
   with the class functions ``f_y = sum_i G_{iy} k(x_i, .)``.  The notes print the recovery

@@ -36,7 +36,7 @@ from ._columns import lift_columns, restrict_columns, used_columns
 from ._nhsvm_dual import progress
 from .primitives import blas_threads
 
-__all__ = ["solve", "optimal_alpha", "depth_levels", "min_path_cover", "alpha_for"]
+__all__ = ["Options", "solve", "optimal_alpha", "depth_levels", "min_path_cover", "alpha_for"]
 
 
 @dataclass(frozen=True)
