@@ -17,6 +17,7 @@ __all__ = [
     "check_not_complex",
     "check_positive",
     "check_target",
+    "random_generator",
 ]
 
 
@@ -221,3 +222,16 @@ def check_hierarchy_argument(hierarchy, name: str = "hierarchy", allow_none: boo
         raise InputTypeError(f"{name} must be a hiercvx.Hierarchy{' or None' if allow_none else ''}, "
                              f"got {type(hierarchy).__name__}{hint}; build one with "
                              "Hierarchy.from_parents, Hierarchy.from_edges or Hierarchy.from_paths")
+
+
+def random_generator(random_state) -> np.random.Generator:
+    """``random_state`` as a numpy ``Generator``: None, a non-negative int, a ``Generator`` or a
+    ``RandomState`` (seeding a new generator from it); anything else raises
+    :class:`~hiercvx.exceptions.InputError`."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**32 - 1))
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError):
+        raise InputError(f"random_state must be None, a non-negative int, a numpy Generator or "
+                         f"a numpy RandomState, got {random_state!r}") from None

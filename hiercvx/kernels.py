@@ -76,13 +76,15 @@ def median_heuristic(X, y=None, max_points: int = 2000, random_state=0) -> float
 
 def _entry_precision(K: np.ndarray) -> float:
     """The machine epsilon of the type ``K``'s entries carry: its own for a float16 / float32
-    array, float32's for a float64 array whose every entry is a float32 number (a float32
-    matrix converted on the way in), else float64's."""
+    array; for a float64 array, float32's when every entry is a float32 number and some entry
+    is not an integer (a float32 matrix converted on the way in), else float64's.  A matrix
+    of integers (counts, a Gram matrix of binary features) is exact in float64: its entries
+    are float32 numbers too, yet nothing rounded them to float32's precision."""
     if K.dtype in (np.float16, np.float32):
         return float(np.finfo(K.dtype).eps)
     if K.dtype == np.float64:
-        with np.errstate(over="ignore"):
-            if np.array_equal(K.astype(np.float32), K):
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.array_equal(K.astype(np.float32), K) and not np.array_equal(np.round(K), K):
                 return float(np.finfo(np.float32).eps)
     return float(np.finfo(np.float64).eps)
 
@@ -94,16 +96,17 @@ def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix", *,
     Parameters
     ----------
     K : array of shape (n, n)
-    tol : float
-        Relative tolerance at float64 precision: eigenvalues down to ``-tol * max(1, max|K|)``
-        pass (round-off of a PSD matrix computed in float64).
+    tol : float, default 1e-8
+        Relative tolerance at float64 precision, non-negative: eigenvalues down to
+        ``-tol * max(1, max|K|)`` pass (round-off of a PSD matrix computed in float64).
     what : str
         The matrix's name in the message.
     eps : float, optional
         The precision of ``K``'s entries, the machine epsilon of the type they were computed
         in.  Default: float32's for a float32 ``K`` or a float64 ``K`` whose entries are all
-        float32 numbers (a float32 Gram matrix converted on the way in; float16 likewise), else
-        float64's.  Eigenvalues down to ``-n * eps * max|lambda|`` pass as well: rounding each
+        float32 numbers, not all integers (a float32 Gram matrix converted on the way in;
+        float16 likewise), else float64's (an integer-valued matrix, such as counts, is exact
+        in float64).  Eigenvalues down to ``-n * eps * max|lambda|`` pass as well: rounding each
         entry by a relative ``eps`` moves every eigenvalue by at most ``||E||_2 <= n eps
         max|K|`` (Weyl's inequality), and ``max|K| <= max|lambda|``.
 
@@ -116,15 +119,22 @@ def check_psd(K: np.ndarray, tol: float = 1e-8, what: str = "kernel matrix", *,
     Raises
     ------
     InputError
-        ``K`` is not square, has non-finite entries, is not symmetric, or has an eigenvalue
-        below both bounds.
+        ``K`` is empty or not square, has non-finite entries, is not symmetric, or has an
+        eigenvalue below both bounds; ``tol`` or ``eps`` is negative or not a finite number.
     """
+    if isinstance(tol, (bool, np.bool_, str, bytes)) or not isinstance(tol, (int, float, np.number)) \
+            or not (np.isfinite(tol) and tol >= 0):
+        raise InputError(f"tol must be a non-negative, finite number (a relative tolerance, e.g. "
+                         f"the default 1e-8), got {tol!r}")
     if eps is not None and not (np.isfinite(eps) and eps >= 0):
         raise InputError(f"eps must be a non-negative number (a machine epsilon), got {eps!r}")
     precision = _entry_precision(np.asarray(K)) if eps is None else float(eps)
     K = np.asarray(K, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise InputError(f"the {what} must be square, got shape {K.shape}")
+    if K.shape[0] == 0:
+        raise InputError(f"the {what} is empty (shape {K.shape}); give the (n, n) Gram matrix "
+                         "of at least one point")
     if not np.all(np.isfinite(K)):
         raise InputError(f"the {what} has non-finite entries")
     scale = max(1.0, float(np.abs(K).max()))
@@ -189,12 +199,38 @@ class Kernel:
     sigma: float | None = None
     function: Callable | None = None
 
+    def __post_init__(self):
+        # the checks of make_kernel, so that every user of a Kernel gets them; "gaussian" is
+        # stored as "rbf"
+        names = ("linear", "rbf", "gaussian", "precomputed", "callable")
+        if not isinstance(self.name, str) or self.name not in names:
+            raise InputError(f"unknown kernel {self.name!r}; choose one of {names}, e.g. "
+                             "Kernel('rbf', sigma=0.5), or pass a callable k(A, B) as the kernel")
+        if self.name == "gaussian":
+            self.name = "rbf"
+        if self.sigma is not None:
+            if self.name != "rbf":
+                raise InputError(f"sigma is the width of the Gaussian kernel; the {self.name!r} "
+                                 f"kernel has none: give Kernel({self.name!r}) without sigma")
+            self.sigma = _check_sigma(self.sigma)
+        if self.name == "callable":
+            if not callable(self.function):
+                raise InputError("Kernel('callable') needs function=k, a callable k(A, B) "
+                                 f"returning the Gram block, got {self.function!r}")
+        elif self.function is not None:
+            raise InputError(f"function is for Kernel('callable', function=k); the {self.name!r} "
+                             "kernel takes none: drop it")
+
     def __call__(self, A, B=None):
         B = A if B is None else B
         if self.name == "linear":
             K = A @ B.T
             return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=float)
         if self.name == "rbf":
+            if self.sigma is None:
+                raise InputError("Kernel('rbf') has no width: give Kernel('rbf', sigma=0.5), or "
+                                 "resolve it on training data with make_kernel(kernel, X) "
+                                 "(the median heuristic)")
             return np.exp(-_sq_dists(A, B) / (2.0 * self.sigma ** 2))
         if self.name == "callable":
             K = np.asarray(self.function(A, B), dtype=float)
@@ -259,6 +295,20 @@ class ClassKernel:
     gram: object
 
 
+def _check_sigma(sigma) -> float:
+    """The Gaussian width ``sigma`` as a positive, finite float; a bool, a string or any
+    other non-number is refused."""
+    try:
+        value = float(sigma) if not isinstance(sigma, (bool, np.bool_, str, bytes)) else np.nan
+    except (TypeError, ValueError):
+        value = np.nan
+    if not (np.isfinite(value) and value > 0):
+        raise InputError(f"sigma must be a positive, finite number (the Gaussian width), got "
+                         f"{sigma!r}; pass e.g. sigma=0.5, or sigma=None for the median "
+                         "heuristic on the training data")
+    return value
+
+
 def make_kernel(kernel="linear", X=None, y=None, sigma: float | None = None) -> Kernel:
     """Resolve a kernel argument into a new :class:`Kernel` (the argument is never modified).
 
@@ -298,9 +348,7 @@ def make_kernel(kernel="linear", X=None, y=None, sigma: float | None = None) -> 
             if X is None:
                 raise InputError("the Gaussian kernel needs sigma or training data for the median heuristic")
             sigma = median_heuristic(X, y)
-        if not (np.isfinite(sigma) and sigma > 0):
-            raise InputError(f"sigma must be positive and finite, got {sigma}")
-        return Kernel("rbf", sigma=float(sigma))
+        return Kernel("rbf", sigma=_check_sigma(sigma))
     if kernel == "precomputed":
         return Kernel("precomputed")
     raise InputError(f"unknown kernel {kernel!r}; choose one of {KERNELS} or pass a callable k(A, B)")
@@ -315,14 +363,15 @@ def gram(X, Z=None, kernel="linear", sigma: float | None = None, check: bool = F
     Z : array or sparse matrix of shape (n_Z, n_features), optional
         Default ``X``.
     kernel : str, callable or Kernel, default "linear"
-        As in :func:`make_kernel`, with ``X`` as training data; a :class:`Kernel` is used as
-        it is (``sigma`` is then ignored).
+        As in :func:`make_kernel`, with ``X`` as training data: ``"rbf"`` or
+        ``Kernel("rbf")`` without a width takes :func:`median_heuristic` on ``X``.
     sigma : float, optional
-        Width of ``"rbf"``.
+        Width of ``"rbf"``; must be None when ``kernel`` is a :class:`Kernel` (it carries its
+        own).
     check : bool, default False
         When ``Z`` is omitted, refuse a result that is not PSD (:func:`check_psd`).
     """
-    k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel, X=X, sigma=sigma)
+    k = make_kernel(kernel, X=X, sigma=sigma)
     K = k(X, Z)
     if check and Z is None:
         check_psd(K)

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.cluster import hierarchy as sch
 from scipy.spatial.distance import squareform
 
-from ._validation import check_features, check_target
+from ._validation import check_features, check_target, random_generator
 from .exceptions import HierarchyError, InputError, LabelError
 from .hierarchy import Hierarchy
 from .kernels import Kernel, check_psd, make_kernel
@@ -110,24 +110,37 @@ def _class_matrix(y):
     return tuple(classes.tolist()), Y, counts
 
 
+def _check_block(block) -> int:
+    """``block`` as a positive int, else an :class:`InputError` saying what it may be."""
+    if (isinstance(block, (bool, np.bool_)) or not isinstance(block, (int, np.integer))
+            or block < 1):
+        raise InputError(f"block must be a positive integer (rows of the kernel computed at a "
+                         f"time, e.g. the default 2048), got {block!r}")
+    return int(block)
+
+
 def centroid_distances(X, y, kernel="linear", sigma: float | None = None, block: int = 2048):
     """``(classes, D)``: the classes of ``y`` and the ``(q, q)`` Euclidean distances between
     their centroids in the kernel's feature space, thesis (6.1).
 
-    ``kernel``: ``"linear"``, ``"rbf"``, a callable ``k(A, B)``, or ``"precomputed"`` (then ``X``
-    is the ``(n, n)`` Gram matrix of the examples).  ``block``: rows of a nonlinear kernel
-    computed at a time (2048: a ``(block, n)`` slice stays small in memory while each slice is
-    one large matrix product).
+    ``kernel``: ``"linear"``, ``"rbf"``, a callable ``k(A, B)``, a
+    :class:`~hiercvx.kernels.Kernel`, or ``"precomputed"`` (then ``X`` is the ``(n, n)`` Gram
+    matrix of the examples), resolved by :func:`~hiercvx.kernels.make_kernel` with ``X`` as
+    training data: a Gaussian without a width (``sigma=None``, ``Kernel("rbf")``) takes the
+    median heuristic on ``X``; ``sigma`` beside a ``Kernel`` is refused.  ``block``: a
+    positive integer, the rows of a nonlinear kernel computed at a time (2048: a
+    ``(block, n)`` slice stays small in memory while each slice is one large matrix product).
     """
+    block = _check_block(block)
     classes, Y, counts = _class_matrix(y)
-    precomputed = isinstance(kernel, str) and kernel == "precomputed"
+    precomputed = ((isinstance(kernel, str) and kernel == "precomputed")
+                   or (isinstance(kernel, Kernel) and kernel.name == "precomputed"))
     X = check_features(X, allow_sparse=not precomputed)
     n = X.shape[0]
     if Y.shape[0] != n:
         raise InputError(f"y has {Y.shape[0]} entries but X has {n} rows")
     A = sp.csr_matrix(Y.multiply(1.0 / counts[None, :]))  # (n, q): centroid = A^T phi(X)
-    k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel, X=None if precomputed else X,
-                                                              sigma=sigma)
+    k = make_kernel(kernel, X=None if precomputed else X, sigma=sigma)
     if k.is_linear:
         C = np.asarray((A.T @ X).toarray() if sp.issparse(X) else A.T @ X)
         G = C @ C.T
@@ -235,6 +248,25 @@ def _finite(value, name: str, what: str) -> float:
     return number
 
 
+def _distinct_names(classes) -> int:
+    """The number of distinct class names; unhashable names are refused."""
+    try:
+        return len(set(classes))
+    except TypeError:
+        raise LabelError("class names must be hashable (strings or numbers, not lists or "
+                         "arrays); pass one name per class") from None
+
+
+def _check_root(root) -> None:
+    """A root name is None (a fresh name) or hashable."""
+    if root is not None:
+        try:
+            hash(root)
+        except TypeError:
+            raise InputError(f"the root name must be hashable (a string or a number), got a "
+                             f"{type(root).__name__}; pass root=None for a fresh name") from None
+
+
 def _check_distances(D, classes):
     """``(D, classes)``: a finite, non-negative, symmetric ``(q, q)`` matrix with zero diagonal
     over ``q >= 2`` distinct class names, none of them None."""
@@ -242,7 +274,7 @@ def _check_distances(D, classes):
     q = len(classes)
     if q < 2:
         raise LabelError(f"a hierarchy over classes needs at least two classes, got {q}")
-    if len(set(classes)) != q:
+    if _distinct_names(classes) != q:
         raise LabelError("class names must be distinct")
     if any(c is None for c in classes):
         raise LabelError("a class name is None, which no hierarchy node can have: name every class")
@@ -295,6 +327,7 @@ def hierarchy_from_distances(D, classes, *, method: str = "average", depth: int 
     """
     D, classes = _check_distances(D, classes)
     depth, threshold, rtol = _check_cut_options(method, depth, threshold, rtol)
+    _check_root(root)
     q = len(classes)
     Z = sch.linkage(squareform(0.5 * (D + D.T), checks=False), method=method)
     R = inconsistency(Z, depth, rtol)
@@ -336,6 +369,7 @@ def learn_taxonomy(X, y, *, kernel="linear", sigma: float | None = None, method:
     TaxonomyResult (see :func:`learn_hierarchy` for ``X``, ``y``, ``kernel`` and ``sigma``)
     """
     _check_cut_options(method, depth, threshold, rtol)
+    _check_root(root)
     classes, D = centroid_distances(X, y, kernel=kernel, sigma=sigma)
     return hierarchy_from_distances(D, classes, method=method, depth=depth, threshold=threshold,
                                     root=root, rtol=rtol)
@@ -397,36 +431,33 @@ def random_hierarchy(level_sizes, random_state=None, classes=None, root=None,
     ``"<prefix><D>_<k>"``).  Use ``random_hierarchy(hierarchy_level_sizes(H), rs,
     classes=H.leaves)`` for a random counterpart of a balanced tree ``H``.
     """
+    message = (f"level_sizes must be a non-empty sequence of positive integers (nodes per "
+               f"level below the root, e.g. (7, 20, 160)), got {level_sizes!r}")
     try:
-        sizes = [int(s) for s in level_sizes]
-    except (TypeError, ValueError):
-        raise InputError("level_sizes must be a sequence of positive integers") from None
-    if not sizes or any(s < 1 for s in sizes) or any(s != float(t) for s, t in zip(sizes, level_sizes)):
-        raise InputError(f"level_sizes must be a non-empty sequence of positive integers, got {level_sizes!r}")
+        entries = list(level_sizes)
+    except TypeError:
+        raise InputError(message) from None
+    numbers = (int, float, np.integer, np.floating)
+    if (not entries or any(isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers)
+                           or not np.isfinite(t) for t in entries)):
+        raise InputError(message)
+    sizes = [int(t) for t in entries]
+    if any(s < 1 for s in sizes) or any(s != t for s, t in zip(sizes, entries)):
+        raise InputError(message)
     bad = [l for l in range(1, len(sizes)) if sizes[l] < sizes[l - 1]]
     if bad:
         l = bad[0]
         raise InputError(f"level {l + 1} has {sizes[l]} nodes but level {l} has {sizes[l - 1]}: every "
                          "interior node needs a child, so the level sizes must not decrease")
-    rng = np.random.default_rng(random_state)
+    rng = random_generator(random_state)
     D = len(sizes)
     if classes is not None:
         classes = list(classes.tolist() if isinstance(classes, np.ndarray) else classes)
         if len(classes) != sizes[-1]:
             raise InputError(f"{len(classes)} classes given for a deepest level of {sizes[-1]} nodes")
-        try:
-            distinct = len(set(classes))
-        except TypeError:
-            raise LabelError("class names must be hashable (strings or numbers, not lists or "
-                             "arrays); pass one name per deepest node") from None
-        if distinct != len(classes):
+        if _distinct_names(classes) != len(classes):
             raise LabelError("class names must be distinct")
-    if root is not None:
-        try:
-            hash(root)
-        except TypeError:
-            raise InputError(f"the root name must be hashable (a string or a number), got a "
-                             f"{type(root).__name__}; pass root=None for a fresh name") from None
+    _check_root(root)
     taken = set(classes or ())
     root = _fresh_name(_ROOT, taken) if root is None else root
     if root in taken:

@@ -292,3 +292,50 @@ def test_random_hierarchy_bad_input():
         T.random_hierarchy((2, 3), root="x", classes=["x", "y", "z"])
     with pytest.raises(hc.HierarchyError):
         T.hierarchy_level_sizes(hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")]))
+
+
+@pytest.mark.parametrize("block", [0, -5, 2.5, True, "8"])
+def test_centroid_distances_refuses_a_bad_block(block):
+    X = np.random.default_rng(0).standard_normal((12, 2))
+    with pytest.raises(hc.InputError, match="block must be a positive integer"):
+        T.centroid_distances(X, np.arange(12) % 3, kernel="rbf", sigma=1.0, block=block)
+
+
+def test_taxonomy_kernel_instances_are_checked_like_make_kernel():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((18, 3))
+    y = np.arange(18) % 3
+    _, D = T.centroid_distances(X, y, kernel="rbf")
+    _, D_inst = T.centroid_distances(X, y, kernel=Kernel("rbf"))
+    np.testing.assert_allclose(D_inst, D)
+    _, D3 = T.centroid_distances(X, y, kernel="rbf", sigma=3.0)
+    np.testing.assert_allclose(T.centroid_distances(X, y, kernel=Kernel("gaussian", sigma=3.0))[1], D3)
+    with pytest.raises(hc.InputError, match="carries its own width"):
+        T.learn_taxonomy(X, y, kernel=Kernel("rbf", sigma=3.0), sigma=100.0)
+    K = X @ X.T
+    _, D_lin = T.centroid_distances(X, y)
+    np.testing.assert_allclose(T.centroid_distances(K, y, kernel=Kernel("precomputed"))[1], D_lin,
+                               atol=1e-10)
+
+
+@pytest.mark.parametrize("random_state", [1.5, "a", -1])
+def test_random_hierarchy_refuses_a_bad_random_state(random_state):
+    with pytest.raises(hc.InputError, match="random_state must be"):
+        T.random_hierarchy((2, 3), random_state=random_state)
+
+
+@pytest.mark.parametrize("sizes", [("2", "3"), (True, 2), (2.0, np.nan), (2, None)])
+def test_random_hierarchy_refuses_level_sizes_that_are_not_integers(sizes):
+    with pytest.raises(hc.InputError, match="level_sizes must be"):
+        T.random_hierarchy(sizes)
+
+
+def test_unhashable_root_and_class_names_are_refused():
+    D = np.array([[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(hc.LabelError, match="hashable"):
+        T.hierarchy_from_distances(D, [[1], [2]])
+    with pytest.raises(hc.InputError, match="root name must be hashable"):
+        T.hierarchy_from_distances(D, ["a", "b"], root=[1])
+    X = np.random.default_rng(0).standard_normal((12, 2))
+    with pytest.raises(hc.InputError, match="root name must be hashable"):
+        T.learn_taxonomy(X, np.arange(12) % 3, root=[1])

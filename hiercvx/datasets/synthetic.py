@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from .._validation import random_generator as _rng
 from ..exceptions import InputError
 from ..hierarchy import Hierarchy
 from ._common import Dataset
@@ -50,16 +51,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- helpers
-def _rng(random_state) -> np.random.Generator:
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**32 - 1))
-    try:
-        return np.random.default_rng(random_state)
-    except (TypeError, ValueError):
-        raise InputError(f"random_state must be None, a non-negative int, a numpy Generator or "
-                         f"a numpy RandomState, got {random_state!r}") from None
-
-
 def _check_int(value, name: str, low: int, why: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise InputError(f"{name} must be an integer >= {low}{why}, got {value!r}")

@@ -716,7 +716,7 @@ class SequentialHierarchicalSVC(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Class scores ``(n_samples, n_classes)`` in ``classes_`` order: the smallest, along
         the class's path, of the node SVMs' margins for the child the path takes
-        (:meth:`SiblingMarginSVC.decision_function` at each parent; ``+inf`` below a node with
+        (``SiblingMarginSVC.decision_function`` at each parent; ``+inf`` below a node with
         one child, or whose training examples all went to that child, ``-inf`` for the other
         children there).  Every margin on the predicted path is positive and the other classes
         leave it at a negative one, so ``argmax`` is ``predict`` (without ties).  Two classes:
