@@ -90,6 +90,17 @@ __all__ = [
 #: A certified reference returns the one result type of hiercvx (:class:`hiercvx.result.Solution`).
 ReferenceSolution = Solution
 
+#: Solver capabilities as data: per problem class (``"LP"``, ``"QP"``, ``"SOCP"``, ``"SDP"``,
+#: ``"EXP"``, ``"MILP"``, ``"MIQP"``, ``"MISOCP"``), the CVXPY solvers in the order
+#: :func:`choose_solver` tries them (the first installed and usable one wins).
+SOLVER_PREFERENCE = SOLVER_PREFERENCE
+
+#: The limits of Gurobi's size-limited licence (the one the ``gurobipy`` pip wheel carries):
+#: at most 2000 variables and 2000 constraints, and at most 200 variables once the model has a
+#: quadratic term (a QP objective or a second-order cone).  When the installed licence is the
+#: size-limited one, :func:`check_gurobi_size` refuses a larger problem before it is sent.
+GUROBI_SIZE_LIMITS = GUROBI_SIZE_LIMITS
+
 
 def _check_tolerance(value, name: str) -> float:
     """A certificate tolerance as a positive finite float, or an ``InputError`` (a NaN would

@@ -160,6 +160,21 @@ def test_warm_start_along_a_C_path(make):
     assert warm.gap_ <= 1e-6 and warm.result_.solver == "interior_point"
 
 
+def test_n_iter_counts_the_exact_steps_of_a_warm_fit():
+    """A warm fit at a nearby C that the exact steps certify before any pass reports those
+    steps as its iterations, not 0; a fit that starts at the optimum reports 0."""
+    from hiercvx.datasets import make_cai_synthetic
+    ds = make_cai_synthetic(random_state=0)
+    est = HierarchicalSVC(hierarchy=ds.hierarchy, solver_options={"warm_start": True})
+    est.fit(ds.X, ds.y)
+    est.set_params(C=2.0).fit(ds.X, ds.y)
+    steps = est.result_.extras["n_newton"]
+    assert est.result_.solver == "working_set" and est.gap_ <= 1e-6
+    assert steps >= 1 and est.n_iter_ == est.result_.n_iter + steps
+    est.fit(ds.X, ds.y)  # the same C again: already optimal
+    assert est.n_iter_ == 0 and est.gap_ <= 1e-6
+
+
 def test_warm_start_on_label_sets_stays_with_the_label_set_engine():
     """A C path on label sets: every warm fit runs the label-set engine (started from the
     previous dual), at the cold fit's certified optimum."""

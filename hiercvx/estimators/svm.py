@@ -99,7 +99,9 @@ class MarginSVC(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin, Classifie
         if self.solver == "fast":  # the margin engine picks the solver (margin_engine.choose)
             res = methods.get("hsvm").fast_solvers["auto"].solve(
                 model, C=float(self.C), **self._fast_options(model, "hsvm"))
-            self._dual_solver, n_iter = "hsvm", res.n_iter
+            # exact steps count as iterations: a warm start may need no pass after one
+            self._dual_solver = "hsvm"
+            n_iter = res.n_iter + int(res.extras.get("n_newton", 0))
             coef = res.weights if model.node_weights else res.coefficients
         else:
             declare = _PARTS.from_model["primal" if model.node_weights else "dual"]
@@ -346,7 +348,8 @@ default="class_depth"
     gap_ : float
         Its certified relative duality gap.
     n_iter_ : int
-        The fast solver's iterations (passes, L-BFGS iterations or Newton steps); 1 with
+        The fast solver's iterations: its passes over the examples plus the exact steps it
+        accepted (face, support or Newton steps), or its L-BFGS iterations; 1 with
         ``solver="reference"``.
     result_ : Solution
         The solver's :class:`~hiercvx.result.Solution` (certificate, duals, extras).

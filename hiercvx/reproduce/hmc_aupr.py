@@ -114,6 +114,8 @@ DATA_SETS = tuple(f"{name}_{h}" for h in ("FUN", "GO") for name in (
     "seq", "spo", "struc"))
 SHIPPED = ("cellcycle_FUN", "cellcycle_GO")
 PUBLISHED_METHODS = ("C-HMCNN (published)", "CLUS-ENS (published)", "CLUS-HMC (published)")
+#: the published AU(PRC) of C-HMCNN, CLUS-ENS and CLUS-HMC, keyed by ``(data set, row name)``
+#: (where each number was read: the reproductions page of the documentation)
 PUBLISHED = {
     ("cellcycle_FUN", "C-HMCNN (published)"): 0.255,
     ("cellcycle_GO", "C-HMCNN (published)"): 0.413,
@@ -196,6 +198,7 @@ class Settings:
     max_iter: int | None = None
 
 
+#: the full protocol: every shipped data set at full size, the default grids of :class:`Settings`
 FULL = Settings()
 #: seconds, not minutes, and every row and code path of the full table: cellcycle_FUN cut at
 #: its second FunCat level (99 nodes) and subsampled, two C values and one width chosen on
@@ -354,6 +357,8 @@ def _ovr(estimator, kernel: bool):
     return _Method(make, kernel=kernel, flat=True)
 
 
+#: the table's rows of ours, by name: each builds its estimator (or pipeline) from the hierarchy,
+#: ``C``, the kernel width, the settings and the seed, fitted on label sets and scored per node
 METHODS = {
     "HierarchicalSVC": _hsvm(False),
     "HierarchicalSVC, RBF": _hsvm(True),
@@ -502,6 +507,7 @@ def _missing() -> str | None:
     return hmc.missing([f.name for f in _files(SHIPPED[0])])
 
 
+#: the one table of this module, as ``hiercvx reproduce hmc-aupr`` runs it
 TABLES = (Table(
     name="hmc-aupr",
     title="AU(PRC) on the Clus-HMC yeast data: every label-set estimator and flat one-vs-rest "

@@ -129,6 +129,7 @@ class Polisher:
         self.face_credit = 0.0
         primal, dual, psi = self.face.step(alpha, tol, cert[0], cert[1])
         new_gap = relative_gap(min(primal, self.state.best_primal), dual)
+        self.state.n_newton += new_gap < gap  # an exact step counts when it closed gap
         halved = new_gap <= 0.5 * gap
         self.face_wait = 1.0 if halved else min(max(1.5 * self.face_wait, self.face.miss),
                                                 self.options.face_wait)
@@ -139,6 +140,7 @@ class Polisher:
         self.support_credit = 0.0
         primal, dual, psi = self.support.step(alpha, tol, cert[0], cert[1])
         new_gap = relative_gap(min(primal, self.state.best_primal), dual)
+        self.state.n_newton += new_gap < gap
         halved = new_gap <= 0.5 * gap
         self.support_wait = 1.0 if halved else min(2.0 * self.support_wait,
                                                    self.options.face_wait)
