@@ -23,23 +23,35 @@ from .exceptions import (  # noqa: E402
     SolverUnavailableError,
 )
 from .hierarchy import Hierarchy, class_attributes  # noqa: E402
-from .reference import ReferenceProblem, ReferenceSolution  # noqa: E402
-from .result import Solution  # noqa: E402
-from . import losses, metrics, taxonomy  # noqa: E402  (hc.losses.<loss>, hc.metrics.<metric>)
 
 __version__ = "0.1.0"
 
-#: subpackages reached as attributes on first use (``hc.datasets.load_arff``), as
-#: ``from hiercvx import datasets`` reaches them
-_ON_FIRST_USE = ("datasets", "estimators", "formulations", "inference", "kernels", "methods",
-                 "models", "reproduce", "solvers", "testing")
+#: subpackages and modules reached as attributes on first use (``hc.datasets.load_arff``), as
+#: ``from hiercvx import datasets`` reaches them; with the names below, they keep
+#: ``import hiercvx`` (and the pytest plugin it carries, which every pytest run in the
+#: environment loads) from paying for CVXPY and scikit-learn until they are used
+_ON_FIRST_USE = ("datasets", "estimators", "formulations", "inference", "kernels", "losses",
+                 "methods", "metrics", "models", "reproduce", "solvers", "taxonomy", "testing")
+#: the core objects defined in modules that import CVXPY, by the module defining them
+_NAMES_ON_FIRST_USE = {"ReferenceProblem": "reference", "ReferenceSolution": "reference",
+                       "Solution": "result"}
 
 
 def __getattr__(name: str):
-    if name in _ON_FIRST_USE:
-        import importlib
-        return importlib.import_module(f"{__name__}.{name}")
+    import importlib
+    import importlib.util
+    if name in _ON_FIRST_USE or (not name.startswith("_")
+                                 and importlib.util.find_spec(f"{__name__}.{name}") is not None):
+        return importlib.import_module(f"{__name__}.{name}")  # e.g. hc.reference, hc.bias
+    if name in _NAMES_ON_FIRST_USE:
+        value = getattr(importlib.import_module(f"{__name__}.{_NAMES_ON_FIRST_USE[name]}"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ON_FIRST_USE) | set(_NAMES_ON_FIRST_USE))
 
 __all__ = [
     "Hierarchy",

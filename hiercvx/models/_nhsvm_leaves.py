@@ -307,11 +307,12 @@ class NodeBias:
     def augmented_weights(self, weights, intercept=None) -> np.ndarray:
         """``W~ = [W, b / s]``: weights over the model's own features ``X`` from the node weights
         ``W`` without the bias column and the node biases ``b`` (None: zeros).  Without a bias
-        ``W`` itself."""
+        ``W`` itself (``intercept`` must then be None or zeros: that model has none)."""
         W = np.asarray(weights, dtype=float)
         if W.ndim != 2 or W.shape[1] != self.n_features_in:
             raise InputError(f"node weights must have shape (n_nodes, {self.n_features_in}) (one "
                              f"column per feature, without the bias column), got {W.shape}")
+        _margin.refuse_intercept(intercept, self.bias_scaling)
         return join_bias(W, intercept, self.bias_scaling)
 
     def split_weights(self, W_aug) -> tuple[np.ndarray, np.ndarray]:

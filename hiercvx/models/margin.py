@@ -425,6 +425,22 @@ def check_gram(K, n: int) -> np.ndarray:
     return K
 
 
+def refuse_intercept(intercept, bias_scaling) -> None:
+    """Raise :class:`~hiercvx.exceptions.InputError` for a nonzero ``intercept`` given to a
+    model without a bias (``bias_scaling`` None): its decision function has no ``+ b``, so such
+    an intercept would otherwise be dropped unseen.  None and zeros pass."""
+    if bias_scaling is not None or intercept is None:
+        return
+    try:
+        b = np.asarray(intercept, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"intercept must be numeric, got {type(intercept).__name__}") from None
+    if np.any(b != 0):
+        raise InputError("the model has no intercept (prepared with fit_intercept=False) but a "
+                         f"nonzero intercept was given (max |b| {float(np.nanmax(np.abs(b))):.3g}); "
+                         "drop the intercept or prepare with fit_intercept=True")
+
+
 class MarginModel(Model):
     """The pairwise-ranking model on validated inputs: what the references, the fast solvers
     and the estimators of Crammer–Singer and Cai–Hofmann share.
@@ -501,7 +517,8 @@ class MarginModel(Model):
     def augmented_weights(self, weights, intercept=None) -> np.ndarray:
         """``W~ = [W, b / s]``: the node (or class) weights of the model's own features from
         the weights ``W`` without the bias column and the biases ``b`` (None: zeros).  Without
-        a bias ``W`` itself (``intercept`` is ignored: that model has none)."""
+        a bias ``W`` itself (``intercept`` must then be None or zeros: that model has none)."""
+        refuse_intercept(intercept, self.bias_scaling)
         return join_bias(weights, intercept, self.bias_scaling)
 
     def split_weights(self, W_aug) -> tuple[np.ndarray, np.ndarray]:

@@ -28,14 +28,33 @@ Objects accepted as "a solution": a :class:`~hiercvx.result.Solution` (also name
 
 from __future__ import annotations
 
-from ._assertions import (assert_bounds_bracket, assert_certified, assert_fast_matches_reference,
-                          assert_same_optimum, check_gradient, fast_vs_reference, solve_with_each)
-from ._judge import WeightJudgement, strong_convexity
-from .check import Outcome, SkippedProblemWarning, SolverCheckError, check_solver
-from .diagnose import Diagnosis, diagnose
-from .inference import InferenceProblem, check_inference, inference_problems
-from .diagnostics import KKTReport, Violation, kkt_report, objective
-from .problems import Problem, problems_for
+import importlib
+
+#: where each public name lives; imported on first use, so that loading the pytest plugin
+#: (:mod:`hiercvx.testing.plugin`) does not import the registry
+_WHERE = {
+    **dict.fromkeys(("assert_bounds_bracket", "assert_certified", "assert_fast_matches_reference",
+                     "assert_same_optimum", "check_gradient", "fast_vs_reference",
+                     "solve_with_each"), "_assertions"),
+    **dict.fromkeys(("WeightJudgement", "strong_convexity"), "_judge"),
+    **dict.fromkeys(("Outcome", "SkippedProblemWarning", "SolverCheckError", "check_solver"), "check"),
+    **dict.fromkeys(("Diagnosis", "diagnose"), "diagnose"),
+    **dict.fromkeys(("InferenceProblem", "check_inference", "inference_problems"), "inference"),
+    **dict.fromkeys(("KKTReport", "Violation", "kkt_report", "objective"), "diagnostics"),
+    **dict.fromkeys(("Problem", "problems_for"), "problems"),
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
 
 __all__ = [
     "Diagnosis",

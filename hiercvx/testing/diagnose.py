@@ -13,6 +13,9 @@ A diagnosis is printed only after it has been re-checked on the failing problem 
   shape alone: a kernel ignored gives feature weights where expansion coefficients are asked);
 - a **fact** about the weights is reported when it holds: a row of zeros where the optimum has
   weight, the optimum's rows in another order, weights that are a multiple of the optimum's.
+
+Both assume the reference certifies the optimum; a nonconvex method whose reference is a DC
+fixed point (HPSI) gets no diagnosis.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..result import comparison_scale
 from ._judge import judge_weights
 from .diagnostics import (UserResult, missing_parts, objective_at, read_result, row_labels,
                           row_order)
-from .problems import Problem
+from .problems import Problem, is_local
 
 __all__ = ["Diagnosis", "MISTAKES", "Mistake", "diagnose", "optimal_for", "own_node_attributes",
            "parameter_neighbours"]
@@ -203,10 +206,13 @@ APPLIES = {
 def optimal_for(problem: Problem, user: UserResult, rtol: float, weight_rtol: float) -> bool:
     """Whether ``user``'s answer is optimal for ``problem``: objective within ``rtol`` of the
     certified optimum (plus its gap) and, where the method is strongly convex, weights within
-    the certified neighbourhood."""
+    the certified neighbourhood.  False where the reference certifies no optimum (a DC fixed
+    point, :func:`~hiercvx.testing.problems.is_local`): no answer is called optimal there."""
     # the objective first: weights of another shape fail here, before the neighbour is solved
     mine = objective_at(problem.model(), user, problem.params)
     ref = problem.reference()
+    if is_local(ref):
+        return False
     if np.shape(user.weights) != np.shape(ref.weights):
         return False
     gap = float(ref.objective - ref.lower_bound)
@@ -289,8 +295,11 @@ def _zero_parts(user: UserResult, ref) -> list:
 
 def diagnose(problem: Problem, user: UserResult | None, rtol: float, weight_rtol: float) -> list:
     """The verified :class:`Diagnosis` list of ``user``'s answer on the failing ``problem``:
-    each neighbouring problem it is optimal for, and facts about its weight rows."""
-    if user is None or user.weights is None:
+    each neighbouring problem it is optimal for, and facts about its weight rows.  None where
+    the reference is a DC fixed point (:func:`~hiercvx.testing.problems.is_local`): a nonconvex
+    method's neighbours have no certified optimum to be optimal for, and its reference's weights
+    are one local solution, not "the optimum's"."""
+    if user is None or user.weights is None or is_local(problem.reference()):
         return []
     if missing_parts(problem.model(), user, problem.params):
         return []   # an answer the objective cannot evaluate is judged by no neighbour

@@ -18,7 +18,7 @@ import numpy as np
 from ..exceptions import InputError
 from ..models.margin import MarginModel, class_scores
 from ..result import comparison_scale
-from .problems import Problem, as_method
+from .problems import Problem, as_method, is_local
 
 __all__ = [
     "KKTReport",
@@ -35,28 +35,34 @@ __all__ = [
 #: keys under which a dict result may hold the primal weights
 WEIGHT_KEYS = ("weights", "W", "coef")
 #: keys of a dict result read as a Solution's attributes, not as parts of the solution
-STATUS_KEYS = ("objective", "converged")
+STATUS_KEYS = ("objective", "converged", "lower_bound", "status")
 
 
 @dataclass
 class UserResult:
     """What a user's solver returned, read uniformly: ``weights`` (None for a bare float),
     ``extras`` (other named arrays: ``intercept``, ``biases``, ``alpha`` ...), the objective
-    the solver reports (None for plain weights) and whether it says it converged."""
+    the solver reports (None for plain weights), whether it says it converged, and its
+    certificate where it carries one: ``lower_bound`` (None: none) and ``status`` (None: none)."""
 
     weights: np.ndarray | None
     extras: dict = field(default_factory=dict)
     reported: float | None = None
     converged: bool = True
+    lower_bound: float | None = None
+    status: str | None = None
 
 
 def read_result(result) -> UserResult:
     """A float objective, a :class:`~hiercvx.result.Solution` (also named
     ``ReferenceSolution``), a dict ``{"weights": W, "intercept": b, ...}`` or a weight array.
 
-    A dict's ``"objective"`` and ``"converged"`` keys are read as a Solution's attributes are:
-    the objective the solver reports and whether it says it converged; every other key is a
-    named part of the solution (``intercept``, ``biases``, ``alpha`` ...)."""
+    A dict's ``"objective"``, ``"converged"``, ``"lower_bound"`` and ``"status"`` keys are read
+    as a Solution's attributes are: the objective the solver reports, whether it says it
+    converged (a bool), the lower bound it certifies and its status (a string; other types
+    are not read); every other key is a named part of the solution (``intercept``, ``biases``,
+    ``alpha`` ...).  A ``converged`` that is not a bool (the string ``"False"``, an array)
+    raises :class:`~hiercvx.exceptions.InputError`."""
     if isinstance(result, UserResult):
         return result
     if result is None:
@@ -68,7 +74,9 @@ def read_result(result) -> UserResult:
         extras = {**dict(getattr(result, "values", {}) or {}), **dict(getattr(result, "extras", {}) or {})}
         weights = None if result.weights is None else _as_weights(result.weights)
         return UserResult(weights, extras, _reported(result.objective),
-                          bool(getattr(result, "converged", True)))
+                          _converged(getattr(result, "converged", True)),
+                          _reported(getattr(result, "lower_bound", None), "lower bound"),
+                          _status(getattr(result, "status", None)))
     if isinstance(result, dict):
         key = next((k for k in WEIGHT_KEYS if k in result), None)
         if key is None:
@@ -76,7 +84,9 @@ def read_result(result) -> UserResult:
                              f"{sorted(map(str, result))}")
         extras = {k: v for k, v in result.items() if k not in (key, *STATUS_KEYS)}
         return UserResult(_as_weights(result[key]), extras, _reported(result.get("objective")),
-                          bool(result.get("converged", True)))
+                          _converged(result.get("converged", True)),
+                          _reported(result.get("lower_bound"), "lower bound"),
+                          _status(result.get("status")))
     try:
         return UserResult(np.asarray(result, dtype=float))
     except (TypeError, ValueError):
@@ -91,16 +101,29 @@ def _as_weights(value) -> np.ndarray:
         raise InputError(f"the weights must be a numeric array, got {type(value).__name__}") from None
 
 
-def _reported(value) -> float | None:
-    """A reported objective as a float (None: not reported)."""
+def _reported(value, what: str = "objective") -> float | None:
+    """A reported objective (or lower bound) as a float (None: not reported)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, Real) and np.ndim(value) != 0:
-        raise InputError(f"the reported objective must be a number, got {type(value).__name__}")
+        raise InputError(f"the reported {what} must be a number, got {type(value).__name__}")
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise InputError(f"the reported objective must be a number, got {value!r}") from None
+        raise InputError(f"the reported {what} must be a number, got {value!r}") from None
+
+
+def _converged(value) -> bool:
+    """The solver's ``converged`` flag: a bool (Python's or NumPy's), nothing else."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InputError(f"converged must be True or False, got {type(value).__name__} {value!r}: "
+                     "return a bool (a string such as 'False' or an array is not read as one)")
+
+
+def _status(value) -> str | None:
+    """The solver's status when it is a string (None otherwise: not read)."""
+    return value if isinstance(value, str) else None
 
 
 def _keywords(func, exclude) -> set:
@@ -248,6 +271,8 @@ class KKTReport:
     reference_objective: float = float("nan")
     lower_bound: float = float("nan")
     top: int = 5
+    #: what the reference is: a certified optimum, or a DC fixed point (a nonconvex method's)
+    reference_kind: str = "certified optimum"
 
     @property
     def max_violation(self) -> float:
@@ -276,18 +301,22 @@ class KKTReport:
         slack = rtol + (self.reference_objective - self.lower_bound) / comparison_scale(self.reference_objective)
         return abs(self.suboptimality) <= slack
 
+    @property
+    def _whose(self) -> str:
+        return "the optimum's" if self.reference_kind == "certified optimum" else "the reference's"
+
     def lines(self) -> list:
         out = [f"{self.method} on {self.problem}: objective {self.objective:.8g} at these weights"]
         if np.isfinite(self.reference_objective):
-            out[0] += (f"; certified optimum {self.reference_objective:.8g} (lower bound "
+            out[0] += (f"; {self.reference_kind} {self.reference_objective:.8g} (lower bound "
                        f"{self.lower_bound:.8g}): relative excess {self.suboptimality:.2e}")
         if self.optimality:
-            out.append(f"  optimality: {len(self.optimality)} samples' slacks differ from the optimum's; "
+            out.append(f"  optimality: {len(self.optimality)} samples' slacks differ from {self._whose}; "
                        "largest first:")
             out += [f"    {v}" for v in self.optimality[:self.top]]
         if self.weight_rows:
             rows = ", ".join(f"{name!s} {diff:.3g}" for name, diff in self.weight_rows[:self.top])
-            out.append(f"  weight rows farthest from the optimum's (|W - W*| per row): {rows}")
+            out.append(f"  weight rows farthest from {self._whose} (|W - W*| per row): {rows}")
         out.append(f"  margin: {self.n_violated} of {self.slacks.size} samples violate their margin "
                    f"constraints (max slack {self.max_violation:.4g})"
                    + ("; worst first:" if self.margin else ""))
@@ -365,6 +394,8 @@ def build_report(problem: Problem, user: UserResult, reference=None, top: int = 
         return report
     report.reference_objective = float(reference.objective)
     report.lower_bound = float(reference.lower_bound)
+    if is_local(reference):
+        report.reference_kind = "the reference's DC fixed point, not a certified optimum,"
     ref_user = read_result(reference)
     if ref_user.weights is None or np.shape(ref_user.weights) != np.shape(user.weights):
         return report

@@ -93,10 +93,12 @@ def inference_problems(seed: int = 0, n: int = 12) -> list:
 
 
 def _as_sets(result, problem: InferenceProblem) -> np.ndarray:
-    """A bool ``(n, M)`` array from a 0/1 array over ``H.nodes`` or a list of label sets (node
-    names, closed or not -- taken as given)."""
+    """A bool ``(n, M)`` array from a 0/1 array over ``H.nodes`` (a nested list of 0/1 rows of
+    length ``M`` too) or a list of label sets (node names, closed or not -- taken as given)."""
     H = problem.H
-    if isinstance(result, (list, tuple)) and result and not np.isscalar(result[0]):
+    if isinstance(result, (list, tuple)) and result and _indicator_rows(result, H):
+        result = np.asarray(result)
+    elif isinstance(result, (list, tuple)) and result and not np.isscalar(result[0]):
         Z = np.zeros((len(result), len(H)), dtype=bool)
         for i, labels in enumerate(result):
             for name in labels:
@@ -111,6 +113,22 @@ def _as_sets(result, problem: InferenceProblem) -> np.ndarray:
         raise InputError(f"an inference routine's array must hold 0/1 (or bool) over H.nodes; it "
                          f"holds {bad!r}: return 1 for a node in the set and 0 otherwise")
     return Z.astype(bool)
+
+
+def _indicator_rows(result, H: Hierarchy) -> bool:
+    """Whether a list reads as 0/1 rows over ``H.nodes``: every row a list, tuple or array (not
+    a set) of ``len(H)`` entries each 0 or 1.  On a hierarchy with nodes named 0 or 1 such rows
+    could be names as well: :class:`~hiercvx.exceptions.InputError` asks for an unambiguous form."""
+    rows = [r for r in result if isinstance(r, (list, tuple, np.ndarray)) and len(r) == len(H)
+            and all(isinstance(v, (bool, int, np.bool_, np.integer)) and v in (0, 1) for v in r)]
+    if len(rows) != len(result):
+        return False
+    if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v in (0, 1)
+           for v in H.nodes):
+        raise InputError("an inference routine returned lists of 0 and 1 on a hierarchy whose nodes "
+                         "are named 0 or 1: they could be indicator rows or node names; return a "
+                         "NumPy 0/1 array of shape (n, len(H.nodes)) or a list of sets of node names")
+    return True
 
 
 def _why_invalid(z: np.ndarray, H: Hierarchy) -> str:

@@ -11,7 +11,13 @@ Installed hiercvx registers it as a ``pytest11`` entry point (or load it with
   reference (``problem.reference()``); the method comes from :func:`parametrize_with_references`
   or from the marker ``@pytest.mark.hiercvx_method("hsvm")`` (default ``"hsvm"`` on a tree);
 - :func:`parametrize_with_references` ``(method, structures=None, seeds=(0,), ...)``: runs the
-  test once per generated problem of ``method``, as scikit-learn's ``parametrize_with_checks``.
+  test once per generated problem of ``method``, as scikit-learn's ``parametrize_with_checks``;
+  the test ids name the seed each problem is generated at (``seeds`` shifted by
+  ``--hiercvx-seed``).
+
+The module itself imports pytest only: hiercvx's registry and references are imported when a
+fixture or :func:`parametrize_with_references` is used, so a test run that uses none of them
+does not pay for them.
 
 >>> from hiercvx.testing.plugin import parametrize_with_references
 >>> @parametrize_with_references("multiclass")
@@ -24,23 +30,35 @@ Installed hiercvx registers it as a ``pytest11`` entry point (or load it with
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pytest
 
-from ..hierarchy import Hierarchy
-from ..methods.cases import DAG, TREE
-from .problems import as_method, problems_for
+__all__ = ["HIERARCHIES", "parametrize_with_references", "pytest_addoption", "pytest_configure",
+           "pytest_generate_tests"]
 
-__all__ = ["HIERARCHIES", "parametrize_with_references", "pytest_addoption", "pytest_configure"]
+#: the shapes the ``hierarchy`` fixture runs a test on (``HIERARCHIES`` maps them to hierarchies)
+SHAPES = ("tree", "dag", "chain", "star", "one_child")
 
-#: the shapes the ``hierarchy`` fixture runs a test on
-HIERARCHIES = {
-    "tree": TREE,
-    "dag": DAG,
-    "chain": Hierarchy.from_parents({"r": None, "a": "r", "b": "a", "c": "b", "c1": "c", "c2": "c"}),
-    "star": Hierarchy.from_parents({"r": None, **{f"c{i}": "r" for i in range(5)}}),
-    "one_child": Hierarchy.from_parents({"r": None, "A": "r", "B": "r", "A1": "A", "A2": "A",
-                                         "B1": "B", "B1a": "B1", "B1b": "B1"}),
-}
+
+@lru_cache(maxsize=1)
+def _hierarchies() -> dict:
+    from ..hierarchy import Hierarchy
+    from ..methods.cases import DAG, TREE
+    return {
+        "tree": TREE,
+        "dag": DAG,
+        "chain": Hierarchy.from_parents({"r": None, "a": "r", "b": "a", "c": "b", "c1": "c", "c2": "c"}),
+        "star": Hierarchy.from_parents({"r": None, **{f"c{i}": "r" for i in range(5)}}),
+        "one_child": Hierarchy.from_parents({"r": None, "A": "r", "B": "r", "A1": "A", "A2": "A",
+                                             "B1": "B", "B1a": "B1", "B1b": "B1"}),
+    }
+
+
+def __getattr__(name: str):
+    if name == "HIERARCHIES":   # built on first use: the hierarchies import hiercvx's registry
+        return _hierarchies()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_addoption(parser):
@@ -52,18 +70,24 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "hiercvx_method(name, structure=None): the registered method "
                                        "(and structure) of the reference_problem fixture")
+    config.addinivalue_line("markers", "hiercvx_references(method, ...): set by "
+                                       "hiercvx.testing.plugin.parametrize_with_references")
+
+
+def _base_seed(config) -> int:
+    return int(config.getoption("hiercvx_seed", default=0) or 0)
 
 
 @pytest.fixture
 def hiercvx_seed(request) -> int:
     """The ``--hiercvx-seed`` option (default 0)."""
-    return int(request.config.getoption("hiercvx_seed", default=0) or 0)
+    return _base_seed(request.config)
 
 
-@pytest.fixture(params=list(HIERARCHIES), ids=list(HIERARCHIES))
-def hierarchy(request) -> Hierarchy:
-    """Each shape of :data:`HIERARCHIES` in turn."""
-    return HIERARCHIES[request.param]
+@pytest.fixture(params=list(SHAPES), ids=list(SHAPES))
+def hierarchy(request):
+    """Each shape of :data:`SHAPES` in turn (a :class:`~hiercvx.hierarchy.Hierarchy`)."""
+    return _hierarchies()[request.param]
 
 
 @pytest.fixture
@@ -73,6 +97,7 @@ def reference_problem(request, hiercvx_seed):
     Parametrized by :func:`parametrize_with_references`; otherwise from the marker
     ``hiercvx_method(name, structure=None)``, or ``hsvm`` on a tree.  ``--hiercvx-seed`` shifts
     the seed."""
+    from .problems import as_method, problems_for
     spec = getattr(request, "param", None)
     if spec is None:
         marker = request.node.get_closest_marker("hiercvx_method")
@@ -93,7 +118,28 @@ def parametrize_with_references(method, structures=None, seeds=(0,), n=None, d=N
     """Decorator: run the test once per generated problem of ``method`` (one per built-in case
     of each of ``structures``, default all the method supports, and per seed), the problem
     handed over by the ``reference_problem`` fixture.  ``n``, ``d`` resize the problems;
-    ``options`` override parameters and model options (``C=0.1``, ``fit_intercept=True``)."""
+    ``options`` override parameters and model options (``C=0.1``, ``fit_intercept=True``).
+    The tests are generated when pytest collects them (:func:`pytest_generate_tests`), so their
+    ids carry the seed each problem is generated at: ``seeds`` shifted by ``--hiercvx-seed``
+    (``hsvm-tree-seed3`` under ``--hiercvx-seed 3``)."""
+    from .problems import as_method
+    name = as_method(method).name
+    return pytest.mark.hiercvx_references(name, structures=structures, seeds=tuple(seeds), n=n, d=d,
+                                          options=dict(options))
+
+
+def pytest_generate_tests(metafunc):
+    """Parametrize a test marked by :func:`parametrize_with_references` over its problems."""
+    marker = metafunc.definition.get_closest_marker("hiercvx_references")
+    if marker is None or "reference_problem" not in metafunc.fixturenames:
+        return
+    specs, ids = _reference_specs(*marker.args, base=_base_seed(metafunc.config), **marker.kwargs)
+    metafunc.parametrize("reference_problem", specs, ids=ids, indirect=True)
+
+
+def _reference_specs(method, structures=None, seeds=(0,), n=None, d=None, options=None, base=0):
+    """``(specs, ids)``: one fixture spec per generated problem, ids with the effective seed."""
+    from .problems import as_method
     m = as_method(method)
     wanted = tuple(m.structures) if structures is None else tuple(structures)
     specs, ids = [], []
@@ -102,6 +148,6 @@ def parametrize_with_references(method, structures=None, seeds=(0,), n=None, d=N
         for seed in seeds:
             for index in range(count):
                 specs.append({"method": m.name, "structures": [structure], "seed": int(seed),
-                              "index": index, "n": n, "d": d, "options": dict(options)})
-                ids.append(f"{m.name}-{structure}{'' if count == 1 else index}-seed{seed}")
-    return pytest.mark.parametrize("reference_problem", specs, ids=ids, indirect=True)
+                              "index": index, "n": n, "d": d, "options": dict(options or {})})
+                ids.append(f"{m.name}-{structure}{'' if count == 1 else index}-seed{int(seed) + base}")
+    return specs, ids

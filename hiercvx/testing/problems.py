@@ -22,9 +22,19 @@ from ..exceptions import InputError, InputTypeError
 from ..hierarchy import Hierarchy
 from ..methods import STRUCTURES, Case, Method, get
 from ..methods.cases import problem as generate_data
+from ..solvers.dc import FIXED_POINT
 from .options import PARAMETER_PROBE_FACTOR, option_probes, resolve
 
-__all__ = ["Problem", "as_method", "problems_for", "regenerate", "split_options"]
+__all__ = ["Problem", "as_method", "is_local", "problems_for", "regenerate", "split_options"]
+
+
+def is_local(reference) -> bool:
+    """Whether a reference :class:`~hiercvx.result.Solution` certifies a local point only: a
+    fixed point of the DC algorithm (``status == "fixed_point"``; HPSI's psi-learning, which is
+    nonconvex), whose ``lower_bound`` bounds its last convex majorant, not the method's
+    objective.  Such a reference is no optimum: a lower objective is a better point, and no
+    answer is called optimal for it."""
+    return getattr(reference, "status", "") == FIXED_POINT
 
 
 def as_method(method) -> Method:
@@ -59,6 +69,42 @@ def option_names(method: Method) -> tuple | None:
     if any(p.kind == p.VAR_KEYWORD for p in params):
         return None
     return tuple(p.name for p in params[3:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+def _builder_names(builder) -> set | None:
+    """The keywords a reference builder takes (None when it takes any)."""
+    params = inspect.signature(builder).parameters.values()
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params}
+
+
+def reference_refusal(method: Method, names) -> str:
+    """Why the certified primal reference cannot take the model options ``names`` ("" when
+    it takes them, or when its builder takes any keyword and says so only when called),
+    naming what it takes and the reference that takes them where there is one."""
+    takes = _builder_names(method.references["primal"])
+    refused = [k for k in names if takes is not None and k not in takes]
+    if not refused:
+        return ""
+    return refused_text(method, refused)
+
+
+def refused_text(method: Method, refused) -> str:
+    """The message of :func:`reference_refusal` for the options ``refused``."""
+    takes = _builder_names(method.references["primal"])
+    known = "" if takes is None else \
+        f" (its model options: {', '.join(sorted(k for k in option_names(method) or () if k in takes))})"
+    text = (f"{method.name}'s certified primal reference, which check_solver and problem.reference() "
+            f"solve, does not take {', '.join(refused)}{known}; drop "
+            f"{', '.join(f'{k}=' for k in refused)} from the problem's options")
+    others = [role for role, builder in method.references.items() if role != "primal"
+              and (_builder_names(builder) or set()) >= set(refused)]
+    if others:
+        text += (f"; its {others[0]!r} reference takes them: hiercvx.methods.get({method.name!r})."
+                 f"build({others[0]!r}, problem.case).solve() solves that problem (not checked by "
+                 "check_solver)")
+    return text
 
 
 def _check_option_names(method: Method, model_options: dict) -> None:
@@ -172,10 +218,21 @@ class Problem:
         for the default options)."""
         solve_options.setdefault("verbose", False)
         if set(solve_options) != {"verbose"} or role != "primal":
-            return self.method.build(role, self.case).solve(**solve_options)
+            return self._build(role).solve(**solve_options)
         if self._reference is None:
-            self._reference = self.method.build("primal", self.case).solve(**solve_options)
+            self._reference = self._build("primal").solve(**solve_options)
         return self._reference
+
+    def _build(self, role: str):
+        """The reference ``role`` declared on this problem; a model option its builder does not
+        take raises :class:`~hiercvx.exceptions.InputError` saying so."""
+        try:
+            return self.method.build(role, self.case)
+        except TypeError as exc:
+            refused = [k for k in self.model_options if f"argument '{k}'" in str(exc)]
+            if role != "primal" or not refused:
+                raise
+            raise InputError(refused_text(self.method, refused)) from exc
 
     def variant(self, model_options: dict | None = None, params: dict | None = None) -> Problem:
         """The same data with some model options and parameters changed (``None`` removes an
@@ -311,6 +368,9 @@ def problems_for(method, *, structures=None, seeds=(0,), n: int | None = None, d
         raise InputError(f"method {method.name} does not support {unsupported}; it supports "
                          f"{method.structures}")
     params, model_options = split_options(method, options)
+    refusal = reference_refusal(method, model_options)
+    if refusal:
+        raise InputError(refusal)
     out = []
     templates = [c for c in method.cases(quick) if c.structure in wanted]
     if probes:

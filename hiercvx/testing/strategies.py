@@ -82,9 +82,20 @@ def dags(draw, min_nodes: int = 4, max_nodes: int = 12, max_parents: int = 3,
     return H
 
 
-def hierarchies(**kwargs):
-    """Trees or DAGs."""
-    return st.one_of(trees(**kwargs), dags())
+def hierarchies(min_nodes: int | None = None, max_nodes: int | None = None,
+                name_style: str | None = None, allow_forest: bool = True, max_parents: int = 3):
+    """Trees (:func:`trees`) or DAGs (:func:`dags`).
+
+    ``min_nodes``, ``max_nodes`` and ``name_style`` apply to both (None: each one's default;
+    a DAG has at least 3 nodes, so with ``max_nodes < 3`` only trees are drawn; an artificial
+    root, where a hierarchy has several sources, comes on top); ``allow_forest`` applies to the
+    trees, ``max_parents`` to the DAGs."""
+    shared = {k: v for k, v in (("min_nodes", min_nodes), ("max_nodes", max_nodes),
+                                ("name_style", name_style)) if v is not None}
+    tree = trees(allow_forest=allow_forest, **shared)
+    if max_nodes is not None and max_nodes < 3:
+        return tree
+    return st.one_of(tree, dags(max_parents=max_parents, **shared))
 
 
 @st.composite
