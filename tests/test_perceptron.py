@@ -51,21 +51,28 @@ def _problem(H, n, d, seed, multilabel, attributes="class_depth", loss="half_sym
 
 
 def _reference(X, data, update="perceptron", selection="mistake", max_epochs=5, seed=0,
-               shuffle=True):
-    """Algorithms 4/6 (and Hieron) with stacked node weights W, updated by (5.3)."""
+               shuffle=True, weights=None):
+    """Algorithms 4/6 (and Hieron) with stacked node weights W, updated by (5.3); stops on an
+    epoch without mistakes (Alg. 6 step 12); ``weights`` scale the steps by ``w_i / max w``
+    (weight 0: the example is skipped)."""
     Lam, loss, Y = data.Lam, data.loss, data.Y
     n = X.shape[0]
     W = np.zeros((Lam.shape[1], X.shape[1]))
     W_sum = np.zeros_like(W)
     rng = np.random.default_rng(seed)
+    c = np.ones(n) if weights is None else np.asarray(weights, float) / np.max(weights)
     log, snapshots, L = [], [], 0
     for _ in range(max_epochs):
         order = rng.permutation(n) if shuffle else np.arange(n)
-        violations = 0
+        mistakes = 0
         for i in order:
             L += 1
+            if c[i] == 0:
+                W_sum += W
+                continue
             s = Lam @ (W @ X[i])
             pairs = [(y, yb) for y in np.flatnonzero(Y[i]) for yb in np.flatnonzero(~Y[i])]
+            mistakes += min(s[y] - s[yb] for y, yb in pairs) <= 0
             if selection == "mistake":
                 m = [s[y] - s[yb] for y, yb in pairs]
                 k = int(np.argmin(m))
@@ -75,18 +82,18 @@ def _reference(X, data, update="perceptron", selection="mistake", max_epochs=5, 
                 k = int(np.argmax(h))
                 violated = h[k] > 1e-9 * np.sqrt(loss[pairs[k]])
             if violated:
-                violations += 1
                 y, yb = pairs[k]
                 dlam = Lam[y] - Lam[yb]
                 if update == "perceptron":
                     tau = loss[y, yb]
                 else:  # Hieron (7.8): (sqrt(Delta) - margin) / ||dPhi||^2
                     tau = (np.sqrt(loss[y, yb]) - (s[y] - s[yb])) / (dlam @ dlam * (X[i] @ X[i]))
+                tau *= c[i]
                 W = W + tau * np.outer(dlam, X[i])
                 log.append((L, i, y, yb, tau))
             W_sum += W
         snapshots.append(W.copy())
-        if violations == 0:
+        if mistakes == 0:
             break
     return W, W_sum / L, log, snapshots
 
@@ -258,12 +265,15 @@ def test_the_result_is_a_solution_reporting_the_training_hinge(variant, update, 
     worst = np.full(data.n_samples, np.inf)
     np.minimum.at(worst, data.pair_i, margins)
     assert res.n_violated == int(np.sum(worst <= 0))
-    assert res.n_iter == res.n_epochs and res.status == ("separated" if res.converged else "iteration_limit")
+    assert res.n_iter == res.n_epochs
     assert np.array_equal(res.support, np.flatnonzero(np.diff(res.coefficients.indptr) > 0))
     if variant != "minover":  # one entry per epoch; the log holds every update
         assert len(res.history["violations"]) == len(res.history["updates"]) == res.n_epochs
         assert sum(res.history["updates"]) == res.n_updates == len(res.log)
-        assert res.converged == (res.history["violations"][-1] == 0)
+        assert res.stopped == (res.history["mistakes"][-1] == 0)
+    assert res.converged == (res.stopped and res.n_violated == 0)
+    assert res.status == ("separated" if res.converged else "not_separated" if res.stopped
+                          else "iteration_limit")
     # the classifier travels with the solution (estimators are pickled)
     again = pickle.loads(pickle.dumps(res))
     assert np.allclose(again.class_scores(X), S)
@@ -338,6 +348,10 @@ def test_online_perceptron_respects_proposition_5(problem):
 #   its last iterate scores about 0.7 < 0.83 (thesis 7.5.1, footnote: Minover "would cycle"
 #   on inconsistent data).  The online and averaged variants pass the check.
 MINOVER_FAILURES = {"check_classifiers_train": "Minover cycles on non-separable training data"}
+# - a sample weight scales the sample's step, once per epoch: a perceptron visiting a sample of
+#   weight 2 once is not one visiting two copies of it (an order-dependent online algorithm).
+WEIGHT_FAILURES = {f"check_sample_weight_equivalence_on_{kind}_data": "a weight scales one step; it "
+                   "is no repetition" for kind in ("dense", "sparse")}
 
 
 @pytest.mark.parametrize("params", [dict(variant="online"),
@@ -345,7 +359,7 @@ MINOVER_FAILURES = {"check_classifiers_train": "Minover cycles on non-separable 
                                     dict(variant="minover", kernel="rbf")],
                          ids=["online", "averaged-hieron", "minover-rbf"])
 def test_check_estimator(params):
-    expected = MINOVER_FAILURES if params["variant"] == "minover" else {}
+    expected = dict(WEIGHT_FAILURES, **(MINOVER_FAILURES if params["variant"] == "minover" else {}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         results = check_estimator(HierarchicalPerceptron(**params), on_fail=None,
@@ -453,9 +467,10 @@ def test_sparse_duplicates_are_found_without_densifying():
         P.perceptron(X, data, max_epochs=None)
 
 
-def test_batch_hieron_stops_on_the_margin_rescaled_constraints():
-    """Batch Hieron's hinge is the SVM's margin-rescaled slack for the loss sqrt(Delta): when it
-    stops, every slack of that model (computed by _margin.slacks) is 0."""
+def test_batch_hieron_stops_on_an_epoch_without_mistakes():
+    """Batch Hieron picks pairs by the margin-rescaled slack for the loss sqrt(Delta), and stops
+    (Alg. 6 step 12) on an epoch in which no visited example was mis-ranked; online Hieron with
+    the same selection runs the same iterates and its last one separates the data."""
     H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "y"), ("B", "z")])
     rng = np.random.default_rng(7)
     Lam = hc.class_attributes(H, scheme="class_depth")
@@ -467,11 +482,52 @@ def test_batch_hieron_stops_on_the_margin_rescaled_constraints():
     labels = list(np.array(H.leaves, dtype=object)[np.argmax(_margin.class_scores(W_star, X, Lam), 1)])
     _, _, data = hsvm.prepare(X, labels, H)
     res = P.perceptron(X, data, variant="averaged", update="hieron", max_epochs=None)
-    assert res.converged and res.selection == "hinge"
+    assert res.stopped and res.selection == "hinge" and res.history["mistakes"][-1] == 0
     last = P.perceptron(X, data, variant="online", update="hieron", selection="hinge", max_epochs=None)
-    sqrt_model = _margin.margin_data(data.Y, np.sqrt(data.loss), Lam=data.Lam, rescaling="margin")
-    assert np.all(_margin.slacks(last.class_scores(X), sqrt_model) <= 1e-8)
+    assert last.converged and last.n_violated == 0
     assert _log_rows(last.log) == _log_rows(res.log)  # the same iterates; only the output differs
+
+
+def _separable_tree_problem():
+    """Linearly separable single-label data on a two-level tree (the probe of the Hieron stop)."""
+    rng = np.random.default_rng(3)
+    H = hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "A", "A2": "A",
+                                   "B1": "B", "B2": "B"})
+    X = rng.normal(size=(80, 6))
+    y = np.array(H.leaves)[np.argmax(X @ rng.normal(size=(6, 4)), 1)]
+    return H, X, y
+
+
+def test_averaged_hieron_without_an_epoch_budget_stops_on_separable_data():
+    """max_epochs=None: Hieron's projections never bring every hinge to zero (they approach it),
+    but an epoch without mistakes comes; no ConvergenceWarning, far below the cap."""
+    H, X, y = _separable_tree_problem()
+    model = hsvm.prepare(X, y, H, fit_intercept=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = P.perceptron(model.X, model.data, variant="averaged", update="hieron", max_epochs=None)
+        est = HierarchicalPerceptron(hierarchy=H, variant="averaged", update="hieron",
+                                     max_epochs=None).fit(X, y)
+    assert res.stopped and res.n_epochs < P.Options().max_epochs_cap
+    assert res.history["mistakes"][-1] == 0 < res.history["violations"][-1]  # hinge updates go on
+    assert est.n_iter_ == res.n_epochs and est.converged_ == res.converged
+    # what a capped run did not meet is said: mistakes, not hinges
+    with pytest.warns(ConvergenceWarning, match="mistake"):
+        P.perceptron(model.X, model.data, variant="averaged", update="hieron", max_epochs=None,
+                     options=P.Options(max_epochs_cap=2))
+
+
+def test_status_describes_the_returned_averaged_classifier():
+    """The last iterate separates the data (the run stops) but the average of the iterates
+    mis-ranks a training example: not "separated", and converged_ is False."""
+    H, X, y = _separable_tree_problem()
+    est = HierarchicalPerceptron(hierarchy=H, variant="averaged", max_epochs=None).fit(X, y)
+    res = est.result_
+    assert res.stopped and res.n_violated == 1 and (est.predict(X) != y).sum() == 1
+    assert res.status == "not_separated" and not res.converged and not est.converged_
+    online = HierarchicalPerceptron(hierarchy=H, max_epochs=None).fit(X, y)
+    assert online.converged_ and online.result_.status == "separated"
+    assert online.result_.n_violated == 0 and np.array_equal(online.predict(X), y)
 
 
 def test_estimator_intercept_is_the_constant_feature():
@@ -549,3 +605,116 @@ def test_float32_gram_matrix_with_the_bias_is_judged_before_the_bias():
     indefinite = K.astype(float) - 1e-3 * np.abs(K).max() * np.eye(60)
     with pytest.raises(hc.InputError, match="not positive semidefinite"):
         HierarchicalPerceptron(kernel="precomputed", hierarchy=H).fit(indefinite, y)
+
+
+@pytest.mark.parametrize("update", P.UPDATES)
+def test_sample_weights_scale_each_step(update):
+    """A weighted step is (w_i / max w) times the unweighted one (Delta, or Hieron's (7.8)): the
+    plain-Python transcription with scaled steps agrees; weight 0 skips the example."""
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "z")])
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((25, 3))
+    labels = _labels(rng, H.leaves, 25, multilabel=False)
+    w = rng.choice([0.0, 0.5, 1.0, 3.0], size=25)
+    _, _, data = hsvm.prepare(X, labels, H, sample_weight=w)
+    selection = "hinge" if update == "hieron" else "mistake"
+    res = P.perceptron(X, data, update=update, variant="averaged", max_epochs=4, shuffle=False)
+    assert res.selection == selection
+    W, W_avg, log, _ = _reference(X, data, update=update, selection=selection, max_epochs=4,
+                                  shuffle=False, weights=w)
+    assert [r[:4] for r in log] == [(l, i, y, yb) for l, i, y, yb in _log_rows(res.log)]
+    assert np.allclose(res.log.tau, [r[4] for r in log], rtol=1e-10)
+    assert np.allclose(res.weights, W_avg, atol=1e-10)
+    assert not np.isin(res.log.example, np.flatnonzero(w == 0)).any()
+
+
+def test_estimator_takes_sample_weight():
+    H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"})
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = np.array(list("abc") * 10)
+    from sklearn.utils.validation import has_fit_parameter
+    assert has_fit_parameter(HierarchicalPerceptron(), "sample_weight")
+    for params in (dict(), dict(update="hieron"), dict(variant="minover")):
+        plain = HierarchicalPerceptron(hierarchy=H, max_epochs=3, **params).fit(X, y)
+        ones = HierarchicalPerceptron(hierarchy=H, max_epochs=3, **params).fit(X, y, sample_weight=np.ones(30))
+        same = HierarchicalPerceptron(hierarchy=H, max_epochs=3, **params).fit(X, y, sample_weight=[3.0] * 30)
+        assert np.array_equal(plain.decision_function(X), ones.decision_function(X))
+        assert np.array_equal(plain.decision_function(X), same.decision_function(X))  # only ratios
+        # weight 0 is the subset (visited in the same order without shuffling)
+        keep = np.arange(30) % 4 != 0
+        sub = HierarchicalPerceptron(hierarchy=H, max_epochs=3, shuffle=False, **params).fit(X[keep], y[keep])
+        zero = HierarchicalPerceptron(hierarchy=H, max_epochs=3, shuffle=False, **params).fit(
+            X, y, sample_weight=keep.astype(float))
+        if "variant" not in params:  # online (Minover's budget is kappa n steps)
+            assert np.allclose(sub.decision_function(X), zero.decision_function(X))
+    with pytest.raises(ValueError, match="sample_weight"):
+        HierarchicalPerceptron(hierarchy=H).fit(X, y, sample_weight=-np.ones(30))
+
+
+def test_verbose_minover_reports_doubling_steps_and_names_the_algorithm(caplog):
+    """Minover's INFO lines come after steps 1, 2, 4, 8, ... with a Gram matrix in memory; the
+    closing line names the algorithm once ("Minover perceptron", "online Hieron")."""
+    Xx = np.array([[1, 1], [-1, -1], [1, -1], [-1, 1]] * 3, dtype=float)  # XOR: never separated
+    _, _, data = hsvm.prepare(Xx, np.array(["a", "a", "b", "b"] * 3, dtype=object),
+                              hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r"}))
+    with caplog.at_level("INFO", logger="hiercvx.solvers.perceptron"):
+        res = P.perceptron(Xx, data, variant="minover", max_epochs=3, verbose=True)
+    steps = [int(r.getMessage().split("step ")[1].split("/")[0]) for r in caplog.records
+             if "Minover step" in r.getMessage()]
+    assert steps == [1, 2, 4, 8, 16, 32, 36] and res.n_steps == 36
+    assert caplog.records[-1].getMessage().startswith("Minover perceptron (primal): ")
+    caplog.clear()
+    with caplog.at_level("INFO", logger="hiercvx.solvers.perceptron"):
+        P.perceptron(Xx, data, update="hieron", max_epochs=2)
+    assert caplog.records[-1].getMessage().startswith("online Hieron (primal): ")
+    assert "perceptron perceptron" not in caplog.text
+
+
+def test_node_calibration_is_fitted_on_first_use_and_pickled_fitted():
+    """fit keeps the training class scores; node_calibration_ is the same logistic fit on the
+    first read (and in a pickle), and calibrated node scores are those of an eager fit."""
+    from hiercvx.metrics import fit_node_calibration, node_margins
+    H, X, y = _separable_tree_problem()
+    est = HierarchicalPerceptron(hierarchy=H, max_epochs=3).fit(X, y)
+    assert est.__dict__["_calibration_inputs"] is not None  # nothing fitted yet
+    state = pickle.loads(pickle.dumps(est)).__dict__
+    assert "_calibration_inputs" not in state or state["_calibration_inputs"] is None
+    margins = node_margins(est.class_scores(X), list(est.classes_), H, method="standardized")
+    eager = fit_node_calibration(margins, H.closure(list(y)), H, method="standardized")
+    cal = est.node_calibration_
+    assert (cal.slope, cal.intercept) == (eager.slope, eager.intercept)
+    assert np.array_equal(est.node_decision_function(X), eager.scores(margins))
+    assert np.array_equal(state["node_calibration_"].log_odds, cal.log_odds)
+
+
+def test_an_overflowing_intercept_scaling_is_refused():
+    """The bias feature counts in the overflow check of X (its square enters every norm)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = np.array(list("abc") * 10)
+    for update in P.UPDATES:
+        with pytest.raises(ValueError, match="intercept_scaling=1e\\+160.*smaller intercept_scaling"):
+            HierarchicalPerceptron(intercept_scaling=1e160, update=update).fit(X, y)
+    HierarchicalPerceptron(intercept_scaling=1e160, fit_intercept=False).fit(X, y)  # no bias feature
+    with pytest.raises(ValueError, match="intercept_scaling"):
+        HierarchicalPerceptron(intercept_scaling=1e160, kernel="rbf").fit(X, y)
+
+
+def test_the_whole_gram_matrix_is_checked_beyond_the_eigenvalue_block():
+    """Rows past the eigenvalue-checked leading block are still checked: symmetry, diagonal,
+    Cauchy-Schwarz (O(n^2)); a valid Gram matrix passes."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    K = X @ X.T
+    P.check_gram_block(K.astype(np.float32).astype(float), 10)
+    bad_sym, bad_diag, bad_cs = K.copy(), K.copy(), K.copy()
+    bad_sym[30, 5] += 5.0
+    bad_diag[35, 35] = -1.0
+    bad_cs[30, 31] = bad_cs[31, 30] = 10 * np.sqrt(K[30, 30] * K[31, 31])
+    for G, msg in ((bad_sym, "not symmetric"), (bad_diag, "diagonal"), (bad_cs, "Cauchy-Schwarz")):
+        with pytest.raises(ValueError, match=msg):
+            P.check_gram_block(G, 10)
+        _, _, data = hsvm.prepare(X, list("abcd") * 10, hc.Hierarchy.from_paths(list("abcd")))
+        with pytest.raises(ValueError, match=msg):
+            P.perceptron(G, data, kernel="precomputed", options=P.Options(psd_check_max=10))

@@ -69,10 +69,11 @@ def validate_X(estimator, X, **options):
         raise InputError(f"X: {exc}") from exc
 
 
-def check_no_overflow(X) -> None:
+def check_no_overflow(X, intercept_scaling=None) -> None:
     """Refuse features so large that squared norms and inner products ``<x, x'>`` (every linear
     model's scores, every kernel, every Gram matrix) overflow float64: found here rather than as
-    an ``inf`` deep in a solver."""
+    an ``inf`` deep in a solver.  ``intercept_scaling`` (with ``fit_intercept``): the bias
+    feature appended to ``X`` (or ``intercept_scaling**2`` added to the kernel) counts too."""
     data = X.data if hasattr(X, "toarray") else X
     largest = float(np.max(np.abs(data))) if data.size else 0.0
     with np.errstate(over="ignore"):
@@ -81,16 +82,31 @@ def check_no_overflow(X) -> None:
         raise InputError(f"X has entries up to {largest:.3g} in absolute value: squared norms of its "
                          "rows overflow float64. Rescale X (e.g. sklearn.preprocessing."
                          "StandardScaler or MaxAbsScaler in a pipeline)")
+    try:
+        s = abs(float(intercept_scaling)) if intercept_scaling is not None else 0.0
+    except (TypeError, ValueError):  # refused by the parameter checks, with their message
+        return
+    with np.errstate(over="ignore"):
+        overflow = np.isfinite(s) and not np.isfinite(largest * largest * X.shape[1] + s * s)
+    if overflow:
+        raise InputError(f"intercept_scaling={intercept_scaling!r}: the bias feature's square (its "
+                         "part of every squared norm, inner product and kernel value) overflows "
+                         "float64. Use a smaller intercept_scaling (1.0 by default; a value "
+                         "around the scale of X's entries leaves the bias lightly regularized)")
 
 
 def validate_training_X(estimator, X, *, precomputed: bool = False, check_kernel: bool = True):
     """``X`` for ``fit`` through scikit-learn's ``validate_data`` (float64, at least two rows,
     CSR kept unless ``X`` is a precomputed kernel).  A precomputed kernel must be square,
     symmetric and PSD (:func:`hiercvx.kernels.check_psd`); ``check_kernel=False`` leaves that
-    to a solver that checks it itself.  Complex ``X`` is refused (InputError)."""
+    to a solver that checks it itself.  Complex ``X`` is refused (InputError), and so are
+    entries or an ``intercept_scaling`` (with ``fit_intercept``) that overflow
+    (:func:`check_no_overflow`)."""
     X = validate_X(estimator, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
                    ensure_min_samples=2)
-    check_no_overflow(X)
+    with_bias = getattr(estimator, "fit_intercept", False)
+    check_no_overflow(X, getattr(estimator, "intercept_scaling", None)
+                      if isinstance(with_bias, (bool, np.bool_)) and with_bias else None)
     if precomputed and check_kernel:
         check_psd(X, what="precomputed kernel matrix")
     return X
@@ -378,7 +394,10 @@ class NodeScoresMixin:
 
     An estimator calls :meth:`_fit_node_calibration` at the end of ``fit`` on its training
     samples and their classes, which sets ``node_calibration_``
-    (:class:`hiercvx.metrics.NodeCalibration`): the default decoding.
+    (:class:`hiercvx.metrics.NodeCalibration`): the default decoding.  Given the training class
+    scores, the logistic fit is deferred to the first read of ``node_calibration_`` (or to
+    pickling), as most fits never ask for calibrated node scores: until then the estimator
+    holds the training class scores and labels, ``n_samples x n_classes`` floats and bools.
     """
 
     #: the node margins the calibrated scores are fitted on
@@ -409,24 +428,65 @@ class NodeScoresMixin:
         of the class scores; an estimator whose class scores are no margins overrides it)."""
         return self._margins_of_scores(self._class_score_matrix(X), method)
 
+    @property
+    def node_calibration_(self):
+        """The :class:`hiercvx.metrics.NodeCalibration` of ``node_decision_function`` (None
+        without a hierarchy), fitted on first read from the training scores kept by ``fit``."""
+        state = self.__dict__
+        pending = state.get("_calibration_inputs")
+        if pending is not None:
+            state["node_calibration_"] = self._calibration_of(*pending)
+            state["_calibration_inputs"] = None
+        if "node_calibration_" not in state:
+            raise AttributeError(f"{type(self).__name__} has no attribute 'node_calibration_' "
+                                 "(not fitted)")
+        return state["node_calibration_"]
+
+    @node_calibration_.setter
+    def node_calibration_(self, value):
+        self.__dict__["node_calibration_"] = value
+        self.__dict__["_calibration_inputs"] = None
+
+    def __getstate__(self):
+        if self.__dict__.get("_calibration_inputs") is not None:
+            self.node_calibration_   # a pickle holds the calibration, not its inputs
+        state = dict(super().__getstate__())
+        state.pop("_calibration_inputs", None)
+        return state
+
+    def _calibration_of(self, scores, Y, held):
+        """:func:`hiercvx.metrics.fit_node_calibration` on class ``scores`` and labels ``Y`` or
+        ``held`` (see :meth:`_fit_node_calibration`)."""
+        method = self._node_margin_method
+        margins = self._margins_of_scores(np.asarray(scores, dtype=float), method)
+        return fit_node_calibration(margins, self._held(Y, held), self.hierarchy, method=method)
+
+    def _held(self, Y, held):
+        """``held``, or the nodes each sample holds from its classes ``Y`` (closed upward)."""
+        if held is not None:
+            return held
+        H = self.hierarchy
+        Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
+        below = H.ancestor_matrix[H.indices(list(self.classes_))].astype(float)
+        return (sp.csr_matrix(Y.astype(float)) @ below).toarray() > 0
+
     def _fit_node_calibration(self, X, Y=None, scores=None, *, held=None) -> None:
         """Fit ``node_calibration_`` (:func:`hiercvx.metrics.fit_node_calibration`) on the
         training samples ``X`` and their labels: ``Y``, a bool ``(n, n_classes)`` indicator over
         ``classes_``, or ``held``, the nodes of ``hierarchy`` each sample holds
-        (:func:`held_nodes`; ``scores``: the class scores of ``X`` when already computed).
-        Without a ``hierarchy`` parameter there are no node scores and nothing is fitted."""
+        (:func:`held_nodes`; ``scores``: the class scores of ``X`` when already computed, kept
+        with the labels and fitted on the first read of ``node_calibration_``).  Without a
+        ``hierarchy`` parameter there are no node scores and nothing is fitted."""
         self.node_calibration_ = None
         H = getattr(self, "hierarchy", None)
         if H is None:
             return
-        if held is None:
-            Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
-            below = H.ancestor_matrix[H.indices(list(self.classes_))].astype(float)
-            held = (sp.csr_matrix(Y.astype(float)) @ below).toarray() > 0   # closed upward
-        method = self._node_margin_method
-        margins = (self._node_margins(X, method) if scores is None
-                   else self._margins_of_scores(np.asarray(scores, dtype=float), method))
-        self.node_calibration_ = fit_node_calibration(margins, held, H, method=method)
+        if scores is not None:
+            self.__dict__["_calibration_inputs"] = (scores, Y, held)   # fitted on first read
+            return
+        margins = self._node_margins(X, self._node_margin_method)  # an estimator's own margins
+        self.node_calibration_ = fit_node_calibration(margins, self._held(Y, held), H,
+                                                      method=self._node_margin_method)
 
     @available_if(_takes_a_hierarchy)
     def cross_fitted_node_margins(self, X, y, *, cv: int = 5, random_state=0) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import methods
 from ..exceptions import InputError, LabelError
 from ..kernels import make_kernel
-from ._base import is_precomputed, ravel_column_target, validate_training_X
+from ._base import check_training_weights, is_precomputed, ravel_column_target, validate_training_X
 from ._habits import reports_progress, verbosity
 from .svm import MarginSVC
 
@@ -50,10 +50,16 @@ class HierarchicalPerceptron(MarginSVC):
     kernel : str, Kernel or callable, default="linear"
         ``"linear"`` (primal form, Alg. 4), ``"rbf"`` (width by the median heuristic), a
         :class:`hiercvx.kernels.Kernel` carrying its width (``Kernel("rbf", sigma=0.5)``),
-        ``"precomputed"`` or a callable (dual form, Alg. 5).
+        ``"precomputed"`` or a callable (dual form, Alg. 5).  A precomputed Gram matrix is
+        checked whole for symmetry, a non-negative diagonal and ``|K_ij| <= sqrt(K_ii K_jj)``,
+        and by its eigenvalues on its leading
+        ``hiercvx.solvers.perceptron.Options().psd_check_max`` (2000) rows only (the cubic
+        part); a callable is checked on the Gram matrix of the first 300 examples.
     max_epochs : int or None, default=20
-        kappa, the number of epochs (Minover: at most ``kappa n`` steps).  ``None`` trains
-        until an epoch without mistakes, refusing provably non-separable data and capping at
+        kappa, the number of epochs (Minover: at most ``kappa n`` steps).  Training also stops
+        on an epoch without mistakes (no visited example ranked wrongly; thesis Alg. 6 step
+        12; averaged Hieron keeps updating on a positive hinge until then).  ``None`` trains
+        until such an epoch, refusing provably non-separable data and capping at
         ``hiercvx.solvers.perceptron.Options().max_epochs_cap`` epochs with a
         ``ConvergenceWarning``.
     shuffle, random_state : bool, default=True; int, default=0
@@ -74,7 +80,11 @@ class HierarchicalPerceptron(MarginSVC):
     n_iter_ : int
         The number of epochs run.
     converged_ : bool
-        Whether the last epoch made no mistake.
+        Whether the returned classifier separates the training data: training stopped on an
+        epoch without mistakes (Minover: every pair margin positive) and the returned
+        classifier ranks every training example (of positive weight) correctly.  For
+        ``variant="averaged"`` the last iterate can separate while the average does not;
+        ``result_.status`` is then ``"not_separated"`` and ``converged_`` False.
     result_ : Solution
         The training run's :class:`~hiercvx.result.Solution`.
     hierarchy_ : Hierarchy
@@ -130,9 +140,17 @@ class HierarchicalPerceptron(MarginSVC):
             raise InputError(f"update must be one of {_PERCEPTRON.updates}, got {self.update!r}")
 
     @reports_progress
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` and ``y``: one label per sample, or label sets (ancestors included or
-        not), stopping at leaves or internal nodes (see ``internal_labels``)."""
+        not), stopping at leaves or internal nodes (see ``internal_labels``).
+
+        ``sample_weight`` (non-negative, one per sample) scales each sample's perceptron step:
+        ``tau = (w_i / max w) Delta(y, ybar)`` (the update of Alg. 4-7; only ratios matter, as
+        the perceptron's classifier is unchanged by a common factor of its steps), and Hieron's
+        step (7.8) by the same ``w_i / max w`` (a relaxed projection: the fraction ``w_i / max w``
+        of the way to the sample's margin constraint); a sample of weight 0 is not trained on.
+        Weights are not repetitions: a sample of weight 2 is visited once per epoch, with a
+        doubled step (hiercvx.solvers.perceptron.step_scale)."""
         self._check_params()
         precomputed = is_precomputed(self.kernel)
         # a precomputed Gram matrix is checked here, before the bias is added to it: rounding is
@@ -140,6 +158,7 @@ class HierarchicalPerceptron(MarginSVC):
         X = validate_training_X(self, X, precomputed=precomputed, check_kernel=False)
         if precomputed:
             _PERCEPTRON.check_gram_block(X, _SOLVER_OPTIONS.psd_check_max)
+        sample_weight = check_training_weights(sample_weight, X)
         y = ravel_column_target(y)
         targets = self._read_labels(y, X.shape[0])
         H, classes, labels, multilabel = (targets.hierarchy, targets.classes, targets.labels,
@@ -156,7 +175,7 @@ class HierarchicalPerceptron(MarginSVC):
                               classes=tuple(classes.tolist()), kernel=kernel,
                               fit_intercept=scaling is not None,
                               intercept_scaling=1.0 if scaling is None else scaling,
-                              check_input=False)
+                              sample_weight=sample_weight, check_input=False)
         data, Lam = model.data, model.Lam
         res = _PERCEPTRON.train(model.X, data, variant=self.variant, update=self.update,
                          kernel=model.kernel, max_epochs=self.max_epochs, shuffle=self.shuffle,

@@ -40,6 +40,7 @@ class PairRule(NamedTuple):
     hieron: bool          # Hieron's step (7.8) instead of Delta
     hinge: bool           # pick by Hieron's hinge instead of the smallest margin
     hinge_rtol: float     # a hinge pair is violated when sqrt(Delta) - margin > this * sqrt(Delta)
+    weight: np.ndarray    # (n,) scale of example i's perceptron step (sample weights); 0: skipped
 
 
 class LogArrays(NamedTuple):
@@ -74,7 +75,8 @@ def _select(s, i, rule, mark):
     ``mistake``: ``(argmin_{Y_i} s, argmax_{not Y_i} s)``, violated iff margin <= 0 (thesis
     Alg. 4 step 4-5).  ``hinge``: ``argmax_p sqrt(Delta_p) - margin_p``, violated iff
     ``> hinge_rtol sqrt(Delta_p)`` (batch Hieron).  Ties go to the first pair in (y, ybar)
-    order.  Returns (y, ybar, margin, violated)."""
+    order.  Returns (y, ybar, margin, violated, mistake), ``mistake``: the smallest pair
+    margin of the example is ``<= 0`` (the stopping rule's test, Alg. 6 step 12)."""
     pos_ptr, pos_idx, loss = rule.pos_ptr, rule.pos_idx, rule.loss
     q = s.shape[0]
     p0 = pos_ptr[i]
@@ -85,17 +87,21 @@ def _select(s, i, rule, mark):
     bb = -1
     if rule.hinge:
         best = -np.inf
+        low = np.inf
         for k in range(p0, p1):
             y = pos_idx[k]
             for r in range(q):
                 if mark[r] == 0:
-                    v = np.sqrt(loss[y, r]) - (s[y] - s[r])
+                    m = s[y] - s[r]
+                    low = min(low, m)
+                    v = np.sqrt(loss[y, r]) - m
                     if v > best:
                         best = v
                         by = y
                         bb = r
         # a Hieron step leaves its pair's hinge at exactly 0: count only what rounding cannot make
         violated = best > rule.hinge_rtol * np.sqrt(loss[by, bb])
+        mistake = low <= 0.0
     else:
         lo = np.inf
         for k in range(p0, p1):
@@ -109,31 +115,37 @@ def _select(s, i, rule, mark):
                 hi = s[r]
                 bb = r
         violated = lo - hi <= 0.0
+        mistake = violated
     for k in range(p0, p1):
         mark[pos_idx[k]] = 0
-    return by, bb, s[by] - s[bb], violated
+    return by, bb, s[by] - s[bb], violated, mistake
 
 
 @njit(cache=True)
-def _step_size(y, ybar, margin, rule, kii):
-    """``Delta(y, ybar)`` (perceptron) or Hieron's (7.8) ``(sqrt(Delta) - margin) / ||dPhi||^2``
-    (0 when ``dPhi = 0``: no step can change the margin)."""
+def _step_size(y, ybar, margin, rule, kii, wi):
+    """``wi`` (the example's step scale) times ``Delta(y, ybar)`` (perceptron) or Hieron's (7.8)
+    ``(sqrt(Delta) - margin) / ||dPhi||^2`` (0 when ``dPhi = 0``: no step can change the
+    margin)."""
     if not rule.hieron:
-        return rule.loss[y, ybar]
+        return wi * rule.loss[y, ybar]
     denom = rule.qdist[y, ybar] * kii
     if denom <= 0.0:
         return 0.0
-    return (np.sqrt(rule.loss[y, ybar]) - margin) / denom
+    return wi * (np.sqrt(rule.loss[y, ybar]) - margin) / denom
 
 
 @njit(cache=True)
 def pick(s, i, rule, mark):
-    """Example i's pair and step: ``(y, ybar, tau, violated)`` (the pair selection, then the
-    step size when violated; ``tau = 0`` otherwise).  ``mark`` is a zeroed ``(q,)`` work array."""
-    y, yb, margin, violated = _select(s, i, rule, mark)
+    """Example i's pair and step: ``(y, ybar, tau, violated, mistake)`` (the pair selection,
+    then the step size when violated; ``tau = 0`` otherwise).  An example of weight 0 is
+    neither updated nor counted.  ``mark`` is a zeroed ``(q,)`` work array."""
+    wi = rule.weight[i]
+    if wi <= 0.0:
+        return -1, -1, 0.0, False, False
+    y, yb, margin, violated, mistake = _select(s, i, rule, mark)
     if not violated:
-        return y, yb, 0.0, False
-    return y, yb, _step_size(y, yb, margin, rule, rule.kdiag[i]), True
+        return y, yb, 0.0, False, mistake
+    return y, yb, _step_size(y, yb, margin, rule, rule.kdiag[i], wi), True, mistake
 
 
 @njit(cache=True)
@@ -154,7 +166,7 @@ def primal_epoch(order, rows, UT, rule, step0, log):
     all q classes in one pass over ``x_i`` (``UT[k]`` contiguous) is faster than q calls of
     the shared ``row_dot`` / ``row_axpy``, so not shared.
 
-    Returns ``(updates, violations)``; updates are appended to ``log``."""
+    Returns ``(updates, violations, mistakes)``; updates are appended to ``log``."""
     mode, Xd, indptr, indices, vals = rows.mode, rows.X, rows.indptr, rows.indices, rows.xvals
     Q = rule.Q
     q = Q.shape[0]
@@ -165,6 +177,7 @@ def primal_epoch(order, rows, UT, rule, step0, log):
     mark = np.zeros(q, dtype=np.uint8)
     nu = 0
     nv = 0
+    nm = 0
     for t in range(order.shape[0]):
         i = order[t]
         s[:] = 0.0
@@ -180,7 +193,9 @@ def primal_epoch(order, rows, UT, rule, step0, log):
                 xk = vals[kk]
                 for r in range(q):
                     s[r] += UT[k, r] * xk
-        y, yb, tau, violated = pick(s, i, rule, mark)
+        y, yb, tau, violated, mistake = pick(s, i, rule, mark)
+        if mistake:
+            nm += 1
         if not violated:
             continue
         nv += 1
@@ -207,20 +222,21 @@ def primal_epoch(order, rows, UT, rule, step0, log):
                 for a in range(m):
                     UT[k, nzr[a]] += c[a] * xk
         nu = log_update(log, nu, step0 + t + 1, i, y, yb, tau)
-    return nu, nv
+    return nu, nv, nm
 
 
 @njit(cache=True)
 def dual_block(rows, Kb, cols, GQ, is_sv, rule, step0, log, nu0):
     """Algorithm 5 on one block of the visiting order: ``Kb[t, c] = k(x_rows[t], x_cols[c])``;
     scores ``s = sum_c Kb[t, c] (G Q)[cols[c]]`` over the support; updates ``(G Q)_i``.
-    Returns ``(updates so far, violations in the block)``."""
+    Returns ``(updates so far, violations in the block, mistakes in the block)``."""
     Q = rule.Q
     q = Q.shape[0]
     s = np.empty(q)
     mark = np.zeros(q, dtype=np.uint8)
     nu = nu0
     nv = 0
+    nm = 0
     for t in range(rows.shape[0]):
         i = rows[t]
         s[:] = 0.0
@@ -231,7 +247,9 @@ def dual_block(rows, Kb, cols, GQ, is_sv, rule, step0, log, nu0):
                 if kij != 0.0:
                     for r in range(q):
                         s[r] += kij * GQ[j, r]
-        y, yb, tau, violated = pick(s, i, rule, mark)
+        y, yb, tau, violated, mistake = pick(s, i, rule, mark)
+        if mistake:
+            nm += 1
         if not violated:
             continue
         nv += 1
@@ -241,7 +259,7 @@ def dual_block(rows, Kb, cols, GQ, is_sv, rule, step0, log, nu0):
             GQ[i, r] += tau * (Q[y, r] - Q[yb, r])
         is_sv[i] = True
         nu = log_update(log, nu, step0 + t + 1, i, y, yb, tau)
-    return nu, nv
+    return nu, nv, nm
 
 
 @njit(cache=True)
@@ -262,10 +280,12 @@ def minover_update(T, col, pairs, cvec, tau):
 
 
 @njit(cache=True)
-def minover_full(T, K, pairs, Q, max_iter, log):
+def minover_full(T, K, pairs, Q, it0, max_iter, log):
     """Algorithm 7 with a precomputed Gram matrix ``K``: the globally smallest margin ``T_p``
-    (5.16) is corrected by a step ``Delta_p`` until every ``T_p > 0``; returns (iterations,
-    converged)."""
+    (5.16) is corrected by a step ``pairs.loss[p]`` (``Delta_p``, times the example's step
+    scale) until every ``T_p > 0``, from iteration ``it0`` (``T`` and ``log`` hold the earlier
+    ones: a caller reporting progress runs it in chunks) to at most ``max_iter``; returns
+    (iterations, converged)."""
     q = Q.shape[0]
     cvec = np.empty(q)
     best = 0
@@ -274,7 +294,7 @@ def minover_full(T, K, pairs, Q, max_iter, log):
         if T[p] < lo:
             lo = T[p]
             best = p
-    for it in range(max_iter):
+    for it in range(it0, max_iter):
         if T[best] > 0.0:
             return it, True
         i = pairs.i[best]

@@ -94,15 +94,19 @@ class Options:
     Attributes
     ----------
     max_epochs_cap : int
-        ``max_epochs=None`` runs until an epoch without violations, but never beyond this many
+        ``max_epochs=None`` runs until an epoch without mistakes, but never beyond this many
         epochs (then a ``ConvergenceWarning`` says the data may not be separable): Novikoff's
         bound (thesis Proposition 5, (5.12)) is finite but unknown.
     hinge_rtol : float
-        The hinge selection counts a pair as violated when ``sqrt(Delta) - margin > hinge_rtol
-        sqrt(Delta)``: a Hieron step leaves its pair's hinge at 0 up to rounding.
+        The hinge selection updates a pair when ``sqrt(Delta) - margin > hinge_rtol
+        sqrt(Delta)``: a Hieron step leaves its pair's hinge at 0 up to rounding, which is not
+        worth a step.  It does not decide when training stops: that is an epoch without
+        mistakes (thesis Alg. 6 step 12), which Hieron's projections reach on separable data,
+        whereas a zero hinge on every pair they only approach.
     psd_check_max : int
-        Rows of a precomputed kernel checked for positive semidefiniteness (a principal block of
-        a PSD matrix is PSD; the check is cubic).  0 skips the check, for a caller that checked
+        Rows of a precomputed kernel checked for positive semidefiniteness by its eigenvalues (a
+        principal block of a PSD matrix is PSD; the check is cubic); the whole matrix is checked
+        for symmetry, its diagonal and Cauchy-Schwarz in ``O(n^2)`` (:func:`check_gram_block`).  0 skips the check, for a caller that checked
         the Gram matrix before adding the bias to it (rounding is judged at the precision of the
         user's entries, which ``K + s**2`` in float64 no longer shows).
     block_entries : int
@@ -133,15 +137,41 @@ class Options:
             raise InputError(f"Options.hinge_rtol must be a non-negative number, got {self.hinge_rtol!r}")
 
 
-def check_gram_block(K, max_rows: int) -> None:
-    """Refuse a precomputed Gram matrix ``K`` whose leading ``max_rows`` block is not PSD.
+def check_gram_block(K, max_rows: int, rtol: float = 1e-6) -> None:
+    """Refuse a precomputed Gram matrix ``K`` that is not PSD, by tests that cost ``O(n^2)`` on
+    the whole matrix and an eigenvalue test on its leading ``max_rows`` block.
 
-    A principal block of a PSD matrix is PSD, so a leading block bounds the cubic cost of the
-    test; ``max_rows=0`` checks nothing."""
+    Whole matrix (necessary conditions, to relative tolerance ``rtol``, loose enough for entries
+    rounded in float32): symmetry, a non-negative diagonal and Cauchy-Schwarz
+    ``|K_ij| <= sqrt(K_ii K_jj)``.  A principal block of a PSD matrix is PSD, so a leading
+    block bounds the cubic cost of the eigenvalue test.  ``max_rows=0`` checks nothing."""
     n = K.shape[0]
     m = min(n, max_rows)
-    if m:
-        check_psd(K[:m, :m], what="precomputed kernel matrix" + (f" (first {m} rows)" if m < n else ""))
+    if not m:
+        return
+    K = np.asarray(K)
+    what = "precomputed kernel matrix"
+    scale = float(np.max(np.abs(K))) if K.size else 0.0
+    asym = np.abs(K - K.T) > rtol * scale
+    if asym.any():
+        i, j = np.argwhere(asym)[0]
+        raise InputError(f"the {what} is not symmetric: K[{i}, {j}] = {K[i, j]:.6g} but K[{j}, {i}] = "
+                         f"{K[j, i]:.6g}; pass the Gram matrix k(x_i, x_j) of the training examples "
+                         "(symmetrize a rounded one by (K + K.T) / 2)")
+    d = np.diag(K).astype(float)
+    if d.min() < -rtol * scale:
+        i = int(np.argmin(d))
+        raise InputError(f"the {what} is not positive semidefinite: its diagonal entry K[{i}, {i}] = "
+                         f"{d[i]:.6g} is negative (a kernel gives k(x, x) >= 0); pass a valid Gram "
+                         "matrix")
+    root = np.sqrt(np.maximum(d, 0.0))
+    bad = np.abs(K) > np.outer(root, root) * (1 + rtol) + rtol * scale
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise InputError(f"the {what} is not positive semidefinite: |K[{i}, {j}]| = {abs(K[i, j]):.6g} "
+                         f"exceeds sqrt(K[{i}, {i}] K[{j}, {j}]) = {root[i] * root[j]:.6g} "
+                         "(Cauchy-Schwarz); pass a valid Gram matrix")
+    check_psd(K[:m, :m], what=what + (f" (first {m} rows)" if m < n else ""))
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,6 +276,25 @@ def flat_margin_data(Y) -> MarginData:
     return _margin.margin_data(Y, 1.0 - np.eye(q), Lam=np.eye(q))
 
 
+def step_scale(data: MarginData) -> np.ndarray:
+    """The scale ``c_i = Cw_i / max_j Cw_j`` of each example's step (``data.Cw``, the sample
+    weights; all ones without weights).
+
+    A weighted perceptron step is ``tau = c_i Delta(y, ybar)`` along ``dPhi_i`` (the update of
+    Alg. 4-7 with ``Delta`` scaled per example; ``alpha_p``'s increment in (5.6)): only ratios
+    matter, since the perceptron's mistakes, hence its classifier up to a positive factor, are
+    unchanged when every step is scaled alike.  A weighted Hieron step is ``c_i`` times (7.8):
+    a relaxed projection that moves ``w`` the fraction ``c_i`` in ``(0, 1]`` of the way to the
+    example's margin constraint (the full step (7.8) for the heaviest examples).  An example
+    of weight 0 is never updated nor counted as a mistake."""
+    Cw = np.asarray(data.Cw, dtype=float)
+    top = float(Cw.max()) if Cw.size else 0.0
+    if not top > 0:
+        raise InputError("the sample weights (data.Cw) are zero everywhere: give at least one "
+                         "example a positive weight")
+    return Cw / top
+
+
 def _positives(Y: np.ndarray):
     Yc = sp.csr_matrix(Y)
     Yc.sort_indices()
@@ -283,21 +332,25 @@ def _row_groups(X) -> np.ndarray:
     return out
 
 
-def _refuse_unseparable(X, data: MarginData, kernel: Kernel, kdiag: np.ndarray) -> None:
+def _refuse_unseparable(X, data: MarginData, kernel: Kernel, kdiag: np.ndarray,
+                        scale: np.ndarray) -> None:
     """With ``max_epochs=None``: refuse data on which no perceptron can ever stop.
 
     Exact sufficient conditions for non-separability: an example with a zero feature vector
     (every class scores 0), a relevant/irrelevant pair with identical class attributes (the
     pair margin is identically 0), or two examples with identical features whose label sets
     are not nested (each needs the other's order reversed; the footnote of thesis 7.5.1).
+    Examples of weight 0 (``scale``, :func:`step_scale`) are not trained on and not checked.
     """
-    zero = np.flatnonzero(kdiag <= 0)
+    used = scale > 0
+    zero = np.flatnonzero((kdiag <= 0) & used)
     if len(zero):
         raise InputError(f"example {zero[0]} has a zero feature vector (kernel value 0), so every class "
                          "scores 0 on it and its ranking is never strictly right: with max_epochs=None "
                          "the perceptron would loop forever; remove such rows or set max_epochs")
     qd = np.diag(data.Q)[:, None] + np.diag(data.Q)[None, :] - 2 * data.Q
-    flat = qd[data.pair_y, data.pair_ybar] <= 1e-12 * max(1.0, float(np.abs(data.Q).max()))
+    flat = (qd[data.pair_y, data.pair_ybar] <= 1e-12 * max(1.0, float(np.abs(data.Q).max()))) & \
+        used[data.pair_i]
     if np.any(flat):
         p = int(np.flatnonzero(flat)[0])
         raise InputError(f"classes {data.pair_y[p]} and {data.pair_ybar[p]} have identical attribute "
@@ -308,11 +361,12 @@ def _refuse_unseparable(X, data: MarginData, kernel: Kernel, kdiag: np.ndarray) 
     if kernel.name == "precomputed":
         K = np.asarray(X, dtype=float)
         dist = kdiag[:, None] + kdiag[None, :] - 2 * K
-        a, b = np.nonzero(np.triu(dist <= 1e-12 * max(1.0, float(kdiag.max())), k=1))
+        close = (dist <= 1e-12 * max(1.0, float(kdiag.max()))) & used[:, None] & used[None, :]
+        a, b = np.nonzero(np.triu(close, k=1))
     else:
         inv = _row_groups(X)
-        counts = np.bincount(inv)
-        dup = np.flatnonzero(counts[inv] > 1)
+        counts = np.bincount(inv, weights=used)
+        dup = np.flatnonzero((counts[inv] > 1) & used)
         order = dup[np.argsort(inv[dup], kind="stable")]
         a = b = np.zeros(0, dtype=int)
         for g in (np.split(order, np.flatnonzero(np.diff(inv[order])) + 1) if len(order) else []):
@@ -388,25 +442,35 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     callback : called as ``callback(epoch, scores)`` after every epoch of the online and
         averaged variants, where ``scores(X_new)`` gives the current (last, not averaged)
         weight vector's class scores.
-    verbose : one INFO line per epoch (Minover: at steps 1, 2, 4, 8, ...).
+    verbose : one INFO line per epoch (Minover: after steps 1, 2, 4, 8, ...).
     options : :class:`Options` (default ``Options()``).
+
+    Sample weights are ``data.Cw`` (:func:`step_scale`: every step is scaled by
+    ``Cw_i / max Cw``; weight 0 drops an example).
 
     Returns
     -------
     :class:`~hiercvx.result.Solution`.  A perceptron minimizes no objective, so ``objective``
     is what it can honestly report: the training hinge ``sum_i Cw_i xi_i`` of the margin
     constraints (4.10) at the returned classifier (the hierarchical SVM's loss term, without
-    its regularizer); ``lower_bound`` is ``-inf`` (no certificate).  ``converged``: an epoch
-    without a violated pair (Minover: every ``T_p > 0``), ``status`` ``"separated"`` then;
+    its regularizer); ``lower_bound`` is ``-inf`` (no certificate).  Training stops on an
+    epoch without mistakes (no visited example had a pair margin ``<= 0``; thesis Alg. 6
+    step 12; Minover: every ``T_p > 0``) or after ``max_epochs``.  ``status`` describes the
+    returned classifier: ``"separated"`` (``converged``) when training stopped so and the
+    returned classifier ranks every training example correctly; ``"not_separated"`` when it
+    stopped so but the returned classifier still mis-ranks some (the averaged variant: the
+    last iterate separates, the average of the iterates need not; batch Hieron: its updates
+    inside the last epoch); ``"iteration_limit"`` when ``max_epochs`` ran out;
     ``n_iter`` counts epochs; ``weights`` are the node weights ``W = Lam^T G^T X`` (linear
     kernel and class attributes only).  ``extras`` (read as attributes): ``variant``,
     ``update``, ``selection``, ``form``, ``coefficients`` ``G`` (``(n, q)`` CSR: scores are
     ``K(X_new, X) G Q``), ``class_weights`` ``U = Q G^T X`` (linear kernel), ``support``,
     ``n_updates``, ``n_steps`` (L, examples visited; Minover: iterations), ``n_epochs``,
-    ``n_violated`` (training examples whose worst pair margin is ``<= 0``), ``log`` (the
+    ``stopped`` (whether the stopping rule was met), ``n_violated`` (training examples of
+    positive weight whose worst pair margin is ``<= 0`` at the returned classifier), ``log`` (the
     :class:`UpdateLog`), ``Q``, ``kernel``, ``X_train``, ``margins`` (Minover's ``T``) and
     ``class_scores(X_new)`` (:func:`classifier_scores` of this classifier).  ``history``
-    holds the violations and updates of every epoch.
+    holds the violations (pairs picked for an update), mistakes and updates of every epoch.
     """
     t0 = time.perf_counter()
     if options is None:
@@ -415,29 +479,33 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
         raise InputError(f"options must be a hiercvx.solvers.perceptron.Options, got {type(options).__name__}")
     X, k, max_epochs, capped = _check_inputs(X, data, kernel, sigma, max_epochs, options)
     selection, form = _check_options(variant, update, selection, form, k, data)
+    scale = step_scale(data)
     kdiag = _kernel_diag(X, k)
     if capped:
-        _refuse_unseparable(X, data, k, kdiag)
+        _refuse_unseparable(X, data, k, kdiag, scale)
     Q = np.ascontiguousarray(data.Q, dtype=float)
     if variant == "minover":
-        res = _run_minover(X, data, k, Q, max_epochs, verbose, options)
+        res = _run_minover(X, data, k, Q, scale, max_epochs, verbose, options)
     else:
         qdist = np.diag(Q)[:, None] + np.diag(Q)[None, :] - 2 * Q  # ||Lam_y - Lam_ybar||^2
         pos_ptr, pos_idx = _positives(data.Y)
         rule = kern.PairRule(pos_ptr, pos_idx, np.ascontiguousarray(data.loss, dtype=float), qdist, kdiag, Q,
-                             update == "hieron", selection == "hinge", float(options.hinge_rtol))
+                             update == "hieron", selection == "hinge", float(options.hinge_rtol), scale)
         res = _run_epochs(X, data, k, rule, form, max_epochs, shuffle, random_state, callback, verbose,
                           options)
-    log, n_steps, n_epochs, converged, margins, history = res
-    sol = _solution(X, data, k, Q, log, n_steps, n_epochs, converged, margins, history,
+    log, n_steps, n_epochs, stopped, margins, history = res
+    sol = _solution(X, data, k, Q, scale, log, n_steps, n_epochs, stopped, margins, history,
                     variant=variant, update=update, selection=selection, form=form)
-    if not converged and capped:
-        sol.warn_unless_converged("epochs", reason=f"with violations left ({len(log)} updates; "
+    if not stopped and capped:
+        rule_text = ("a pair margin <= 0 left" if variant == "minover" else
+                     "a mistake (a training example ranked wrongly when visited) in every epoch")
+        sol.warn_unless_converged("epochs", reason=f"with {rule_text} ({len(log)} updates; "
                                   f"max_epochs=None is capped at {options.max_epochs_cap}): the data may "
                                   "not be separable")
-    elif not converged:
-        logger.info("%s %s perceptron: violations remain after %d epochs (%d updates)", variant,
-                    update, n_epochs, len(log))
+    elif not sol.converged:
+        logger.info("%s: %d training examples mis-ranked after %d epochs (%d updates)%s", sol.name,
+                    sol.n_violated, n_epochs, len(log),
+                    " although the last epoch had no mistake" if stopped else "")
     sol.solve_time = time.perf_counter() - t0
     return sol
 
@@ -484,10 +552,17 @@ def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs, options: Optio
     return X, k, int(max_epochs), False
 
 
-def _solution(X, data: MarginData, k: Kernel, Q, log: UpdateLog, n_steps, n_epochs, converged,
+def algorithm_name(variant: str, update: str, form: str) -> str:
+    """``"averaged Hieron (primal)"``, ``"online perceptron (dual)"``, ``"Minover perceptron (dual)"``."""
+    what = "Hieron" if update == "hieron" else "perceptron"
+    return f"{'Minover' if variant == 'minover' else variant} {what} ({form})"
+
+
+def _solution(X, data: MarginData, k: Kernel, Q, scale, log: UpdateLog, n_steps, n_epochs, stopped,
               margins, history, **options) -> Solution:
     """The returned classifier (last or averaged ``w``, (5.6) / (5.15)) as a :class:`Solution`
-    whose objective is its training hinge on (4.10) (see :func:`perceptron`)."""
+    whose objective is its training hinge on (4.10) and whose status describes it (see
+    :func:`perceptron`)."""
     n, q = data.n_samples, data.n_classes
     if options["variant"] == "averaged":
         G = log.averaged_coefficients(n, q, n_steps)
@@ -502,16 +577,22 @@ def _solution(X, data: MarginData, k: Kernel, Q, log: UpdateLog, n_steps, n_epoc
     X_train = None if (k.is_linear or k.name == "precomputed") else X
     scores = partial(classifier_scores, coefficients=G, class_weights=U, Q=Q, kernel=k,
                      X_train=X_train)
-    hinge, worst = _training_hinge(scores(X), data)
-    variant, update, form = options["variant"], options["update"], options["form"]
+    S = scores(X)
+    hinge, worst = _training_hinge(S, data)
+    n_violated = int(np.count_nonzero((worst <= 0) & (scale > 0)))
+    if margins is not None and np.isnan(margins).any():  # Minover's pairs of weight-0 examples
+        gone = np.isnan(margins)
+        margins[gone] = (S[data.pair_i[gone], data.pair_y[gone]]
+                         - S[data.pair_i[gone], data.pair_ybar[gone]])
+    separated = bool(stopped) and n_violated == 0
+    status = "separated" if separated else ("not_separated" if stopped else ITERATION_LIMIT)
     return Solution(
         objective=float(data.Cw @ hinge), lower_bound=-np.inf, weights=W,
-        status="separated" if converged else ITERATION_LIMIT, solver="perceptron",
-        n_iter=n_epochs, converged=converged, history=history,
-        name=f"{variant} {update} perceptron ({form})",
+        status=status, solver="perceptron", n_iter=n_epochs, converged=separated, history=history,
+        name=algorithm_name(options["variant"], options["update"], options["form"]),
         extras=dict(options, coefficients=G, class_weights=U, support=support_of(G),
-                    n_updates=len(log), n_steps=n_steps, n_epochs=n_epochs,
-                    n_violated=int(np.count_nonzero(worst <= 0)), log=log, Q=Q, kernel=k,
+                    n_updates=len(log), n_steps=n_steps, n_epochs=n_epochs, stopped=bool(stopped),
+                    n_violated=n_violated, log=log, Q=Q, kernel=k,
                     X_train=X_train, margins=margins, class_scores=scores))
 
 
@@ -526,11 +607,12 @@ def _training_hinge(S: np.ndarray, data: MarginData):
 def _run_epochs(X, data, k, rule: kern.PairRule, form, max_epochs, shuffle, random_state, callback,
                 verbose, options: Options):
     """Algorithms 4 (primal form) and 5 (dual form) epoch by epoch until an epoch without a
-    violated pair or ``max_epochs``; returns ``(log, steps, epochs, converged, None, history)``."""
+    mistake (Alg. 6 step 12) or ``max_epochs``; returns ``(log, steps, epochs, stopped, None,
+    history)``."""
     n, q = data.n_samples, data.n_classes
     rng = np.random.default_rng(random_state)
     parts = []
-    history = {"violations": [], "updates": []}
+    history = {"violations": [], "mistakes": [], "updates": []}
     converged = False
     steps = 0
     epoch = 0
@@ -557,19 +639,21 @@ def _run_epochs(X, data, k, rule: kern.PairRule, form, max_epochs, shuffle, rand
         order = rng.permutation(n).astype(np.int64) if shuffle else np.arange(n, dtype=np.int64)
         buf = kern.empty_log(n)
         if form == "primal":
-            nu, nv = kern.primal_epoch(order, rows, UT, rule, steps, buf)
+            nu, nv, nm = kern.primal_epoch(order, rows, UT, rule, steps, buf)
         else:
-            nu, nv = _dual_epoch(order, X, k, gram, GQ, is_sv, rule, steps, buf, options.block_entries)
+            nu, nv, nm = _dual_epoch(order, X, k, gram, GQ, is_sv, rule, steps, buf,
+                                     options.block_entries)
         steps += n
         parts.append(UpdateLog(*(a[:nu] for a in buf)))
         history["violations"].append(int(nv))
+        history["mistakes"].append(int(nm))
         history["updates"].append(int(nu))
         if verbose:  # one line per epoch, which an estimator's verbose prints or counts
-            logger.info("perceptron epoch %d/%d: %d violations, %d updates", epoch, max_epochs,
-                        nv, nu)
+            logger.info("perceptron epoch %d/%d: %d mistakes, %d updates", epoch, max_epochs,
+                        nm, nu)
         if callback is not None:
             callback(epoch, scores)
-        if nv == 0:
+        if nm == 0:
             converged = True
             break
     return UpdateLog.concatenate(parts), steps, epoch, converged, None, history
@@ -579,7 +663,7 @@ def _dual_epoch(order, X, k, gram, GQ, is_sv, rule, steps, buf, block_entries):
     """Algorithm 5 over one epoch, in blocks whose kernel rows (against the support so far plus
     the block) fit ``block_entries``; exact because the support only grows inside a block."""
     n = len(order)
-    nu_total = nv_total = 0
+    nu_total = nv_total = nm_total = 0
     start = 0
     while start < n:
         n_sv = int(is_sv.sum())
@@ -590,25 +674,40 @@ def _dual_epoch(order, X, k, gram, GQ, is_sv, rule, steps, buf, block_entries):
             Kb = np.ascontiguousarray(gram[np.ix_(rows, cols)])
         else:
             Kb = np.ascontiguousarray(k(X[rows], X[cols]), dtype=float)
-        nu_total, nv = kern.dual_block(rows, Kb, cols, GQ, is_sv, rule, steps + start, buf, nu_total)
+        nu_total, nv, nm = kern.dual_block(rows, Kb, cols, GQ, is_sv, rule, steps + start, buf,
+                                           nu_total)
         nv_total += nv
+        nm_total += nm
         start += size
-    return nu_total, nv_total
+    return nu_total, nv_total, nm_total
 
 
-def _run_minover(X, data, k, Q, max_epochs, verbose, options: Options):
+def _run_minover(X, data, k, Q, scale, max_epochs, verbose, options: Options):
     """Algorithm 7: the globally smallest pair margin ``T_p`` (5.16) is corrected until all are
     positive; ``T`` is maintained by (5.17).  With at most ``options.full_gram_max_n`` examples
-    on a precomputed Gram matrix, else on kernel columns computed as needed."""
+    on a precomputed Gram matrix, else on kernel columns computed as needed.  Pairs of
+    examples of weight 0 take no part (their entries of the returned ``T`` are nan, filled
+    from the classifier by :func:`_solution`); the step of a pair is ``scale_i Delta_p``."""
     n = data.n_samples
     max_iter = max_epochs * n
-    T = np.zeros(data.n_pairs)
-    pairs = kern.MinoverPairs(data.pair_i.astype(np.int64), data.pair_y.astype(np.int64),
-                              data.pair_ybar.astype(np.int64), np.ascontiguousarray(data.pair_loss, dtype=float))
+    keep = np.flatnonzero(scale[data.pair_i] > 0)
+    pairs = kern.MinoverPairs(data.pair_i[keep].astype(np.int64), data.pair_y[keep].astype(np.int64),
+                              data.pair_ybar[keep].astype(np.int64),
+                              np.ascontiguousarray(data.pair_loss[keep] * scale[data.pair_i[keep]],
+                                                   dtype=float))
+    T = np.zeros(len(keep))
     if n <= options.full_gram_max_n:
         K = np.ascontiguousarray(np.asarray(X, dtype=float) if k.name == "precomputed" else k(X))
         buf = kern.empty_log(max_iter)
-        it, converged = kern.minover_full(T, K, pairs, Q, max_iter, buf)
+        it, converged, chunk = 0, False, 1
+        while it < max_iter and not converged:  # chunks of 1, 1, 2, 4, ... steps when verbose
+            end = min(max_iter, it + chunk) if verbose else max_iter
+            it, converged = kern.minover_full(T, K, pairs, Q, it, end, buf)
+            it, converged = int(it), bool(converged)
+            if verbose:
+                logger.info("Minover step %d/%d: smallest pair margin %.6g", it, max_iter,
+                            float(T.min()) if len(T) else np.inf)
+                chunk = it
     else:
         buf, converged = _minover_columns(X, k, Q, T, pairs, max_iter, verbose,
                                           options.minover_cache_bytes // (8 * n))
@@ -617,7 +716,9 @@ def _run_minover(X, data, k, Q, max_epochs, verbose, options: Options):
     log = UpdateLog(np.arange(1, it + 1, dtype=np.int64), buf.example[:it], buf.y[:it], buf.ybar[:it],
                     buf.tau[:it])
     n_epochs = int(np.ceil(it / n)) if it else 1
-    return log, it, n_epochs, bool(converged), T, {"updates": [it]}
+    margins = np.full(data.n_pairs, np.nan)
+    margins[keep] = T
+    return log, it, n_epochs, bool(converged), margins, {"updates": [it]}
 
 
 def _minover_columns(X, k, Q, T, pairs, max_iter, verbose, cache_budget):
