@@ -64,8 +64,8 @@ def solve_all(H, S, label):
         values.append(info.objective)
         base = seconds if cuts == 0 else base
         print(f"  {label:<15} cuts {cuts:>3}: {seconds:7.1f} s ({1e3 * seconds / len(S):6.2f} ms/sample, "
-              f"{base / seconds:4.1f}x as fast as without branching on the cut); samples the first cut answers "
-              f"in every namespace: {info.n_closure} of {len(S)}", flush=True)
+              f"{base / seconds:4.1f}x as fast as without branching on the cut); (sample, component) pairs "
+              f"the first cut answers: {info.n_closure} ({len(S)} samples)", flush=True)
     spread = max(float(np.max(np.abs(v - values[0]))) for v in values)
     print(f"  {label:<15} largest difference of the optimal values between routes: {spread:.2e}")
 

@@ -175,6 +175,42 @@ def test_estimator_predictions_equal_exact_inference_on_a_dag():
     assert all(p for p in pred) and len(cols) == len(leaves)
 
 
+@pytest.mark.filterwarnings("ignore:NHSVM")
+@pytest.mark.parametrize("verbose, expected", [(True, True), ("progress", True), (1, True),
+                                               (False, False), (-1, False)])
+def test_estimator_prediction_inference_follows_verbose(monkeypatch, verbose, expected):
+    H = random_hierarchy(np.random.default_rng(4), 8, dag=True)
+    X, Y = planted_sets(H, n=12, d=2, seed=6)
+    est = NormalizedHierarchicalSVC(hierarchy=H, inference="ilp", max_iter=5).fit(X, Y)
+    est.set_params(verbose=verbose)
+    asked = []
+    solve = inf.LabelSetOracle.solve
+
+    def recording(self, scores, **kwargs):
+        asked.append(kwargs.get("verbose"))
+        return solve(self, scores, **kwargs)
+
+    monkeypatch.setattr(inf.LabelSetOracle, "solve", recording)
+    est.predict(X)
+    assert asked == [expected]
+
+
+def test_estimator_inference_errors_name_inference():
+    dag = hc.Hierarchy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c"), ("a", "d")])
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    Y = [frozenset({"c"}), frozenset({"c", "d"})] * 4
+    with pytest.raises(hc.HierarchyError) as err:
+        NormalizedHierarchicalSVC(hierarchy=dag, inference="dp").fit(X, Y)
+    assert "inference='ilp'" in str(err.value) and "method=" not in str(err.value)
+    big = hc.Hierarchy.from_parents({"r": None, **{f"g{i}": "r" for i in range(5)},
+                                     **{f"l{i}": f"g{i % 5}" for i in range(20)}})
+    Y = [frozenset({f"l{i}", f"l{(i + 1) % 20}"}) for i in range(8)]
+    with pytest.raises(hc.ProblemTooLargeError) as err:
+        NormalizedHierarchicalSVC(hierarchy=big, inference="enumerate").fit(X, Y)
+    message = str(err.value)
+    assert "inference='dp'" in message and "max_nodes" not in message and "method=" not in message
+
+
 def test_node_scores_follow_the_model():
     rng = np.random.default_rng(2)
     H = random_hierarchy(rng, 8, dag=False)

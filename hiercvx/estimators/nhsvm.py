@@ -147,7 +147,8 @@ class _NodeScoreClassifier(LightPickleMixin, NodeScoresMixin, LabelSetScoreMixin
         if not self.multilabel_:
             return in_target_form(self, self.classes_[self._class_position[_NHSVM.best_leaf(S, H)]])
         oracle = _NHSVM.label_set_oracle(H, getattr(self, "inference", "auto"))
-        Z = oracle.solve(S, verbose=False)[:, self._class_nodes]
+        Z = oracle.solve(S, verbose=bool(verbosity(getattr(self, "verbose", False))))
+        Z = Z[:, self._class_nodes]
         return in_target_form(self, user_label_sets(
             [frozenset(self.classes_[row].tolist()) for row in Z], self.self_leaves_))
 
@@ -304,6 +305,8 @@ class NormalizedHierarchicalSVC(_NodeScoreClassifier):
             raise InputError(f"inference must be one of {known}, got {self.inference!r}")
         X, targets = self._targets(X, y)
         H, labels, multilabel = targets.hierarchy, targets.labels, targets.multilabel
+        if multilabel:  # refuses a method that cannot run on H, naming inference=, not method=
+            _NHSVM.label_set_oracle(H, self.inference, param="inference")
         alpha, T = self._path_weights(H)
         registered = methods.get("nhsvm")
         model = registered.prepare(X, labels, H, alpha=alpha, variant=self.variant,

@@ -30,11 +30,41 @@ def real_array(values, name: str) -> np.ndarray:
         raise InputError(f"{name} must be a numeric array: {exc}") from None
 
 
+def by_node_names(values, H: Hierarchy, name: str):
+    """``values`` with its columns in ``H.nodes`` order when it names them (a table with
+    ``.columns``, such as a pandas DataFrame, is read by column name, not by position);
+    anything without ``.columns`` is returned as it is."""
+    columns = getattr(values, "columns", None)
+    if columns is None or sp.issparse(values):
+        return values
+    names = list(columns)
+    position = {}
+    for j, c in enumerate(names):
+        try:
+            position.setdefault(c, j)
+        except TypeError:  # an unhashable column name is no node name
+            position = None
+            break
+    if position is None or len(position) != len(names) or set(position) != set(H.nodes):
+        shown = ", ".join(repr(c) for c in names[:5]) + (", ..." if len(names) > 5 else "")
+        raise InputError(
+            f"{name} has columns [{shown}], which are not the node names of H.nodes ({len(H)} "
+            "distinct names); name its columns by H.nodes (any order, each node once), or pass "
+            f"{name}.to_numpy() if its columns already follow H.nodes order")
+    order = [position[v] for v in H.nodes]
+    arr = np.asarray(values)
+    if arr.ndim != 2:
+        raise InputError(f"{name} must be a table of shape (n_samples, {len(H)}) with one column "
+                         f"per node of H.nodes, got shape {arr.shape}")
+    return arr[:, order]
+
+
 def check_scores(scores, H: Hierarchy, name: str = "scores") -> tuple[np.ndarray, bool]:
-    """Scores as a float ``(n_samples, n_nodes)`` array, and whether the input was 1-D."""
+    """Scores as a float ``(n_samples, n_nodes)`` array, and whether the input was 1-D.  A table
+    with ``.columns`` (a pandas DataFrame) is read by column name (:func:`by_node_names`)."""
     if sp.issparse(scores):
         scores = scores.toarray()
-    arr = real_array(scores, name)
+    arr = real_array(by_node_names(scores, H, name), name)
     M = len(H)
     if arr.ndim == 1:
         single = True
@@ -52,14 +82,32 @@ def check_scores(scores, H: Hierarchy, name: str = "scores") -> tuple[np.ndarray
         where = f"node {H.nodes[bad[1]]!r}" if single else f"sample {bad[0]}, node {H.nodes[bad[1]]!r}"
         raise InputError(f"{name} has non-finite entries (NaN or inf), first at {where}; check the "
                          "weights or features that produced them")
+    check_sums(arr, name, single)
     return arr, single
 
 
+def check_sums(arr: np.ndarray, name: str, single: bool = False) -> None:
+    """Refuse score rows whose sum of ``|s|`` does not stay far inside float64: a set's value,
+    a path sum and every bound are at most that sum (the minimum cuts' capacities twice it),
+    so within it no sum of scores overflows to inf and the argmax stays exact."""
+    with np.errstate(over="ignore"):
+        totals = np.abs(arr).sum(axis=1)
+    limit = np.finfo(float).max / 4  # room for the doubled capacities of the minimum cuts
+    over = np.flatnonzero(~(totals <= limit))
+    if over.size:
+        where = "" if single else f" of sample {int(over[0])}"
+        raise InputError(f"{name} are too large: the sum of |{name}|{where} is "
+                         f"{totals[over[0]]:.3g}, beyond {limit:.3g} (a quarter of the float64 "
+                         "maximum), where the sums of inference overflow; rescale them (divide "
+                         f"{name} by a common positive factor: the best label set does not change)")
+
+
 def check_indicator(indicator, H: Hierarchy, name: str) -> np.ndarray:
-    """A 0/1 (or bool) array over ``H.nodes`` as bool, 1-D or 2-D (not reshaped)."""
+    """A 0/1 (or bool) array over ``H.nodes`` as bool, 1-D or 2-D (not reshaped); a table with
+    ``.columns`` is read by column name (:func:`by_node_names`)."""
     if sp.issparse(indicator):
         indicator = indicator.toarray()
-    arr = np.asarray(indicator)
+    arr = np.asarray(by_node_names(indicator, H, name))
     if arr.ndim not in (1, 2) or arr.shape[-1] != len(H):
         raise LabelError(f"{name} must have shape ({len(H)},) or (n_samples, {len(H)}) (one column "
                          f"per node of H.nodes), got shape {arr.shape}; build it with H.closure(labels)")

@@ -108,12 +108,13 @@ def _branch_one(s, keep, incumbent, net, tree, graph, ws, work, flows, max_cuts,
     link, open_node, open_ub, z, shifted, base, sign_of = work
     var, sign, start = link[1], link[2], link[3]
     M = s.shape[0]
-    total = 0.0
+    rest = 0.0  # sum |s| without the root's score, which every set has
     for v in range(M):
-        total += abs(s[v])
+        if v > 0:
+            rest += abs(s[v])
         base[v] = s[v] if keep[v] or v == 0 else -np.inf  # node 0, the root, is always in
-    big = 2.0 * (1.0 + total)
-    tol = rtol * total  # relative to the scores' magnitude: the search is scale-free
+    big = 2.0 * (1.0 + rest + abs(s[0]))
+    tol = rtol * rest  # relative to the scores' magnitude: the search is scale-free
     counts = np.zeros(2, dtype=np.int64)  # links used, open subproblems
     counts[1] = 1
     open_node[0] = -1

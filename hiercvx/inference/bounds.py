@@ -272,7 +272,7 @@ def _bound_kernel(S, g, steps, rtol, out):
 
     Lower bound: the best of the leaf of largest path score and the repaired tree-relaxation
     sets met on the way (:func:`_repaired_set`), grown by :func:`_grow`.  ``certified``: the
-    lower bound reaches ``ub(root)`` within ``rtol * sum |s|``; ``keep``:
+    lower bound reaches ``ub(root)`` within ``rtol * sum_{j != root} |s_j|``; ``keep``:
     ``ub(v) >= value - tol`` (outside it, a node lowers every set containing it below the
     value found).
     """
@@ -290,9 +290,9 @@ def _bound_kernel(S, g, steps, rtol, out):
         z = out.Z[i]
         total = 0.0
         positive = 0.0
-        for j in range(M):
+        for j in range(1, M):  # the root (node 0) is in every set: not part of the scale
             total += abs(s[j])
-            if j > 0 and s[j] > 0.0:
+            if s[j] > 0.0:
                 positive += s[j]
         tol = rtol * total  # relative to the scores' magnitude: the certificate is scale-free
         _path_sums(s, g, up, path)

@@ -1,4 +1,4 @@
-"""The closure relaxation of program (19): a minimum cut that answers most samples exactly.
+"""The closure relaxation of program (19): a minimum cut that answers some samples exactly.
 
 Program (19) of Choi, Sasaki and Srebro, "Normalized Hierarchical SVM", arXiv:1508.02479,
 2016, asks for the best label set of ``Y_m``: an ancestor-closed set (closure rows), every
@@ -8,10 +8,12 @@ solves exactly in polynomial time (Picard, Management Science 22, 1976).  Its op
 (19) from above; when the closed set it returns is itself a label set of ``Y_m`` it is optimal
 for (19), and no LP or integer program is needed.
 
-Loss-augmented inference with the leaf-Hamming loss (every leaf outside the true set gains 1)
-is answered this way almost always; plain prediction often, and the
-:class:`~hiercvx.inference.LabelSetOracle` sends the rest on to the bounds, the LP relaxation and
-(19) itself.
+How often depends on the scores.  Loss-augmented inference with the leaf-Hamming loss (every
+leaf outside the true set gains 1) is answered this way for every sample when the scores are
+zero and for most when they are near zero, as early in training; at the scores of a trained
+model (node scores of order 1), loss-augmented or plain, few samples or none are, on the Gene
+Ontology DAG.  The :class:`~hiercvx.inference.LabelSetOracle` sends the rest on to the bounds,
+the LP relaxation and (19) itself.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ class ClosureCut:
         """Program (19) for the score rows ``S[rows]`` by best-first branch and bound on the
         closure relaxation (``_closure_branch``), each within
         ``max_cuts`` minimum cuts; a subproblem is pruned when its bound is within ``rtol *
-        sum |s|`` of the best label set.
+        sum |s|`` (the root's score left out: every set has it) of the best label set.
 
         Over ``rows``, when known: ``closed``, the closed sets from
         :meth:`~hiercvx.inference.closure.ClosureCut.run` (rows whose first branching alone would

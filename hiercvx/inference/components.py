@@ -17,6 +17,7 @@ and smaller there than on the whole graph.
 from __future__ import annotations
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ..hierarchy import Hierarchy
 from .labelsets import label_set_scores
@@ -76,23 +77,33 @@ class RootSplit:
             order = np.array([H.index(v) for v in sub.nodes], dtype=np.int64)
             self.parts.append((order, sub, make_oracle(sub)))
 
-    def solve(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Z, by_cut)``: the best label set of each score row of ``S`` ``(n, M)`` (bool over
-        the nodes), and per row whether every component was answered by its closure cut."""
+    def solve(self, S: np.ndarray, show: bool = False):
+        """``(Z, exact, counts)``: the best label set of each score row of ``S`` ``(n, M)``
+        (bool over the nodes); per row whether every component was answered exactly without a
+        program (by its closure cut, or by the tree DP on a tree component); and the
+        components' ``(n_closure, n_bounded, n_branched)`` summed (so a row counts once per
+        component that a stage answered).  ``show``: one progress bar over all components."""
         n, M = S.shape
         values = np.empty((len(self.parts), n))
         sets = []
-        by_cut = np.ones(n, dtype=bool)
+        exact = np.ones(n, dtype=bool)
+        counts = np.zeros(3, dtype=np.int64)
+        bar = tqdm(total=n * len(self.parts), desc="inference (ilp, by component)", unit="sample",
+                   disable=not show)
         for k, (order, sub, oracle) in enumerate(self.parts):
             Sk = np.ascontiguousarray(S[:, order])
             if oracle is None:
                 Zk = np.ones((n, 1), dtype=bool)
             else:
-                Zk = oracle.solve(Sk, verbose=False)
-                exact = oracle.__dict__.get("_cut_exact")
-                by_cut &= exact if exact is not None else np.zeros(n, dtype=bool)
+                Zk, info = oracle.solve(Sk, verbose=False, return_info=True)
+                if oracle.method != "dp":  # the tree DP is exact and its sets valid by construction
+                    cut = oracle.__dict__.get("_cut_exact")
+                    exact &= cut if cut is not None else False
+                counts += (info.n_closure, info.n_bounded, info.n_branched)
             values[k] = label_set_scores(Sk, Zk)
             sets.append(Zk)
+            bar.update(n)
+        bar.close()
         # every component of positive value; when none is positive, the best one alone
         take = values > 0.0
         none = ~take.any(axis=0)
@@ -102,4 +113,4 @@ class RootSplit:
         for k, (order, _, _) in enumerate(self.parts):
             rows = np.flatnonzero(take[k])
             Z[np.ix_(rows, order)] = sets[k][rows]
-        return Z, by_cut
+        return Z, exact, tuple(int(c) for c in counts)

@@ -117,11 +117,14 @@ def loss_augmented_scores(scores, H: Hierarchy, true_indicator, loss="leaf_hammi
     label set ``y``; see :class:`DecomposableLoss`.  ``loss``: a :class:`DecomposableLoss`,
     ``"hamming"`` (all nodes), ``"leaf_hamming"`` (leaves, the paper's Delta_L), or an array
     of per-node costs (symmetric Hamming with those weights).  ``true_indicator``: bool over
-    ``H.nodes``, 1-D (shared by all samples) or ``(n_samples, n_nodes)``.
+    ``H.nodes``, 1-D (shared by all samples) or ``(n_samples, n_nodes)`` (a single row for 1-D
+    ``scores``).
     """
     H = check_hierarchy(H)
     arr, single = check_scores(scores, H)
     t = check_true_sets(true_indicator, H, "true_indicator")
+    if single and t.ndim == 2 and t.shape[0] == 1:  # one sample's true set, as H.closure gives it
+        t = t[0]
     if t.ndim == 2 and (single or t.shape[0] != arr.shape[0]):
         raise LabelError(f"true_indicator has {t.shape[0]} rows but scores has "
                          f"{1 if single else arr.shape[0]} sample(s); give one true set per sample "

@@ -39,9 +39,10 @@ class Options:
     enumerate_chunk_entries : int
         Entries of one (samples x sets) value block of enumeration: bounds its memory (32 MB).
     bound_rtol : float
-        Relative tolerance (times ``sum |s|``) of the bound certificate before (19): far
-        above the rounding of the sums, far below HiGHS's own 1e-10; relative, so the
-        argmax does not depend on the scale of the scores.
+        Relative tolerance (times ``sum |s|`` over the nodes other than the root, whose score
+        every set has) of the bound certificate before (19): far above the rounding of the
+        sums, far below HiGHS's own 1e-10; relative, so the argmax does not depend on the
+        scale of the scores.
     lagrange_steps : int
         Subgradient steps on the multipliers of the non-tree edges per uncertified sample: a
         few steps certify most samples; more rarely pay for themselves.
@@ -77,11 +78,12 @@ class Options:
         few suffice where the LP is nearly integral, each a fraction of HiGHS's integer-program
         start-up); past it, or with 0, HiGHS's integer program.
     split_root_from : int
-        Method ``"ilp"`` on a hierarchy of at least this many nodes whose root's children have
-        disjoint descendant sets (the Gene Ontology's namespaces) solves (19) once per such
-        component and combines them exactly (:mod:`hiercvx.inference.components`): a
-        component's bounds and programs are far tighter and smaller than the whole graph's.
-        Smaller hierarchies are solved whole (fast already); 0 never splits.
+        Method ``"ilp"`` (and method ``"lp"`` for its fractional samples) on a hierarchy of at
+        least this many nodes whose root's children have disjoint descendant sets (the Gene
+        Ontology's namespaces) solves (19) once per such component and combines them exactly
+        (:mod:`hiercvx.inference.components`): a component's bounds and programs are far
+        tighter and smaller than the whole graph's.  Smaller hierarchies are solved whole (fast
+        already); 0 never splits.
     """
 
     enumerate_max_nodes: int = 20

@@ -6,7 +6,8 @@ folded into the scores, i.e. the integer program (19), by one of four methods:
 
 ``"dp"``         the tree dynamic program (:mod:`.tree_dp`), compiled, O(M) per sample;
 ``"ilp"``        program (19) (:mod:`.programs`) behind the bound certificate of :mod:`.bounds`;
-``"lp"``         its LP relaxation, with (19) for the samples whose LP optimum is fractional;
+``"lp"``         its LP relaxation; the samples whose LP optimum is fractional go the way of
+                 ``"ilp"`` (root split, bounds, branching, then (19));
 ``"enumerate"``  brute force over ``Y_m`` (:func:`~.labelsets.enumerate_label_sets`).
 
 ``"auto"`` picks by :func:`~.labelsets.auto_method`.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..exceptions import HierarchyError, InputError, SolverError
+from ..exceptions import HierarchyError, InputError, ProblemTooLargeError, SolverError
 from ..hierarchy import Hierarchy
 from ._checks import check_hierarchy, check_scores
 from .bounds import DagBounds
@@ -45,13 +46,17 @@ class InferenceInfo:
     ``objective``: value of each returned set, recomputed in numpy: ``sum_{n in y} s_n``,
     plus ``Delta(y, t)`` when a loss was given.  ``relaxation_objective``: the LP optimum
     (an upper bound on ``objective``; method ``"lp"`` only, else ``None``).  ``fractional``:
-    the LP optimum was not integral; ``fell_back``: the integer program was solved instead;
-    ``n_fractional``: how many samples fell back.  ``n_bounded`` (method ``"ilp"``): how many
-    samples the bound certificate answered without the solver (see :class:`LabelSetOracle`).
+    the LP optimum was not integral; ``fell_back``: (19) was solved instead, the way of method
+    ``"ilp"``; ``n_fractional``: how many samples fell back.  ``n_bounded`` (method ``"ilp"``):
+    how many samples the bound certificate answered without the solver (see
+    :class:`LabelSetOracle`).
     ``n_closure`` (methods ``"ilp"``, ``"lp"``): how many samples the closure relaxation
     answered exactly (a minimum cut, :mod:`hiercvx.inference.closure`), before any bound or
     program; ``n_branched`` (method ``"ilp"``): how many of the others branch and bound on that
-    relaxation proved (:meth:`~hiercvx.inference.closure.ClosureCut.branch`).
+    relaxation proved (:meth:`~hiercvx.inference.closure.ClosureCut.branch`).  When ``"ilp"``
+    splits at the root (:mod:`hiercvx.inference.components`), these three are its components'
+    counts summed: a sample counts once per component that the stage answered (a tree
+    component is solved by the tree DP and counts in none).
     """
 
     method: str
@@ -80,7 +85,11 @@ class LabelSetOracle:
     Methods ``"ilp"`` and ``"lp"`` first solve the closure relaxation of (19) by a minimum cut
     (:class:`~hiercvx.inference.closure.ClosureCut`, ``options.closure_cut``): a sample whose
     largest-score closed set is a label set of ``Y_m`` has its optimum
-    (``InferenceInfo.n_closure``); only the others go on.
+    (``InferenceInfo.n_closure``); only the others go on.  Method ``"lp"`` solves the LP
+    relaxation for them, and the samples whose LP optimum is fractional the way of method
+    ``"ilp"`` (an ``"ilp"`` oracle with the same solver, ``presolve`` and options, built once).
+    Both take the root's score, which every label set has, out of the scores they solve on, so
+    that tolerances and rounding see only the scores that tell sets apart.
 
     ``presolve`` (method ``"ilp"``): before the integer program, every sample gets a label
     set and per-node upper bounds in O(nodes + ancestor entries) (plus a few subgradient steps
@@ -97,25 +106,26 @@ class LabelSetOracle:
 
     ``options``: an :class:`~hiercvx.inference.Options`; ``max_nodes`` and ``integrality_tol``,
     when given, override its ``enumerate_max_nodes`` and ``integrality_tol``.
+
+    ``param``: what the caller's users call ``method``, as the errors name it (an estimator
+    passes ``"inference"``); only under the name ``"method"`` do they suggest ``max_nodes``,
+    which only this class and :func:`best_label_set` take.
     """
 
     def __init__(self, H: Hierarchy, method: str = "auto", *, solver: str | None = None,
                  max_nodes: int | None = None, integrality_tol: float | None = None,
-                 presolve: bool = True, options: Options | None = None):
+                 presolve: bool = True, options: Options | None = None, param: str = "method"):
         self.H = check_hierarchy(H)
         self.options = resolve(options, enumerate_max_nodes=max_nodes,
                                integrality_tol=integrality_tol)
         max_nodes = self.options.enumerate_max_nodes
         self.presolve = bool(presolve)
         if method not in METHODS:
-            raise InputError(f"unknown inference method {method!r}; choose one of {METHODS}")
+            what = "inference method" if param == "method" else param
+            raise InputError(f"unknown {what} {method!r}; choose one of {METHODS}")
         if method == "auto":
             method = auto_method(H, options=self.options)
-        if method == "dp" and not H.is_tree:
-            some = next(v for v, ps in zip(H.nodes, H.parent_indices) if len(ps) > 1)
-            raise HierarchyError(
-                f"method='dp' needs a tree, but this hierarchy is a DAG (node {some!r} has "
-                f"{len(H.parents(some))} parents); use method='ilp' (exact) or 'lp' for DAGs")
+        _check_fits(H, method, max_nodes, param)
         if solver is not None:
             if method not in ("ilp", "lp"):
                 raise InputError(f"solver={solver!r} applies to methods 'ilp' and 'lp' only; "
@@ -139,7 +149,7 @@ class LabelSetOracle:
     # lazily built pieces; dropped when pickling (solver handles are not picklable)
     def __getstate__(self):
         state = self.__dict__.copy()
-        for key in ("_ilp", "_lp", "_dp", "_bounds", "_cut", "_split"):
+        for key in ("_ilp", "_lp", "_dp", "_bounds", "_cut", "_split", "_integer"):
             state.pop(key, None)
         return state
 
@@ -183,7 +193,13 @@ class LabelSetOracle:
         elif self.method == "enumerate":
             Z = self._enumerate(S)
         else:
-            Z, relaxation, fractional = self._solve_programs(S, verbose)
+            # the root is in every set: its score, a constant of every set's value, is left
+            # out, so that tolerances and rounding see only the scores that tell sets apart
+            shifted = S.copy()
+            shifted[:, 0] = 0.0
+            Z, relaxation, fractional = self._solve_programs(shifted, verbose)
+            if relaxation is not None:
+                relaxation = relaxation + S[:, 0]
         if self.method in ("ilp", "lp") and n:
             # guards against solver tolerances, never expected (the cut's sets are checked
             # where they are made)
@@ -214,6 +230,7 @@ class LabelSetOracle:
         values_per_chunk = max(1, self.options.enumerate_chunk_entries // max(1, len(sets)))
         Z = np.empty(S.shape, dtype=bool)
         set_matrix = sets.astype(float).T
+        set_matrix[0] = 0.0  # the root is in every set: its score would only add rounding
         for lo in range(0, S.shape[0], values_per_chunk):
             hi = min(S.shape[0], lo + values_per_chunk)
             Z[lo:hi] = sets[np.argmax(S[lo:hi] @ set_matrix, axis=1)]
@@ -222,7 +239,6 @@ class LabelSetOracle:
     def _solve_programs(self, S: np.ndarray, verbose):
         n, M = S.shape
         integer = self.method == "ilp"
-        model = self._model(integer=integer)
         Z = np.zeros((n, M), dtype=bool)
         relaxation = None if integer else np.empty(n)
         fractional = np.zeros(n, dtype=bool)
@@ -230,9 +246,11 @@ class LabelSetOracle:
         self._cut_exact = None
         if integer and n and self._root_split() is not None:
             # one program per disjoint component under the root, combined exactly
-            Z, self._cut_exact = self._split.solve(S)
-            self._n_closure = int(self._cut_exact.sum())
+            show = (n >= self.options.progress_from) if verbose is None else bool(verbose)
+            Z, self._cut_exact, counts = self._split.solve(S, show=show)
+            self._n_closure, self._n_bounded, self._n_branched = counts
             return Z, relaxation, fractional
+        model = self._model(integer=integer)
         todo = np.arange(n)
         if self.options.closure_cut and n:
             # the closure relaxation by a minimum cut: exact wherever its set is a label set
@@ -259,12 +277,23 @@ class LabelSetOracle:
             rounded = z > 0.5
             if not integer:
                 relaxation[i] = -value
-                if np.max(np.abs(z - rounded)) > self.integrality_tol:
-                    fractional[i] = True
-                    z, _ = self._model(integer=True).solve(-S[i])
-                    rounded = z > 0.5
+                fractional[i] = np.max(np.abs(z - rounded)) > self.integrality_tol
             Z[i] = rounded
+        if not integer and fractional.any():
+            # (19) for the fractional rows by method "ilp"'s route: its root split, bounds and
+            # branching, not the integer program on the whole graph
+            Z[fractional] = self._integer_oracle().solve(S[fractional], verbose=False)
         return Z, relaxation, fractional
+
+    def _integer_oracle(self) -> "LabelSetOracle":
+        """Method ``"ilp"`` on this hierarchy with this oracle's solver and settings (built
+        once): method ``"lp"`` solves its fractional rows with it."""
+        if "_integer" not in self.__dict__:
+            self._integer = LabelSetOracle(self.H, "ilp", solver=self.solver,
+                                           presolve=self.presolve, options=self.options)
+            if "_lp" in self.__dict__:  # one warm-started LP model for both
+                self._integer._lp = self._lp
+        return self._integer
 
     def _root_split(self):
         """The :class:`~hiercvx.inference.components.RootSplit` of this hierarchy (built once),
@@ -332,13 +361,30 @@ class LabelSetOracle:
         the integer program."""
         o = self.options
         if o.branch_max_nodes and hasattr(relaxation, "branch_subset"):
-            tol = o.bound_rtol * float(np.abs(s).sum())
+            tol = o.bound_rtol * float(np.abs(s[1:]).sum())  # the root (node 0) is in every set
             z = relaxation.branch_subset(-s, keep, start, o.branch_max_nodes,
                                          self.integrality_tol, tol)
             if z is not None:
                 return z
         z, _ = model.solve_subset(-s, keep)
         return z > 0.5
+
+
+def _check_fits(H: Hierarchy, method: str, max_nodes: int, param: str) -> None:
+    """Refuse a method that cannot run on ``H``; the errors call it ``param``."""
+    if method == "dp" and not H.is_tree:
+        some = next(v for v, ps in zip(H.nodes, H.parent_indices) if len(ps) > 1)
+        raise HierarchyError(
+            f"{param}='dp' needs a tree, but this hierarchy is a DAG (node {some!r} has "
+            f"{len(H.parents(some))} parents); use {param}='ilp' (exact) or 'lp' for DAGs")
+    if method == "enumerate" and len(H) > max_nodes:
+        exact = "'dp'" if H.is_tree else "'ilp'"
+        limit = f"max_nodes={max_nodes}" if param == "method" else f"of {max_nodes} nodes"
+        raise ProblemTooLargeError(
+            f"{param}='enumerate' lists all 2^{len(H.leaf_indices)} - 1 label sets; the hierarchy "
+            f"has {len(H)} nodes, over the limit {limit}. Use {param}={exact} "
+            f"(exact, for {'trees' if H.is_tree else 'DAGs'}) or {param}='auto'"
+            + (", or raise max_nodes if you really want brute force" if param == "method" else ""))
 
 
 def best_label_set(scores, H: Hierarchy, method: str = "auto", *, loss=None, true_indicator=None,

@@ -80,18 +80,26 @@ def _highs_options(integer: bool, options: Options):
         yield "mip_feasibility_tolerance", options.highs_tolerance
 
 
-def _unit_cost(cost: np.ndarray) -> tuple[np.ndarray, float]:
-    """``cost`` divided by its largest magnitude (when positive), and that divisor.
+def _unit_cost(cost: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``(unit, scale, offset)``: ``cost`` with the root's entry (node 0) set to 0 and divided by
+    the largest magnitude among the other nodes (when positive), that divisor, and the root's
+    cost.
 
-    HiGHS's tolerances are absolute: at costs of 1e-9 or of millions they would accept a worse
-    set, so the programs see costs of magnitude 1 and the argmax does not depend on the scale
-    of the scores.
+    ``z_root = 1`` in every feasible point, so the root's cost is the constant ``offset`` of
+    every objective: ``cost . z = scale * (unit . z) + offset``.  HiGHS's tolerances are
+    absolute: at costs of 1e-9 or of millions, or beside a large constant, they would accept a
+    worse set, so the programs see the costs that tell sets apart at magnitude 1, and the
+    argmax depends neither on the scale of the scores nor on the root's score.
     """
-    cost = np.asarray(cost, dtype=float)
-    scale = float(np.max(np.abs(cost))) if cost.size else 0.0
+    cost = np.array(cost, dtype=float)
+    if not cost.size:
+        return cost, 1.0, 0.0
+    offset = float(cost[0])
+    cost[0] = 0.0
+    scale = float(np.max(np.abs(cost)))
     if not scale > 0:
-        return cost, 1.0
-    return cost / scale, scale
+        return cost, 1.0, offset
+    return cost / scale, scale, offset
 
 
 def _pass_program(h, A, lower, upper, col_lower, col_upper, integer: bool) -> None:
@@ -161,10 +169,10 @@ class HighsModel:
 
     def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
         """Minimize ``cost . z``; returns ``(z, cost . z)``."""
-        unit, scale = _unit_cost(cost)
+        unit, scale, offset = _unit_cost(cost)
         self._h.changeColsCost(self._M, self._cols, unit)
         z, value = self._run(self._h)
-        return z, value * scale
+        return z, value * scale + offset
 
     def _load_subset(self, keep: np.ndarray, integer: bool):
         """Program (19) restricted to the nodes ``keep`` (bool over the nodes; rows left empty
@@ -188,12 +196,12 @@ class HighsModel:
         """:meth:`solve` with ``z_j = 0`` for the nodes outside ``keep`` (bool over the nodes),
         as a program over the kept columns only (rows left empty are dropped)."""
         h, cols, _ = self._load_subset(keep, self._integer)
-        unit, scale = _unit_cost(cost)
+        unit, scale, offset = _unit_cost(cost)
         h.changeColsCost(len(cols), np.arange(len(cols), dtype=np.int32), unit[cols])
         zs, value = self._run(h)
         z = np.zeros(self._M)
         z[cols] = zs
-        return z, value * scale
+        return z, value * scale + (offset if keep[0] else 0.0)
 
     def branch_subset(self, cost: np.ndarray, keep: np.ndarray, incumbent: np.ndarray,
                       max_nodes: int, integrality_tol: float, tol: float):
@@ -206,8 +214,9 @@ class HighsModel:
         None after ``max_nodes`` LPs without a proof (the caller then runs (19) itself).
         ``tol`` is in the units of ``cost``."""
         h, cols, (sub, row_lo, row_up, col_lo, col_up) = self._load_subset(keep, False)
-        # the search runs on the unit costs (see _unit_cost); the best set is scale-free
-        cost, scale = _unit_cost(cost)
+        # the search runs on the unit costs (see _unit_cost): the best set is scale-free, and
+        # the root's cost, the same in every set, is left out
+        cost, scale, _ = _unit_cost(cost)
         tol = tol / scale
         k = len(cols)
         index = np.arange(k, dtype=np.int32)
@@ -302,7 +311,7 @@ class GurobiModel:  # pragma: no cover - needs gurobipy and a licence
     def solve(self, cost: np.ndarray) -> tuple[np.ndarray, float]:
         """Minimize ``cost . z``; returns ``(z, cost . z)``."""
         gp = self._gp
-        cost, scale = _unit_cost(cost)  # Gurobi's tolerances are absolute too
+        cost, scale, offset = _unit_cost(cost)  # Gurobi's tolerances are absolute too
         self._z.Obj = cost
         try:
             self._m.optimize()
@@ -313,7 +322,7 @@ class GurobiModel:  # pragma: no cover - needs gurobipy and a licence
         if self._m.Status != gp.GRB.OPTIMAL:
             raise SolverError("Gurobi did not solve the inference program to optimality",
                               status=str(self._m.Status), solver="GUROBI")
-        return np.asarray(self._z.X, dtype=float), float(self._m.ObjVal) * scale
+        return np.asarray(self._z.X, dtype=float), float(self._m.ObjVal) * scale + offset
 
 
 BACKENDS = {"highs": HighsModel, "gurobi": GurobiModel}
