@@ -427,3 +427,26 @@ def test_dataframe_fit_emits_no_feature_name_warning(tree_data, solver):
         est = TopDownSVC(hierarchy=TREE, solver=solver).fit(frame, y[:60])
         est.predict(frame)
     assert list(est.feature_names_in_) == list(frame.columns)
+
+
+def test_dense_and_csr_choose_the_same_children_at_a_threshold_tie():
+    """A child whose gap to the best child equals the node classifier's threshold in the dense
+    product, and exceeds it by round-off in the CSR one (the products sum in another order),
+    is chosen on both copies of X."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    H = hc.Hierarchy.from_parents({"r": None, "A": "r", "B": "r", "C": "r"})
+    X = rng.standard_normal((200, 30)) * (rng.random((200, 30)) < 0.3)
+    X *= 10.0 ** rng.uniform(-3, 3, size=(1, 30))  # wide magnitudes: products round differently
+    Y = [{"A", "B"} if z else {"C"} for z in X[:, :5].sum(axis=1) > 0]
+    est = TopDownSVC(hierarchy=H).fit(X, Y)
+    dense, csr = est._local(X)["r"], est._local(sp.csr_matrix(X))["r"]
+    gap_dense = dense.max(axis=1, keepdims=True) - dense
+    gap_csr = csr.max(axis=1, keepdims=True) - csr
+    rows, cols = np.nonzero((gap_csr > gap_dense) & (gap_dense > 0))
+    assert rows.size  # rounding differs somewhere: the case this test is about
+    i, c = rows[0], cols[0]
+    est.estimators_["r"].threshold_ = float(gap_dense[i, c])  # the tie, in the dense product
+    chosen_dense = est.predict(X[i:i + 1])[0]
+    assert H.children("r")[c] in chosen_dense  # local scores follow the children
+    assert est.predict(sp.csr_matrix(X[i:i + 1]))[0] == chosen_dense
