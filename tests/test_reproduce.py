@@ -7,6 +7,7 @@ import json
 import math
 import os
 import time
+import warnings
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +27,7 @@ from hiercvx.reproduce import (
     flat_hierarchical,
     hmc,
     leaderboard,
+    wang,
     wang_funcat,
     zhou,
 )
@@ -96,13 +98,17 @@ def test_same_seed_same_numbers_other_seed_other_numbers():
 def test_an_interrupted_run_resumes_from_its_finished_replications(tmp_path, monkeypatch):
     """Every finished replication is kept under ``out``; ``resume`` runs only the others and
     gives the numbers of an uninterrupted run.  Files of another seed or a damaged file are
-    not read back."""
+    not read back; a damaged file is refused, and run again once deleted."""
     full = reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False, seed=5,
                                out=tmp_path)
     kept = sorted((tmp_path / "wang-table3.replications").glob("*-r*.json"))   # not outputs.json
     assert [json.loads(p.read_text())["replication"] for p in kept] == [0, 1, 2]
     kept[1].unlink()                                   # replication 1 was in flight
-    kept[2].write_text(kept[2].read_text()[:40])       # a damaged file is run again
+    kept[2].write_text(kept[2].read_text()[:40])       # a damaged file
+    with pytest.raises(InputError, match=f"{kept[2].name} is damaged.*delete it"):
+        reproduce.run_table("wang-table3", quick=True, replications=3, verbose=False, seed=5,
+                            out=tmp_path, resume=True)
+    kept[2].unlink()                                   # is run again once deleted
     table = reproduce.get("wang-table3")
     ran = []
 
@@ -608,3 +614,31 @@ def test_conflicting_arguments_are_refused(tmp_path, capsys):
                      "--n-jobs", "2"]) == 2
     err = capsys.readouterr().err
     assert "--n-jobs" in err and "n_jobs" not in err
+
+
+def test_funcat_flat_baseline_does_not_warn_about_its_path_labels():
+    """The flat SVM of Table 5 ignores the FunCat tree on purpose: no advice to pass one."""
+    H = Hierarchy.from_paths(["10/01/03", "10/01/05", "11/02"])
+    rng = np.random.default_rng(0)
+    y = np.array([H.leaves[i % len(H.leaves)] for i in range(60)], dtype=object)
+    X = rng.normal(size=(60, 4)) + np.array([H.leaves.index(v) for v in y])[:, None]
+    parts = (np.arange(0, 20), np.arange(20, 40), np.arange(40, 60))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wang.make_estimator("SVM", H, "linear", None).fit(X, y)
+    assert any("got no hierarchy" in str(w.message) for w in caught)    # what is silenced
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for method in ("SVM", "SHSVM"):
+            wang_funcat.run_method(X, y, H, parts, "linear", method, [1.0])
+    assert not any("got no hierarchy" in str(w.message) for w in caught)
+
+
+def test_each_published_cell_carries_the_rounding_of_its_printed_digits():
+    reported = reproduce.parse_reported("s | A | 0.30 (0.02) | 0.545 (0.02) | 68.4", ("a", "b", "c"))
+    assert [reported[("s", "A", k)].resolution for k in "abc"] == [0.005, 0.0005, 0.05]
+    # 0.30 printed with two decimals: 0.344 is within 2 sd + 0.005, whatever the table's rounding
+    assert reproduce.within_spread(0.344, 0.0, reported[("s", "A", "a")], 0.0005)
+    assert not reproduce.within_spread(0.586, 0.0, reported[("s", "A", "b")], 0.05)
+    cai_cells = reproduce.get("cai-table7.5").reported.values()
+    assert {r.resolution for r in cai_cells} == {0.05, 0.005}

@@ -254,3 +254,161 @@ def test_help_says_what_quick_and_replications_do():
     assert "runs in seconds" not in help_text and "seconds to a few minutes" in help_text
     assert "default: 2 with --quick" not in help_text and "quick count" in help_text
     assert "--force" in help_text
+
+
+# ------------------------------------------------------------------ damaged checkpoints
+def _counting(monkeypatch, **options):
+    ran = []
+
+    def run(replication, quick, seed):
+        ran.append(replication)
+        return _cheap(replication, quick, seed)
+    _fake(monkeypatch, run=run, **options)
+    return ran
+
+
+def _edit(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: d["rows"][0].update(value="oops"), "value is 'oops', not a number"),
+    (lambda d: d["rows"][0].pop("metric"), "missing metric"),
+    (lambda d: d["rows"][0].update(extra=1), "unexpected extra"),
+    (lambda d: d["rows"][0].update(metric="nope"), "metric 'nope' is not one of"),
+    (lambda d: d.update(rows=[]), "it holds no rows"),
+    (lambda d: d.update(seed=7), "it records seed 7 where this run has 0"),
+])
+def test_a_malformed_checkpoint_is_refused_before_any_work(change, expected, tmp_path,
+                                                           monkeypatch, capsys):
+    ran = _counting(monkeypatch)
+    reproduce.run_table("fake", replications=3, verbose=False, out=tmp_path)
+    folder = tmp_path / "fake.replications"
+    (folder / "full-seed0-r0002.json").unlink()
+    _edit(folder / "full-seed0-r0001.json", change)
+    ran.clear()
+    for argv in (["--resume"], ["--collect"]):
+        assert cli.main(["reproduce", "fake", "--replications", "3", "--out", str(tmp_path),
+                         "--quiet"] + argv) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and expected in err
+        assert f"{folder / 'full-seed0-r0001.json'} is damaged" in err and "delete it" in err
+    assert ran == []
+    (folder / "full-seed0-r0001.json").unlink()          # the fix the message names
+    resumed = reproduce.run_table("fake", replications=3, verbose=False, out=tmp_path,
+                                  resume=True)
+    assert ran == [1, 2] and resumed.resumed == 1
+
+
+def test_a_truncated_checkpoint_is_refused_not_skipped(tmp_path, monkeypatch):
+    ran = _counting(monkeypatch)
+    reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path)
+    path = tmp_path / "fake.replications" / "full-seed0-r0001.json"
+    path.write_text(path.read_text()[:40])
+    for option in ("resume", "collect"):
+        with pytest.raises(InputError, match="r0001.json is damaged: it is not whole JSON"):
+            reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path,
+                                **{option: True})
+    assert ran == [0, 1]
+
+
+def test_a_nan_value_is_read_back(tmp_path, monkeypatch):
+    _fake(monkeypatch, run=lambda r, q, s: [{"setting": "s", "method": "A", "metric": "m",
+                                             "value": float("nan")}])
+    reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path)
+    again = reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path, resume=True)
+    assert again.resumed == 2
+
+
+def test_another_version_is_read_back_with_a_warning(tmp_path, monkeypatch, capsys):
+    _fake(monkeypatch)
+    reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path)
+    _edit(tmp_path / "fake.replications" / "full-seed0-r0000.json",
+          lambda d: d.update(version="0.0.1"))
+    capsys.readouterr()
+    again = reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path, resume=True)
+    err = capsys.readouterr().err
+    assert again.resumed == 2 and "1 checkpoint in" in err and "hiercvx 0.0.1" in err
+
+
+# ------------------------------------------------------------------ the data a run had
+def _optional_table(monkeypatch, state):
+    """A fake table whose optional data set D runs (a row of setting D) when present."""
+    def run(replication, quick, seed):
+        rows = _cheap(replication, quick, seed)
+        return rows + ([dict(rows[0], setting="D")] if state["D"] is None else [])
+    _fake(monkeypatch, run=run, optional_data=lambda quick: dict(state))
+
+
+def test_resume_refuses_replications_made_with_other_data(tmp_path, monkeypatch, capsys):
+    state = {"D": None}
+    _optional_table(monkeypatch, state)
+    reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path)
+    folder = tmp_path / "fake.replications"
+    assert json.loads((folder / "full-seed0-r0000.json").read_text())["data_sets"] == ["D"]
+    assert json.loads((folder / "outputs.json").read_text())["data_sets"] == ["D"]
+    (folder / "full-seed0-r0001.json").unlink()
+    state["D"] = "the D rows: d.arff not found"
+    assert cli.main(["reproduce", "fake", "--replications", "2", "--out", str(tmp_path),
+                     "--resume", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "made with D (replication 0)" in err and "this run would be without D" in err
+    assert "another --out" in err and "--force" in err and "Traceback" not in err
+    # started again without --resume: the rows say what is left out
+    fresh = reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path, force=True)
+    assert fresh.left_out == "the D rows: d.arff not found"
+    # collected while D is present again: left out as the kept rows show, not as now
+    state["D"] = None
+    collected = reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path,
+                                    collect=True)
+    assert "the D rows: the replications read back were run without" in collected.left_out
+
+
+def test_collect_refuses_replications_made_with_different_data(tmp_path, monkeypatch):
+    state = {"D": None}
+    _optional_table(monkeypatch, state)
+    reproduce.run_table("fake", replications=1, verbose=False, out=tmp_path)
+    state["D"] = "absent"
+    reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path / "b")
+    (tmp_path / "b" / "fake.replications" / "full-seed0-r0000.json").replace(
+        tmp_path / "b" / "fake.replications" / "kept.json")
+    (tmp_path / "fake.replications" / "full-seed0-r0000.json").replace(
+        tmp_path / "b" / "fake.replications" / "full-seed0-r0000.json")
+    with pytest.raises(InputError, match="made with different data .*replication 0 with D; "
+                                         "replication 1 without D"):
+        reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path / "b",
+                            collect=True)
+
+
+def test_checkpoints_without_a_data_record_are_read_with_a_warning(tmp_path, monkeypatch,
+                                                                    capsys):
+    state = {"D": None}
+    _optional_table(monkeypatch, state)
+    reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path)
+    _edit(tmp_path / "fake.replications" / "full-seed0-r0001.json", lambda d: d.pop("data_sets"))
+    capsys.readouterr()
+    again = reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path, resume=True)
+    assert again.resumed == 2 and again.left_out is None
+    assert "do not record which data sets they used" in capsys.readouterr().err
+
+
+def test_hmc_aupr_names_the_shipped_data_set_it_leaves_out(tmp_path, monkeypatch):
+    monkeypatch.setenv(hmc.HMC_DATA_ENV, str(tmp_path))
+    for part in ("train", "valid", "test"):
+        (tmp_path / f"cellcycle_FUN.{part}.arff").write_text("")
+    table = reproduce.get("hmc-aupr")
+    assert table.missing_data() is None
+    assert "the cellcycle_GO rows: data files not found" in table.partial_data()
+    assert "cellcycle_FUN" not in table.partial_data()
+    rows = [{"setting": "cellcycle_FUN", "method": "x", "metric": "AU(PRC)", "value": 0.1}]
+    assert "cellcycle_GO" in _runner.left_out(table, False, rows)
+    assert _runner.left_out(table, True, rows) is None        # quick runs cellcycle_FUN only
+
+
+def test_an_unknown_table_gets_the_close_names(capsys):
+    with pytest.raises(InputError, match="did you mean 'wang-table3'"):
+        reproduce.get("wang-tabel3")
+    assert cli.main(["reproduce", "hmc-auprc"]) == 2
+    assert "did you mean 'hmc-aupr'" in capsys.readouterr().err

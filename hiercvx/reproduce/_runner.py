@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import difflib
 import json
 import math
 import os
 import sys
 import textwrap
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from ..datasets._common import HMC_DATA_ENV
 from ..exceptions import HierCVXError, InputError
 from . import nhsvm, wang
+from ._checkpoints import Checkpoints, data_sets_present, hiercvx_version, left_out
 from ._table import DataUnavailable, Table
 
 try:  # only --scheduler needs it; the local path works without Dask installed
@@ -42,7 +43,9 @@ def get(name: str) -> Table:
     try:
         return TABLES[name]
     except KeyError:
-        raise InputError(f"unknown table {name!r}; `hiercvx reproduce --list` shows the "
+        close = difflib.get_close_matches(str(name), list(TABLES), n=3)
+        hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+        raise InputError(f"unknown table {name!r}; {hint}`hiercvx reproduce --list` shows the "
                          f"registered ones: {', '.join(TABLES)}") from None
 
 
@@ -70,7 +73,7 @@ class TableResult:
     files: list[Path] = field(default_factory=list)
     skipped: str | None = None
     resumed: int = 0
-    left_out: str | None = None   # a part of the table not run here, and why (Table.partial_data)
+    left_out: str | None = None   # a part of the table its rows lack, and why (Table.optional_data)
     planned: int | None = None   # collect: the replications asked for, of which these finished
     beyond: int = 0              # collect: replications kept past the first ``planned``, left out
 
@@ -81,7 +84,8 @@ class TableResult:
 def within_spread(ours: float, ours_sd: float, paper, resolution: float, width: float = 2.0):
     """Whether our mean lies within the paper's mean ± ``width`` sd (its replication spread;
     2 by default, :class:`Table.spread_width <hiercvx.reproduce.Table>`), widened by the paper's
-    rounding.  For an exact row (a Bayes error: no sd printed) the spread is ours: the paper's
+    rounding: the cell's own (``paper.resolution``, from the digits it is printed with), else
+    ``resolution``.  For an exact row (a Bayes error: no sd printed) the spread is ours: the paper's
     value within our mean ± ``width`` sd.  ``None`` where the paper has no number, and for an exact
     row whose sd of ours is undefined (one replication: ``ours_sd`` NaN)."""
     if paper is None or not math.isfinite(ours):
@@ -89,7 +93,8 @@ def within_spread(ours: float, ours_sd: float, paper, resolution: float, width: 
     spread = paper.sd if paper.sd is not None else ours_sd
     if not math.isfinite(spread):
         return None
-    return bool(abs(ours - paper.mean) <= width * spread + resolution + 1e-12)
+    rounding = paper.resolution if paper.resolution is not None else resolution
+    return bool(abs(ours - paper.mean) <= width * spread + rounding + 1e-12)
 
 
 def has_paper_numbers(table: Table) -> bool:
@@ -166,58 +171,6 @@ def _backend(n_jobs, scheduler):
             client.close()
 
 
-def _hiercvx_version() -> str:
-    try:
-        return metadata.version("hiercvx")
-    except metadata.PackageNotFoundError:  # pragma: no cover (run from a source tree)
-        return "unknown"
-
-
-class Checkpoints:
-    """Finished replications of one table, one JSON file each in ``out/<name>.replications/``,
-    so that an interrupted run (a killed job, a preempted cluster) loses at most the
-    replications in flight: :func:`run_table` with ``resume=True`` reads them back instead of
-    running them again.  A file names its table, ``quick``, ``seed``, replication and
-    replication seed, and is read back only when all five match; it also records the hiercvx
-    version that computed it.  Files are written whole (a temporary file, then a rename)."""
-
-    def __init__(self, out, table: Table, quick: bool, seed: int):
-        self.dir = Path(out) / f"{table.name}.replications"
-        self.key = {"table": table.name, "quick": bool(quick), "seed": int(seed)}
-
-    def path(self, r: int) -> Path:
-        return self.dir / f"{'quick' if self.key['quick'] else 'full'}-seed{self.key['seed']}-r{r:04d}.json"
-
-    def load(self, r: int, replication_seed: int) -> list[dict] | None:
-        """The rows of replication ``r`` if its file is there and matches, else ``None``."""
-        try:
-            with open(self.path(r)) as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        expected = dict(self.key, replication=r, replication_seed=int(replication_seed))
-        if (not isinstance(data, dict) or not isinstance(data.get("rows"), list)
-                or any(data.get(k) != v for k, v in expected.items())):
-            return None
-        return data["rows"]
-
-    def kept(self) -> list[int]:
-        """The replication numbers whose files of this ``quick`` and ``seed`` are there (by
-        name; :meth:`load` checks their contents)."""
-        prefix = self.path(0).name.rpartition("-r")[0] + "-r"
-        return sorted(int(p.stem[len(prefix):]) for p in self.dir.glob(f"{prefix}*.json")
-                      if p.stem[len(prefix):].isdigit())
-
-    def save(self, r: int, replication_seed: int, rows: list[dict]):
-        self.dir.mkdir(parents=True, exist_ok=True)
-        data = dict(self.key, replication=r, replication_seed=int(replication_seed),
-                    version=_hiercvx_version(), rows=rows)
-        tmp = self.path(r).with_suffix(".tmp")
-        with open(tmp, "w") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, self.path(r))
-
-
 class Interrupted(KeyboardInterrupt):
     """A run stopped by the user (Ctrl-C): says how many replications are kept and how to run
     the others (``--resume``)."""
@@ -272,7 +225,8 @@ def _record_outputs(result: TableResult, out: Path) -> Path:
     with open(path, "w") as fh:
         json.dump({"table": result.table.name, "quick": bool(result.quick),
                    "seed": int(result.seed), "replications": int(result.replications),
-                   "version": _hiercvx_version()}, fh)
+                   "version": hiercvx_version(),
+                   "data_sets": data_sets_present(result.table, result.quick)}, fh)
     return path
 
 
@@ -377,7 +331,8 @@ def run_table(name: str, *, quick: bool = False, replications: int | None = None
     With ``out``, every finished replication is also kept in ``out/<name>.replications/``
     (``Checkpoints``); ``resume=True`` reads back those of the same table, ``quick`` and
     ``seed`` and runs only the others (``result.resumed`` counts them; a note on stderr says
-    when none matched).  A paper-scale table can so be run in pieces: stop it any time (a
+    when none matched).  A kept file that is damaged, or made with other optional data sets
+    (``Table.optional_data``), is refused with an ``InputError`` before any work.  A paper-scale table can so be run in pieces: stop it any time (a
     Ctrl-C raises ``Interrupted``, saying how many are kept), run the same command with
     ``--resume``.  ``collect=True`` runs and writes nothing: the table of the replications
     among the first ``replications`` that are already kept there (the state of a run still
@@ -437,9 +392,11 @@ def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
                           Path(out))
     if out is not None:
         checkpoints = Checkpoints(out, table, quick, seed)
-        if resume:
-            done = {r: rows for r, s in enumerate(seeds)
-                    if (rows := checkpoints.load(r, s)) is not None}
+        present = data_sets_present(table, quick)
+        if resume:   # every kept file checked before any work
+            kept = checkpoints.read(seeds)
+            checkpoints.check_same_data(kept, present)
+            done = {r: k.rows for r, k in kept.items()}
             if not done:
                 every = (f"all {len(seeds)} replications" if len(seeds) > 1
                          else "the one replication")
@@ -451,7 +408,7 @@ def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
         finished = []
 
         def on_done(r, rows):
-            checkpoints.save(r, seeds[r], rows)
+            checkpoints.save(r, seeds[r], rows, present)
             finished.append(r)
     try:
         rows = execute(table, quick, seeds, n_jobs, scheduler, verbose, done, on_done, data_dir)
@@ -461,7 +418,7 @@ def _run_table(name, quick, replications, n_jobs, scheduler, out, seed, verbose,
         raise _interrupted(table, seeds, out, len(done) + len(finished) if out is not None else 0) from None
     result = TableResult(table, quick, int(replications), int(seed),
                          aggregate(table, rows), ours(table, rows), resumed=len(done),
-                         left_out=table.partial_data() if table.partial_data else None)
+                         left_out=left_out(table, quick, rows))
     if out is not None:
         result.files = write(result, Path(out))
         _record_outputs(result, Path(out))
@@ -497,7 +454,9 @@ def _refuse_with_collect(**given) -> None:
 def _collected(table, quick, seed, seeds, checkpoints, out) -> TableResult:
     """The table of the kept replications among ``seeds`` (see ``collect`` of :func:`run_table`);
     nothing is written."""
-    done = {r: rows for r, s in enumerate(seeds) if (rows := checkpoints.load(r, s)) is not None}
+    kept = checkpoints.read(seeds)
+    checkpoints.check_same_data(kept, None)
+    done = {r: k.rows for r, k in kept.items()}
     if not done:
         advice = _other_runs(checkpoints, quick, seed, out, len(seeds))
         raise InputError(f"no finished replication of {table.name} ({_run_flags(quick, seed)}) "
@@ -505,7 +464,8 @@ def _collected(table, quick, seed, seeds, checkpoints, out) -> TableResult:
     rows = [dict(replication=r, **row) for r in sorted(done) for row in done[r]]
     beyond = sum(r >= len(seeds) for r in checkpoints.kept())
     return TableResult(table, quick, len(done), seed, aggregate(table, rows), ours(table, rows),
-                       resumed=len(done), planned=len(seeds), beyond=beyond)
+                       resumed=len(done), planned=len(seeds), beyond=beyond,
+                       left_out=left_out(table, quick, rows))
 
 
 def _run_flags(quick: bool, seed: int) -> str:

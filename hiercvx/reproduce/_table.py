@@ -17,10 +17,13 @@ class DataUnavailable(HierCVXError):
 @dataclass(frozen=True)
 class Reported:
     """One cell of a paper's table: its mean and, where the paper gives one, the standard
-    deviation over the paper's replications (``None`` for exact rows such as a Bayes error)."""
+    deviation over the paper's replications (``None`` for exact rows such as a Bayes error).
+    ``resolution``: half a unit in the last digit printed for this cell's mean (its rounding;
+    :func:`parse_reported` reads it from the printed text), or ``None`` to use the table's."""
 
     mean: float
     sd: float | None = None
+    resolution: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,11 @@ class Table:
     ``partial_data()``, when given, says which part of the table is left out here (its data
     files absent, named with the folder they were looked for in) while the rest runs, or
     returns None; the runner prints it under the table's header.
+    ``optional_data(quick)``, when given, maps each data set that a run (``quick`` or not) uses
+    when its files are present, named as the ``setting`` of its rows, to None when present here,
+    else why it is left out (its files, and the folder they were looked for in).  Checkpoints
+    record the data sets present, ``--resume`` refuses replications made with others, and the
+    header's "left out" is read from the rows (it then takes the place of ``partial_data``).
     """
 
     name: str
@@ -60,6 +68,7 @@ class Table:
     settings: tuple[str, ...] = field(default=())
     missing_data: Callable[[], str | None] | None = None
     partial_data: Callable[[], str | None] | None = None
+    optional_data: Callable[[bool], Mapping[str, str | None]] | None = None
     published_methods: tuple[str, ...] = ()
     # |ours - paper| <= 2 sd: the usual two-standard-deviation band, about 95% of a normal spread
     spread_width: float = 2.0
@@ -70,7 +79,8 @@ class Table:
 
 def parse_reported(text: str, metrics: tuple[str, ...]) -> dict[tuple[str, str, str], Reported]:
     """Read a block of ``setting | method | cell | cell ...`` lines, one cell per metric,
-    each cell ``mean`` or ``mean (sd)``, into ``{(setting, method, metric): Reported}``.
+    each cell ``mean`` or ``mean (sd)``, into ``{(setting, method, metric): Reported}``, each
+    with the rounding of its printed mean (:func:`printed_rounding`).
     Keeping the paper's numbers as text in the layout they are printed in makes them easy
     to check against the paper."""
     out = {}
@@ -80,5 +90,13 @@ def parse_reported(text: str, metrics: tuple[str, ...]) -> dict[tuple[str, str, 
             raise InputError(f"reported row {line!r} has {len(cells)} cells, expected {len(metrics)}")
         for metric, cell in zip(metrics, cells):
             mean, _, sd = cell.partition("(")
-            out[(setting, method, metric)] = Reported(float(mean), float(sd.rstrip(")")) if sd else None)
+            out[(setting, method, metric)] = Reported(
+                float(mean), float(sd.rstrip(")")) if sd else None, printed_rounding(mean))
     return out
+
+
+def printed_rounding(number: str) -> float:
+    """Half a unit in the last digit of ``number`` as printed: 0.0005 for ``0.545``, 0.05 for
+    ``68.4``, 0.5 for ``12``."""
+    _, _, decimals = number.strip().partition(".")
+    return 0.5 * 10.0 ** -len(decimals)

@@ -507,6 +507,21 @@ def _missing() -> str | None:
     return hmc.missing([f.name for f in _files(SHIPPED[0])])
 
 
+def _optional(quick: bool) -> dict[str, str | None]:
+    """The data sets of the run (``quick`` or not) that are shipped or present: None when its
+    three files are present, else why its rows are left out."""
+    settings = QUICK if quick else FULL
+    here = present(settings)
+    return {name: None if name in here else
+            f"the {name} rows: {hmc.missing([f.name for f in _files(name)])}"
+            for name in settings.data_sets if name in here or name in SHIPPED}
+
+
+def _partial() -> str | None:
+    """The shipped data sets a full run leaves out here (their files absent), or None."""
+    return "; ".join(reason for reason in _optional(False).values() if reason) or None
+
+
 #: the one table of this module, as ``hiercvx reproduce hmc-aupr`` runs it
 TABLES = (Table(
     name="hmc-aupr",
@@ -544,5 +559,7 @@ TABLES = (Table(
            "root and, on cellcycle_GO, the three GO namespace roots that every gene holds "
            "(as C-HMCNN's evaluation: 499 FunCat and 4122 GO classes)"),
     missing_data=_missing,
+    partial_data=_partial,
+    optional_data=_optional,
     published_methods=PUBLISHED_METHODS,
 ),)
