@@ -4,11 +4,11 @@ Solves ``argmax_{y in Y_m} sum_{n in y} s_n``, the loss-augmented argmax (18) of
 and Srebro, "Normalized Hierarchical SVM", arXiv:1508.02479, 2016, once a decomposable loss is
 folded into the scores, i.e. the integer program (19), by one of four methods:
 
-``"dp"``         the tree dynamic program (:mod:`.tree_dp`), compiled, O(M) per sample;
-``"ilp"``        program (19) (:mod:`.programs`) behind the bound certificate of :mod:`.bounds`;
-``"lp"``         its LP relaxation; the samples whose LP optimum is fractional go the way of
-                 ``"ilp"`` (root split, bounds, branching, then (19));
-``"enumerate"``  brute force over ``Y_m`` (:func:`~.labelsets.enumerate_label_sets`).
+- ``"dp"``: the tree dynamic program (:mod:`.tree_dp`), compiled, O(M) per sample;
+- ``"ilp"``: program (19) (:mod:`.programs`) behind the bound certificate of :mod:`.bounds`;
+- ``"lp"``: its LP relaxation; the samples whose LP optimum is fractional go the way of
+  ``"ilp"`` (root split, bounds, branching, then (19));
+- ``"enumerate"``: brute force over ``Y_m`` (:func:`~.labelsets.enumerate_label_sets`).
 
 ``"auto"`` picks by :func:`~.labelsets.auto_method`.
 """

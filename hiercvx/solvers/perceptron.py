@@ -106,9 +106,10 @@ class Options:
     psd_check_max : int
         Rows of a precomputed kernel checked for positive semidefiniteness by its eigenvalues (a
         principal block of a PSD matrix is PSD; the check is cubic); the whole matrix is checked
-        for symmetry, its diagonal and Cauchy-Schwarz in ``O(n^2)`` (:func:`check_gram_block`).  0 skips the check, for a caller that checked
-        the Gram matrix before adding the bias to it (rounding is judged at the precision of the
-        user's entries, which ``K + s**2`` in float64 no longer shows).
+        for symmetry, its diagonal and Cauchy-Schwarz in ``O(n^2)`` (``check_gram_block``).  0
+        skips the check, for a caller that checked the Gram matrix before adding the bias to it
+        (rounding is judged at the precision of the user's entries, which ``K + s**2`` in
+        float64 no longer shows).
     block_entries : int
         Kernel entries (rows x columns) of one block of the dual form (32 MB).
     full_gram_max_n : int

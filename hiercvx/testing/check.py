@@ -438,7 +438,7 @@ def shrink(fit, outcome: Outcome, rtol: float, weight_rtol: float,
 
 def same_failure(original: Outcome, other: Outcome) -> bool:
     """Whether ``other`` fails the way ``original`` does: its failures include ``original``'s
-    first kind (:attr:`Outcome.kinds`), and ``fit`` raised there only if it raised on
+    first kind (``Outcome.kinds``), and ``fit`` raised there only if it raised on
     ``original``."""
     if other.status != "failed" or not original.kinds:
         return False
