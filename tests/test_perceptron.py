@@ -54,7 +54,7 @@ def _reference(X, data, update="perceptron", selection="mistake", max_epochs=5, 
                shuffle=True, weights=None):
     """Algorithms 4/6 (and Hieron) with stacked node weights W, updated by (5.3); stops on an
     epoch without mistakes (Alg. 6 step 12); ``weights`` scale the steps by ``w_i / max w``
-    (weight 0: the example is skipped)."""
+    (weight 0: the example is left out of every epoch's order)."""
     Lam, loss, Y = data.Lam, data.loss, data.Y
     n = X.shape[0]
     W = np.zeros((Lam.shape[1], X.shape[1]))
@@ -62,14 +62,12 @@ def _reference(X, data, update="perceptron", selection="mistake", max_epochs=5, 
     rng = np.random.default_rng(seed)
     c = np.ones(n) if weights is None else np.asarray(weights, float) / np.max(weights)
     log, snapshots, L = [], [], 0
+    active = np.flatnonzero(c > 0)  # weight 0: never visited, no step of the average
     for _ in range(max_epochs):
-        order = rng.permutation(n) if shuffle else np.arange(n)
+        order = active[rng.permutation(len(active))] if shuffle else active
         mistakes = 0
         for i in order:
             L += 1
-            if c[i] == 0:
-                W_sum += W
-                continue
             s = Lam @ (W @ X[i])
             pairs = [(y, yb) for y in np.flatnonzero(Y[i]) for yb in np.flatnonzero(~Y[i])]
             mistakes += min(s[y] - s[yb] for y, yb in pairs) <= 0
@@ -628,6 +626,37 @@ def test_sample_weights_scale_each_step(update):
     assert not np.isin(res.log.example, np.flatnonzero(w == 0)).any()
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("variant,update,kernel", [
+    ("online", "perceptron", "linear"), ("averaged", "perceptron", "linear"),
+    ("online", "hieron", "linear"), ("averaged", "hieron", "linear"),
+    ("online", "perceptron", "rbf"), ("averaged", "perceptron", "rbf"),
+    ("minover", "perceptron", "linear"), ("minover", "perceptron", "rbf")])
+def test_zero_weight_equals_dropping_the_examples(variant, update, kernel, shuffle):
+    """Examples of weight 0 are left out of every epoch's visiting order, so a fit with them
+    equals the fit on the examples of positive weight: the same scores on held-out X and the
+    same steps (L of the average (5.15)) and epochs (Minover: ``ceil(steps / n)`` with n the
+    examples of positive weight).  With ``shuffle`` and the same ``random_state`` the orders
+    are the same too: the generator permutes the positive-weight examples only."""
+    H = hc.Hierarchy.from_edges([("r", "A"), ("r", "B"), ("A", "x"), ("A", "y"), ("B", "z")])
+    rng = np.random.default_rng(7)
+    X, X_new = rng.standard_normal((40, 3)), rng.standard_normal((15, 3))
+    labels = list(np.array(H.leaves, dtype=object)[np.arange(40) % len(H.leaves)])
+    w = rng.choice([0.5, 1.0, 3.0], size=40)
+    w[[0, 5, 6, 17, 39]] = 0.0
+    keep = w > 0
+    _, _, data = hsvm.prepare(X, labels, H, sample_weight=w)
+    _, _, sub = hsvm.prepare(X[keep], [l for l, k in zip(labels, keep) if k], H, sample_weight=w[keep])
+    kw = dict(variant=variant, update=update, kernel=kernel, max_epochs=6, shuffle=shuffle,
+              random_state=3, sigma=1.5 if kernel == "rbf" else None)  # the default sigma reads X
+    a, b = P.perceptron(X, data, **kw), P.perceptron(X[keep], sub, **kw)
+    assert (a.n_steps, a.n_epochs, a.n_updates) == (b.n_steps, b.n_epochs, b.n_updates)
+    assert a.n_steps <= 6 * keep.sum()
+    assert np.array_equal(np.flatnonzero(keep)[b.log.example], a.log.example)
+    assert np.allclose(a.class_scores(X_new), b.class_scores(X_new), rtol=1e-12, atol=1e-12)
+    assert a.status == b.status and np.isclose(a.objective, b.objective, rtol=1e-12)
+
+
 def test_estimator_takes_sample_weight():
     H = hc.Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "c": "r"})
     rng = np.random.default_rng(0)
@@ -646,8 +675,8 @@ def test_estimator_takes_sample_weight():
         sub = HierarchicalPerceptron(hierarchy=H, max_epochs=3, shuffle=False, **params).fit(X[keep], y[keep])
         zero = HierarchicalPerceptron(hierarchy=H, max_epochs=3, shuffle=False, **params).fit(
             X, y, sample_weight=keep.astype(float))
-        if "variant" not in params:  # online (Minover's budget is kappa n steps)
-            assert np.allclose(sub.decision_function(X), zero.decision_function(X))
+        assert np.allclose(sub.decision_function(X), zero.decision_function(X))
+        assert sub.n_iter_ == zero.n_iter_
     with pytest.raises(ValueError, match="sample_weight"):
         HierarchicalPerceptron(hierarchy=H).fit(X, y, sample_weight=-np.ones(30))
 
@@ -699,6 +728,38 @@ def test_an_overflowing_intercept_scaling_is_refused():
     HierarchicalPerceptron(intercept_scaling=1e160, fit_intercept=False).fit(X, y)  # no bias feature
     with pytest.raises(ValueError, match="intercept_scaling"):
         HierarchicalPerceptron(intercept_scaling=1e160, kernel="rbf").fit(X, y)
+
+
+def test_the_overflow_check_takes_the_bias_scaling_of_the_estimator():
+    """The overflow check reads the bias through the estimator's own parameter check: a
+    fit_intercept that is no bool is refused with that check's message."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = np.array(list("abc") * 10)
+    with pytest.raises(TypeError, match="fit_intercept must be True or False"):
+        HierarchicalPerceptron(fit_intercept="yes").fit(X, y)
+    with pytest.raises(ValueError, match="intercept_scaling"):
+        HierarchicalPerceptron(intercept_scaling=1e160, fit_intercept=np.bool_(True)).fit(X, y)
+
+
+@pytest.mark.parametrize("later", ["none", "other"])
+def test_node_calibration_is_fitted_from_the_fit_not_from_later_parameters(later):
+    """node_calibration_ is fitted on the hierarchy, classes and threshold of the fit: after
+    set_params(hierarchy=None) or another hierarchy with the same node names, its first read
+    and a pickle give the calibration read right after the fit."""
+    H, X, y = _separable_tree_problem()
+    ref = HierarchicalPerceptron(hierarchy=H, max_epochs=3).fit(X, y)
+    expected = ref.node_calibration_
+    est = HierarchicalPerceptron(hierarchy=H, max_epochs=3).fit(X, y)
+    assert np.array_equal(est.class_scores(X), ref.class_scores(X))
+    assert est.__dict__["_calibration_inputs"] is not None  # nothing fitted yet
+    other = hc.Hierarchy.from_parents({"root": None, "A": "root", "B": "root", "A1": "B",
+                                       "A2": "A", "B1": "A", "B2": "B"})
+    est.set_params(hierarchy=None if later == "none" else other)
+    pickled = pickle.loads(pickle.dumps(est)).node_calibration_
+    for cal in (est.node_calibration_, pickled):
+        assert (cal.slope, cal.intercept) == (expected.slope, expected.intercept)
+        assert np.array_equal(cal.log_odds, expected.log_odds)
 
 
 def test_the_whole_gram_matrix_is_checked_beyond_the_eigenvalue_block():

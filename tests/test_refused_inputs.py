@@ -371,3 +371,21 @@ def test_C_times_a_sample_weight_beyond_the_penalty_limit_is_refused():
                                              r"C \* max\(sample_weight\) <= 1e\+100"):
             make().fit(X, y, sample_weight=[1e300] * 6)
     E.HierarchicalSVC(C=1e-200).fit(X, y, sample_weight=[1e250] * 6)   # the product is what counts
+
+
+@pytest.mark.parametrize("name", ["HierarchicalSVC", "HierarchicalPerceptron",
+                                  "NormalizedHierarchicalSVC", "SharedNormSVC",
+                                  "OrthogonalTransferSVC", "TopDownSVC", "SiblingMarginSVC",
+                                  "SequentialHierarchicalSVC"])
+def test_every_estimator_refuses_an_overflowing_intercept_scaling(name):
+    """The bias feature's square counts in every squared norm: an intercept_scaling whose square
+    overflows is refused at fit, naming it, by every estimator that appends a bias."""
+    from hiercvx import estimators
+    H = Hierarchy.from_parents({"r": None, "a": "r", "b": "r", "a1": "a", "a2": "a",
+                                "b1": "b", "b2": "b"})
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    y = np.array(["a1", "a2", "b1", "b2"])[np.arange(40) % 4]
+    est = getattr(estimators, name)(hierarchy=H, fit_intercept=True, intercept_scaling=1e160)
+    with pytest.raises(InputError, match="intercept_scaling"):
+        est.fit(X, y)

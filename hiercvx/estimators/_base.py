@@ -14,6 +14,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import targets
 from .._validation import (check_features, check_hierarchy_argument, check_not_complex,
                            check_positive, check_target)
+from ..bias import bias_scaling
 from ..exceptions import InputError, InputTypeError, ProblemTooLargeError
 from ..kernels import Kernel, check_psd
 from ..metrics import NODE_MARGINS, fit_node_calibration, node_margins
@@ -72,8 +73,9 @@ def validate_X(estimator, X, **options):
 def check_no_overflow(X, intercept_scaling=None) -> None:
     """Refuse features so large that squared norms and inner products ``<x, x'>`` (every linear
     model's scores, every kernel, every Gram matrix) overflow float64: found here rather than as
-    an ``inf`` deep in a solver.  ``intercept_scaling`` (with ``fit_intercept``): the bias
-    feature appended to ``X`` (or ``intercept_scaling**2`` added to the kernel) counts too."""
+    an ``inf`` deep in a solver.  ``intercept_scaling``: the scaling of the bias feature appended
+    to ``X`` (or ``intercept_scaling**2`` added to the kernel), which counts too; None without
+    a bias."""
     data = X.data if hasattr(X, "toarray") else X
     largest = float(np.max(np.abs(data))) if data.size else 0.0
     with np.errstate(over="ignore"):
@@ -82,10 +84,7 @@ def check_no_overflow(X, intercept_scaling=None) -> None:
         raise InputError(f"X has entries up to {largest:.3g} in absolute value: squared norms of its "
                          "rows overflow float64. Rescale X (e.g. sklearn.preprocessing."
                          "StandardScaler or MaxAbsScaler in a pipeline)")
-    try:
-        s = abs(float(intercept_scaling)) if intercept_scaling is not None else 0.0
-    except (TypeError, ValueError):  # refused by the parameter checks, with their message
-        return
+    s = 0.0 if intercept_scaling is None else abs(float(intercept_scaling))
     with np.errstate(over="ignore"):
         overflow = np.isfinite(s) and not np.isfinite(largest * largest * X.shape[1] + s * s)
     if overflow:
@@ -95,18 +94,30 @@ def check_no_overflow(X, intercept_scaling=None) -> None:
                          "around the scale of X's entries leaves the bias lightly regularized)")
 
 
+def _training_bias_scaling(estimator) -> float | None:
+    """The scaling of the bias feature ``fit`` appends (None: no bias): the estimator's own
+    ``_bias_scaling()``, else :func:`hiercvx.bias.bias_scaling` of its ``fit_intercept`` and
+    ``intercept_scaling`` parameters, when it has them."""
+    own = getattr(estimator, "_bias_scaling", None)
+    if own is not None:
+        return own()
+    params = getattr(estimator, "get_params", dict)()
+    if "fit_intercept" in params and "intercept_scaling" in params:
+        return bias_scaling(params["fit_intercept"], params["intercept_scaling"])
+    return None
+
+
 def validate_training_X(estimator, X, *, precomputed: bool = False, check_kernel: bool = True):
     """``X`` for ``fit`` through scikit-learn's ``validate_data`` (float64, at least two rows,
     CSR kept unless ``X`` is a precomputed kernel).  A precomputed kernel must be square,
     symmetric and PSD (:func:`hiercvx.kernels.check_psd`); ``check_kernel=False`` leaves that
     to a solver that checks it itself.  Complex ``X`` is refused (InputError), and so are
-    entries or an ``intercept_scaling`` (with ``fit_intercept``) that overflow
-    (:func:`check_no_overflow`)."""
+    entries or an ``intercept_scaling`` that overflow (:func:`check_no_overflow`, with the
+    scaling of the estimator's bias feature, its ``fit_intercept`` and ``intercept_scaling``
+    checked)."""
     X = validate_X(estimator, X, accept_sparse=False if precomputed else "csr", dtype=np.float64,
                    ensure_min_samples=2)
-    with_bias = getattr(estimator, "fit_intercept", False)
-    check_no_overflow(X, getattr(estimator, "intercept_scaling", None)
-                      if isinstance(with_bias, (bool, np.bool_)) and with_bias else None)
+    check_no_overflow(X, _training_bias_scaling(estimator))
     if precomputed and check_kernel:
         check_psd(X, what="precomputed kernel matrix")
     return X
@@ -388,6 +399,25 @@ def _takes_a_hierarchy(estimator) -> bool:
     return hasattr(estimator, "hierarchy")
 
 
+def _held_of(Y, held, H, classes):
+    """``held``, or the nodes of ``H`` each sample holds from its ``classes`` ``Y`` (a bool
+    indicator over ``classes``), closed upward."""
+    if held is not None:
+        return held
+    Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
+    below = H.ancestor_matrix[H.indices(classes)].astype(float)
+    return (sp.csr_matrix(Y.astype(float)) @ below).toarray() > 0
+
+
+def _calibration_of(scores, Y, held, H, classes, threshold, method):
+    """:func:`hiercvx.metrics.fit_node_calibration` on the node margins of the class ``scores``
+    (over ``classes``, with the label-set ``threshold``) and the nodes the samples hold
+    (:func:`_held_of`): what ``fit`` kept for ``node_calibration_``."""
+    margins = node_margins(np.asarray(scores, dtype=float), classes, H, method=method,
+                           threshold=threshold)
+    return fit_node_calibration(margins, _held_of(Y, held, H, classes), H, method=method)
+
+
 class NodeScoresMixin:
     """``node_decision_function``: a score per node of the hierarchy, for the ranking measures
     of the hierarchical multi-label literature (AU(PRC), :func:`hiercvx.metrics.au_prc`).
@@ -435,7 +465,7 @@ class NodeScoresMixin:
         state = self.__dict__
         pending = state.get("_calibration_inputs")
         if pending is not None:
-            state["node_calibration_"] = self._calibration_of(*pending)
+            state["node_calibration_"] = _calibration_of(*pending)
             state["_calibration_inputs"] = None
         if "node_calibration_" not in state:
             raise AttributeError(f"{type(self).__name__} has no attribute 'node_calibration_' "
@@ -454,39 +484,28 @@ class NodeScoresMixin:
         state.pop("_calibration_inputs", None)
         return state
 
-    def _calibration_of(self, scores, Y, held):
-        """:func:`hiercvx.metrics.fit_node_calibration` on class ``scores`` and labels ``Y`` or
-        ``held`` (see :meth:`_fit_node_calibration`)."""
-        method = self._node_margin_method
-        margins = self._margins_of_scores(np.asarray(scores, dtype=float), method)
-        return fit_node_calibration(margins, self._held(Y, held), self.hierarchy, method=method)
-
-    def _held(self, Y, held):
-        """``held``, or the nodes each sample holds from its classes ``Y`` (closed upward)."""
-        if held is not None:
-            return held
-        H = self.hierarchy
-        Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
-        below = H.ancestor_matrix[H.indices(list(self.classes_))].astype(float)
-        return (sp.csr_matrix(Y.astype(float)) @ below).toarray() > 0
-
     def _fit_node_calibration(self, X, Y=None, scores=None, *, held=None) -> None:
         """Fit ``node_calibration_`` (:func:`hiercvx.metrics.fit_node_calibration`) on the
         training samples ``X`` and their labels: ``Y``, a bool ``(n, n_classes)`` indicator over
         ``classes_``, or ``held``, the nodes of ``hierarchy`` each sample holds
-        (:func:`held_nodes`; ``scores``: the class scores of ``X`` when already computed, kept
-        with the labels and fitted on the first read of ``node_calibration_``).  Without a
-        ``hierarchy`` parameter there are no node scores and nothing is fitted."""
+        (:func:`held_nodes`).  ``scores``: the class scores of ``X`` when already computed,
+        kept with the labels, the ``hierarchy``, ``classes_``, ``threshold_`` and margin method
+        of this fit, and fitted from those on the first read of ``node_calibration_`` (a later
+        ``set_params`` does not change it).  Without a ``hierarchy`` parameter there are no
+        node scores and nothing is fitted."""
         self.node_calibration_ = None
         H = getattr(self, "hierarchy", None)
         if H is None:
             return
-        if scores is not None:
-            self.__dict__["_calibration_inputs"] = (scores, Y, held)   # fitted on first read
+        method = self._node_margin_method
+        if scores is not None:   # fitted on first read
+            self.__dict__["_calibration_inputs"] = (
+                scores, Y, held, H, list(self.classes_),
+                float(getattr(self, "threshold_", 0.0)), method)
             return
-        margins = self._node_margins(X, self._node_margin_method)  # an estimator's own margins
-        self.node_calibration_ = fit_node_calibration(margins, self._held(Y, held), H,
-                                                      method=self._node_margin_method)
+        margins = self._node_margins(X, method)  # an estimator's own margins
+        self.node_calibration_ = fit_node_calibration(
+            margins, _held_of(Y, held, H, list(self.classes_)), H, method=method)
 
     @available_if(_takes_a_hierarchy)
     def cross_fitted_node_margins(self, X, y, *, cv: int = 5, random_state=0) -> np.ndarray:
