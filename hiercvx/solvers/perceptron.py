@@ -68,19 +68,8 @@ from .primitives import row_data, row_sq_norms
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "perceptron",
-    "flat_perceptron",
-    "flat_margin_data",
-    "UpdateLog",
-    "classifier_scores",
-    "support_of",
-    "update_bound",
-    "VARIANTS",
-    "UPDATES",
-    "SELECTIONS",
-    "Options",
-]
+__all__ = ["perceptron", "flat_perceptron", "flat_margin_data", "UpdateLog", "classifier_scores",
+           "support_of", "update_bound", "VARIANTS", "UPDATES", "SELECTIONS", "Options"]
 
 VARIANTS = ("online", "averaged", "minover")
 UPDATES = ("perceptron", "hieron")
@@ -432,9 +421,9 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     X : (n, d) dense or CSR features; for ``kernel="precomputed"`` the (n, n) Gram matrix.
     variant : ``"online"`` (Alg. 4/5), ``"averaged"`` (Alg. 6 via (5.15)) or ``"minover"`` (Alg. 7).
     update : ``"perceptron"`` (step ``Delta``) or ``"hieron"`` ((7.8)-(7.9)).
-    max_epochs : kappa; Minover makes at most ``kappa n`` steps.  ``None`` runs until an epoch
-        without violations after refusing provably non-separable data, capped at
-        ``options.max_epochs_cap`` epochs with a ``ConvergenceWarning``.
+    max_epochs : kappa; Minover makes at most ``kappa n`` steps (n: examples of positive weight).
+        ``None`` runs until an epoch without violations after refusing provably non-separable
+        data, capped at ``options.max_epochs_cap`` epochs with a ``ConvergenceWarning``.
     shuffle : visit the examples in a fresh random order each epoch (seeded by
         ``random_state``); ``False`` visits them in index order as in the thesis.
     selection : ``"mistake"`` (Alg. 4) or ``"hinge"`` (batch Hieron); the default is
@@ -446,8 +435,8 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     verbose : one INFO line per epoch (Minover: after steps 1, 2, 4, 8, ...).
     options : :class:`Options` (default ``Options()``).
 
-    Sample weights are ``data.Cw`` (:func:`step_scale`: every step is scaled by
-    ``Cw_i / max Cw``; weight 0 drops an example).
+    Sample weights are ``data.Cw`` (:func:`step_scale`: every step is scaled by ``Cw_i / max Cw``;
+    weight 0 drops an example: never visited, it adds no step to the average (5.15)).
 
     Returns
     -------
@@ -474,14 +463,12 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     holds the violations (pairs picked for an update), mistakes and updates of every epoch.
     """
     t0 = time.perf_counter()
-    if options is None:
-        options = Options()
-    elif not isinstance(options, Options):
+    options = Options() if options is None else options
+    if not isinstance(options, Options):
         raise InputError(f"options must be a hiercvx.solvers.perceptron.Options, got {type(options).__name__}")
     X, k, max_epochs, capped = _check_inputs(X, data, kernel, sigma, max_epochs, options)
     selection, form = _check_options(variant, update, selection, form, k, data)
-    scale = step_scale(data)
-    kdiag = _kernel_diag(X, k)
+    scale, kdiag = step_scale(data), _kernel_diag(X, k)
     if capped:
         _refuse_unseparable(X, data, k, kdiag, scale)
     Q = np.ascontiguousarray(data.Q, dtype=float)
@@ -497,18 +484,24 @@ def perceptron(X, data: MarginData, *, variant: str = "online", update: str = "p
     log, n_steps, n_epochs, stopped, margins, history = res
     sol = _solution(X, data, k, Q, scale, log, n_steps, n_epochs, stopped, margins, history,
                     variant=variant, update=update, selection=selection, form=form)
+    _report_stop(sol, variant, stopped, capped, options)
+    sol.solve_time = time.perf_counter() - t0
+    return sol
+
+
+def _report_stop(sol: Solution, variant, stopped, capped, options: Options) -> None:
+    """A ``ConvergenceWarning`` when ``max_epochs=None`` hit its cap; an INFO line when the
+    returned classifier still mis-ranks training examples."""
     if not stopped and capped:
         rule_text = ("a pair margin <= 0 left" if variant == "minover" else
                      "a mistake (a training example ranked wrongly when visited) in every epoch")
-        sol.warn_unless_converged("epochs", reason=f"with {rule_text} ({len(log)} updates; "
+        sol.warn_unless_converged("epochs", reason=f"with {rule_text} ({sol.n_updates} updates; "
                                   f"max_epochs=None is capped at {options.max_epochs_cap}): the data may "
                                   "not be separable")
     elif not sol.converged:
         logger.info("%s: %d training examples mis-ranked after %d epochs (%d updates)%s", sol.name,
-                    sol.n_violated, n_epochs, len(log),
+                    sol.n_violated, sol.n_epochs, sol.n_updates,
                     " although the last epoch had no mistake" if stopped else "")
-    sol.solve_time = time.perf_counter() - t0
-    return sol
 
 
 def _check_inputs(X, data: MarginData, kernel, sigma, max_epochs, options: Options):
@@ -636,15 +629,16 @@ def _run_epochs(X, data, k, rule: kern.PairRule, form, max_epochs, shuffle, rand
             Kn = np.asarray(Xn, dtype=float)[:, sv] if k.name == "precomputed" else (
                 k(Xn, X[sv]) if len(sv) else np.zeros((Xn.shape[0], 0)))
             return Kn @ GQ[sv]
+    active = np.flatnonzero(rule.weight > 0).astype(np.int64)  # weight 0: never visited nor a step
     for epoch in range(1, max_epochs + 1):
-        order = rng.permutation(n).astype(np.int64) if shuffle else np.arange(n, dtype=np.int64)
-        buf = kern.empty_log(n)
+        order = active[rng.permutation(len(active))] if shuffle else active
+        buf = kern.empty_log(len(order))
         if form == "primal":
             nu, nv, nm = kern.primal_epoch(order, rows, UT, rule, steps, buf)
         else:
             nu, nv, nm = _dual_epoch(order, X, k, gram, GQ, is_sv, rule, steps, buf,
                                      options.block_entries)
-        steps += n
+        steps += len(order)
         parts.append(UpdateLog(*(a[:nu] for a in buf)))
         history["violations"].append(int(nv))
         history["mistakes"].append(int(nm))
@@ -689,8 +683,8 @@ def _run_minover(X, data, k, Q, scale, max_epochs, verbose, options: Options):
     on a precomputed Gram matrix, else on kernel columns computed as needed.  Pairs of
     examples of weight 0 take no part (their entries of the returned ``T`` are nan, filled
     from the classifier by :func:`_solution`); the step of a pair is ``scale_i Delta_p``."""
-    n = data.n_samples
-    max_iter = max_epochs * n
+    n, n_pos = data.n_samples, int(np.count_nonzero(scale > 0))  # epochs of the trained examples
+    max_iter = max_epochs * n_pos
     keep = np.flatnonzero(scale[data.pair_i] > 0)
     pairs = kern.MinoverPairs(data.pair_i[keep].astype(np.int64), data.pair_y[keep].astype(np.int64),
                               data.pair_ybar[keep].astype(np.int64),
@@ -716,7 +710,7 @@ def _run_minover(X, data, k, Q, scale, max_epochs, verbose, options: Options):
     it = int(it)
     log = UpdateLog(np.arange(1, it + 1, dtype=np.int64), buf.example[:it], buf.y[:it], buf.ybar[:it],
                     buf.tau[:it])
-    n_epochs = int(np.ceil(it / n)) if it else 1
+    n_epochs = int(np.ceil(it / n_pos)) if it else 1
     margins = np.full(data.n_pairs, np.nan)
     margins[keep] = T
     return log, it, n_epochs, bool(converged), margins, {"updates": [it]}
