@@ -30,8 +30,9 @@ __version__ = "0.1.0"
 #: ``from hiercvx import datasets`` reaches them; with the names below, they keep
 #: ``import hiercvx`` (and the pytest plugin it carries, which every pytest run in the
 #: environment loads) from paying for CVXPY and scikit-learn until they are used
-_ON_FIRST_USE = ("datasets", "estimators", "formulations", "inference", "kernels", "losses",
-                 "methods", "metrics", "models", "reproduce", "solvers", "taxonomy", "testing")
+_ON_FIRST_USE = ("bias", "cli", "datasets", "demo", "describe", "estimators", "formulations",
+                 "inference", "kernels", "losses", "methods", "metrics", "models", "reference",
+                 "reproduce", "result", "solvers", "targets", "taxonomy", "testing", "verify")
 #: the core objects defined in modules that import CVXPY, by the module defining them
 _NAMES_ON_FIRST_USE = {"ReferenceProblem": "reference", "ReferenceSolution": "reference",
                        "Solution": "result"}
@@ -39,10 +40,8 @@ _NAMES_ON_FIRST_USE = {"ReferenceProblem": "reference", "ReferenceSolution": "re
 
 def __getattr__(name: str):
     import importlib
-    import importlib.util
-    if name in _ON_FIRST_USE or (not name.startswith("_")
-                                 and importlib.util.find_spec(f"{__name__}.{name}") is not None):
-        return importlib.import_module(f"{__name__}.{name}")  # e.g. hc.reference, hc.bias
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _NAMES_ON_FIRST_USE:
         value = getattr(importlib.import_module(f"{__name__}.{_NAMES_ON_FIRST_USE[name]}"), name)
         globals()[name] = value

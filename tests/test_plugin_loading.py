@@ -35,3 +35,15 @@ def test_ids_carry_the_effective_seed(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "seed5" in run.stdout and "seed6" in run.stdout and "seed0]" not in run.stdout, \
         run.stdout[-2000:]
+
+
+def test_every_public_module_is_reached_as_an_attribute():
+    """``import hiercvx`` imports its core only; each public module of the package is an
+    attribute on first use (``hc.reference``, ``hc.bias``), as the eager imports made them."""
+    import pkgutil
+
+    import hiercvx as hc
+    public = {m.name for m in pkgutil.iter_modules(hc.__path__) if not m.name.startswith("_")}
+    assert public <= set(dir(hc))
+    for name in sorted(public):
+        assert getattr(hc, name).__name__ == f"hiercvx.{name}"

@@ -359,7 +359,8 @@ def test_resume_refuses_replications_made_with_other_data(tmp_path, monkeypatch,
     # started again without --resume: the rows say what is left out
     fresh = reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path, force=True)
     assert fresh.left_out == "the D rows: d.arff not found"
-    # collected while D is present again: left out as the kept rows show, not as now
+    # collected while D is present again: left out as the kept rows show, not as the data
+    # present at collect time
     state["D"] = None
     collected = reproduce.run_table("fake", replications=2, verbose=False, out=tmp_path,
                                     collect=True)

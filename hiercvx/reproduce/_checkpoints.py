@@ -15,8 +15,6 @@ from ._table import Table
 
 #: the keys of every row a replication returns (``Table.run``)
 ROW_KEYS = ("setting", "method", "metric", "value")
-#: what a checkpoint file records besides its rows, and must agree with its name
-KEY_FIELDS = ("table", "quick", "seed", "replication", "replication_seed")
 
 
 def hiercvx_version() -> str:
