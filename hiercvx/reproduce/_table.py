@@ -80,7 +80,7 @@ class Table:
 def parse_reported(text: str, metrics: tuple[str, ...]) -> dict[tuple[str, str, str], Reported]:
     """Read a block of ``setting | method | cell | cell ...`` lines, one cell per metric,
     each cell ``mean`` or ``mean (sd)``, into ``{(setting, method, metric): Reported}``, each
-    with the rounding of its printed mean (:func:`printed_rounding`).
+    with the rounding of its printed mean (``printed_rounding``).
     Keeping the paper's numbers as text in the layout they are printed in makes them easy
     to check against the paper."""
     out = {}
