@@ -412,7 +412,7 @@ def shrink(fit, outcome: Outcome, rtol: float, weight_rtol: float,
     ``sizes`` below the problem's, smallest first), then fewer features (same structure,
     options and seed), at most ``budget`` re-runs of ``fit``; ``outcome`` itself when none is
     smaller.  A smaller variant counts only when it fails the same way (:func:`same_failure`):
-    one that fails for another reason (``fit`` refusing data too small for it) is not kept."""
+    one that fails for another reason (``fit`` refusing data too small for it) is passed over."""
     problem = outcome.problem
     if problem.template is None:
         return outcome
